@@ -1,0 +1,2 @@
+export { configSchema, type PalaverConfig, type PalaverConfigInput, type ModelEndpointConfig } from './schema.js';
+export { loadConfig, parseConfig, type LoadConfigOptions } from './load-config.js';

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+
+const providerKind = z.enum(['openai-chat', 'openai-responses']);
+
+/** Price of a model in `currency` per million tokens; decimal strings so no float rounding. */
+const priceSchema = z.object({
+  input: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal number as a string, e.g. "0.40"'),
+  output: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal number as a string, e.g. "1.60"'),
+});
+
+const modelEndpointSchema = z.object({
+  provider: providerKind.default('openai-chat'),
+  /** Model name sent to the endpoint. */
+  name: z.string().min(1),
+  /** Any OpenAI-compatible base URL (OpenAI, xAI, Ollama, vLLM, llama.cpp). Defaults to OpenAI's. */
+  baseUrl: z.url().optional(),
+  apiKey: z.string().min(1).optional(),
+  timeoutMs: z.number().int().positive().default(60_000),
+  maxRetries: z.number().int().min(0).max(10).default(2),
+  temperature: z.number().min(0).max(2).optional(),
+});
+
+export const configSchema = z.object({
+  agent: z
+    .object({
+      name: z.string().min(1).default('Palaver agent'),
+      /** Folder with `base.md` (always used) and one `<role>.md` per role. */
+      instructionsDir: z.string().min(1).default('instructions'),
+      /** Role used before a tool sets one; `null` means only the base instructions. */
+      defaultRole: z.string().min(1).nullable().default(null),
+      /** How many earlier display messages of the conversation the model sees. */
+      historyLimit: z.number().int().min(0).max(1000).default(20),
+      /** Model ⇄ tool rounds per turn before the loop stops. */
+      maxToolRounds: z.number().int().min(1).max(50).default(8),
+      /** IANA zone for users without a profile zone. */
+      timezone: z.string().default('UTC'),
+      /** BCP-47 language for users without a profile language. */
+      language: z.string().default('en'),
+      /** A JS (or TS, when tsx is installed) module exporting `tools`: an array made with `defineTool`. */
+      toolsModule: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  model: modelEndpointSchema.extend({
+    /** Used when the primary model fails after its retries. */
+    fallback: modelEndpointSchema.partial({ provider: true }).optional(),
+    prices: z.record(z.string(), priceSchema).default({}),
+    currency: z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD').default('USD'),
+  }),
+  database: z
+    .object({
+      /** `sqlite:<path>` (default, a file under ./data) or `postgres://…`. */
+      url: z
+        .string()
+        .refine((url) => /^(sqlite:|postgres(ql)?:\/\/)/.test(url), 'must start with sqlite: or postgres://')
+        .default('sqlite:./data/palaver.db'),
+    })
+    .prefault({}),
+  server: z
+    .object({
+      host: z.string().default('127.0.0.1'),
+      port: z.number().int().min(0).max(65_535).default(3000),
+      /** Required from non-loopback clients of /agui and the admin API. */
+      apiKey: z.string().min(8, 'use at least 8 characters').optional(),
+    })
+    .prefault({}),
+  limits: z
+    .object({
+      /** Model calls running at once across all conversations. */
+      maxConcurrentModelCalls: z.number().int().min(1).max(1024).default(16),
+      /** Longest accepted inbound text, in characters. */
+      maxInboundChars: z.number().int().min(1).default(16_000),
+    })
+    .prefault({}),
+  log: z
+    .object({
+      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    })
+    .prefault({}),
+});
+
+export type PalaverConfig = z.infer<typeof configSchema>;
+/** What a caller may pass: defaults filled in by `parseConfig`. */
+export type PalaverConfigInput = z.input<typeof configSchema>;
+export type ModelEndpointConfig = z.infer<typeof modelEndpointSchema>;

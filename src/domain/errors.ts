@@ -1,0 +1,90 @@
+/**
+ * One base error and one subclass per boundary. Messages say how to fix the problem and never contain secrets.
+ * `retryable` separates "the remote could not be reached / was overloaded" from "the remote refused".
+ */
+export class PalaverError extends Error {
+  override readonly name: string = 'PalaverError';
+  /** Machine-readable reason, stable across versions. */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Invalid or missing configuration; `path` names the offending field (e.g. `model.baseUrl`). */
+export class ConfigError extends PalaverError {
+  override readonly name = 'ConfigError';
+  readonly issues: readonly { path: string; message: string }[];
+
+  constructor(message: string, issues: readonly { path: string; message: string }[] = [], options?: { cause?: unknown }) {
+    super('config_invalid', message, options);
+    this.issues = issues;
+  }
+}
+
+export type ModelFailure =
+  /** Network error, timeout, 5xx or 429: another attempt or another model may succeed. */
+  | 'unreachable'
+  /** 4xx other than 429: the request itself was refused. */
+  | 'refused'
+  /** The Responses API no longer knows `previous_response_id`. */
+  | 'stale_chain'
+  /** The model answered with something we cannot use. */
+  | 'invalid_output';
+
+export class ModelError extends PalaverError {
+  override readonly name = 'ModelError';
+  readonly failure: ModelFailure;
+  readonly status: number | undefined;
+  readonly model: string;
+
+  constructor(failure: ModelFailure, model: string, message: string, options?: { status?: number; cause?: unknown }) {
+    super(`model_${failure}`, message, options);
+    this.failure = failure;
+    this.model = model;
+    this.status = options?.status;
+  }
+
+  get retryable(): boolean {
+    return this.failure === 'unreachable';
+  }
+}
+
+export class ToolError extends PalaverError {
+  override readonly name = 'ToolError';
+  readonly tool: string;
+
+  constructor(code: string, tool: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.tool = tool;
+  }
+}
+
+export class ChannelError extends PalaverError {
+  override readonly name = 'ChannelError';
+  readonly channel: string;
+
+  constructor(code: string, channel: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.channel = channel;
+  }
+}
+
+export class StoreError extends PalaverError {
+  override readonly name = 'StoreError';
+}
+
+/** Wraps a failure at the turn boundary with the context needed to find it in the logs. */
+export class TurnError extends PalaverError {
+  override readonly name = 'TurnError';
+  readonly correlationId: string;
+  readonly conversationId: string;
+
+  constructor(message: string, context: { correlationId: string; conversationId: string }, options?: { cause?: unknown }) {
+    super('turn_failed', message, options);
+    this.correlationId = context.correlationId;
+    this.conversationId = context.conversationId;
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * Plain records of the domain. Times are UTC instants (Date); the user's zone is applied only when rendering.
+ * Money is a decimal string (e.g. "0.000150") so no float rounding sneaks in between store and bill.
+ */
+
+export type MessageRole = 'user' | 'assistant' | 'tool' | 'system';
+
+/** `display` messages are the conversation the person sees; `audit` records are internal and never shown. */
+export type Audience = 'display' | 'audit';
+
+export type SessionStatus = 'pending' | 'running' | 'completed' | 'failed';
+
+export interface User {
+  readonly id: string;
+  readonly displayName: string | null;
+  /** E.164 digits without the plus, when known. */
+  readonly phone: string | null;
+  readonly createdAt: Date;
+}
+
+export interface ChannelAccount {
+  readonly channel: string;
+  readonly accountId: string;
+  readonly userId: string;
+  readonly createdAt: Date;
+}
+
+export interface Session {
+  readonly id: string;
+  readonly userId: string;
+  readonly channel: string;
+  /** The channel's conversation key: an AG-UI thread id, a Telegram chat id, "console". */
+  readonly conversationId: string;
+  readonly status: SessionStatus;
+  readonly title: string | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** Decimal string in `currency`. */
+  readonly cost: string;
+  readonly currency: string;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export interface TokenUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+export interface StoredMessage {
+  readonly id: string;
+  readonly sessionId: string;
+  /** Position within the session, starting at 1, assigned by the store. */
+  readonly seq: number;
+  readonly role: MessageRole;
+  readonly audience: Audience;
+  readonly content: string;
+  /** Tool call id for `tool` messages, or JSON of the tool calls an assistant message made. */
+  readonly toolCalls: readonly ToolCallRef[] | null;
+  readonly toolCallId: string | null;
+  readonly model: string | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cost: string;
+  readonly currency: string;
+  readonly correlationId: string | null;
+  /** Free metadata, e.g. `{ fallback: true }`. */
+  readonly meta: Readonly<Record<string, unknown>> | null;
+  readonly createdAt: Date;
+}
+
+export interface ToolCallRef {
+  readonly callId: string;
+  readonly name: string;
+  /** JSON text exactly as the model wrote it. */
+  readonly arguments: string;
+}
+
+export type NewMessage = Omit<StoredMessage, 'id' | 'seq' | 'createdAt' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
+  Partial<Pick<StoredMessage, 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'>>;
+
+export type ToolCallStatus = 'running' | 'succeeded' | 'failed';
+
+/** The idempotency record of one tool call. */
+export interface ToolCallRecord {
+  readonly callId: string;
+  readonly sessionId: string;
+  readonly userId: string;
+  readonly correlationId: string;
+  readonly name: string;
+  readonly arguments: string;
+  readonly status: ToolCallStatus;
+  readonly result: string | null;
+  readonly createdAt: Date;
+  readonly finishedAt: Date | null;
+}
+
+/**
+ * Per-user state: small, versioned JSON kept as text. The runtime parses and validates `raw`, so a corrupt row
+ * is the runtime's to survive, not the store's to hide.
+ */
+export interface UserStateRecord {
+  readonly userId: string;
+  readonly version: number;
+  readonly raw: string;
+  readonly updatedAt: Date;
+}

@@ -1,0 +1,4 @@
+export type * from './store.js';
+export type * from './model-provider.js';
+export type * from './tool-host.js';
+export type * from './channel.js';

@@ -1,0 +1,95 @@
+import type { TokenUsage } from '../model.js';
+
+/** A JSON Schema object (draft 2020-12 subset that OpenAI function tools accept). */
+export type JsonSchema = Readonly<Record<string, unknown>>;
+
+/** A tool as the model sees it. */
+export interface ModelToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+}
+
+/**
+ * A hosted MCP server handed to the Responses API as a `type: "mcp"` tool; the provider, not Palaver,
+ * calls it. Only providers with `capabilities.hostedMcp` accept these.
+ */
+export interface HostedMcpSpec {
+  readonly serverLabel: string;
+  readonly serverUrl: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly allowedTools?: readonly string[];
+  readonly requireApproval: 'never' | 'always';
+}
+
+/** Provider-neutral conversation items, in order. */
+export type ModelInputItem =
+  | { readonly type: 'message'; readonly role: 'user' | 'assistant' | 'system'; readonly content: string }
+  | { readonly type: 'tool_call'; readonly callId: string; readonly name: string; readonly arguments: string }
+  | { readonly type: 'tool_result'; readonly callId: string; readonly output: string };
+
+export interface ModelRequest {
+  /** System / developer instructions for this call. */
+  readonly instructions: string;
+  readonly input: readonly ModelInputItem[];
+  readonly tools: readonly ModelToolSpec[];
+  readonly hostedMcp?: readonly HostedMcpSpec[];
+  /** Responses API only: continue this chain; `input` then holds only the new items. */
+  readonly previousResponseId?: string;
+  /** Responses API only: whether the provider should keep the response for chaining (default true). */
+  readonly store?: boolean;
+  /** Called with each text fragment as it streams; when absent the provider may not stream. */
+  readonly onTextDelta?: (delta: string) => void;
+  readonly signal?: AbortSignal;
+  /** Sent as `x-correlation-id` so the model gateway's logs line up with ours. */
+  readonly correlationId?: string;
+}
+
+export interface ModelToolCall {
+  readonly callId: string;
+  readonly name: string;
+  /** JSON text exactly as the model wrote it; parsing and validation happen in the tools layer. */
+  readonly arguments: string;
+}
+
+/** An MCP call the provider made itself (hosted MCP), read back from the response output. */
+export interface HostedToolCall {
+  readonly serverLabel: string;
+  readonly name: string;
+  readonly arguments: string;
+  readonly output: string | null;
+  readonly error: string | null;
+}
+
+export interface ModelResponse {
+  /** The model that actually answered (the fallback's name when it was used). */
+  readonly model: string;
+  readonly text: string;
+  readonly toolCalls: readonly ModelToolCall[];
+  readonly hostedToolCalls?: readonly HostedToolCall[];
+  readonly usage: TokenUsage;
+  /** Responses API id, usable as the next `previousResponseId`. */
+  readonly responseId?: string;
+  /** True when a fallback model produced this response. */
+  readonly fallback?: boolean;
+}
+
+export interface ModelCapabilities {
+  /** Supports `previousResponseId` chains (Responses API). */
+  readonly responseChains: boolean;
+  /** Accepts `hostedMcp` tools (Responses API). */
+  readonly hostedMcp: boolean;
+}
+
+/**
+ * One model endpoint. `complete` performs a single model call (never a tool loop) with its own timeout and
+ * bounded retries, and rejects with a `ModelError` whose `failure` tells the caller what to do next.
+ */
+export interface ModelProvider {
+  /** `openai-chat`, `openai-responses`, or a wrapper name such as `fallback(openai-chat)`. */
+  readonly kind: string;
+  /** The configured model name. */
+  readonly model: string;
+  readonly capabilities: ModelCapabilities;
+  complete(request: ModelRequest): Promise<ModelResponse>;
+}

@@ -1,0 +1,54 @@
+import type { JsonSchema } from './model-provider.js';
+
+/** A tool a host offers, with the JSON Schema of its arguments. */
+export interface ToolDescriptor {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+  /** Where it comes from: `local` or `mcp:<server>`. */
+  readonly source: string;
+}
+
+/**
+ * What a tool learns about the turn that calls it. `userId` is the user the server bound to the turn;
+ * a user id in model-written arguments is never trusted.
+ */
+export interface ToolCallContext {
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly conversationId: string;
+  readonly correlationId: string;
+  readonly callId: string;
+  readonly signal: AbortSignal;
+  /** The user's current role, if any. */
+  readonly role: string | null;
+  /** Requests a role change; the turn re-runs once under the new role. */
+  setRole(role: string): void;
+  /** Reads this user's flow state in `namespace`. */
+  getFlowState(namespace: string): unknown;
+  /** Sets (or with `undefined` clears) this user's flow state in `namespace`; saved at the end of the turn. */
+  setFlowState(namespace: string, value: unknown): void;
+}
+
+export interface ToolResult {
+  /** Text handed back to the model. */
+  readonly content: string;
+  /** Structured content, when the tool returns some (MCP `structuredContent`). */
+  readonly structured?: unknown;
+  /** A failed call still goes back to the model, marked as an error. */
+  readonly isError: boolean;
+}
+
+/**
+ * A source of tools: local tools, one MCP server, … `call` never throws for a tool's own failure: it resolves
+ * with `isError: true`. It rejects with a `ToolError` only for protocol errors (unknown tool, host closed).
+ */
+export interface ToolHost {
+  /** Stable name used in logs and allowlists, e.g. `local` or `mcp:logistics`. */
+  readonly name: string;
+  /** Lists the tools; hosts may cache and refresh. */
+  list(): Promise<readonly ToolDescriptor[]>;
+  call(name: string, args: Readonly<Record<string, unknown>>, ctx: ToolCallContext): Promise<ToolResult>;
+  /** Releases connections. Safe to call twice. */
+  close(): Promise<void>;
+}

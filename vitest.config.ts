@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    // Suites share loopback services; a few workers keep a 2-core machine responsive.
+    maxWorkers: 2,
+  },
+});
