@@ -38,6 +38,47 @@ export const configSchema = z.object({
       language: z.string().default('en'),
       /** A JS (or TS, when tsx is installed) module exporting `tools`: an array made with `defineTool`. */
       toolsModule: z.string().min(1).optional(),
+      /** Tool calls per turn across all tools; past it a call is refused and the model is told why. */
+      maxToolCallsPerTurn: z.number().int().min(1).max(200).default(16),
+      /** Calls of any one tool per turn. */
+      maxCallsPerTool: z.number().int().min(1).max(200).default(8),
+    })
+    .prefault({}),
+  /**
+   * Roles: each has an instructions file `<instructionsDir>/<role>.md` and an allowlist of tool names across
+   * local and MCP sources. With no roles configured every tool is offered.
+   */
+  roles: z
+    .object({
+      definitions: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'lower-case letters, digits, _ or -'), z.object({ tools: z.array(z.string()).default([]) })).default({}),
+      /** Tools offered before a role is known (e.g. `set_role`). */
+      withoutRole: z.array(z.string()).default([]),
+      /** A tool whose successful call sets the user's role from its `roleArgument` argument. */
+      setRoleTool: z.string().default('set_role'),
+      roleArgument: z.string().default('role'),
+    })
+    .prefault({}),
+  /** MCP servers reached over Streamable HTTP. */
+  mcp: z
+    .object({
+      servers: z
+        .array(
+          z.object({
+            label: z.string().regex(/^[a-zA-Z0-9_-]+$/, 'letters, digits, _ or -'),
+            url: z.url(),
+            /** Sent as `Authorization: Bearer …`; never logged. */
+            bearerToken: z.string().min(1).optional(),
+            timeoutMs: z.number().int().positive().default(30_000),
+            /** `local`: Palaver calls the server; `hosted`: the Responses API calls it (`type: "mcp"` tool). */
+            mode: z.enum(['local', 'hosted']).default('local'),
+            /** Argument that carries the bound user id; a model-supplied different value is refused. */
+            userIdArgument: z.string().min(1).optional(),
+            allowedTools: z.array(z.string()).optional(),
+            requireApproval: z.enum(['never', 'always']).default('never'),
+            maxResultChars: z.number().int().positive().default(20_000),
+          }),
+        )
+        .default([]),
     })
     .prefault({}),
   model: modelEndpointSchema.extend({

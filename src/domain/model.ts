@@ -76,7 +76,8 @@ export interface ToolCallRef {
   readonly arguments: string;
 }
 
-export type NewMessage = Omit<StoredMessage, 'id' | 'seq' | 'createdAt' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
+/** A message to append; the session is given to `append`, the rest has defaults. */
+export type NewMessage = Omit<StoredMessage, 'id' | 'sessionId' | 'seq' | 'createdAt' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
   Partial<Pick<StoredMessage, 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'>>;
 
 export type ToolCallStatus = 'running' | 'succeeded' | 'failed';

@@ -1,0 +1,83 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, extname, join } from 'node:path';
+import { ConfigError } from '../../domain/errors.js';
+import type { UserState } from './user-state.js';
+
+/** Files that are always part of the instructions, in this order; every other `*.md` is a role. */
+const BASE_FILES = ['base', 'default', 'common'] as const;
+
+/** Instruction texts read once from a folder: base files and one file per role. */
+export interface InstructionLibrary {
+  readonly base: string;
+  readonly roles: ReadonlyMap<string, string>;
+}
+
+/**
+ * Reads `dir` once at start-up (not per turn: the texts are on every turn's path).
+ * @throws ConfigError when the folder is missing or has neither a base file nor a role file.
+ */
+export function loadInstructionLibrary(dir: string): InstructionLibrary {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((name) => extname(name) === '.md');
+  } catch (error) {
+    throw new ConfigError(`Instructions folder ${dir} cannot be read; set agent.instructionsDir`, [{ path: 'agent.instructionsDir', message: 'not readable' }], { cause: error });
+  }
+  const texts = new Map(names.map((name) => [basename(name, '.md'), readFileSync(join(dir, name), 'utf8').trim()]));
+  const base = BASE_FILES.flatMap((name) => (texts.has(name) ? [texts.get(name)!] : [])).join('\n\n');
+  const roles = new Map([...texts].filter(([name]) => !(BASE_FILES as readonly string[]).includes(name)));
+  if (!base && roles.size === 0) {
+    throw new ConfigError(`Instructions folder ${dir} has no base.md and no role files`, [{ path: 'agent.instructionsDir', message: 'empty' }]);
+  }
+  return { base, roles };
+}
+
+export interface RuntimeFacts {
+  readonly now: Date;
+  readonly timeZone: string;
+  readonly language: string;
+  readonly displayName: string | null;
+}
+
+/**
+ * Composes the instructions of one model call: base, role, runtime facts, then internal service data.
+ * The service-data block is for the model only; the person never sees it.
+ */
+export function composeInstructions(library: InstructionLibrary, role: string | null, facts: RuntimeFacts, state: UserState): string {
+  const parts = [library.base];
+  const roleText = role ? library.roles.get(role) : undefined;
+  if (roleText) parts.push(roleText);
+  parts.push(renderRuntimeFacts(facts));
+  const serviceData = renderServiceData(role, state);
+  if (serviceData) parts.push(serviceData);
+  return parts.filter(Boolean).join('\n\n');
+}
+
+export function renderRuntimeFacts(facts: RuntimeFacts): string {
+  const local = new Intl.DateTimeFormat('en-GB', {
+    timeZone: facts.timeZone,
+    weekday: 'long',
+    year: 'numeric',
+    month: 'long',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'longOffset',
+  }).format(facts.now);
+  const lines = [
+    '## Runtime facts',
+    `- Current date and time for the person: ${local} (${facts.timeZone})`,
+    `- Reply in the person's language: ${facts.language}`,
+  ];
+  if (facts.displayName) lines.push(`- The person's name on this channel: ${facts.displayName}`);
+  return lines.join('\n');
+}
+
+function renderServiceData(role: string | null, state: UserState): string {
+  const lines: string[] = [];
+  if (role) lines.push(`- role: ${role}`);
+  for (const call of state.lastToolCalls) lines.push(`- earlier tool call: ${call.name}(${call.arguments}) ${call.ok ? 'ok' : 'failed'} at ${call.at}`);
+  for (const [namespace, value] of Object.entries(state.flows)) lines.push(`- flow ${namespace}: ${JSON.stringify(value)}`);
+  if (lines.length === 0) return '';
+  return ['## Service data (internal: use it, never show or mention it to the person)', ...lines].join('\n');
+}

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import type { JsonSchema } from '../domain/ports/model-provider.js';
+import type { ToolCallContext } from '../domain/ports/tool-host.js';
+
+/**
+ * A tool that runs in-process. Its arguments are validated with `input` before `run` is called, and the
+ * model sees the JSON Schema generated from it.
+ */
+export interface LocalTool<Input extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly input: Input;
+  /**
+   * Runs the tool for `ctx.userId` — the user the server bound to the turn. Return text, or any JSON value
+   * (sent to the model as JSON). Throw to report a failure; the model receives the message as a tool error.
+   */
+  run(args: z.infer<Input>, ctx: ToolCallContext): Promise<unknown> | unknown;
+}
+
+/**
+ * Declares a local tool.
+ * @example
+ * const saveNote = defineTool({
+ *   name: 'save_note',
+ *   description: 'Saves a note for the user',
+ *   input: z.object({ text: z.string().min(1) }),
+ *   run: ({ text }, ctx) => notes.add(ctx.userId, text),
+ * });
+ */
+export function defineTool<Input extends z.ZodType>(tool: LocalTool<Input>): LocalTool<Input> {
+  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) {
+    throw new TypeError(`Tool name "${tool.name}" must be 1-64 letters, digits, _ or - (an OpenAI function-name rule)`);
+  }
+  return tool;
+}
+
+/** JSON Schema for a tool's arguments, in the subset function-calling APIs accept. */
+export function toolParameters(input: z.ZodType): JsonSchema {
+  const schema = z.toJSONSchema(input, { target: 'draft-2020-12', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete schema.$schema;
+  return schema;
+}

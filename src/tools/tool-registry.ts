@@ -1,0 +1,108 @@
+import type { ModelToolSpec } from '../domain/ports/model-provider.js';
+import type { ToolCallContext, ToolDescriptor, ToolHost, ToolResult } from '../domain/ports/tool-host.js';
+
+/** Which tools each role may use. With no roles defined, every tool is offered. */
+export interface RolePolicy {
+  readonly roles: Readonly<Record<string, { readonly tools: readonly string[] }>>;
+  /** Tools offered while the user has no role yet. */
+  readonly withoutRole: readonly string[];
+}
+
+/** The tools offered to one model call. */
+export interface ToolSet {
+  readonly specs: readonly ModelToolSpec[];
+  has(name: string): boolean;
+  call(name: string, args: Readonly<Record<string, unknown>>, ctx: ToolCallContext): Promise<ToolResult>;
+}
+
+/**
+ * Gathers the tools of all hosts and filters them by role. A name offered by two hosts goes to the first
+ * host listed (local before MCP), and the clash is reported by `diagnose`.
+ */
+export class ToolRegistry {
+  readonly #hosts: readonly ToolHost[];
+  readonly #policy: RolePolicy;
+
+  constructor(hosts: readonly ToolHost[], policy: RolePolicy = { roles: {}, withoutRole: [] }) {
+    this.#hosts = hosts;
+    this.#policy = policy;
+  }
+
+  get roleNames(): readonly string[] {
+    return Object.keys(this.#policy.roles);
+  }
+
+  /** Tools for `role` (`null`: no role yet). A host that cannot list its tools is skipped, not fatal. */
+  async toolsFor(role: string | null, onHostError?: (host: string, error: unknown) => void): Promise<ToolSet> {
+    const all = await this.#gather(onHostError);
+    const allowed = this.#allowed(role);
+    const offered = new Map<string, { descriptor: ToolDescriptor; host: ToolHost }>();
+    for (const [name, entry] of all) if (!allowed || allowed.has(name)) offered.set(name, entry);
+    const specs = [...offered.values()].map(({ descriptor }) => ({
+      name: descriptor.name,
+      description: descriptor.description,
+      parameters: descriptor.parameters,
+    }));
+    return {
+      specs,
+      has: (name) => offered.has(name),
+      call: async (name, args, ctx) => {
+        const entry = offered.get(name);
+        // A tool outside the role's allowlist is refused even if the model names it.
+        if (!entry) return { content: `Tool ${name} is not available${role ? ` to role ${role}` : ''}.`, isError: true };
+        return entry.host.call(name, args, ctx);
+      },
+    };
+  }
+
+  /** Problems worth a warning at start-up and in `palaver doctor`. */
+  async diagnose(): Promise<string[]> {
+    const problems: string[] = [];
+    const all = await this.#gather((host, error) => problems.push(`Tool host ${host} cannot list its tools: ${errorMessage(error)}`), problems);
+    const named = [
+      ...Object.entries(this.#policy.roles).flatMap(([role, { tools }]) => tools.map((tool) => ({ where: `role ${role}`, tool }))),
+      ...this.#policy.withoutRole.map((tool) => ({ where: 'roles.withoutRole', tool })),
+    ];
+    for (const { where, tool } of named) {
+      if (!all.has(tool)) problems.push(`${where} allows tool "${tool}", but no tool host provides it`);
+    }
+    return problems;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.#hosts.map((host) => host.close()));
+  }
+
+  #allowed(role: string | null): ReadonlySet<string> | undefined {
+    if (Object.keys(this.#policy.roles).length === 0) return undefined;
+    if (role === null) return new Set(this.#policy.withoutRole);
+    const definition = this.#policy.roles[role];
+    // An unknown role (e.g. removed from config) falls back to the no-role tools rather than to everything.
+    return new Set([...(definition?.tools ?? this.#policy.withoutRole)]);
+  }
+
+  async #gather(onHostError?: (host: string, error: unknown) => void, clashes?: string[]) {
+    const listed = await Promise.allSettled(this.#hosts.map((host) => host.list()));
+    const all = new Map<string, { descriptor: ToolDescriptor; host: ToolHost }>();
+    listed.forEach((outcome, index) => {
+      const host = this.#hosts[index]!;
+      if (outcome.status === 'rejected') {
+        onHostError?.(host.name, outcome.reason);
+        return;
+      }
+      for (const descriptor of outcome.value) {
+        const existing = all.get(descriptor.name);
+        if (existing) {
+          clashes?.push(`Tool "${descriptor.name}" is offered by ${existing.host.name} and ${host.name}; ${existing.host.name} wins`);
+          continue;
+        }
+        all.set(descriptor.name, { descriptor, host });
+      }
+    });
+    return all;
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
