@@ -1,0 +1,93 @@
+import type { PalaverConfig } from '../config/index.js';
+import { createPalaver } from '../app.js';
+import { silentLogger } from '../observability/logger.js';
+import { openStore } from '../store/index.js';
+import { startDemo, type Demo } from './demo.js';
+import { redactUrl } from './main.js';
+
+type Check = { ok: true; detail: string } | { ok: false; detail: string };
+
+/**
+ * `palaver doctor`: checks config, database, model endpoint and tools, printing one line per check in plain
+ * words. Resolves false when something is wrong.
+ */
+export async function runDoctor(
+  options: { demo?: boolean },
+  deps: { loadConfig: (overrides?: Record<string, unknown>) => { config: PalaverConfig; file: string | undefined }; print?: (line: string) => void },
+): Promise<boolean> {
+  const print = deps.print ?? ((line: string) => console.log(line));
+  const report = (name: string, check: Check) => print(`${check.ok ? '✔' : '✘'} ${name}: ${check.detail}`);
+  let demo: Demo | undefined;
+  let ok = true;
+  try {
+    let config: PalaverConfig;
+    try {
+      demo = options.demo ? await startDemo('UTC') : undefined;
+      const loaded = deps.loadConfig(demo?.overrides);
+      config = loaded.config;
+      report('config', { ok: true, detail: loaded.file ? `read ${loaded.file}` : 'no config file; using defaults and environment' });
+    } catch (error) {
+      report('config', { ok: false, detail: (error as Error).message });
+      return false;
+    }
+
+    const database = await checkDatabase(config.database.url);
+    report('database', database);
+    const model = await checkModelEndpoint(config);
+    report('model', model);
+    if (config.model.fallback) report('fallback model', await checkModelEndpoint({ ...config, model: { ...config.model, ...config.model.fallback } }));
+    ok = database.ok && model.ok;
+
+    if (database.ok) {
+      const palaver = await createPalaver(config, { logger: silentLogger(), ...(demo ? { tools: demo.tools } : {}) });
+      try {
+        const problems = await palaver.tools.diagnose();
+        report('tools', problems.length === 0 ? { ok: true, detail: 'every allowlisted tool is provided' } : { ok: false, detail: problems.join('; ') });
+        ok &&= problems.length === 0;
+      } finally {
+        await palaver.close();
+      }
+    }
+    return ok;
+  } finally {
+    await demo?.server.close();
+  }
+}
+
+async function checkDatabase(url: string): Promise<Check> {
+  try {
+    const store = await openStore(url);
+    try {
+      await store.ping();
+    } finally {
+      await store.close();
+    }
+    return { ok: true, detail: `${redactUrl(url)} reachable, migrations applied` };
+  } catch (error) {
+    return { ok: false, detail: `cannot open ${redactUrl(url)}: ${(error as Error).message}. Check database.url or PALAVER_DB.` };
+  }
+}
+
+/** Asks the endpoint for its model list: free, unlike a completion, and it proves address and key. */
+async function checkModelEndpoint(config: PalaverConfig): Promise<Check> {
+  const baseUrl = (config.model.baseUrl ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
+  let response: Response;
+  try {
+    response = await fetch(`${baseUrl}/models`, {
+      headers: config.model.apiKey ? { authorization: `Bearer ${config.model.apiKey}` } : {},
+      signal: AbortSignal.timeout(Math.min(config.model.timeoutMs, 10_000)),
+    });
+  } catch (error) {
+    return { ok: false, detail: `cannot reach ${baseUrl} (${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}). Check model.baseUrl or PALAVER_LLM_BASE_URL.` };
+  }
+  if (response.status === 401 || response.status === 403) {
+    return { ok: false, detail: `${baseUrl} refused the API key (HTTP ${response.status}). Check model.apiKey or PALAVER_LLM_API_KEY.` };
+  }
+  if (!response.ok) return { ok: true, detail: `${baseUrl} answers (HTTP ${response.status} on /models, which some servers do not offer); model ${config.model.name}` };
+  const body = (await response.json().catch(() => undefined)) as { data?: { id?: string }[] } | undefined;
+  const ids = body?.data?.map((entry) => entry.id).filter(Boolean) ?? [];
+  if (ids.length > 0 && !ids.includes(config.model.name)) {
+    return { ok: false, detail: `${baseUrl} answers, but does not list model "${config.model.name}" (it lists: ${ids.slice(0, 8).join(', ')}). Check model.name or PALAVER_MODEL.` };
+  }
+  return { ok: true, detail: `${baseUrl} answers; model ${config.model.name} (${config.model.provider})` };
+}

@@ -1,0 +1,146 @@
+import { Command, Option } from 'commander';
+import { loadConfig, type PalaverConfig } from '../config/index.js';
+import { createPalaver, type Palaver, type PalaverOptions } from '../app.js';
+import { ConsoleChannel } from '../channels/console/console-channel.js';
+import { PalaverError } from '../domain/errors.js';
+import { createLogger } from '../observability/logger.js';
+import { createHttpApp, startHttpServer } from '../server/index.js';
+import { apiKeyAuth } from '../server/api-key.js';
+import { openStore } from '../store/index.js';
+import { startDemo, type Demo } from './demo.js';
+import { runDoctor } from './doctor.js';
+
+interface CommonOptions {
+  readonly config?: string;
+  readonly demo?: boolean;
+}
+
+/** Entry point of the `palaver` command. */
+export async function main(argv: readonly string[]): Promise<void> {
+  const program = new Command()
+    .name('palaver')
+    .description('Run LLM agents that talk with people over messaging channels.')
+    .showHelpAfterError();
+  const configOption = () => new Option('-c, --config <file>', 'config file (default: palaver.config.{json,yaml} or PALAVER_CONFIG)');
+  const demoOption = () => new Option('--demo', 'run the bundled demo agent with a scripted model (no API key needed)');
+
+  program
+    .command('start')
+    .description('start the HTTP server: web chat at /, AG-UI at POST /agui, /health, /metrics')
+    .addOption(configOption())
+    .addOption(demoOption())
+    .option('-p, --port <port>', 'port to listen on (overrides config)', parsePort)
+    .action(async (options: CommonOptions & { port?: number }) => {
+      const { palaver, demo } = await boot(options, { processMetrics: true });
+      const { config } = palaver;
+      const app = createHttpApp({
+        handler: palaver.runtime,
+        health: palaver.health,
+        apiKey: config.server.apiKey,
+        maxInboundChars: config.limits.maxInboundChars,
+        logger: palaver.logger,
+        extraRoutes: (http) => {
+          http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
+          http.get('/metrics', async (c) => c.text(await palaver.metrics.registry.metrics(), 200, { 'content-type': palaver.metrics.registry.contentType }));
+        },
+      });
+      const server = await startHttpServer(app, { host: config.server.host, port: options.port ?? config.server.port });
+      if (demo) console.log(`\n${demo.banner}\n`);
+      console.log(`Palaver is listening on ${server.url}  (web chat: ${server.url}/, AG-UI: POST ${server.url}/agui)`);
+      await waitForSignal();
+      console.log('Shutting down…');
+      await server.close();
+      await palaver.close();
+      await demo?.server.close();
+    });
+
+  program
+    .command('chat')
+    .description('chat with the agent in this terminal (same database and history as the server)')
+    .addOption(configOption())
+    .addOption(demoOption())
+    .option('--conversation <id>', 'conversation key; the same key continues the same history', 'console')
+    .action(async (options: CommonOptions & { conversation: string }) => {
+      const { palaver, demo } = await boot(options, { quietLogs: true });
+      if (demo) console.log(`${demo.banner}\n`);
+      console.log('Type a message and press Enter; /exit ends the chat.');
+      const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation });
+      await channel.start(palaver.runtime);
+      await channel.done;
+      await palaver.close();
+      await demo?.server.close();
+    });
+
+  program
+    .command('migrate')
+    .description('apply database migrations (start does this too)')
+    .addOption(configOption())
+    .action(async (options: CommonOptions) => {
+      const { config } = loadConfigOrExit(options);
+      const store = await openStore(config.database.url);
+      await store.close();
+      console.log(`Database is up to date: ${redactUrl(config.database.url)}`);
+    });
+
+  program
+    .command('doctor')
+    .description('check config, database and model endpoint, and say what is wrong')
+    .addOption(configOption())
+    .addOption(demoOption())
+    .action(async (options: CommonOptions) => {
+      const ok = await runDoctor(options, { loadConfig: (overrides) => loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) }) });
+      if (!ok) process.exitCode = 1;
+    });
+
+  try {
+    await program.parseAsync([...argv]);
+  } catch (error) {
+    if (error instanceof PalaverError) {
+      console.error(error.message);
+      process.exitCode = 1;
+      return;
+    }
+    throw error;
+  }
+}
+
+async function boot(options: CommonOptions, extra: { processMetrics?: boolean; quietLogs?: boolean }): Promise<{ palaver: Palaver; demo: Demo | undefined }> {
+  let demo: Demo | undefined;
+  try {
+    const probe = options.demo ? loadConfigOrExit(options, { model: { name: 'palaver-demo-script' } }).config : undefined;
+    if (options.demo) demo = await startDemo(probe!.agent.timezone);
+    const { config } = loadConfigOrExit(options, demo?.overrides);
+    const palaverOptions: PalaverOptions = {
+      ...(demo ? { tools: demo.tools } : {}),
+      ...(extra.processMetrics ? { processMetrics: true } : {}),
+      // The terminal chat keeps logs to warnings on stderr so they do not mix with the conversation.
+      ...(extra.quietLogs ? { logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) } : {}),
+    };
+    return { palaver: await createPalaver(config, palaverOptions), demo };
+  } catch (error) {
+    await demo?.server.close();
+    throw error;
+  }
+}
+
+function loadConfigOrExit(options: CommonOptions, overrides?: Record<string, unknown>): { config: PalaverConfig } {
+  return loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) });
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--port must be 0-65535, got ${value}`);
+  return port;
+}
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+/** Hides the password of a database URL before printing it. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):([^@]+)@/, '//$1:***@');
+}
