@@ -1,0 +1,111 @@
+import type { RunAgentInput } from '@ag-ui/core';
+import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import type { InboundMessage } from '../../domain/ports/channel.js';
+
+/** The channel name the AG-UI endpoint uses for its inbound messages. */
+export const WEB_CHANNEL = 'web';
+
+/** Longest thread id, run id or user id accepted; they become database keys. */
+const MAX_ID_CHARS = 256;
+
+/** Why a request body was refused; `code` is stable, `message` says how to fix it. */
+export interface AguiInputProblem {
+  readonly code: 'invalid_input' | 'no_user_message' | 'empty_message' | 'message_too_long';
+  readonly message: string;
+}
+
+export type AguiInputResult =
+  | { readonly ok: true; readonly input: RunAgentInput; readonly message: InboundMessage }
+  | { readonly ok: false; readonly problem: AguiInputProblem };
+
+export interface AguiInputOptions {
+  /** Longest accepted text of the user message, in characters. */
+  readonly maxInboundChars: number;
+  /** From the request: `x-correlation-id`, already checked to be a plain token. */
+  readonly correlationId?: string;
+  /** From the request: the first `Accept-Language` tag. */
+  readonly languageHint?: string;
+}
+
+/**
+ * Reads an AG-UI `RunAgentInput` (already JSON-parsed) into the `InboundMessage` the runtime takes.
+ *
+ * AG-UI clients send the whole conversation in `messages`, but Palaver keeps history itself, so only the text of
+ * the last `user` message is used (string content, or the `text` parts of an array). The thread id is the
+ * conversation; the account is `forwardedProps.userId` when it is a string, else the thread id; the run id is
+ * the dedupe key, so a retried run is not answered twice.
+ */
+export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiInputResult {
+  const parsed = RunAgentInputSchema.safeParse(body);
+  if (!parsed.success) {
+    const issues = parsed.error.issues
+      .slice(0, 3)
+      .map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`)
+      .join('; ');
+    return problem('invalid_input', `The body is not an AG-UI RunAgentInput: ${issues}.`);
+  }
+  const input = parsed.data as RunAgentInput;
+
+  const idProblem = checkId('threadId', input.threadId) ?? checkId('runId', input.runId);
+  if (idProblem) return { ok: false, problem: idProblem };
+  const userId = readUserId(input.forwardedProps);
+  if (typeof userId === 'object') return { ok: false, problem: userId };
+
+  const last = [...input.messages].reverse().find((m) => m.role === 'user');
+  if (!last || last.role !== 'user') {
+    return problem('no_user_message', 'messages has no message with role "user"; send the person\'s text as the last user message.');
+  }
+  const text = contentText(last.content).trim();
+  if (text === '') return problem('empty_message', 'The last user message has no text; only text parts are read.');
+  if (text.length > options.maxInboundChars) {
+    return problem('message_too_long', `The message has ${text.length} characters; at most ${options.maxInboundChars} are accepted.`);
+  }
+
+  const message: InboundMessage = {
+    channel: WEB_CHANNEL,
+    accountId: userId ?? input.threadId,
+    conversationId: input.threadId,
+    text,
+    dedupeKey: input.runId,
+    ...(options.languageHint === undefined ? {} : { languageHint: options.languageHint }),
+    ...(options.correlationId === undefined ? {} : { correlationId: options.correlationId }),
+  };
+  return { ok: true, input, message };
+}
+
+/** A header value usable as a correlation id: a short plain token, so it is safe in logs. */
+export function readCorrelationHeader(value: string | undefined): string | undefined {
+  return value !== undefined && /^[\w.:-]{1,128}$/.test(value) ? value : undefined;
+}
+
+/** The first language tag of an `Accept-Language` header (`de-CH,de;q=0.9` → `de-CH`), if it is well formed. */
+export function readLanguageHint(acceptLanguage: string | undefined): string | undefined {
+  const first = acceptLanguage?.split(',')[0]?.split(';')[0]?.trim();
+  return first !== undefined && /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/.test(first) ? first : undefined;
+}
+
+type UserContent = Extract<RunAgentInput['messages'][number], { role: 'user' }>['content'];
+
+function contentText(content: UserContent): string {
+  if (typeof content === 'string') return content;
+  return content
+    .flatMap((part) => (part.type === 'text' ? [part.text] : []))
+    .join('\n');
+}
+
+function readUserId(forwardedProps: unknown): string | undefined | AguiInputProblem {
+  if (typeof forwardedProps !== 'object' || forwardedProps === null) return undefined;
+  const userId: unknown = (forwardedProps as Record<string, unknown>)['userId'];
+  if (typeof userId !== 'string' || userId === '') return undefined;
+  return checkId('forwardedProps.userId', userId) ?? userId;
+}
+
+function checkId(field: string, value: string): AguiInputProblem | undefined {
+  if (value === '') return { code: 'invalid_input', message: `${field} must not be empty.` };
+  if (value.length > MAX_ID_CHARS) return { code: 'invalid_input', message: `${field} is longer than ${MAX_ID_CHARS} characters.` };
+  return undefined;
+}
+
+function problem(code: AguiInputProblem['code'], message: string): AguiInputResult {
+  return { ok: false, problem: { code, message } };
+}

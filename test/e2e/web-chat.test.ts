@@ -1,0 +1,85 @@
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/observability/logger.js';
+import { createHttpApp, startHttpServer, type RunningHttpServer } from '../../src/server/index.js';
+import { FakeHandler } from '../server/fake-handler.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOT = '/tmp/palaver-chat.png';
+
+describe('web chat page', () => {
+  let browser: Browser;
+  let server: RunningHttpServer;
+  const handler = new FakeHandler({ delayMs: 30, reply: 'It is 10:30 in Zurich. Anything else I can check for you?' });
+
+  beforeAll(async () => {
+    // A missing browser must fail loudly: a skipped e2e suite looks like a passing one.
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found; run \`apt-get install chromium\` to run the browser tests.`);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    const app = createHttpApp({ handler, health: async () => ({}), maxInboundChars: 2000, logger: silentLogger() });
+    server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  it('streams the reply and the tool line, and keeps the thread across a reload', async () => {
+    const page = await browser.newPage({ viewport: { width: 900, height: 640 } });
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(message.text());
+    });
+    await page.goto(`${server.url}/`);
+
+    await page.getByTestId('message-input').fill('What time is it in Zurich?');
+    await page.getByTestId('send-button').click();
+    await expect.poll(() => page.getByTestId('send-button').isDisabled()).toBe(true);
+
+    const assistant = page.getByTestId('assistant-message').last();
+    await expect.poll(() => assistant.textContent(), { timeout: 10_000 }).toBe('It is 10:30 in Zurich. Anything else I can check for you?');
+    expect(await page.getByTestId('tool-line').first().textContent()).toBe('🔧 current_time → 2025-01-01T10:30:00+01:00');
+    await expect.poll(() => page.getByTestId('send-button').isEnabled()).toBe(true);
+    expect(await page.getByTestId('error-line').isHidden()).toBe(true);
+    await page.screenshot({ path: SCREENSHOT });
+
+    const threadId = await page.evaluate<string | null>("localStorage.getItem('palaver.threadId')");
+    expect(threadId).toBeTruthy();
+    expect(handler.received[0]?.conversationId).toBe(threadId);
+
+    await page.reload();
+    // The transcript survives the reload, and the next message goes to the same thread.
+    expect(await page.getByTestId('assistant-message').count()).toBe(1);
+    await page.getByTestId('message-input').fill('And in Tokyo?');
+    await page.getByTestId('message-input').press('Enter');
+    await expect.poll(() => handler.received.length).toBe(2);
+    expect(handler.received[1]?.conversationId).toBe(threadId);
+    expect(handler.received[1]?.text).toBe('And in Tokyo?');
+    await expect.poll(() => page.getByTestId('assistant-message').count(), { timeout: 10_000 }).toBe(2);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
+
+  it('shows the server refusal in the error line', async () => {
+    const page = await browser.newPage({ viewport: { width: 390, height: 700 } });
+    await page.goto(`${server.url}/`);
+    await page.getByTestId('message-input').fill('x'.repeat(2001));
+    await page.getByTestId('send-button').click();
+    const error = page.getByTestId('error-line');
+    await expect.poll(() => error.textContent()).toContain('at most 2000');
+    expect(await error.isVisible()).toBe(true);
+    expect(await page.getByTestId('send-button').isEnabled()).toBe(true);
+    // The refused text is handed back for editing rather than left as a sent bubble.
+    expect(await page.getByTestId('message-input').inputValue()).toHaveLength(2001);
+    expect(await page.getByTestId('user-message').count()).toBe(0);
+    await page.getByTestId('message-input').fill('Short enough');
+    await page.screenshot({ path: '/tmp/palaver-chat-phone.png' });
+    await page.close();
+  });
+});
