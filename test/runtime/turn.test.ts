@@ -1,0 +1,216 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool } from '../../src/tools/define-tool.js';
+import { sequenceScript, type ModelScript } from '../../src/testing/index.js';
+import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** Calls `tool` once with `args`, then answers with the tool's output. */
+function toolThenEcho(tool: string, args: Record<string, unknown>): ModelScript {
+  return (call) => {
+    const last = call.messages[call.messages.length - 1];
+    if (last?.type === 'tool_result') return { text: `Result: ${last.output}` };
+    return { toolCalls: [{ name: tool, arguments: args }] };
+  };
+}
+
+const whoami = defineTool({
+  name: 'whoami',
+  description: 'Tells which user the tool runs for',
+  input: z.object({}),
+  run: (_args, ctx) => `acting for ${ctx.userId}`,
+});
+
+describe('agent turn', () => {
+  it('runs a tool and answers with its result, persisting both messages with usage', async () => {
+    const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'shipped' }) });
+    harness = await createHarness(toolThenEcho('lookup', { id: 7 }));
+    const palaver = await harness.start({ model: { prices: { scripted: { input: '2.50', output: '10' } } } }, { tools: [lookup] });
+    const reply = await palaver.chat({ userId: 'alice', text: 'Where is order 7?' });
+
+    expect(reply.status).toBe('completed');
+    expect(reply.text).toBe('Result: {"id":7,"status":"shipped"}');
+    expect(harness.model.calls).toHaveLength(2);
+    expect(harness.model.calls[0]!.toolNames).toEqual(['lookup']);
+
+    const messages = await palaver.store.messages.listRecent(reply.sessionId, { limit: 10 });
+    expect(messages.map((message) => [message.role, message.audience])).toEqual([
+      ['user', 'display'],
+      ['tool', 'audit'],
+      ['assistant', 'display'],
+    ]);
+    const answer = messages[2]!;
+    expect(answer.inputTokens).toBeGreaterThan(0);
+    expect(answer.outputTokens).toBeGreaterThan(0);
+    expect(answer.correlationId).toBe(reply.correlationId);
+    // cost = (in * 2.50 + out * 10) / 1e6, exactly
+    const expected = (answer.inputTokens * 2.5 + answer.outputTokens * 10) / 1e6;
+    expect(Number(answer.cost)).toBeCloseTo(expected, 12);
+    const session = await palaver.store.sessions.findById(reply.sessionId);
+    expect(session).toMatchObject({ status: 'completed', title: 'Where is order 7?', inputTokens: answer.inputTokens });
+    const calls = await palaver.store.toolCalls.listBySession(reply.sessionId);
+    expect(calls).toMatchObject([{ name: 'lookup', status: 'succeeded', arguments: '{"id":7}' }]);
+  });
+
+  it('runs tools for the server-bound user even when the model names another user id', async () => {
+    harness = await createHarness(toolThenEcho('whoami', { user_id: 'mallory' }));
+    const palaver = await harness.start({}, { tools: [whoami] });
+    const reply = await palaver.chat({ userId: 'alice', text: 'who am I?' });
+    const alice = await palaver.store.users.resolveAccount({ channel: 'api', accountId: 'alice' });
+    expect(reply.text).toBe(`Result: acting for ${alice.user.id}`);
+    expect(reply.text).not.toContain('mallory');
+  });
+
+  it('composes base and role instructions with the date and time in the user zone', async () => {
+    harness = await createHarness(() => ({ text: 'ok' }), { support: 'You are in the support role.' });
+    const palaver = await harness.start(
+      { agent: { defaultRole: 'support', timezone: 'Asia/Tokyo' }, roles: { definitions: { support: { tools: [] } } } },
+      { now: () => new Date('2026-11-22T23:30:00Z') },
+    );
+    await palaver.chat({ userId: 'bob', text: 'hi' });
+    const instructions = harness.model.calls[0]!.instructions;
+    expect(instructions).toContain('You are a test agent.');
+    expect(instructions).toContain('You are in the support role.');
+    // 23:30 UTC is 08:30 the next morning in Tokyo.
+    expect(instructions).toContain('Monday, 23 November 2026');
+    expect(instructions).toContain('08:30');
+    expect(instructions).toContain('Asia/Tokyo');
+  });
+
+  it('sends earlier turns as history and keeps it across a restart', async () => {
+    harness = await createHarness((call) => ({ text: `echo: ${lastUserText(call)}` }));
+    const first = await harness.start();
+    await first.chat({ userId: 'carol', text: 'my name is Carol' });
+    await first.close();
+
+    const second = await harness.start();
+    const reply = await second.chat({ userId: 'carol', text: 'what is my name?' });
+    expect(reply.text).toBe('echo: what is my name?');
+    const seen = harness.model.calls[1]!.messages.map((item) => (item.type === 'message' ? `${item.role}: ${item.content}` : item.type));
+    expect(seen).toEqual(['user: my name is Carol', 'assistant: echo: my name is Carol', 'user: what is my name?']);
+  });
+
+  it('answers with the fallback model when the primary cannot be reached, and records it', async () => {
+    harness = await createHarness((call) => ({ text: `from ${call.model}` }));
+    const palaver = await harness.start({ model: { baseUrl: 'http://127.0.0.1:9/v1', fallback: { name: 'backup', baseUrl: harness.model.baseUrl } } });
+    const reply = await palaver.chat({ userId: 'dan', text: 'hello' });
+    expect(reply.text).toBe('from backup');
+    const [, answer] = await palaver.store.messages.listRecent(reply.sessionId, { limit: 5 });
+    expect(answer).toMatchObject({ model: 'backup', meta: expect.objectContaining({ fallback: true }) });
+  });
+
+  it('apologises in the person\u2019s language when no model answers, and logs the error with the correlation id', async () => {
+    harness = await createHarness(() => ({ error: { status: 500, message: 'boom' } }));
+    const palaver = await harness.start({ agent: { language: 'de' } });
+    const reply = await palaver.chat({ userId: 'erin', text: 'Hallo' });
+    expect(reply.status).toBe('failed');
+    expect(reply.text).toMatch(/^Entschuldigung/);
+    const session = await palaver.store.sessions.findById(reply.sessionId);
+    expect(session?.status).toBe('failed');
+    const messages = await palaver.store.messages.listRecent(reply.sessionId, { limit: 5 });
+    expect(messages.map((message) => message.content)).toEqual(['Hallo', reply.text]);
+    expect(harness.logs.some((line) => line.msg === 'turn failed' && line.correlationId === reply.correlationId)).toBe(true);
+  });
+
+  it('never sends empty model output to the person', async () => {
+    harness = await createHarness(() => ({ text: '   ' }));
+    const palaver = await harness.start();
+    const reply = await palaver.chat({ userId: 'fay', text: 'hi' });
+    expect(reply.status).toBe('failed');
+    expect(reply.text).toMatch(/^Sorry/);
+  });
+
+  it('stops after the maximum tool rounds and makes the model answer without tools', async () => {
+    let calls = 0;
+    const counter = defineTool({ name: 'counter', description: 'counts', input: z.object({}), run: () => String(++calls) });
+    harness = await createHarness((call) => (call.toolNames.length > 0 ? { toolCalls: [{ name: 'counter', arguments: {} }] } : { text: 'giving up after tools' }));
+    const palaver = await harness.start({ agent: { maxToolRounds: 3 } }, { tools: [counter] });
+    const reply = await palaver.chat({ userId: 'gus', text: 'loop forever' });
+    expect(reply.text).toBe('giving up after tools');
+    expect(calls).toBe(3);
+    expect(harness.model.calls.at(-1)!.instructions).toContain('used every tool round');
+    expect(await palaver.metrics.registry.getSingleMetricAsString('palaver_tool_limit_hits_total')).toContain('limit="tool_rounds"} 1');
+  });
+
+  it('refuses tool calls past the per-tool limit and tells the model why', async () => {
+    let runs = 0;
+    const ping = defineTool({ name: 'ping', description: 'pings', input: z.object({}), run: () => `pong ${++runs}` });
+    harness = await createHarness(
+      sequenceScript([{ toolCalls: [{ name: 'ping', arguments: {} }, { name: 'ping', arguments: {} }, { name: 'ping', arguments: {} }] }, { text: 'done' }]),
+    );
+    const palaver = await harness.start({ agent: { maxCallsPerTool: 2 } }, { tools: [ping] });
+    await palaver.chat({ userId: 'hal', text: 'ping thrice' });
+    expect(runs).toBe(2);
+    const results = harness.model.calls[1]!.messages.filter((item) => item.type === 'tool_result');
+    expect(results.map((item) => (item.type === 'tool_result' ? item.output : ''))).toEqual(['pong 1', 'pong 2', expect.stringContaining('Limit reached')]);
+  });
+
+  it('hands invalid tool arguments back to the model as a tool error', async () => {
+    const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({ id: z.number() }), run: () => 'never' });
+    harness = await createHarness(toolThenEcho('lookup', { id: 'seven' }));
+    const palaver = await harness.start({}, { tools: [lookup] });
+    const reply = await palaver.chat({ userId: 'ivy', text: 'look up seven' });
+    expect(reply.text).toContain('Error: Invalid arguments for lookup');
+  });
+
+  it('ignores a redelivered message with the same dedupe key', async () => {
+    harness = await createHarness(() => ({ text: 'once' }));
+    const palaver = await harness.start();
+    const message = { channel: 'web', accountId: 'jo', conversationId: 'thread-1', text: 'hi', dedupeKey: 'run-1' };
+    const first = await palaver.runtime.handle(message);
+    const again = await palaver.runtime.handle(message);
+    expect(first.status).toBe('completed');
+    expect(again.status).toBe('duplicate');
+    expect(harness.model.calls).toHaveLength(1);
+  });
+
+  it('answers messages that arrive during a turn together in the next turn', async () => {
+    harness = await createHarness((call) => ({ text: `saw ${call.messages.filter((item) => item.type === 'message' && item.role === 'user').length}`, delayMs: 150 }));
+    const palaver = await harness.start();
+    const first = palaver.chat({ userId: 'kim', text: 'one' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const [second, third] = await Promise.all([palaver.chat({ userId: 'kim', text: 'two' }), palaver.chat({ userId: 'kim', text: 'three' })]);
+    expect((await first).text).toBe('saw 1');
+    expect(harness.model.calls).toHaveLength(2);
+    expect(second.text).toBe(third.text);
+    expect(lastUserText(harness.model.calls[1]!)).toBe('three');
+    expect(harness.model.calls[1]!.messages.filter((item) => item.type === 'message' && item.role === 'user')).toHaveLength(3);
+  });
+
+  it('rejects empty and oversized messages without storing them', async () => {
+    harness = await createHarness(() => ({ text: 'x' }));
+    const palaver = await harness.start({ limits: { maxInboundChars: 10 } });
+    await expect(palaver.chat({ userId: 'lee', text: '   ' })).rejects.toThrow(/no text/);
+    await expect(palaver.chat({ userId: 'lee', text: 'x'.repeat(11) })).rejects.toThrow(/too long/);
+    expect(await palaver.store.sessions.listByUser((await palaver.store.users.resolveAccount({ channel: 'api', accountId: 'lee' })).user.id)).toEqual([]);
+  });
+
+  it('survives corrupt user state and replaces it with a valid one', async () => {
+    harness = await createHarness(() => ({ text: 'still here' }));
+    const palaver = await harness.start();
+    const { user } = await palaver.store.users.resolveAccount({ channel: 'api', accountId: 'max' });
+    await palaver.store.userState.saveRaw(user.id, '{not json');
+    const reply = await palaver.chat({ userId: 'max', text: 'hi' });
+    expect(reply.text).toBe('still here');
+    expect(harness.logs.some((line) => line.msg === 'user state unreadable; continuing with an empty state')).toBe(true);
+    expect(JSON.parse((await palaver.store.userState.get(user.id))!.raw)).toMatchObject({ role: null, flows: {} });
+  });
+
+  it('streams text deltas and tool events to the channel', async () => {
+    harness = await createHarness(toolThenEcho('whoami', {}));
+    const palaver = await harness.start({}, { tools: [whoami] });
+    const events: string[] = [];
+    const reply = await palaver.chat({ userId: 'ned', text: 'stream please', onEvent: (event) => events.push(event.type) });
+    expect(events[0]).toBe('turn_started');
+    expect(events).toContain('tool_call');
+    expect(events).toContain('tool_result');
+    expect(events).toContain('text_delta');
+    expect(events.at(-1)).toBe('reply');
+    expect(reply.status).toBe('completed');
+  });
+});

@@ -1,0 +1,79 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { createPalaver, type Palaver, type PalaverOptions } from '../../src/app.js';
+import type { PalaverConfigInput } from '../../src/config/index.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { startScriptedModelServer, type ModelScript, type ScriptedModelServer } from '../../src/testing/index.js';
+
+export interface Harness {
+  readonly dir: string;
+  readonly model: ScriptedModelServer;
+  readonly databaseUrl: string;
+  /** Every log line written so far, parsed. */
+  readonly logs: Record<string, unknown>[];
+  /** Starts (or restarts, on the same database) a Palaver. */
+  start(config?: PalaverConfigInput | Record<string, unknown>, options?: PalaverOptions): Promise<Palaver>;
+  close(): Promise<void>;
+}
+
+/**
+ * A Palaver on a real SQLite file in a temp folder, talking over real HTTP to a scripted model server.
+ * Instruction files: `base.md`, plus any given in `instructions`.
+ */
+export async function createHarness(script: ModelScript, instructions: Record<string, string> = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'palaver-test-'));
+  mkdirSync(join(dir, 'instructions'));
+  writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
+  for (const [name, text] of Object.entries(instructions)) writeFileSync(join(dir, 'instructions', `${name}.md`), text);
+  const model = await startScriptedModelServer({ script });
+  const databaseUrl = `sqlite:${join(dir, 'data', 'palaver.db')}`;
+  const logs: Record<string, unknown>[] = [];
+  const sink = new PassThrough();
+  sink.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  const running: Palaver[] = [];
+  return {
+    dir,
+    model,
+    databaseUrl,
+    logs,
+    async start(config = {}, options = {}) {
+      const base = {
+        model: { name: 'scripted', baseUrl: model.baseUrl, maxRetries: 0, timeoutMs: 5_000 },
+        database: { url: databaseUrl },
+        agent: { instructionsDir: join(dir, 'instructions') },
+        log: { level: 'debug' },
+      };
+      const palaver = await createPalaver(merge(base, config as Record<string, unknown>) as PalaverConfigInput, {
+        logger: createLogger({ level: 'debug', destination: sink }),
+        ...options,
+      });
+      running.push(palaver);
+      return palaver;
+    },
+    async close() {
+      await Promise.all(running.map((palaver) => palaver.close()));
+      await model.close();
+    },
+  };
+}
+
+function merge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...base };
+  for (const [key, value] of Object.entries(extra)) {
+    const current = out[key];
+    out[key] =
+      typeof current === 'object' && current !== null && !Array.isArray(current) && typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? merge(current as Record<string, unknown>, value as Record<string, unknown>)
+        : value;
+  }
+  return out;
+}
+
+/** The text of the last user message the model saw in a call. */
+export function lastUserText(call: { messages: readonly { type: string; role?: string; content?: string }[] }): string | undefined {
+  return [...call.messages].reverse().find((item) => item.type === 'message' && item.role === 'user')?.content;
+}
