@@ -1,0 +1,192 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chatCompletionBody, chatCompletionStream, parseChatRequest } from './scripted-chat-wire.js';
+import type { ModelScript, ScriptedCall, ScriptedReply } from './scripted-model.js';
+import { parseResponsesRequest, previousResponseNotFound, renderResponse, ResponseChainStore, responseStream } from './scripted-responses-wire.js';
+
+export interface ScriptedModelServerOptions {
+  /** Decides every answer. Swap it later with `setScript`. */
+  readonly script: ModelScript;
+  /** Default 0: a free port. */
+  readonly port?: number;
+  /** Default `127.0.0.1`. */
+  readonly host?: string;
+  /** When set, requests must carry `Authorization: Bearer <apiKey>`; others get OpenAI's 401, which echoes the key. */
+  readonly apiKey?: string;
+  /** Model ids listed by `GET /v1/models`. Default `['scripted-model']`. */
+  readonly models?: readonly string[];
+  /** Keep at most this many `calls` (oldest dropped), so a long benchmark stays flat. Default 10 000. */
+  readonly maxRecordedCalls?: number;
+  /** Remember at most this many stored responses for `previous_response_id`. Default 10 000. */
+  readonly maxStoredResponses?: number;
+}
+
+export interface ScriptedModelServer {
+  /** E.g. `http://127.0.0.1:PORT/v1`: use it as `model.baseUrl`. */
+  readonly baseUrl: string;
+  /** Every request the script answered, oldest first. (A stale `previous_response_id` is refused before the script.) */
+  readonly calls: ScriptedCall[];
+  setScript(script: ModelScript): void;
+  /** Forgets a stored response, so continuing from it answers `previous_response_not_found`. */
+  forgetResponse(id: string): boolean;
+  /** Stops listening and drops open connections. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * A real HTTP server speaking OpenAI's wire format — `POST /v1/chat/completions`, `POST /v1/responses` (JSON and
+ * SSE) and `GET /v1/models` — whose answers come from a script. Used by tests, the demo and the benchmark, so it
+ * logs nothing per request and keeps connections alive.
+ *
+ * @example
+ * const server = await startScriptedModelServer({ script: sequenceScript([{ text: 'Hello!' }]) });
+ * const model = new OpenAIChatProvider({ provider: 'openai-chat', name: 'scripted-model', baseUrl: server.baseUrl, timeoutMs: 5_000, maxRetries: 0 });
+ * // … then `await server.close()`
+ */
+export async function startScriptedModelServer(options: ScriptedModelServerOptions): Promise<ScriptedModelServer> {
+  let script = options.script;
+  const calls: ScriptedCall[] = [];
+  const maxRecordedCalls = options.maxRecordedCalls ?? 10_000;
+  const chains = new ResponseChainStore(options.maxStoredResponses ?? 10_000);
+  const models = options.models ?? ['scripted-model'];
+
+  const record = (call: ScriptedCall): void => {
+    if (calls.length >= maxRecordedCalls) calls.shift();
+    calls.push(call);
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0]?.replace(/\/+$/, '') ?? '';
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      const given = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
+      return sendJson(res, 401, {
+        error: { message: `Incorrect API key provided: ${given}.`, type: 'invalid_request_error', code: 'invalid_api_key', param: null },
+      });
+    }
+    if (req.method === 'GET' && path === '/v1/models') {
+      return sendJson(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'palaver' })) });
+    }
+    if (req.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/v1/responses')) {
+      return sendJson(res, 404, { error: { message: `No route ${req.method} ${path}.`, type: 'invalid_request_error', code: null, param: null } });
+    }
+    let body: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(await readBody(req));
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      body = parsed as Record<string, unknown>;
+    } catch {
+      return sendJson(res, 400, { error: { message: 'The request body is not a JSON object.', type: 'invalid_request_error', code: null, param: null } });
+    }
+    const headers = flattenHeaders(req);
+
+    if (path === '/v1/chat/completions') {
+      const call = parseChatRequest(body, headers);
+      const reply = await answer(call, res);
+      if (!reply) return;
+      if (call.stream) return sendSse(res, chatCompletionStream(call, reply));
+      return sendJson(res, 200, chatCompletionBody(call, reply));
+    }
+
+    const previousId = typeof body['previous_response_id'] === 'string' ? body['previous_response_id'] : undefined;
+    const chain = previousId ? chains.get(previousId) : [];
+    if (!chain) return sendJson(res, 400, previousResponseNotFound(previousId ?? ''));
+    const call = parseResponsesRequest(body, headers, chain);
+    const reply = await answer(call, res);
+    if (!reply) return;
+    const { response, chainItems } = renderResponse(call, reply);
+    if (body['store'] !== false) chains.set(String(response['id']), chainItems);
+    if (call.stream) return sendSse(res, responseStream(response));
+    return sendJson(res, 200, response);
+  }
+
+  /** Runs the script; answers errors itself and returns undefined when the response is already settled. */
+  async function answer(call: ScriptedCall, res: ServerResponse): Promise<ScriptedReply | undefined> {
+    record(call);
+    let reply: ScriptedReply;
+    try {
+      reply = await script(call);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      sendJson(res, 500, { error: { message: `The script threw: ${message}`, type: 'server_error', code: null, param: null } });
+      return undefined;
+    }
+    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (reply.error) {
+      const { status, message, code, retryAfterMs } = reply.error;
+      sendJson(
+        res,
+        status,
+        { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: code ?? null, param: null } },
+        retryAfterMs !== undefined ? { 'retry-after-ms': String(retryAfterMs) } : {},
+      );
+      return undefined;
+    }
+    return reply;
+  }
+
+  const server = createServer((req, res) => {
+    // A client that timed out may be gone before we answer; writing then must not crash the server.
+    res.on('error', () => {});
+    handle(req, res).catch((error: unknown) => {
+      const message = error instanceof Error ? error.message : String(error);
+      sendJson(res, 500, { error: { message, type: 'server_error', code: null, param: null } });
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  let closing: Promise<void> | undefined;
+  return {
+    baseUrl: `http://${host}:${address.port}/v1`,
+    calls,
+    setScript(next) {
+      script = next;
+    },
+    forgetResponse: (id) => chains.delete(id),
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function flattenHeaders(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  const payload = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...extraHeaders });
+  res.end(payload);
+}
+
+function sendSse(res: ServerResponse, payload: string): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  res.end(payload);
+}
