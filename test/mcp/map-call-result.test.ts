@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { capText, mapCallResult, toHostedMcpSpec } from '../../src/tools/mcp/index.js';
+
+describe('mapCallResult', () => {
+  it('joins text items and summarises images, audio, resources and links', () => {
+    const result = mapCallResult(
+      'report',
+      {
+        content: [
+          { type: 'text', text: 'Two cargoes.' },
+          { type: 'image', data: 'AAAA', mimeType: 'image/png' },
+          { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' },
+          { type: 'resource', resource: { uri: 'file:///manifest.txt', text: 'C-1 Oslo → Bergen' } },
+          { type: 'resource', resource: { uri: 'file:///scan.pdf', blob: 'AAAA', mimeType: 'application/pdf' } },
+          { type: 'resource_link', uri: 'file:///invoice.pdf', name: 'invoice' },
+        ],
+      },
+      1_000,
+    );
+
+    expect(result).toEqual({
+      content: [
+        'Two cargoes.',
+        '[image: image/png]',
+        '[audio: audio/wav]',
+        '[resource: file:///manifest.txt]\nC-1 Oslo → Bergen',
+        '[resource: file:///scan.pdf (application/pdf)]',
+        '[resource link: invoice file:///invoice.pdf]',
+      ].join('\n'),
+      isError: false,
+    });
+  });
+
+  it('uses the JSON of structured content when there is no text, and keeps it as structured', () => {
+    const result = mapCallResult('cargo_add', { content: [], structuredContent: { cargo_id: 'C-7' } }, 1_000);
+
+    expect(result).toEqual({ content: '{"cargo_id":"C-7"}', structured: { cargo_id: 'C-7' }, isError: false });
+  });
+
+  it('gives an error result without content a message the model can read', () => {
+    expect(mapCallResult('fail_tool', { content: [], isError: true }, 1_000)).toEqual({
+      content: 'Tool fail_tool failed without a message',
+      isError: true,
+    });
+  });
+
+  it('reads the 2024-10-07 protocol shape { toolResult }', () => {
+    expect(mapCallResult('legacy', { toolResult: { ok: true } }, 1_000)).toMatchObject({ content: '{"ok":true}', structured: { ok: true } });
+  });
+
+  it('caps text and says how much was cut', () => {
+    expect(capText('abcdef', 6)).toBe('abcdef');
+    expect(capText('abcdefgh', 6)).toBe('abcdef\n…[truncated 2 chars]');
+  });
+});
+
+describe('toHostedMcpSpec', () => {
+  it('adds a bearer Authorization header only when a token is set', () => {
+    expect(toHostedMcpSpec({ label: 'docs', url: 'https://mcp.example.com/mcp' })).toEqual({
+      serverLabel: 'docs',
+      serverUrl: 'https://mcp.example.com/mcp',
+      requireApproval: 'never',
+    });
+    expect(
+      toHostedMcpSpec({ label: 'docs', url: 'https://mcp.example.com/mcp', bearerToken: 'abc', allowedTools: ['search'], requireApproval: 'always' }),
+    ).toEqual({
+      serverLabel: 'docs',
+      serverUrl: 'https://mcp.example.com/mcp',
+      headers: { Authorization: 'Bearer abc' },
+      allowedTools: ['search'],
+      requireApproval: 'always',
+    });
+  });
+});
