@@ -1,0 +1,101 @@
+import { sql, type Kysely } from 'kysely';
+import { StoreError } from '../domain/errors.js';
+import type { Store } from '../domain/ports/store.js';
+import { dialectOf, type StoreDialect } from './dialect.js';
+import { KyselyInboundRepository } from './inbound-repository.js';
+import { KyselyMessageRepository } from './message-repository.js';
+import type { RepositoryContext } from './repository-context.js';
+import type { Database } from './schema.js';
+import { KyselySessionRepository } from './session-repository.js';
+import { storeOperation, toStoreError } from './store-errors.js';
+import { KyselyToolCallRepository } from './tool-call-repository.js';
+import { KyselyUserRepository } from './user-repository.js';
+import { KyselyUserStateRepository } from './user-state-repository.js';
+
+/** Options of {@link KyselyStore}. */
+export interface KyselyStoreOptions {
+  /** Overrides detection from the Kysely adapter, for a custom dialect that speaks SQLite or PostgreSQL SQL. */
+  readonly dialect?: StoreDialect;
+  /** Clock in epoch milliseconds; defaults to `Date.now`. */
+  readonly now?: () => number;
+}
+
+/**
+ * The `Store` on any migrated `Kysely<Database>` (SQLite or PostgreSQL). Owns `db`: `close()` destroys it.
+ *
+ * @example
+ * const store = new KyselyStore(db);
+ * await store.transaction(async (tx) => {
+ *   const session = await tx.sessions.open({ userId, channel: 'console', conversationId: 'console' });
+ *   await tx.messages.append(session.id, [{ role: 'user', audience: 'display', content: 'hi' }]);
+ * });
+ */
+export class KyselyStore implements Store {
+  readonly users: KyselyUserRepository;
+  readonly sessions: KyselySessionRepository;
+  readonly messages: KyselyMessageRepository;
+  readonly userState: KyselyUserStateRepository;
+  readonly toolCalls: KyselyToolCallRepository;
+  readonly inbound: KyselyInboundRepository;
+  readonly #ctx: RepositoryContext;
+  #closed = false;
+
+  constructor(db: Kysely<Database>, options: KyselyStoreOptions = {}) {
+    this.#ctx = { db, dialect: options.dialect ?? dialectOf(db), now: options.now ?? Date.now };
+    this.users = new KyselyUserRepository(this.#ctx);
+    this.sessions = new KyselySessionRepository(this.#ctx);
+    this.messages = new KyselyMessageRepository(this.#ctx);
+    this.userState = new KyselyUserStateRepository(this.#ctx);
+    this.toolCalls = new KyselyToolCallRepository(this.#ctx);
+    this.inbound = new KyselyInboundRepository(this.#ctx);
+  }
+
+  /** The SQL dialect this store speaks. */
+  get dialect(): StoreDialect {
+    return this.#ctx.dialect;
+  }
+
+  /**
+   * Runs `fn` in one transaction and hands it a store bound to it. Use only that store inside `fn`: on SQLite the
+   * transaction holds the single connection, so a query through the outer store would wait for it forever.
+   * Errors thrown by `fn` are rethrown as they are; a failing BEGIN or COMMIT becomes a StoreError.
+   */
+  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    const { db } = this.#ctx;
+    if (db.isTransaction) return fn(this);
+    let failure: { readonly error: unknown } | undefined;
+    try {
+      return await db.transaction().execute(async (trx) => {
+        try {
+          return await fn(new KyselyStore(trx, { dialect: this.#ctx.dialect, now: this.#ctx.now }));
+        } catch (error) {
+          failure = { error };
+          throw error;
+        }
+      });
+    } catch (error) {
+      if (failure !== undefined && failure.error === error) throw error;
+      throw toStoreError('transaction', error);
+    }
+  }
+
+  ping(): Promise<void> {
+    return storeOperation('ping', async () => {
+      await sql`select 1`.execute(this.#ctx.db);
+    });
+  }
+
+  /**
+   * Closes the connection pool (or the SQLite file). Safe to call twice.
+   *
+   * @throws StoreError `misuse` on a transaction-bound store: close the store that opened the transaction.
+   */
+  async close(): Promise<void> {
+    if (this.#ctx.db.isTransaction) {
+      throw new StoreError('misuse', 'close() was called on the store handed to transaction(); close the root store instead.');
+    }
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#ctx.db.destroy();
+  }
+}

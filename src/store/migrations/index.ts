@@ -1,0 +1,47 @@
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { StoreError } from '../../domain/errors.js';
+import { dialectOf, type StoreDialect } from '../dialect.js';
+import { toStoreError } from '../store-errors.js';
+import { initialMigration } from './0001-initial.js';
+
+/**
+ * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
+ * `0002_…`, `0003_…` at the end and never rename or edit one that has shipped.
+ *
+ * A static provider rather than Kysely's `FileMigrationProvider`, so the same code runs from `src` (vitest, tsx)
+ * and from compiled `dist`, with no directory scanning.
+ */
+export function migrations(dialect: StoreDialect): Record<string, Migration> {
+  return {
+    '0001_initial': initialMigration(dialect),
+  };
+}
+
+/** Options of {@link migrateToLatest}. */
+export interface MigrateOptions {
+  /** Overrides dialect detection for a custom but compatible Kysely dialect. */
+  readonly dialect?: StoreDialect;
+}
+
+/**
+ * Applies every pending migration. Safe to run repeatedly and from several processes at once (Kysely takes a
+ * migration lock). On PostgreSQL each migration runs in a transaction.
+ *
+ * @returns the names of the migrations applied by this call (empty when the schema was already current).
+ * @throws StoreError `migration_failed` naming the failing migration, with the driver error as `cause`.
+ * @example
+ * const applied = await migrateToLatest(db); // ['0001_initial'] on a fresh database
+ */
+export async function migrateToLatest(db: Kysely<any>, options: MigrateOptions = {}): Promise<string[]> {
+  const all = migrations(options.dialect ?? dialectOf(db));
+  const provider: MigrationProvider = { getMigrations: async () => all };
+  const migrator = new Migrator({ db, provider });
+  const { error, results = [] } = await migrator.migrateToLatest();
+  if (error !== undefined) {
+    const failed = results.find((result) => result.status === 'Error')?.migrationName;
+    const cause = toStoreError('migrate', error);
+    const where = failed === undefined ? 'before any migration ran' : `in migration ${failed}`;
+    throw new StoreError('migration_failed', `Migrating the database failed ${where}: ${cause.message}`, { cause: error });
+  }
+  return results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
+}

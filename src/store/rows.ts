@@ -1,0 +1,89 @@
+import type { Selectable } from 'kysely';
+import type {
+  Audience,
+  ChannelAccount,
+  MessageRole,
+  Session,
+  SessionStatus,
+  StoredMessage,
+  ToolCallRecord,
+  ToolCallRef,
+  ToolCallStatus,
+  User,
+  UserStateRecord,
+} from '../domain/model.js';
+import { fromStoredCost } from './decimal.js';
+import type { ChannelAccountsTable, MessagesTable, SessionsTable, ToolCallsTable, UsersTable, UserStateTable } from './schema.js';
+
+// Row → record mapping, shared by the repositories. Every conversion that differs by driver (int8 as string on pg,
+// numeric with trailing zeros) is normalised here, so records look the same on both back ends.
+
+/** Epoch milliseconds (number or pg int8 string) to a Date. */
+export function toDate(value: number | string): Date {
+  return new Date(Number(value));
+}
+
+export function toUser(row: Selectable<UsersTable>): User {
+  return { id: row.id, displayName: row.display_name, phone: row.phone, createdAt: toDate(row.created_at) };
+}
+
+export function toChannelAccount(row: Selectable<ChannelAccountsTable>): ChannelAccount {
+  return { channel: row.channel, accountId: row.account_id, userId: row.user_id, createdAt: toDate(row.created_at) };
+}
+
+export function toSession(row: Selectable<SessionsTable>): Session {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    channel: row.channel,
+    conversationId: row.conversation_id,
+    status: row.status as SessionStatus,
+    title: row.title,
+    inputTokens: Number(row.input_tokens),
+    outputTokens: Number(row.output_tokens),
+    cost: fromStoredCost(row.cost),
+    currency: row.currency,
+    createdAt: toDate(row.created_at),
+    updatedAt: toDate(row.updated_at),
+  };
+}
+
+export function toMessage(row: Selectable<MessagesTable>): StoredMessage {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    seq: Number(row.seq),
+    role: row.role as MessageRole,
+    audience: row.audience as Audience,
+    content: row.content,
+    toolCalls: row.tool_calls === null ? null : (JSON.parse(row.tool_calls) as ToolCallRef[]),
+    toolCallId: row.tool_call_id,
+    model: row.model,
+    inputTokens: Number(row.input_tokens),
+    outputTokens: Number(row.output_tokens),
+    cost: fromStoredCost(row.cost),
+    currency: row.currency,
+    correlationId: row.correlation_id,
+    meta: row.meta === null ? null : (JSON.parse(row.meta) as Record<string, unknown>),
+    createdAt: toDate(row.created_at),
+  };
+}
+
+export function toUserState(row: Selectable<UserStateTable>): UserStateRecord {
+  return { userId: row.user_id, version: Number(row.version), raw: row.data, updatedAt: toDate(row.updated_at) };
+}
+
+export function toToolCall(row: Selectable<ToolCallsTable>): ToolCallRecord {
+  return {
+    callId: row.call_id,
+    sessionId: row.session_id,
+    userId: row.user_id,
+    correlationId: row.correlation_id,
+    name: row.name,
+    arguments: row.arguments,
+    status: row.status as ToolCallStatus,
+    result: row.result,
+    createdAt: toDate(row.created_at),
+    finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+  };
+}

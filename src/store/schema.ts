@@ -1,0 +1,125 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/**
+ * The tables as Kysely sees them. Column names are snake_case; repositories map rows to domain records explicitly
+ * (no camel-case plugin, so every query reads like the SQL it runs).
+ *
+ * Representation choices that hold on both back ends:
+ * - Instants are integer epoch milliseconds (`bigint`). `pg` returns int8 as a string, hence `number | string` on read.
+ * - Money is `numeric(20, 10)` on PostgreSQL and canonical decimal text on SQLite; both come back as strings and never
+ *   pass through a float.
+ * - JSON columns (`tool_calls`, `meta`, `user_state.data`) are text.
+ */
+export interface Database {
+  readonly users: UsersTable;
+  readonly channel_accounts: ChannelAccountsTable;
+  readonly sessions: SessionsTable;
+  readonly messages: MessagesTable;
+  readonly user_state: UserStateTable;
+  readonly tool_calls: ToolCallsTable;
+  readonly inbound_keys: InboundKeysTable;
+  readonly kysely_migration: KyselyMigrationTable;
+  readonly kysely_migration_lock: KyselyMigrationLockTable;
+}
+
+/** Epoch milliseconds: written as a number, read back as a number (SQLite) or an int8 string (pg). */
+export type EpochMillis = ColumnType<number | string, number, number>;
+
+/** A 64-bit counter: same read-side caveat as {@link EpochMillis}. */
+export type BigCounter = ColumnType<number | string, number | undefined, number>;
+
+/** An exact decimal: always a string on the way in and out. */
+export type DecimalText = ColumnType<string, string | undefined, string>;
+
+export interface UsersTable {
+  id: string;
+  display_name: string | null;
+  /** E.164 digits without the plus; unique when set. */
+  phone: string | null;
+  created_at: EpochMillis;
+}
+
+export interface ChannelAccountsTable {
+  channel: string;
+  account_id: string;
+  user_id: string;
+  created_at: EpochMillis;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  channel: string;
+  conversation_id: string;
+  status: ColumnType<string, string | undefined, string>;
+  title: string | null;
+  input_tokens: BigCounter;
+  output_tokens: BigCounter;
+  cost: DecimalText;
+  currency: ColumnType<string, string | undefined, string>;
+  /**
+   * The highest `seq` ever handed out in this session. Appends bump it under the row lock, so concurrent appends get
+   * distinct, gap-free ranges without retries, and seqs are never reused after `messages.clear`.
+   */
+  last_seq: ColumnType<number, number | undefined, number>;
+  created_at: EpochMillis;
+  updated_at: EpochMillis;
+}
+
+export interface MessagesTable {
+  id: string;
+  session_id: string;
+  seq: number;
+  role: string;
+  audience: string;
+  content: string;
+  /** JSON array of `ToolCallRef`, or null. */
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  model: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost: DecimalText;
+  currency: string;
+  correlation_id: string | null;
+  /** JSON object, or null. */
+  meta: string | null;
+  created_at: EpochMillis;
+}
+
+export interface UserStateTable {
+  user_id: string;
+  version: number;
+  data: string;
+  updated_at: EpochMillis;
+}
+
+export interface ToolCallsTable {
+  call_id: string;
+  session_id: string;
+  user_id: string;
+  correlation_id: string;
+  name: string;
+  arguments: string;
+  status: string;
+  result: string | null;
+  created_at: EpochMillis;
+  finished_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+}
+
+export interface InboundKeysTable {
+  channel: string;
+  key: string;
+  created_at: EpochMillis;
+}
+
+/** Kysely's own bookkeeping, declared so the migration tables can be inspected with typed queries. */
+export interface KyselyMigrationTable {
+  name: string;
+  timestamp: string;
+}
+
+export interface KyselyMigrationLockTable {
+  id: string;
+  is_locked: Generated<number>;
+}

@@ -1,0 +1,170 @@
+import { sql } from 'kysely';
+import { StoreError } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { Session, SessionStatus, TokenUsage } from '../domain/model.js';
+import type { SessionRepository } from '../domain/ports/store.js';
+import { addCosts, isZeroCost, toStoredCost } from './decimal.js';
+import { atomically, type RepositoryContext } from './repository-context.js';
+import { toSession } from './rows.js';
+import { storeOperation } from './store-errors.js';
+
+/** Default page size of {@link KyselySessionRepository.listByUser}. */
+export const DEFAULT_SESSION_LIST_LIMIT = 50;
+
+/** Sessions: one per (channel, conversation), with running token and cost totals. */
+export class KyselySessionRepository implements SessionRepository {
+  readonly #ctx: RepositoryContext;
+
+  constructor(ctx: RepositoryContext) {
+    this.#ctx = ctx;
+  }
+
+  /**
+   * Returns the session of (channel, conversationId) as it is — also when it was opened for another user (after a
+   * relink the conversation keeps its history). New sessions start `pending`, cost "0" in USD until usage is added.
+   */
+  open(input: { userId: string; channel: string; conversationId: string }): Promise<Session> {
+    return storeOperation('sessions.open', async () => {
+      const { db } = this.#ctx;
+      const existing = await this.#find(input.channel, input.conversationId);
+      if (existing !== undefined) return existing;
+      const now = this.#ctx.now();
+      const created = await db
+        .insertInto('sessions')
+        .values({ id: newId(), user_id: input.userId, channel: input.channel, conversation_id: input.conversationId, created_at: now, updated_at: now })
+        .onConflict((oc) => oc.columns(['channel', 'conversation_id']).doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (created !== undefined) return toSession(created);
+      // Opened concurrently by someone else between our read and our insert.
+      const raced = await this.#find(input.channel, input.conversationId);
+      if (raced === undefined) throw new StoreError('query_failed', `Session ${input.channel}/${input.conversationId} vanished while it was being opened; retry.`);
+      return raced;
+    });
+  }
+
+  findById(sessionId: string): Promise<Session | undefined> {
+    return storeOperation('sessions.findById', async () => {
+      const row = await this.#ctx.db.selectFrom('sessions').selectAll().where('id', '=', sessionId).executeTakeFirst();
+      return row === undefined ? undefined : toSession(row);
+    });
+  }
+
+  /** The user's sessions, most recently active first; `limit` defaults to 50. */
+  listByUser(userId: string, limit = DEFAULT_SESSION_LIST_LIMIT): Promise<Session[]> {
+    return storeOperation('sessions.listByUser', async () => {
+      const rows = await this.#ctx.db
+        .selectFrom('sessions')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .orderBy('updated_at', 'desc')
+        .orderBy('id')
+        .limit(Math.max(0, Math.trunc(limit)))
+        .execute();
+      return rows.map(toSession);
+    });
+  }
+
+  /** @throws StoreError `not_found` for an unknown session. */
+  setStatus(sessionId: string, status: SessionStatus): Promise<void> {
+    return storeOperation('sessions.setStatus', () => this.#update(sessionId, { status }));
+  }
+
+  /** @throws StoreError `not_found` for an unknown session. */
+  setTitle(sessionId: string, title: string): Promise<void> {
+    return storeOperation('sessions.setTitle', () => this.#update(sessionId, { title }));
+  }
+
+  /**
+   * Adds usage atomically (no lost updates under concurrency). The first non-zero cost fixes the session's currency.
+   *
+   * @throws StoreError `currency_mismatch` when the session already holds a non-zero cost in another currency,
+   * `invalid_decimal` / `invalid_usage` for malformed input, `not_found` for an unknown session.
+   */
+  addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string }): Promise<void> {
+    return storeOperation('sessions.addUsage', async () => {
+      const cost = toStoredCost(usage.cost);
+      const inputTokens = tokenCount(usage.inputTokens, 'inputTokens');
+      const outputTokens = tokenCount(usage.outputTokens, 'outputTokens');
+      const now = this.#ctx.now();
+      if (this.#ctx.dialect === 'postgres') {
+        // numeric arithmetic is exact, so one guarded UPDATE does it: one round trip, row-locked.
+        const result = await this.#ctx.db
+          .updateTable('sessions')
+          .set({
+            input_tokens: sql`input_tokens + ${inputTokens}`,
+            output_tokens: sql`output_tokens + ${outputTokens}`,
+            cost: sql`cost + cast(${cost} as numeric)`,
+            currency: sql`case when cost = 0 then ${usage.currency} else currency end`,
+            updated_at: now,
+          })
+          .where('id', '=', sessionId)
+          .where((eb) => eb.or([eb('currency', '=', usage.currency), eb('cost', '=', '0')]))
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 0n) await this.#explainRefusedUsage(sessionId, usage.currency);
+        return;
+      }
+      // SQLite would add text as floats, so the sum is computed here; the transaction holds the only connection,
+      // which makes read-modify-write safe within the process.
+      await atomically(this.#ctx.db, async (db) => {
+        const row = await db.selectFrom('sessions').select(['cost', 'currency']).where('id', '=', sessionId).executeTakeFirst();
+        if (row === undefined) throw notFound(sessionId);
+        if (row.currency !== usage.currency && !isZeroCost(row.cost)) throw currencyMismatch(sessionId, row.currency, usage.currency);
+        await db
+          .updateTable('sessions')
+          .set({
+            input_tokens: sql`input_tokens + ${inputTokens}`,
+            output_tokens: sql`output_tokens + ${outputTokens}`,
+            cost: addCosts(row.cost, cost),
+            currency: isZeroCost(row.cost) ? usage.currency : row.currency,
+            updated_at: now,
+          })
+          .where('id', '=', sessionId)
+          .execute();
+      });
+    });
+  }
+
+  async #find(channel: string, conversationId: string): Promise<Session | undefined> {
+    const row = await this.#ctx.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('channel', '=', channel)
+      .where('conversation_id', '=', conversationId)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toSession(row);
+  }
+
+  async #update(sessionId: string, values: { status?: SessionStatus; title?: string }): Promise<void> {
+    const result = await this.#ctx.db
+      .updateTable('sessions')
+      .set({ ...values, updated_at: this.#ctx.now() })
+      .where('id', '=', sessionId)
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw notFound(sessionId);
+  }
+
+  async #explainRefusedUsage(sessionId: string, currency: string): Promise<never> {
+    const row = await this.#ctx.db.selectFrom('sessions').select('currency').where('id', '=', sessionId).executeTakeFirst();
+    if (row === undefined) throw notFound(sessionId);
+    throw currencyMismatch(sessionId, row.currency, currency);
+  }
+}
+
+function tokenCount(value: number, field: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new StoreError('invalid_usage', `${field} must be a non-negative integer, got ${value}.`);
+  }
+  return value;
+}
+
+function notFound(sessionId: string): StoreError {
+  return new StoreError('not_found', `Session ${sessionId} does not exist; open it first.`);
+}
+
+function currencyMismatch(sessionId: string, held: string, offered: string): StoreError {
+  return new StoreError(
+    'currency_mismatch',
+    `Session ${sessionId} is billed in ${held}; convert the ${offered} cost to ${held} before adding it.`,
+  );
+}

@@ -1,0 +1,54 @@
+import { StoreError } from '../domain/errors.js';
+
+/** What a driver failure means to a caller. */
+export type DriverFailure = 'conflict' | 'foreign_key' | 'not_null' | 'unreachable' | 'other';
+
+/** Classifies a better-sqlite3 or pg error without importing either driver. */
+export function classifyDriverError(error: unknown): DriverFailure {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : '';
+  switch (code) {
+    case '23505':
+    case 'SQLITE_CONSTRAINT_UNIQUE':
+    case 'SQLITE_CONSTRAINT_PRIMARYKEY':
+      return 'conflict';
+    case '23503':
+    case 'SQLITE_CONSTRAINT_FOREIGNKEY':
+      return 'foreign_key';
+    case '23502':
+    case 'SQLITE_CONSTRAINT_NOTNULL':
+      return 'not_null';
+    case 'ECONNREFUSED':
+    case 'ECONNRESET':
+    case 'ETIMEDOUT':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case '57P01': // admin_shutdown
+    case '57P03': // cannot_connect_now
+    case '53300': // too_many_connections
+    case 'SQLITE_BUSY':
+      return 'unreachable';
+    default:
+      return code.startsWith('08') ? 'unreachable' : 'other';
+  }
+}
+
+/**
+ * Runs one repository operation and turns driver failures into a `StoreError` whose code says what happened
+ * (`conflict`, `foreign_key`, `unreachable`, `query_failed`). StoreErrors pass through untouched.
+ */
+export async function storeOperation<T>(operation: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw toStoreError(operation, error);
+  }
+}
+
+/** Wraps `error` in a StoreError naming the failed operation, keeping the original as `cause`. */
+export function toStoreError(operation: string, error: unknown): StoreError {
+  if (error instanceof StoreError) return error;
+  const failure = classifyDriverError(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  const code = failure === 'other' ? 'query_failed' : failure;
+  return new StoreError(code, `Store operation ${operation} failed (${code}): ${detail}`, { cause: error });
+}

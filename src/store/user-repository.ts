@@ -1,0 +1,150 @@
+import type { Kysely } from 'kysely';
+import { StoreError } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { ChannelAccount, User } from '../domain/model.js';
+import type { UserRepository } from '../domain/ports/store.js';
+import { atomically, type RepositoryContext } from './repository-context.js';
+import { toChannelAccount, toDate, toUser } from './rows.js';
+import type { Database } from './schema.js';
+import { classifyDriverError, storeOperation } from './store-errors.js';
+
+/** Users and the channel accounts bound to them. */
+export class KyselyUserRepository implements UserRepository {
+  readonly #ctx: RepositoryContext;
+
+  constructor(ctx: RepositoryContext) {
+    this.#ctx = ctx;
+  }
+
+  resolveAccount(input: { channel: string; accountId: string; displayName?: string | null }): Promise<{ user: User; account: ChannelAccount; created: boolean }> {
+    return storeOperation('users.resolveAccount', async () => {
+      // Hot path: a known account costs one round trip.
+      const known = await findAccount(this.#ctx.db, input.channel, input.accountId);
+      if (known !== undefined) return { ...known, created: false };
+
+      return atomically(this.#ctx.db, async (db) => {
+        const now = this.#ctx.now();
+        const user = { id: newId(), display_name: input.displayName ?? null, phone: null, created_at: now };
+        const account = { channel: input.channel, account_id: input.accountId, user_id: user.id, created_at: now };
+        await db.insertInto('users').values(user).execute();
+        const inserted = await db
+          .insertInto('channel_accounts')
+          .values(account)
+          .onConflict((oc) => oc.columns(['channel', 'account_id']).doNothing())
+          .executeTakeFirst();
+        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) {
+          return { user: toUser(user), account: toChannelAccount(account), created: true };
+        }
+        // A concurrent first contact of the same account won the race: drop our user and return theirs.
+        await db.deleteFrom('users').where('id', '=', user.id).execute();
+        const winner = await findAccount(db, input.channel, input.accountId);
+        if (winner === undefined) {
+          throw new StoreError('query_failed', `Channel account ${input.channel}/${input.accountId} vanished while it was being created; retry.`);
+        }
+        return { ...winner, created: false };
+      });
+    });
+  }
+
+  findById(userId: string): Promise<User | undefined> {
+    return storeOperation('users.findById', async () => {
+      const row = await this.#ctx.db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
+      return row === undefined ? undefined : toUser(row);
+    });
+  }
+
+  findByPhone(phone: string): Promise<User | undefined> {
+    return storeOperation('users.findByPhone', async () => {
+      const row = await this.#ctx.db.selectFrom('users').selectAll().where('phone', '=', phone).executeTakeFirst();
+      return row === undefined ? undefined : toUser(row);
+    });
+  }
+
+  /** @throws StoreError `conflict` when another user already has the phone, `not_found` for an unknown user. */
+  setPhone(userId: string, phone: string | null): Promise<void> {
+    return storeOperation('users.setPhone', async () => {
+      try {
+        const result = await this.#ctx.db.updateTable('users').set({ phone }).where('id', '=', userId).executeTakeFirst();
+        if (result.numUpdatedRows === 0n) throw new StoreError('not_found', `User ${userId} does not exist.`);
+      } catch (error) {
+        if (classifyDriverError(error) === 'conflict') {
+          // The phone itself stays out of the message: it is personal data.
+          throw new StoreError('conflict', `That phone number is already bound to another user; relink instead of setting it on user ${userId}.`, { cause: error });
+        }
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Binds the account to `userId`, creating the binding when the account is new.
+   *
+   * @returns the previous user id, or undefined when the account was not bound yet.
+   * @throws StoreError `not_found` when `userId` does not exist.
+   */
+  relinkAccount(input: { channel: string; accountId: string; userId: string }): Promise<string | undefined> {
+    return storeOperation('users.relinkAccount', async () => {
+      try {
+        return await atomically(this.#ctx.db, async (db) => {
+          const current = await db
+            .selectFrom('channel_accounts')
+            .select('user_id')
+            .where('channel', '=', input.channel)
+            .where('account_id', '=', input.accountId)
+            .$if(this.#ctx.dialect === 'postgres', (qb) => qb.forUpdate())
+            .executeTakeFirst();
+          if (current === undefined) {
+            await db
+              .insertInto('channel_accounts')
+              .values({ channel: input.channel, account_id: input.accountId, user_id: input.userId, created_at: this.#ctx.now() })
+              .execute();
+            return undefined;
+          }
+          if (current.user_id !== input.userId) {
+            await db
+              .updateTable('channel_accounts')
+              .set({ user_id: input.userId })
+              .where('channel', '=', input.channel)
+              .where('account_id', '=', input.accountId)
+              .execute();
+          }
+          return current.user_id;
+        });
+      } catch (error) {
+        if (classifyDriverError(error) === 'foreign_key') {
+          throw new StoreError('not_found', `Cannot relink ${input.channel}/${input.accountId}: user ${input.userId} does not exist.`, { cause: error });
+        }
+        throw error;
+      }
+    });
+  }
+
+  listAccounts(userId: string): Promise<ChannelAccount[]> {
+    return storeOperation('users.listAccounts', async () => {
+      const rows = await this.#ctx.db
+        .selectFrom('channel_accounts')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .orderBy('created_at')
+        .orderBy('channel')
+        .orderBy('account_id')
+        .execute();
+      return rows.map(toChannelAccount);
+    });
+  }
+}
+
+async function findAccount(db: Kysely<Database>, channel: string, accountId: string): Promise<{ user: User; account: ChannelAccount } | undefined> {
+  const row = await db
+    .selectFrom('channel_accounts as a')
+    .innerJoin('users as u', 'u.id', 'a.user_id')
+    .select(['u.id', 'u.display_name', 'u.phone', 'u.created_at as user_created_at', 'a.channel', 'a.account_id', 'a.created_at as account_created_at'])
+    .where('a.channel', '=', channel)
+    .where('a.account_id', '=', accountId)
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  return {
+    user: { id: row.id, displayName: row.display_name, phone: row.phone, createdAt: toDate(row.user_created_at) },
+    account: { channel: row.channel, accountId: row.account_id, userId: row.id, createdAt: toDate(row.account_created_at) },
+  };
+}

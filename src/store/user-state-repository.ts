@@ -1,0 +1,78 @@
+import { StoreError } from '../domain/errors.js';
+import type { UserStateRecord } from '../domain/model.js';
+import type { UserStateRepository } from '../domain/ports/store.js';
+import type { RepositoryContext } from './repository-context.js';
+import { toUserState } from './rows.js';
+import { storeOperation } from './store-errors.js';
+
+/** Versioned per-user JSON state with optimistic concurrency. */
+export class KyselyUserStateRepository implements UserStateRepository {
+  readonly #ctx: RepositoryContext;
+
+  constructor(ctx: RepositoryContext) {
+    this.#ctx = ctx;
+  }
+
+  get(userId: string): Promise<UserStateRecord | undefined> {
+    return storeOperation('userState.get', async () => {
+      const row = await this.#ctx.db.selectFrom('user_state').selectAll().where('user_id', '=', userId).executeTakeFirst();
+      return row === undefined ? undefined : toUserState(row);
+    });
+  }
+
+  /**
+   * Saves `data` as JSON in one statement. The first save creates version 1; each save adds one.
+   * `expectedVersion` 0 means "there is no state yet". Without `expectedVersion` the write always wins.
+   *
+   * @returns the new version, or false when `expectedVersion` did not match the stored one.
+   * @throws StoreError `invalid_state` when `data` has no JSON form, `foreign_key` for an unknown user.
+   */
+  save(userId: string, data: unknown, expectedVersion?: number): Promise<number | false> {
+    return storeOperation('userState.save', async () => {
+      const json = JSON.stringify(data) as string | undefined;
+      if (json === undefined) throw new StoreError('invalid_state', `User state must be JSON-serialisable, got ${typeof data}.`);
+      if (expectedVersion === undefined) return this.#upsert(userId, json);
+      const { db } = this.#ctx;
+      const now = this.#ctx.now();
+      const row =
+        expectedVersion === 0
+          ? await db
+              .insertInto('user_state')
+              .values({ user_id: userId, version: 1, data: json, updated_at: now })
+              .onConflict((oc) => oc.column('user_id').doNothing())
+              .returning('version')
+              .executeTakeFirst()
+          : await db
+              .updateTable('user_state')
+              .set((eb) => ({ version: eb('version', '+', 1), data: json, updated_at: now }))
+              .where('user_id', '=', userId)
+              .where('version', '=', expectedVersion)
+              .returning('version')
+              .executeTakeFirst();
+      return row === undefined ? false : Number(row.version);
+    });
+  }
+
+  /** Writes `raw` unchecked, bumping the version like a save. */
+  saveRaw(userId: string, raw: string): Promise<void> {
+    return storeOperation('userState.saveRaw', async () => {
+      await this.#upsert(userId, raw);
+    });
+  }
+
+  async #upsert(userId: string, data: string): Promise<number> {
+    const row = await this.#ctx.db
+      .insertInto('user_state')
+      .values({ user_id: userId, version: 1, data, updated_at: this.#ctx.now() })
+      .onConflict((oc) =>
+        oc.column('user_id').doUpdateSet((eb) => ({
+          version: eb('user_state.version', '+', 1),
+          data: eb.ref('excluded.data'),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      )
+      .returning('version')
+      .executeTakeFirstOrThrow();
+    return Number(row.version);
+  }
+}

@@ -1,0 +1,107 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StoreError } from '../../src/domain/errors.js';
+import { migrateToLatest, openSqliteDatabase, openStore } from '../../src/store/index.js';
+import { runStoreContract } from './store-contract.js';
+
+let dir: string;
+let files = 0;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'palaver-sqlite-'));
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+// A fresh file per test: cheap on SQLite, and it exercises the migrations every time.
+const nextUrl = (): string => `sqlite:${join(dir, `nested/dir/store-${(files += 1)}.db`)}`;
+
+runStoreContract('SQLite file', async () => {
+  const store = await openStore(nextUrl());
+  return { store, cleanup: () => store.close() };
+});
+
+describe('SQLite store', () => {
+  it('runs in WAL mode with foreign keys on', async () => {
+    const url = nextUrl();
+    await (await openStore(url)).close();
+    const db = openSqliteDatabase(url);
+    try {
+      const { rows: journal } = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(db);
+      const { rows: keys } = await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(db);
+      expect(journal[0]?.journal_mode).toBe('wal');
+      expect(keys[0]?.foreign_keys).toBe(1);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('keeps data across close and reopen', async () => {
+    const url = nextUrl();
+    const first = await openStore(url);
+    const { user } = await first.users.resolveAccount({ channel: 'console', accountId: 'me', displayName: 'Ada' });
+    const session = await first.sessions.open({ userId: user.id, channel: 'console', conversationId: 'console' });
+    await first.messages.append(session.id, [{ role: 'user', audience: 'display', content: 'remember me' }]);
+    await first.sessions.addUsage(session.id, { inputTokens: 1, outputTokens: 2, cost: '0.0000000007', currency: 'USD' });
+    await first.close();
+
+    const second = await openStore(url);
+    try {
+      expect((await second.users.resolveAccount({ channel: 'console', accountId: 'me' })).user).toEqual(user);
+      expect((await second.messages.listRecent(session.id, { limit: 5 })).map((m) => m.content)).toEqual(['remember me']);
+      expect((await second.sessions.findById(session.id))?.cost).toBe('0.0000000007');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('opens an in-memory database', async () => {
+    const store = await openStore('sqlite::memory:');
+    try {
+      await expect(store.ping()).resolves.toBeUndefined();
+      expect(await store.inbound.remember('console', 'k')).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('applies migrations once', async () => {
+    const db = openSqliteDatabase(nextUrl());
+    try {
+      expect(await migrateToLatest(db)).toEqual(['0001_initial']);
+      expect(await migrateToLatest(db)).toEqual([]);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('names the failing migration', async () => {
+    const db = openSqliteDatabase(nextUrl());
+    try {
+      await sql`create table users (id text)`.execute(db);
+      const error = await migrateToLatest(db).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(StoreError);
+      expect(error).toMatchObject({ code: 'migration_failed', message: expect.stringContaining('0001_initial') });
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('refuses an unknown URL scheme', async () => {
+    await expect(openStore('mysql://localhost/db')).rejects.toMatchObject({ name: 'StoreError', code: 'invalid_url' });
+  });
+
+  it('opens without migrating when told so', async () => {
+    const store = await openStore(nextUrl(), { migrate: false });
+    try {
+      await expect(store.inbound.remember('console', 'k')).rejects.toMatchObject({ name: 'StoreError', code: 'query_failed' });
+    } finally {
+      await store.close();
+    }
+  });
+});

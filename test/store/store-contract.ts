@@ -1,0 +1,502 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StoreError } from '../../src/domain/errors.js';
+import type { NewMessage, Session, User } from '../../src/domain/model.js';
+import type { Store } from '../../src/domain/ports/store.js';
+
+/** What an adapter's test file hands the contract: a ready (migrated) store and how to dispose of it. */
+export type MakeStore = () => Promise<{ store: Store; cleanup(): Promise<void> }>;
+
+/**
+ * The behaviour every `Store` adapter must show. Tests never assume an empty database: each one works on ids of
+ * its own, so a back end may share one database across the whole file.
+ */
+export function runStoreContract(name: string, makeStore: MakeStore): void {
+  describe(`${name} store contract`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await makeStore());
+    });
+
+    afterEach(async () => {
+      await cleanup();
+    });
+
+    const unique = (prefix: string): string => `${prefix}-${randomUUID()}`;
+
+    async function givenUser(displayName: string | null = 'Ada'): Promise<User> {
+      const { user } = await store.users.resolveAccount({ channel: 'console', accountId: unique('acct'), displayName });
+      return user;
+    }
+
+    async function givenSession(user?: User): Promise<Session> {
+      const owner = user ?? (await givenUser());
+      return store.sessions.open({ userId: owner.id, channel: 'console', conversationId: unique('conv') });
+    }
+
+    const text = (content: string, extra: Partial<NewMessage> = {}): NewMessage => ({ role: 'user', audience: 'display', content, ...extra });
+
+    async function expectStoreError(promise: Promise<unknown>, code: string): Promise<void> {
+      const error = await promise.then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).code).toBe(code);
+    }
+
+    describe('users', () => {
+      it('creates a user and account on first contact and finds them afterwards', async () => {
+        const accountId = unique('tg');
+        const first = await store.users.resolveAccount({ channel: 'telegram', accountId, displayName: 'Grace' });
+        expect(first.created).toBe(true);
+        expect(first.user).toMatchObject({ displayName: 'Grace', phone: null });
+        expect(first.user.createdAt).toBeInstanceOf(Date);
+        expect(first.account).toMatchObject({ channel: 'telegram', accountId, userId: first.user.id });
+
+        const again = await store.users.resolveAccount({ channel: 'telegram', accountId, displayName: 'Someone else' });
+        expect(again.created).toBe(false);
+        expect(again.user).toEqual(first.user);
+        expect(again.account).toEqual(first.account);
+        expect(await store.users.findById(first.user.id)).toEqual(first.user);
+        expect(await store.users.findById(randomUUID())).toBeUndefined();
+      });
+
+      it('gives concurrent first contacts of one account the same user', async () => {
+        const accountId = unique('tg');
+        const results = await Promise.all(
+          Array.from({ length: 5 }, () => store.users.resolveAccount({ channel: 'telegram', accountId })),
+        );
+        expect(new Set(results.map((result) => result.user.id)).size).toBe(1);
+        expect(results.filter((result) => result.created)).toHaveLength(1);
+      });
+
+      it('finds a user by phone and forgets it when cleared', async () => {
+        const user = await givenUser();
+        const phone = `49${Math.floor(Math.random() * 1e10)}`;
+        await store.users.setPhone(user.id, phone);
+        expect((await store.users.findByPhone(phone))?.id).toBe(user.id);
+        await store.users.setPhone(user.id, null);
+        expect(await store.users.findByPhone(phone)).toBeUndefined();
+      });
+
+      it('refuses a phone already bound to another user', async () => {
+        const phone = `44${Math.floor(Math.random() * 1e10)}`;
+        const first = await givenUser();
+        const second = await givenUser();
+        await store.users.setPhone(first.id, phone);
+        await expectStoreError(store.users.setPhone(second.id, phone), 'conflict');
+        // Several users without a phone are fine.
+        await store.users.setPhone(second.id, null);
+      });
+
+      it('refuses to set the phone of an unknown user', async () => {
+        await expectStoreError(store.users.setPhone(randomUUID(), null), 'not_found');
+      });
+
+      it('relinks a channel account to another user', async () => {
+        const accountId = unique('tg');
+        const { user: original } = await store.users.resolveAccount({ channel: 'telegram', accountId });
+        const target = await givenUser('Target');
+
+        const previous = await store.users.relinkAccount({ channel: 'telegram', accountId, userId: target.id });
+        expect(previous).toBe(original.id);
+        const resolved = await store.users.resolveAccount({ channel: 'telegram', accountId });
+        expect(resolved.user.id).toBe(target.id);
+        expect(resolved.created).toBe(false);
+        expect((await store.users.listAccounts(target.id)).map((account) => account.accountId)).toContain(accountId);
+        expect(await store.users.listAccounts(original.id)).toEqual([]);
+      });
+
+      it('binds an account it has never seen when relinking', async () => {
+        const target = await givenUser();
+        const accountId = unique('web');
+        expect(await store.users.relinkAccount({ channel: 'web', accountId, userId: target.id })).toBeUndefined();
+        expect((await store.users.resolveAccount({ channel: 'web', accountId })).user.id).toBe(target.id);
+      });
+
+      it('refuses to relink to a user that does not exist', async () => {
+        const accountId = unique('tg');
+        const { user } = await store.users.resolveAccount({ channel: 'telegram', accountId });
+        await expectStoreError(store.users.relinkAccount({ channel: 'telegram', accountId, userId: randomUUID() }), 'not_found');
+        expect((await store.users.resolveAccount({ channel: 'telegram', accountId })).user.id).toBe(user.id);
+      });
+
+      it('lists every account of a user', async () => {
+        const { user } = await store.users.resolveAccount({ channel: 'telegram', accountId: unique('tg') });
+        await store.users.relinkAccount({ channel: 'web', accountId: unique('web'), userId: user.id });
+        const accounts = await store.users.listAccounts(user.id);
+        expect(accounts.map((account) => account.channel).sort()).toEqual(['telegram', 'web']);
+        expect(accounts.every((account) => account.userId === user.id && account.createdAt instanceof Date)).toBe(true);
+      });
+    });
+
+    describe('sessions', () => {
+      it('opens one pending session per conversation and reuses it', async () => {
+        const user = await givenUser();
+        const conversationId = unique('conv');
+        const session = await store.sessions.open({ userId: user.id, channel: 'web', conversationId });
+        expect(session).toMatchObject({ userId: user.id, channel: 'web', conversationId, status: 'pending', title: null, inputTokens: 0, outputTokens: 0, cost: '0' });
+        expect(session.createdAt).toBeInstanceOf(Date);
+        expect(await store.sessions.open({ userId: user.id, channel: 'web', conversationId })).toEqual(session);
+        const other = await store.sessions.open({ userId: user.id, channel: 'telegram', conversationId });
+        expect(other.id).not.toBe(session.id);
+        expect(await store.sessions.findById(session.id)).toEqual(session);
+        expect(await store.sessions.findById(randomUUID())).toBeUndefined();
+      });
+
+      it('opens a conversation once under concurrent first messages', async () => {
+        const user = await givenUser();
+        const conversationId = unique('conv');
+        const sessions = await Promise.all(
+          Array.from({ length: 5 }, () => store.sessions.open({ userId: user.id, channel: 'web', conversationId })),
+        );
+        expect(new Set(sessions.map((session) => session.id)).size).toBe(1);
+      });
+
+      it('updates status and title', async () => {
+        const session = await givenSession();
+        await store.sessions.setStatus(session.id, 'running');
+        await store.sessions.setTitle(session.id, 'Booking a haircut');
+        const updated = await store.sessions.findById(session.id);
+        expect(updated).toMatchObject({ status: 'running', title: 'Booking a haircut' });
+        expect(updated!.updatedAt.getTime()).toBeGreaterThanOrEqual(session.updatedAt.getTime());
+        await expectStoreError(store.sessions.setStatus(randomUUID(), 'failed'), 'not_found');
+      });
+
+      it("lists a user's sessions most recently active first, up to the limit", async () => {
+        const user = await givenUser();
+        const a = await givenSession(user);
+        const b = await givenSession(user);
+        const c = await givenSession(user);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        await store.sessions.setTitle(a.id, 'touched last');
+        const listed = await store.sessions.listByUser(user.id);
+        expect(listed.map((session) => session.id)[0]).toBe(a.id);
+        expect(new Set(listed.map((session) => session.id))).toEqual(new Set([a.id, b.id, c.id]));
+        expect(await store.sessions.listByUser(user.id, 2)).toHaveLength(2);
+        expect(await store.sessions.listByUser(randomUUID())).toEqual([]);
+      });
+
+      it('keeps cost exact to 10 decimal places', async () => {
+        const session = await givenSession();
+        await store.sessions.addUsage(session.id, { inputTokens: 10, outputTokens: 5, cost: '0.1', currency: 'USD' });
+        await store.sessions.addUsage(session.id, { inputTokens: 20, outputTokens: 7, cost: '0.2', currency: 'USD' });
+        for (let i = 0; i < 3; i += 1) {
+          await store.sessions.addUsage(session.id, { inputTokens: 0, outputTokens: 0, cost: '0.0000000001', currency: 'USD' });
+        }
+        const totals = await store.sessions.findById(session.id);
+        expect(totals).toMatchObject({ inputTokens: 30, outputTokens: 12, cost: '0.3000000003', currency: 'USD' });
+
+        const big = await givenSession();
+        await store.sessions.addUsage(big.id, { inputTokens: 1, outputTokens: 1, cost: '1234567890.0123456789', currency: 'EUR' });
+        await store.sessions.addUsage(big.id, { inputTokens: 1, outputTokens: 1, cost: '0.0000000011', currency: 'EUR' });
+        expect((await store.sessions.findById(big.id))?.cost).toBe('1234567890.01234568');
+      });
+
+      it('rounds cost beyond 10 decimal places half away from zero', async () => {
+        const session = await givenSession();
+        await store.sessions.addUsage(session.id, { inputTokens: 0, outputTokens: 0, cost: '0.00000000005', currency: 'USD' });
+        expect((await store.sessions.findById(session.id))?.cost).toBe('0.0000000001');
+      });
+
+      it('loses no usage under concurrent updates', async () => {
+        const session = await givenSession();
+        await Promise.all(
+          Array.from({ length: 20 }, () => store.sessions.addUsage(session.id, { inputTokens: 3, outputTokens: 2, cost: '0.000015', currency: 'USD' })),
+        );
+        expect(await store.sessions.findById(session.id)).toMatchObject({ inputTokens: 60, outputTokens: 40, cost: '0.0003' });
+      });
+
+      it('takes the currency of the first cost and refuses another one afterwards', async () => {
+        const session = await givenSession();
+        await store.sessions.addUsage(session.id, { inputTokens: 1, outputTokens: 0, cost: '0', currency: 'RUB' });
+        await store.sessions.addUsage(session.id, { inputTokens: 1, outputTokens: 0, cost: '1.5', currency: 'EUR' });
+        expect(await store.sessions.findById(session.id)).toMatchObject({ cost: '1.5', currency: 'EUR', inputTokens: 2 });
+        await expectStoreError(store.sessions.addUsage(session.id, { inputTokens: 1, outputTokens: 0, cost: '1', currency: 'USD' }), 'currency_mismatch');
+        expect(await store.sessions.findById(session.id)).toMatchObject({ cost: '1.5', currency: 'EUR', inputTokens: 2 });
+        await expectStoreError(store.sessions.addUsage(randomUUID(), { inputTokens: 1, outputTokens: 0, cost: '1', currency: 'USD' }), 'not_found');
+      });
+
+      it('rejects a malformed cost or token count', async () => {
+        const session = await givenSession();
+        await expectStoreError(store.sessions.addUsage(session.id, { inputTokens: 0, outputTokens: 0, cost: '1e-5', currency: 'USD' }), 'invalid_decimal');
+        await expectStoreError(store.sessions.addUsage(session.id, { inputTokens: 0, outputTokens: 0, cost: 'NaN', currency: 'USD' }), 'invalid_decimal');
+        await expectStoreError(store.sessions.addUsage(session.id, { inputTokens: 1.5, outputTokens: 0, cost: '0', currency: 'USD' }), 'invalid_usage');
+      });
+    });
+
+    describe('messages', () => {
+      it('assigns consecutive seq numbers per session', async () => {
+        const session = await givenSession();
+        const first = await store.messages.append(session.id, [text('a'), text('b'), text('c')]);
+        const second = await store.messages.append(session.id, [text('d'), text('e')]);
+        expect(first.map((message) => message.seq)).toEqual([1, 2, 3]);
+        expect(second.map((message) => message.seq)).toEqual([4, 5]);
+        const other = await givenSession();
+        expect((await store.messages.append(other.id, [text('x')]))[0]?.seq).toBe(1);
+        expect(await store.messages.append(session.id, [])).toEqual([]);
+      });
+
+      it('round-trips every message field', async () => {
+        const session = await givenSession();
+        const [stored] = await store.messages.append(session.id, [
+          {
+            role: 'assistant',
+            audience: 'audit',
+            content: 'Checking the calendar… ✂️',
+            toolCalls: [{ callId: 'call_1', name: 'calendar.find', arguments: '{"day":"2025-01-02"}' }],
+            model: 'gpt-test',
+            inputTokens: 120,
+            outputTokens: 30,
+            cost: '0.00015000',
+            currency: 'EUR',
+            correlationId: 'corr-1',
+            meta: { fallback: true, nested: { n: 1 } },
+          },
+          { role: 'tool', audience: 'audit', content: '{"slots":[]}', toolCallId: 'call_1' },
+        ]);
+        expect(stored).toMatchObject({ sessionId: session.id, seq: 1, cost: '0.00015' });
+        const listed = await store.messages.listRecent(session.id, { limit: 10 });
+        expect(listed[0]).toEqual(stored);
+        expect(listed[0]).toMatchObject({
+          role: 'assistant',
+          audience: 'audit',
+          content: 'Checking the calendar… ✂️',
+          toolCalls: [{ callId: 'call_1', name: 'calendar.find', arguments: '{"day":"2025-01-02"}' }],
+          toolCallId: null,
+          model: 'gpt-test',
+          inputTokens: 120,
+          outputTokens: 30,
+          currency: 'EUR',
+          correlationId: 'corr-1',
+          meta: { fallback: true, nested: { n: 1 } },
+        });
+        expect(listed[0]?.createdAt).toBeInstanceOf(Date);
+        expect(listed[1]).toMatchObject({ role: 'tool', toolCallId: 'call_1', toolCalls: null, model: null, meta: null, cost: '0', inputTokens: 0, correlationId: null });
+      });
+
+      it('lists recent messages oldest first, filtered by audience', async () => {
+        const session = await givenSession();
+        await store.messages.append(
+          session.id,
+          Array.from({ length: 10 }, (_, i) => text(`m${i + 1}`, { audience: i % 2 === 0 ? 'display' : 'audit' })),
+        );
+        expect((await store.messages.listRecent(session.id, { limit: 3 })).map((m) => m.content)).toEqual(['m8', 'm9', 'm10']);
+        expect((await store.messages.listRecent(session.id, { limit: 2, audience: 'display' })).map((m) => m.content)).toEqual(['m7', 'm9']);
+        expect((await store.messages.listRecent(session.id, { limit: 100, audience: 'audit' })).map((m) => m.seq)).toEqual([2, 4, 6, 8, 10]);
+        expect(await store.messages.listRecent(session.id, { limit: 0 })).toEqual([]);
+        expect(await store.messages.listRecent(randomUUID(), { limit: 5 })).toEqual([]);
+      });
+
+      it('concurrent appends to one session get distinct seqs', async () => {
+        const session = await givenSession();
+        const batches = await Promise.all(
+          Array.from({ length: 10 }, (_, batch) => store.messages.append(session.id, [text(`${batch}.1`), text(`${batch}.2`)])),
+        );
+        for (const batch of batches) {
+          expect(batch[1]!.seq).toBe(batch[0]!.seq + 1);
+        }
+        const seqs = batches.flat().map((message) => message.seq).sort((a, b) => a - b);
+        expect(seqs).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+        const listed = await store.messages.listRecent(session.id, { limit: 100 });
+        expect(listed.map((message) => message.seq)).toEqual(seqs);
+      });
+
+      it("clears a session's history without reusing seqs", async () => {
+        const session = await givenSession();
+        await store.messages.append(session.id, [text('a'), text('b')]);
+        const other = await givenSession();
+        await store.messages.append(other.id, [text('kept')]);
+        expect(await store.messages.clear(session.id)).toBe(2);
+        expect(await store.messages.listRecent(session.id, { limit: 10 })).toEqual([]);
+        expect((await store.messages.append(session.id, [text('c')]))[0]?.seq).toBe(3);
+        expect(await store.messages.listRecent(other.id, { limit: 10 })).toHaveLength(1);
+        expect(await store.messages.clear(randomUUID())).toBe(0);
+      });
+
+      it('refuses to append to an unknown session', async () => {
+        await expectStoreError(store.messages.append(randomUUID(), [text('lost')]), 'not_found');
+      });
+
+      it('appends a batch larger than one insert statement', async () => {
+        const session = await givenSession();
+        const stored = await store.messages.append(session.id, Array.from({ length: 1203 }, (_, i) => text(`m${i}`)));
+        expect(stored.map((message) => message.seq)).toEqual(Array.from({ length: 1203 }, (_, i) => i + 1));
+        const last = await store.messages.listRecent(session.id, { limit: 1 });
+        expect(last[0]).toMatchObject({ seq: 1203, content: 'm1202' });
+      });
+    });
+
+    describe('user state', () => {
+      it('saves versioned state and reads it back', async () => {
+        const user = await givenUser();
+        expect(await store.userState.get(user.id)).toBeUndefined();
+        expect(await store.userState.save(user.id, { step: 1 })).toBe(1);
+        expect(await store.userState.save(user.id, { step: 2, list: ['a'] })).toBe(2);
+        const record = await store.userState.get(user.id);
+        expect(record).toMatchObject({ userId: user.id, version: 2 });
+        expect(JSON.parse(record!.raw)).toEqual({ step: 2, list: ['a'] });
+        expect(record!.updatedAt).toBeInstanceOf(Date);
+      });
+
+      it('refuses a save with a stale expected version', async () => {
+        const user = await givenUser();
+        expect(await store.userState.save(user.id, { a: 1 }, 0)).toBe(1);
+        expect(await store.userState.save(user.id, { a: 2 }, 0)).toBe(false);
+        expect(await store.userState.save(user.id, { a: 2 }, 1)).toBe(2);
+        expect(await store.userState.save(user.id, { a: 3 }, 1)).toBe(false);
+        expect(JSON.parse((await store.userState.get(user.id))!.raw)).toEqual({ a: 2 });
+        const stranger = await givenUser();
+        expect(await store.userState.save(stranger.id, { a: 1 }, 4)).toBe(false);
+      });
+
+      it('lets exactly one of two concurrent saves of the same version win', async () => {
+        const user = await givenUser();
+        await store.userState.save(user.id, { n: 0 });
+        const results = await Promise.all([store.userState.save(user.id, { n: 1 }, 1), store.userState.save(user.id, { n: 2 }, 1)]);
+        expect(results.filter((result) => result === false)).toHaveLength(1);
+        expect(results).toContain(2);
+      });
+
+      it('stores raw text as-is', async () => {
+        const user = await givenUser();
+        await store.userState.save(user.id, { ok: true });
+        await store.userState.saveRaw(user.id, '{not json');
+        expect(await store.userState.get(user.id)).toMatchObject({ raw: '{not json', version: 2 });
+      });
+
+      it('refuses state that has no JSON form', async () => {
+        const user = await givenUser();
+        await expectStoreError(store.userState.save(user.id, undefined), 'invalid_state');
+      });
+    });
+
+    describe('tool calls', () => {
+      async function givenCall(session: Session, callId = unique('call')) {
+        return { callId, sessionId: session.id, userId: session.userId, correlationId: 'corr-1', name: 'calendar.book', arguments: '{"slot":3}' };
+      }
+
+      it('refuses a second start of the same tool call id', async () => {
+        const session = await givenSession();
+        const call = await givenCall(session);
+        expect(await store.toolCalls.start(call)).toBe(true);
+        expect(await store.toolCalls.start({ ...call, arguments: '{"slot":4}' })).toBe(false);
+        expect(await store.toolCalls.findByCallId(call.callId)).toMatchObject({ ...call, status: 'running', result: null, finishedAt: null });
+      });
+
+      it('records the outcome once', async () => {
+        const session = await givenSession();
+        const call = await givenCall(session);
+        await store.toolCalls.start(call);
+        await store.toolCalls.finish(call.callId, { status: 'succeeded', result: '{"booked":true}' });
+        await store.toolCalls.finish(call.callId, { status: 'failed', result: 'late duplicate' });
+        const record = await store.toolCalls.findByCallId(call.callId);
+        expect(record).toMatchObject({ status: 'succeeded', result: '{"booked":true}' });
+        expect(record!.finishedAt).toBeInstanceOf(Date);
+        await expectStoreError(store.toolCalls.finish(unique('never'), { status: 'failed', result: 'x' }), 'not_found');
+      });
+
+      it("lists a session's tool calls", async () => {
+        const session = await givenSession();
+        const a = await givenCall(session);
+        await store.toolCalls.start(a);
+        await new Promise((resolve) => setTimeout(resolve, 3));
+        const b = await givenCall(session);
+        await store.toolCalls.start(b);
+        expect((await store.toolCalls.listBySession(session.id)).map((call) => call.callId)).toEqual([a.callId, b.callId]);
+        expect(await store.toolCalls.findByCallId(unique('none'))).toBeUndefined();
+      });
+
+      it('lets exactly one of concurrent starts of one call id through', async () => {
+        const session = await givenSession();
+        const call = await givenCall(session);
+        const results = await Promise.all(Array.from({ length: 5 }, () => store.toolCalls.start(call)));
+        expect(results.filter(Boolean)).toHaveLength(1);
+      });
+    });
+
+    describe('inbound keys', () => {
+      it('remembers a key once per channel', async () => {
+        const key = unique('update');
+        expect(await store.inbound.remember('telegram', key)).toBe(true);
+        expect(await store.inbound.remember('telegram', key)).toBe(false);
+        expect(await store.inbound.remember('web', key)).toBe(true);
+      });
+
+      it('lets exactly one of concurrent deliveries of a key through', async () => {
+        const key = unique('update');
+        const results = await Promise.all(Array.from({ length: 5 }, () => store.inbound.remember('telegram', key)));
+        expect(results.filter(Boolean)).toHaveLength(1);
+      });
+    });
+
+    describe('transactions', () => {
+      it('commits the writes of a transaction together', async () => {
+        const session = await givenSession();
+        const result = await store.transaction(async (tx) => {
+          await tx.messages.append(session.id, [text('q'), text('a', { role: 'assistant' })]);
+          await tx.sessions.addUsage(session.id, { inputTokens: 5, outputTokens: 6, cost: '0.01', currency: 'USD' });
+          await tx.userState.save(session.userId, { done: true });
+          return 'ok';
+        });
+        expect(result).toBe('ok');
+        expect(await store.messages.listRecent(session.id, { limit: 10 })).toHaveLength(2);
+        expect(await store.sessions.findById(session.id)).toMatchObject({ inputTokens: 5, cost: '0.01' });
+        expect(await store.userState.get(session.userId)).toMatchObject({ version: 1 });
+      });
+
+      it('a failed transaction writes nothing', async () => {
+        const session = await givenSession();
+        await store.messages.append(session.id, [text('before')]);
+        const boom = new Error('boom');
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.messages.append(session.id, [text('lost 1'), text('lost 2')]);
+            await tx.sessions.addUsage(session.id, { inputTokens: 5, outputTokens: 6, cost: '0.01', currency: 'USD' });
+            await tx.toolCalls.start({ callId: unique('call'), sessionId: session.id, userId: session.userId, correlationId: 'c', name: 't', arguments: '{}' });
+            throw boom;
+          }),
+        ).rejects.toBe(boom);
+        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((m) => m.content)).toEqual(['before']);
+        expect(await store.sessions.findById(session.id)).toMatchObject({ inputTokens: 0, cost: '0' });
+        expect(await store.toolCalls.listBySession(session.id)).toEqual([]);
+        // The rolled-back seqs are handed out again: no gap.
+        expect((await store.messages.append(session.id, [text('after')]))[0]?.seq).toBe(2);
+      });
+
+      it('nested transactions reuse the outer one', async () => {
+        const session = await givenSession();
+        await expect(
+          store.transaction(async (outer) =>
+            outer.transaction(async (inner) => {
+              expect(inner).toBe(outer);
+              await inner.messages.append(session.id, [text('inner')]);
+              throw new Error('inner failure rolls back the outer transaction');
+            }),
+          ),
+        ).rejects.toThrow('inner failure');
+        expect(await store.messages.listRecent(session.id, { limit: 10 })).toEqual([]);
+      });
+
+      it('creates a user inside a transaction', async () => {
+        const accountId = unique('tg');
+        const { user } = await store.transaction((tx) => tx.users.resolveAccount({ channel: 'telegram', accountId }));
+        expect((await store.users.resolveAccount({ channel: 'telegram', accountId })).user.id).toBe(user.id);
+      });
+    });
+
+    describe('life cycle', () => {
+      it('answers a ping', async () => {
+        await expect(store.ping()).resolves.toBeUndefined();
+      });
+
+      it('can be closed twice', async () => {
+        await store.close();
+        await store.close();
+      });
+    });
+  });
+}
