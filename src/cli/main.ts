@@ -37,6 +37,7 @@ export async function main(argv: readonly string[]): Promise<void> {
         handler: palaver.runtime,
         health: palaver.health,
         apiKey: config.server.apiKey,
+        showToolDetails: config.server.showToolDetails,
         maxInboundChars: config.limits.maxInboundChars,
         logger: palaver.logger,
         extraRoutes: (http) => {

@@ -100,8 +100,13 @@ export const configSchema = z.object({
     .object({
       host: z.string().default('127.0.0.1'),
       port: z.number().int().min(0).max(65_535).default(3000),
-      /** Required from non-loopback clients of /agui and the admin API. */
+      /**
+       * Bearer key for /agui, /metrics and /admin. Without one, only loopback clients are served; with one,
+       * every client must send it.
+       */
       apiKey: z.string().min(8, 'use at least 8 characters').optional(),
+      /** Send tool arguments and results to web clients. Off: they may carry hidden context. */
+      showToolDetails: z.boolean().default(false),
     })
     .prefault({}),
   limits: z

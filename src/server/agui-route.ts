@@ -19,6 +19,8 @@ export interface AguiRouteOptions {
   readonly headerWaitMs?: number;
   /** Interval of SSE comment lines that keep idle proxies from closing a long turn. Default 15 000 ms. */
   readonly keepAliveMs?: number;
+  /** Send tool arguments and results to the client (default false: only tool names and success). */
+  readonly showToolDetails?: boolean;
 }
 
 const SSE_HEADERS = {
@@ -57,7 +59,7 @@ export function aguiRoute(options: AguiRouteOptions): Handler {
 
     const { threadId, runId } = parsed.input;
     const log = logger.child({ threadId, runId });
-    const translator = new AguiTranslator({ threadId, runId });
+    const translator = new AguiTranslator({ threadId, runId }, { showToolDetails: options.showToolDetails ?? false });
     const abort = new AbortController();
     let correlationId = parsed.message.correlationId;
     let stream!: ReadableStreamDefaultController<Uint8Array>;

@@ -27,6 +27,8 @@ export interface HttpAppOptions {
    * `/admin` is already behind the API-key guard.
    */
   readonly extraRoutes?: (app: Hono) => void;
+  /** Send tool arguments and results to web clients (default false); see `AguiRouteOptions.showToolDetails`. */
+  readonly showToolDetails?: boolean;
   /** Passed to the AG-UI route; see `AguiRouteOptions.headerWaitMs`. */
   readonly headerWaitMs?: number;
 }
@@ -65,6 +67,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       maxInboundChars: options.maxInboundChars,
       logger: logger.child({ route: 'agui' }),
       ...(options.headerWaitMs === undefined ? {} : { headerWaitMs: options.headerWaitMs }),
+      ...(options.showToolDetails === undefined ? {} : { showToolDetails: options.showToolDetails }),
     }),
   );
   app.get('/health', healthRoute({ health: options.health, logger }));

@@ -20,7 +20,7 @@ describe('web chat page', () => {
       executablePath: CHROMIUM,
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
-    const app = createHttpApp({ handler, health: async () => ({}), maxInboundChars: 2000, logger: silentLogger() });
+    const app = createHttpApp({ handler, health: async () => ({}), maxInboundChars: 2000, logger: silentLogger(), showToolDetails: true });
     server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   });
 

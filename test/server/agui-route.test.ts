@@ -18,6 +18,7 @@ async function start(overrides: Partial<HttpAppOptions> = {}): Promise<{ url: st
     health: async () => ({ database: { ok: true } }),
     maxInboundChars: 100,
     logger: silentLogger(),
+    showToolDetails: true,
     ...overrides,
   });
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });

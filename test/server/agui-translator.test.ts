@@ -19,8 +19,8 @@ function outcome(overrides: Partial<TurnOutcome> = {}): TurnOutcome {
   };
 }
 
-function translateAll(events: TurnEvent[], end: TurnOutcome | Error = outcome()) {
-  const t = new AguiTranslator(run);
+function translateAll(events: TurnEvent[], end: TurnOutcome | Error = outcome(), showToolDetails = true) {
+  const t = new AguiTranslator(run, { showToolDetails });
   const out = events.flatMap((e) => t.translate(e));
   out.push(...(end instanceof Error ? t.fail(end, 'corr-1') : t.finish(end)));
   out.forEach(assertValidAguiEvent);
@@ -28,6 +28,23 @@ function translateAll(events: TurnEvent[], end: TurnOutcome | Error = outcome())
 }
 
 describe('AguiTranslator', () => {
+  it('by default tells the client only which tool ran and whether it worked, never its arguments or result', () => {
+    const out = translateAll(
+      [
+        { type: 'tool_call', callId: 'c1', name: 'cancel_booking', arguments: '{"booking_id":"b-42"}' },
+        { type: 'tool_result', callId: 'c1', name: 'cancel_booking', content: 'internal row 42 deleted', isError: false },
+        { type: 'reply', messageId: 'msg-1', text: 'Cancelled.' },
+      ],
+      outcome(),
+      false,
+    );
+    const wire = JSON.stringify(out);
+    expect(wire).toContain('cancel_booking');
+    expect(wire).not.toContain('b-42');
+    expect(wire).not.toContain('internal row');
+    expect(out.find((e) => e.type === 'TOOL_CALL_RESULT')).toMatchObject({ content: 'done' });
+  });
+
   it('streams a full turn as RUN_STARTED, tool call, text message and RUN_FINISHED', () => {
     const out = translateAll([
       { type: 'turn_started', correlationId: 'corr-1', sessionId: 'session-1' },

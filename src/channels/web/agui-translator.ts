@@ -47,9 +47,16 @@ export class AguiTranslator {
   private lastMessageId: string | undefined;
   private replySent = false;
   private readonly toolNames = new Map<string, string>();
+  private readonly showToolDetails: boolean;
 
-  constructor(run: AguiRunRef) {
+  /**
+   * @param options.showToolDetails send tool arguments and results to the client. Off by default: they can carry
+   *   hidden context (ids, internal data) that the person must not see; the client then learns only which tool
+   *   ran and whether it succeeded.
+   */
+  constructor(run: AguiRunRef, options: { showToolDetails?: boolean } = {}) {
     this.run = run;
+    this.showToolDetails = options.showToolDetails ?? false;
   }
 
   /** True once `finish` or `fail` was called. */
@@ -80,7 +87,7 @@ export class AguiTranslator {
           toolCallName: event.name,
           ...(this.lastMessageId === undefined ? {} : { parentMessageId: this.lastMessageId }),
         });
-        if (event.arguments !== '') out.push({ type: EventType.TOOL_CALL_ARGS, toolCallId: event.callId, delta: event.arguments });
+        if (this.showToolDetails && event.arguments !== '') out.push({ type: EventType.TOOL_CALL_ARGS, toolCallId: event.callId, delta: event.arguments });
         out.push({ type: EventType.TOOL_CALL_END, toolCallId: event.callId });
         break;
       case 'tool_result':
@@ -88,7 +95,7 @@ export class AguiTranslator {
           type: EventType.TOOL_CALL_RESULT,
           messageId: `${event.callId}:result`,
           toolCallId: event.callId,
-          content: event.content,
+          content: this.showToolDetails ? event.content : event.isError ? 'failed' : 'done',
           role: 'tool',
           // The content stays a plain string for every client; the flag lets a UI style a failure.
           ...(event.isError ? { metadata: { isError: true } } : {}),
