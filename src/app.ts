@@ -7,12 +7,11 @@ import type { ConversationHandler, TurnEvent, TurnOutcome } from './domain/ports
 import type { HostedMcpSpec, ModelProvider } from './domain/ports/model-provider.js';
 import type { Store } from './domain/ports/store.js';
 import type { ToolHost } from './domain/ports/tool-host.js';
-import { createEndpointProvider } from './models/index.js';
+import { createModelSet } from './models/index.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { PalaverRuntime } from './runtime/palaver-runtime.js';
-import type { ModelSet } from './runtime/model-policy.js';
 import { openStore } from './store/index.js';
 import type { LocalTool } from './tools/define-tool.js';
 import { LocalToolHost } from './tools/local-tool-host.js';
@@ -79,7 +78,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const logger = options.logger ?? createLogger({ level: config.log.level });
   const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false });
   const instructions = loadInstructionLibrary(resolve(cwd, config.agent.instructionsDir));
-  const models = createModelSet(config);
+  const models = createModelSet(config.model);
   const moduleTools = config.agent.toolsModule ? await loadToolsModule(resolve(cwd, config.agent.toolsModule)) : [];
   const { hosts, hostedMcp } = createToolHosts(config, models.primary, [...moduleTools, ...(options.tools ?? [])], logger);
   const tools = new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], { roles: config.roles.definitions, withoutRole: config.roles.withoutRole });
@@ -144,23 +143,6 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       })();
       return closing;
     },
-  };
-}
-
-function createModelSet(config: PalaverConfig): ModelSet {
-  const { fallback, prices: _prices, currency: _currency, ...primary } = config.model;
-  const primaryProvider = createEndpointProvider(primary);
-  if (!fallback) return { primary: primaryProvider };
-  return {
-    primary: primaryProvider,
-    // The fallback inherits the endpoint and key of the primary unless it names its own.
-    fallback: createEndpointProvider({
-      ...primary,
-      ...fallback,
-      provider: fallback.provider ?? primary.provider,
-      baseUrl: fallback.baseUrl ?? primary.baseUrl,
-      apiKey: fallback.apiKey ?? primary.apiKey,
-    }),
   };
 }
 

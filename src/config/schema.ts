@@ -76,6 +76,10 @@ export const configSchema = z.object({
             allowedTools: z.array(z.string()).optional(),
             requireApproval: z.enum(['never', 'always']).default('never'),
             maxResultChars: z.number().int().positive().default(20_000),
+          })
+          .refine((server) => !(server.mode === 'hosted' && server.userIdArgument), {
+            message: 'hosted mode cannot bind the user: the model provider calls the server with the model\'s arguments. Use mode "local" for tools that act for a user',
+            path: ['userIdArgument'],
           }),
         )
         .default([]),

@@ -2,10 +2,7 @@ export { OpenAIChatProvider, toChatMessages } from './openai-chat-provider.js';
 export type { ChatCompletionsClient, OpenAIChatProviderOptions } from './openai-chat-provider.js';
 export { OpenAIResponsesProvider, toResponsesInput } from './openai-responses-provider.js';
 export type { OpenAIResponsesProviderOptions, ResponsesClient } from './openai-responses-provider.js';
-export { FallbackProvider } from './fallback-provider.js';
-export type { FallbackProviderOptions } from './fallback-provider.js';
-export { createEndpointProvider, createModelProvider } from './create-model-provider.js';
-export type { CreateModelProviderOptions, ModelProviderConfig } from './create-model-provider.js';
+export { createEndpointProvider, createModelSet } from './create-model-set.js';
 export {
   createOpenAIClient,
   DEFAULT_OPENAI_BASE_URL,

@@ -1,12 +1,8 @@
-import type { ModelInputItem, ModelProvider, ModelRequest, ModelResponse } from '../domain/ports/model-provider.js';
+import type { ModelInputItem, ModelProvider, ModelRequest, ModelResponse, ModelSet } from '../domain/ports/model-provider.js';
 import { ModelError } from '../domain/errors.js';
 import type { ModelCallRecord } from './flows/agent-loop.js';
 
-/** The models of an agent: the primary and an optional fallback. */
-export interface ModelSet {
-  readonly primary: ModelProvider;
-  readonly fallback?: ModelProvider;
-}
+export type { ModelSet };
 
 export interface ModelPolicyOptions {
   readonly models: ModelSet;
@@ -52,7 +48,8 @@ export function createModelCaller(options: ModelPolicyOptions) {
       return await call(primary, request, request.previousResponseId ? 'chain' : 'direct');
     } catch (error) {
       options.onFailure?.(error, request.previousResponseId ? 'chain' : 'direct');
-      if (isAbort(error)) throw error;
+      // The person went away: trying other models would only spend tokens nobody reads.
+      if (request.signal?.aborted) throw error;
       let lastError = error;
       if (responsesMode && request.previousResponseId) {
         const { previousResponseId: _stale, ...unchained } = request;
@@ -80,8 +77,4 @@ function toFallbackRequest(request: ModelRequest, transcript: readonly ModelInpu
   const { previousResponseId: _chain, hostedMcp: _hosted, ...rest } = request;
   // Responses mode: the fallback answers without tools and stores nothing (see the policy above).
   return responsesMode ? { ...rest, input: transcript, tools: [], store: false } : { ...rest, input: transcript };
-}
-
-function isAbort(error: unknown): boolean {
-  return error instanceof Error && error.name === 'AbortError';
 }

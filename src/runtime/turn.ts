@@ -1,6 +1,6 @@
 import type { Session, StoredMessage, User } from '../domain/model.js';
 import type { TurnEvent, TurnOutcome } from '../domain/ports/channel.js';
-import type { HostedMcpSpec, ModelInputItem, ModelToolCall } from '../domain/ports/model-provider.js';
+import type { HostedMcpSpec, HostedToolCall, ModelInputItem, ModelToolCall } from '../domain/ports/model-provider.js';
 import type { Store } from '../domain/ports/store.js';
 import type { ToolCallContext, ToolResult } from '../domain/ports/tool-host.js';
 import { newId } from '../domain/ids.js';
@@ -84,6 +84,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     let role = state.role ?? deps.agent.defaultRole;
     let result: AgentLoopResult | undefined;
     const executed: ExecutedToolCall[] = [];
+    const hosted: HostedToolCall[] = [];
     const calls: AgentLoopResult['modelCalls'][number][] = [];
     // At most one re-run: a tool that changes the role re-runs the turn under the new role's instructions and tools.
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -96,6 +97,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
         newItems,
         previousResponseId: chained ? state.lastResponseId! : undefined,
         tools,
+        hostedMcp: deps.hostedMcp,
         maxRounds: deps.agent.maxToolRounds,
         maxToolCalls: deps.agent.maxToolCallsPerTurn - executed.length,
         maxCallsPerTool: deps.agent.maxCallsPerTool,
@@ -122,6 +124,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
         correlationId: request.correlationId,
       });
       executed.push(...result.toolCalls);
+      hosted.push(...result.hostedToolCalls);
       calls.push(...result.modelCalls);
       if (roleChange.to !== undefined && roleChange.to !== role) {
         log.info({ from: role, to: roleChange.to }, 'role changed by tool');
@@ -139,6 +142,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     // Chains continue only from a successful primary call that had tools; a fallback or tool-less answer clears it.
     const keepsChain = lastCall !== undefined && !lastCall.fallback && lastCall.path !== 'no_tools' && finalResult.responseId !== undefined;
     state = { ...state, role, lastResponseId: keepsChain ? finalResult.responseId! : null };
+    state = rememberToolCalls(state, hosted.map((call) => ({ name: `${call.serverLabel}.${call.name}`, arguments: call.arguments, ok: call.error === null, at: deps.now().toISOString() })));
     if (!text) {
       log.error({ models: calls.map((call) => call.model) }, 'model returned no text; sending an apology instead');
       return await finishFailed(deps, request, state, replyMessageId, calls, emit);
@@ -155,6 +159,14 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
           toolCalls: [{ callId: call.callId, name: call.name, arguments: call.arguments }],
           correlationId: request.correlationId,
           meta: { isError: call.result.isError, refused: call.refused },
+        })),
+        ...hosted.map((call) => ({
+          role: 'tool' as const,
+          audience: 'audit' as const,
+          content: call.error ?? call.output ?? '',
+          toolCalls: [{ callId: `${call.serverLabel}:${call.name}`, name: call.name, arguments: call.arguments }],
+          correlationId: request.correlationId,
+          meta: { hosted: true, serverLabel: call.serverLabel, isError: call.error !== null },
         })),
         {
           role: 'assistant',

@@ -93,3 +93,12 @@ export interface ModelProvider {
   readonly capabilities: ModelCapabilities;
   complete(request: ModelRequest): Promise<ModelResponse>;
 }
+
+/**
+ * The models of an agent: the primary and an optional fallback. What happens when the primary fails is the
+ * runtime's model policy (`runtime/model-policy.ts`), not a provider's.
+ */
+export interface ModelSet {
+  readonly primary: ModelProvider;
+  readonly fallback?: ModelProvider;
+}

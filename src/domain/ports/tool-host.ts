@@ -40,8 +40,9 @@ export interface ToolResult {
 }
 
 /**
- * A source of tools: local tools, one MCP server, … `call` never throws for a tool's own failure: it resolves
- * with `isError: true`. It rejects with a `ToolError` only for protocol errors (unknown tool, host closed).
+ * A source of tools: local tools, one MCP server, … `call` never rejects for a tool's own failure, bad
+ * arguments, an unknown tool name or a timeout: it resolves with `isError: true` and a message for the model.
+ * It rejects only when the host itself is unusable (closed).
  */
 export interface ToolHost {
   /** Stable name used in logs and allowlists, e.g. `local` or `mcp:logistics`. */

@@ -1,5 +1,5 @@
 import type { TokenUsage } from '../../domain/model.js';
-import type { ModelInputItem, ModelRequest, ModelResponse, ModelToolCall } from '../../domain/ports/model-provider.js';
+import type { HostedMcpSpec, HostedToolCall, ModelInputItem, ModelRequest, ModelResponse, ModelToolCall } from '../../domain/ports/model-provider.js';
 import type { ToolResult } from '../../domain/ports/tool-host.js';
 import type { ToolSet } from '../../tools/tool-registry.js';
 
@@ -26,6 +26,8 @@ export interface AgentLoopOptions {
   readonly newItems: readonly ModelInputItem[];
   readonly previousResponseId: string | undefined;
   readonly tools: ToolSet;
+  /** MCP servers the provider calls itself (Responses API). */
+  readonly hostedMcp?: readonly HostedMcpSpec[];
   readonly maxRounds: number;
   readonly maxToolCalls: number;
   readonly maxCallsPerTool: number;
@@ -49,6 +51,8 @@ export interface AgentLoopResult {
   readonly text: string;
   readonly modelCalls: readonly ModelCallRecord[];
   readonly toolCalls: readonly ExecutedToolCall[];
+  /** MCP calls the provider made itself, read back from its responses. */
+  readonly hostedToolCalls: readonly HostedToolCall[];
   /** The last response id, for the next turn's chain. */
   readonly responseId: string | undefined;
   readonly stopped: boolean;
@@ -65,6 +69,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   const transcript: ModelInputItem[] = [...options.transcript];
   const modelCalls: ModelCallRecord[] = [];
   const toolCalls: ExecutedToolCall[] = [];
+  const hostedToolCalls: HostedToolCall[] = [];
   const callsPerTool = new Map<string, number>();
   let chainId = options.previousResponseId;
   let pending: ModelInputItem[] = [...options.newItems];
@@ -76,16 +81,18 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       instructions: exhausted ? `${options.instructions}\n\n${ROUNDS_EXHAUSTED_NOTE}` : options.instructions,
       input: chainId ? pending : transcript,
       tools: exhausted ? [] : options.tools.specs,
+      ...(options.hostedMcp?.length && !exhausted ? { hostedMcp: options.hostedMcp } : {}),
       ...(chainId ? { previousResponseId: chainId } : {}),
       ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       correlationId: options.correlationId,
     }, transcript);
     modelCalls.push(record);
+    hostedToolCalls.push(...(response.hostedToolCalls ?? []));
     // A fallback or chain retry answers without a chain; from then on the full transcript is sent.
     chainId = response.responseId;
     if (response.toolCalls.length === 0 || exhausted) {
-      return { text: response.text, modelCalls, toolCalls, responseId: response.responseId, stopped: false };
+      return { text: response.text, modelCalls, toolCalls, hostedToolCalls, responseId: response.responseId, stopped: false };
     }
 
     pending = [];
@@ -101,7 +108,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       transcript.push(...items);
       pending.push(items[1]!);
     }
-    if (options.shouldStop()) return { text: response.text, modelCalls, toolCalls, responseId: chainId, stopped: true };
+    if (options.shouldStop()) return { text: response.text, modelCalls, toolCalls, hostedToolCalls, responseId: chainId, stopped: true };
   }
 }
 
