@@ -87,7 +87,8 @@ export const configSchema = z.object({
     .prefault({}),
   model: modelEndpointSchema.extend({
     /** Used when the primary model fails after its retries. */
-    fallback: modelEndpointSchema.partial({ provider: true }).optional(),
+    /** Inherits `provider`, `baseUrl` and `apiKey` from the primary when it does not set them. */
+    fallback: modelEndpointSchema.extend({ provider: providerKind.optional() }).optional(),
     prices: z.record(z.string(), priceSchema).default({}),
     currency: z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD').default('USD'),
   }),

@@ -3,6 +3,7 @@ import type { TurnEvent, TurnOutcome } from '../domain/ports/channel.js';
 import type { HostedMcpSpec, HostedToolCall, ModelInputItem, ModelToolCall } from '../domain/ports/model-provider.js';
 import type { Store } from '../domain/ports/store.js';
 import type { ToolCallContext, ToolResult } from '../domain/ports/tool-host.js';
+import { ModelError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { costOf, sumCosts, type PriceTable } from '../billing/pricing.js';
 import type { Logger } from '../observability/logger.js';
@@ -86,6 +87,8 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     const executed: ExecutedToolCall[] = [];
     const hosted: HostedToolCall[] = [];
     const calls: AgentLoopResult['modelCalls'][number][] = [];
+    /** Failed model attempts (path and reason), recorded on the reply beside the calls that succeeded. */
+    const failures: { path: string; failure: string }[] = [];
     // At most one re-run: a tool that changes the role re-runs the turn under the new role's instructions and tools.
     for (let attempt = 0; attempt < 2; attempt++) {
       const roleChange: { to?: string } = {};
@@ -106,6 +109,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
           limit: deps.limitModelCalls,
           toolsAvailable: tools.specs.length > 0 || deps.hostedMcp.length > 0,
           onFailure: (error, path) => {
+            failures.push({ path, failure: error instanceof ModelError ? error.failure : 'error' });
             deps.metrics.modelFailures.inc({ path });
             log.warn({ err: error, path }, 'model call failed');
           },
@@ -178,7 +182,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
           cost: usage.cost,
           currency: deps.currency,
           correlationId: request.correlationId,
-          meta: { fallback: calls.some((call) => call.fallback), paths: calls.map((call) => call.path), models: [...new Set(calls.map((call) => call.model))] },
+          meta: { fallback: calls.some((call) => call.fallback), paths: calls.map((call) => call.path), models: [...new Set(calls.map((call) => call.model))], ...(failures.length > 0 ? { failures } : {}) },
         },
       ]);
       await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency });
