@@ -57,8 +57,13 @@ export interface Palaver {
    * the reply — the same pipeline and persistence as every channel.
    */
   chat(input: { userId: string; text: string; conversationId?: string; onEvent?: (event: TurnEvent) => void }): Promise<ChatReply>;
-  /** Checks the database and lists tool problems; used by `/health` and `palaver doctor`. */
+  /** Checks the database; backs `/health`. */
   health(): Promise<Record<string, { ok: boolean; detail?: string }>>;
+  /**
+   * Configuration problems worth a warning: allowlisted tools no host provides, roles without an instructions
+   * file, tool hosts that cannot list their tools. Used at start-up and by `palaver doctor`.
+   */
+  diagnose(): Promise<string[]>;
   /** Waits for running turns, then releases the database and tool connections. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -124,6 +129,12 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async chat({ userId, text, conversationId, onEvent }) {
       const outcome = await runtime.handle({ channel: 'api', accountId: userId, conversationId: conversationId ?? userId, text }, onEvent ? { onEvent } : {});
       return { text: outcome.reply, status: outcome.status, sessionId: outcome.sessionId, correlationId: outcome.correlationId, usage: outcome.usage };
+    },
+    async diagnose() {
+      const missingFiles = Object.keys(config.roles.definitions)
+        .filter((role) => !instructions.roles.has(role))
+        .map((role) => `role ${role} has no instructions file ${role}.md in ${config.agent.instructionsDir}`);
+      return [...missingFiles, ...(await tools.diagnose())];
     },
     async health() {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};

@@ -41,8 +41,8 @@ export async function runDoctor(
     if (database.ok) {
       const palaver = await createPalaver(config, { logger: silentLogger(), ...(demo ? { tools: demo.tools } : {}) });
       try {
-        const problems = await palaver.tools.diagnose();
-        report('tools', problems.length === 0 ? { ok: true, detail: 'every allowlisted tool is provided' } : { ok: false, detail: problems.join('; ') });
+        const problems = await palaver.diagnose();
+        report('agent', problems.length === 0 ? { ok: true, detail: 'every role has instructions and every allowlisted tool is provided' } : { ok: false, detail: problems.join('; ') });
         ok &&= problems.length === 0;
       } finally {
         await palaver.close();

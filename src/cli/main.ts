@@ -33,6 +33,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .action(async (options: CommonOptions & { port?: number }) => {
       const { palaver, demo } = await boot(options, { processMetrics: true });
       const { config } = palaver;
+      for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
       const app = createHttpApp({
         handler: palaver.runtime,
         health: palaver.health,

@@ -85,7 +85,7 @@ export class PalaverRuntime implements ConversationHandler {
     await this.#deps.store.sessions.setStatus(first.session.id, 'running');
     const stop = this.#deps.metrics.turnSeconds.startTimer();
     try {
-      return await runTurn(this.#deps, {
+      const outcome = await runTurn(this.#deps, {
         user: first.user,
         session: first.session,
         newMessages: batch.map((item) => item.message),
@@ -96,8 +96,15 @@ export class PalaverRuntime implements ConversationHandler {
         // Only a lone message may cancel its turn; a batch belongs to several callers.
         ...(batch.length === 1 && first.signal ? { signal: first.signal } : {}),
       });
-    } finally {
+      const seconds = stop();
+      this.#deps.logger.info(
+        { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, ms: Math.round(seconds * 1000), inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens, cost: outcome.usage.cost },
+        'turn finished',
+      );
+      return outcome;
+    } catch (error) {
       stop();
+      throw error;
     }
   }
 }
