@@ -12,6 +12,7 @@ import { createLogger, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { PalaverRuntime } from './runtime/palaver-runtime.js';
+import { apiKeyAuth, createHttpApp, startHttpServer, type RunningHttpServer } from './server/index.js';
 import { openStore } from './store/index.js';
 import type { LocalTool } from './tools/define-tool.js';
 import { LocalToolHost } from './tools/local-tool-host.js';
@@ -64,6 +65,11 @@ export interface Palaver {
    * file, tool hosts that cannot list their tools. Used at start-up and by `palaver doctor`.
    */
   diagnose(): Promise<string[]>;
+  /**
+   * Serves the web chat, AG-UI, `/health` and `/metrics` over HTTP (host and port default to `config.server`).
+   * Closing the returned server does not close the Palaver.
+   */
+  serve(options?: { host?: string; port?: number }): Promise<RunningHttpServer>;
   /** Waits for running turns, then releases the database and tool connections. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -119,6 +125,17 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   );
 
   let closing: Promise<void> | undefined;
+  async function checkHealth(): Promise<Record<string, { ok: boolean; detail?: string }>> {
+    const checks: Record<string, { ok: boolean; detail?: string }> = {};
+    try {
+      await store.ping();
+      checks.database = { ok: true };
+    } catch (error) {
+      checks.database = { ok: false, detail: error instanceof Error ? error.message : String(error) };
+    }
+    return checks;
+  }
+
   return {
     config,
     runtime,
@@ -136,16 +153,22 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         .map((role) => `role ${role} has no instructions file ${role}.md in ${config.agent.instructionsDir}`);
       return [...missingFiles, ...(await tools.diagnose())];
     },
-    async health() {
-      const checks: Record<string, { ok: boolean; detail?: string }> = {};
-      try {
-        await store.ping();
-        checks.database = { ok: true };
-      } catch (error) {
-        checks.database = { ok: false, detail: error instanceof Error ? error.message : String(error) };
-      }
-      return checks;
+    serve(serveOptions = {}) {
+      const app = createHttpApp({
+        handler: runtime,
+        health: checkHealth,
+        apiKey: config.server.apiKey,
+        showToolDetails: config.server.showToolDetails,
+        maxInboundChars: config.limits.maxInboundChars,
+        logger,
+        extraRoutes: (http) => {
+          http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
+          http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
+        },
+      });
+      return startHttpServer(app, { host: serveOptions.host ?? config.server.host, port: serveOptions.port ?? config.server.port });
     },
+    health: checkHealth,
     close() {
       closing ??= (async () => {
         await runtime.drain();

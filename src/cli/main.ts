@@ -4,8 +4,6 @@ import { createPalaver, type Palaver, type PalaverOptions } from '../app.js';
 import { ConsoleChannel } from '../channels/console/console-channel.js';
 import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
-import { createHttpApp, startHttpServer } from '../server/index.js';
-import { apiKeyAuth } from '../server/api-key.js';
 import { openStore } from '../store/index.js';
 import { startDemo, type Demo } from './demo.js';
 import { runDoctor } from './doctor.js';
@@ -32,21 +30,8 @@ export async function main(argv: readonly string[]): Promise<void> {
     .option('-p, --port <port>', 'port to listen on (overrides config)', parsePort)
     .action(async (options: CommonOptions & { port?: number }) => {
       const { palaver, demo } = await boot(options, { processMetrics: true });
-      const { config } = palaver;
       for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
-      const app = createHttpApp({
-        handler: palaver.runtime,
-        health: palaver.health,
-        apiKey: config.server.apiKey,
-        showToolDetails: config.server.showToolDetails,
-        maxInboundChars: config.limits.maxInboundChars,
-        logger: palaver.logger,
-        extraRoutes: (http) => {
-          http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
-          http.get('/metrics', async (c) => c.text(await palaver.metrics.registry.metrics(), 200, { 'content-type': palaver.metrics.registry.contentType }));
-        },
-      });
-      const server = await startHttpServer(app, { host: config.server.host, port: options.port ?? config.server.port });
+      const server = await palaver.serve(options.port === undefined ? {} : { port: options.port });
       if (demo) console.log(`\n${demo.banner}\n`);
       console.log(`Palaver is listening on ${server.url}  (web chat: ${server.url}/, AG-UI: POST ${server.url}/agui)`);
       await waitForSignal();
