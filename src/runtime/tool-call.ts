@@ -1,0 +1,89 @@
+import type { ModelToolCall } from '../domain/ports/model-provider.js';
+import type { ToolCallContext, ToolResult } from '../domain/ports/tool-host.js';
+import type { ToolSet } from '../tools/tool-registry.js';
+import { rememberToolCalls } from './context/user-state.js';
+import type { TurnScope } from './turn-context.js';
+
+/**
+ * Runs one tool call the model asked for: parses its arguments, records it for idempotency, calls it for the
+ * user bound to the turn, applies the flow-state and role changes it makes, and reports it to the channel.
+ * Never throws for the tool's own failure: the model receives it as a tool error.
+ */
+export async function runToolCall(scope: TurnScope, tools: ToolSet, role: string | null, call: ModelToolCall, onRoleChange: (role: string) => void): Promise<ToolResult> {
+  const { deps, request, emit } = scope;
+  emit({ type: 'tool_call', callId: call.callId, name: call.name, arguments: call.arguments });
+  // Model call ids are unique only within a response; scope the idempotency key to the turn.
+  const recordId = `${request.correlationId}:${call.callId}`;
+  const args = parseArguments(call.arguments);
+  const started = await deps.store.toolCalls.start({ callId: recordId, sessionId: request.session.id, userId: request.user.id, correlationId: request.correlationId, name: call.name, arguments: call.arguments });
+
+  let result: ToolResult;
+  if (!started) {
+    const previous = await deps.store.toolCalls.findByCallId(recordId);
+    result = { content: previous?.result ?? 'This tool call was already made.', isError: previous?.status !== 'succeeded' };
+  } else if (!args) {
+    result = { content: `Arguments for ${call.name} must be a JSON object.`, isError: true };
+  } else {
+    result = await invokeForBoundUser(scope, tools, role, call, args, onRoleChange);
+  }
+  if (started) await deps.store.toolCalls.finish(recordId, { status: result.isError ? 'failed' : 'succeeded', result: result.content });
+
+  scope.state = rememberToolCalls(scope.state, [{ name: call.name, arguments: call.arguments, ok: !result.isError, at: deps.now().toISOString() }]);
+  deps.metrics.toolCalls.inc({ tool: call.name, outcome: result.isError ? 'error' : 'ok' });
+  emit({ type: 'tool_result', callId: call.callId, name: call.name, content: result.content, isError: result.isError });
+  return result;
+}
+
+async function invokeForBoundUser(
+  scope: TurnScope,
+  tools: ToolSet,
+  role: string | null,
+  call: ModelToolCall,
+  args: Record<string, unknown>,
+  onRoleChange: (role: string) => void,
+): Promise<ToolResult> {
+  const { deps, request } = scope;
+  let flows = { ...scope.state.flows };
+  // The turn's signal cancels the tool, but a tool cannot cancel the turn.
+  const controller = new AbortController();
+  const onAbort = () => controller.abort();
+  request.signal?.addEventListener('abort', onAbort, { once: true });
+  const ctx: ToolCallContext = {
+    userId: request.user.id,
+    sessionId: request.session.id,
+    conversationId: request.session.conversationId,
+    correlationId: request.correlationId,
+    callId: call.callId,
+    signal: controller.signal,
+    role,
+    setRole: onRoleChange,
+    getFlowState: (namespace) => flows[namespace],
+    setFlowState: (namespace, value) => {
+      flows = { ...flows };
+      if (value === undefined) delete flows[namespace];
+      else flows[namespace] = value;
+    },
+  };
+  let result: ToolResult;
+  try {
+    result = await tools.call(call.name, args, ctx);
+  } finally {
+    request.signal?.removeEventListener('abort', onAbort);
+  }
+  scope.state = { ...scope.state, flows };
+  // The configured role tool (e.g. an MCP `set_role`) changes the role when it succeeds.
+  const requestedRole = args[deps.agent.roleArgument];
+  if (!result.isError && call.name === deps.agent.setRoleTool && typeof requestedRole === 'string') {
+    if (deps.agent.roleNames.length === 0 || deps.agent.roleNames.includes(requestedRole)) onRoleChange(requestedRole);
+  }
+  return result;
+}
+
+function parseArguments(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = text.trim() ? JSON.parse(text) : {};
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

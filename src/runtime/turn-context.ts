@@ -1,0 +1,65 @@
+import type { Session, StoredMessage, User } from '../domain/model.js';
+import type { TurnEvent } from '../domain/ports/channel.js';
+import type { HostedMcpSpec, ModelSet } from '../domain/ports/model-provider.js';
+import type { Store } from '../domain/ports/store.js';
+import type { PriceTable } from '../billing/pricing.js';
+import type { Logger } from '../observability/logger.js';
+import type { PalaverMetrics } from '../observability/metrics.js';
+import type { ToolRegistry } from '../tools/tool-registry.js';
+import type { InstructionLibrary } from './context/instructions.js';
+import type { UserState } from './context/user-state.js';
+
+/** Agent settings a turn needs, taken from config once. */
+export interface AgentSettings {
+  readonly defaultRole: string | null;
+  readonly historyLimit: number;
+  readonly maxToolRounds: number;
+  readonly maxToolCallsPerTurn: number;
+  readonly maxCallsPerTool: number;
+  readonly defaultTimeZone: string;
+  readonly defaultLanguage: string;
+  readonly roleNames: readonly string[];
+  readonly setRoleTool: string;
+  readonly roleArgument: string;
+}
+
+/** Everything a turn uses, handed in by the composition root. */
+export interface TurnDependencies {
+  readonly store: Store;
+  readonly models: ModelSet;
+  readonly tools: ToolRegistry;
+  readonly hostedMcp: readonly HostedMcpSpec[];
+  readonly instructions: InstructionLibrary;
+  readonly agent: AgentSettings;
+  readonly prices: PriceTable;
+  readonly currency: string;
+  /** Global limit on model calls running at once. */
+  readonly limitModelCalls: <T>(fn: () => Promise<T>) => Promise<T>;
+  readonly logger: Logger;
+  readonly metrics: PalaverMetrics;
+  readonly now: () => Date;
+}
+
+/** One turn: the new (already persisted) user messages of a conversation, answered together. */
+export interface TurnRequest {
+  readonly user: User;
+  readonly session: Session;
+  readonly newMessages: readonly StoredMessage[];
+  readonly correlationId: string;
+  readonly language: string;
+  readonly timeZone: string;
+  readonly onEvent?: (event: TurnEvent) => void;
+  readonly signal?: AbortSignal;
+}
+
+/** What every step of one turn shares: its logger, its event sink and the user's state as it evolves. */
+export interface TurnScope {
+  readonly deps: TurnDependencies;
+  readonly request: TurnRequest;
+  readonly log: Logger;
+  readonly emit: (event: TurnEvent) => void;
+  /** Id of the reply in streamed events. */
+  readonly replyMessageId: string;
+  /** The user's state; tools and the flow replace it, the end of the turn saves it. */
+  state: UserState;
+}

@@ -1,0 +1,100 @@
+import type { NewMessage } from '../domain/model.js';
+import { costOf, sumCosts } from '../billing/pricing.js';
+import type { ModelCallRecord } from './flows/agent-loop.js';
+import type { FlowResult } from './flows/single-flow.js';
+import type { TurnDependencies, TurnScope } from './turn-context.js';
+
+export interface TurnUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** Decimal string in the configured currency. */
+  readonly cost: string;
+}
+
+/**
+ * Stores a completed turn in one transaction: audit records of every tool call, the reply with its usage, cost and
+ * model path, the session totals and status, and the user's state.
+ */
+export async function persistReply(scope: TurnScope, flow: FlowResult, text: string): Promise<TurnUsage> {
+  const { deps, request } = scope;
+  const usage = usageOf(deps, flow.modelCalls);
+  const last = flow.modelCalls[flow.modelCalls.length - 1];
+  const reply: NewMessage = {
+    role: 'assistant',
+    audience: 'display',
+    content: text,
+    model: last?.model ?? deps.models.primary.model,
+    ...usage,
+    currency: deps.currency,
+    correlationId: request.correlationId,
+    meta: {
+      fallback: flow.modelCalls.some((call) => call.fallback),
+      paths: flow.modelCalls.map((call) => call.path),
+      models: [...new Set(flow.modelCalls.map((call) => call.model))],
+      ...(flow.failures.length > 0 ? { failures: flow.failures } : {}),
+    },
+  };
+  await deps.store.transaction(async (tx) => {
+    await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply]);
+    await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency });
+    await tx.sessions.setStatus(request.session.id, 'completed');
+    await tx.userState.save(request.user.id, scope.state);
+  });
+  for (const call of flow.modelCalls) {
+    deps.metrics.modelCalls.inc({ model: call.model, path: call.path });
+    deps.metrics.tokens.inc({ direction: 'input' }, call.usage.inputTokens);
+    deps.metrics.tokens.inc({ direction: 'output' }, call.usage.outputTokens);
+  }
+  return usage;
+}
+
+/** Stores an apology as the reply and marks the session failed. Never throws: the person still gets the apology. */
+export async function persistFailure(scope: TurnScope, apology: string, modelCalls: readonly ModelCallRecord[]): Promise<TurnUsage> {
+  const { deps, request } = scope;
+  const usage = usageOf(deps, modelCalls);
+  try {
+    await deps.store.transaction(async (tx) => {
+      await tx.messages.append(request.session.id, [
+        { role: 'assistant', audience: 'display', content: apology, correlationId: request.correlationId, ...usage, currency: deps.currency, meta: { error: true } },
+      ]);
+      if (modelCalls.length > 0) await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency });
+      await tx.sessions.setStatus(request.session.id, 'failed');
+      await tx.userState.save(request.user.id, { ...scope.state, lastResponseId: null });
+    });
+  } catch (error) {
+    scope.log.error({ err: error }, 'could not persist the failed turn');
+  }
+  return usage;
+}
+
+/** Tool traffic, kept for audit and never shown to the person or sent back as history. */
+function auditRecords(scope: TurnScope, flow: FlowResult): NewMessage[] {
+  const correlationId = scope.request.correlationId;
+  return [
+    ...flow.toolCalls.map((call) => ({
+      role: 'tool' as const,
+      audience: 'audit' as const,
+      content: call.result.content,
+      toolCallId: call.callId,
+      toolCalls: [{ callId: call.callId, name: call.name, arguments: call.arguments }],
+      correlationId,
+      meta: { isError: call.result.isError, refused: call.refused },
+    })),
+    ...flow.hostedToolCalls.map((call) => ({
+      role: 'tool' as const,
+      audience: 'audit' as const,
+      content: call.error ?? call.output ?? '',
+      toolCalls: [{ callId: `${call.serverLabel}:${call.name}`, name: call.name, arguments: call.arguments }],
+      correlationId,
+      meta: { hosted: true, serverLabel: call.serverLabel, isError: call.error !== null },
+    })),
+  ];
+}
+
+function usageOf(deps: TurnDependencies, calls: readonly ModelCallRecord[]): TurnUsage {
+  return {
+    inputTokens: calls.reduce((sum, call) => sum + call.usage.inputTokens, 0),
+    outputTokens: calls.reduce((sum, call) => sum + call.usage.outputTokens, 0),
+    cost: sumCosts(calls.map((call) => costOf(deps.prices, call.model, call.usage))),
+  };
+}
