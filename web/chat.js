@@ -3,6 +3,7 @@
 
 (() => {
   const THREAD_KEY = 'palaver.threadId';
+  const API_KEY = 'palaver.apiKey';
   const TRANSCRIPT_PREFIX = 'palaver.transcript.';
   const MAX_SAVED_ENTRIES = 200;
   const TOOL_RESULT_PREVIEW = 80;
@@ -14,6 +15,13 @@
   const errorLine = document.getElementById('error');
   const newThread = document.getElementById('new-thread');
 
+  // A server with PALAVER_API_KEY needs it from every client: open the page once as /#key=<key> and it is kept
+  // in this browser (the fragment never reaches server logs) and removed from the address bar.
+  const keyInFragment = new URLSearchParams(location.hash.slice(1)).get('key');
+  if (keyInFragment) {
+    localStorage.setItem(API_KEY, keyInFragment);
+    history.replaceState(null, '', location.pathname + location.search);
+  }
   let threadId = localStorage.getItem(THREAD_KEY) || startThread();
   let transcript = loadTranscript();
   let running = false;
@@ -59,7 +67,7 @@
     try {
       const response = await fetch('agui', {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        headers: authHeaders({ 'content-type': 'application/json', accept: 'text/event-stream' }),
         body: JSON.stringify({
           threadId,
           runId: randomId(),
@@ -272,6 +280,11 @@
   }
 
   /** crypto.randomUUID exists only in secure contexts; a LAN address over plain http is not one. */
+  function authHeaders(headers) {
+    const key = localStorage.getItem(API_KEY);
+    return key ? { ...headers, authorization: `Bearer ${key}` } : headers;
+  }
+
   function randomId() {
     if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
     const bytes = crypto.getRandomValues(new Uint8Array(16));

@@ -82,4 +82,31 @@ describe('web chat page', () => {
     await page.screenshot({ path: '/tmp/palaver-chat-phone.png' });
     await page.close();
   });
+
+  it('sends the API key given once in the address fragment, and is refused without it', async () => {
+    const keyed = await startHttpServer(
+      createHttpApp({ handler, health: async () => ({}), maxInboundChars: 2000, logger: silentLogger(), apiKey: 'secret-key-123' }),
+      { host: '127.0.0.1', port: 0 },
+    );
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(`${keyed.url}/`);
+      await page.getByTestId('message-input').fill('hello');
+      await page.getByTestId('send-button').click();
+      await expect.poll(() => page.getByTestId('error-line').textContent()).toMatch(/401|key/i);
+
+      // A fresh page load, as when following a link with the key.
+      await page.close();
+      const keyedPage = await context.newPage();
+      await keyedPage.goto(`${keyed.url}/#key=secret-key-123`);
+      expect(new URL(keyedPage.url()).hash).toBe('');
+      await keyedPage.getByTestId('message-input').fill('hello again');
+      await keyedPage.getByTestId('send-button').click();
+      await expect.poll(() => keyedPage.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 }).toContain('10:30');
+      await context.close();
+    } finally {
+      await keyed.close();
+    }
+  });
 });
