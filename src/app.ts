@@ -1,7 +1,6 @@
-import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pLimit from 'p-limit';
-import { parseConfig, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
+import { parseConfig, resolveConfigPaths, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
 import type { ConversationHandler, TurnEvent, TurnOutcome } from './domain/ports/channel.js';
 import type { HostedMcpSpec, ModelProvider } from './domain/ports/model-provider.js';
@@ -27,7 +26,7 @@ export interface PalaverOptions {
   readonly toolHosts?: readonly ToolHost[];
   /** Defaults to a pino logger at `config.log.level` on stdout. */
   readonly logger?: Logger;
-  /** Folder that relative paths in the config are resolved against (default: the process's cwd). */
+  /** Folder that relative paths in the config are resolved against (default: the working folder). */
   readonly cwd?: string;
   /** Clock for the runtime facts; tests pass a fixed one. */
   readonly now?: () => Date;
@@ -84,16 +83,15 @@ export interface Palaver {
  * await palaver.close();
  */
 export async function createPalaver(input: PalaverConfigInput | PalaverConfig, options: PalaverOptions = {}): Promise<Palaver> {
-  const config = parseConfig(input);
-  const cwd = options.cwd ?? process.cwd();
+  const config = resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd());
   const logger = options.logger ?? createLogger({ level: config.log.level });
   const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false });
-  const instructions = loadInstructionLibrary(resolve(cwd, config.agent.instructionsDir));
+  const instructions = loadInstructionLibrary(config.agent.instructionsDir);
   const models = createModelSet(config.model);
-  const moduleTools = config.agent.toolsModule ? await loadToolsModule(resolve(cwd, config.agent.toolsModule)) : [];
+  const moduleTools = config.agent.toolsModule ? await loadToolsModule(config.agent.toolsModule) : [];
   const { hosts, hostedMcp } = createToolHosts(config, models.primary, [...moduleTools, ...(options.tools ?? [])], logger);
   const tools = new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], { roles: config.roles.definitions, withoutRole: config.roles.withoutRole });
-  const store = await openStore(resolveDatabaseUrl(config.database.url, cwd));
+  const store = await openStore(config.database.url);
 
   const runtime = new PalaverRuntime(
     {
@@ -221,12 +219,4 @@ async function loadToolsModule(path: string): Promise<LocalTool[]> {
     throw new ConfigError(`agent.toolsModule ${path} must export \`tools\`: an array made with defineTool`, [{ path: 'agent.toolsModule', message: 'no tools export' }]);
   }
   return tools as LocalTool[];
-}
-
-/** `sqlite:` paths are relative to `cwd`, like every other path in the config. */
-function resolveDatabaseUrl(url: string, cwd: string): string {
-  if (!url.startsWith('sqlite:')) return url;
-  const path = url.slice('sqlite:'.length);
-  if (path === ':memory:' || isAbsolute(path)) return url;
-  return `sqlite:${resolve(cwd, path)}`;
 }

@@ -39,18 +39,29 @@ export async function runDoctor(
     ok = database.ok && model.ok;
 
     if (database.ok) {
-      const palaver = await createPalaver(config, { logger: silentLogger(), ...(demo ? { tools: demo.tools } : {}) });
-      try {
-        const problems = await palaver.diagnose();
-        report('agent', problems.length === 0 ? { ok: true, detail: 'every role has instructions and every allowlisted tool is provided' } : { ok: false, detail: problems.join('; ') });
-        ok &&= problems.length === 0;
-      } finally {
-        await palaver.close();
-      }
+      const agent = await checkAgent(config, demo);
+      report('agent', agent);
+      ok &&= agent.ok;
     }
     return ok;
   } finally {
     await demo?.server.close();
+  }
+}
+
+/** Starts the agent once (instructions, tools module, tool hosts) and lists what `diagnose` finds. */
+async function checkAgent(config: PalaverConfig, demo: Demo | undefined): Promise<Check> {
+  let palaver;
+  try {
+    palaver = await createPalaver(config, { logger: silentLogger(), ...(demo ? { tools: demo.tools } : {}) });
+  } catch (error) {
+    return { ok: false, detail: (error as Error).message };
+  }
+  try {
+    const problems = await palaver.diagnose();
+    return problems.length === 0 ? { ok: true, detail: 'every role has instructions and every allowlisted tool is provided' } : { ok: false, detail: problems.join('; ') };
+  } finally {
+    await palaver.close();
   }
 }
 

@@ -32,7 +32,7 @@ export async function main(argv: readonly string[]): Promise<void> {
       const { palaver, demo } = await boot(options, { processMetrics: true });
       for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
       const server = await palaver.serve(options.port === undefined ? {} : { port: options.port });
-      if (demo) console.log(`\n${demo.banner}\n`);
+      if (demo) console.log(`\n${demo.banner(palaver.config)}\n`);
       console.log(`Palaver is listening on ${server.url}  (web chat: ${server.url}/, AG-UI: POST ${server.url}/agui)`);
       await waitForSignal();
       console.log('Shutting down…');
@@ -49,7 +49,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .option('--conversation <id>', 'conversation key; the same key continues the same history', 'console')
     .action(async (options: CommonOptions & { conversation: string }) => {
       const { palaver, demo } = await boot(options, { quietLogs: true });
-      if (demo) console.log(`${demo.banner}\n`);
+      if (demo) console.log(`${demo.banner(palaver.config)}\n`);
       console.log('Type a message and press Enter; /exit ends the chat.');
       const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation });
       await channel.start(palaver.runtime);

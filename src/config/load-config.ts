@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
+import { resolveConfigPaths } from './paths.js';
 import { configSchema, type PalaverConfig, type PalaverConfigInput } from './schema.js';
 
 /** Environment variables Palaver reads, and where each lands. Nothing else in Palaver reads the environment. */
@@ -32,8 +33,9 @@ export interface LoadConfigOptions {
 }
 
 /**
- * Reads the config file (JSON or YAML), applies environment overrides and validates the result.
- * Relative paths in the config are resolved against the config file's folder.
+ * Reads the config file (JSON or YAML), applies `overrides` and then environment variables, and validates the
+ * result. Relative paths (instructions, tools module, SQLite file) are made absolute against the config file's
+ * folder, or against `cwd` when there is no file.
  * @throws ConfigError naming each invalid field.
  */
 export function loadConfig(options: LoadConfigOptions = {}): { config: PalaverConfig; file: string | undefined } {
@@ -46,7 +48,7 @@ export function loadConfig(options: LoadConfigOptions = {}): { config: PalaverCo
     const value = env[variable];
     if (value !== undefined && value !== '') raw = setPath(raw, path, parse ? parse(value) : value);
   }
-  const config = parseConfig(raw);
+  const config = resolveConfigPaths(parseConfig(raw), file ? dirname(file) : cwd);
   return { config, file };
 }
 

@@ -44,7 +44,7 @@ function lastUserText(items: readonly ModelInputItem[]): string {
 
 /** The text after "remember (that)" or "note:", or undefined when neither appears. */
 function noteText(said: string): string | undefined {
-  const match = /\b(?:remember(?:\s+that)?|note:)\s*(.*)$/is.exec(said);
+  const match = /\b(?:remember(?:\s+that)?|note)\b\s*:?\s*(.*)$/is.exec(said);
   if (!match) return undefined;
   const rest = (match[1] ?? '').trim();
   return rest || said.trim();

@@ -49,7 +49,7 @@ describe('demo agent in the browser', () => {
     await page.getByTestId('send-button').click();
     await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 }).toContain('buy milk');
     // The page sent the same thread after the restart, so the server continued the same stored conversation.
-    const sessions = await second.store.sessions.listByUser((await second.store.users.resolveAccount({ channel: 'web', accountId: (await page.evaluate(() => localStorage.getItem('palaver.threadId')))! })).user.id);
+    const sessions = await second.store.sessions.listByUser((await second.store.users.resolveAccount({ channel: 'web', accountId: (await page.evaluate<string>("localStorage.getItem('palaver.threadId')")) })).user.id);
     expect(sessions).toHaveLength(1);
     const messages = await second.store.messages.listRecent(sessions[0]!.id, { limit: 10, audience: 'display' });
     expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
