@@ -1,0 +1,112 @@
+/**
+ * Where a Palaver turn's time goes, without a profiler: counts the SQL statements a turn runs (by text), times
+ * better-sqlite3's prepare and execute, and times the per-turn helpers suspected of being expensive.
+ * Everything in one process (scripted model server included), so use it for counts and ratios, not throughput.
+ *
+ * Usage: node --import tsx bench/diagnose-turn.ts [turns=400] [concurrency=8]
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { createPalaver } from '../src/app.js';
+import { silentLogger } from '../src/observability/logger.js';
+import { renderRuntimeFacts } from '../src/runtime/context/instructions.js';
+import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
+import { runWorkers } from './stats.js';
+import { BASE_INSTRUCTIONS, lookupTool, USER_TEXT } from './workload.js';
+
+const turns = Number(process.argv[2] ?? 400);
+const concurrency = Number(process.argv[3] ?? 8);
+
+interface SqlStats {
+  prepares: number;
+  executes: number;
+  prepareUs: number;
+  executeUs: number;
+}
+const bySql = new Map<string, SqlStats>();
+let counting = false;
+const statsFor = (text: string): SqlStats => {
+  const key = text.replace(/\s+/g, ' ').replace(/\(\?(, \?)*\)/g, '(?…)').slice(0, 110);
+  let stats = bySql.get(key);
+  if (!stats) bySql.set(key, (stats = { prepares: 0, executes: 0, prepareUs: 0, executeUs: 0 }));
+  return stats;
+};
+
+// Wrap better-sqlite3: every prepare (Kysely prepares each query anew) and every run/all/get.
+const proto = BetterSqlite3.prototype as unknown as { prepare(this: BetterSqlite3.Database, sql: string): BetterSqlite3.Statement };
+const originalPrepare = proto.prepare;
+proto.prepare = function prepare(this: BetterSqlite3.Database, text: string) {
+  const t0 = performance.now();
+  const statement = originalPrepare.call(this, text);
+  if (!counting) return statement;
+  const stats = statsFor(text);
+  stats.prepares += 1;
+  stats.prepareUs += (performance.now() - t0) * 1000;
+  for (const method of ['run', 'all', 'get'] as const) {
+    const original = statement[method] as (...args: unknown[]) => unknown;
+    (statement as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+      const t1 = performance.now();
+      try {
+        return original.apply(statement, args);
+      } finally {
+        stats.executes += 1;
+        stats.executeUs += (performance.now() - t1) * 1000;
+      }
+    };
+  }
+  return statement;
+};
+
+const dir = mkdtempSync(join(tmpdir(), 'palaver-diag-'));
+mkdirSync(join(dir, 'instructions'));
+writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
+const model = await startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100 });
+const palaver = await createPalaver(
+  {
+    model: { name: 'scripted', baseUrl: model.baseUrl, maxRetries: 0, timeoutMs: 60_000 },
+    database: { url: `sqlite:${join(dir, 'palaver.db')}` },
+    agent: { instructionsDir: join(dir, 'instructions') },
+    limits: { maxConcurrentModelCalls: 128 },
+  },
+  { tools: [lookupTool], logger: silentLogger() },
+);
+try {
+  await runWorkers(concurrency, 50, (worker) => palaver.chat({ userId: `warmup-${worker}`, text: USER_TEXT }).then(() => {}));
+  counting = true;
+  const cpu0 = process.cpuUsage();
+  const run = await runWorkers(concurrency, turns, (worker) => palaver.chat({ userId: `user-${worker}`, text: USER_TEXT }).then(() => {}));
+  const cpu = process.cpuUsage(cpu0);
+  counting = false;
+
+  const total = [...bySql.values()].reduce(
+    (sum, s) => ({ prepares: sum.prepares + s.prepares, executes: sum.executes + s.executes, prepareUs: sum.prepareUs + s.prepareUs, executeUs: sum.executeUs + s.executeUs }),
+    { prepares: 0, executes: 0, prepareUs: 0, executeUs: 0 },
+  );
+  const perTurn = (value: number): string => (value / turns).toFixed(2);
+  console.log(`${turns} turns at c=${concurrency}: ${((turns * 1000) / run.elapsedMs).toFixed(0)} turns/s in-process, CPU ${((cpu.user + cpu.system) / 1000 / turns).toFixed(3)} ms/turn (client + model server)`);
+  console.log(`SQL per turn: ${perTurn(total.prepares)} statements prepared, ${perTurn(total.executes)} executed; ` + `prepare ${(total.prepareUs / turns / 1000).toFixed(3)} ms + execute ${(total.executeUs / turns / 1000).toFixed(3)} ms per turn`);
+  console.log('\nper turn  prepare µs  execute µs  statement');
+  for (const [text, s] of [...bySql].sort((a, b) => b[1].prepareUs + b[1].executeUs - (a[1].prepareUs + a[1].executeUs))) {
+    console.log(`${perTurn(s.executes).padStart(8)}  ${(s.prepareUs / s.prepares).toFixed(1).padStart(10)}  ${(s.executeUs / s.executes).toFixed(1).padStart(10)}  ${text}`);
+  }
+
+  // Per-turn helpers.
+  const time = (label: string, n: number, fn: () => unknown): void => {
+    for (let i = 0; i < 50; i += 1) fn();
+    const t0 = performance.now();
+    for (let i = 0; i < n; i += 1) fn();
+    console.log(`${label}: ${(((performance.now() - t0) / n) * 1000).toFixed(1)} µs per call`);
+  };
+  console.log('');
+  time('renderRuntimeFacts (new Intl.DateTimeFormat per call; once per turn)', 2000, () =>
+    renderRuntimeFacts({ now: new Date(), timeZone: 'UTC', language: 'en', displayName: null }),
+  );
+  const cached = new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'longOffset' });
+  time('  the same with a cached Intl.DateTimeFormat', 2000, () => cached.format(new Date()));
+} finally {
+  await palaver.close();
+  await model.close();
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,268 @@
+/**
+ * Palaver benchmarks. `npm run bench` (= `node --import tsx bench/run.ts`).
+ *
+ * 1. Turn throughput: Palaver (SQLite file, WAL) vs a bare `openai` SDK tool loop, against the scripted model server
+ *    with zero latency, at concurrency 1 and 64. Each turn: user message → model asks for `lookup` → tool → answer.
+ * 2. MCP round trip: `McpToolHost.call` to the example logistics server vs an in-process `LocalToolHost` call.
+ *
+ * Every scenario runs in its own child process (`node --import tsx bench/<scenario>.ts`), so its peak RSS is its
+ * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
+ *
+ * Flags: --quick (smoke run) · --turns N (turns per scenario) · --runs N (default 2; the best run is reported)
+ *        --concurrency 1,64 · --only turns|mcp · --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
+import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
+import type { ScenarioResult } from './stats.js';
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
+const repoRoot = resolve(benchDir, '..');
+
+interface Options {
+  quick: boolean;
+  turns: number | undefined;
+  runs: number;
+  concurrency: number[];
+  only: 'turns' | 'mcp' | undefined;
+  json: string | undefined;
+  cpuProf: boolean;
+}
+
+function parseOptions(argv: readonly string[]): Options {
+  const options: Options = { quick: false, turns: undefined, runs: 2, concurrency: [1, 64], only: undefined, json: undefined, cpuProf: false };
+  for (let i = 0; i < argv.length; i += 1) {
+    const flag = argv[i];
+    const value = (): string => {
+      const next = argv[++i];
+      if (next === undefined) throw new Error(`${flag} needs a value`);
+      return next;
+    };
+    switch (flag) {
+      case '--quick':
+        options.quick = true;
+        break;
+      case '--turns':
+        options.turns = positiveInt(flag, value());
+        break;
+      case '--runs':
+        options.runs = positiveInt(flag, value());
+        break;
+      case '--concurrency':
+        options.concurrency = value().split(',').map((part) => positiveInt(flag, part));
+        break;
+      case '--only': {
+        const only = value();
+        if (only !== 'turns' && only !== 'mcp') throw new Error('--only takes turns or mcp');
+        options.only = only;
+        break;
+      }
+      case '--json':
+        options.json = value();
+        break;
+      case '--cpu-prof':
+        options.cpuProf = true;
+        break;
+      case '--help':
+      case '-h':
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--runs N] [--concurrency 1,64] [--only turns|mcp] [--json file] [--cpu-prof]');
+        process.exit(0);
+      // eslint-disable-next-line no-fallthrough
+      default:
+        throw new Error(`Unknown flag ${flag}; try --help`);
+    }
+  }
+  if (options.quick && options.runs === 2) options.runs = 1;
+  return options;
+}
+
+function positiveInt(flag: string | undefined, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${flag} takes a positive integer, not ${text}`);
+  return value;
+}
+
+const options = parseOptions(process.argv.slice(2));
+const profileDir = options.cpuProf ? mkdtempSync(join(tmpdir(), 'palaver-bench-prof-')) : undefined;
+
+/** Turns per scenario: --turns, else 2000 at high concurrency and 500 at c=1 (a tenth with --quick). */
+const turnsFor = (concurrency: number): number => options.turns ?? (options.quick ? (concurrency === 1 ? 100 : 200) : concurrency === 1 ? 500 : 2000);
+const warmupTurns = options.quick ? 20 : 50;
+const mcpCalls = (concurrency: number): number => (options.quick ? 200 : concurrency === 1 ? 1000 : 4000);
+const mcpConcurrency = [1, 16];
+
+interface RunRecord extends ScenarioResult {
+  readonly run: number;
+  readonly loadBefore: number;
+  readonly loadAfter: number;
+}
+
+/** Spawns one scenario child and resolves with what it reports. */
+function runChild(file: string, params: unknown): Promise<ScenarioResult> {
+  const withProfile = profileDir ? { ...(params as object), profileDir } : params;
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', join(benchDir, file), JSON.stringify(withProfile)], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let result: ScenarioResult | undefined;
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15 * 60_000);
+    child.on('message', (message) => {
+      result = message as ScenarioResult;
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (result) resolvePromise(result);
+      else reject(new Error(`${file} exited (${signal ?? code}) without a result`));
+    });
+  });
+}
+
+async function measure(label: string, run: number, start: () => Promise<ScenarioResult>): Promise<RunRecord> {
+  const loadBefore = loadavg()[0]!;
+  const result = await start();
+  const record = { ...result, run, loadBefore, loadAfter: loadavg()[0]! };
+  const failed = Number(result.extra?.failed ?? 0);
+  const listenerWarnings = Number(result.extra?.listenerWarnings ?? 0);
+  console.log(
+    `  ${label.padEnd(24)} run ${run}: ${result.perSecond.toFixed(0).padStart(6)}/s  p50 ${result.latency.p50Ms.toFixed(2)} ms  p99 ${result.latency.p99Ms.toFixed(2)} ms  CPU ${result.cpuMsPerOp.toFixed(3)} ms/op  ` +
+      `RSS ${result.peakRssMb.toFixed(0)} MB  load ${loadBefore.toFixed(1)}→${record.loadAfter.toFixed(1)}${failed ? `  FAILED ${failed}` : ''}` +
+      (listenerWarnings ? `  ⚠ ${listenerWarnings}× MaxListenersExceededWarning (up to ${String(result.extra?.mostAbortListeners)} abort listeners on one AbortSignal)` : ''),
+  );
+  return record;
+}
+
+/** The best run (highest throughput) of each scenario+concurrency. */
+function best(records: readonly RunRecord[], scenario: string, concurrency: number): RunRecord | undefined {
+  return records.filter((r) => r.scenario === scenario && r.concurrency === concurrency).sort((a, b) => b.perSecond - a.perSecond)[0];
+}
+
+function spread(records: readonly RunRecord[], scenario: string, concurrency: number): string {
+  const rates = records.filter((r) => r.scenario === scenario && r.concurrency === concurrency).map((r) => r.perSecond);
+  if (rates.length < 2) return '';
+  const max = Math.max(...rates);
+  const min = Math.min(...rates);
+  return `${(((max - min) / max) * 100).toFixed(0)}%`;
+}
+
+function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: readonly string[]): string => `| ${cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ')} |`;
+  return [line(headers), `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+const machine = {
+  date: new Date().toISOString(),
+  cpu: cpus()[0]?.model.trim() ?? 'unknown',
+  cores: cpus().length,
+  totalMemoryGb: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
+  os: `${osType()} ${release()}`,
+  node: process.version,
+  loadAverage: loadavg().map((value) => Math.round(value * 100) / 100),
+};
+console.log(`Palaver benchmarks — ${machine.date}`);
+console.log(`Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.totalMemoryGb} GB RAM, ${machine.os}, Node ${machine.node}`);
+console.log(`Load average at start (1/5/15 min): ${machine.loadAverage.join(' / ')}${machine.loadAverage[0]! > machine.cores * 0.5 ? '  ⚠ the machine is busy; numbers will be noisy' : ''}`);
+console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, best run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`);
+
+const turnRecords: RunRecord[] = [];
+const mcpRecords: RunRecord[] = [];
+
+if (options.only !== 'mcp') {
+  console.log('Turn throughput (scripted model, zero latency; one user per worker):');
+  for (const concurrency of options.concurrency) {
+    const turns = turnsFor(concurrency);
+    for (let run = 1; run <= options.runs; run += 1) {
+      // Alternate the order so neither side always runs on a warmer (or busier) machine.
+      const order = run % 2 === 1 ? (['bare', 'palaver'] as const) : (['palaver', 'bare'] as const);
+      for (const scenario of order) {
+        const model = await startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100, maxStoredResponses: 100 });
+        try {
+          const params = { baseUrl: model.baseUrl, concurrency, turns, warmupTurns };
+          turnRecords.push(await measure(`${scenario} c=${concurrency}`, run, () => runChild(`turns-${scenario}.ts`, params)));
+        } finally {
+          await model.close();
+        }
+      }
+    }
+  }
+}
+
+if (options.only !== 'turns') {
+  console.log('\nTool call round trip (get_user_cargoes):');
+  const token = 'bench-token-0123456789';
+  const server = await startLogisticsMcpServer({ port: 0, token });
+  try {
+    for (const concurrency of mcpConcurrency) {
+      for (let run = 1; run <= options.runs; run += 1) {
+        for (const host of ['local', 'mcp'] as const) {
+          const params = { host, url: server.url, token, concurrency, calls: mcpCalls(concurrency), warmupCalls: options.quick ? 20 : 100 };
+          mcpRecords.push(await measure(`${host} c=${concurrency}`, run, () => runChild('mcp-calls.ts', params)));
+        }
+      }
+    }
+  } finally {
+    await server.close();
+  }
+}
+
+const ms = (value: number): string => value.toFixed(2);
+if (turnRecords.length > 0) {
+  const rows: string[][] = [];
+  const ratios: { concurrency: number; ratio: number; cpuRatio: number }[] = [];
+  for (const concurrency of options.concurrency) {
+    for (const scenario of ['bare', 'palaver'] as const) {
+      const r = best(turnRecords, scenario, concurrency);
+      if (!r) continue;
+      rows.push([scenario === 'bare' ? 'bare openai loop' : 'Palaver (SQLite)', String(concurrency), String(r.operations), r.perSecond.toFixed(0), ms(r.latency.p50Ms), ms(r.latency.p99Ms), ms(r.cpuMsPerOp), r.peakRssMb.toFixed(0), spread(turnRecords, scenario, concurrency)]);
+    }
+    const bare = best(turnRecords, 'bare', concurrency);
+    const palaver = best(turnRecords, 'palaver', concurrency);
+    if (bare && palaver) ratios.push({ concurrency, ratio: palaver.perSecond / bare.perSecond, cpuRatio: palaver.cpuMsPerOp / bare.cpuMsPerOp });
+  }
+  console.log('\nTurn throughput (best run of each):\n');
+  console.log(table(['scenario', 'concurrency', 'turns', 'turns/s', 'p50 ms', 'p99 ms', 'CPU ms/turn', 'peak RSS MB', 'run spread'], rows));
+  console.log('');
+  for (const { concurrency, ratio, cpuRatio } of ratios) {
+    console.log(
+      `Palaver / bare at c=${concurrency}: ${(ratio * 100).toFixed(0)}% of the throughput (goal ≥ 70%: ${ratio >= 0.7 ? 'met' : 'NOT met'}); ` +
+        `client CPU per turn ${cpuRatio.toFixed(2)}× the bare loop's`,
+    );
+  }
+}
+
+if (mcpRecords.length > 0) {
+  const rows: string[][] = [];
+  const overheads: string[] = [];
+  for (const concurrency of mcpConcurrency) {
+    const local = best(mcpRecords, 'local', concurrency);
+    const mcp = best(mcpRecords, 'mcp', concurrency);
+    for (const [label, r] of [['LocalToolHost (floor)', local], ['McpToolHost (HTTP)', mcp]] as const) {
+      if (r) rows.push([label, String(concurrency), String(r.operations), r.perSecond.toFixed(0), ms(r.latency.p50Ms), ms(r.latency.p99Ms), ms(r.cpuMsPerOp), r.peakRssMb.toFixed(0)]);
+    }
+    if (local && mcp) {
+      overheads.push(
+        `MCP overhead per call at c=${concurrency}: p50 +${ms(mcp.latency.p50Ms - local.latency.p50Ms)} ms, p99 +${ms(mcp.latency.p99Ms - local.latency.p99Ms)} ms, ` +
+          `throughput-based +${ms(1000 / mcp.perSecond - 1000 / local.perSecond)} ms of wall time per call`,
+      );
+    }
+  }
+  console.log('\nTool call round trip (best run of each):\n');
+  console.log(table(['host', 'concurrency', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'CPU ms/call', 'peak RSS MB'], rows));
+  console.log('');
+  for (const line of overheads) console.log(line);
+}
+
+console.log(`\nLoad average at end: ${loadavg().map((value) => value.toFixed(2)).join(' / ')}`);
+if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node --import tsx bench/profile-summary.ts ${profileDir}/<file>.cpuprofile)`);
+
+if (options.json) {
+  const path = resolve(options.json);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords }, null, 2)}\n`);
+  console.log(`Raw numbers: ${path}`);
+}

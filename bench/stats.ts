@@ -1,0 +1,124 @@
+/** Small helpers shared by the benchmark scenarios: latency summaries and the message a scenario sends back. */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
+
+export interface LatencySummary {
+  readonly count: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly meanMs: number;
+  readonly maxMs: number;
+}
+
+/** Nearest-rank percentiles over latencies in milliseconds. */
+export function summarize(latenciesMs: readonly number[]): LatencySummary {
+  if (latenciesMs.length === 0) return { count: 0, p50Ms: 0, p99Ms: 0, meanMs: 0, maxMs: 0 };
+  const sorted = Float64Array.from(latenciesMs).sort();
+  const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+  let sum = 0;
+  for (const value of sorted) sum += value;
+  return { count: sorted.length, p50Ms: at(0.5), p99Ms: at(0.99), meanMs: sum / sorted.length, maxMs: sorted[sorted.length - 1]! };
+}
+
+/**
+ * Runs `total` operations with `concurrency` workers. Worker `w` runs its share sequentially (worker-local state,
+ * e.g. one user per worker, stays consistent); every operation's latency is recorded.
+ */
+export async function runWorkers(
+  concurrency: number,
+  total: number,
+  op: (worker: number, index: number) => Promise<void>,
+): Promise<RunMeasurement> {
+  const latenciesMs: number[] = [];
+  const cpuBefore = process.cpuUsage();
+  const base = Math.floor(total / concurrency);
+  const extra = total % concurrency;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, worker) => {
+      const share = base + (worker < extra ? 1 : 0);
+      for (let index = 0; index < share; index += 1) {
+        const t0 = performance.now();
+        await op(worker, index);
+        latenciesMs.push(performance.now() - t0);
+      }
+    }),
+  );
+  const elapsedMs = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
+  return { elapsedMs, latenciesMs, cpuMs: (cpu.user + cpu.system) / 1000 };
+}
+
+export interface RunMeasurement {
+  readonly elapsedMs: number;
+  readonly latenciesMs: number[];
+  /** CPU time (user + system) this process spent during the run: unlike wall time, not inflated by a busy machine. */
+  readonly cpuMs: number;
+}
+
+/** What a scenario child process reports to `bench/run.ts` over IPC. */
+export interface ScenarioResult {
+  readonly scenario: string;
+  readonly concurrency: number;
+  readonly operations: number;
+  readonly elapsedMs: number;
+  readonly perSecond: number;
+  readonly latency: LatencySummary;
+  /** CPU time of the scenario process per operation, in ms (the client side only; the servers run elsewhere). */
+  readonly cpuMsPerOp: number;
+  /** `process.resourceUsage().maxRSS` of the child, in MB: its peak resident set over the whole run. */
+  readonly peakRssMb: number;
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+export function scenarioResult(scenario: string, concurrency: number, run: RunMeasurement, extra?: Record<string, unknown>): ScenarioResult {
+  return {
+    scenario,
+    concurrency,
+    operations: run.latenciesMs.length,
+    elapsedMs: run.elapsedMs,
+    perSecond: (run.latenciesMs.length * 1000) / run.elapsedMs,
+    latency: summarize(run.latenciesMs),
+    cpuMsPerOp: run.cpuMs / Math.max(1, run.latenciesMs.length),
+    peakRssMb: process.resourceUsage().maxRSS / 1024,
+    ...(extra ? { extra } : {}),
+  };
+}
+
+/** Sends the result to the parent (IPC) and exits; prints it when run by hand. */
+export function report(result: ScenarioResult): void {
+  if (process.send) {
+    process.send(result, () => process.exit(0));
+  } else {
+    console.log(JSON.stringify(result, null, 2));
+    process.exit(0);
+  }
+}
+
+/** The scenario's parameters: JSON in argv[2]. */
+export function scenarioArgs<T>(): T {
+  const raw = process.argv[2];
+  if (!raw) throw new Error('Pass the scenario parameters as JSON in the first argument (bench/run.ts does).');
+  return JSON.parse(raw) as T;
+}
+
+/**
+ * Runs `fn` under the V8 CPU profiler when `profileDir` is set (the measured phase only: no start-up, no warm-up)
+ * and writes `<label>.cpuprofile` there; summarise it with bench/profile-summary.ts.
+ */
+export async function profiled<T>(profileDir: string | undefined, label: string, fn: () => Promise<T>): Promise<T> {
+  if (!profileDir) return fn();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(join(profileDir, `${label}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
+}

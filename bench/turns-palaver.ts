@@ -1,0 +1,47 @@
+/**
+ * Turn throughput of a full Palaver: SQLite file (WAL) in a temp folder, one local `lookup` tool, silent logger.
+ * One user per worker; each worker runs its share of turns sequentially, so history grows per user as in real use.
+ * Run by bench/run.ts (parameters as JSON in argv[2]); reports over IPC.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createPalaver } from '../src/app.js';
+import { silentLogger } from '../src/observability/logger.js';
+import { profiled, report, runWorkers, scenarioArgs, scenarioResult } from './stats.js';
+import { BASE_INSTRUCTIONS, HISTORY_LIMIT, lookupTool, USER_TEXT, type TurnScenarioArgs } from './workload.js';
+
+const args = scenarioArgs<TurnScenarioArgs>();
+const dir = mkdtempSync(join(tmpdir(), 'palaver-bench-'));
+mkdirSync(join(dir, 'instructions'));
+writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
+
+const palaver = await createPalaver(
+  {
+    model: { name: 'scripted', baseUrl: args.baseUrl, maxRetries: 0, timeoutMs: 60_000 },
+    database: { url: `sqlite:${join(dir, 'palaver.db')}` },
+    agent: { instructionsDir: join(dir, 'instructions'), historyLimit: HISTORY_LIMIT },
+    limits: { maxConcurrentModelCalls: Math.max(64, args.concurrency * 2) },
+    log: { level: 'silent' },
+  },
+  { tools: [lookupTool], logger: silentLogger() },
+);
+
+let failed = 0;
+const turn = async (userId: string): Promise<void> => {
+  const reply = await palaver.chat({ userId, text: USER_TEXT });
+  if (reply.status !== 'completed' || !reply.text.startsWith('Lookup done')) {
+    failed += 1;
+    if (failed <= 3) console.error(`[palaver] unexpected reply (${reply.status}): ${reply.text}`);
+  }
+};
+
+try {
+  const warmupWorkers = Math.min(args.concurrency, args.warmupTurns);
+  if (args.warmupTurns > 0) await runWorkers(warmupWorkers, args.warmupTurns, (worker) => turn(`warmup-${worker}`));
+  const run = await profiled(args.profileDir, `palaver-c${args.concurrency}-${process.pid}`, () => runWorkers(args.concurrency, args.turns, (worker) => turn(`user-${worker}`)));
+  await palaver.close();
+  report(scenarioResult('palaver', args.concurrency, run, { failed }));
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,33 @@
+/** The work both turn scenarios do: the same tool, the same instructions, the same user text. */
+import { z } from 'zod';
+import { defineTool } from '../src/tools/define-tool.js';
+
+export const BASE_INSTRUCTIONS = 'You are a benchmark agent. Use the lookup tool to answer questions about items, then reply briefly.';
+
+export const USER_TEXT = 'What is the status of item 1?';
+
+/** Display messages of history each model call sees (Palaver's default `agent.historyLimit`). */
+export const HISTORY_LIMIT = 20;
+
+export const lookupInput = z.object({ id: z.number().int().describe('Item id') });
+
+export function lookupItem(id: number): { id: number; name: string; status: string; priceEur: number } {
+  return { id, name: `item-${id}`, status: 'in stock', priceEur: 12.5 };
+}
+
+export const lookupTool = defineTool({
+  name: 'lookup',
+  description: 'Looks an item up by id.',
+  input: lookupInput,
+  run: ({ id }) => lookupItem(id),
+});
+
+/** Parameters every turn scenario child receives from bench/run.ts. */
+export interface TurnScenarioArgs {
+  readonly baseUrl: string;
+  readonly concurrency: number;
+  readonly turns: number;
+  readonly warmupTurns: number;
+  /** When set, the measured phase is CPU-profiled into this folder. */
+  readonly profileDir?: string;
+}
