@@ -1,9 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { createRequire } from 'node:module';
+import { Kysely, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { StoreError } from '../domain/errors.js';
 import type { Database } from './schema.js';
+
+// better-sqlite3 is CommonJS and loaded only when chosen, so Node 24 never loads it.
+const require = createRequire(import.meta.url);
 
 /** The in-memory database URL: gone when closed, private to one store. */
 export const SQLITE_MEMORY_URL = 'sqlite::memory:';
@@ -22,25 +25,109 @@ export function sqlitePathFromUrl(url: string): string {
   return path;
 }
 
+/** Which SQLite binding to use. `auto`: Node's built-in `node:sqlite` where it is complete, else better-sqlite3. */
+export type SqliteDriver = 'auto' | 'node' | 'better-sqlite3';
+
 /**
  * Opens a SQLite database file (creating it and its directory) with the pragmas the store relies on:
  * WAL (readers do not block the writer), synchronous=NORMAL (durable at checkpoints, fast commits under WAL),
  * foreign keys on, and a 5 s busy timeout for a second process touching the same file.
  *
+ * The binding: on Node 22.16+ / 24 the built-in `node:sqlite`; on Node 20 better-sqlite3. better-sqlite3 12 aborts
+ * the process on Node 24 when the garbage collector finalises one of its objects outside a JS context
+ * ("Assertion failed: (env) != nullptr"), so it is loaded only where there is no built-in alternative.
+ *
  * @throws StoreError `unreachable` when the file cannot be opened.
  */
-export function openSqliteDatabase(url: string): Kysely<Database> {
+export function openSqliteDatabase(url: string, options: { driver?: SqliteDriver } = {}): Kysely<Database> {
   const path = sqlitePathFromUrl(url);
-  let database: BetterSqlite3.Database;
+  const driver = options.driver === undefined || options.driver === 'auto' ? (nodeSqlite() ? 'node' : 'better-sqlite3') : options.driver;
+  let database: SqliteDatabase;
   try {
     if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
-    database = new BetterSqlite3(path);
+    database = driver === 'node' ? openWithNodeSqlite(path) : openWithBetterSqlite3(path);
   } catch (error) {
+    if (error instanceof StoreError) throw error;
     throw new StoreError('unreachable', `Cannot open SQLite database ${path}: ${(error as Error).message}. Check the path and its permissions.`, { cause: error });
   }
-  database.pragma('journal_mode = WAL');
-  database.pragma('synchronous = NORMAL');
-  database.pragma('foreign_keys = ON');
-  database.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+}
+
+const PRAGMAS = ['journal_mode = WAL', 'synchronous = NORMAL', 'foreign_keys = ON', 'busy_timeout = 5000'];
+
+function openWithBetterSqlite3(path: string): SqliteDatabase {
+  const BetterSqlite3 = require('better-sqlite3') as typeof import('better-sqlite3');
+  const database = new BetterSqlite3(path);
+  for (const pragma of PRAGMAS) database.pragma(pragma);
+  return database;
+}
+
+function openWithNodeSqlite(path: string): SqliteDatabase {
+  const sqlite = nodeSqlite();
+  if (!sqlite) throw new StoreError('unreachable', `node:sqlite is not available on Node ${process.versions.node}; use Node 22.16+ or the better-sqlite3 driver.`);
+  const database = new sqlite.DatabaseSync(path);
+  for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
+  return {
+    close: () => database.close(),
+    prepare(sql) {
+      const statement = database.prepare(sql);
+      // Kysely asks `reader` to choose between all() and run(); node:sqlite tells it through the result columns.
+      return {
+        reader: statement.columns().length > 0,
+        all: (parameters) => statement.all(...(parameters as SqlValue[])),
+        run: (parameters) => statement.run(...(parameters as SqlValue[])),
+        iterate: (parameters) => statement.iterate(...(parameters as SqlValue[])),
+      };
+    },
+  };
+}
+
+type SqlValue = null | number | bigint | string | NodeJS.ArrayBufferView;
+
+/** The slice of `node:sqlite` used here (typed locally: Node 20's type definitions do not have the module). */
+interface NodeSqliteModule {
+  readonly DatabaseSync: new (path: string) => {
+    exec(sql: string): void;
+    prepare(sql: string): {
+      columns(): unknown[];
+      all(...parameters: SqlValue[]): unknown[];
+      run(...parameters: SqlValue[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+      iterate(...parameters: SqlValue[]): IterableIterator<unknown>;
+    };
+    close(): void;
+  };
+  readonly StatementSync: { readonly prototype: { readonly columns?: unknown } };
+}
+
+/** `node:sqlite` when this Node has it with `StatementSync#columns` (22.16+, 23.11+, 24), else undefined. */
+function nodeSqlite(): NodeSqliteModule | undefined {
+  const sqlite = process.getBuiltinModule?.('node:sqlite') as NodeSqliteModule | undefined;
+  return typeof sqlite?.StatementSync?.prototype?.columns === 'function' ? sqlite : undefined;
+}
+
+/** Distinct SQL texts kept prepared; the store issues a few dozen, so this is never reached in practice. */
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * Kysely's SQLite driver prepares every query afresh; preparing costs as much as running a small statement.
+ * A turn repeats the same few SQL texts, so the prepared statements are kept and reused. Safe because SQLite has
+ * one connection, which Kysely's driver already serialises.
+ */
+function withStatementCache(database: SqliteDatabase): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>();
+  return {
+    close: () => {
+      statements.clear();
+      database.close();
+    },
+    prepare(sql) {
+      let statement = statements.get(sql);
+      if (!statement) {
+        statement = database.prepare(sql);
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!);
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+  };
 }

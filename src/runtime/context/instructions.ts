@@ -53,17 +53,20 @@ export function composeInstructions(library: InstructionLibrary, role: string | 
   return parts.filter(Boolean).join('\n\n');
 }
 
+/** One formatter per zone: building an Intl.DateTimeFormat costs ~30x formatting with one. */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function localTimeFormatter(timeZone: string): Intl.DateTimeFormat {
+  let formatter = formatters.get(timeZone);
+  if (!formatter) {
+    formatter = new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'longOffset' });
+    formatters.set(timeZone, formatter);
+  }
+  return formatter;
+}
+
 export function renderRuntimeFacts(facts: RuntimeFacts): string {
-  const local = new Intl.DateTimeFormat('en-GB', {
-    timeZone: facts.timeZone,
-    weekday: 'long',
-    year: 'numeric',
-    month: 'long',
-    day: 'numeric',
-    hour: '2-digit',
-    minute: '2-digit',
-    timeZoneName: 'longOffset',
-  }).format(facts.now);
+  const local = localTimeFormatter(facts.timeZone).format(facts.now);
   const lines = [
     '## Runtime facts',
     `- Current date and time for the person: ${local} (${facts.timeZone})`,
