@@ -3,9 +3,19 @@ import { StoreError } from '../domain/errors.js';
 /** What a driver failure means to a caller. */
 export type DriverFailure = 'conflict' | 'foreign_key' | 'not_null' | 'unreachable' | 'other';
 
-/** Classifies a better-sqlite3 or pg error without importing either driver. */
+/** node:sqlite reports SQLite's extended result code as a number (`errcode`); these are the ones named below. */
+const SQLITE_EXTENDED_CODES: Readonly<Record<number, string>> = {
+  5: 'SQLITE_BUSY',
+  787: 'SQLITE_CONSTRAINT_FOREIGNKEY',
+  1299: 'SQLITE_CONSTRAINT_NOTNULL',
+  1555: 'SQLITE_CONSTRAINT_PRIMARYKEY',
+  2067: 'SQLITE_CONSTRAINT_UNIQUE',
+};
+
+/** Classifies a better-sqlite3, node:sqlite or pg error without importing any driver. */
 export function classifyDriverError(error: unknown): DriverFailure {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : '';
+  const fields = typeof error === 'object' && error !== null ? (error as { code?: unknown; errcode?: unknown }) : {};
+  const code = typeof fields.errcode === 'number' ? (SQLITE_EXTENDED_CODES[fields.errcode] ?? '') : String(fields.code ?? '');
   switch (code) {
     case '23505':
     case 'SQLITE_CONSTRAINT_UNIQUE':
