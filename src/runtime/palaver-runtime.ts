@@ -54,6 +54,8 @@ export class PalaverRuntime implements ConversationHandler {
       const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
       const [stored] = await tx.messages.append(session.id, [{ role: 'user', audience: 'display', content: text, correlationId }]);
       if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
+      // The session has work in flight from the moment a message is accepted until its turn ends.
+      await tx.sessions.setStatus(session.id, 'running');
       return { user, session, message: stored! };
     });
     if (!accepted) {
@@ -82,7 +84,6 @@ export class PalaverRuntime implements ConversationHandler {
       this.#deps.logger.info({ correlationId: first.correlationId, joined: batch.slice(1).map((item) => item.correlationId) }, 'messages answered together');
     }
     const listeners = batch.flatMap((item) => (item.onEvent ? [item.onEvent] : []));
-    await this.#deps.store.sessions.setStatus(first.session.id, 'running');
     const stop = this.#deps.metrics.turnSeconds.startTimer();
     try {
       const outcome = await runTurn(this.#deps, {

@@ -36,8 +36,7 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
   };
   await deps.store.transaction(async (tx) => {
     await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply]);
-    await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency });
-    await tx.sessions.setStatus(request.session.id, 'completed');
+    await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'completed' });
     await tx.userState.save(request.user.id, scope.state);
   });
   for (const call of flow.modelCalls) {
@@ -57,8 +56,8 @@ export async function persistFailure(scope: TurnScope, apology: string, modelCal
       await tx.messages.append(request.session.id, [
         { role: 'assistant', audience: 'display', content: apology, correlationId: request.correlationId, ...usage, currency: deps.currency, meta: { error: true } },
       ]);
-      if (modelCalls.length > 0) await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency });
-      await tx.sessions.setStatus(request.session.id, 'failed');
+      if (modelCalls.length > 0) await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'failed' });
+      else await tx.sessions.setStatus(request.session.id, 'failed');
       await tx.userState.save(request.user.id, { ...scope.state, lastResponseId: null });
     });
   } catch (error) {

@@ -81,7 +81,7 @@ export class KyselySessionRepository implements SessionRepository {
    * @throws StoreError `currency_mismatch` when the session already holds a non-zero cost in another currency,
    * `invalid_decimal` / `invalid_usage` for malformed input, `not_found` for an unknown session.
    */
-  addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string }): Promise<void> {
+  addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string; status?: SessionStatus }): Promise<void> {
     return storeOperation('sessions.addUsage', async () => {
       const cost = toStoredCost(usage.cost);
       const inputTokens = tokenCount(usage.inputTokens, 'inputTokens');
@@ -96,6 +96,7 @@ export class KyselySessionRepository implements SessionRepository {
             output_tokens: sql`output_tokens + ${outputTokens}`,
             cost: sql`cost + cast(${cost} as numeric)`,
             currency: sql`case when cost = 0 then ${usage.currency} else currency end`,
+            ...(usage.status ? { status: usage.status } : {}),
             updated_at: now,
           })
           .where('id', '=', sessionId)
@@ -117,6 +118,7 @@ export class KyselySessionRepository implements SessionRepository {
             output_tokens: sql`output_tokens + ${outputTokens}`,
             cost: addCosts(row.cost, cost),
             currency: isZeroCost(row.cost) ? usage.currency : row.currency,
+            ...(usage.status ? { status: usage.status } : {}),
             updated_at: now,
           })
           .where('id', '=', sessionId)

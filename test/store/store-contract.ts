@@ -166,6 +166,15 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await expectStoreError(store.sessions.setStatus(randomUUID(), 'failed'), 'not_found');
       });
 
+      it('ends a turn in one write: usage added and status set together', async () => {
+        const session = await givenSession();
+        await store.sessions.setStatus(session.id, 'running');
+        await store.sessions.addUsage(session.id, { inputTokens: 10, outputTokens: 2, cost: '0.0001', currency: 'USD', status: 'completed' });
+        expect(await store.sessions.findById(session.id)).toMatchObject({ status: 'completed', inputTokens: 10, outputTokens: 2, cost: '0.0001' });
+        await store.sessions.addUsage(session.id, { inputTokens: 1, outputTokens: 1, cost: '0', currency: 'USD' });
+        expect(await store.sessions.findById(session.id)).toMatchObject({ status: 'completed', inputTokens: 11 });
+      });
+
       it("lists a user's sessions most recently active first, up to the limit", async () => {
         const user = await givenUser();
         const a = await givenSession(user);

@@ -52,8 +52,11 @@ export interface SessionRepository {
   listByUser(userId: string, limit?: number): Promise<Session[]>;
   setStatus(sessionId: string, status: SessionStatus): Promise<void>;
   setTitle(sessionId: string, title: string): Promise<void>;
-  /** Adds usage and cost (decimal string) to the session totals. */
-  addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string }): Promise<void>;
+  /**
+   * Adds usage and cost (decimal string) to the session totals; with `status`, sets it in the same write (the end
+   * of a turn is one statement, not two).
+   */
+  addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string; status?: SessionStatus }): Promise<void>;
 }
 
 export interface MessageRepository {
