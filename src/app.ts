@@ -15,7 +15,7 @@ import { apiKeyAuth, createHttpApp, startHttpServer, type RunningHttpServer } fr
 import { openStore } from './store/index.js';
 import type { LocalTool } from './tools/define-tool.js';
 import { LocalToolHost } from './tools/local-tool-host.js';
-import { McpToolHost, toHostedMcpSpec } from './tools/mcp/index.js';
+import { toHostedMcpSpec } from './tools/mcp/hosted-mcp.js';
 import { ToolRegistry } from './tools/tool-registry.js';
 
 /** What the embedding code adds to the config. */
@@ -89,7 +89,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
   const models = createModelSet(config.model);
   const moduleTools = config.agent.toolsModule ? await loadToolsModule(config.agent.toolsModule) : [];
-  const { hosts, hostedMcp } = createToolHosts(config, models.primary, [...moduleTools, ...(options.tools ?? [])], logger);
+  const { hosts, hostedMcp } = await createToolHosts(config, models.primary, [...moduleTools, ...(options.tools ?? [])], logger);
   const tools = new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], { roles: config.roles.definitions, withoutRole: config.roles.withoutRole });
   const store = await openStore(config.database.url);
 
@@ -178,7 +178,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   };
 }
 
-function createToolHosts(config: PalaverConfig, primary: ModelProvider, localTools: readonly LocalTool[], logger: Logger) {
+async function createToolHosts(config: PalaverConfig, primary: ModelProvider, localTools: readonly LocalTool[], logger: Logger) {
   const hosts: ToolHost[] = [];
   const hostedMcp: HostedMcpSpec[] = [];
   if (localTools.length > 0) hosts.push(new LocalToolHost(localTools));
@@ -192,6 +192,8 @@ function createToolHosts(config: PalaverConfig, primary: ModelProvider, localToo
       hostedMcp.push(toHostedMcpSpec(server));
       continue;
     }
+    // The MCP SDK is loaded only by agents that use an MCP server.
+    const { McpToolHost } = await import('./tools/mcp/mcp-tool-host.js');
     hosts.push(
       new McpToolHost({
         name: server.label,

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -122,6 +123,10 @@ export class McpToolHost implements ToolHost {
     this.now = options.now ?? Date.now;
     const baseFetch = options.fetch ?? fetch;
     this.fetch = (url, init) => {
+      // The SDK hands one long-lived AbortSignal to every request of a session; Node's fetch detaches its listener
+      // from it only when the request is garbage-collected, so concurrent calls trip the 10-listener warning
+      // although nothing leaks for good.
+      if (init?.signal) setMaxListeners(0, init.signal);
       const correlationId = correlation.getStore();
       if (correlationId === undefined) return baseFetch(url, init);
       const headers = new Headers(init?.headers);
