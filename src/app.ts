@@ -10,6 +10,7 @@ import { createModelSet } from './models/index.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
+import { ConversationCache } from './runtime/conversation-cache.js';
 import { PalaverRuntime } from './runtime/palaver-runtime.js';
 import { apiKeyAuth, createHttpApp, startHttpServer, type RunningHttpServer } from './server/index.js';
 import { openStore } from './store/index.js';
@@ -115,6 +116,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       prices: config.model.prices,
       currency: config.model.currency,
       limitModelCalls: pLimit(config.limits.maxConcurrentModelCalls),
+      cache: new ConversationCache({ maxEntries: Math.max(1, config.cache.maxEntries), ttlMs: config.cache.ttlMs, historyLimit: config.agent.historyLimit }),
       logger,
       metrics,
       now: options.now ?? (() => new Date()),

@@ -122,6 +122,16 @@ export const configSchema = z.object({
       maxInboundChars: z.number().int().min(1).default(16_000),
     })
     .prefault({}),
+  /**
+   * In-process cache of participants, user states and recent histories (written through on every store write).
+   * `ttlMs` bounds how long a change made by another process on the same database can go unseen.
+   */
+  cache: z
+    .object({
+      maxEntries: z.number().int().min(0).default(10_000),
+      ttlMs: z.number().int().min(1).default(300_000),
+    })
+    .prefault({}),
   log: z
     .object({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -48,16 +48,24 @@ export class PalaverRuntime implements ConversationHandler {
       throw new ChannelError('inbound_invalid', message.channel, `The message is too long: ${text.length} characters, at most ${this.#options.maxInboundChars}.`);
     }
     const correlationId = message.correlationId ?? newId();
+    const { cache } = this.#deps;
+    const known = cache.participant(message.channel, message.accountId, message.conversationId);
     const accepted = await this.#deps.store.transaction(async (tx) => {
       if (message.dedupeKey && !(await tx.inbound.remember(message.channel, message.dedupeKey))) return undefined;
-      const { user } = await tx.users.resolveAccount({ channel: message.channel, accountId: message.accountId, displayName: message.displayName ?? null });
-      const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
-      const [stored] = await tx.messages.append(session.id, [{ role: 'user', audience: 'display', content: text, correlationId }]);
-      if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
+      let participant = known;
+      if (!participant) {
+        const { user } = await tx.users.resolveAccount({ channel: message.channel, accountId: message.accountId, displayName: message.displayName ?? null });
+        const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
+        if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
+        participant = { user, session };
+      }
+      const [stored] = await tx.messages.append(participant.session.id, [{ role: 'user', audience: 'display', content: text, correlationId }]);
       // The session has work in flight from the moment a message is accepted until its turn ends.
-      await tx.sessions.setStatus(session.id, 'running');
-      return { user, session, message: stored! };
+      await tx.sessions.setStatus(participant.session.id, 'running');
+      return { ...participant, message: stored! };
     });
+    // Remembered only after the commit: a rolled-back first contact must not be cached.
+    if (accepted && !known) cache.rememberParticipant(message.channel, message.accountId, message.conversationId, { user: accepted.user, session: accepted.session });
     if (!accepted) {
       this.#deps.metrics.duplicates.inc();
       this.#deps.logger.info({ correlationId, channel: message.channel, dedupeKey: message.dedupeKey }, 'duplicate inbound message ignored');

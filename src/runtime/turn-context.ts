@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import type { InstructionLibrary } from './context/instructions.js';
+import type { ConversationCache } from './conversation-cache.js';
 import type { UserState } from './context/user-state.js';
 
 /** Agent settings a turn needs, taken from config once. */
@@ -38,6 +39,8 @@ export interface TurnDependencies {
   readonly logger: Logger;
   readonly metrics: PalaverMetrics;
   readonly now: () => Date;
+  /** Participants, user states and recent histories, so a turn does not re-read them from the store. */
+  readonly cache: ConversationCache;
 }
 
 /** One turn: the new (already persisted) user messages of a conversation, answered together. */
@@ -62,4 +65,6 @@ export interface TurnScope {
   readonly replyMessageId: string;
   /** The user's state; tools and the flow replace it, the end of the turn saves it. */
   state: UserState;
+  /** The stored version `state` was loaded at (0: none stored yet), for the optimistic save. */
+  readonly stateVersion: number;
 }

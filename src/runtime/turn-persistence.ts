@@ -1,4 +1,5 @@
-import type { NewMessage } from '../domain/model.js';
+import type { NewMessage, StoredMessage } from '../domain/model.js';
+import type { Store } from '../domain/ports/store.js';
 import { costOf, sumCosts } from '../billing/pricing.js';
 import type { ModelCallRecord } from './flows/agent-loop.js';
 import type { FlowResult } from './flows/single-flow.js';
@@ -15,7 +16,7 @@ export interface TurnUsage {
  * Stores a completed turn in one transaction: audit records of every tool call, the reply with its usage, cost and
  * model path, the session totals and status, and the user's state.
  */
-export async function persistReply(scope: TurnScope, flow: FlowResult, text: string): Promise<TurnUsage> {
+export async function persistReply(scope: TurnScope, flow: FlowResult, text: string, history: readonly StoredMessage[]): Promise<TurnUsage> {
   const { deps, request } = scope;
   const usage = usageOf(deps, flow.modelCalls);
   const last = flow.modelCalls[flow.modelCalls.length - 1];
@@ -34,17 +35,33 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
       ...(flow.failures.length > 0 ? { failures: flow.failures } : {}),
     },
   };
-  await deps.store.transaction(async (tx) => {
-    await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply]);
+  const { stored, version } = await deps.store.transaction(async (tx) => {
+    const stored = await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply]);
     await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'completed' });
-    await tx.userState.save(request.user.id, scope.state);
+    return { stored, version: await saveState(scope, tx) };
   });
+  deps.cache.rememberState(request.user.id, { version, state: scope.state });
+  // A role change resets the cached history (as the chain): the next turn reads it afresh from the store.
+  if (flow.roleChanged) deps.cache.forgetHistory(request.session.id);
+  else deps.cache.rememberHistory(request.session.id, [...history, ...stored]);
   for (const call of flow.modelCalls) {
     deps.metrics.modelCalls.inc({ model: call.model, path: call.path });
     deps.metrics.tokens.inc({ direction: 'input' }, call.usage.inputTokens);
     deps.metrics.tokens.inc({ direction: 'output' }, call.usage.outputTokens);
   }
   return usage;
+}
+
+/**
+ * Saves the user's state if nobody else changed it since it was loaded. Another process may have (a second
+ * Palaver on the same database): the turn's state still wins, as the newest, and the overwrite is logged.
+ */
+async function saveState(scope: TurnScope, tx: Store): Promise<number> {
+  const { request } = scope;
+  const version = await tx.userState.save(request.user.id, scope.state, scope.stateVersion);
+  if (version !== false) return version;
+  scope.log.warn({ expectedVersion: scope.stateVersion }, 'user state changed elsewhere during the turn; saving this turn\'s state over it');
+  return (await tx.userState.save(request.user.id, scope.state)) as number;
 }
 
 /** Stores an apology as the reply and marks the session failed. Never throws: the person still gets the apology. */

@@ -15,19 +15,21 @@ export type { AgentSettings, TurnDependencies, TurnRequest } from './turn-contex
  * A failure is logged with the correlation id and answered with a short apology in the person's language.
  */
 export async function runTurn(deps: TurnDependencies, request: TurnRequest): Promise<TurnOutcome> {
+  const { state, version } = await loadUserState(deps, request);
   const scope: TurnScope = {
     deps,
     request,
     log: deps.logger.child({ correlationId: request.correlationId, sessionId: request.session.id, userId: request.user.id }),
     emit: request.onEvent ?? (() => {}),
     replyMessageId: newId(),
-    state: await loadUserState(deps, request),
+    state,
+    stateVersion: version,
   };
   scope.emit({ type: 'turn_started', correlationId: request.correlationId, sessionId: request.session.id });
 
   try {
     // 1. Context: the recent conversation (the new messages are already stored, so they come last).
-    const history = await deps.store.messages.listRecent(request.session.id, { limit: deps.agent.historyLimit + request.newMessages.length, audience: 'display' });
+    const history = await loadHistory(deps, request);
     const transcript = historyToInput(history);
     const newItems = historyToInput(request.newMessages);
 
@@ -47,7 +49,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     }
 
     // 4. Persist reply, audit records, usage and state together, then deliver.
-    const usage = await persistReply(scope, flow, text);
+    const usage = await persistReply(scope, flow, text, history);
     deps.metrics.turns.inc({ status: 'completed' });
     scope.emit({ type: 'reply', messageId: scope.replyMessageId, text });
     return outcome(scope, 'completed', text, usage);
@@ -58,13 +60,25 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
 }
 
 async function loadUserState(deps: TurnDependencies, request: TurnRequest) {
+  const cached = deps.cache.state(request.user.id);
+  if (cached) return cached;
   const record = await deps.store.userState.get(request.user.id);
   const { state, problem } = parseUserState(record?.raw);
   if (problem) deps.logger.warn({ correlationId: request.correlationId, userId: request.user.id, problem }, 'user state unreadable; continuing with an empty state');
-  return state;
+  return { state, version: record?.version ?? 0 };
+}
+
+/** The recent display messages, ending with the new ones (which are already stored). */
+async function loadHistory(deps: TurnDependencies, request: TurnRequest) {
+  const cached = deps.cache.history(request.session.id);
+  if (cached) return [...cached, ...request.newMessages];
+  return deps.store.messages.listRecent(request.session.id, { limit: deps.agent.historyLimit + request.newMessages.length, audience: 'display' });
 }
 
 async function fail(scope: TurnScope, modelCalls: readonly ModelCallRecord[]): Promise<TurnOutcome> {
+  // The store is the truth after a failure: the next turn reloads what it needs.
+  scope.deps.cache.forgetHistory(scope.request.session.id);
+  scope.deps.cache.forgetState(scope.request.user.id);
   const apology = apologyFor(scope.request.language);
   const usage = await persistFailure(scope, apology, modelCalls);
   scope.deps.metrics.turns.inc({ status: 'failed' });

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { sequenceScript, type ModelScript } from '../../src/testing/index.js';
@@ -212,5 +212,18 @@ describe('agent turn', () => {
     expect(events).toContain('text_delta');
     expect(events.at(-1)).toBe('reply');
     expect(reply.status).toBe('completed');
+  });
+
+  it('answers a returning conversation from its cache, without re-reading state and history', async () => {
+    harness = await createHarness((call) => ({ text: `seen ${call.messages.length}` }));
+    const palaver = await harness.start();
+    await palaver.chat({ userId: 'olaf', text: 'one' });
+    const listRecent = vi.spyOn(palaver.store.messages, 'listRecent');
+    const getState = vi.spyOn(palaver.store.userState, 'get');
+    const second = await palaver.chat({ userId: 'olaf', text: 'two' });
+    // The model still sees the whole conversation: user, assistant, user.
+    expect(second.text).toBe('seen 3');
+    expect(listRecent).not.toHaveBeenCalled();
+    expect(getState).not.toHaveBeenCalled();
   });
 });

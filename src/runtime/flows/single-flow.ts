@@ -17,6 +17,8 @@ export interface FlowResult {
   readonly failures: readonly { path: string; failure: string }[];
   /** Response id to continue the Responses chain from next turn, or null to clear it. */
   readonly chainId: string | null;
+  /** A tool changed the role during the turn. */
+  readonly roleChanged: boolean;
 }
 
 /**
@@ -25,7 +27,8 @@ export interface FlowResult {
  */
 export async function runSingleFlow(scope: TurnScope, transcript: readonly ModelInputItem[], newItems: readonly ModelInputItem[]): Promise<FlowResult> {
   const { deps, request, log, emit } = scope;
-  let role = scope.state.role ?? deps.agent.defaultRole;
+  const initialRole = scope.state.role ?? deps.agent.defaultRole;
+  let role = initialRole;
   const modelCalls: ModelCallRecord[] = [];
   const toolCalls: ExecutedToolCall[] = [];
   const hostedToolCalls: HostedToolCall[] = [];
@@ -82,6 +85,6 @@ export async function runSingleFlow(scope: TurnScope, transcript: readonly Model
     const last = modelCalls[modelCalls.length - 1];
     // A chain continues only from a successful primary call that had tools; a fallback or tool-less answer clears it.
     const keepsChain = last !== undefined && !last.fallback && last.path !== 'no_tools' && result.responseId !== undefined;
-    return { text: result.text, role, modelCalls, toolCalls, hostedToolCalls, failures, chainId: keepsChain ? result.responseId! : null };
+    return { text: result.text, role, modelCalls, toolCalls, hostedToolCalls, failures, chainId: keepsChain ? result.responseId! : null, roleChanged: role !== initialRole };
   }
 }

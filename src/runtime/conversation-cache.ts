@@ -1,0 +1,84 @@
+import { LRUCache } from 'lru-cache';
+import type { Session, StoredMessage, User } from '../domain/model.js';
+import type { UserState } from './context/user-state.js';
+
+export interface ConversationCacheOptions {
+  /** Entries per kind (participants, states, histories). */
+  readonly maxEntries: number;
+  /** Entries expire after this long, so data changed by another process is picked up within it. */
+  readonly ttlMs: number;
+  /** Display messages kept per session: the history a turn sends. */
+  readonly historyLimit: number;
+}
+
+/** The user and session behind one channel conversation. Ids never change, so this is safe to keep. */
+export interface Participant {
+  readonly user: User;
+  readonly session: Session;
+}
+
+/** A user's state as last loaded or saved, with the version the store holds. */
+export interface CachedState {
+  readonly version: number;
+  readonly state: UserState;
+}
+
+/**
+ * What a turn would otherwise read from the store every time: who is talking, the user's state and the recent
+ * history. Written through after every store write, so one process always sees its own writes. Another process
+ * writing the same rows is detected for state (the save checks the version) and expires within `ttlMs` otherwise.
+ */
+export class ConversationCache {
+  readonly #participants: LRUCache<string, Participant>;
+  readonly #states: LRUCache<string, CachedState>;
+  readonly #histories: LRUCache<string, readonly StoredMessage[]>;
+  readonly #historyLimit: number;
+
+  constructor(options: ConversationCacheOptions) {
+    const settings = { max: options.maxEntries, ttl: options.ttlMs };
+    this.#participants = new LRUCache(settings);
+    this.#states = new LRUCache(settings);
+    this.#histories = new LRUCache(settings);
+    this.#historyLimit = options.historyLimit;
+  }
+
+  participant(channel: string, accountId: string, conversationId: string): Participant | undefined {
+    return this.#participants.get(participantKey(channel, accountId, conversationId));
+  }
+
+  rememberParticipant(channel: string, accountId: string, conversationId: string, participant: Participant): void {
+    this.#participants.set(participantKey(channel, accountId, conversationId), participant);
+  }
+
+  state(userId: string): CachedState | undefined {
+    return this.#states.get(userId);
+  }
+
+  rememberState(userId: string, cached: CachedState): void {
+    this.#states.set(userId, cached);
+  }
+
+  /** The session's recent display messages, oldest first, or undefined when they must be loaded. */
+  history(sessionId: string): readonly StoredMessage[] | undefined {
+    return this.#histories.get(sessionId);
+  }
+
+  /** Stores the history after a turn, keeping only the display messages a turn can send. */
+  rememberHistory(sessionId: string, messages: readonly StoredMessage[]): void {
+    const display = messages.filter((message) => message.audience === 'display');
+    this.#histories.set(sessionId, this.#historyLimit === 0 ? [] : display.slice(-this.#historyLimit));
+  }
+
+  forgetHistory(sessionId: string): void {
+    this.#histories.delete(sessionId);
+  }
+
+  forgetState(userId: string): void {
+    this.#states.delete(userId);
+  }
+}
+
+function participantKey(channel: string, accountId: string, conversationId: string): string {
+  // NUL cannot appear in the parts a channel hands over, so the key is unambiguous.
+  return `${channel}\u0000${accountId}\u0000${conversationId}`;
+}
