@@ -122,4 +122,23 @@ describe('Responses API chains', () => {
     expect(first.text).toBe('as agent, chained: no');
     expect(harness.model.calls[1]!.instructions).toContain('You are an agent.');
   });
+
+  it('hands hosted MCP servers to the model and records the calls it made there', async () => {
+    harness = await createHarness((call) =>
+      call.hostedMcpLabels.includes('docs')
+        ? { text: 'The docs say yes.', hostedMcpCalls: [{ serverLabel: 'docs', name: 'search', arguments: { q: 'refunds' }, output: 'refunds: allowed' }] }
+        : { text: 'no hosted tools' },
+    );
+    const palaver = await harness.start({
+      ...responses,
+      mcp: { servers: [{ label: 'docs', url: 'http://127.0.0.1:9/mcp', mode: 'hosted', bearerToken: 'docs-token', allowedTools: ['search'] }] },
+    });
+    const reply = await palaver.chat({ userId: 'zed', text: 'are refunds allowed?' });
+    expect(reply.text).toBe('The docs say yes.');
+    const sent = (harness.model.calls[0]!.body.tools as Record<string, unknown>[]).find((tool) => tool.type === 'mcp');
+    expect(sent).toMatchObject({ server_label: 'docs', server_url: 'http://127.0.0.1:9/mcp', allowed_tools: ['search'], require_approval: 'never', headers: { Authorization: 'Bearer docs-token' } });
+    const audit = await palaver.store.messages.listRecent(reply.sessionId, { limit: 5, audience: 'audit' });
+    expect(audit).toMatchObject([{ role: 'tool', content: 'refunds: allowed', meta: { hosted: true, serverLabel: 'docs' } }]);
+    expect((await state(palaver, 'zed')) as unknown).toMatchObject({ lastToolCalls: [{ name: 'docs.search', ok: true }] });
+  });
 });
