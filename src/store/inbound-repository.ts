@@ -1,4 +1,5 @@
 import type { InboundRepository } from '../domain/ports/store.js';
+import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
 import { storeOperation } from './store-errors.js';
 
@@ -13,12 +14,15 @@ export class KyselyInboundRepository implements InboundRepository {
   /** One statement; atomic against concurrent deliveries of the same key. */
   remember(channel: string, key: string): Promise<boolean> {
     return storeOperation('inbound.remember', async () => {
-      const result = await this.#ctx.db
-        .insertInto('inbound_keys')
-        .values({ channel, key, created_at: this.#ctx.now() })
-        .onConflict((oc) => oc.columns(['channel', 'key']).doNothing())
-        .executeTakeFirst();
-      return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+      const result = await rememberQuery.execute(this.#ctx.db, { channel, key, now: this.#ctx.now() });
+      return result.numAffectedRows === 1n;
     });
   }
 }
+
+const rememberQuery = prepared((db, $: { channel: string; key: string; now: number }) =>
+  db
+    .insertInto('inbound_keys')
+    .values({ channel: $.channel, key: $.key, created_at: $.now })
+    .onConflict((oc) => oc.columns(['channel', 'key']).doNothing()),
+);

@@ -1,9 +1,10 @@
-import { sql, type Insertable, type Kysely } from 'kysely';
+import { sql, type InsertObject, type Insertable, type Kysely, type RawBuilder } from 'kysely';
 import { StoreError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Audience, NewMessage, StoredMessage } from '../domain/model.js';
 import type { MessageRepository } from '../domain/ports/store.js';
 import { toStoredCost } from './decimal.js';
+import { prepared, preparedBatch } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toMessage } from './rows.js';
 import type { Database, MessagesTable } from './schema.js';
@@ -15,7 +16,14 @@ export const DEFAULT_CURRENCY = 'USD';
 // Rows per INSERT: 17 parameters each stays far below SQLite's 32766 and PostgreSQL's 65535 bound parameters.
 const ROWS_PER_INSERT = 500;
 
-type PreparedRow = Omit<Insertable<MessagesTable>, 'seq'> & { readonly message: StoredMessage };
+/** A message on its way in: the row to insert (its `seq` set once known) and the record to return. */
+interface PreparedRow {
+  readonly values: MessageValues;
+  readonly message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] };
+}
+
+/** The columns of a new message row. */
+type MessageValues = { -readonly [K in keyof Insertable<MessagesTable>]-?: Exclude<Insertable<MessagesTable>[K], undefined> };
 
 /** The conversation history of sessions, ordered by a per-session `seq`. */
 export class KyselyMessageRepository implements MessageRepository {
@@ -38,11 +46,9 @@ export class KyselyMessageRepository implements MessageRepository {
       const now = this.#ctx.now();
       const rows = messages.map((message) => prepare(sessionId, message, now));
       try {
-        const seqs =
-          this.#ctx.dialect === 'postgres' && rows.length <= ROWS_PER_INSERT
-            ? await appendInOneStatement(this.#ctx.db, sessionId, rows, now)
-            : await appendInTransaction(this.#ctx.db, sessionId, rows, now);
-        return rows.map((row, index) => ({ ...row.message, seq: seqs[index] ?? Number.NaN }));
+        if (this.#ctx.dialect === 'postgres' && rows.length <= ROWS_PER_INSERT) await appendInOneStatement(this.#ctx.db, sessionId, rows, now);
+        else await appendInTransaction(this.#ctx.db, sessionId, rows, now);
+        return rows.map((row) => row.message);
       } catch (error) {
         // On PostgreSQL an unknown session leaves the CTE empty and `seq` null.
         if (classifyDriverError(error) === 'not_null' || classifyDriverError(error) === 'foreign_key') throw notFound(sessionId, error);
@@ -56,15 +62,15 @@ export class KyselyMessageRepository implements MessageRepository {
     return storeOperation('messages.listRecent', async () => {
       const limit = Math.trunc(options.limit);
       if (!(limit > 0)) return [];
-      const rows = await this.#ctx.db
-        .selectFrom('messages')
-        .selectAll()
-        .where('session_id', '=', sessionId)
-        .$if(options.audience !== undefined, (qb) => qb.where('audience', '=', options.audience as Audience))
-        .orderBy('seq', 'desc')
-        .limit(limit)
-        .execute();
-      return rows.reverse().map(toMessage);
+      const { audience } = options;
+      const { rows } =
+        audience === undefined
+          ? await listRecentQuery.execute(this.#ctx.db, { sessionId, limit })
+          : await listRecentOfAudienceQuery.execute(this.#ctx.db, { sessionId, audience, limit });
+      // Newest first from the index; the caller wants them oldest first.
+      const messages = new Array<StoredMessage>(rows.length);
+      for (let index = 0; index < rows.length; index += 1) messages[rows.length - 1 - index] = toMessage(rows[index]!);
+      return messages;
     });
   }
 
@@ -76,49 +82,88 @@ export class KyselyMessageRepository implements MessageRepository {
   }
 }
 
+const listRecentQuery = prepared((db, $: { sessionId: string; limit: number }) =>
+  db.selectFrom('messages').selectAll().where('session_id', '=', $.sessionId).orderBy('seq', 'desc').limit($.limit),
+);
+
+const listRecentOfAudienceQuery = prepared((db, $: { sessionId: string; audience: Audience; limit: number }) =>
+  db.selectFrom('messages').selectAll().where('session_id', '=', $.sessionId).where('audience', '=', $.audience).orderBy('seq', 'desc').limit($.limit),
+);
+
+// Appends of up to this many rows run as prepared queries (one template per row count); longer ones are built anew.
+const PREPARED_MAX_ROWS = 16;
+
 /**
  * PostgreSQL: the counter bump and the insert as one statement — one round trip, atomic without a transaction.
  * The UPDATE in the CTE takes the session row lock, so a concurrent append waits and then sees the new `last_seq`.
  */
-async function appendInOneStatement(db: Kysely<Database>, sessionId: string, rows: readonly PreparedRow[], now: number): Promise<number[]> {
-  const count = rows.length;
-  const inserted = await db
-    .with('s', (qb) =>
-      qb.updateTable('sessions').set({ last_seq: sql`last_seq + ${count}`, updated_at: now }).where('id', '=', sessionId).returning('last_seq'),
-    )
-    .insertInto('messages')
-    .values(rows.map(({ message: _message, ...row }, index) => ({ ...row, seq: sql<number>`(select last_seq from s) - ${count - 1 - index}` })))
-    .returning(['id', 'seq'])
-    .execute();
+const appendInOneStatementQuery = preparedBatch(
+  (db, $: { sessionId: string; now: number }, rows: readonly MessageValues[]) =>
+    db
+      .with('s', (qb) =>
+        qb.updateTable('sessions').set({ last_seq: sql`last_seq + ${rows.length}`, updated_at: $.now }).where('id', '=', $.sessionId).returning('last_seq'),
+      )
+      .insertInto('messages')
+      .values(rows.map((row, index) => columnsOf(row, sql<number>`(select last_seq from s) - ${rows.length - 1 - index}`)))
+      .returning(['id', 'seq']),
+  { maxRows: PREPARED_MAX_ROWS },
+);
+
+async function appendInOneStatement(db: Kysely<Database>, sessionId: string, rows: readonly PreparedRow[], now: number): Promise<void> {
+  const values = rows.map((row) => row.values);
+  const inserted = (await appendInOneStatementQuery.execute(db, { sessionId, now }, values)).rows;
   const seqById = new Map(inserted.map((row) => [row.id, Number(row.seq)]));
-  return rows.map((row) => seqById.get(row.id as string) ?? Number.NaN);
+  for (const row of rows) row.message.seq = seqById.get(row.message.id) ?? Number.NaN;
+}
+
+const bumpLastSeqQuery = prepared((db, $: { sessionId: string; count: number; now: number }) =>
+  db.updateTable('sessions').set({ last_seq: sql`last_seq + ${$.count}`, updated_at: $.now }).where('id', '=', $.sessionId).returning('last_seq'),
+);
+
+const insertMessagesQuery = preparedBatch((db, _$: object, rows: readonly MessageValues[]) => db.insertInto('messages').values(rows.map((row) => columnsOf(row))), {
+  maxRows: PREPARED_MAX_ROWS,
+});
+
+/** The row's columns one by one (a prepared query reads its rows field by field), `seq` possibly computed in SQL. */
+function columnsOf(row: MessageValues, seq: number | RawBuilder<number> = row.seq): InsertObject<Database, 'messages'> {
+  return {
+    id: row.id,
+    session_id: row.session_id,
+    seq,
+    role: row.role,
+    audience: row.audience,
+    content: row.content,
+    tool_calls: row.tool_calls,
+    tool_call_id: row.tool_call_id,
+    model: row.model,
+    input_tokens: row.input_tokens,
+    output_tokens: row.output_tokens,
+    cost: row.cost,
+    currency: row.currency,
+    correlation_id: row.correlation_id,
+    meta: row.meta,
+    created_at: row.created_at,
+  };
 }
 
 /** Any dialect: bump the counter, then insert with explicit seqs, in one (possibly the caller's) transaction. */
-async function appendInTransaction(db: Kysely<Database>, sessionId: string, rows: readonly PreparedRow[], now: number): Promise<number[]> {
-  return atomically(db, async (trx) => {
-    const bumped = await trx
-      .updateTable('sessions')
-      .set({ last_seq: sql`last_seq + ${rows.length}`, updated_at: now })
-      .where('id', '=', sessionId)
-      .returning('last_seq')
-      .executeTakeFirst();
+async function appendInTransaction(db: Kysely<Database>, sessionId: string, rows: readonly PreparedRow[], now: number): Promise<void> {
+  await atomically(db, async (trx) => {
+    const bumped = (await bumpLastSeqQuery.execute(trx, { sessionId, count: rows.length, now })).rows[0];
     if (bumped === undefined) throw notFound(sessionId);
     const first = Number(bumped.last_seq) - rows.length + 1;
-    const seqs = rows.map((_, index) => first + index);
-    for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-      const chunk = rows.slice(start, start + ROWS_PER_INSERT);
-      await trx
-        .insertInto('messages')
-        .values(chunk.map(({ message: _message, ...row }, index) => ({ ...row, seq: first + start + index })))
-        .execute();
+    const values = rows.map((row, index) => {
+      row.values.seq = row.message.seq = first + index;
+      return row.values;
+    });
+    for (let start = 0; start < values.length; start += ROWS_PER_INSERT) {
+      await insertMessagesQuery.execute(trx, {}, values.length <= ROWS_PER_INSERT ? values : values.slice(start, start + ROWS_PER_INSERT));
     }
-    return seqs;
   });
 }
 
 function prepare(sessionId: string, message: NewMessage, now: number): PreparedRow {
-  const stored: StoredMessage = {
+  const stored: PreparedRow['message'] = {
     id: newId(),
     sessionId,
     seq: 0,
@@ -130,7 +175,7 @@ function prepare(sessionId: string, message: NewMessage, now: number): PreparedR
     model: message.model ?? null,
     inputTokens: message.inputTokens ?? 0,
     outputTokens: message.outputTokens ?? 0,
-    cost: toStoredCost(message.cost ?? '0'),
+    cost: message.cost === undefined || message.cost === '0' ? '0' : toStoredCost(message.cost),
     currency: message.currency ?? DEFAULT_CURRENCY,
     correlationId: message.correlationId ?? null,
     meta: message.meta ?? null,
@@ -138,21 +183,24 @@ function prepare(sessionId: string, message: NewMessage, now: number): PreparedR
   };
   return {
     message: stored,
-    id: stored.id,
-    session_id: sessionId,
-    role: stored.role,
-    audience: stored.audience,
-    content: stored.content,
-    tool_calls: stored.toolCalls === null ? null : JSON.stringify(stored.toolCalls),
-    tool_call_id: stored.toolCallId,
-    model: stored.model,
-    input_tokens: stored.inputTokens,
-    output_tokens: stored.outputTokens,
-    cost: stored.cost,
-    currency: stored.currency,
-    correlation_id: stored.correlationId,
-    meta: stored.meta === null ? null : JSON.stringify(stored.meta),
-    created_at: now,
+    values: {
+      id: stored.id,
+      session_id: sessionId,
+      seq: 0,
+      role: stored.role,
+      audience: stored.audience,
+      content: stored.content,
+      tool_calls: stored.toolCalls === null ? null : JSON.stringify(stored.toolCalls),
+      tool_call_id: stored.toolCallId,
+      model: stored.model,
+      input_tokens: stored.inputTokens,
+      output_tokens: stored.outputTokens,
+      cost: stored.cost,
+      currency: stored.currency,
+      correlation_id: stored.correlationId,
+      meta: stored.meta === null ? null : JSON.stringify(stored.meta),
+      created_at: now,
+    },
   };
 }
 

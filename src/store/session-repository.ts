@@ -1,9 +1,11 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { StoreError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Session, SessionStatus, TokenUsage } from '../domain/model.js';
 import type { SessionRepository } from '../domain/ports/store.js';
 import { addCosts, isZeroCost, toStoredCost } from './decimal.js';
+import { prepared } from './prepared-query.js';
+import { ADD_COST_FUNCTION, hasAddCostFunction } from './sqlite-database.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toSession } from './rows.js';
 import { storeOperation } from './store-errors.js';
@@ -67,12 +69,18 @@ export class KyselySessionRepository implements SessionRepository {
 
   /** @throws StoreError `not_found` for an unknown session. */
   setStatus(sessionId: string, status: SessionStatus): Promise<void> {
-    return storeOperation('sessions.setStatus', () => this.#update(sessionId, { status }));
+    return storeOperation('sessions.setStatus', async () => {
+      const result = await setStatusQuery.execute(this.#ctx.db, { id: sessionId, status, now: this.#ctx.now() });
+      if (result.numAffectedRows === 0n) throw notFound(sessionId);
+    });
   }
 
   /** @throws StoreError `not_found` for an unknown session. */
   setTitle(sessionId: string, title: string): Promise<void> {
-    return storeOperation('sessions.setTitle', () => this.#update(sessionId, { title }));
+    return storeOperation('sessions.setTitle', async () => {
+      const result = await setTitleQuery.execute(this.#ctx.db, { id: sessionId, title, now: this.#ctx.now() });
+      if (result.numAffectedRows === 0n) throw notFound(sessionId);
+    });
   }
 
   /**
@@ -83,43 +91,44 @@ export class KyselySessionRepository implements SessionRepository {
    */
   addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string; status?: SessionStatus }): Promise<void> {
     return storeOperation('sessions.addUsage', async () => {
-      const cost = toStoredCost(usage.cost);
-      const inputTokens = tokenCount(usage.inputTokens, 'inputTokens');
-      const outputTokens = tokenCount(usage.outputTokens, 'outputTokens');
-      const now = this.#ctx.now();
-      if (this.#ctx.dialect === 'postgres') {
-        // numeric arithmetic is exact, so one guarded UPDATE does it: one round trip, row-locked.
-        const result = await this.#ctx.db
-          .updateTable('sessions')
-          .set({
-            input_tokens: sql`input_tokens + ${inputTokens}`,
-            output_tokens: sql`output_tokens + ${outputTokens}`,
-            cost: sql`cost + cast(${cost} as numeric)`,
-            currency: sql`case when cost = 0 then ${usage.currency} else currency end`,
-            ...(usage.status ? { status: usage.status } : {}),
-            updated_at: now,
-          })
-          .where('id', '=', sessionId)
-          .where((eb) => eb.or([eb('currency', '=', usage.currency), eb('cost', '=', '0')]))
-          .executeTakeFirst();
-        if (result.numUpdatedRows === 0n) await this.#explainRefusedUsage(sessionId, usage.currency);
+      const args: UsageArgs = {
+        id: sessionId,
+        inputTokens: tokenCount(usage.inputTokens, 'inputTokens'),
+        outputTokens: tokenCount(usage.outputTokens, 'outputTokens'),
+        cost: toStoredCost(usage.cost),
+        currency: usage.currency,
+        status: usage.status ?? null,
+        now: this.#ctx.now(),
+      };
+      const { db, dialect } = this.#ctx;
+      // One guarded UPDATE, one round trip, row-locked: PostgreSQL's numeric arithmetic is exact, and on a SQLite
+      // database opened by openSqliteDatabase the sum is done by its exact palaver_add_cost function.
+      const guarded =
+        dialect === 'postgres'
+          ? usage.status === undefined ? addUsagePostgres : addUsageWithStatusPostgres
+          : hasAddCostFunction(db)
+            ? usage.status === undefined ? addUsageSqlite : addUsageWithStatusSqlite
+            : undefined;
+      if (guarded !== undefined) {
+        const result = await guarded.execute(db, args);
+        if (result.numAffectedRows === 0n) await this.#explainRefusedUsage(sessionId, usage.currency);
         return;
       }
-      // SQLite would add text as floats, so the sum is computed here; the transaction holds the only connection,
-      // which makes read-modify-write safe within the process.
-      await atomically(this.#ctx.db, async (db) => {
-        const row = await db.selectFrom('sessions').select(['cost', 'currency']).where('id', '=', sessionId).executeTakeFirst();
+      // Another SQLite database would add text as floats, so the sum is computed here; the transaction holds the
+      // only connection, which makes read-modify-write safe within the process.
+      await atomically(db, async (trx) => {
+        const row = await trx.selectFrom('sessions').select(['cost', 'currency']).where('id', '=', sessionId).executeTakeFirst();
         if (row === undefined) throw notFound(sessionId);
         if (row.currency !== usage.currency && !isZeroCost(row.cost)) throw currencyMismatch(sessionId, row.currency, usage.currency);
-        await db
+        await trx
           .updateTable('sessions')
           .set({
-            input_tokens: sql`input_tokens + ${inputTokens}`,
-            output_tokens: sql`output_tokens + ${outputTokens}`,
-            cost: addCosts(row.cost, cost),
+            input_tokens: sql`input_tokens + ${args.inputTokens}`,
+            output_tokens: sql`output_tokens + ${args.outputTokens}`,
+            cost: addCosts(row.cost, args.cost),
             currency: isZeroCost(row.cost) ? usage.currency : row.currency,
             ...(usage.status ? { status: usage.status } : {}),
-            updated_at: now,
+            updated_at: args.now,
           })
           .where('id', '=', sessionId)
           .execute();
@@ -128,22 +137,8 @@ export class KyselySessionRepository implements SessionRepository {
   }
 
   async #find(channel: string, conversationId: string): Promise<Session | undefined> {
-    const row = await this.#ctx.db
-      .selectFrom('sessions')
-      .selectAll()
-      .where('channel', '=', channel)
-      .where('conversation_id', '=', conversationId)
-      .executeTakeFirst();
+    const row = (await findByConversationQuery.execute(this.#ctx.db, { channel, conversationId })).rows[0];
     return row === undefined ? undefined : toSession(row);
-  }
-
-  async #update(sessionId: string, values: { status?: SessionStatus; title?: string }): Promise<void> {
-    const result = await this.#ctx.db
-      .updateTable('sessions')
-      .set({ ...values, updated_at: this.#ctx.now() })
-      .where('id', '=', sessionId)
-      .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) throw notFound(sessionId);
   }
 
   async #explainRefusedUsage(sessionId: string, currency: string): Promise<never> {
@@ -152,6 +147,58 @@ export class KyselySessionRepository implements SessionRepository {
     throw currencyMismatch(sessionId, row.currency, currency);
   }
 }
+
+const findByConversationQuery = prepared((db, $: { channel: string; conversationId: string }) =>
+  db.selectFrom('sessions').selectAll().where('channel', '=', $.channel).where('conversation_id', '=', $.conversationId),
+);
+
+const setStatusQuery = prepared((db, $: { id: string; status: SessionStatus; now: number }) =>
+  db.updateTable('sessions').set({ status: $.status, updated_at: $.now }).where('id', '=', $.id),
+);
+
+const setTitleQuery = prepared((db, $: { id: string; title: string; now: number }) =>
+  db.updateTable('sessions').set({ title: $.title, updated_at: $.now }).where('id', '=', $.id),
+);
+
+interface UsageArgs {
+  readonly id: string;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** Canonical decimal text. */
+  readonly cost: string;
+  readonly currency: string;
+  readonly status: SessionStatus | null;
+  readonly now: number;
+}
+
+/**
+ * The guarded usage UPDATE: adds tokens and cost, and takes the offered currency while the total is still zero;
+ * changes nothing (0 rows) when the session holds a non-zero cost in another currency. `addCost` is the exact sum.
+ */
+function addUsageQuery(addCost: (cost: string) => RawBuilder<string>, isZero: RawBuilder<boolean>, withStatus: boolean) {
+  return prepared((db, $: UsageArgs) =>
+    db
+      .updateTable('sessions')
+      .set({
+        input_tokens: sql`input_tokens + ${$.inputTokens}`,
+        output_tokens: sql`output_tokens + ${$.outputTokens}`,
+        cost: addCost($.cost),
+        currency: sql`case when ${isZero} then ${$.currency} else currency end`,
+        updated_at: $.now,
+      })
+      .$if(withStatus, (qb) => qb.set({ status: $.status as SessionStatus }))
+      .where('id', '=', $.id)
+      .where((eb) => eb.or([eb('currency', '=', $.currency), isZero])),
+  );
+}
+
+const postgresAddCost = (cost: string) => sql<string>`cost + cast(${cost} as numeric)`;
+const addUsagePostgres = addUsageQuery(postgresAddCost, sql<boolean>`cost = 0`, false);
+const addUsageWithStatusPostgres = addUsageQuery(postgresAddCost, sql<boolean>`cost = 0`, true);
+// Costs are canonical text on SQLite, so zero is exactly '0'.
+const sqliteAddCost = (cost: string) => sql<string>`${sql.raw(ADD_COST_FUNCTION)}(cost, ${cost})`;
+const addUsageSqlite = addUsageQuery(sqliteAddCost, sql<boolean>`cost = '0'`, false);
+const addUsageWithStatusSqlite = addUsageQuery(sqliteAddCost, sql<boolean>`cost = '0'`, true);
 
 function tokenCount(value: number, field: string): number {
   if (!Number.isSafeInteger(value) || value < 0) {

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { Kysely, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { StoreError } from '../domain/errors.js';
+import { addCosts } from './decimal.js';
 import type { Database } from './schema.js';
 
 // better-sqlite3 is CommonJS and loaded only when chosen, so Node 24 never loads it.
@@ -50,8 +51,26 @@ export function openSqliteDatabase(url: string, options: { driver?: SqliteDriver
     if (error instanceof StoreError) throw error;
     throw new StoreError('unreachable', `Cannot open SQLite database ${path}: ${(error as Error).message}. Check the path and its permissions.`, { cause: error });
   }
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  // The adapter is shared by the database and every transaction on it, so it carries the mark.
+  withAddCostFunction.add(db.getExecutor().adapter);
+  return db;
 }
+
+/** SQL function `palaver_add_cost(a, b)`: the exact sum of two canonical decimal texts, canonical (see decimal.ts). */
+export const ADD_COST_FUNCTION = 'palaver_add_cost';
+
+const withAddCostFunction = new WeakSet<object>();
+
+/**
+ * True when `db` (or the transaction) runs on a database opened by {@link openSqliteDatabase}, which registers
+ * {@link ADD_COST_FUNCTION}; a SQLite Kysely made elsewhere does not have it.
+ */
+export function hasAddCostFunction(db: Kysely<Database>): boolean {
+  return withAddCostFunction.has(db.getExecutor().adapter);
+}
+
+const addCostFunction = (a: unknown, b: unknown): string => addCosts(String(a), String(b));
 
 const PRAGMAS = ['journal_mode = WAL', 'synchronous = NORMAL', 'foreign_keys = ON', 'busy_timeout = 5000'];
 
@@ -59,6 +78,7 @@ function openWithBetterSqlite3(path: string): SqliteDatabase {
   const BetterSqlite3 = require('better-sqlite3') as typeof import('better-sqlite3');
   const database = new BetterSqlite3(path);
   for (const pragma of PRAGMAS) database.pragma(pragma);
+  database.function(ADD_COST_FUNCTION, { deterministic: true }, addCostFunction);
   return database;
 }
 
@@ -67,6 +87,7 @@ function openWithNodeSqlite(path: string): SqliteDatabase {
   if (!sqlite) throw new StoreError('unreachable', `node:sqlite is not available on Node ${process.versions.node}; use Node 22.16+ or the better-sqlite3 driver.`);
   const database = new sqlite.DatabaseSync(path);
   for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
+  database.function(ADD_COST_FUNCTION, { deterministic: true }, addCostFunction);
   return {
     close: () => database.close(),
     prepare(sql) {
@@ -88,6 +109,7 @@ type SqlValue = null | number | bigint | string | NodeJS.ArrayBufferView;
 interface NodeSqliteModule {
   readonly DatabaseSync: new (path: string) => {
     exec(sql: string): void;
+    function(name: string, options: { deterministic: boolean }, fn: (...args: any[]) => unknown): void;
     prepare(sql: string): {
       columns(): unknown[];
       all(...parameters: SqlValue[]): unknown[];

@@ -1,6 +1,7 @@
 import { StoreError } from '../domain/errors.js';
 import type { ToolCallRecord } from '../domain/model.js';
 import type { ToolCallRepository } from '../domain/ports/store.js';
+import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toToolCall } from './rows.js';
 import { storeOperation } from './store-errors.js';
@@ -16,23 +17,16 @@ export class KyselyToolCallRepository implements ToolCallRepository {
   /** Inserts the call as `running`; a known call id leaves the stored record untouched and returns false. */
   start(record: Omit<ToolCallRecord, 'status' | 'result' | 'createdAt' | 'finishedAt'>): Promise<boolean> {
     return storeOperation('toolCalls.start', async () => {
-      const result = await this.#ctx.db
-        .insertInto('tool_calls')
-        .values({
-          call_id: record.callId,
-          session_id: record.sessionId,
-          user_id: record.userId,
-          correlation_id: record.correlationId,
-          name: record.name,
-          arguments: record.arguments,
-          status: 'running',
-          result: null,
-          created_at: this.#ctx.now(),
-          finished_at: null,
-        })
-        .onConflict((oc) => oc.column('call_id').doNothing())
-        .executeTakeFirst();
-      return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+      const result = await startQuery.execute(this.#ctx.db, {
+        callId: record.callId,
+        sessionId: record.sessionId,
+        userId: record.userId,
+        correlationId: record.correlationId,
+        name: record.name,
+        arguments: record.arguments,
+        now: this.#ctx.now(),
+      });
+      return result.numAffectedRows === 1n;
     });
   }
 
@@ -45,13 +39,8 @@ export class KyselyToolCallRepository implements ToolCallRepository {
   finish(callId: string, outcome: { status: 'succeeded' | 'failed'; result: string }): Promise<void> {
     return storeOperation('toolCalls.finish', async () => {
       const { db } = this.#ctx;
-      const updated = await db
-        .updateTable('tool_calls')
-        .set({ status: outcome.status, result: outcome.result, finished_at: this.#ctx.now() })
-        .where('call_id', '=', callId)
-        .where('status', '=', 'running')
-        .executeTakeFirst();
-      if (updated.numUpdatedRows > 0n) return;
+      const updated = await finishQuery.execute(db, { callId, status: outcome.status, result: outcome.result, now: this.#ctx.now() });
+      if ((updated.numAffectedRows ?? 0n) > 0n) return;
       const exists = await db.selectFrom('tool_calls').select('call_id').where('call_id', '=', callId).executeTakeFirst();
       if (exists === undefined) throw new StoreError('not_found', `Tool call ${callId} was never started; call start() first.`);
     });
@@ -59,7 +48,7 @@ export class KyselyToolCallRepository implements ToolCallRepository {
 
   findByCallId(callId: string): Promise<ToolCallRecord | undefined> {
     return storeOperation('toolCalls.findByCallId', async () => {
-      const row = await this.#ctx.db.selectFrom('tool_calls').selectAll().where('call_id', '=', callId).executeTakeFirst();
+      const row = (await findByCallIdQuery.execute(this.#ctx.db, { callId })).rows[0];
       return row === undefined ? undefined : toToolCall(row);
     });
   }
@@ -78,3 +67,33 @@ export class KyselyToolCallRepository implements ToolCallRepository {
     });
   }
 }
+
+const startQuery = prepared(
+  (db, $: { callId: string; sessionId: string; userId: string; correlationId: string; name: string; arguments: string; now: number }) =>
+    db
+      .insertInto('tool_calls')
+      .values({
+        call_id: $.callId,
+        session_id: $.sessionId,
+        user_id: $.userId,
+        correlation_id: $.correlationId,
+        name: $.name,
+        arguments: $.arguments,
+        status: 'running',
+        result: null,
+        created_at: $.now,
+        finished_at: null,
+      })
+      .onConflict((oc) => oc.column('call_id').doNothing()),
+);
+
+/** Only a running call: a second finish of the same call changes nothing. */
+const finishQuery = prepared((db, $: { callId: string; status: 'succeeded' | 'failed'; result: string; now: number }) =>
+  db
+    .updateTable('tool_calls')
+    .set({ status: $.status, result: $.result, finished_at: $.now })
+    .where('call_id', '=', $.callId)
+    .where('status', '=', 'running'),
+);
+
+const findByCallIdQuery = prepared((db, $: { callId: string }) => db.selectFrom('tool_calls').selectAll().where('call_id', '=', $.callId));

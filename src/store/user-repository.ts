@@ -3,6 +3,7 @@ import { StoreError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { ChannelAccount, User } from '../domain/model.js';
 import type { UserRepository } from '../domain/ports/store.js';
+import { prepared } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toChannelAccount, toDate, toUser } from './rows.js';
 import type { Database } from './schema.js';
@@ -20,7 +21,7 @@ export class KyselyUserRepository implements UserRepository {
     return storeOperation('users.resolveAccount', async () => {
       // Hot path: a known account costs one round trip.
       const known = await findAccount(this.#ctx.db, input.channel, input.accountId);
-      if (known !== undefined) return { ...known, created: false };
+      if (known !== undefined) return { user: known.user, account: known.account, created: false };
 
       return atomically(this.#ctx.db, async (db) => {
         const now = this.#ctx.now();
@@ -134,14 +135,17 @@ export class KyselyUserRepository implements UserRepository {
   }
 }
 
-async function findAccount(db: Kysely<Database>, channel: string, accountId: string): Promise<{ user: User; account: ChannelAccount } | undefined> {
-  const row = await db
+const findAccountQuery = prepared((db, $: { channel: string; accountId: string }) =>
+  db
     .selectFrom('channel_accounts as a')
     .innerJoin('users as u', 'u.id', 'a.user_id')
     .select(['u.id', 'u.display_name', 'u.phone', 'u.created_at as user_created_at', 'a.channel', 'a.account_id', 'a.created_at as account_created_at'])
-    .where('a.channel', '=', channel)
-    .where('a.account_id', '=', accountId)
-    .executeTakeFirst();
+    .where('a.channel', '=', $.channel)
+    .where('a.account_id', '=', $.accountId),
+);
+
+async function findAccount(db: Kysely<Database>, channel: string, accountId: string): Promise<{ user: User; account: ChannelAccount } | undefined> {
+  const row = (await findAccountQuery.execute(db, { channel, accountId })).rows[0];
   if (row === undefined) return undefined;
   return {
     user: { id: row.id, displayName: row.display_name, phone: row.phone, createdAt: toDate(row.user_created_at) },

@@ -1,6 +1,7 @@
 import { StoreError } from '../domain/errors.js';
 import type { UserStateRecord } from '../domain/model.js';
 import type { UserStateRepository } from '../domain/ports/store.js';
+import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toUserState } from './rows.js';
 import { storeOperation } from './store-errors.js';
@@ -15,7 +16,7 @@ export class KyselyUserStateRepository implements UserStateRepository {
 
   get(userId: string): Promise<UserStateRecord | undefined> {
     return storeOperation('userState.get', async () => {
-      const row = await this.#ctx.db.selectFrom('user_state').selectAll().where('user_id', '=', userId).executeTakeFirst();
+      const row = (await getQuery.execute(this.#ctx.db, { userId })).rows[0];
       return row === undefined ? undefined : toUserState(row);
     });
   }
@@ -34,22 +35,11 @@ export class KyselyUserStateRepository implements UserStateRepository {
       if (expectedVersion === undefined) return this.#upsert(userId, json);
       const { db } = this.#ctx;
       const now = this.#ctx.now();
-      const row =
+      const { rows } =
         expectedVersion === 0
-          ? await db
-              .insertInto('user_state')
-              .values({ user_id: userId, version: 1, data: json, updated_at: now })
-              .onConflict((oc) => oc.column('user_id').doNothing())
-              .returning('version')
-              .executeTakeFirst()
-          : await db
-              .updateTable('user_state')
-              .set((eb) => ({ version: eb('version', '+', 1), data: json, updated_at: now }))
-              .where('user_id', '=', userId)
-              .where('version', '=', expectedVersion)
-              .returning('version')
-              .executeTakeFirst();
-      return row === undefined ? false : Number(row.version);
+          ? await insertFirstQuery.execute(db, { userId, data: json, now })
+          : await updateVersionQuery.execute(db, { userId, data: json, now, expectedVersion });
+      return rows[0] === undefined ? false : Number(rows[0].version);
     });
   }
 
@@ -61,18 +51,42 @@ export class KyselyUserStateRepository implements UserStateRepository {
   }
 
   async #upsert(userId: string, data: string): Promise<number> {
-    const row = await this.#ctx.db
-      .insertInto('user_state')
-      .values({ user_id: userId, version: 1, data, updated_at: this.#ctx.now() })
-      .onConflict((oc) =>
-        oc.column('user_id').doUpdateSet((eb) => ({
-          version: eb('user_state.version', '+', 1),
-          data: eb.ref('excluded.data'),
-          updated_at: eb.ref('excluded.updated_at'),
-        })),
-      )
-      .returning('version')
-      .executeTakeFirstOrThrow();
+    const row = (await upsertQuery.execute(this.#ctx.db, { userId, data, now: this.#ctx.now() })).rows[0];
+    if (row === undefined) throw new StoreError('query_failed', `Saving the state of user ${userId} returned no row.`);
     return Number(row.version);
   }
 }
+
+const getQuery = prepared((db, $: { userId: string }) => db.selectFrom('user_state').selectAll().where('user_id', '=', $.userId));
+
+/** `expectedVersion` 0: only when there is no state yet. */
+const insertFirstQuery = prepared((db, $: { userId: string; data: string; now: number }) =>
+  db
+    .insertInto('user_state')
+    .values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now })
+    .onConflict((oc) => oc.column('user_id').doNothing())
+    .returning('version'),
+);
+
+const updateVersionQuery = prepared((db, $: { userId: string; data: string; now: number; expectedVersion: number }) =>
+  db
+    .updateTable('user_state')
+    .set((eb) => ({ version: eb('version', '+', 1), data: $.data, updated_at: $.now }))
+    .where('user_id', '=', $.userId)
+    .where('version', '=', $.expectedVersion)
+    .returning('version'),
+);
+
+const upsertQuery = prepared((db, $: { userId: string; data: string; now: number }) =>
+  db
+    .insertInto('user_state')
+    .values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now })
+    .onConflict((oc) =>
+      oc.column('user_id').doUpdateSet((eb) => ({
+        version: eb('user_state.version', '+', 1),
+        data: eb.ref('excluded.data'),
+        updated_at: eb.ref('excluded.updated_at'),
+      })),
+    )
+    .returning('version'),
+);

@@ -1,10 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect, sql, type KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/domain/errors.js';
-import { migrateToLatest, openSqliteDatabase, openStore } from '../../src/store/index.js';
+import { KyselyStore, migrateToLatest, openSqliteDatabase, openStore, type Database } from '../../src/store/index.js';
 import { runStoreContract } from './store-contract.js';
 
 let dir: string;
@@ -23,6 +24,17 @@ const nextUrl = (): string => `sqlite:${join(dir, `nested/dir/store-${(files += 
 
 runStoreContract('SQLite file', async () => {
   const store = await openStore(nextUrl());
+  return { store, cleanup: () => store.close() };
+});
+
+// A SQLite Kysely made by the application, not by openSqliteDatabase: no statement cache, no palaver_add_cost
+// function (addUsage falls back to read-modify-write), and a plugin (prepared queries fall back to building per call).
+const passThrough: KyselyPlugin = { transformQuery: ({ node }) => node, transformResult: async ({ result }) => result };
+runStoreContract('SQLite on a plain Kysely', async () => {
+  const file = join(dir, `plain-${(files += 1)}.db`);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new BetterSqlite3(file) }), plugins: [passThrough] });
+  await migrateToLatest(db);
+  const store = new KyselyStore(db);
   return { store, cleanup: () => store.close() };
 });
 
