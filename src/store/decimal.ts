@@ -11,6 +11,9 @@ const LIMIT = new Dec(10).pow(20 - COST_SCALE);
 const PLAIN_DECIMAL = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
 // Already canonical: no leading zeros, no trailing fraction zeros, no "-0". What SQLite hands back is always this.
 const CANONICAL = /^(0|-?[1-9]\d*(\.\d*[1-9])?|-?0\.\d*[1-9])$/;
+// Canonical, below 10^10 and at most 10 fraction digits: such an amount is stored exactly as given (the common case of
+// a price computed by the billing code), so it skips decimal arithmetic.
+const STORABLE_AS_IS = /^-?(0|[1-9]\d{0,9})(\.\d{0,9}[1-9])?$/;
 
 /**
  * Validates a money amount from a caller and returns it in canonical form ("0.00015", "12", "-3.5"), rounded to
@@ -19,6 +22,7 @@ const CANONICAL = /^(0|-?[1-9]\d*(\.\d*[1-9])?|-?0\.\d*[1-9])$/;
  * @throws StoreError `invalid_decimal` for anything but a plain decimal below 10^10 in magnitude.
  */
 export function toStoredCost(value: string, field = 'cost'): string {
+  if (typeof value === 'string' && STORABLE_AS_IS.test(value) && value !== '-0') return value;
   if (typeof value !== 'string' || !PLAIN_DECIMAL.test(value.trim())) {
     throw new StoreError('invalid_decimal', `${field} must be a decimal string such as "0.00015", got ${JSON.stringify(value)}.`);
   }
@@ -37,6 +41,7 @@ export function fromStoredCost(value: string | number): string {
 
 /** Exact sum of two stored amounts, in canonical form. */
 export function addCosts(a: string, b: string): string {
+  if (b === '0' && CANONICAL.test(a)) return a;
   return canonical(new Dec(a).plus(b));
 }
 
