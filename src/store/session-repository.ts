@@ -105,9 +105,9 @@ export class KyselySessionRepository implements SessionRepository {
       // database opened by openSqliteDatabase the sum is done by its exact palaver_add_cost function.
       const guarded =
         dialect === 'postgres'
-          ? usage.status === undefined ? addUsagePostgres : addUsageWithStatusPostgres
+          ? usage.status ? addUsageWithStatusPostgres : addUsagePostgres
           : hasAddCostFunction(db)
-            ? usage.status === undefined ? addUsageSqlite : addUsageWithStatusSqlite
+            ? usage.status ? addUsageWithStatusSqlite : addUsageSqlite
             : undefined;
       if (guarded !== undefined) {
         const result = await guarded.execute(db, args);
