@@ -15,5 +15,7 @@ export function costOf(prices: PriceTable, model: string, usage: TokenUsage): st
 
 /** Adds decimal strings exactly. */
 export function sumCosts(costs: readonly string[]): string {
+  // Most agents run unpriced models: skip the decimal arithmetic when there is nothing to add.
+  if (costs.every((cost) => cost === '0')) return '0';
   return costs.reduce((total, cost) => total.plus(cost), new Decimal(0)).toFixed();
 }

@@ -26,7 +26,7 @@ export async function runToolCall(scope: TurnScope, tools: ToolSet, role: string
   } else {
     result = await invokeForBoundUser(scope, tools, role, call, args, onRoleChange);
   }
-  if (started) await deps.store.toolCalls.finish(recordId, { status: result.isError ? 'failed' : 'succeeded', result: result.content });
+  if (started) scope.toolOutcomes.push({ callId: recordId, status: result.isError ? 'failed' : 'succeeded', result: result.content });
 
   scope.state = rememberToolCalls(scope.state, [{ name: call.name, arguments: call.arguments, ok: !result.isError, at: deps.now().toISOString() }]);
   deps.metrics.toolCalls.inc({ tool: call.name, outcome: result.isError ? 'error' : 'ok' });

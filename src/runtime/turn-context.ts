@@ -67,4 +67,9 @@ export interface TurnScope {
   state: UserState;
   /** The stored version `state` was loaded at (0: none stored yet), for the optimistic save. */
   readonly stateVersion: number;
+  /**
+   * Outcomes of the tool calls this turn ran, written with the reply in one transaction. Each call's start was
+   * committed before it ran, so after a crash its record says `running`: it may or may not have happened.
+   */
+  readonly toolOutcomes: { callId: string; status: 'succeeded' | 'failed'; result: string }[];
 }
