@@ -29,9 +29,12 @@ runStoreContract('SQLite file', async () => {
 
 // A SQLite Kysely made by the application, not by openSqliteDatabase: no statement cache, no palaver_add_cost
 // function (addUsage falls back to read-modify-write), and a plugin (prepared queries fall back to building per call).
-// better-sqlite3 is built for the Node that installed it; on another Node (24, node:sqlite) this run is skipped.
+// It uses better-sqlite3, so it runs only where Palaver itself uses better-sqlite3 (Node 20): on Node 24 the GC can
+// abort the process while finalising a better-sqlite3 object, which is why Palaver uses node:sqlite there.
+const hasNodeSqlite = typeof (process.getBuiltinModule?.('node:sqlite') as { StatementSync?: { prototype?: { columns?: unknown } } } | undefined)?.StatementSync?.prototype?.columns === 'function';
 const passThrough: KyselyPlugin = { transformQuery: ({ node }) => node, transformResult: async ({ result }) => result };
 const BetterSqlite3 = ((): typeof import('better-sqlite3') | undefined => {
+  if (hasNodeSqlite) return undefined;
   try {
     const loaded = createRequire(import.meta.url)('better-sqlite3') as typeof import('better-sqlite3');
     new loaded(':memory:').close();
