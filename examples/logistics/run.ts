@@ -142,7 +142,8 @@ async function runChat(options: RunOptions): Promise<void> {
   const example = await startExample(options, { quietLogs: true });
   console.log(`${example.banner}\n`);
   console.log('Type a message and press Enter; /exit ends the chat.');
-  const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation });
+  // The example shows what each tool returned: it is there to show how the agent uses its tools.
+  const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation, showToolDetails: true });
   // Ctrl-C ends the chat the same way /exit does, so the database is closed properly.
   const stop = (): void => void channel.stop();
   process.once('SIGINT', stop);

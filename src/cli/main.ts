@@ -47,11 +47,12 @@ export async function main(argv: readonly string[]): Promise<void> {
     .addOption(configOption())
     .addOption(demoOption())
     .option('--conversation <id>', 'conversation key; the same key continues the same history', 'console')
-    .action(async (options: CommonOptions & { conversation: string }) => {
+    .option('--tool-details', 'show each tool result, not only which tool ran')
+    .action(async (options: CommonOptions & { conversation: string; toolDetails?: boolean }) => {
       const { palaver, demo } = await boot(options, { quietLogs: true });
       if (demo) console.log(`${demo.banner(palaver.config)}\n`);
       console.log('Type a message and press Enter; /exit ends the chat.');
-      const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation });
+      const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation, showToolDetails: options.toolDetails === true });
       await channel.start(palaver.runtime);
       await channel.done;
       await palaver.close();

@@ -106,7 +106,7 @@ describe('palaver start --demo', () => {
 describe('palaver chat --demo', () => {
   it('answers each line from stdin, shows the tool results, and exits 0 on /exit', async () => {
     const cwd = tempCwd();
-    const child = palaver(['chat', '--demo'], cwd);
+    const child = palaver(['chat', '--demo', '--tool-details'], cwd);
     typeLines(child, ['remember: call mom', 'list my notes', '/exit']);
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
     const out = child.stdout();
@@ -115,6 +115,16 @@ describe('palaver chat --demo', () => {
     expect(out).toMatch(/bot> Your notes: 1\. .*call mom/);
     expect(out).toContain('bot> Saved your note: call mom\n');
     expect(out).toContain('bot> Your notes: 1. call mom\n');
+  });
+});
+
+describe('palaver chat tool display', () => {
+  it('shows only which tool ran by default, not its result', async () => {
+    const child = palaver(['chat', '--demo'], tempCwd());
+    typeLines(child, ['remember: secret plan', '/exit']);
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(child.stdout()).toContain('· save_note ✓');
+    expect(child.stdout()).not.toContain('Saved note #1');
   });
 });
 

@@ -8,8 +8,13 @@ export interface ConsoleChannelOptions {
   readonly accountId?: string;
   /** The conversation key (default `console`): the same key continues the same history after a restart. */
   readonly conversationId?: string;
-  /** Show tool calls as they happen (default true). */
+  /** Show which tools run (default true). */
   readonly showTools?: boolean;
+  /**
+   * Show each tool's result too (default false). Off, the person sees only the tool's name and whether it worked:
+   * results can carry internal data, as on the web channel.
+   */
+  readonly showToolDetails?: boolean;
   /** Colour output (default: when the output is a TTY). */
   readonly color?: boolean;
 }
@@ -61,7 +66,8 @@ export class ConsoleChannel implements Channel {
             streamed = true;
             write(event.delta);
           } else if (event.type === 'tool_result' && this.#options.showTools !== false) {
-            write(dim(`  · ${event.name} → ${oneLine(event.content)}${event.isError ? ' (error)' : ''}\n`));
+            const detail = this.#options.showToolDetails ? ` → ${oneLine(event.content)}${event.isError ? ' (error)' : ''}` : event.isError ? ' ✗' : ' ✓';
+            write(dim(`  · ${event.name}${detail}\n`));
           }
         };
         try {
