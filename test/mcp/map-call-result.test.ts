@@ -72,3 +72,18 @@ describe('toHostedMcpSpec', () => {
     });
   });
 });
+
+describe('mapCallResult size cap', () => {
+  it('leaves out structured content larger than the cap and caps the text that stands for it', () => {
+    const rows = Array.from({ length: 200 }, (_, index) => ({ id: index, name: `cargo ${index}` }));
+    const result = mapCallResult('get_user_cargoes', { content: [], structuredContent: { rows } }, 500);
+    expect(result.structured).toBeUndefined();
+    expect(result.content.length).toBeLessThan(600);
+    expect(result.content).toMatch(/…\[truncated \d+ chars\]$/);
+  });
+
+  it('keeps structured content within the cap', () => {
+    const result = mapCallResult('set_role', { content: [{ type: 'text', text: 'Role set' }], structuredContent: { role: 'client' } }, 500);
+    expect(result).toEqual({ content: 'Role set', structured: { role: 'client' }, isError: false });
+  });
+});

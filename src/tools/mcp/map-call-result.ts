@@ -15,7 +15,8 @@ export interface McpContentLike {
 /**
  * Turns an MCP tool result into the text the model reads. Text items are joined with newlines; other items become
  * short placeholders (`[image: image/png]`), embedded text resources keep their text. When there is no text but
- * `structuredContent`, its JSON becomes the content. The content is capped with {@link capText}.
+ * `structuredContent`, its JSON becomes the content. The content is capped with {@link capText}; structured content
+ * larger than the cap is left out.
  */
 export function mapCallResult(toolName: string, result: McpCallResultLike, maxChars: number): ToolResult {
   const isError = result['isError'] === true;
@@ -26,15 +27,17 @@ export function mapCallResult(toolName: string, result: McpCallResultLike, maxCh
     .map(summariseContent)
     .filter((part) => part.length > 0)
     .join('\n');
-  if (content.length === 0 && structured !== undefined) {
-    content = JSON.stringify(structured) ?? '';
-  }
+  const structuredJson = structured === undefined ? undefined : (JSON.stringify(structured) ?? '');
+  if (content.length === 0 && structuredJson !== undefined) content = structuredJson;
   if (content.length === 0) {
     content = isError ? `Tool ${toolName} failed without a message` : '';
   }
+  // Structured content over the cap is dropped rather than cut: a cut JSON value is no value. The text (capped,
+  // with its truncation marker) still tells the model what came back.
+  const keepStructured = structuredJson !== undefined && structuredJson.length <= maxChars;
   return {
     content: capText(content, maxChars),
-    ...(structured !== undefined ? { structured } : {}),
+    ...(keepStructured ? { structured } : {}),
     isError,
   };
 }
