@@ -74,7 +74,8 @@ export const configSchema = z.object({
             /** Argument that carries the bound user id; a model-supplied different value is refused. */
             userIdArgument: z.string().min(1).optional(),
             allowedTools: z.array(z.string()).optional(),
-            requireApproval: z.enum(['never', 'always']).default('never'),
+            /** Only `never` for now: Palaver has no step that asks a person to approve a hosted MCP call. */
+            requireApproval: z.literal('never', { error: 'only "never" is supported: Palaver cannot yet ask for approval of hosted MCP calls' }).default('never'),
             maxResultChars: z.number().int().positive().default(20_000),
           })
           .refine((server) => !(server.mode === 'hosted' && server.userIdArgument), {

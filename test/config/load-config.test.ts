@@ -70,4 +70,11 @@ describe('config', () => {
     expect(config.model.prices.m).toEqual({ input: '0.40', output: '1.60' });
     expect(() => parseConfig({ model: { name: 'm', prices: { m: { input: 0.4, output: '1' } } } })).toThrow(/model\.prices\.m\.input/);
   });
+
+  it('refuses MCP settings Palaver cannot honour, saying why', () => {
+    const hosted = { label: 'docs', url: 'http://127.0.0.1:9/mcp', mode: 'hosted' };
+    const model = { name: 'm', provider: 'openai-responses' };
+    expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, requireApproval: 'always' }] } })).toThrow(/requireApproval: only "never" is supported/);
+    expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, userIdArgument: 'user_id' }] } })).toThrow(/userIdArgument: hosted mode cannot bind the user/);
+  });
 });
