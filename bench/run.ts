@@ -130,7 +130,7 @@ async function measure(label: string, run: number, start: () => Promise<Scenario
   const failed = Number(result.extra?.failed ?? 0);
   const listenerWarnings = Number(result.extra?.listenerWarnings ?? 0);
   console.log(
-    `  ${label.padEnd(24)} run ${run}: ${result.perSecond.toFixed(0).padStart(6)}/s  p50 ${result.latency.p50Ms.toFixed(2)} ms  p99 ${result.latency.p99Ms.toFixed(2)} ms  CPU ${result.cpuMsPerOp.toFixed(3)} ms/op  ` +
+    `  ${label.padEnd(24)} run ${run}: ${result.perSecond.toFixed(0).padStart(6)}/s  p50 ${result.latency.p50Ms.toFixed(2)} ms  p99 ${result.latency.p99Ms.toFixed(2)} ms  CPU ${result.cpuMsPerOp.toFixed(3)} ms/op (main thread ${result.mainThreadCpuMsPerOp?.toFixed(3) ?? '?'})  ` +
       `RSS ${result.peakRssMb.toFixed(0)} MB  load ${loadBefore.toFixed(1)}→${record.loadAfter.toFixed(1)}${failed ? `  FAILED ${failed}` : ''}` +
       (listenerWarnings ? `  ⚠ ${listenerWarnings}× MaxListenersExceededWarning (up to ${String(result.extra?.mostAbortListeners)} abort listeners on one AbortSignal)` : ''),
   );

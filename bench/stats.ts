@@ -1,5 +1,5 @@
 /** Small helpers shared by the benchmark scenarios: latency summaries and the message a scenario sends back. */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 
@@ -32,6 +32,7 @@ export async function runWorkers(
 ): Promise<RunMeasurement> {
   const latenciesMs: number[] = [];
   const cpuBefore = process.cpuUsage();
+  const mainBefore = mainThreadCpuMs();
   const base = Math.floor(total / concurrency);
   const extra = total % concurrency;
   const started = performance.now();
@@ -47,7 +48,27 @@ export async function runWorkers(
   );
   const elapsedMs = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);
-  return { elapsedMs, latenciesMs, cpuMs: (cpu.user + cpu.system) / 1000 };
+  const mainAfter = mainThreadCpuMs();
+  return {
+    elapsedMs,
+    latenciesMs,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    mainThreadCpuMs: mainBefore === undefined || mainAfter === undefined ? undefined : mainAfter - mainBefore,
+  };
+}
+
+/**
+ * CPU time of the calling (main) thread in ms, from Linux's `/proc/thread-self/schedstat` (nanoseconds on CPU);
+ * undefined elsewhere. JavaScript runs on this one thread, so it bounds a Node process's throughput, while the
+ * process total also counts GC and compiler helper threads.
+ */
+export function mainThreadCpuMs(): number | undefined {
+  try {
+    const onCpuNs = readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0];
+    return onCpuNs === undefined ? undefined : Number(onCpuNs) / 1e6;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface RunMeasurement {
@@ -55,6 +76,8 @@ export interface RunMeasurement {
   readonly latenciesMs: number[];
   /** CPU time (user + system) this process spent during the run: unlike wall time, not inflated by a busy machine. */
   readonly cpuMs: number;
+  /** CPU time of the main (JavaScript) thread alone, where the platform tells it. */
+  readonly mainThreadCpuMs: number | undefined;
 }
 
 /** What a scenario child process reports to `bench/run.ts` over IPC. */
@@ -67,6 +90,8 @@ export interface ScenarioResult {
   readonly latency: LatencySummary;
   /** CPU time of the scenario process per operation, in ms (the client side only; the servers run elsewhere). */
   readonly cpuMsPerOp: number;
+  /** CPU time of the main (JavaScript) thread per operation, in ms, where the platform tells it. */
+  readonly mainThreadCpuMsPerOp: number | undefined;
   /** `process.resourceUsage().maxRSS` of the child, in MB: its peak resident set over the whole run. */
   readonly peakRssMb: number;
   readonly extra?: Readonly<Record<string, unknown>>;
@@ -81,6 +106,7 @@ export function scenarioResult(scenario: string, concurrency: number, run: RunMe
     perSecond: (run.latenciesMs.length * 1000) / run.elapsedMs,
     latency: summarize(run.latenciesMs),
     cpuMsPerOp: run.cpuMs / Math.max(1, run.latenciesMs.length),
+    mainThreadCpuMsPerOp: run.mainThreadCpuMs === undefined ? undefined : run.mainThreadCpuMs / Math.max(1, run.latenciesMs.length),
     peakRssMb: process.resourceUsage().maxRSS / 1024,
     ...(extra ? { extra } : {}),
   };

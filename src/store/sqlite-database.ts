@@ -1,10 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createRequire } from 'node:module';
-import { Kysely, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import type { Kysely, SqliteDatabase, SqliteStatement } from 'kysely';
 import { StoreError } from '../domain/errors.js';
 import { addCosts } from './decimal.js';
 import type { Database } from './schema.js';
+import { ConnectionGate, createGatedSqliteKysely, isGatedSqlite } from './sqlite-connection.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 // better-sqlite3 is CommonJS and loaded only when chosen, so Node 24 never loads it.
 const require = createRequire(import.meta.url);
@@ -43,51 +45,81 @@ export type SqliteDriver = 'auto' | 'node' | 'better-sqlite3';
 export function openSqliteDatabase(url: string, options: { driver?: SqliteDriver } = {}): Kysely<Database> {
   const path = sqlitePathFromUrl(url);
   const driver = options.driver === undefined || options.driver === 'auto' ? (nodeSqlite() ? 'node' : 'better-sqlite3') : options.driver;
-  let database: SqliteDatabase;
+  let opened: OpenedSqlite;
   try {
     if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
-    database = driver === 'node' ? openWithNodeSqlite(path) : openWithBetterSqlite3(path);
+    opened = driver === 'node' ? openWithNodeSqlite(path) : openWithBetterSqlite3(path);
   } catch (error) {
     if (error instanceof StoreError) throw error;
     throw new StoreError('unreachable', `Cannot open SQLite database ${path}: ${(error as Error).message}. Check the path and its permissions.`, { cause: error });
   }
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
-  // The adapter is shared by the database and every transaction on it, so it carries the mark.
-  withAddCostFunction.add(db.getExecutor().adapter);
-  return db;
+  const { database, exec } = opened;
+  const gate = new ConnectionGate();
+  // An in-memory database has no WAL; a file gets its checkpoints from a worker thread.
+  const checkpointer =
+    path === ':memory:'
+      ? undefined
+      : new WalCheckpointer({
+          path,
+          binding: driver,
+          setAutoCheckpoint: (pages) => exec(`PRAGMA wal_autocheckpoint = ${pages}`),
+          whileWritesPaused: async (fn) => {
+            await gate.enter();
+            try {
+              await fn();
+            } finally {
+              gate.leave();
+            }
+          },
+        });
+  const cached = withStatementCache(database);
+  return createGatedSqliteKysely(cached, gate, async () => {
+    // The worker's connection closes first, so the main one is the last and cleans up the WAL as it closes.
+    await checkpointer?.stop();
+    cached.close();
+  });
 }
 
 /** SQL function `palaver_add_cost(a, b)`: the exact sum of two canonical decimal texts, canonical (see decimal.ts). */
 export const ADD_COST_FUNCTION = 'palaver_add_cost';
-
-const withAddCostFunction = new WeakSet<object>();
 
 /**
  * True when `db` (or the transaction) runs on a database opened by {@link openSqliteDatabase}, which registers
  * {@link ADD_COST_FUNCTION}; a SQLite Kysely made elsewhere does not have it.
  */
 export function hasAddCostFunction(db: Kysely<Database>): boolean {
-  return withAddCostFunction.has(db.getExecutor().adapter);
+  return isGatedSqlite(db);
 }
 
 const addCostFunction = (a: unknown, b: unknown): string => addCosts(String(a), String(b));
 
-const PRAGMAS = ['journal_mode = WAL', 'synchronous = NORMAL', 'foreign_keys = ON', 'busy_timeout = 5000'];
+// journal_size_limit: after the WAL starts over, its file is cut back to 64 MiB rather than keeping its peak size.
+const PRAGMAS = ['journal_mode = WAL', 'synchronous = NORMAL', 'foreign_keys = ON', 'busy_timeout = 5000', 'journal_size_limit = 67108864'];
 
-function openWithBetterSqlite3(path: string): SqliteDatabase {
+/** A database opened by one of the bindings, and a way to run statements on it that return nothing. */
+interface OpenedSqlite {
+  readonly database: SqliteDatabase;
+  readonly exec: (sql: string) => void;
+}
+
+function openWithBetterSqlite3(path: string): OpenedSqlite {
   const BetterSqlite3 = require('better-sqlite3') as typeof import('better-sqlite3');
   const database = new BetterSqlite3(path);
   for (const pragma of PRAGMAS) database.pragma(pragma);
   database.function(ADD_COST_FUNCTION, { deterministic: true }, addCostFunction);
-  return database;
+  return { database, exec: (sql) => database.exec(sql) };
 }
 
-function openWithNodeSqlite(path: string): SqliteDatabase {
+function openWithNodeSqlite(path: string): OpenedSqlite {
   const sqlite = nodeSqlite();
   if (!sqlite) throw new StoreError('unreachable', `node:sqlite is not available on Node ${process.versions.node}; use Node 22.16+ or the better-sqlite3 driver.`);
   const database = new sqlite.DatabaseSync(path);
   for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
   database.function(ADD_COST_FUNCTION, { deterministic: true }, addCostFunction);
+  return { database: wrapNodeSqlite(database), exec: (sql) => database.exec(sql) };
+}
+
+function wrapNodeSqlite(database: InstanceType<NodeSqliteModule['DatabaseSync']>): SqliteDatabase {
   return {
     close: () => database.close(),
     prepare(sql) {

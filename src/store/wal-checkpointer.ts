@@ -1,0 +1,184 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/** How often the checkpointer copies the WAL back into the database file, in ms. */
+export const CHECKPOINT_INTERVAL_MS = 100;
+
+/**
+ * WAL frames (pages, 4 KiB by default) after which the WAL starts over. The WAL starts over only when a checkpoint
+ * has caught up with the writer, which a passive checkpoint under unbroken load seldom does; so at this size the
+ * checkpointer asks for a quiet moment: the process's writes wait (asynchronously, through the connection gate)
+ * while it checkpoints the last frames and resets the log, a few ms.
+ */
+export const RESTART_FRAMES = 4096;
+
+/** Which binding the worker opens its own connection with: the one the main connection uses. */
+export type CheckpointBinding = 'node' | 'better-sqlite3';
+
+export interface WalCheckpointerOptions {
+  readonly path: string;
+  readonly binding: CheckpointBinding;
+  /** Turns the main connection's own checkpoints off (0) while the worker runs, back on when it stops. */
+  readonly setAutoCheckpoint: (pages: number) => void;
+  /** Runs `fn` while this process writes nothing to the database. */
+  readonly whileWritesPaused: (fn: () => Promise<void>) => Promise<void>;
+  readonly intervalMs?: number;
+  readonly restartFrames?: number;
+}
+
+/** SQLite's default `wal_autocheckpoint`, restored on the main connection when the worker is gone. */
+const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
+
+// The worker's code is plain CommonJS evaluated in the thread, so it runs the same from src (tsx) and from dist.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { path, binding, betterSqlite3Path, intervalMs, restartFrames } = workerData;
+let db;
+let timer;
+const fail = (error) => {
+  parentPort.postMessage({ type: 'failed', message: String((error && error.message) || error) });
+  clearInterval(timer);
+  try { db && db.close(); } catch {}
+  process.exit(1);
+};
+try {
+  db = binding === 'node'
+    ? new (process.getBuiltinModule('node:sqlite').DatabaseSync)(path)
+    : new (require(betterSqlite3Path))(path);
+  db.exec('PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000');
+} catch (error) {
+  fail(error);
+}
+const checkpoint = (mode) => db.prepare('PRAGMA wal_checkpoint(' + mode + ')').get();
+let waitingForQuiet = false;
+timer = setInterval(() => {
+  if (waitingForQuiet) return;
+  try {
+    // Copies what it can without waiting for anyone.
+    const { log } = checkpoint('PASSIVE');
+    if (log >= restartFrames) {
+      waitingForQuiet = true;
+      parentPort.postMessage({ type: 'quiet-please' });
+    }
+  } catch (error) {
+    fail(error);
+  }
+}, intervalMs);
+parentPort.on('message', (message) => {
+  if (message === 'quiet') {
+    // The process writes nothing now: checkpoint the rest and start the WAL over.
+    try { checkpoint('RESTART'); } catch (error) { fail(error); }
+    waitingForQuiet = false;
+    parentPort.postMessage({ type: 'restarted' });
+  } else if (message === 'stop') {
+    clearInterval(timer);
+    db.close();
+    parentPort.close();
+  }
+});
+parentPort.postMessage({ type: 'ready' });
+`;
+
+/**
+ * Checkpoints a SQLite database's write-ahead log from a worker thread, with a connection of its own.
+ *
+ * Left to itself, SQLite checkpoints inside the commit that crosses 1000 WAL pages: that commit copies the pages into
+ * the database file and waits for two fsyncs, on the thread that runs every turn. Here the main connection never
+ * checkpoints; the worker does, every {@link CHECKPOINT_INTERVAL_MS}, beside the writer (a passive checkpoint waits
+ * for nobody), and resets the WAL at {@link RESTART_FRAMES}. If the worker cannot start or fails, the main
+ * connection's own checkpoints are turned back on.
+ */
+export class WalCheckpointer {
+  readonly #worker: Worker;
+  readonly #options: WalCheckpointerOptions;
+  #active = false;
+  #exited = false;
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: WalCheckpointerOptions) {
+    this.#options = options;
+    this.#worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: {
+        path: options.path,
+        binding: options.binding,
+        betterSqlite3Path: options.binding === 'better-sqlite3' ? createRequire(import.meta.url).resolve('better-sqlite3') : null,
+        intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
+        restartFrames: options.restartFrames ?? RESTART_FRAMES,
+      },
+      // The worker needs none of the parent's flags (loaders, inspector).
+      execArgv: [],
+      stdout: false,
+      stderr: false,
+    });
+    // A forgotten close() must not keep the process alive.
+    this.#worker.unref();
+    this.#worker.on('message', (message: { type: string; message?: string }) => {
+      if (message.type === 'ready' && this.#stopping === undefined) {
+        this.#active = true;
+        options.setAutoCheckpoint(0);
+      } else if (message.type === 'quiet-please') {
+        void this.#restartWhileQuiet();
+      } else if (message.type === 'failed') {
+        process.emitWarning(`Palaver's SQLite checkpointer stopped (${message.message}); the database checkpoints on commit instead.`);
+      }
+    });
+    this.#worker.on('error', (error) => {
+      process.emitWarning(`Palaver's SQLite checkpointer failed (${error.message}); the database checkpoints on commit instead.`);
+    });
+    this.#worker.on('exit', () => {
+      this.#exited = true;
+      this.#handBack();
+    });
+  }
+
+  /** True while the worker does the checkpoints. */
+  get active(): boolean {
+    return this.#active;
+  }
+
+  /** Closes the worker's connection and ends the thread; the main connection checkpoints again. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#exited
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          // Keeps the process alive until the worker has closed its connection.
+          this.#worker.ref();
+          this.#worker.once('exit', () => resolve());
+          this.#worker.postMessage('stop');
+        });
+    return this.#stopping;
+  }
+
+  async #restartWhileQuiet(): Promise<void> {
+    await this.#options.whileWritesPaused(async () => {
+      if (this.#exited) return;
+      const done = new Promise<void>((resolve) => {
+        const onMessage = (message: { type: string }) => {
+          if (message.type !== 'restarted') return;
+          this.#worker.off('message', onMessage);
+          this.#worker.off('exit', onExit);
+          resolve();
+        };
+        const onExit = () => {
+          this.#worker.off('message', onMessage);
+          resolve();
+        };
+        this.#worker.on('message', onMessage);
+        this.#worker.once('exit', onExit);
+      });
+      this.#worker.postMessage('quiet');
+      await done;
+    });
+  }
+
+  #handBack(): void {
+    if (!this.#active) return;
+    this.#active = false;
+    try {
+      this.#options.setAutoCheckpoint(DEFAULT_AUTOCHECKPOINT_PAGES);
+    } catch {
+      // The main connection is already closed: nothing left to checkpoint from it.
+    }
+  }
+}
