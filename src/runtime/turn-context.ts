@@ -1,4 +1,4 @@
-import type { Session, StoredMessage, User } from '../domain/model.js';
+import type { FinishedToolCall, Session, StoredMessage, User } from '../domain/model.js';
 import type { TurnEvent } from '../domain/ports/channel.js';
 import type { HostedMcpSpec, ModelSet } from '../domain/ports/model-provider.js';
 import type { Store } from '../domain/ports/store.js';
@@ -68,8 +68,8 @@ export interface TurnScope {
   /** The stored version `state` was loaded at (0: none stored yet), for the optimistic save. */
   readonly stateVersion: number;
   /**
-   * Outcomes of the tool calls this turn ran, written with the reply in one transaction. Each call's start was
-   * committed before it ran, so after a crash its record says `running`: it may or may not have happened.
+   * The tool calls this turn ran, with their outcomes, recorded with the reply in one transaction. A call id the
+   * model repeats within the turn is answered from here instead of running again.
    */
-  readonly toolOutcomes: { callId: string; status: 'succeeded' | 'failed'; result: string }[];
+  readonly toolCalls: FinishedToolCall[];
 }

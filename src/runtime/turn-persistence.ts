@@ -36,7 +36,7 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
     },
   };
   const { stored, version } = await deps.store.transaction(async (tx) => {
-    await finishToolCalls(scope, tx);
+    await recordToolCalls(scope, tx);
     const stored = await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply]);
     await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'completed' });
     return { stored, version: await saveState(scope, tx) };
@@ -53,8 +53,8 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
   return usage;
 }
 
-async function finishToolCalls(scope: TurnScope, tx: Store): Promise<void> {
-  for (const outcome of scope.toolOutcomes) await tx.toolCalls.finish(outcome.callId, { status: outcome.status, result: outcome.result });
+async function recordToolCalls(scope: TurnScope, tx: Store): Promise<void> {
+  for (const call of scope.toolCalls) await tx.toolCalls.record(call);
 }
 
 /**
@@ -75,7 +75,7 @@ export async function persistFailure(scope: TurnScope, apology: string, modelCal
   const usage = usageOf(deps, modelCalls);
   try {
     await deps.store.transaction(async (tx) => {
-      await finishToolCalls(scope, tx);
+      await recordToolCalls(scope, tx);
       await tx.messages.append(request.session.id, [
         { role: 'assistant', audience: 'display', content: apology, correlationId: request.correlationId, ...usage, currency: deps.currency, meta: { error: true } },
       ]);

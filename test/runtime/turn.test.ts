@@ -150,6 +150,26 @@ describe('agent turn', () => {
     expect(results.map((item) => (item.type === 'tool_result' ? item.output : ''))).toEqual(['pong 1', 'pong 2', expect.stringContaining('Limit reached')]);
   });
 
+  it('answers a call id the model repeats within a turn from the first call, without running the tool again', async () => {
+    let runs = 0;
+    const book = defineTool({ name: 'book', description: 'books a slot', input: z.object({ slot: z.number() }), run: ({ slot }) => `booked ${slot} (#${++runs})` });
+    harness = await createHarness(
+      sequenceScript([
+        { toolCalls: [{ callId: 'call_same', name: 'book', arguments: { slot: 3 } }] },
+        { toolCalls: [{ callId: 'call_same', name: 'book', arguments: { slot: 3 } }] },
+        { text: 'booked' },
+      ]),
+    );
+    const palaver = await harness.start({}, { tools: [book] });
+    const reply = await palaver.chat({ userId: 'jo', text: 'book slot 3' });
+    expect(runs).toBe(1);
+    const results = harness.model.calls[2]!.messages.filter((item) => item.type === 'tool_result');
+    expect(results.map((item) => (item.type === 'tool_result' ? item.output : ''))).toEqual(['booked 3 (#1)', 'booked 3 (#1)']);
+    const calls = await palaver.store.toolCalls.listBySession(reply.sessionId);
+    expect(calls).toMatchObject([{ callId: `${reply.correlationId}:call_same`, name: 'book', status: 'succeeded', result: 'booked 3 (#1)' }]);
+    expect(calls[0]!.finishedAt!.getTime()).toBeGreaterThanOrEqual(calls[0]!.createdAt.getTime());
+  });
+
   it('hands invalid tool arguments back to the model as a tool error', async () => {
     const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({ id: z.number() }), run: () => 'never' });
     harness = await createHarness(toolThenEcho('lookup', { id: 'seven' }));

@@ -5,6 +5,7 @@ import type {
   Session,
   SessionStatus,
   StoredMessage,
+  FinishedToolCall,
   ToolCallRecord,
   TokenUsage,
   User,
@@ -82,9 +83,18 @@ export interface UserStateRepository {
 }
 
 export interface ToolCallRepository {
-  /** Records a call as running. Returns false when the call id is already recorded (idempotency). */
+  /**
+   * Records a call before it runs (a call handed to another process). Returns false when the call id is already
+   * recorded (idempotency).
+   */
   start(record: Omit<ToolCallRecord, 'status' | 'result' | 'createdAt' | 'finishedAt'>): Promise<boolean>;
+  /** Records the outcome of a started call; a second outcome for the same call is ignored. */
   finish(callId: string, outcome: { status: 'succeeded' | 'failed'; result: string }): Promise<void>;
+  /**
+   * Records a call that has run, with its outcome, in one write (a call run within the turn). Returns false when
+   * the call id is already recorded; the stored record stays as it was.
+   */
+  record(call: FinishedToolCall): Promise<boolean>;
   findByCallId(callId: string): Promise<ToolCallRecord | undefined>;
   listBySession(sessionId: string): Promise<ToolCallRecord[]>;
 }
