@@ -2,6 +2,7 @@ import { ChannelError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Session, StoredMessage, User } from '../domain/model.js';
 import type { ConversationHandler, InboundMessage, TurnEvent, TurnOutcome } from '../domain/ports/channel.js';
+import type { TransactionOptions } from '../domain/ports/store.js';
 import { Inbox } from './inbox.js';
 import { runTurn, type TurnDependencies } from './turn.js';
 
@@ -11,6 +12,9 @@ export interface RuntimeOptions {
   /** Inbox quiet window in ms (0: answer at once). */
   readonly debounceMs?: number;
 }
+
+const SHARED_COMMIT: TransactionOptions = { shareCommit: true };
+const OWN_COMMIT: TransactionOptions = {};
 
 interface AcceptedMessage {
   readonly user: User;
@@ -50,6 +54,8 @@ export class PalaverRuntime implements ConversationHandler {
     const correlationId = message.correlationId ?? newId();
     const { cache } = this.#deps;
     const known = cache.participant(message.channel, message.accountId, message.conversationId);
+    // Not queued yet: any conversation in the inbox is another one.
+    const commit = this.#commitOptions(0);
     const accepted = await this.#deps.store.transaction(async (tx) => {
       if (message.dedupeKey && !(await tx.inbound.remember(message.channel, message.dedupeKey))) return undefined;
       let participant = known;
@@ -63,7 +69,7 @@ export class PalaverRuntime implements ConversationHandler {
       // The session has work in flight from the moment a message is accepted until its turn ends.
       await tx.sessions.setStatus(participant.session.id, 'running');
       return { ...participant, message: stored! };
-    });
+    }, commit);
     // Remembered only after the commit: a rolled-back first contact must not be cached.
     if (accepted && !known) cache.rememberParticipant(message.channel, message.accountId, message.conversationId, { user: accepted.user, session: accepted.session });
     if (!accepted) {
@@ -78,6 +84,14 @@ export class PalaverRuntime implements ConversationHandler {
       onEvent: options.onEvent,
       signal: options.signal,
     });
+  }
+
+  /**
+   * While other conversations have turns in flight, their writes come at about the same time as this one's: let
+   * the store commit them together (a hint; it still resolves only once the writes are durable).
+   */
+  #commitOptions(own: 0 | 1): TransactionOptions {
+    return this.#inbox.activeConversations - own > 0 ? SHARED_COMMIT : OWN_COMMIT;
   }
 
   /** Resolves when every queued turn has finished. */
@@ -99,6 +113,7 @@ export class PalaverRuntime implements ConversationHandler {
         session: first.session,
         newMessages: batch.map((item) => item.message),
         correlationId: first.correlationId,
+        commit: this.#commitOptions(1),
         language: last.languageHint ?? this.#deps.agent.defaultLanguage,
         timeZone: this.#deps.agent.defaultTimeZone,
         ...(listeners.length > 0 ? { onEvent: (event: TurnEvent) => listeners.forEach((listener) => listener(event)) } : {}),

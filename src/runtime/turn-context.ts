@@ -1,7 +1,7 @@
 import type { FinishedToolCall, Session, StoredMessage, User } from '../domain/model.js';
 import type { TurnEvent } from '../domain/ports/channel.js';
 import type { HostedMcpSpec, ModelSet } from '../domain/ports/model-provider.js';
-import type { Store } from '../domain/ports/store.js';
+import type { Store, TransactionOptions } from '../domain/ports/store.js';
 import type { PriceTable } from '../billing/pricing.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
@@ -53,6 +53,8 @@ export interface TurnRequest {
   readonly timeZone: string;
   readonly onEvent?: (event: TurnEvent) => void;
   readonly signal?: AbortSignal;
+  /** How the turn's closing transaction commits: shared with other conversations' when several are busy. */
+  readonly commit: TransactionOptions;
 }
 
 /** What every step of one turn shares: its logger, its event sink and the user's state as it evolves. */

@@ -40,7 +40,7 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
     const stored = await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply]);
     await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'completed' });
     return { stored, version: await saveState(scope, tx) };
-  });
+  }, request.commit);
   deps.cache.rememberState(request.user.id, { version, state: scope.state });
   // A role change resets the cached history (as the chain): the next turn reads it afresh from the store.
   if (flow.roleChanged) deps.cache.forgetHistory(request.session.id);
@@ -82,7 +82,7 @@ export async function persistFailure(scope: TurnScope, apology: string, modelCal
       if (modelCalls.length > 0) await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'failed' });
       else await tx.sessions.setStatus(request.session.id, 'failed');
       await tx.userState.save(request.user.id, { ...scope.state, lastResponseId: null });
-    });
+    }, request.commit);
   } catch (error) {
     scope.log.error({ err: error }, 'could not persist the failed turn');
   }

@@ -1,7 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import { StoreError } from '../domain/errors.js';
-import type { Store } from '../domain/ports/store.js';
+import type { Store, TransactionOptions } from '../domain/ports/store.js';
 import { dialectOf, type StoreDialect } from './dialect.js';
+import { shareCommit } from './sqlite-connection.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
@@ -60,12 +61,14 @@ export class KyselyStore implements Store {
    * transaction holds the single connection, so a query through the outer store would wait for it forever.
    * Errors thrown by `fn` are rethrown as they are; a failing BEGIN or COMMIT becomes a StoreError.
    */
-  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Store) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const { db } = this.#ctx;
     if (db.isTransaction) return fn(this);
     let failure: { readonly error: unknown } | undefined;
+    let committed: Promise<void> | undefined;
     try {
-      return await db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
+        if (options.shareCommit) committed = shareCommit(trx);
         try {
           return await fn(new KyselyStore(trx, { dialect: this.#ctx.dialect, now: this.#ctx.now }));
         } catch (error) {
@@ -73,6 +76,9 @@ export class KyselyStore implements Store {
           throw error;
         }
       });
+      // Shared: on Palaver's SQLite connection the commit comes at the end of the event loop's turn.
+      await committed;
+      return result;
     } catch (error) {
       if (failure !== undefined && failure.error === error) throw error;
       throw toStoreError('transaction', error);

@@ -37,17 +37,50 @@ export class ConnectionGate {
   }
 }
 
+/** One SQLite transaction shared by the logical transactions that joined it, and their promise of its commit. */
+interface CommitGroup {
+  readonly committed: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+// Each logical transaction runs inside this savepoint, so its rollback undoes only its own writes.
+const MEMBER_SAVEPOINT = 'palaver_tx';
+
 /**
- * The SQLite connection. Bindings are synchronous, so a statement runs to completion before `run` returns; Kysely
- * gets the same results as from its own SQLite driver.
+ * The SQLite connection of one Palaver process, with group commit.
+ *
+ * A commit is the expensive part of a small write: every page the transaction touched is written to the WAL again.
+ * So transactions whose callers expect company (many conversations busy at once) do not commit one by one: the first
+ * opens a SQLite transaction, the next ones join it, each in a savepoint of its own, and one COMMIT at the end of the
+ * event loop's current turn makes all of them durable; each caller's promise resolves only then. Pages they share
+ * (a session's row, the tail of the messages table, index leaves) are written once for all of them.
+ *
+ * Everything else keeps plain semantics: a statement outside a transaction, or a transaction that did not ask to
+ * be grouped, commits the open group together with itself before it returns.
  */
 export class SqliteConnection implements DatabaseConnection {
   readonly #database: SqliteDatabase;
+  readonly #gate: ConnectionGate;
+  #group: CommitGroup | undefined;
+  /** The group the current holder's transaction joined, while it runs; undefined outside a transaction. */
+  #memberOf: CommitGroup | undefined;
+  /** Whether the running transaction has a savepoint of its own (the one that opened the group needs none). */
+  #memberSavepoint = false;
+  #memberMayWait = false;
+  #flushScheduled = false;
 
-  constructor(database: SqliteDatabase) {
+  constructor(database: SqliteDatabase, gate: ConnectionGate) {
     this.#database = database;
+    this.#gate = gate;
   }
 
+  /** Whoever runs statements on this connection holds this gate. */
+  get gate(): ConnectionGate {
+    return this.#gate;
+  }
+
+  /** Runs one statement now (the caller holds the gate). */
   run<R>(query: { readonly sql: string; readonly parameters: readonly unknown[] }): QueryResult<R> {
     const statement = this.#database.prepare(query.sql);
     if (statement.reader) return { rows: statement.all(query.parameters) as R[] };
@@ -55,9 +88,15 @@ export class SqliteConnection implements DatabaseConnection {
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
 
+  /**
+   * Runs a statement for the current holder. Outside a transaction, an open group is committed with it, so the
+   * result is durable when it is returned.
+   */
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     try {
-      return Promise.resolve(this.run<R>(query));
+      const result = this.run<R>(query);
+      if (this.#memberOf === undefined) this.commitGroup();
+      return Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -67,6 +106,125 @@ export class SqliteConnection implements DatabaseConnection {
     if (!SelectQueryNode.is(query.query)) throw new Error('SQLite streams only select queries');
     for (const row of this.#database.prepare(query.sql).iterate(query.parameters)) yield { rows: [row as R] };
   }
+
+  /**
+   * Starts a logical transaction: opens a group, or joins the open one in a savepoint, so that its rollback undoes
+   * only its own writes. (The transaction that opens a group runs before any other joins, so it needs no savepoint.)
+   */
+  begin(): void {
+    this.#memberSavepoint = this.#group !== undefined;
+    if (this.#memberSavepoint) {
+      this.run(CompiledQuery.raw(`savepoint ${MEMBER_SAVEPOINT}`));
+    } else {
+      this.run(CompiledQuery.raw('begin'));
+      this.#group = newGroup();
+    }
+    this.#memberOf = this.#group;
+    this.#memberMayWait = false;
+  }
+
+  /** Lets the running transaction's commit wait for the group's (see {@link shareCommit}). */
+  allowGroupCommit(): CommitGroup | undefined {
+    this.#memberMayWait = this.#memberOf !== undefined;
+    return this.#memberOf;
+  }
+
+  /** Ends the running transaction's savepoint, keeping its writes in the group; commits now unless it may wait. */
+  commit(): void {
+    const group = this.#memberOf;
+    this.#memberOf = undefined;
+    if (group === undefined) throw new Error('No transaction is running on this SQLite connection.');
+    if (group !== this.#group) throw new Error('SQLite rolled this transaction back after an earlier error; it cannot commit.');
+    try {
+      if (this.#memberSavepoint) this.run(CompiledQuery.raw(`release ${MEMBER_SAVEPOINT}`));
+    } catch (error) {
+      this.#failGroup(error);
+      throw error;
+    }
+    if (this.#memberMayWait) this.#scheduleFlush();
+    else this.commitGroup();
+  }
+
+  /** Undoes the running transaction's writes, leaving the rest of the group as it was. */
+  rollback(): void {
+    const group = this.#memberOf;
+    this.#memberOf = undefined;
+    // The group already failed (SQLite rolled everything back): nothing left to undo.
+    if (group === undefined || group !== this.#group) return;
+    if (!this.#memberSavepoint) {
+      // It opened the group and nobody joined yet: the whole SQLite transaction is its own.
+      this.#group = undefined;
+      this.run(CompiledQuery.raw('rollback'));
+      group.resolve();
+      return;
+    }
+    try {
+      this.run(CompiledQuery.raw(`rollback to ${MEMBER_SAVEPOINT}`));
+      this.run(CompiledQuery.raw(`release ${MEMBER_SAVEPOINT}`));
+    } catch (error) {
+      this.#failGroup(error);
+      return;
+    }
+    this.#scheduleFlush();
+  }
+
+  /** Commits the open group now (the caller holds the gate). */
+  commitGroup(): void {
+    const group = this.#group;
+    if (group === undefined) return;
+    try {
+      this.run(CompiledQuery.raw('commit'));
+    } catch (error) {
+      this.#failGroup(error);
+      throw error;
+    }
+    this.#group = undefined;
+    group.resolve();
+  }
+
+  /** Waits for the gate, then commits the open group. */
+  async flush(): Promise<void> {
+    await this.#gate.enter();
+    try {
+      this.commitGroup();
+    } finally {
+      this.#gate.leave();
+    }
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    // After the I/O callbacks of this loop turn: the transactions they started all make it into the group.
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      // A failed COMMIT has already rejected the group's promise, which its members await.
+      this.flush().catch(() => {});
+    });
+  }
+
+  #failGroup(error: unknown): void {
+    const group = this.#group;
+    this.#group = undefined;
+    try {
+      this.run(CompiledQuery.raw('rollback'));
+    } catch {
+      // SQLite may have rolled back already.
+    }
+    group?.reject(error);
+  }
+}
+
+function newGroup(): CommitGroup {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const committed = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Members that rolled back do not wait for the group; its failure reaches those that do.
+  committed.catch(() => {});
+  return { committed, resolve, reject };
 }
 
 /** Kysely's driver for the connection: the connection is held through the gate. */
@@ -93,15 +251,15 @@ class GatedSqliteDriver implements Driver {
   }
 
   async beginTransaction(): Promise<void> {
-    this.#connection.run(CompiledQuery.raw('begin'));
+    this.#connection.begin();
   }
 
   async commitTransaction(): Promise<void> {
-    this.#connection.run(CompiledQuery.raw('commit'));
+    this.#connection.commit();
   }
 
   async rollbackTransaction(): Promise<void> {
-    this.#connection.run(CompiledQuery.raw('rollback'));
+    this.#connection.rollback();
   }
 
   async savepoint(_connection: DatabaseConnection, name: string): Promise<void> {
@@ -116,8 +274,9 @@ class GatedSqliteDriver implements Driver {
     this.#connection.run(CompiledQuery.raw(`release ${quoteName(name)}`));
   }
 
-  destroy(): Promise<void> {
-    return this.#close();
+  async destroy(): Promise<void> {
+    await this.#connection.flush();
+    await this.#close();
   }
 }
 
@@ -125,34 +284,39 @@ function quoteName(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/** The gate and connection behind a Kysely made by {@link createGatedSqliteKysely}. */
-interface DirectAccess {
-  readonly gate: ConnectionGate;
-  readonly connection: SqliteConnection;
-}
-
 // Keyed by the Kysely adapter, which a database shares with every transaction on it.
-const directAccess = new WeakMap<object, DirectAccess>();
+const connections = new WeakMap<object, SqliteConnection>();
 
 /**
  * A Kysely on one SQLite connection whose queries, transactions and direct statements ({@link runDirect}) all take
- * turns through `gate`. `close` runs when Kysely is destroyed.
+ * turns through `gate`. `close` runs when Kysely is destroyed, after the last group is committed.
  */
-export function createGatedSqliteKysely(database: SqliteDatabase, gate: ConnectionGate, close: () => Promise<void>): Kysely<Database> {
-  const connection = new SqliteConnection(database);
+export function createGatedSqliteKysely(database: SqliteDatabase, gate: ConnectionGate, close: () => Promise<void>): { db: Kysely<Database>; connection: SqliteConnection } {
+  const connection = new SqliteConnection(database, gate);
   const dialect = new (class extends SqliteDialect {
     override createDriver(): Driver {
       return new GatedSqliteDriver(connection, gate, close);
     }
   })({ database });
   const db = new Kysely<Database>({ dialect });
-  directAccess.set(db.getExecutor().adapter, { gate, connection });
-  return db;
+  connections.set(db.getExecutor().adapter, connection);
+  return { db, connection };
 }
 
 /** True when `db` (or a transaction on it) was made by {@link createGatedSqliteKysely}. */
 export function isGatedSqlite(db: Kysely<Database>): boolean {
-  return directAccess.has(db.getExecutor().adapter);
+  return connections.has(db.getExecutor().adapter);
+}
+
+/**
+ * Called inside a transaction on a gated SQLite Kysely: lets the transaction commit together with the others that
+ * commit in this turn of the event loop, and returns the promise of that commit, which the caller must await before
+ * it treats the writes as durable. Undefined for other databases, whose transactions are durable when Kysely's
+ * `execute` resolves.
+ */
+export function shareCommit(trx: Kysely<Database>): Promise<void> | undefined {
+  if (!trx.isTransaction) return undefined;
+  return connections.get(trx.getExecutor().adapter)?.allowGroupCommit()?.committed;
 }
 
 /**
@@ -162,10 +326,16 @@ export function isGatedSqlite(db: Kysely<Database>): boolean {
  * Returns undefined when `db` is not a gated SQLite Kysely.
  */
 export function runDirect<R>(db: Kysely<Database>, query: CompiledQuery): Promise<QueryResult<R>> | undefined {
-  const access = directAccess.get(db.getExecutor().adapter);
-  if (access === undefined) return undefined;
-  const { gate, connection } = access;
-  if (db.isTransaction) return connection.executeQuery<R>(query);
+  const connection = connections.get(db.getExecutor().adapter);
+  if (connection === undefined) return undefined;
+  if (db.isTransaction) {
+    try {
+      return Promise.resolve(connection.run<R>(query));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+  const { gate } = connection;
   if (gate.tryEnter()) {
     try {
       return connection.executeQuery<R>(query);
@@ -173,11 +343,5 @@ export function runDirect<R>(db: Kysely<Database>, query: CompiledQuery): Promis
       gate.leave();
     }
   }
-  return gate.enter().then(() => {
-    try {
-      return connection.run<R>(query);
-    } finally {
-      gate.leave();
-    }
-  });
+  return gate.enter().then(() => connection.executeQuery<R>(query).finally(() => gate.leave()));
 }

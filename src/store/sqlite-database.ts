@@ -66,6 +66,8 @@ export function openSqliteDatabase(url: string, options: { driver?: SqliteDriver
           whileWritesPaused: async (fn) => {
             await gate.enter();
             try {
+              // An open transaction would keep the checkpoint from finishing.
+              connection.commitGroup();
               await fn();
             } finally {
               gate.leave();
@@ -73,11 +75,12 @@ export function openSqliteDatabase(url: string, options: { driver?: SqliteDriver
           },
         });
   const cached = withStatementCache(database);
-  return createGatedSqliteKysely(cached, gate, async () => {
+  const { db, connection } = createGatedSqliteKysely(cached, gate, async () => {
     // The worker's connection closes first, so the main one is the last and cleans up the WAL as it closes.
     await checkpointer?.stop();
     cached.close();
   });
+  return db;
 }
 
 /** SQL function `palaver_add_cost(a, b)`: the exact sum of two canonical decimal texts, canonical (see decimal.ts). */

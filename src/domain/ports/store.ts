@@ -25,13 +25,23 @@ export interface Store {
   readonly inbound: InboundRepository;
   /**
    * Runs `fn` in one transaction; the store handed to `fn` is bound to it. Commits when `fn` resolves,
-   * rolls back and rethrows when it rejects. Nested calls reuse the outer transaction.
+   * rolls back and rethrows when it rejects. Nested calls reuse the outer transaction. Resolves once the writes
+   * are durable.
    */
-  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Cheap round trip used by health checks and `palaver doctor`. */
   ping(): Promise<void>;
   /** Closes the connection pool. Safe to call twice. */
   close(): Promise<void>;
+}
+
+export interface TransactionOptions {
+  /**
+   * The caller expects other transactions to commit at about the same time (many conversations are busy) and may
+   * wait for the end of the event loop's current turn, so that one commit serves them all. The promise still
+   * resolves only once the writes are durable. A hint: back ends without group commit ignore it.
+   */
+  readonly shareCommit?: boolean;
 }
 
 export interface UserRepository {
