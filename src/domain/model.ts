@@ -96,13 +96,6 @@ export interface ToolCallRecord {
   readonly finishedAt: Date | null;
 }
 
-/** A tool call that has run, recorded with its outcome. */
-export interface FinishedToolCall extends ToolCallRecord {
-  readonly status: 'succeeded' | 'failed';
-  readonly result: string;
-  readonly finishedAt: Date;
-}
-
 /**
  * Per-user state: small, versioned JSON kept as text. The runtime parses and validates `raw`, so a corrupt row
  * is the runtime's to survive, not the store's to hide.

@@ -6,38 +6,25 @@ import type { TurnScope } from './turn-context.js';
 
 /**
  * Runs one tool call the model asked for: parses its arguments, calls it for the user bound to the turn, applies
- * the flow-state and role changes it makes, keeps its record for the end of the turn, and reports it to the channel.
+ * the flow-state and role changes it makes, and reports it to the channel. The turn's audit records keep it.
  * A call id the model repeats within the turn gets the first call's result and does not run again.
  * Never throws for the tool's own failure: the model receives it as a tool error.
  */
 export async function runToolCall(scope: TurnScope, tools: ToolSet, role: string | null, call: ModelToolCall, onRoleChange: (role: string) => void): Promise<ToolResult> {
-  const { deps, request, emit } = scope;
+  const { deps, emit } = scope;
   emit({ type: 'tool_call', callId: call.callId, name: call.name, arguments: call.arguments });
-  // Model call ids are unique only within a response; scope the record's key to the turn.
-  const recordId = `${request.correlationId}:${call.callId}`;
-  const earlier = scope.toolCalls.find((recorded) => recorded.callId === recordId);
 
   let result: ToolResult;
+  const earlier = scope.toolRuns.get(call.callId);
   if (earlier) {
-    result = { content: earlier.result, isError: earlier.status !== 'succeeded' };
+    result = earlier.result;
   } else {
-    const createdAt = deps.now();
+    const started = performance.now();
     const args = parseArguments(call.arguments);
     result = args
       ? await invokeForBoundUser(scope, tools, role, call, args, onRoleChange)
       : { content: `Arguments for ${call.name} must be a JSON object.`, isError: true };
-    scope.toolCalls.push({
-      callId: recordId,
-      sessionId: request.session.id,
-      userId: request.user.id,
-      correlationId: request.correlationId,
-      name: call.name,
-      arguments: call.arguments,
-      status: result.isError ? 'failed' : 'succeeded',
-      result: result.content,
-      createdAt,
-      finishedAt: deps.now(),
-    });
+    scope.toolRuns.set(call.callId, { result, durationMs: Math.round((performance.now() - started) * 1000) / 1000 });
   }
 
   scope.state = rememberToolCalls(scope.state, [{ name: call.name, arguments: call.arguments, ok: !result.isError, at: deps.now().toISOString() }]);

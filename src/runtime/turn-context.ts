@@ -1,4 +1,4 @@
-import type { FinishedToolCall, Session, StoredMessage, User } from '../domain/model.js';
+import type { Session, StoredMessage, User } from '../domain/model.js';
 import type { TurnEvent } from '../domain/ports/channel.js';
 import type { HostedMcpSpec, ModelSet } from '../domain/ports/model-provider.js';
 import type { Store, TransactionOptions } from '../domain/ports/store.js';
@@ -8,6 +8,7 @@ import type { PalaverMetrics } from '../observability/metrics.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import type { InstructionLibrary } from './context/instructions.js';
 import type { ConversationCache } from './conversation-cache.js';
+import type { ToolResult } from '../domain/ports/tool-host.js';
 import type { UserState } from './context/user-state.js';
 
 /** Agent settings a turn needs, taken from config once. */
@@ -70,8 +71,8 @@ export interface TurnScope {
   /** The stored version `state` was loaded at (0: none stored yet), for the optimistic save. */
   readonly stateVersion: number;
   /**
-   * The tool calls this turn ran, with their outcomes, recorded with the reply in one transaction. A call id the
-   * model repeats within the turn is answered from here instead of running again.
+   * The tool calls this turn ran, by the model's call id, with how long each took (for the audit records). A call
+   * id the model repeats within the turn is answered from here instead of running again.
    */
-  readonly toolCalls: FinishedToolCall[];
+  readonly toolRuns: Map<string, { readonly result: ToolResult; readonly durationMs: number }>;
 }

@@ -36,7 +36,6 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
     },
   };
   const { stored, version } = await deps.store.transaction(async (tx) => {
-    await recordToolCalls(scope, tx);
     const stored = await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply]);
     await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'completed' });
     return { stored, version: await saveState(scope, tx) };
@@ -51,10 +50,6 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
     deps.metrics.tokens.inc({ direction: 'output' }, call.usage.outputTokens);
   }
   return usage;
-}
-
-async function recordToolCalls(scope: TurnScope, tx: Store): Promise<void> {
-  for (const call of scope.toolCalls) await tx.toolCalls.record(call);
 }
 
 /**
@@ -75,7 +70,6 @@ export async function persistFailure(scope: TurnScope, apology: string, modelCal
   const usage = usageOf(deps, modelCalls);
   try {
     await deps.store.transaction(async (tx) => {
-      await recordToolCalls(scope, tx);
       await tx.messages.append(request.session.id, [
         { role: 'assistant', audience: 'display', content: apology, correlationId: request.correlationId, ...usage, currency: deps.currency, meta: { error: true } },
       ]);
@@ -89,19 +83,25 @@ export async function persistFailure(scope: TurnScope, apology: string, modelCal
   return usage;
 }
 
-/** Tool traffic, kept for audit and never shown to the person or sent back as history. */
+/**
+ * Tool traffic, kept for audit and never shown to the person or sent back as history: one record per call, with
+ * its arguments, result, outcome and (for calls that ran) how long it took.
+ */
 function auditRecords(scope: TurnScope, flow: FlowResult): NewMessage[] {
   const correlationId = scope.request.correlationId;
   return [
-    ...flow.toolCalls.map((call) => ({
-      role: 'tool' as const,
-      audience: 'audit' as const,
-      content: call.result.content,
-      toolCallId: call.callId,
-      toolCalls: [{ callId: call.callId, name: call.name, arguments: call.arguments }],
-      correlationId,
-      meta: { isError: call.result.isError, refused: call.refused },
-    })),
+    ...flow.toolCalls.map((call) => {
+      const durationMs = call.refused ? undefined : scope.toolRuns.get(call.callId)?.durationMs;
+      return {
+        role: 'tool' as const,
+        audience: 'audit' as const,
+        content: call.result.content,
+        toolCallId: call.callId,
+        toolCalls: [{ callId: call.callId, name: call.name, arguments: call.arguments }],
+        correlationId,
+        meta: { isError: call.result.isError, refused: call.refused, ...(durationMs === undefined ? {} : { durationMs }) },
+      };
+    }),
     ...flow.hostedToolCalls.map((call) => ({
       role: 'tool' as const,
       audience: 'audit' as const,

@@ -24,7 +24,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     replyMessageId: newId(),
     state,
     stateVersion: version,
-    toolCalls: [],
+    toolRuns: new Map(),
   };
   scope.emit({ type: 'turn_started', correlationId: request.correlationId, sessionId: request.session.id });
 

@@ -1,5 +1,5 @@
 import { StoreError } from '../domain/errors.js';
-import type { FinishedToolCall, ToolCallRecord } from '../domain/model.js';
+import type { ToolCallRecord } from '../domain/model.js';
 import type { ToolCallRepository } from '../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
@@ -46,25 +46,6 @@ export class KyselyToolCallRepository implements ToolCallRepository {
     });
   }
 
-  /** Inserts the finished call; a known call id leaves the stored record untouched and returns false. */
-  record(call: FinishedToolCall): Promise<boolean> {
-    return storeOperation('toolCalls.record', async () => {
-      const result = await recordQuery.execute(this.#ctx.db, {
-        callId: call.callId,
-        sessionId: call.sessionId,
-        userId: call.userId,
-        correlationId: call.correlationId,
-        name: call.name,
-        arguments: call.arguments,
-        status: call.status,
-        result: call.result,
-        createdAt: call.createdAt.getTime(),
-        finishedAt: call.finishedAt.getTime(),
-      });
-      return result.numAffectedRows === 1n;
-    });
-  }
-
   findByCallId(callId: string): Promise<ToolCallRecord | undefined> {
     return storeOperation('toolCalls.findByCallId', async () => {
       const row = (await findByCallIdQuery.execute(this.#ctx.db, { callId })).rows[0];
@@ -102,39 +83,6 @@ const startQuery = prepared(
         result: null,
         created_at: $.now,
         finished_at: null,
-      })
-      .onConflict((oc) => oc.column('call_id').doNothing()),
-);
-
-const recordQuery = prepared(
-  (
-    db,
-    $: {
-      callId: string;
-      sessionId: string;
-      userId: string;
-      correlationId: string;
-      name: string;
-      arguments: string;
-      status: 'succeeded' | 'failed';
-      result: string;
-      createdAt: number;
-      finishedAt: number;
-    },
-  ) =>
-    db
-      .insertInto('tool_calls')
-      .values({
-        call_id: $.callId,
-        session_id: $.sessionId,
-        user_id: $.userId,
-        correlation_id: $.correlationId,
-        name: $.name,
-        arguments: $.arguments,
-        status: $.status,
-        result: $.result,
-        created_at: $.createdAt,
-        finished_at: $.finishedAt,
       })
       .onConflict((oc) => oc.column('call_id').doNothing()),
 );

@@ -408,22 +408,6 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await expectStoreError(store.toolCalls.finish(unique('never'), { status: 'failed', result: 'x' }), 'not_found');
       });
 
-      it('records a call that has run in one write, once', async () => {
-        const session = await givenSession();
-        const call = await givenCall(session);
-        const createdAt = new Date(Date.now() - 40);
-        const finishedAt = new Date();
-        const finished = { ...call, status: 'succeeded' as const, result: '{"booked":true}', createdAt, finishedAt };
-        expect(await store.toolCalls.record(finished)).toBe(true);
-        expect(await store.toolCalls.record({ ...finished, status: 'failed', result: 'replayed' })).toBe(false);
-        expect(await store.toolCalls.findByCallId(call.callId)).toEqual(finished);
-        // A started call is not overwritten by a record of the same id either.
-        const started = await givenCall(session);
-        await store.toolCalls.start(started);
-        expect(await store.toolCalls.record({ ...started, status: 'succeeded', result: 'x', createdAt, finishedAt })).toBe(false);
-        expect(await store.toolCalls.findByCallId(started.callId)).toMatchObject({ status: 'running', result: null });
-      });
-
       it("lists a session's tool calls", async () => {
         const session = await givenSession();
         const a = await givenCall(session);

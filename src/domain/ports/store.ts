@@ -5,7 +5,6 @@ import type {
   Session,
   SessionStatus,
   StoredMessage,
-  FinishedToolCall,
   ToolCallRecord,
   TokenUsage,
   User,
@@ -92,19 +91,16 @@ export interface UserStateRepository {
   saveRaw(userId: string, raw: string): Promise<void>;
 }
 
+/**
+ * The idempotency records of tool calls handed to another process (a queue of tool workers): a call is started
+ * once, whoever sees it again, and its outcome is kept once. Calls run within the turn are recorded as the turn's
+ * audit messages instead.
+ */
 export interface ToolCallRepository {
-  /**
-   * Records a call before it runs (a call handed to another process). Returns false when the call id is already
-   * recorded (idempotency).
-   */
+  /** Records a call as running. Returns false when the call id is already recorded (idempotency). */
   start(record: Omit<ToolCallRecord, 'status' | 'result' | 'createdAt' | 'finishedAt'>): Promise<boolean>;
   /** Records the outcome of a started call; a second outcome for the same call is ignored. */
   finish(callId: string, outcome: { status: 'succeeded' | 'failed'; result: string }): Promise<void>;
-  /**
-   * Records a call that has run, with its outcome, in one write (a call run within the turn). Returns false when
-   * the call id is already recorded; the stored record stays as it was.
-   */
-  record(call: FinishedToolCall): Promise<boolean>;
   findByCallId(callId: string): Promise<ToolCallRecord | undefined>;
   listBySession(sessionId: string): Promise<ToolCallRecord[]>;
 }
