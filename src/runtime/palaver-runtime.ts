@@ -65,9 +65,8 @@ export class PalaverRuntime implements ConversationHandler {
         if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
         participant = { user, session };
       }
-      const [stored] = await tx.messages.append(participant.session.id, [{ role: 'user', audience: 'display', content: text, correlationId }]);
       // The session has work in flight from the moment a message is accepted until its turn ends.
-      await tx.sessions.setStatus(participant.session.id, 'running');
+      const [stored] = await tx.messages.append(participant.session.id, [{ role: 'user', audience: 'display', content: text, correlationId }], { status: 'running' });
       return { ...participant, message: stored! };
     }, commit);
     // Remembered only after the commit: a rolled-back first contact must not be cached.

@@ -36,8 +36,7 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
     },
   };
   const { stored, version } = await deps.store.transaction(async (tx) => {
-    const stored = await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply]);
-    await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'completed' });
+    const stored = await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply], { status: 'completed', usage: { ...usage, currency: deps.currency } });
     return { stored, version: await saveState(scope, tx) };
   }, request.commit);
   deps.cache.rememberState(request.user.id, { version, state: scope.state });
@@ -70,11 +69,11 @@ export async function persistFailure(scope: TurnScope, apology: string, modelCal
   const usage = usageOf(deps, modelCalls);
   try {
     await deps.store.transaction(async (tx) => {
-      await tx.messages.append(request.session.id, [
-        { role: 'assistant', audience: 'display', content: apology, correlationId: request.correlationId, ...usage, currency: deps.currency, meta: { error: true } },
-      ]);
-      if (modelCalls.length > 0) await tx.sessions.addUsage(request.session.id, { ...usage, currency: deps.currency, status: 'failed' });
-      else await tx.sessions.setStatus(request.session.id, 'failed');
+      await tx.messages.append(
+        request.session.id,
+        [{ role: 'assistant', audience: 'display', content: apology, correlationId: request.correlationId, ...usage, currency: deps.currency, meta: { error: true } }],
+        { status: 'failed', ...(modelCalls.length > 0 ? { usage: { ...usage, currency: deps.currency } } : {}) },
+      );
       await tx.userState.save(request.user.id, { ...scope.state, lastResponseId: null });
     }, request.commit);
   } catch (error) {

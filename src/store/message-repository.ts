@@ -2,13 +2,23 @@ import { sql, type InsertObject, type Insertable, type Kysely, type RawBuilder }
 import { StoreError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Audience, NewMessage, StoredMessage } from '../domain/model.js';
-import type { MessageRepository } from '../domain/ports/store.js';
+import type { MessageRepository, SessionChange } from '../domain/ports/store.js';
 import { toStoredCost } from './decimal.js';
-import { prepared, preparedBatch } from './prepared-query.js';
+import { prepared, preparedBatch, type PreparedBatch } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toMessage } from './rows.js';
 import type { Database, MessagesTable } from './schema.js';
 import { classifyDriverError, storeOperation } from './store-errors.js';
+import {
+  costArithmeticOf,
+  explainRefusedSessionWrite,
+  KyselySessionRepository,
+  sessionWrite,
+  sessionWriteArgs,
+  sessionWriteQuery,
+  type SessionWriteArgs,
+  type SessionWriteShape,
+} from './session-repository.js';
 
 /** Currency recorded on a message that names none (its cost is then "0" unless given). */
 export const DEFAULT_CURRENCY = 'USD';
@@ -34,24 +44,38 @@ export class KyselyMessageRepository implements MessageRepository {
   }
 
   /**
-   * Appends in one atomic step. Seqs come from the session's `last_seq` counter, bumped under the session row lock,
-   * so concurrent appends to one session get distinct, gap-free ranges and seqs are never reused, not even after
-   * {@link clear}.
+   * Appends in one atomic step, with the session's changes in the same UPDATE of its row. Seqs come from the
+   * session's `last_seq` counter, bumped under the session row lock, so concurrent appends to one session get
+   * distinct, gap-free ranges and seqs are never reused, not even after {@link clear}.
    *
-   * @throws StoreError `not_found` for an unknown session, `invalid_decimal` for a malformed cost.
+   * @throws StoreError `not_found` for an unknown session, `invalid_decimal` for a malformed cost, `invalid_usage`
+   * and `currency_mismatch` as `sessions.addUsage` throws them.
    */
-  append(sessionId: string, messages: readonly NewMessage[]): Promise<StoredMessage[]> {
+  append(sessionId: string, messages: readonly NewMessage[], change: SessionChange = {}): Promise<StoredMessage[]> {
     return storeOperation('messages.append', async () => {
-      if (messages.length === 0) return [];
+      if (messages.length === 0 && change.status === undefined && change.usage === undefined) return [];
+      const { db } = this.#ctx;
       const now = this.#ctx.now();
       const rows = messages.map((message) => prepare(sessionId, message, now));
+      const arithmetic = costArithmeticOf(this.#ctx);
+      // Usage is added in the same UPDATE where SQL can sum costs exactly; elsewhere by sessions.addUsage after it.
+      const usageInline = change.usage !== undefined && arithmetic !== undefined;
+      const shape: SessionWriteShape = { status: change.status !== undefined, usage: usageInline ? arithmetic : undefined };
+      const args: SessionWriteArgs = { ...sessionWriteArgs(sessionId, now, rows.length, usageInline ? change.usage : undefined), status: change.status ?? 'pending' };
       try {
-        if (this.#ctx.dialect === 'postgres' && rows.length <= ROWS_PER_INSERT) await appendInOneStatement(this.#ctx.db, sessionId, rows, now);
-        else await appendInTransaction(this.#ctx.db, sessionId, rows, now);
+        if (this.#ctx.dialect === 'postgres' && rows.length > 0 && rows.length <= ROWS_PER_INSERT) {
+          await appendInOneStatement(db, args, shape, rows);
+        } else {
+          await atomically(db, async (trx) => {
+            await appendInTransaction(trx, args, shape, rows);
+            if (change.usage !== undefined && !usageInline) await new KyselySessionRepository({ ...this.#ctx, db: trx }).addUsage(sessionId, change.usage);
+          });
+        }
         return rows.map((row) => row.message);
       } catch (error) {
-        // On PostgreSQL an unknown session leaves the CTE empty and `seq` null.
-        if (classifyDriverError(error) === 'not_null' || classifyDriverError(error) === 'foreign_key') throw notFound(sessionId, error);
+        // On PostgreSQL a refused session write leaves the CTE empty and `seq` null.
+        const kind = classifyDriverError(error);
+        if (kind === 'not_null' || kind === 'foreign_key') await explainRefusedSessionWrite(db, sessionId, usageInline ? change.usage!.currency : undefined);
         throw error;
       }
     });
@@ -94,31 +118,36 @@ const listRecentOfAudienceQuery = prepared((db, $: { sessionId: string; audience
 const PREPARED_MAX_ROWS = 16;
 
 /**
- * PostgreSQL: the counter bump and the insert as one statement — one round trip, atomic without a transaction.
+ * PostgreSQL: the session write and the insert as one statement — one round trip, atomic without a transaction.
  * The UPDATE in the CTE takes the session row lock, so a concurrent append waits and then sees the new `last_seq`.
+ * One template per session-write shape.
  */
-const appendInOneStatementQuery = preparedBatch(
-  (db, $: { sessionId: string; now: number }, rows: readonly MessageValues[]) =>
-    db
-      .with('s', (qb) =>
-        qb.updateTable('sessions').set({ last_seq: sql`last_seq + ${rows.length}`, updated_at: $.now }).where('id', '=', $.sessionId).returning('last_seq'),
-      )
-      .insertInto('messages')
-      .values(rows.map((row, index) => columnsOf(row, sql<number>`(select last_seq from s) - ${rows.length - 1 - index}`)))
-      .returning(['id', 'seq']),
-  { maxRows: PREPARED_MAX_ROWS },
-);
+const appendInOneStatementQueries = new Map<string, PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }>>();
 
-async function appendInOneStatement(db: Kysely<Database>, sessionId: string, rows: readonly PreparedRow[], now: number): Promise<void> {
+function appendInOneStatementQuery(shape: SessionWriteShape): PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }> {
+  const key = `${shape.status}:${shape.usage}`;
+  let query = appendInOneStatementQueries.get(key);
+  if (query === undefined) {
+    query = preparedBatch(
+      (db, $: SessionWriteArgs, rows: readonly MessageValues[]) =>
+        db
+          .with('s', (qb) => sessionWrite(qb, $, shape))
+          .insertInto('messages')
+          .values(rows.map((row, index) => columnsOf(row, sql<number>`(select last_seq from s) - ${rows.length - 1 - index}`)))
+          .returning(['id', 'seq']),
+      { maxRows: PREPARED_MAX_ROWS },
+    );
+    appendInOneStatementQueries.set(key, query);
+  }
+  return query;
+}
+
+async function appendInOneStatement(db: Kysely<Database>, args: SessionWriteArgs, shape: SessionWriteShape, rows: readonly PreparedRow[]): Promise<void> {
   const values = rows.map((row) => row.values);
-  const inserted = (await appendInOneStatementQuery.execute(db, { sessionId, now }, values)).rows;
+  const inserted = (await appendInOneStatementQuery(shape).execute(db, args, values)).rows;
   const seqById = new Map(inserted.map((row) => [row.id, Number(row.seq)]));
   for (const row of rows) row.message.seq = seqById.get(row.message.id) ?? Number.NaN;
 }
-
-const bumpLastSeqQuery = prepared((db, $: { sessionId: string; count: number; now: number }) =>
-  db.updateTable('sessions').set({ last_seq: sql`last_seq + ${$.count}`, updated_at: $.now }).where('id', '=', $.sessionId).returning('last_seq'),
-);
 
 const insertMessagesQuery = preparedBatch((db, _$: object, rows: readonly MessageValues[]) => db.insertInto('messages').values(rows.map((row) => columnsOf(row))), {
   maxRows: PREPARED_MAX_ROWS,
@@ -146,20 +175,18 @@ function columnsOf(row: MessageValues, seq: number | RawBuilder<number> = row.se
   };
 }
 
-/** Any dialect: bump the counter, then insert with explicit seqs, in one (possibly the caller's) transaction. */
-async function appendInTransaction(db: Kysely<Database>, sessionId: string, rows: readonly PreparedRow[], now: number): Promise<void> {
-  await atomically(db, async (trx) => {
-    const bumped = (await bumpLastSeqQuery.execute(trx, { sessionId, count: rows.length, now })).rows[0];
-    if (bumped === undefined) throw notFound(sessionId);
-    const first = Number(bumped.last_seq) - rows.length + 1;
-    const values = rows.map((row, index) => {
-      row.values.seq = row.message.seq = first + index;
-      return row.values;
-    });
-    for (let start = 0; start < values.length; start += ROWS_PER_INSERT) {
-      await insertMessagesQuery.execute(trx, {}, values.length <= ROWS_PER_INSERT ? values : values.slice(start, start + ROWS_PER_INSERT));
-    }
+/** Any dialect: the session write, then the insert with explicit seqs, inside the caller's transaction. */
+async function appendInTransaction(trx: Kysely<Database>, args: SessionWriteArgs, shape: SessionWriteShape, rows: readonly PreparedRow[]): Promise<void> {
+  const written = (await sessionWriteQuery(shape).execute(trx, args)).rows[0];
+  if (written === undefined) await explainRefusedSessionWrite(trx, args.id, shape.usage === undefined ? undefined : args.currency);
+  const first = Number(written!.last_seq) - rows.length + 1;
+  const values = rows.map((row, index) => {
+    row.values.seq = row.message.seq = first + index;
+    return row.values;
   });
+  for (let start = 0; start < values.length; start += ROWS_PER_INSERT) {
+    await insertMessagesQuery.execute(trx, {}, values.length <= ROWS_PER_INSERT ? values : values.slice(start, start + ROWS_PER_INSERT));
+  }
 }
 
 function prepare(sessionId: string, message: NewMessage, now: number): PreparedRow {
@@ -202,8 +229,4 @@ function prepare(sessionId: string, message: NewMessage, now: number): PreparedR
       created_at: now,
     },
   };
-}
-
-function notFound(sessionId: string, cause?: unknown): StoreError {
-  return new StoreError('not_found', `Cannot append to session ${sessionId}: it does not exist; open it first.`, { cause });
 }

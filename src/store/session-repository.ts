@@ -1,13 +1,14 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type QueryCreator, type RawBuilder } from 'kysely';
 import { StoreError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Session, SessionStatus, TokenUsage } from '../domain/model.js';
 import type { SessionRepository } from '../domain/ports/store.js';
 import { addCosts, isZeroCost, toStoredCost } from './decimal.js';
-import { prepared } from './prepared-query.js';
+import { prepared, type PreparedQuery } from './prepared-query.js';
 import { ADD_COST_FUNCTION, hasAddCostFunction } from './sqlite-database.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toSession } from './rows.js';
+import type { Database } from './schema.js';
 import { storeOperation } from './store-errors.js';
 
 /** Default page size of {@link KyselySessionRepository.listByUser}. */
@@ -91,31 +92,19 @@ export class KyselySessionRepository implements SessionRepository {
    */
   addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string; status?: SessionStatus }): Promise<void> {
     return storeOperation('sessions.addUsage', async () => {
-      const args: UsageArgs = {
-        id: sessionId,
-        inputTokens: tokenCount(usage.inputTokens, 'inputTokens'),
-        outputTokens: tokenCount(usage.outputTokens, 'outputTokens'),
-        cost: toStoredCost(usage.cost),
-        currency: usage.currency,
-        status: usage.status ?? null,
-        now: this.#ctx.now(),
-      };
-      const { db, dialect } = this.#ctx;
-      // One guarded UPDATE, one round trip, row-locked: PostgreSQL's numeric arithmetic is exact, and on a SQLite
-      // database opened by openSqliteDatabase the sum is done by its exact palaver_add_cost function.
-      const guarded =
-        dialect === 'postgres'
-          ? usage.status ? addUsageWithStatusPostgres : addUsagePostgres
-          : hasAddCostFunction(db)
-            ? usage.status ? addUsageWithStatusSqlite : addUsageSqlite
-            : undefined;
-      if (guarded !== undefined) {
-        const result = await guarded.execute(db, args);
-        if (result.numAffectedRows === 0n) await this.#explainRefusedUsage(sessionId, usage.currency);
+      const { db } = this.#ctx;
+      const now = this.#ctx.now();
+      const arithmetic = costArithmeticOf(this.#ctx);
+      if (arithmetic !== undefined) {
+        // One guarded UPDATE, one round trip, row-locked, with exact decimal arithmetic in SQL.
+        const shape = { status: usage.status !== undefined, usage: arithmetic };
+        const { rows } = await sessionWriteQuery(shape).execute(db, { ...sessionWriteArgs(sessionId, now, 0, usage), status: usage.status ?? 'pending' });
+        if (rows[0] === undefined) await explainRefusedSessionWrite(db, sessionId, usage.currency);
         return;
       }
       // Another SQLite database would add text as floats, so the sum is computed here; the transaction holds the
       // only connection, which makes read-modify-write safe within the process.
+      const args = sessionWriteArgs(sessionId, now, 0, usage);
       await atomically(db, async (trx) => {
         const row = await trx.selectFrom('sessions').select(['cost', 'currency']).where('id', '=', sessionId).executeTakeFirst();
         if (row === undefined) throw notFound(sessionId);
@@ -128,7 +117,7 @@ export class KyselySessionRepository implements SessionRepository {
             cost: addCosts(row.cost, args.cost),
             currency: isZeroCost(row.cost) ? usage.currency : row.currency,
             ...(usage.status ? { status: usage.status } : {}),
-            updated_at: args.now,
+            updated_at: now,
           })
           .where('id', '=', sessionId)
           .execute();
@@ -139,12 +128,6 @@ export class KyselySessionRepository implements SessionRepository {
   async #find(channel: string, conversationId: string): Promise<Session | undefined> {
     const row = (await findByConversationQuery.execute(this.#ctx.db, { channel, conversationId })).rows[0];
     return row === undefined ? undefined : toSession(row);
-  }
-
-  async #explainRefusedUsage(sessionId: string, currency: string): Promise<never> {
-    const row = await this.#ctx.db.selectFrom('sessions').select('currency').where('id', '=', sessionId).executeTakeFirst();
-    if (row === undefined) throw notFound(sessionId);
-    throw currencyMismatch(sessionId, row.currency, currency);
   }
 }
 
@@ -160,45 +143,96 @@ const setTitleQuery = prepared((db, $: { id: string; title: string; now: number 
   db.updateTable('sessions').set({ title: $.title, updated_at: $.now }).where('id', '=', $.id),
 );
 
-interface UsageArgs {
+/** Exact cost sums in SQL: PostgreSQL's numeric, or {@link ADD_COST_FUNCTION} on a SQLite database opened here. */
+export type CostArithmetic = 'postgres' | 'sqlite';
+
+/** The arithmetic `ctx`'s database offers, or undefined when the sum must be computed in JavaScript. */
+export function costArithmeticOf(ctx: RepositoryContext): CostArithmetic | undefined {
+  return ctx.dialect === 'postgres' ? 'postgres' : hasAddCostFunction(ctx.db) ? 'sqlite' : undefined;
+}
+
+/** What a write to a session row sets besides `updated_at`: the same for every write of one shape. */
+export interface SessionWriteShape {
+  /** Sets `status`. */
+  readonly status: boolean;
+  /** Adds tokens and cost with this arithmetic; undefined: no usage. */
+  readonly usage: CostArithmetic | undefined;
+}
+
+/** The values of a session write (fields a shape does not use are ignored). */
+export interface SessionWriteArgs {
   readonly id: string;
+  readonly now: number;
+  /** Seqs handed out: `last_seq` grows by this much (0 for none). */
+  readonly count: number;
+  readonly status: SessionStatus;
   readonly inputTokens: number;
   readonly outputTokens: number;
   /** Canonical decimal text. */
   readonly cost: string;
   readonly currency: string;
-  readonly status: SessionStatus | null;
-  readonly now: number;
 }
 
+/** Validated usage values for {@link SessionWriteArgs}; no usage counts as zero. */
+export function sessionWriteArgs(id: string, now: number, count: number, usage?: TokenUsage & { cost: string; currency: string }): Omit<SessionWriteArgs, 'status'> {
+  return {
+    id,
+    now,
+    count,
+    inputTokens: tokenCount(usage?.inputTokens ?? 0, 'inputTokens'),
+    outputTokens: tokenCount(usage?.outputTokens ?? 0, 'outputTokens'),
+    cost: usage === undefined ? '0' : toStoredCost(usage.cost),
+    currency: usage?.currency ?? 'USD',
+  };
+}
+
+const ARITHMETIC: Record<CostArithmetic, { add: (cost: string) => RawBuilder<string>; isZero: RawBuilder<boolean> }> = {
+  postgres: { add: (cost) => sql<string>`cost + cast(${cost} as numeric)`, isZero: sql<boolean>`cost = 0` },
+  // Costs are canonical text on SQLite, so zero is exactly '0'.
+  sqlite: { add: (cost) => sql<string>`${sql.raw(ADD_COST_FUNCTION)}(cost, ${cost})`, isZero: sql<boolean>`cost = '0'` },
+};
+
 /**
- * The guarded usage UPDATE: adds tokens and cost, and takes the offered currency while the total is still zero;
- * changes nothing (0 rows) when the session holds a non-zero cost in another currency. `addCost` is the exact sum.
+ * The one UPDATE of a session row: hands out `count` seqs, and per `shape` sets the status and adds usage. With
+ * usage it takes the offered currency while the total is still zero, and changes nothing (no row returned) when the
+ * session holds a non-zero cost in another currency. Returns the new `last_seq`.
  */
-function addUsageQuery(addCost: (cost: string) => RawBuilder<string>, isZero: RawBuilder<boolean>, withStatus: boolean) {
-  return prepared((db, $: UsageArgs) =>
-    db
-      .updateTable('sessions')
+export function sessionWrite(db: QueryCreator<Database>, $: SessionWriteArgs, shape: SessionWriteShape) {
+  let update = db.updateTable('sessions').set({ last_seq: sql`last_seq + ${$.count}`, updated_at: $.now });
+  if (shape.status) update = update.set({ status: $.status });
+  if (shape.usage !== undefined) {
+    const { add, isZero } = ARITHMETIC[shape.usage];
+    update = update
       .set({
         input_tokens: sql`input_tokens + ${$.inputTokens}`,
         output_tokens: sql`output_tokens + ${$.outputTokens}`,
-        cost: addCost($.cost),
+        cost: add($.cost),
         currency: sql`case when ${isZero} then ${$.currency} else currency end`,
-        updated_at: $.now,
       })
-      .$if(withStatus, (qb) => qb.set({ status: $.status as SessionStatus }))
-      .where('id', '=', $.id)
-      .where((eb) => eb.or([eb('currency', '=', $.currency), isZero])),
-  );
+      .where((eb) => eb.or([eb('currency', '=', $.currency), isZero]));
+  }
+  return update.where('id', '=', $.id).returning('last_seq');
 }
 
-const postgresAddCost = (cost: string) => sql<string>`cost + cast(${cost} as numeric)`;
-const addUsagePostgres = addUsageQuery(postgresAddCost, sql<boolean>`cost = 0`, false);
-const addUsageWithStatusPostgres = addUsageQuery(postgresAddCost, sql<boolean>`cost = 0`, true);
-// Costs are canonical text on SQLite, so zero is exactly '0'.
-const sqliteAddCost = (cost: string) => sql<string>`${sql.raw(ADD_COST_FUNCTION)}(cost, ${cost})`;
-const addUsageSqlite = addUsageQuery(sqliteAddCost, sql<boolean>`cost = '0'`, false);
-const addUsageWithStatusSqlite = addUsageQuery(sqliteAddCost, sql<boolean>`cost = '0'`, true);
+const sessionWriteQueries = new Map<string, PreparedQuery<SessionWriteArgs, { last_seq: number }>>();
+
+/** {@link sessionWrite} as a prepared query, one per shape. */
+export function sessionWriteQuery(shape: SessionWriteShape): PreparedQuery<SessionWriteArgs, { last_seq: number }> {
+  const key = `${shape.status}:${shape.usage}`;
+  let query = sessionWriteQueries.get(key);
+  if (query === undefined) sessionWriteQueries.set(key, (query = prepared((db, $: SessionWriteArgs) => sessionWrite(db, $, shape))));
+  return query;
+}
+
+/**
+ * Says why a session write changed no row: the session does not exist, or (with `currency`) it is billed in
+ * another currency.
+ */
+export async function explainRefusedSessionWrite(db: Kysely<Database>, sessionId: string, currency?: string): Promise<never> {
+  const row = await db.selectFrom('sessions').select('currency').where('id', '=', sessionId).executeTakeFirst();
+  if (row === undefined || currency === undefined) throw notFound(sessionId);
+  throw currencyMismatch(sessionId, row.currency, currency);
+}
 
 function tokenCount(value: number, field: string): number {
   if (!Number.isSafeInteger(value) || value < 0) {

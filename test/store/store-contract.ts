@@ -249,6 +249,31 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.messages.append(session.id, [])).toEqual([]);
       });
 
+      it("changes the session in the same write: status, and usage added to its totals", async () => {
+        const session = await givenSession();
+        const [accepted] = await store.messages.append(session.id, [text('hello')], { status: 'running' });
+        expect(accepted?.seq).toBe(1);
+        expect(await store.sessions.findById(session.id)).toMatchObject({ status: 'running', inputTokens: 0, cost: '0' });
+        const usage = { inputTokens: 120, outputTokens: 30, cost: '0.00015', currency: 'EUR' };
+        const reply = await store.messages.append(session.id, [text('one'), text('two')], { status: 'completed', usage });
+        expect(reply.map((message) => message.seq)).toEqual([2, 3]);
+        await store.messages.append(session.id, [text('three')], { usage });
+        expect(await store.sessions.findById(session.id)).toMatchObject({ status: 'completed', inputTokens: 240, outputTokens: 60, cost: '0.0003', currency: 'EUR' });
+        // A status alone, without messages, is a session write too.
+        expect(await store.messages.append(session.id, [], { status: 'failed' })).toEqual([]);
+        expect((await store.sessions.findById(session.id))?.status).toBe('failed');
+      });
+
+      it('appends nothing when the session change is refused', async () => {
+        const session = await givenSession();
+        await store.messages.append(session.id, [text('paid')], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.5', currency: 'EUR' } });
+        await expectStoreError(store.messages.append(session.id, [text('other money')], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.5', currency: 'USD' } }), 'currency_mismatch');
+        await expectStoreError(store.messages.append(session.id, [text('bad')], { usage: { inputTokens: -1, outputTokens: 1, cost: '0', currency: 'EUR' } }), 'invalid_usage');
+        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.content)).toEqual(['paid']);
+        expect(await store.sessions.findById(session.id)).toMatchObject({ cost: '0.5', inputTokens: 1 });
+        await expectStoreError(store.messages.append(unique('no-session'), [text('x')], { status: 'running' }), 'not_found');
+      });
+
       it('round-trips every message field', async () => {
         const session = await givenSession();
         const [stored] = await store.messages.append(session.id, [

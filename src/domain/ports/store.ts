@@ -69,9 +69,19 @@ export interface SessionRepository {
   addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string; status?: SessionStatus }): Promise<void>;
 }
 
+/** What an append changes on the session besides its message counter, in the same write of its row. */
+export interface SessionChange {
+  readonly status?: SessionStatus;
+  /** Added to the session's totals, with the currency rule of `SessionRepository.addUsage`. */
+  readonly usage?: TokenUsage & { readonly cost: string; readonly currency: string };
+}
+
 export interface MessageRepository {
-  /** Appends messages in order, assigning consecutive `seq` numbers after the session's last one. */
-  append(sessionId: string, messages: readonly NewMessage[]): Promise<StoredMessage[]>;
+  /**
+   * Appends messages in order, assigning consecutive `seq` numbers after the session's last one, and applies
+   * `change` to the session in the same write (a turn's start or end is one statement on the session, not three).
+   */
+  append(sessionId: string, messages: readonly NewMessage[], change?: SessionChange): Promise<StoredMessage[]>;
   /**
    * The last `limit` messages of the session in ascending `seq` order, optionally only one audience.
    */

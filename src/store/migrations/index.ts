@@ -3,6 +3,7 @@ import { StoreError } from '../../domain/errors.js';
 import { dialectOf, type StoreDialect } from '../dialect.js';
 import { toStoreError } from '../store-errors.js';
 import { initialMigration } from './0001-initial.js';
+import { lighterTurnWritesMigration } from './0002-lighter-turn-writes.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -14,6 +15,7 @@ import { initialMigration } from './0001-initial.js';
 export function migrations(dialect: StoreDialect): Record<string, Migration> {
   return {
     '0001_initial': initialMigration(dialect),
+    '0002_lighter_turn_writes': lighterTurnWritesMigration(dialect),
   };
 }
 
