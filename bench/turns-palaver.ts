@@ -19,7 +19,7 @@ writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
 const palaver = await createPalaver(
   {
     model: { name: 'scripted', baseUrl: args.baseUrl, maxRetries: 0, timeoutMs: 60_000 },
-    database: { url: process.env.EXP_MEMDB ? 'sqlite::memory:' : `sqlite:${join(dir, 'palaver.db')}` },
+    database: { url: `sqlite:${join(dir, 'palaver.db')}` },
     agent: { instructionsDir: join(dir, 'instructions'), historyLimit: HISTORY_LIMIT },
     limits: { maxConcurrentModelCalls: Math.max(64, args.concurrency * 2) },
     log: { level: 'silent' },
