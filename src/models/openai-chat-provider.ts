@@ -55,7 +55,7 @@ export class OpenAIChatProvider implements ModelProvider {
     const params: ChatCompletionCreateParamsBase = {
       model: this.model,
       messages: toChatMessages(request.instructions, request.input),
-      ...(request.tools.length > 0 ? { tools: request.tools.map(toChatTool) } : {}),
+      ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
       ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
     };
     try {
@@ -168,8 +168,16 @@ export function toChatMessages(instructions: string, input: readonly ModelInputI
   return messages;
 }
 
-function toChatTool(tool: ModelToolSpec): ChatCompletionTool {
-  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } } };
+// The registry hands out the same specs array while the tools do not change, so its wire form is built once.
+const chatTools = new WeakMap<readonly ModelToolSpec[], ChatCompletionTool[]>();
+
+function toChatTools(specs: readonly ModelToolSpec[]): ChatCompletionTool[] {
+  let tools = chatTools.get(specs);
+  if (tools === undefined) {
+    tools = specs.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } } }));
+    chatTools.set(specs, tools);
+  }
+  return tools;
 }
 
 /** Some local servers omit tool call ids; the turn still needs one to pair the result with the call. */

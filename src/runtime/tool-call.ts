@@ -43,17 +43,14 @@ async function invokeForBoundUser(
 ): Promise<ToolResult> {
   const { deps, request } = scope;
   let flows = { ...scope.state.flows };
-  // The turn's signal cancels the tool, but a tool cannot cancel the turn.
-  const controller = new AbortController();
-  const onAbort = () => controller.abort();
-  request.signal?.addEventListener('abort', onAbort, { once: true });
   const ctx: ToolCallContext = {
     userId: request.user.id,
     sessionId: request.session.id,
     conversationId: request.session.conversationId,
     correlationId: request.correlationId,
     callId: call.callId,
-    signal: controller.signal,
+    // The turn's own signal: a tool can listen to it, but only the turn's owner can abort it.
+    signal: request.signal ?? NEVER_ABORTED,
     role,
     setRole: onRoleChange,
     getFlowState: (namespace) => flows[namespace],
@@ -63,12 +60,7 @@ async function invokeForBoundUser(
       else flows[namespace] = value;
     },
   };
-  let result: ToolResult;
-  try {
-    result = await tools.call(call.name, args, ctx);
-  } finally {
-    request.signal?.removeEventListener('abort', onAbort);
-  }
+  const result = await tools.call(call.name, args, ctx);
   scope.state = { ...scope.state, flows };
   // The configured role tool (e.g. an MCP `set_role`) changes the role when it succeeds.
   const requestedRole = args[deps.agent.roleArgument];
@@ -77,6 +69,8 @@ async function invokeForBoundUser(
   }
   return result;
 }
+
+const NEVER_ABORTED = new AbortController().signal;
 
 function parseArguments(text: string): Record<string, unknown> | undefined {
   try {

@@ -1,4 +1,5 @@
 import type { TurnOutcome } from '../domain/ports/channel.js';
+import type { Logger } from '../observability/logger.js';
 import { newId } from '../domain/ids.js';
 import { apologyFor } from './apology.js';
 import { historyToInput } from './context/history.js';
@@ -16,10 +17,14 @@ export type { AgentSettings, TurnDependencies, TurnRequest } from './turn-contex
  */
 export async function runTurn(deps: TurnDependencies, request: TurnRequest): Promise<TurnOutcome> {
   const { state, version } = await loadUserState(deps, request);
+  let log: Logger | undefined;
   const scope: TurnScope = {
     deps,
     request,
-    log: deps.logger.child({ correlationId: request.correlationId, sessionId: request.session.id, userId: request.user.id }),
+    // Made on first use: most turns log nothing of their own.
+    get log() {
+      return (log ??= deps.logger.child({ correlationId: request.correlationId, sessionId: request.session.id, userId: request.user.id }));
+    },
     emit: request.onEvent ?? (() => {}),
     replyMessageId: newId(),
     state,

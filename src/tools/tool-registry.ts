@@ -22,6 +22,8 @@ export interface ToolSet {
 export class ToolRegistry {
   readonly #hosts: readonly ToolHost[];
   readonly #policy: RolePolicy;
+  /** The last tool set built per role, with the host lists it was built from (hosts hand back the same list until it changes). */
+  readonly #sets = new Map<string | null, { readonly lists: readonly (readonly ToolDescriptor[])[]; readonly set: ToolSet }>();
 
   constructor(hosts: readonly ToolHost[], policy: RolePolicy = { roles: {}, withoutRole: [] }) {
     this.#hosts = hosts;
@@ -32,9 +34,24 @@ export class ToolRegistry {
     return Object.keys(this.#policy.roles);
   }
 
-  /** Tools for `role` (`null`: no role yet). A host that cannot list its tools is skipped, not fatal. */
+  /**
+   * Tools for `role` (`null`: no role yet). A host that cannot list its tools is skipped, not fatal. While no host's
+   * list changes, the same set (and the same specs) comes back, so providers can keep what they derive from it.
+   */
   async toolsFor(role: string | null, onHostError?: (host: string, error: unknown) => void): Promise<ToolSet> {
-    const all = await this.#gather(onHostError);
+    const listed = await Promise.allSettled(this.#hosts.map((host) => host.list()));
+    listed.forEach((outcome, index) => {
+      if (outcome.status === 'rejected') onHostError?.(this.#hosts[index]!.name, outcome.reason);
+    });
+    const lists = listed.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : NOT_LISTED));
+    const cached = this.#sets.get(role);
+    if (cached && cached.lists.every((list, index) => list === lists[index])) return cached.set;
+    const set = this.#build(role, this.#merge(listed));
+    this.#sets.set(role, { lists, set });
+    return set;
+  }
+
+  #build(role: string | null, all: ReadonlyMap<string, { descriptor: ToolDescriptor; host: ToolHost }>): ToolSet {
     const allowed = this.#allowed(role);
     const offered = new Map<string, { descriptor: ToolDescriptor; host: ToolHost }>();
     for (const [name, entry] of all) if (!allowed || allowed.has(name)) offered.set(name, entry);
@@ -82,7 +99,10 @@ export class ToolRegistry {
   }
 
   async #gather(onHostError?: (host: string, error: unknown) => void, clashes?: string[]) {
-    const listed = await Promise.allSettled(this.#hosts.map((host) => host.list()));
+    return this.#merge(await Promise.allSettled(this.#hosts.map((host) => host.list())), onHostError, clashes);
+  }
+
+  #merge(listed: readonly PromiseSettledResult<readonly ToolDescriptor[]>[], onHostError?: (host: string, error: unknown) => void, clashes?: string[]) {
     const all = new Map<string, { descriptor: ToolDescriptor; host: ToolHost }>();
     listed.forEach((outcome, index) => {
       const host = this.#hosts[index]!;
@@ -102,6 +122,9 @@ export class ToolRegistry {
     return all;
   }
 }
+
+/** Stands for a host whose list failed, so a set built without it is rebuilt once the host answers again. */
+const NOT_LISTED: readonly ToolDescriptor[] = [];
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

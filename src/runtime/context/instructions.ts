@@ -65,7 +65,22 @@ function localTimeFormatter(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
+/** The last facts rendered per person, by their zone, language and name: the text changes once a minute. */
+const renderedFacts = new Map<string, { readonly minute: number; readonly text: string }>();
+const MAX_RENDERED_FACTS = 1024;
+
 export function renderRuntimeFacts(facts: RuntimeFacts): string {
+  const minute = Math.floor(facts.now.getTime() / 60_000);
+  const key = `${facts.timeZone}\u0000${facts.language}\u0000${facts.displayName ?? ''}`;
+  const cached = renderedFacts.get(key);
+  if (cached?.minute === minute) return cached.text;
+  const text = formatRuntimeFacts(facts);
+  if (renderedFacts.size >= MAX_RENDERED_FACTS) renderedFacts.clear();
+  renderedFacts.set(key, { minute, text });
+  return text;
+}
+
+function formatRuntimeFacts(facts: RuntimeFacts): string {
   const local = localTimeFormatter(facts.timeZone).format(facts.now);
   const lines = [
     '## Runtime facts',
