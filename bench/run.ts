@@ -12,7 +12,8 @@
  *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -196,6 +197,12 @@ console.log(`Palaver benchmarks — ${machine.date}`);
 console.log(`Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.totalMemoryGb} GB RAM, ${machine.os}, Node ${machine.node}`);
 console.log(`Load average at start (1/5/15 min): ${machine.loadAverage.join(' / ')}${machine.loadAverage[0]! > machine.cores * 0.5 ? '  ⚠ the machine is busy; numbers will be noisy' : ''}`);
 console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, best run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`);
+
+if (options.only !== 'mcp') {
+  // The turn scenario runs Palaver's compiled output, as an application would; compile the current sources first.
+  console.log('Compiling Palaver (tsc -p tsconfig.build.json) …');
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: 'inherit' });
+}
 
 const turnRecords: RunRecord[] = [];
 const mcpRecords: RunRecord[] = [];

@@ -1,17 +1,18 @@
 /**
  * Turn throughput of a full Palaver: SQLite file (WAL) in a temp folder, one local `lookup` tool, silent logger.
  * One user per worker; each worker runs its share of turns sequentially, so history grows per user as in real use.
+ * Palaver runs as it ships: the compiled `dist` (bench/run.ts builds it first), not the TypeScript sources through
+ * tsx, whose transform adds work of its own to every function the turn creates.
  * Run by bench/run.ts (parameters as JSON in argv[2]); reports over IPC.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPalaver } from '../src/app.js';
-import { silentLogger } from '../src/observability/logger.js';
 import { profiled, report, runWorkers, scenarioArgs, scenarioResult } from './stats.js';
 import { BASE_INSTRUCTIONS, HISTORY_LIMIT, lookupTool, USER_TEXT, type TurnScenarioArgs } from './workload.js';
 
 const args = scenarioArgs<TurnScenarioArgs>();
+const { createPalaver, silentLogger } = (await import(new URL('../dist/index.js', import.meta.url).href)) as typeof import('../src/index.js');
 const dir = mkdtempSync(join(tmpdir(), 'palaver-bench-'));
 mkdirSync(join(dir, 'instructions'));
 writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);

@@ -26,7 +26,8 @@ export interface FlowResult {
  * that round and runs once more under the new role's instructions and tools, on a fresh chain (at most once).
  */
 export async function runSingleFlow(scope: TurnScope, transcript: readonly ModelInputItem[], newItems: readonly ModelInputItem[]): Promise<FlowResult> {
-  const { deps, request, log, emit } = scope;
+  // scope.log is made on first use, so it is read only where something is logged.
+  const { deps, request, emit } = scope;
   const initialRole = scope.state.role ?? deps.agent.defaultRole;
   let role = initialRole;
   const modelCalls: ModelCallRecord[] = [];
@@ -41,13 +42,13 @@ export async function runSingleFlow(scope: TurnScope, transcript: readonly Model
       onFailure: (error, path) => {
         failures.push({ path, failure: error instanceof ModelError ? error.failure : 'error' });
         deps.metrics.modelFailures.inc({ path });
-        log.warn({ err: error, path }, 'model call failed');
+        scope.log.warn({ err: error, path }, 'model call failed');
       },
     });
 
   for (let attempt = 0; ; attempt++) {
     let newRole: string | undefined;
-    const tools = await deps.tools.toolsFor(role, (host, error) => log.warn({ host, err: error }, 'tool host unavailable'));
+    const tools = await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'));
     const chainId = deps.models.primary.capabilities.responseChains && tools.specs.length > 0 ? scope.state.lastResponseId : null;
     const result = await runAgentLoop({
       instructions: composeInstructions(deps.instructions, role, { now: deps.now(), timeZone: request.timeZone, language: request.language, displayName: request.user.displayName }, scope.state),
@@ -64,7 +65,7 @@ export async function runSingleFlow(scope: TurnScope, transcript: readonly Model
       shouldStop: () => attempt === 0 && newRole !== undefined && newRole !== role,
       onLimit: (limit, tool) => {
         deps.metrics.toolLimits.inc({ limit });
-        log.warn({ limit, tool }, 'tool limit reached');
+        scope.log.warn({ limit, tool }, 'tool limit reached');
       },
       ...(request.onEvent ? { onTextDelta: (delta: string) => emit({ type: 'text_delta', messageId: scope.replyMessageId, delta }) } : {}),
       ...(request.signal ? { signal: request.signal } : {}),
@@ -75,7 +76,7 @@ export async function runSingleFlow(scope: TurnScope, transcript: readonly Model
     hostedToolCalls.push(...result.hostedToolCalls);
 
     if (newRole !== undefined && newRole !== role) {
-      log.info({ from: role, to: newRole }, 'role changed by tool');
+      scope.log.info({ from: role, to: newRole }, 'role changed by tool');
       role = newRole;
       // A new role starts a new chain: the old one carries the old role's instructions and tools.
       scope.state = { ...scope.state, role, lastResponseId: null };
