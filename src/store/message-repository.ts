@@ -16,6 +16,7 @@ import {
   sessionWrite,
   sessionWriteArgs,
   sessionWriteQuery,
+  shapeIndex,
   type SessionWriteArgs,
   type SessionWriteShape,
 } from './session-repository.js';
@@ -122,11 +123,11 @@ const PREPARED_MAX_ROWS = 16;
  * The UPDATE in the CTE takes the session row lock, so a concurrent append waits and then sees the new `last_seq`.
  * One template per session-write shape.
  */
-const appendInOneStatementQueries = new Map<string, PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }>>();
+const appendInOneStatementQueries: PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }>[] = [];
 
 function appendInOneStatementQuery(shape: SessionWriteShape): PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }> {
-  const key = `${shape.status}:${shape.usage}`;
-  let query = appendInOneStatementQueries.get(key);
+  const index = shapeIndex(shape);
+  let query = appendInOneStatementQueries[index];
   if (query === undefined) {
     query = preparedBatch(
       (db, $: SessionWriteArgs, rows: readonly MessageValues[]) =>
@@ -137,7 +138,7 @@ function appendInOneStatementQuery(shape: SessionWriteShape): PreparedBatch<Sess
           .returning(['id', 'seq']),
       { maxRows: PREPARED_MAX_ROWS },
     );
-    appendInOneStatementQueries.set(key, query);
+    appendInOneStatementQueries[index] = query;
   }
   return query;
 }

@@ -214,14 +214,16 @@ export function sessionWrite(db: QueryCreator<Database>, $: SessionWriteArgs, sh
   return update.where('id', '=', $.id).returning('last_seq');
 }
 
-const sessionWriteQueries = new Map<string, PreparedQuery<SessionWriteArgs, { last_seq: number }>>();
+/** A small integer per shape (status: 1 bit, usage: 2 bits), for caches of per-shape queries. */
+export function shapeIndex(shape: SessionWriteShape): number {
+  return (shape.status ? 1 : 0) + (shape.usage === undefined ? 0 : shape.usage === 'postgres' ? 2 : 4);
+}
+
+const sessionWriteQueries: PreparedQuery<SessionWriteArgs, { last_seq: number }>[] = [];
 
 /** {@link sessionWrite} as a prepared query, one per shape. */
 export function sessionWriteQuery(shape: SessionWriteShape): PreparedQuery<SessionWriteArgs, { last_seq: number }> {
-  const key = `${shape.status}:${shape.usage}`;
-  let query = sessionWriteQueries.get(key);
-  if (query === undefined) sessionWriteQueries.set(key, (query = prepared((db, $: SessionWriteArgs) => sessionWrite(db, $, shape))));
-  return query;
+  return (sessionWriteQueries[shapeIndex(shape)] ??= prepared((db, $: SessionWriteArgs) => sessionWrite(db, $, shape)));
 }
 
 /**

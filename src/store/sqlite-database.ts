@@ -42,7 +42,7 @@ export type SqliteDriver = 'auto' | 'node' | 'better-sqlite3';
  *
  * @throws StoreError `unreachable` when the file cannot be opened.
  */
-export function openSqliteDatabase(url: string, options: { driver?: SqliteDriver } = {}): Kysely<Database> {
+export function openSqliteDatabase(url: string, options: SqliteDatabaseOptions = {}): Kysely<Database> {
   const path = sqlitePathFromUrl(url);
   const driver = options.driver === undefined || options.driver === 'auto' ? (nodeSqlite() ? 'node' : 'better-sqlite3') : options.driver;
   let opened: OpenedSqlite;
@@ -53,34 +53,41 @@ export function openSqliteDatabase(url: string, options: { driver?: SqliteDriver
     if (error instanceof StoreError) throw error;
     throw new StoreError('unreachable', `Cannot open SQLite database ${path}: ${(error as Error).message}. Check the path and its permissions.`, { cause: error });
   }
-  const { database, exec } = opened;
   const gate = new ConnectionGate();
-  // An in-memory database has no WAL; a file gets its checkpoints from a worker thread.
-  const checkpointer =
-    path === ':memory:'
-      ? undefined
-      : new WalCheckpointer({
-          path,
-          binding: driver,
-          setAutoCheckpoint: (pages) => exec(`PRAGMA wal_autocheckpoint = ${pages}`),
-          whileWritesPaused: async (fn) => {
-            await gate.enter();
-            try {
-              // An open transaction would keep the checkpoint from finishing.
-              connection.commitGroup();
-              await fn();
-            } finally {
-              gate.leave();
-            }
-          },
-        });
-  const cached = withStatementCache(database);
-  const { db, connection } = createGatedSqliteKysely(cached, gate, async () => {
+  const statements = withStatementCache(opened.database);
+  let checkpointer: WalCheckpointer | undefined;
+  const { db, connection } = createGatedSqliteKysely(statements, gate, async () => {
     // The worker's connection closes first, so the main one is the last and cleans up the WAL as it closes.
     await checkpointer?.stop();
-    cached.close();
+    statements.close();
   });
+  // An in-memory database has no WAL; a file gets its checkpoints from a worker thread.
+  if (path !== ':memory:') {
+    checkpointer = new WalCheckpointer({
+      ...options.checkpoints,
+      path,
+      binding: driver,
+      setAutoCheckpoint: (pages) => opened.exec(`PRAGMA wal_autocheckpoint = ${pages}`),
+      whileWritesPaused: async (fn) => {
+        await gate.enter();
+        try {
+          // An open transaction would keep the checkpoint from finishing.
+          connection.commitGroup();
+          await fn();
+        } finally {
+          gate.leave();
+        }
+      },
+    });
+  }
   return db;
+}
+
+/** Options of {@link openSqliteDatabase}. */
+export interface SqliteDatabaseOptions {
+  readonly driver?: SqliteDriver;
+  /** How often the checkpointer runs and when it resets the WAL; the defaults suit production. */
+  readonly checkpoints?: { readonly intervalMs?: number; readonly restartFrames?: number };
 }
 
 /** SQL function `palaver_add_cost(a, b)`: the exact sum of two canonical decimal texts, canonical (see decimal.ts). */

@@ -246,4 +246,30 @@ describe('agent turn', () => {
     expect(listRecent).not.toHaveBeenCalled();
     expect(getState).not.toHaveBeenCalled();
   });
+
+  it('stores every turn of many conversations running at once, each under its own session', async () => {
+    const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({ id: z.number() }), run: ({ id }) => ({ id }) });
+    harness = await createHarness(toolThenEcho('lookup', { id: 1 }));
+    const palaver = await harness.start({ model: { prices: { scripted: { input: '1', output: '1' } } } }, { tools: [lookup] });
+    const people = Array.from({ length: 24 }, (_, index) => `person-${index}`);
+    // Three turns each, all conversations at once: their writes share commits.
+    for (let round = 1; round <= 3; round += 1) {
+      const replies = await Promise.all(people.map((userId) => palaver.chat({ userId, text: `round ${round}` })));
+      expect(replies.every((reply) => reply.status === 'completed')).toBe(true);
+    }
+    await palaver.close();
+
+    const reopened = await harness.start();
+    for (const userId of people) {
+      const { user } = await reopened.store.users.resolveAccount({ channel: 'api', accountId: userId });
+      const [session] = await reopened.store.sessions.listByUser(user.id);
+      expect(session).toMatchObject({ status: 'completed', inputTokens: expect.any(Number) });
+      const messages = await reopened.store.messages.listRecent(session!.id, { limit: 20 });
+      expect(messages.map((message) => message.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(messages.filter((message) => message.audience === 'display').map((message) => message.content)).toEqual([
+        'round 1', 'Result: {"id":1}', 'round 2', 'Result: {"id":1}', 'round 3', 'Result: {"id":1}',
+      ]);
+      expect(Number(session!.cost)).toBeCloseTo(messages.reduce((sum, message) => sum + message.inputTokens + message.outputTokens, 0) / 1e6, 12);
+    }
+  });
 });

@@ -1,0 +1,231 @@
+import { existsSync, statSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql, type Kysely } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src/domain/ports/store.js';
+import { KyselyStore, migrateToLatest, openSqliteDatabase, type Database } from '../../src/store/index.js';
+import { shareCommit } from '../../src/store/sqlite-connection.js';
+import { WalCheckpointer } from '../../src/store/wal-checkpointer.js';
+
+let dir: string;
+let files = 0;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'palaver-sqlite-connection-'));
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A second connection to the same file, the way another process would see it. */
+function otherConnection(path: string): { count(table: string): number; close(): void } {
+  const builtin = process.getBuiltinModule?.('node:sqlite') as
+    | { DatabaseSync: new (path: string) => { prepare(sql: string): { get(): unknown }; close(): void } }
+    | undefined;
+  // better-sqlite3 only where Palaver uses it (Node 20); on Node 24 its finaliser can abort the process.
+  const database = builtin
+    ? new builtin.DatabaseSync(path)
+    : new (createRequire(import.meta.url)('better-sqlite3') as typeof import('better-sqlite3'))(path);
+  return {
+    count: (table) => Number((database.prepare(`select count(*) as n from ${table}`).get() as { n: number | bigint }).n),
+    close: () => database.close(),
+  };
+}
+
+async function givenStore(options: Parameters<typeof openSqliteDatabase>[1] = {}): Promise<{ path: string; db: Kysely<Database>; store: Store }> {
+  const path = join(dir, `db-${(files += 1)}.sqlite`);
+  const db = openSqliteDatabase(`sqlite:${path}`, options);
+  await migrateToLatest(db);
+  return { path, db, store: new KyselyStore(db) };
+}
+
+async function givenSession(store: Store, name: string) {
+  const { user } = await store.users.resolveAccount({ channel: 'test', accountId: name });
+  return store.sessions.open({ userId: user.id, channel: 'test', conversationId: name });
+}
+
+const say = (content: string) => ({ role: 'user' as const, audience: 'display' as const, content });
+
+describe('SQLite group commit', () => {
+  it('makes transactions that share a commit durable before any of them resolves', async () => {
+    const { path, store } = await givenStore();
+    const sessions = await Promise.all(['a', 'b', 'c'].map((name) => givenSession(store, name)));
+    const other = otherConnection(path);
+    try {
+      const before = other.count('messages');
+      const shared = sessions.map((session) => store.transaction((tx) => tx.messages.append(session.id, [say(`hi ${session.conversationId}`)]), { shareCommit: true }));
+      // Each resolves only after the COMMIT: another connection sees all three rows by then.
+      await Promise.all(shared.map((done) => done.then(() => expect(other.count('messages')).toBe(before + 3))));
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it('rolls back only the transaction that failed, keeping the others in its group', async () => {
+    const { store } = await givenStore();
+    const [a, b] = await Promise.all([givenSession(store, 'a'), givenSession(store, 'b')]);
+    try {
+      const results = await Promise.allSettled([
+        store.transaction((tx) => tx.messages.append(a.id, [say('kept 1')]), { shareCommit: true }),
+        store.transaction(async (tx) => {
+          await tx.messages.append(b.id, [say('undone')]);
+          throw new Error('the turn went wrong');
+        }, { shareCommit: true }),
+        store.transaction((tx) => tx.messages.append(a.id, [say('kept 2')]), { shareCommit: true }),
+      ]);
+      expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((await store.messages.listRecent(a.id, { limit: 5 })).map((m) => m.content)).toEqual(['kept 1', 'kept 2']);
+      expect(await store.messages.listRecent(b.id, { limit: 5 })).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('fails every transaction of a group whose commit fails, and keeps none of their writes', async () => {
+    const { db, store } = await givenStore();
+    const session = await givenSession(store, 'a');
+    /** A transaction straight on Kysely that shares its commit, as the store's do. */
+    const shared = async (work: (trx: Kysely<Database>) => Promise<unknown>): Promise<void> => {
+      const { committed } = await db.transaction().execute(async (trx) => {
+        const committed = shareCommit(trx);
+        await work(trx);
+        return { committed };
+      });
+      await committed;
+    };
+    try {
+      const results = await Promise.allSettled([
+        shared((trx) => new KyselyStore(trx).messages.append(session.id, [say('lost with the group')])),
+        shared(async (trx) => {
+          // A foreign key checked only at COMMIT: the group's COMMIT fails.
+          await sql`pragma defer_foreign_keys = on`.execute(trx);
+          await sql`insert into channel_accounts (channel, account_id, user_id, created_at) values ('test', 'ghost', 'no-such-user', 0)`.execute(trx);
+        }),
+      ]);
+      expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+      expect(String((results[0] as PromiseRejectedResult).reason)).toMatch(/FOREIGN KEY/i);
+      expect(await store.messages.listRecent(session.id, { limit: 5 })).toEqual([]);
+      // The connection is usable afterwards.
+      await store.messages.append(session.id, [say('after')]);
+      expect((await store.messages.listRecent(session.id, { limit: 5 })).map((m) => m.content)).toEqual(['after']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('commits an open group before a statement outside any transaction returns', async () => {
+    const { path, store } = await givenStore();
+    const session = await givenSession(store, 'a');
+    const other = otherConnection(path);
+    try {
+      const grouped = store.transaction((tx) => tx.messages.append(session.id, [say('grouped')]), { shareCommit: true });
+      // Runs right after the group's transaction, before the end of the loop's turn.
+      await Promise.resolve();
+      await store.inbound.remember('test', 'key-1');
+      expect(other.count('messages')).toBe(1);
+      expect(other.count('inbound_keys')).toBe(1);
+      await grouped;
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it('commits a pending group when the database closes', async () => {
+    const { path, store } = await givenStore();
+    const session = await givenSession(store, 'a');
+    const pending = store.transaction((tx) => tx.messages.append(session.id, [say('just in time')]), { shareCommit: true });
+    await store.close();
+    await pending;
+    const other = otherConnection(path);
+    try {
+      expect(other.count('messages')).toBe(1);
+    } finally {
+      other.close();
+    }
+  });
+});
+
+describe('SQLite checkpoints', () => {
+  it('are taken off the main connection while the database is open, and the WAL is removed on close', async () => {
+    const { path, db, store } = await givenStore();
+    try {
+      await expect.poll(async () => (await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db)).rows[0]?.wal_autocheckpoint).toBe(0);
+    } finally {
+      await store.close();
+    }
+    expect(existsSync(`${path}-wal`)).toBe(false);
+  });
+
+  it('start the WAL over once it is long, so it does not grow without end under steady writes', async () => {
+    const restartFrames = 200;
+    const { path, store } = await givenStore({ checkpoints: { intervalMs: 5, restartFrames } });
+    const session = await givenSession(store, 'a');
+    try {
+      for (let round = 0; round < 60; round += 1) {
+        for (let i = 0; i < 20; i += 1) await store.messages.append(session.id, [say(`message ${round}.${i} ${'x'.repeat(2000)}`)]);
+        // Let the checkpointer's messages in, as a server's event loop would between turns.
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      // 1200 commits of a few pages each: far more than the limit, had the WAL never started over.
+      const walPages = statSync(`${path}-wal`).size / 4096;
+      expect(walPages).toBeLessThan(restartFrames * 6);
+      expect((await store.messages.listRecent(session.id, { limit: 1 }))[0]?.content).toMatch(/^message 59\.19/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  /** A checkpointer on `path` that records what it asks of the main connection and the warnings it emits. */
+  function watchedCheckpointer(path: string) {
+    const settings: number[] = [];
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    const checkpointer = new WalCheckpointer({
+      path,
+      binding: process.getBuiltinModule?.('node:sqlite') ? 'node' : 'better-sqlite3',
+      intervalMs: 5,
+      setAutoCheckpoint: (pages) => settings.push(pages),
+      whileWritesPaused: (fn) => fn(),
+    });
+    return {
+      checkpointer,
+      settings,
+      warnings,
+      stop: async () => {
+        process.off('warning', onWarning);
+        await checkpointer.stop();
+      },
+    };
+  }
+
+  it('leave checkpoints to the main connection when the worker cannot start, and say so', async () => {
+    const notADatabase = join(dir, 'not-a-database.sqlite');
+    await writeFile(notADatabase, 'this is plain text, not SQLite '.repeat(200));
+    const watched = watchedCheckpointer(notADatabase);
+    try {
+      await expect.poll(() => watched.warnings.some((message) => message.includes('checkpointer'))).toBe(true);
+      expect(watched.settings).toEqual([]);
+      expect(watched.checkpointer.active).toBe(false);
+    } finally {
+      await watched.stop();
+    }
+  });
+
+  it('hand checkpoints back to the main connection whenever the worker ends', async () => {
+    const { path, store } = await givenStore();
+    await store.close();
+    const watched = watchedCheckpointer(path);
+    await expect.poll(() => watched.settings).toEqual([0]);
+    expect(watched.checkpointer.active).toBe(true);
+    await watched.stop();
+    expect(watched.settings).toEqual([0, 1000]);
+    expect(watched.checkpointer.active).toBe(false);
+  });
+});
