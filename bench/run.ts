@@ -196,7 +196,7 @@ const machine = {
 console.log(`Palaver benchmarks — ${machine.date}`);
 console.log(`Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.totalMemoryGb} GB RAM, ${machine.os}, Node ${machine.node}`);
 console.log(`Load average at start (1/5/15 min): ${machine.loadAverage.join(' / ')}${machine.loadAverage[0]! > machine.cores * 0.5 ? '  ⚠ the machine is busy; numbers will be noisy' : ''}`);
-console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, best run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`);
+console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, the median run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`);
 
 if (options.only !== 'mcp') {
   // The turn scenario runs Palaver's compiled output, as an application would; compile the current sources first.

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { StoreError } from '../domain/errors.js';
 import type { Store, TransactionOptions } from '../domain/ports/store.js';
 import { dialectOf, type StoreDialect } from './dialect.js';
-import { shareCommit } from './sqlite-connection.js';
+import { gatedSqliteOf } from './sqlite-connection.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
@@ -39,6 +39,7 @@ export class KyselyStore implements Store {
   readonly toolCalls: KyselyToolCallRepository;
   readonly inbound: KyselyInboundRepository;
   readonly #ctx: RepositoryContext;
+  #gatedStore: KyselyStore | undefined;
   #closed = false;
 
   constructor(db: Kysely<Database>, options: KyselyStoreOptions = {}) {
@@ -64,11 +65,16 @@ export class KyselyStore implements Store {
   async transaction<T>(fn: (tx: Store) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const { db } = this.#ctx;
     if (db.isTransaction) return fn(this);
+    const gated = gatedSqliteOf(db);
+    if (gated !== undefined) {
+      // Palaver's SQLite connection: one transaction at a time, each on the same transaction-bound store.
+      this.#gatedStore ??= new KyselyStore(gated.trx, { dialect: this.#ctx.dialect, now: this.#ctx.now });
+      const tx = this.#gatedStore;
+      return gated.connection.transaction(() => fn(tx), { shareCommit: options.shareCommit === true, wrap: (error) => toStoreError('transaction', error) });
+    }
     let failure: { readonly error: unknown } | undefined;
-    let committed: Promise<void> | undefined;
     try {
-      const result = await db.transaction().execute(async (trx) => {
-        if (options.shareCommit) committed = shareCommit(trx);
+      return await db.transaction().execute(async (trx) => {
         try {
           return await fn(new KyselyStore(trx, { dialect: this.#ctx.dialect, now: this.#ctx.now }));
         } catch (error) {
@@ -76,9 +82,6 @@ export class KyselyStore implements Store {
           throw error;
         }
       });
-      // Shared: on Palaver's SQLite connection the commit comes at the end of the event loop's turn.
-      await committed;
-      return result;
     } catch (error) {
       if (failure !== undefined && failure.error === error) throw error;
       throw toStoreError('transaction', error);

@@ -3,6 +3,7 @@ import {
   Kysely,
   SelectQueryNode,
   SqliteDialect,
+  Transaction,
   type DatabaseConnection,
   type Driver,
   type QueryResult,
@@ -123,7 +124,7 @@ export class SqliteConnection implements DatabaseConnection {
     this.#memberMayWait = false;
   }
 
-  /** Lets the running transaction's commit wait for the group's (see {@link shareCommit}). */
+  /** Lets the running transaction's commit wait for the group's; returns the group. */
   allowGroupCommit(): CommitGroup | undefined {
     this.#memberMayWait = this.#memberOf !== undefined;
     return this.#memberOf;
@@ -180,6 +181,40 @@ export class SqliteConnection implements DatabaseConnection {
     }
     this.#group = undefined;
     group.resolve();
+  }
+
+  /**
+   * Runs `work` as one transaction (see {@link begin}), holding the gate throughout. With `shareCommit` it resolves
+   * once the group it joined has committed. Errors of `work` come back as they are; a failing BEGIN or COMMIT is
+   * passed through `wrap` first.
+   */
+  async transaction<T>(work: () => Promise<T>, options: { readonly shareCommit: boolean; readonly wrap: (error: unknown) => Error }): Promise<T> {
+    if (!this.#gate.tryEnter()) await this.#gate.enter();
+    let result: T;
+    let committed: Promise<void> | undefined;
+    try {
+      try {
+        this.begin();
+      } catch (error) {
+        throw options.wrap(error);
+      }
+      if (options.shareCommit) committed = this.allowGroupCommit()?.committed;
+      try {
+        result = await work();
+      } catch (error) {
+        this.rollback();
+        throw error;
+      }
+      try {
+        this.commit();
+      } catch (error) {
+        throw options.wrap(error);
+      }
+    } finally {
+      this.#gate.leave();
+    }
+    if (committed !== undefined) await committed.catch((error: unknown) => Promise.reject(options.wrap(error)));
+    return result;
   }
 
   /** Waits for the gate, then commits the open group. */
@@ -287,6 +322,23 @@ function quoteName(name: string): string {
 // Keyed by the Kysely adapter, which a database shares with every transaction on it.
 const connections = new WeakMap<object, SqliteConnection>();
 
+/** The connection of a gated SQLite Kysely and the one transaction-bound Kysely its transactions run on. */
+export interface GatedSqlite {
+  readonly connection: SqliteConnection;
+  /**
+   * Bound to the connection without the gate: valid only inside `connection.transaction`, which holds the gate.
+   * One object serves every transaction, since they run one at a time.
+   */
+  readonly trx: Kysely<Database>;
+}
+
+const gatedDatabases = new WeakMap<Kysely<Database>, GatedSqlite>();
+
+/** The gated connection behind `db` (not a transaction on it), or undefined for any other Kysely. */
+export function gatedSqliteOf(db: Kysely<Database>): GatedSqlite | undefined {
+  return gatedDatabases.get(db);
+}
+
 /**
  * A Kysely on one SQLite connection whose queries, transactions and direct statements ({@link runDirect}) all take
  * turns through `gate`. `close` runs when Kysely is destroyed, after the last group is committed.
@@ -300,23 +352,17 @@ export function createGatedSqliteKysely(database: SqliteDatabase, gate: Connecti
   })({ database });
   const db = new Kysely<Database>({ dialect });
   connections.set(db.getExecutor().adapter, connection);
+  // Kysely's own transaction() acquires the connection, builds a Transaction and chains promises per query; the
+  // store's transactions take the gate themselves and reuse this one.
+  const held = db.getExecutor().withConnectionProvider({ provideConnection: (consume) => consume(connection) });
+  const trx = new Transaction<Database>({ config: { dialect }, dialect, driver: new GatedSqliteDriver(connection, gate, close), executor: held });
+  gatedDatabases.set(db, { connection, trx });
   return { db, connection };
 }
 
 /** True when `db` (or a transaction on it) was made by {@link createGatedSqliteKysely}. */
 export function isGatedSqlite(db: Kysely<Database>): boolean {
   return connections.has(db.getExecutor().adapter);
-}
-
-/**
- * Called inside a transaction on a gated SQLite Kysely: lets the transaction commit together with the others that
- * commit in this turn of the event loop, and returns the promise of that commit, which the caller must await before
- * it treats the writes as durable. Undefined for other databases, whose transactions are durable when Kysely's
- * `execute` resolves.
- */
-export function shareCommit(trx: Kysely<Database>): Promise<void> | undefined {
-  if (!trx.isTransaction) return undefined;
-  return connections.get(trx.getExecutor().adapter)?.allowGroupCommit()?.committed;
 }
 
 /**

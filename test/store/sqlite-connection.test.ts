@@ -7,7 +7,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/domain/ports/store.js';
 import { KyselyStore, migrateToLatest, openSqliteDatabase, type Database } from '../../src/store/index.js';
-import { shareCommit } from '../../src/store/sqlite-connection.js';
+import { gatedSqliteOf } from '../../src/store/sqlite-connection.js';
 import { WalCheckpointer } from '../../src/store/wal-checkpointer.js';
 
 let dir: string;
@@ -89,15 +89,10 @@ describe('SQLite group commit', () => {
   it('fails every transaction of a group whose commit fails, and keeps none of their writes', async () => {
     const { db, store } = await givenStore();
     const session = await givenSession(store, 'a');
-    /** A transaction straight on Kysely that shares its commit, as the store's do. */
-    const shared = async (work: (trx: Kysely<Database>) => Promise<unknown>): Promise<void> => {
-      const { committed } = await db.transaction().execute(async (trx) => {
-        const committed = shareCommit(trx);
-        await work(trx);
-        return { committed };
-      });
-      await committed;
-    };
+    const { connection, trx } = gatedSqliteOf(db)!;
+    /** A transaction on the connection with SQL of its own, sharing its commit as the store's transactions do. */
+    const shared = (work: (trx: Kysely<Database>) => Promise<unknown>): Promise<unknown> =>
+      connection.transaction(() => work(trx), { shareCommit: true, wrap: (error) => error as Error });
     try {
       const results = await Promise.allSettled([
         shared((trx) => new KyselyStore(trx).messages.append(session.id, [say('lost with the group')])),
