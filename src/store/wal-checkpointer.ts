@@ -45,7 +45,8 @@ try {
   db = binding === 'node'
     ? new (process.getBuiltinModule('node:sqlite').DatabaseSync)(path)
     : new (require(betterSqlite3Path))(path);
-  db.exec('PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000');
+  // The reset waits at most this long for another process's writer; then it is tried again on the next round.
+  db.exec('PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 200');
 } catch (error) {
   fail(error);
 }
