@@ -49,8 +49,9 @@ async function invokeForBoundUser(
     conversationId: request.session.conversationId,
     correlationId: request.correlationId,
     callId: call.callId,
-    // The turn's own signal: a tool can listen to it, but only the turn's owner can abort it.
-    signal: request.signal ?? NEVER_ABORTED,
+    // The turn's own signal: a tool can listen to it, but only the turn's owner can abort it. Without one, a signal
+    // of the call's own, so listeners a tool leaves behind go with the call.
+    signal: request.signal ?? new AbortController().signal,
     role,
     setRole: onRoleChange,
     getFlowState: (namespace) => flows[namespace],
@@ -69,8 +70,6 @@ async function invokeForBoundUser(
   }
   return result;
 }
-
-const NEVER_ABORTED = new AbortController().signal;
 
 function parseArguments(text: string): Record<string, unknown> | undefined {
   try {

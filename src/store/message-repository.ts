@@ -1,5 +1,4 @@
 import { sql, type InsertObject, type Insertable, type Kysely, type RawBuilder } from 'kysely';
-import { StoreError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Audience, NewMessage, StoredMessage } from '../domain/model.js';
 import type { MessageRepository, SessionChange } from '../domain/ports/store.js';

@@ -68,7 +68,8 @@ export class SqliteConnection implements DatabaseConnection {
   #memberOf: CommitGroup | undefined;
   /** Whether the running transaction has a savepoint of its own (the one that opened the group needs none). */
   #memberSavepoint = false;
-  #memberMayWait = false;
+  /** Whether the running transaction's commit may wait for the group's (see {@link transaction}). */
+  #memberSharesCommit = false;
   #flushScheduled = false;
 
   constructor(database: SqliteDatabase, gate: ConnectionGate) {
@@ -121,13 +122,7 @@ export class SqliteConnection implements DatabaseConnection {
       this.#group = newGroup();
     }
     this.#memberOf = this.#group;
-    this.#memberMayWait = false;
-  }
-
-  /** Lets the running transaction's commit wait for the group's; returns the group. */
-  allowGroupCommit(): CommitGroup | undefined {
-    this.#memberMayWait = this.#memberOf !== undefined;
-    return this.#memberOf;
+    this.#memberSharesCommit = false;
   }
 
   /** Ends the running transaction's savepoint, keeping its writes in the group; commits now unless it may wait. */
@@ -142,7 +137,7 @@ export class SqliteConnection implements DatabaseConnection {
       this.#failGroup(error);
       throw error;
     }
-    if (this.#memberMayWait) this.#scheduleFlush();
+    if (this.#memberSharesCommit) this.#scheduleFlush();
     else this.commitGroup();
   }
 
@@ -155,7 +150,11 @@ export class SqliteConnection implements DatabaseConnection {
     if (!this.#memberSavepoint) {
       // It opened the group and nobody joined yet: the whole SQLite transaction is its own.
       this.#group = undefined;
-      this.run(CompiledQuery.raw('rollback'));
+      try {
+        this.run(CompiledQuery.raw('rollback'));
+      } catch {
+        // SQLite rolled it back already.
+      }
       group.resolve();
       return;
     }
@@ -198,7 +197,10 @@ export class SqliteConnection implements DatabaseConnection {
       } catch (error) {
         throw options.wrap(error);
       }
-      if (options.shareCommit) committed = this.allowGroupCommit()?.committed;
+      if (options.shareCommit) {
+        this.#memberSharesCommit = true;
+        committed = this.#memberOf?.committed;
+      }
       try {
         result = await work();
       } catch (error) {
