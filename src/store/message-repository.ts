@@ -60,8 +60,8 @@ export class KyselyMessageRepository implements MessageRepository {
       const arithmetic = costArithmeticOf(this.#ctx);
       // Usage is added in the same UPDATE where SQL can sum costs exactly; elsewhere by sessions.addUsage after it.
       const usageInline = change.usage !== undefined && arithmetic !== undefined;
-      const shape: SessionWriteShape = { status: change.status !== undefined, usage: usageInline ? arithmetic : undefined };
       const args: SessionWriteArgs = { ...sessionWriteArgs(sessionId, now, rows.length, usageInline ? change.usage : undefined), status: change.status ?? 'pending' };
+      const shape: SessionWriteShape = { status: change.status !== undefined, usage: usageInline ? arithmetic : undefined, cost: usageInline && args.cost !== '0' };
       try {
         if (this.#ctx.dialect === 'postgres' && rows.length > 0 && rows.length <= ROWS_PER_INSERT) {
           await appendInOneStatement(db, args, shape, rows);
@@ -75,7 +75,7 @@ export class KyselyMessageRepository implements MessageRepository {
       } catch (error) {
         // On PostgreSQL a refused session write leaves the CTE empty and `seq` null.
         const kind = classifyDriverError(error);
-        if (kind === 'not_null' || kind === 'foreign_key') await explainRefusedSessionWrite(db, sessionId, usageInline ? change.usage!.currency : undefined);
+        if (kind === 'not_null' || kind === 'foreign_key') await explainRefusedSessionWrite(db, sessionId, shape.cost ? change.usage!.currency : undefined);
         throw error;
       }
     });
@@ -178,7 +178,7 @@ function columnsOf(row: MessageValues, seq: number | RawBuilder<number> = row.se
 /** Any dialect: the session write, then the insert with explicit seqs, inside the caller's transaction. */
 async function appendInTransaction(trx: Kysely<Database>, args: SessionWriteArgs, shape: SessionWriteShape, rows: readonly PreparedRow[]): Promise<void> {
   const written = (await sessionWriteQuery(shape).execute(trx, args)).rows[0];
-  if (written === undefined) await explainRefusedSessionWrite(trx, args.id, shape.usage === undefined ? undefined : args.currency);
+  if (written === undefined) await explainRefusedSessionWrite(trx, args.id, shape.cost ? args.currency : undefined);
   const first = Number(written!.last_seq) - rows.length + 1;
   const values = rows.map((row, index) => {
     row.values.seq = row.message.seq = first + index;

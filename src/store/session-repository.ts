@@ -85,9 +85,10 @@ export class KyselySessionRepository implements SessionRepository {
   }
 
   /**
-   * Adds usage atomically (no lost updates under concurrency). The first non-zero cost fixes the session's currency.
+   * Adds usage atomically (no lost updates under concurrency). The first non-zero cost fixes the session's currency;
+   * a zero cost (an unpriced model) is accepted in any currency, since it changes no money.
    *
-   * @throws StoreError `currency_mismatch` when the session already holds a non-zero cost in another currency,
+   * @throws StoreError `currency_mismatch` when a non-zero cost comes in another currency than the session's,
    * `invalid_decimal` / `invalid_usage` for malformed input, `not_found` for an unknown session.
    */
   addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string; status?: SessionStatus }): Promise<void> {
@@ -97,9 +98,10 @@ export class KyselySessionRepository implements SessionRepository {
       const arithmetic = costArithmeticOf(this.#ctx);
       if (arithmetic !== undefined) {
         // One guarded UPDATE, one round trip, row-locked, with exact decimal arithmetic in SQL.
-        const shape = { status: usage.status !== undefined, usage: arithmetic };
-        const { rows } = await sessionWriteQuery(shape).execute(db, { ...sessionWriteArgs(sessionId, now, 0, usage), status: usage.status ?? 'pending' });
-        if (rows[0] === undefined) await explainRefusedSessionWrite(db, sessionId, usage.currency);
+        const args = { ...sessionWriteArgs(sessionId, now, 0, usage), status: usage.status ?? 'pending' };
+        const shape = { status: usage.status !== undefined, usage: arithmetic, cost: args.cost !== '0' };
+        const { rows } = await sessionWriteQuery(shape).execute(db, args);
+        if (rows[0] === undefined) await explainRefusedSessionWrite(db, sessionId, shape.cost ? usage.currency : undefined);
         return;
       }
       // Another SQLite database would add text as floats, so the sum is computed here; the transaction holds the
@@ -108,7 +110,7 @@ export class KyselySessionRepository implements SessionRepository {
       await atomically(db, async (trx) => {
         const row = await trx.selectFrom('sessions').select(['cost', 'currency']).where('id', '=', sessionId).executeTakeFirst();
         if (row === undefined) throw notFound(sessionId);
-        if (row.currency !== usage.currency && !isZeroCost(row.cost)) throw currencyMismatch(sessionId, row.currency, usage.currency);
+        if (args.cost !== '0' && row.currency !== usage.currency && !isZeroCost(row.cost)) throw currencyMismatch(sessionId, row.currency, usage.currency);
         await trx
           .updateTable('sessions')
           .set({
@@ -155,8 +157,13 @@ export function costArithmeticOf(ctx: RepositoryContext): CostArithmetic | undef
 export interface SessionWriteShape {
   /** Sets `status`. */
   readonly status: boolean;
-  /** Adds tokens and cost with this arithmetic; undefined: no usage. */
+  /** Adds usage (tokens, and cost when `cost`) with this arithmetic; undefined: no usage. */
   readonly usage: CostArithmetic | undefined;
+  /**
+   * Adds a non-zero cost, under the currency rule. A zero cost (an unpriced model) changes no money, so it is
+   * neither summed nor refused for its currency.
+   */
+  readonly cost: boolean;
 }
 
 /** The values of a session write (fields a shape does not use are ignored). */
@@ -202,21 +209,19 @@ export function sessionWrite(db: QueryCreator<Database>, $: SessionWriteArgs, sh
   if (shape.status) update = update.set({ status: $.status });
   if (shape.usage !== undefined) {
     const { add, isZero } = ARITHMETIC[shape.usage];
-    update = update
-      .set({
-        input_tokens: sql`input_tokens + ${$.inputTokens}`,
-        output_tokens: sql`output_tokens + ${$.outputTokens}`,
-        cost: add($.cost),
-        currency: sql`case when ${isZero} then ${$.currency} else currency end`,
-      })
-      .where((eb) => eb.or([eb('currency', '=', $.currency), isZero]));
+    update = update.set({
+      input_tokens: sql`input_tokens + ${$.inputTokens}`,
+      output_tokens: sql`output_tokens + ${$.outputTokens}`,
+      currency: sql`case when ${isZero} then ${$.currency} else currency end`,
+    });
+    if (shape.cost) update = update.set({ cost: add($.cost) }).where((eb) => eb.or([eb('currency', '=', $.currency), isZero]));
   }
   return update.where('id', '=', $.id).returning('last_seq');
 }
 
-/** A small integer per shape (status: 1 bit, usage: 2 bits), for caches of per-shape queries. */
+/** A small integer per shape (status: 1 bit, usage: 2 bits, cost: 1 bit), for caches of per-shape queries. */
 export function shapeIndex(shape: SessionWriteShape): number {
-  return (shape.status ? 1 : 0) + (shape.usage === undefined ? 0 : shape.usage === 'postgres' ? 2 : 4);
+  return (shape.status ? 1 : 0) + (shape.usage === undefined ? 0 : shape.usage === 'postgres' ? 2 : 4) + (shape.cost ? 8 : 0);
 }
 
 const sessionWriteQueries: PreparedQuery<SessionWriteArgs, { last_seq: number }>[] = [];

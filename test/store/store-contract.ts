@@ -229,6 +229,14 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await expectStoreError(store.sessions.addUsage(randomUUID(), { inputTokens: 1, outputTokens: 0, cost: '1', currency: 'USD' }), 'not_found');
       });
 
+      it('adds the tokens of an unpriced turn whatever its currency: a zero cost changes no money', async () => {
+        const session = await givenSession();
+        await store.sessions.addUsage(session.id, { inputTokens: 1, outputTokens: 1, cost: '2.5', currency: 'EUR' });
+        await store.sessions.addUsage(session.id, { inputTokens: 10, outputTokens: 5, cost: '0', currency: 'USD' });
+        await store.messages.append(session.id, [text('unpriced reply')], { usage: { inputTokens: 100, outputTokens: 50, cost: '0', currency: 'USD' } });
+        expect(await store.sessions.findById(session.id)).toMatchObject({ cost: '2.5', currency: 'EUR', inputTokens: 111, outputTokens: 56 });
+      });
+
       it('rejects a malformed cost or token count', async () => {
         const session = await givenSession();
         await expectStoreError(store.sessions.addUsage(session.id, { inputTokens: 0, outputTokens: 0, cost: '1e-5', currency: 'USD' }), 'invalid_decimal');
