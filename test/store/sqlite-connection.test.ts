@@ -167,9 +167,10 @@ describe('SQLite checkpoints', () => {
         // Let the checkpointer's messages in, as a server's event loop would between turns.
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
-      // 1200 commits of a few pages each: far more than the limit, had the WAL never started over.
+      // 1200 commits of about three pages each: some 3300 pages had the WAL never started over. Starting over at 200
+      // leaves a few hundred, more on a busy machine where the worker runs late.
       const walPages = statSync(`${path}-wal`).size / 4096;
-      expect(walPages).toBeLessThan(restartFrames * 6);
+      expect(walPages).toBeLessThan(restartFrames * 12);
       expect((await store.messages.listRecent(session.id, { limit: 1 }))[0]?.content).toMatch(/^message 59\.19/);
     } finally {
       await store.close();
