@@ -104,7 +104,7 @@ export function hasAddCostFunction(db: Kysely<Database>): boolean {
 const addCostFunction = (a: unknown, b: unknown): string => addCosts(String(a), String(b));
 
 // journal_size_limit: after the WAL starts over, its file is cut back to 64 MiB rather than keeping its peak size.
-const PRAGMAS = ['journal_mode = WAL', 'synchronous = NORMAL', 'foreign_keys = ON', 'busy_timeout = 5000', 'journal_size_limit = 67108864'];
+const PRAGMAS = ['journal_mode = WAL', 'synchronous = NORMAL', 'foreign_keys = ON', 'busy_timeout = 5000', 'journal_size_limit = 67108864', 'temp_store = MEMORY'];
 
 /** A database opened by one of the bindings, and a way to run statements on it that return nothing. */
 interface OpenedSqlite {
