@@ -2,7 +2,8 @@ import { ChannelError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Session, StoredMessage, User } from '../domain/model.js';
 import type { ConversationHandler, InboundMessage, TurnEvent, TurnOutcome } from '../domain/ports/channel.js';
-import type { TransactionOptions } from '../domain/ports/store.js';
+import type { Store, TransactionOptions } from '../domain/ports/store.js';
+import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
 import { runTurn, type TurnDependencies } from './turn.js';
 
@@ -19,7 +20,9 @@ const OWN_COMMIT: TransactionOptions = {};
 interface AcceptedMessage {
   readonly user: User;
   readonly session: Session;
-  readonly message: StoredMessage;
+  readonly text: string;
+  /** The stored message: settled already, or being written while the turn's first model call runs. */
+  readonly stored: Promise<StoredMessage>;
   readonly correlationId: string;
   readonly languageHint: string | undefined;
   readonly onEvent: ((event: TurnEvent) => void) | undefined;
@@ -27,8 +30,14 @@ interface AcceptedMessage {
 }
 
 /**
- * The inbound pipeline every channel shares: validate, deduplicate and persist the message (before anything
- * else, so an accepted message survives a crash), resolve the user, then queue it in the conversation's inbox.
+ * The inbound pipeline every channel shares: validate, deduplicate and persist the message, resolve the user, then
+ * queue it in the conversation's inbox.
+ *
+ * When a message is stored: a first contact, a message with a delivery key (a redelivery must be recognised before
+ * the model is asked) and any message while hosted MCP tools are configured (they run inside the model call) are
+ * stored before their turn is queued. Other messages of a known conversation are written while the turn's first
+ * model request is on its way; the turn waits for that write before it runs a tool or replies, and fails with the
+ * store's error if the write fails. Either way no tool acts on, and no reply answers, a message that is not stored.
  */
 export class PalaverRuntime implements ConversationHandler {
   readonly #deps: TurnDependencies;
@@ -53,9 +62,26 @@ export class PalaverRuntime implements ConversationHandler {
     }
     const correlationId = message.correlationId ?? newId();
     const { cache } = this.#deps;
+    const conversationKey = `${message.channel}:${message.conversationId}`;
     const known = cache.participant(message.channel, message.accountId, message.conversationId);
+    const queued = (participant: Participant, stored: Promise<StoredMessage>): AcceptedMessage => ({
+      ...participant,
+      text,
+      stored,
+      correlationId,
+      languageHint: message.languageHint,
+      onEvent: options.onEvent,
+      signal: options.signal,
+    });
+
+    if (known && message.dedupeKey === undefined && this.#deps.hostedMcp.length === 0) {
+      // Queued first: the write then runs while the turn's first model request is under way (its own conversation
+      // is in the inbox by then, hence `own` 1).
+      const stored = afterPendingIo(() => this.#deps.store.transaction((tx) => appendUserMessage(tx, known.session, text, correlationId), this.#commitOptions(1)));
+      return this.#inbox.submit(conversationKey, queued(known, stored));
+    }
+
     // Not queued yet: any conversation in the inbox is another one.
-    const commit = this.#commitOptions(0);
     const accepted = await this.#deps.store.transaction(async (tx) => {
       if (message.dedupeKey && !(await tx.inbound.remember(message.channel, message.dedupeKey))) return undefined;
       let participant = known;
@@ -65,24 +91,16 @@ export class PalaverRuntime implements ConversationHandler {
         if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
         participant = { user, session };
       }
-      // The session has work in flight from the moment a message is accepted until its turn ends.
-      const [stored] = await tx.messages.append(participant.session.id, [{ role: 'user', audience: 'display', content: text, correlationId }], { status: 'running' });
-      return { ...participant, message: stored! };
-    }, commit);
-    // Remembered only after the commit: a rolled-back first contact must not be cached.
-    if (accepted && !known) cache.rememberParticipant(message.channel, message.accountId, message.conversationId, { user: accepted.user, session: accepted.session });
+      return { participant, message: await appendUserMessage(tx, participant.session, text, correlationId) };
+    }, this.#commitOptions(0));
     if (!accepted) {
       this.#deps.metrics.duplicates.inc();
       this.#deps.logger.info({ correlationId, channel: message.channel, dedupeKey: message.dedupeKey }, 'duplicate inbound message ignored');
       return { correlationId, sessionId: '', userId: '', reply: '', replyMessageId: '', status: 'duplicate', usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: this.#deps.currency } };
     }
-    return this.#inbox.submit(`${message.channel}:${message.conversationId}`, {
-      ...accepted,
-      correlationId,
-      languageHint: message.languageHint,
-      onEvent: options.onEvent,
-      signal: options.signal,
-    });
+    // Remembered only after the commit: a rolled-back first contact must not be cached.
+    if (!known) cache.rememberParticipant(message.channel, message.accountId, message.conversationId, accepted.participant);
+    return this.#inbox.submit(conversationKey, queued(accepted.participant, Promise.resolve(accepted.message)));
   }
 
   /**
@@ -110,7 +128,8 @@ export class PalaverRuntime implements ConversationHandler {
       const outcome = await runTurn(this.#deps, {
         user: first.user,
         session: first.session,
-        newMessages: batch.map((item) => item.message),
+        newTexts: batch.map((item) => item.text),
+        stored: Promise.all(batch.map((item) => item.stored)),
         correlationId: first.correlationId,
         commit: this.#commitOptions(1),
         language: last.languageHint ?? this.#deps.agent.defaultLanguage,
@@ -130,6 +149,24 @@ export class PalaverRuntime implements ConversationHandler {
       throw error;
     }
   }
+}
+
+/** Stores a person's message; the session has work in flight from then until its turn ends. */
+async function appendUserMessage(tx: Store, session: Session, text: string, correlationId: string): Promise<StoredMessage> {
+  const [stored] = await tx.messages.append(session.id, [{ role: 'user', audience: 'display', content: text, correlationId }], { status: 'running' });
+  return stored!;
+}
+
+/**
+ * Runs `write` once the work already under way has reached its I/O: in the event loop's check phase, after the
+ * promise chain that sends the turn's first model request. Its failure is left to whoever awaits the result (the turn
+ * does, before its first tool call or its reply); the no-op handler only keeps it from counting as unhandled
+ * meanwhile.
+ */
+function afterPendingIo<T>(write: () => Promise<T>): Promise<T> {
+  const written = new Promise<void>((resolve) => setImmediate(resolve)).then(write);
+  written.catch(() => {});
+  return written;
 }
 
 function titleFrom(text: string): string {

@@ -12,6 +12,8 @@ import type { TurnScope } from './turn-context.js';
  */
 export async function runToolCall(scope: TurnScope, tools: ToolSet, role: string | null, call: ModelToolCall, onRoleChange: (role: string) => void): Promise<ToolResult> {
   const { deps, emit } = scope;
+  // A tool acts only for a message that is stored (it may still be being written during the first model call).
+  await scope.newMessagesStored;
   emit({ type: 'tool_call', callId: call.callId, name: call.name, arguments: call.arguments });
 
   let result: ToolResult;

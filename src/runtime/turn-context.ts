@@ -44,11 +44,17 @@ export interface TurnDependencies {
   readonly cache: ConversationCache;
 }
 
-/** One turn: the new (already persisted) user messages of a conversation, answered together. */
+/** One turn: the new user messages of a conversation, answered together. */
 export interface TurnRequest {
   readonly user: User;
   readonly session: Session;
-  readonly newMessages: readonly StoredMessage[];
+  /** The new messages' texts, oldest first. */
+  readonly newTexts: readonly string[];
+  /**
+   * The new messages as stored. They may still be being written when the turn starts; the turn waits for them before
+   * it runs a tool or replies, and a failed write fails the turn with the store's error.
+   */
+  readonly stored: Promise<readonly StoredMessage[]>;
   readonly correlationId: string;
   readonly language: string;
   readonly timeZone: string;
@@ -64,6 +70,8 @@ export interface TurnScope {
   readonly request: TurnRequest;
   readonly log: Logger;
   readonly emit: (event: TurnEvent) => void;
+  /** `request.stored`, awaited before the first tool call and before the turn's records are written. */
+  readonly newMessagesStored: Promise<readonly StoredMessage[]>;
   /** Id of the reply in streamed events. */
   readonly replyMessageId: string;
   /** The user's state; tools and the flow replace it, the end of the turn saves it. */

@@ -16,8 +16,9 @@ export interface TurnUsage {
  * Stores a completed turn in one transaction: audit records of every tool call, the reply with its usage, cost and
  * model path, the session totals and status, and the user's state.
  */
-export async function persistReply(scope: TurnScope, flow: FlowResult, text: string, history: readonly StoredMessage[]): Promise<TurnUsage> {
+export async function persistReply(scope: TurnScope, flow: FlowResult, text: string, earlier: readonly StoredMessage[]): Promise<TurnUsage> {
   const { deps, request } = scope;
+  const newMessages = await scope.newMessagesStored;
   const usage = usageOf(deps, flow.modelCalls);
   const last = flow.modelCalls[flow.modelCalls.length - 1];
   const reply: NewMessage = {
@@ -42,7 +43,7 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
   deps.cache.rememberState(request.user.id, { version, state: scope.state });
   // A role change resets the cached history (as the chain): the next turn reads it afresh from the store.
   if (flow.roleChanged) deps.cache.forgetHistory(request.session.id);
-  else deps.cache.rememberHistory(request.session.id, [...history, ...stored]);
+  else deps.cache.rememberHistory(request.session.id, [...earlier, ...newMessages, ...stored]);
   for (const call of flow.modelCalls) {
     deps.metrics.modelCalls.inc({ model: call.model, path: call.path });
     deps.metrics.tokens.inc({ direction: 'input' }, call.usage.inputTokens);

@@ -1,4 +1,6 @@
+import type { StoredMessage } from '../domain/model.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
+import type { ModelInputItem } from '../domain/ports/model-provider.js';
 import type { Logger } from '../observability/logger.js';
 import { newId } from '../domain/ids.js';
 import { apologyFor } from './apology.js';
@@ -16,6 +18,13 @@ export type { AgentSettings, TurnDependencies, TurnRequest } from './turn-contex
  * A failure is logged with the correlation id and answered with a short apology in the person's language.
  */
 export async function runTurn(deps: TurnDependencies, request: TurnRequest): Promise<TurnOutcome> {
+  // Set when the new messages could not be stored: the turn then ends with that error, not with an apology.
+  let notStored: { readonly error: unknown } | undefined;
+  const newMessagesStored = request.stored.catch((error: unknown) => {
+    notStored = { error };
+    throw error;
+  });
+  newMessagesStored.catch(() => {}); // awaited below; until then a failure is not unhandled
   const { state, version } = await loadUserState(deps, request);
   let log: Logger | undefined;
   const scope: TurnScope = {
@@ -26,6 +35,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
       return (log ??= deps.logger.child({ correlationId: request.correlationId, sessionId: request.session.id, userId: request.user.id }));
     },
     emit: request.onEvent ?? (() => {}),
+    newMessagesStored,
     replyMessageId: newId(),
     state,
     stateVersion: version,
@@ -34,13 +44,12 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
   scope.emit({ type: 'turn_started', correlationId: request.correlationId, sessionId: request.session.id });
 
   try {
-    // 1. Context: the recent conversation (the new messages are already stored, so they come last).
-    const history = await loadHistory(deps, request);
-    const transcript = historyToInput(history);
-    const newItems = historyToInput(request.newMessages);
+    // 1. Context: the recent conversation, then the new messages.
+    const earlier = await loadEarlierHistory(scope);
+    const newItems = request.newTexts.map((content): ModelInputItem => ({ type: 'message', role: 'user', content }));
 
     // 2. The flow: model ⇄ tools under the user's role.
-    const flow = await runSingleFlow(scope, transcript, newItems);
+    const flow = await runSingleFlow(scope, [...historyToInput(earlier), ...newItems], newItems);
     scope.state = { ...scope.state, role: flow.role, lastResponseId: flow.chainId };
     scope.state = rememberToolCalls(
       scope.state,
@@ -55,11 +64,12 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     }
 
     // 4. Persist reply, audit records, usage and state together, then deliver.
-    const usage = await persistReply(scope, flow, text, history);
+    const usage = await persistReply(scope, flow, text, earlier);
     deps.metrics.turns.inc({ status: 'completed' });
     scope.emit({ type: 'reply', messageId: scope.replyMessageId, text });
     return outcome(scope, 'completed', text, usage);
   } catch (error) {
+    if (notStored) throw notStored.error;
     scope.log.error({ err: error }, 'turn failed');
     return fail(scope, []);
   }
@@ -74,14 +84,20 @@ async function loadUserState(deps: TurnDependencies, request: TurnRequest) {
   return { state, version: record?.version ?? 0 };
 }
 
-/** The recent display messages, ending with the new ones (which are already stored). */
-async function loadHistory(deps: TurnDependencies, request: TurnRequest) {
+/** The recent display messages before the new ones, oldest first. */
+async function loadEarlierHistory(scope: TurnScope): Promise<readonly StoredMessage[]> {
+  const { deps, request } = scope;
   const cached = deps.cache.history(request.session.id);
-  if (cached) return [...cached, ...request.newMessages];
-  return deps.store.messages.listRecent(request.session.id, { limit: deps.agent.historyLimit + request.newMessages.length, audience: 'display' });
+  if (cached) return cached;
+  // From the store, once the new messages are in it: the latest ones, without the new.
+  const newIds = new Set((await scope.newMessagesStored).map((message) => message.id));
+  const recent = await deps.store.messages.listRecent(request.session.id, { limit: deps.agent.historyLimit + newIds.size, audience: 'display' });
+  return recent.filter((message) => !newIds.has(message.id));
 }
 
 async function fail(scope: TurnScope, modelCalls: readonly ModelCallRecord[]): Promise<TurnOutcome> {
+  // The apology answers a stored message; if it could not be stored, the caller gets the store's error instead.
+  await scope.newMessagesStored;
   // The store is the truth after a failure: the next turn reloads what it needs.
   scope.deps.cache.forgetHistory(scope.request.session.id);
   scope.deps.cache.forgetState(scope.request.user.id);

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { sequenceScript, type ModelScript } from '../../src/testing/index.js';
+import type { Palaver } from '../../src/app.js';
+import { StoreError } from '../../src/domain/errors.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
 
 let harness: Harness | undefined;
@@ -200,6 +202,57 @@ describe('agent turn', () => {
     expect(second.text).toBe(third.text);
     expect(lastUserText(harness.model.calls[1]!)).toBe('three');
     expect(harness.model.calls[1]!.messages.filter((item) => item.type === 'message' && item.role === 'user')).toHaveLength(3);
+  });
+
+  it('stores a returning person\u2019s message before a tool acts on it', async () => {
+    let palaver: Palaver | undefined;
+    const seenByTool: string[][] = [];
+    const history = defineTool({
+      name: 'history',
+      description: 'Reads the stored conversation',
+      input: z.object({}),
+      run: async (_args, ctx) => {
+        const stored = await palaver!.store.messages.listRecent(ctx.sessionId, { limit: 10, audience: 'display' });
+        seenByTool.push(stored.filter((message) => message.role === 'user').map((message) => message.content));
+        return 'read';
+      },
+    });
+    harness = await createHarness(toolThenEcho('history', {}));
+    palaver = await harness.start({}, { tools: [history] });
+    await palaver.chat({ userId: 'uma', text: 'first' });
+    // The second message belongs to a known conversation: it is written while the first model call runs. A slow
+    // disk makes that write finish after the model has asked for the tool.
+    const transaction = palaver.store.transaction.bind(palaver.store);
+    vi.spyOn(palaver.store, 'transaction').mockImplementationOnce(async (work, options) => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return transaction(work, options);
+    });
+    await palaver.chat({ userId: 'uma', text: 'second' });
+    expect(seenByTool).toEqual([['first'], ['first', 'second']]);
+  });
+
+  it('fails a turn whose message cannot be stored with the store\u2019s error, before any tool runs', async () => {
+    let runs = 0;
+    const counted = defineTool({ name: 'counted', description: 'Counts its runs', input: z.object({}), run: () => `run ${++runs}` });
+    harness = await createHarness(toolThenEcho('counted', {}));
+    const palaver = await harness.start({}, { tools: [counted] });
+    const first = await palaver.chat({ userId: 'vic', text: 'one' });
+    expect(runs).toBe(1);
+
+    vi.spyOn(palaver.store, 'transaction').mockRejectedValueOnce(new StoreError('unreachable', 'disk full'));
+    await expect(palaver.chat({ userId: 'vic', text: 'two' })).rejects.toThrow('disk full');
+    expect(runs).toBe(1);
+    // Nothing of the failed turn is stored: no message, no apology, and the session is not left running.
+    const stored = await palaver.store.messages.listRecent(first.sessionId, { limit: 10 });
+    expect(stored.map((message) => message.content)).not.toContain('two');
+    expect(stored.filter((message) => message.role === 'assistant')).toHaveLength(1);
+    expect(await palaver.store.sessions.findById(first.sessionId)).toMatchObject({ status: 'completed' });
+
+    // The conversation goes on, without the message that was refused.
+    const third = await palaver.chat({ userId: 'vic', text: 'three' });
+    expect(third.status).toBe('completed');
+    expect(runs).toBe(2);
+    expect(harness.model.calls.at(-2)!.messages.filter((item) => item.type === 'message' && item.role === 'user').map((item) => item.content)).toEqual(['one', 'three']);
   });
 
   it('rejects empty and oversized messages without storing them', async () => {
