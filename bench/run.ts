@@ -7,12 +7,14 @@
  *
  * Every scenario runs in its own child process (`node --import tsx bench/<scenario>.ts`), so its peak RSS is its
  * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
+ * The two turn scenarios of a run live side by side: both warm up, then run their measured turns in alternating
+ * chunks of about a second, so both see the same moments of a machine whose speed drifts.
  *
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
  *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
@@ -20,7 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
 import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
-import type { ScenarioResult } from './stats.js';
+import { mergeMeasurements, scenarioResult, type ChunkCommand, type ChunkReply, type RunMeasurement, type ScenarioResult } from './stats.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(benchDir, '..');
@@ -134,16 +136,105 @@ function runChild(file: string, params: unknown): Promise<ScenarioResult> {
 async function measure(label: string, run: number, start: () => Promise<ScenarioResult>): Promise<RunRecord> {
   const loadBefore = loadavg()[0]!;
   const result = await start();
-  const record = { ...result, run, loadBefore, loadAfter: loadavg()[0]! };
-  const failed = Number(result.extra?.failed ?? 0);
-  const listenerWarnings = Number(result.extra?.listenerWarnings ?? 0);
+  return report(label, { ...result, run, loadBefore, loadAfter: loadavg()[0]! });
+}
+
+/** Prints one run's line. */
+function report(label: string, record: RunRecord): RunRecord {
+  const failed = Number(record.extra?.failed ?? 0);
+  const listenerWarnings = Number(record.extra?.listenerWarnings ?? 0);
   console.log(
-    `  ${label.padEnd(24)} run ${run}: ${result.perSecond.toFixed(0).padStart(6)}/s  p50 ${result.latency.p50Ms.toFixed(2)} ms  p99 ${result.latency.p99Ms.toFixed(2)} ms  CPU ${result.cpuMsPerOp.toFixed(3)} ms/op (main thread ${result.mainThreadCpuMsPerOp?.toFixed(3) ?? '?'})  ` +
-      `RSS ${result.peakRssMb.toFixed(0)} MB  load ${loadBefore.toFixed(1)}→${record.loadAfter.toFixed(1)}${failed ? `  FAILED ${failed}` : ''}` +
-      (listenerWarnings ? `  ⚠ ${listenerWarnings}× MaxListenersExceededWarning (up to ${String(result.extra?.mostAbortListeners)} abort listeners on one AbortSignal)` : ''),
+    `  ${label.padEnd(24)} run ${record.run}: ${record.perSecond.toFixed(0).padStart(6)}/s  p50 ${record.latency.p50Ms.toFixed(2)} ms  p99 ${record.latency.p99Ms.toFixed(2)} ms  CPU ${record.cpuMsPerOp.toFixed(3)} ms/op (main thread ${record.mainThreadCpuMsPerOp?.toFixed(3) ?? '?'})  ` +
+      `RSS ${record.peakRssMb.toFixed(0)} MB  load ${record.loadBefore.toFixed(1)}→${record.loadAfter.toFixed(1)}${failed ? `  FAILED ${failed}` : ''}` +
+      (listenerWarnings ? `  ⚠ ${listenerWarnings}× MaxListenersExceededWarning (up to ${String(record.extra?.mostAbortListeners)} abort listeners on one AbortSignal)` : ''),
   );
   return record;
 }
+
+/** A turn scenario child that runs its measured phase in chunks when told (see `serveChunks` in bench/stats.ts). */
+class ChunkedScenario {
+  readonly #child: ChildProcess;
+  readonly #replies: ChunkReply[] = [];
+  #wake: (() => void) | undefined;
+  #exited: Error | undefined;
+
+  constructor(file: string, params: unknown) {
+    const withProfile = profileDir ? { ...(params as object), profileDir } : params;
+    this.#child = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', join(benchDir, file), JSON.stringify(withProfile)], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.#child.on('message', (reply: ChunkReply) => {
+      this.#replies.push(reply);
+      this.#wake?.();
+    });
+    this.#child.on('exit', (code, signal) => {
+      this.#exited = new Error(`${file} exited (${signal ?? code})`);
+      this.#wake?.();
+    });
+  }
+
+  async next<T extends ChunkReply['type']>(type: T): Promise<Extract<ChunkReply, { type: T }>> {
+    while (this.#replies.length === 0) {
+      if (this.#exited) throw this.#exited;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+    const reply = this.#replies.shift()!;
+    if (reply.type !== type) throw new Error(`expected ${type} from the scenario, got ${reply.type}`);
+    return reply as Extract<ChunkReply, { type: T }>;
+  }
+
+  async chunk(turns: number): Promise<RunMeasurement> {
+    this.#child.send({ type: 'chunk', turns } satisfies ChunkCommand);
+    return (await this.next('chunk')).measurement;
+  }
+
+  async done(): Promise<Extract<ChunkReply, { type: 'done' }>> {
+    this.#child.send({ type: 'done' } satisfies ChunkCommand);
+    return this.next('done');
+  }
+
+  kill(): void {
+    this.#child.kill('SIGKILL');
+  }
+}
+
+/**
+ * One run of both turn scenarios at `concurrency`. Both children start and warm up, then run the measured turns in
+ * chunks of about a second each, alternating sides (and which side goes first), so the machine's drift between
+ * seconds falls on both; each side's figures are its chunks added up.
+ */
+async function measureTurnPair(concurrency: number, run: number): Promise<RunRecord[]> {
+  const turns = turnsFor(concurrency);
+  const chunks = Math.max(1, Math.round(turns / chunkTurns(concurrency)));
+  const servers = await Promise.all(SIDES.map(() => startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100, maxStoredResponses: 100 })));
+  const children = SIDES.map((side, index) => new ChunkedScenario(`turns-${side}.ts`, { baseUrl: servers[index]!.baseUrl, concurrency, turns, warmupTurns }));
+  try {
+    const loadBefore = loadavg()[0]!;
+    // Warm-up runs in both at once: it is not measured.
+    await Promise.all(children.map((child) => child.next('ready')));
+    const parts: RunMeasurement[][] = SIDES.map(() => []);
+    for (let chunk = 0; chunk < chunks; chunk += 1) {
+      const share = Math.floor(turns / chunks) + (chunk < turns % chunks ? 1 : 0);
+      const order = (chunk + run) % 2 === 0 ? [0, 1] : [1, 0];
+      for (const index of order) parts[index]!.push(await children[index]!.chunk(share));
+    }
+    const finals = await Promise.all(children.map((child) => child.done()));
+    const loadAfter = loadavg()[0]!;
+    return SIDES.map((side, index) => {
+      const result = { ...scenarioResult(side, concurrency, mergeMeasurements(parts[index]!), finals[index]!.extra), peakRssMb: finals[index]!.peakRssMb };
+      return report(`${side} c=${concurrency}`, { ...result, run, loadBefore, loadAfter });
+    });
+  } finally {
+    for (const child of children) child.kill();
+    await Promise.all(servers.map((server) => server.close()));
+  }
+}
+
+const SIDES = ['bare', 'palaver'] as const;
+
+/** Turns per chunk: about a second of work at either concurrency. */
+const chunkTurns = (concurrency: number): number => (options.quick ? 50 : concurrency === 1 ? 250 : 750);
 
 /** The median run (by throughput) of each scenario+concurrency; of two, the better. */
 function median(records: readonly RunRecord[], scenario: string, concurrency: number): RunRecord | undefined {
@@ -162,12 +253,18 @@ function middle(values: readonly number[]): number {
  * are measured back to back, so a machine that speeds up or slows down between runs moves both.
  */
 function pairedRatio(records: readonly RunRecord[], concurrency: number, value: (r: RunRecord) => number): number | undefined {
+  const ratios = runRatios(records, concurrency, value);
+  return ratios.length > 0 ? middle(ratios) : undefined;
+}
+
+/** Palaver / bare of each run, in run order. */
+function runRatios(records: readonly RunRecord[], concurrency: number, value: (r: RunRecord) => number): number[] {
   const ratios: number[] = [];
   for (const palaver of records.filter((r) => r.scenario === 'palaver' && r.concurrency === concurrency)) {
     const bare = records.find((r) => r.scenario === 'bare' && r.concurrency === concurrency && r.run === palaver.run);
     if (bare) ratios.push(value(palaver) / value(bare));
   }
-  return ratios.length > 0 ? middle(ratios) : undefined;
+  return ratios;
 }
 
 function spread(records: readonly RunRecord[], scenario: string, concurrency: number): string {
@@ -208,22 +305,9 @@ const turnRecords: RunRecord[] = [];
 const mcpRecords: RunRecord[] = [];
 
 if (options.only !== 'mcp') {
-  console.log('Turn throughput (scripted model, zero latency; one user per worker):');
+  console.log(`Turn throughput (scripted model, zero latency; one user per worker; the two sides' chunks interleaved):`);
   for (const concurrency of options.concurrency) {
-    const turns = turnsFor(concurrency);
-    for (let run = 1; run <= options.runs; run += 1) {
-      // Alternate the order so neither side always runs on a warmer (or busier) machine.
-      const order = run % 2 === 1 ? (['bare', 'palaver'] as const) : (['palaver', 'bare'] as const);
-      for (const scenario of order) {
-        const model = await startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100, maxStoredResponses: 100 });
-        try {
-          const params = { baseUrl: model.baseUrl, concurrency, turns, warmupTurns };
-          turnRecords.push(await measure(`${scenario} c=${concurrency}`, run, () => runChild(`turns-${scenario}.ts`, params)));
-        } finally {
-          await model.close();
-        }
-      }
-    }
+    for (let run = 1; run <= options.runs; run += 1) turnRecords.push(...(await measureTurnPair(concurrency, run)));
   }
 }
 
@@ -263,9 +347,10 @@ if (turnRecords.length > 0) {
     const ratio = pairedRatio(turnRecords, concurrency, (r) => r.perSecond);
     const cpuRatio = pairedRatio(turnRecords, concurrency, (r) => r.mainThreadCpuMsPerOp ?? r.cpuMsPerOp);
     if (ratio === undefined || cpuRatio === undefined) continue;
+    const byRun = runRatios(turnRecords, concurrency, (r) => r.perSecond).map((value) => (value * 100).toFixed(0));
     console.log(
-      `Palaver / bare at c=${concurrency}: ${(ratio * 100).toFixed(0)}% of the throughput, median of per-run ratios (goal ≥ 70%: ${ratio >= 0.7 ? 'met' : 'NOT met'}); ` +
-        `main-thread CPU per turn ${cpuRatio.toFixed(2)}× the bare loop's`,
+      `Palaver / bare at c=${concurrency}: ${(ratio * 100).toFixed(0)}% of the throughput, median of per-run ratios (goal ≥ 70%: ${ratio >= 0.7 ? 'met' : 'NOT met'}; ` +
+        `by run: ${byRun.join(', ')} %); main-thread CPU per turn ${cpuRatio.toFixed(2)}× the bare loop's`,
     );
   }
 }

@@ -135,16 +135,86 @@ export function scenarioArgs<T>(): T {
  */
 export async function profiled<T>(profileDir: string | undefined, label: string, fn: () => Promise<T>): Promise<T> {
   if (!profileDir) return fn();
+  const profile = await startProfile();
+  try {
+    return await fn();
+  } finally {
+    await profile.stop(join(profileDir, `${label}.cpuprofile`));
+  }
+}
+
+/** Messages between bench/run.ts and a turn scenario that runs its measured phase in chunks. */
+export type ChunkCommand = { readonly type: 'chunk'; readonly turns: number } | { readonly type: 'done' };
+export type ChunkReply =
+  | { readonly type: 'ready' }
+  | { readonly type: 'chunk'; readonly measurement: RunMeasurement }
+  | { readonly type: 'done'; readonly peakRssMb: number; readonly extra: Record<string, unknown> };
+
+/**
+ * The measured phase of a turn scenario, in chunks run when the parent says so: the parent alternates the chunks of
+ * the two sides (bare loop, Palaver), both processes alive and warm, so a machine whose speed drifts over seconds
+ * moves both alike. Run by hand (no IPC), it runs `turns` in one chunk and prints the result.
+ */
+export async function serveChunks(options: {
+  readonly scenario: string;
+  readonly concurrency: number;
+  readonly turns: number;
+  readonly profileDir: string | undefined;
+  readonly op: (worker: number) => Promise<void>;
+  /** Called once after the last chunk (close what the scenario opened); its result goes into `extra`. */
+  readonly finish: () => Promise<Record<string, unknown>>;
+}): Promise<void> {
+  const label = `${options.scenario}-c${options.concurrency}-${process.pid}`;
+  const send = process.send?.bind(process);
+  if (!send) {
+    const run = await profiled(options.profileDir, label, () => runWorkers(options.concurrency, options.turns, options.op));
+    console.log(JSON.stringify(scenarioResult(options.scenario, options.concurrency, run, await options.finish()), null, 2));
+    return;
+  }
+  const profile = options.profileDir ? await startProfile() : undefined;
+  const commands: ChunkCommand[] = [];
+  let wake: (() => void) | undefined;
+  process.on('message', (command: ChunkCommand) => {
+    commands.push(command);
+    wake?.();
+  });
+  const next = async (): Promise<ChunkCommand> => {
+    while (commands.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    return commands.shift()!;
+  };
+  const reply = (message: ChunkReply): Promise<void> => new Promise((resolve) => send(message, undefined, {}, () => resolve()));
+  await reply({ type: 'ready' });
+  for (let command = await next(); command.type === 'chunk'; command = await next()) {
+    await reply({ type: 'chunk', measurement: await runWorkers(options.concurrency, command.turns, options.op) });
+  }
+  if (profile) await profile.stop(join(options.profileDir!, `${label}.cpuprofile`));
+  const extra = await options.finish();
+  await reply({ type: 'done', peakRssMb: process.resourceUsage().maxRSS / 1024, extra });
+  process.disconnect();
+}
+
+/** Merges the chunks of one side into one measurement, as if run at a stretch. */
+export function mergeMeasurements(parts: readonly RunMeasurement[]): RunMeasurement {
+  const mainThread = parts.map((part) => part.mainThreadCpuMs);
+  return {
+    elapsedMs: parts.reduce((sum, part) => sum + part.elapsedMs, 0),
+    latenciesMs: parts.flatMap((part) => part.latenciesMs),
+    cpuMs: parts.reduce((sum, part) => sum + part.cpuMs, 0),
+    mainThreadCpuMs: mainThread.some((value) => value === undefined) ? undefined : mainThread.reduce((sum, value) => sum! + value!, 0),
+  };
+}
+
+async function startProfile(): Promise<{ stop(path: string): Promise<void> }> {
   const session = new Session();
   session.connect();
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 200 });
   await session.post('Profiler.start');
-  try {
-    return await fn();
-  } finally {
-    const { profile } = await session.post('Profiler.stop');
-    writeFileSync(join(profileDir, `${label}.cpuprofile`), JSON.stringify(profile));
-    session.disconnect();
-  }
+  return {
+    async stop(path) {
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(path, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }

@@ -6,7 +6,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import { profiled, report, runWorkers, scenarioArgs, scenarioResult } from './stats.js';
+import { runWorkers, scenarioArgs, serveChunks } from './stats.js';
 import { BASE_INSTRUCTIONS, HISTORY_LIMIT, lookupInput, lookupItem, USER_TEXT, type TurnScenarioArgs } from './workload.js';
 
 const args = scenarioArgs<TurnScenarioArgs>();
@@ -52,5 +52,11 @@ const turn = async (userId: string): Promise<void> => {
 
 const warmupWorkers = Math.min(args.concurrency, args.warmupTurns);
 if (args.warmupTurns > 0) await runWorkers(warmupWorkers, args.warmupTurns, (worker) => turn(`warmup-${worker}`));
-const run = await profiled(args.profileDir, `bare-c${args.concurrency}-${process.pid}`, () => runWorkers(args.concurrency, args.turns, (worker) => turn(`user-${worker}`)));
-report(scenarioResult('bare', args.concurrency, run, { failed }));
+await serveChunks({
+  scenario: 'bare',
+  concurrency: args.concurrency,
+  turns: args.turns,
+  profileDir: args.profileDir,
+  op: (worker) => turn(`user-${worker}`),
+  finish: async () => ({ failed }),
+});

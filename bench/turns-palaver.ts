@@ -8,7 +8,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { profiled, report, runWorkers, scenarioArgs, scenarioResult } from './stats.js';
+import { runWorkers, scenarioArgs, serveChunks } from './stats.js';
 import { BASE_INSTRUCTIONS, HISTORY_LIMIT, lookupTool, USER_TEXT, type TurnScenarioArgs } from './workload.js';
 
 const args = scenarioArgs<TurnScenarioArgs>();
@@ -40,9 +40,17 @@ const turn = async (userId: string): Promise<void> => {
 try {
   const warmupWorkers = Math.min(args.concurrency, args.warmupTurns);
   if (args.warmupTurns > 0) await runWorkers(warmupWorkers, args.warmupTurns, (worker) => turn(`warmup-${worker}`));
-  const run = await profiled(args.profileDir, `palaver-c${args.concurrency}-${process.pid}`, () => runWorkers(args.concurrency, args.turns, (worker) => turn(`user-${worker}`)));
-  await palaver.close();
-  report(scenarioResult('palaver', args.concurrency, run, { failed }));
+  await serveChunks({
+    scenario: 'palaver',
+    concurrency: args.concurrency,
+    turns: args.turns,
+    profileDir: args.profileDir,
+    op: (worker) => turn(`user-${worker}`),
+    finish: async () => {
+      await palaver.close();
+      return { failed };
+    },
+  });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
