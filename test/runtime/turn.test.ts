@@ -252,7 +252,7 @@ describe('agent turn', () => {
     const third = await palaver.chat({ userId: 'vic', text: 'three' });
     expect(third.status).toBe('completed');
     expect(runs).toBe(2);
-    expect(harness.model.calls.at(-2)!.messages.filter((item) => item.type === 'message' && item.role === 'user').map((item) => item.content)).toEqual(['one', 'three']);
+    expect(harness.model.calls.at(-2)!.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content] : []))).toEqual(['one', 'three']);
   });
 
   it('rejects empty and oversized messages without storing them', async () => {
