@@ -45,9 +45,14 @@ describe('demo agent in the browser', () => {
     // Same port, so the page keeps its origin and with it its thread id.
     const restarted = await second.serve({ host: '127.0.0.1', port: Number(new URL(server.url).port) });
     await page.goto(`${restarted.url}/`);
+    // The page shows the first exchange again (from its own storage): wait for the second answer, not the first.
+    await expect.poll(() => page.getByTestId('assistant-message').count(), { timeout: 10_000 }).toBe(1);
     await page.getByTestId('message-input').fill('list my notes');
     await page.getByTestId('send-button').click();
+    await expect.poll(() => page.getByTestId('assistant-message').count(), { timeout: 10_000 }).toBe(2);
     await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 }).toContain('buy milk');
+    // The page takes new input once the run has finished, i.e. after the turn was stored.
+    await expect.poll(() => page.getByTestId('send-button').isEnabled(), { timeout: 10_000 }).toBe(true);
     // The page sent the same thread after the restart, so the server continued the same stored conversation.
     const sessions = await second.store.sessions.listByUser((await second.store.users.resolveAccount({ channel: 'web', accountId: (await page.evaluate<string>("localStorage.getItem('palaver.threadId')")) })).user.id);
     expect(sessions).toHaveLength(1);
