@@ -3,7 +3,7 @@ import { createPalaver } from '../app.js';
 import { silentLogger } from '../observability/logger.js';
 import { openStore } from '../store/index.js';
 import { startDemo, type Demo } from './demo.js';
-import { redactUrl } from './main.js';
+import { redactUrl } from './redact-url.js';
 
 type Check = { ok: true; detail: string } | { ok: false; detail: string };
 

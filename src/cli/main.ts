@@ -7,6 +7,7 @@ import { createLogger } from '../observability/logger.js';
 import { openStore } from '../store/index.js';
 import { startDemo, type Demo } from './demo.js';
 import { runDoctor } from './doctor.js';
+import { redactUrl } from './redact-url.js';
 
 interface CommonOptions {
   readonly config?: string;
@@ -126,9 +127,4 @@ function waitForSignal(): Promise<void> {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
-}
-
-/** Hides the password of a database URL before printing it. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):([^@]+)@/, '//$1:***@');
 }
