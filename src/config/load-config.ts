@@ -1,10 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
 import { resolveConfigPaths } from './paths.js';
 import { configSchema, type PalaverConfig, type PalaverConfigInput } from './schema.js';
+import { describeUnknownKey, knownKeysAt } from './unknown-keys.js';
 
 /** Environment variables Palaver reads, and where each lands. Nothing else in Palaver reads the environment. */
 const ENV_OVERRIDES: readonly { variable: string; path: readonly string[]; parse?: (value: string) => unknown }[] = [
@@ -35,8 +36,11 @@ export interface LoadConfigOptions {
 /**
  * Reads the config file (JSON or YAML), applies `overrides` and then environment variables, and validates the
  * result. Relative paths (instructions, tools module, SQLite file) are made absolute against the config file's
- * folder, or against `cwd` when there is no file.
- * @throws ConfigError naming each invalid field.
+ * folder, or against `cwd` when there is no file. The YAML parser is loaded only for a YAML file.
+ * @throws ConfigError naming each invalid field; with no config file and no model name (nor `PALAVER_MODEL`), a
+ * message that shows how to create a config or to use `--demo`.
+ * @example
+ * const { config, file } = loadConfig({ cwd: '/srv/agent' });
  */
 export function loadConfig(options: LoadConfigOptions = {}): { config: PalaverConfig; file: string | undefined } {
   const env = options.env ?? process.env;
@@ -48,22 +52,59 @@ export function loadConfig(options: LoadConfigOptions = {}): { config: PalaverCo
     const value = env[variable];
     if (value !== undefined && value !== '') raw = setPath(raw, path, parse ? parse(value) : value);
   }
+  if (!file && !(isPlainObject(raw.model) && raw.model.name !== undefined)) throw noConfigError(cwd);
   const config = resolveConfigPaths(parseConfig(raw), file ? dirname(file) : cwd);
   return { config, file };
 }
 
-/** Validates an in-memory config (as passed to `createPalaver`). @throws ConfigError */
+/**
+ * Validates an in-memory config (as passed to `createPalaver`). Unknown keys are refused at every level, naming
+ * the nearest known key; records (`model.prices`, `roles.definitions`) keep free keys.
+ * @throws ConfigError with one issue per problem.
+ */
 export function parseConfig(input: unknown): PalaverConfig {
   const result = configSchema.safeParse(input);
   if (!result.success) {
-    const issues = result.error.issues.map((issue) => ({
-      path: issue.path.join('.') || '(root)',
-      message: issue.message,
-    }));
-    const lines = issues.map((issue) => `  - ${issue.path}: ${issue.message}`).join('\n');
-    throw new ConfigError(`Invalid Palaver config:\n${lines}`, issues, { cause: z.prettifyError(result.error) });
+    const issues: { path: string; message: string; line: string }[] = [];
+    for (const issue of result.error.issues) {
+      if (issue.code === 'unrecognized_keys') {
+        const known = knownKeysAt(configSchema, issue.path);
+        for (const key of issue.keys) {
+          const message = describeUnknownKey(key, issue.path, known);
+          // The message already names where the key is.
+          issues.push({ path: [...issue.path, key].join('.'), message, line: message });
+        }
+        continue;
+      }
+      const path = issue.path.join('.') || '(root)';
+      const message = path === 'model' && isPlainObject(input) && input.model === undefined ? MODEL_MISSING : issue.message;
+      issues.push({ path, message, line: `${path}: ${message}` });
+    }
+    const lines = issues.map((issue) => `  - ${issue.line}`).join('\n');
+    throw new ConfigError(
+      `Invalid Palaver config:\n${lines}`,
+      issues.map(({ path, message }) => ({ path, message })),
+      { cause: z.prettifyError(result.error) },
+    );
   }
   return result.data;
+}
+
+const MODEL_MISSING = 'missing: set model.name (and model.baseUrl for an endpoint other than OpenAI), or PALAVER_MODEL';
+
+/** Without a file and a model there is nothing to run: say how to make a config instead of naming a missing field. */
+function noConfigError(cwd: string): ConfigError {
+  const message = [
+    `No Palaver config found in ${cwd} (palaver.config.json, palaver.config.yaml, --config FILE or PALAVER_CONFIG), and no model is set.`,
+    'Create palaver.config.json there, for example:',
+    '  {',
+    '    "model": { "name": "gpt-4.1-mini", "baseUrl": "https://api.openai.com/v1" }',
+    '  }',
+    'and put the API key in PALAVER_LLM_API_KEY. Or name the model in the environment:',
+    '  PALAVER_MODEL=gpt-4.1-mini PALAVER_LLM_BASE_URL=https://api.openai.com/v1 PALAVER_LLM_API_KEY=sk-...',
+    'Or add --demo to try the bundled demo agent with a scripted model (no API key needed).',
+  ].join('\n');
+  return new ConfigError(message, [{ path: 'model', message: 'no config file and no model set' }]);
 }
 
 function findConfigFile(explicit: string | undefined, cwd: string): string | undefined {
@@ -79,7 +120,7 @@ function readConfigFile(path: string): Record<string, unknown> {
   const text = readFileSync(path, 'utf8');
   let parsed: unknown;
   try {
-    parsed = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+    parsed = path.endsWith('.json') ? JSON.parse(text) : loadYamlParser()(text);
   } catch (error) {
     throw new ConfigError(`Cannot parse ${path}: ${(error as Error).message}`, [{ path: '(file)', message: 'unparseable' }], { cause: error });
   }
@@ -88,6 +129,15 @@ function readConfigFile(path: string): Record<string, unknown> {
     throw new ConfigError(`${path} must hold an object at the top level`, [{ path: '(root)', message: 'expected an object' }]);
   }
   return parsed as Record<string, unknown>;
+}
+
+/**
+ * The YAML parser, loaded on first use so a JSON config never loads it. `require` keeps `loadConfig` synchronous
+ * (a dynamic `import()` would make it async for every caller); the `yaml` package ships a CommonJS build for Node.
+ */
+function loadYamlParser(): (text: string) => unknown {
+  const yaml = createRequire(import.meta.url)('yaml') as { parse: (text: string) => unknown };
+  return (text) => yaml.parse(text);
 }
 
 function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): Record<string, unknown> {

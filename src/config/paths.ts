@@ -1,4 +1,5 @@
-import { isAbsolute, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { resolveDatabaseUrl } from './database-url.js';
 import type { PalaverConfig } from './schema.js';
 
 /**
@@ -15,12 +16,4 @@ export function resolveConfigPaths(config: PalaverConfig, baseDir: string): Pala
     },
     database: { ...config.database, url: resolveDatabaseUrl(config.database.url, baseDir) },
   };
-}
-
-/** `sqlite:` paths relative to `baseDir`; other URLs unchanged. */
-export function resolveDatabaseUrl(url: string, baseDir: string): string {
-  if (!url.startsWith('sqlite:')) return url;
-  const path = url.slice('sqlite:'.length);
-  if (path === ':memory:' || path.startsWith('//') || isAbsolute(path)) return url;
-  return `sqlite:${resolve(baseDir, path)}`;
 }

@@ -1,14 +1,15 @@
 import { z } from 'zod';
+import { normaliseDatabaseUrl } from './database-url.js';
 
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
 
 /** Price of a model in `currency` per million tokens; decimal strings so no float rounding. */
-const priceSchema = z.object({
+const priceSchema = z.strictObject({
   input: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal number as a string, e.g. "0.40"'),
   output: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal number as a string, e.g. "1.60"'),
 });
 
-const modelEndpointSchema = z.object({
+const modelEndpointSchema = z.strictObject({
   provider: providerKind.default('openai-chat'),
   /** Model name sent to the endpoint. */
   name: z.string().min(1),
@@ -20,9 +21,9 @@ const modelEndpointSchema = z.object({
   temperature: z.number().min(0).max(2).optional(),
 });
 
-export const configSchema = z.object({
+export const configSchema = z.strictObject({
   agent: z
-    .object({
+    .strictObject({
       name: z.string().min(1).default('Palaver agent'),
       /** Folder with `base.md` (always used) and one `<role>.md` per role. */
       instructionsDir: z.string().min(1).default('instructions'),
@@ -42,6 +43,8 @@ export const configSchema = z.object({
       maxToolCallsPerTurn: z.number().int().min(1).max(200).default(16),
       /** Calls of any one tool per turn. */
       maxCallsPerTool: z.number().int().min(1).max(200).default(8),
+      /** How a turn runs: `single` is the model ⇄ tools loop with the role re-run (the only flow so far). */
+      flow: z.enum(['single']).default('single'),
     })
     .prefault({}),
   /**
@@ -49,8 +52,8 @@ export const configSchema = z.object({
    * local and MCP sources. With no roles configured every tool is offered.
    */
   roles: z
-    .object({
-      definitions: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'lower-case letters, digits, _ or -'), z.object({ tools: z.array(z.string()).default([]) })).default({}),
+    .strictObject({
+      definitions: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'lower-case letters, digits, _ or -'), z.strictObject({ tools: z.array(z.string()).default([]) })).default({}),
       /** Tools offered before a role is known (e.g. `set_role`). */
       withoutRole: z.array(z.string()).default([]),
       /** A tool whose successful call sets the user's role from its `roleArgument` argument. */
@@ -60,10 +63,10 @@ export const configSchema = z.object({
     .prefault({}),
   /** MCP servers reached over Streamable HTTP. */
   mcp: z
-    .object({
+    .strictObject({
       servers: z
         .array(
-          z.object({
+          z.strictObject({
             label: z.string().regex(/^[a-zA-Z0-9_-]+$/, 'letters, digits, _ or -'),
             url: z.url(),
             /** Sent as `Authorization: Bearer …`; never logged. */
@@ -94,16 +97,24 @@ export const configSchema = z.object({
     currency: z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD').default('USD'),
   }),
   database: z
-    .object({
-      /** `sqlite:<path>` (default, a file under ./data) or `postgres://…`. */
+    .strictObject({
+      /**
+       * `sqlite:<path>` (default, a file under ./data), a plain file path (read as `sqlite:<path>`), or
+       * `postgres://…` / `postgresql://…`. Other URL schemes are refused.
+       */
       url: z
         .string()
-        .refine((url) => /^(sqlite:|postgres(ql)?:\/\/)/.test(url), 'must start with sqlite: or postgres://')
+        .transform((url, ctx) => {
+          const normalised = normaliseDatabaseUrl(url);
+          if (normalised.ok) return normalised.url;
+          ctx.addIssue({ code: 'custom', message: normalised.message });
+          return z.NEVER;
+        })
         .default('sqlite:./data/palaver.db'),
     })
     .prefault({}),
   server: z
-    .object({
+    .strictObject({
       host: z.string().default('127.0.0.1'),
       port: z.number().int().min(0).max(65_535).default(3000),
       /**
@@ -116,7 +127,7 @@ export const configSchema = z.object({
     })
     .prefault({}),
   limits: z
-    .object({
+    .strictObject({
       /** Model calls running at once across all conversations. */
       maxConcurrentModelCalls: z.number().int().min(1).max(1024).default(16),
       /** Longest accepted inbound text, in characters. */
@@ -128,13 +139,19 @@ export const configSchema = z.object({
    * `ttlMs` bounds how long a change made by another process on the same database can go unseen.
    */
   cache: z
-    .object({
+    .strictObject({
       maxEntries: z.number().int().min(0).default(10_000),
       ttlMs: z.number().int().min(1).default(300_000),
     })
     .prefault({}),
+  channels: z
+    .strictObject({
+      /** The web chat page and AG-UI over SSE on Palaver's HTTP server. */
+      web: z.strictObject({ enabled: z.boolean().default(true) }).prefault({}),
+    })
+    .prefault({}),
   log: z
-    .object({
+    .strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     })
     .prefault({}),

@@ -1,6 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig } from '../../src/config/index.js';
 import { ConfigError } from '../../src/domain/errors.js';
@@ -51,12 +54,96 @@ describe('config', () => {
     expect((error as ConfigError).message).toContain('model.provider');
   });
 
-  it('requires a model name and says so', () => {
-    expect(() => loadConfig({ cwd: tempDir(), env: {} })).toThrow(/model/);
+  it('without a config file or a model, says how to create one or to use --demo', () => {
+    const dir = tempDir();
+    let error: unknown;
+    try {
+      loadConfig({ cwd: dir, env: {} });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as ConfigError).message;
+    expect(message).toContain(`No Palaver config found in ${dir}`);
+    expect(message).toContain('palaver.config.json');
+    expect(message).toContain('"model": { "name": "gpt-4.1-mini", "baseUrl": "https://api.openai.com/v1" }');
+    expect(message).toMatch(/PALAVER_MODEL=.*PALAVER_LLM_BASE_URL=.*PALAVER_LLM_API_KEY=/);
+    expect(message).toContain('--demo');
+    expect(message).not.toContain('expected object');
+    // The environment alone is enough.
+    expect(loadConfig({ cwd: dir, env: { PALAVER_MODEL: 'from-env' } }).config.model.name).toBe('from-env');
   });
 
-  it('rejects a database URL of an unknown kind', () => {
-    expect(() => parseConfig({ model: { name: 'm' }, database: { url: 'mongodb://x' } })).toThrow(/database\.url/);
+  it('names the missing model plainly when a config file has none', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'palaver.config.json'), JSON.stringify({ server: { port: 4000 } }));
+    expect(() => loadConfig({ cwd: dir, env: {} })).toThrow(/model: missing: set model\.name .*PALAVER_MODEL/);
+  });
+
+  it('rejects a database URL of an unknown kind, naming only its scheme', () => {
+    expect(() => parseConfig({ model: { name: 'm' }, database: { url: 'mongodb://x' } })).toThrow(/database\.url: "mongodb:" databases are not supported/);
+    let message = '';
+    try {
+      parseConfig({ model: { name: 'm' }, database: { url: 'mysql://app:s3cret@db.internal/palaver' } });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain('"mysql:" databases are not supported; use sqlite:<path>, a plain file path');
+    expect(message).not.toContain('s3cret');
+    expect(() => parseConfig({ model: { name: 'm' }, database: { url: '' } })).toThrow(/database\.url: empty/);
+  });
+
+  it('reads a plain file path in PALAVER_DB or database.url as SQLite, relative to the config folder', () => {
+    const dir = tempDir();
+    const load = (env: Record<string, string>) => loadConfig({ cwd: dir, env: { PALAVER_MODEL: 'm', ...env } }).config.database.url;
+    expect(load({ PALAVER_DB: './data/palaver.db' })).toBe(`sqlite:${join(dir, 'data', 'palaver.db')}`);
+    expect(load({ PALAVER_DB: 'palaver.sqlite' })).toBe(`sqlite:${join(dir, 'palaver.sqlite')}`);
+    expect(load({ PALAVER_DB: '/var/lib/palaver.db' })).toBe('sqlite:/var/lib/palaver.db');
+    expect(load({ PALAVER_DB: 'sqlite::memory:' })).toBe('sqlite::memory:');
+    expect(load({ PALAVER_DB: 'sqlite:./x.db' })).toBe(`sqlite:${join(dir, 'x.db')}`);
+    expect(load({ PALAVER_DB: 'postgresql://db.internal/palaver' })).toBe('postgresql://db.internal/palaver');
+    expect(() => load({ PALAVER_DB: 'mysql://db.internal/palaver' })).toThrow(/"mysql:" databases are not supported/);
+
+    expect(parseConfig({ model: { name: 'm' }, database: { url: 'data/agent.db' } }).database.url).toBe('sqlite:data/agent.db');
+    const viaFile = tempDir();
+    writeFileSync(join(viaFile, 'palaver.config.json'), JSON.stringify({ model: { name: 'm' }, database: { url: 'db/agent.db' } }));
+    expect(loadConfig({ cwd: dir, env: { PALAVER_CONFIG: join(viaFile, 'palaver.config.json') } }).config.database.url).toBe(`sqlite:${join(viaFile, 'db', 'agent.db')}`);
+  });
+
+  it('has a channels section with the web channel on by default', () => {
+    expect(parseConfig({ model: { name: 'm' } }).channels).toEqual({ web: { enabled: true } });
+    expect(parseConfig({ model: { name: 'm' }, channels: { web: { enabled: false } } }).channels.web.enabled).toBe(false);
+    expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { enabled: 'no' } } })).toThrow(/channels\.web\.enabled/);
+    expect(() => parseConfig({ model: { name: 'm' }, channels: { telegram: {} } })).toThrow(/Unknown key "telegram" in channels/);
+  });
+
+  it('runs the single flow unless told otherwise, and refuses flows it does not have', () => {
+    expect(parseConfig({ model: { name: 'm' } }).agent.flow).toBe('single');
+    expect(parseConfig({ model: { name: 'm' }, agent: { flow: 'single' } }).agent.flow).toBe('single');
+    expect(() => parseConfig({ model: { name: 'm' }, agent: { flow: 'staged' } })).toThrow(/agent\.flow: Invalid input: expected "single"/);
+  });
+
+  it('loads the YAML parser for a YAML config only', () => {
+    // A child process: this test process may have loaded `yaml` already. Node's CommonJS cache lists `yaml` however
+    // it was loaded (a static `import` of it goes through that cache too, as its Node build is CommonJS).
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    const configModule = pathToFileURL(join(import.meta.dirname, '../../src/config/index.ts')).href;
+    const probe = [
+      `import { createRequire } from 'node:module';`,
+      `const { loadConfig } = await import(${JSON.stringify(configModule)});`,
+      `const { config } = loadConfig({ cwd: process.cwd(), env: {} });`,
+      `const loaded = Object.keys(createRequire(import.meta.url).cache).some((path) => /[\\/]node_modules[\\/]yaml[\\/]/.test(path));`,
+      `console.log(JSON.stringify({ model: config.model.name, yaml: loaded }));`,
+    ].join('\n');
+    const run = (file: string, text: string) => {
+      const dir = tempDir();
+      writeFileSync(join(dir, file), text);
+      const child = spawnSync(process.execPath, ['--import', tsx, '--input-type=module', '-e', probe], { cwd: dir, encoding: 'utf8' });
+      expect(child.stderr).toBe('');
+      return JSON.parse(child.stdout) as { model: string; yaml: boolean };
+    };
+    expect(run('palaver.config.json', JSON.stringify({ model: { name: 'json-model' } }))).toEqual({ model: 'json-model', yaml: false });
+    expect(run('palaver.config.yaml', 'model:\n  name: yaml-model\n')).toEqual({ model: 'yaml-model', yaml: true });
   });
 
   it('reports an unparseable file instead of ignoring it', () => {
