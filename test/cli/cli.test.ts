@@ -103,6 +103,39 @@ describe('palaver start --demo', () => {
   });
 });
 
+describe('palaver without a config', () => {
+  it('start says how to create a config or use --demo, and exits 1', async () => {
+    const cwd = tempCwd();
+    const child = palaver(['start', '--port', '0'], cwd);
+    expect(await child.waitForExit()).toEqual({ code: 1, signal: null });
+    const err = child.stderr();
+    expect(err).toContain(`No Palaver config found in ${cwd}`);
+    expect(err).toContain('Create palaver.config.json there, for example:');
+    expect(err).toContain('"model": { "name": "gpt-4.1-mini", "baseUrl": "https://api.openai.com/v1" }');
+    expect(err).toContain('PALAVER_MODEL=');
+    expect(err).toContain('--demo');
+    expect(err).not.toContain('expected object');
+    expect(existsSync(join(cwd, 'data'))).toBe(false);
+  });
+
+  it('doctor says the same under its config check, and exits 1', async () => {
+    const cwd = tempCwd();
+    const child = palaver(['doctor'], cwd);
+    expect(await child.waitForExit()).toEqual({ code: 1, signal: null });
+    expect(child.stdout()).toMatch(/^✘ config: No Palaver config found in /m);
+    expect(child.stdout()).toContain('Create palaver.config.json there');
+    expect(child.stdout()).toContain('--demo');
+  });
+
+  it('names an unknown key in the config file and the key it likely means', async () => {
+    const cwd = tempCwd();
+    writeFileSync(join(cwd, 'palaver.config.json'), JSON.stringify({ model: { name: 'x' }, agent: { historyLimt: 5 } }));
+    const child = palaver(['start', '--port', '0'], cwd);
+    expect((await child.waitForExit()).code).toBe(1);
+    expect(child.stderr()).toContain('Unknown key "historyLimt" in agent; did you mean "historyLimit"?');
+  });
+});
+
 describe('palaver chat --demo', () => {
   it('answers each line from stdin, shows the tool results, and exits 0 on /exit', async () => {
     const cwd = tempCwd();
@@ -169,6 +202,14 @@ describe('paths and demo mode', () => {
     expect((await child.waitForExit()).code).toBe(0);
     expect(existsSync(join(agentDir, 'data', 'agent.db'))).toBe(true);
     expect(existsSync(join(cwd, 'data'))).toBe(false);
+  });
+
+  it('takes a plain file path in PALAVER_DB as a SQLite file in the working folder', async () => {
+    const cwd = tempCwd();
+    const child = palaver(['migrate'], cwd, { PALAVER_MODEL: 'x', PALAVER_DB: 'state/agent.sqlite' });
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(child.stdout()).toContain(`Database is up to date: sqlite:${join(cwd, 'state', 'agent.sqlite')}`);
+    expect(existsSync(join(cwd, 'state', 'agent.sqlite'))).toBe(true);
   });
 
   it('checks the real model the environment names, even with --demo', async () => {
