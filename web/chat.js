@@ -127,7 +127,22 @@
             const bubble = bubbles.get(event.messageId);
             if (!bubble) break;
             bubble.li.classList.remove('streaming');
-            saveEntry({ kind: 'assistant', text: bubble.text });
+            bubble.entry = { kind: 'assistant', text: bubble.text };
+            saveEntry(bubble.entry);
+            break;
+          }
+          case 'CUSTOM': {
+            // The server withdrew streamed text that is not the reply (the stream broke, or the reply changed);
+            // the reply itself follows as a fresh message.
+            if (event.name !== 'palaver.discard' || !event.value) break;
+            const bubble = bubbles.get(event.value.messageId);
+            if (!bubble) break;
+            bubble.li.remove();
+            bubbles.delete(event.value.messageId);
+            if (bubble.entry) {
+              transcript = transcript.filter((entry) => entry !== bubble.entry);
+              saveTranscript();
+            }
             break;
           }
           case 'TOOL_CALL_START': {

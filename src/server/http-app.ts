@@ -1,44 +1,44 @@
-import { Hono } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import type { ConversationHandler } from '../domain/ports/channel.js';
+import { PalaverError } from '../domain/errors.js';
+import type { ChannelRoute } from '../domain/ports/channel.js';
 import type { Logger } from '../observability/logger.js';
-import { aguiRoute } from './agui-route.js';
 import { apiKeyAuth } from './api-key.js';
-import { mountChatPage } from './chat-page.js';
 import { errorBody } from './error-body.js';
 import { healthRoute, type HealthProbe } from './health-route.js';
 
+/** Body limit of a channel route that names none: 1 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
 export interface HttpAppOptions {
-  /** The runtime, as channels see it. */
-  readonly handler: ConversationHandler;
   /** Backs `GET /health`. */
   readonly health: HealthProbe;
-  /** Required as `Authorization: Bearer` on `/agui` and `/admin/*`; without it only loopback clients are served. */
-  readonly apiKey?: string | undefined;
-  /** Longest accepted user text, in characters. */
-  readonly maxInboundChars: number;
-  readonly logger: Logger;
-  /** Largest accepted request body on `/agui`, in bytes. Default 1 MiB (AG-UI clients resend the history). */
-  readonly maxBodyBytes?: number;
-  /** Where `chat.html`, `chat.js` and `chat.css` live; `false` serves no page. Default: the package's `web/`. */
-  readonly webDir?: string | false;
   /**
-   * Adds routes after the built-in ones, e.g. `(app) => app.route('/admin', adminApp)`. Everything under
-   * `/admin` is already behind the API-key guard.
+   * Required as `Authorization: Bearer` on channel routes of access `client` and on `/admin/*`; without it only
+   * loopback clients are served there.
+   */
+  readonly apiKey?: string | undefined;
+  readonly logger: Logger;
+  /** The channels' routes (`Channel.routes`), mounted as they are: web-standard Request → Response. */
+  readonly routes: readonly ChannelRoute[];
+  /**
+   * Adds routes after the built-in ones, e.g. `/metrics` or `(app) => app.route('/admin', adminApp)`. Everything
+   * under `/admin` is already behind the API-key guard.
    */
   readonly extraRoutes?: (app: Hono) => void;
-  /** Send tool arguments and results to web clients (default false); see `AguiRouteOptions.showToolDetails`. */
-  readonly showToolDetails?: boolean;
-  /** Passed to the AG-UI route; see `AguiRouteOptions.headerWaitMs`. */
-  readonly headerWaitMs?: number;
 }
 
 /**
- * The HTTP face of Palaver: `POST /agui` (AG-UI over SSE), `GET /health`, the web chat page at `/`, and any
- * `extraRoutes`. Web-standard and transport-free; `startHttpServer` puts it on a port.
+ * The HTTP face of Palaver: `GET /health`, every channel route (the web channel's `/agui` and chat page, a
+ * webhook, …) and any `extraRoutes`. A route of access `client` is behind the client guard (`apiKeyAuth`); every
+ * route gets its body limit (413 `body_too_large`). Unknown routes get 404 `not_found`, failures 500
+ * `internal_error`, all as `{ error: { code, message } }`. Transport-free; `startHttpServer` puts it on a port.
  *
+ * @throws PalaverError `route_conflict` when two routes claim the same method and path.
  * @example
- * const app = createHttpApp({ handler: runtime, health: async () => ({}), maxInboundChars: 16_000, logger });
+ * const web = new WebChannel({ maxInboundChars: 16_000, logger });
+ * const app = createHttpApp({ health: async () => ({}), logger, routes: web.routes });
  * const server = await startHttpServer(app, { host: '127.0.0.1', port: 3000 });
  */
 export function createHttpApp(options: HttpAppOptions): Hono {
@@ -52,27 +52,39 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   app.notFound((c) => c.json(errorBody('not_found', `No route for ${c.req.method} ${c.req.path}.`), 404));
 
   const auth = apiKeyAuth({ apiKey: options.apiKey });
-  app.use('/agui', auth);
   // Hono's `/admin/*` also matches `/admin` itself.
   app.use('/admin/*', auth);
-
-  app.post(
-    '/agui',
-    bodyLimit({
-      maxSize: options.maxBodyBytes ?? 1024 * 1024,
-      onError: (c) => c.json(errorBody('body_too_large', 'The request body is too large; send only the new user message.'), 413),
-    }),
-    aguiRoute({
-      handler: options.handler,
-      maxInboundChars: options.maxInboundChars,
-      logger: logger.child({ route: 'agui' }),
-      ...(options.headerWaitMs === undefined ? {} : { headerWaitMs: options.headerWaitMs }),
-      ...(options.showToolDetails === undefined ? {} : { showToolDetails: options.showToolDetails }),
-    }),
-  );
   app.get('/health', healthRoute({ health: options.health, logger }));
-  if (options.webDir !== false) mountChatPage(app, options.webDir);
+
+  const taken = new Set(['GET /health']);
+  for (const route of options.routes) {
+    const key = `${route.method} ${route.path}`;
+    if (taken.has(key)) throw new PalaverError('route_conflict', `Two routes claim ${key}; give each channel its own paths.`);
+    taken.add(key);
+    const handlers: MiddlewareHandler[] = [
+      ...(route.access === 'client' ? [auth] : []),
+      limitBody(route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES),
+      async (c) => route.handle(c.req.raw, { remoteAddress: remoteAddress(c) }),
+    ];
+    app.on(route.method, route.path, ...(handlers as [MiddlewareHandler]));
+  }
 
   options.extraRoutes?.(app);
   return app;
+}
+
+function limitBody(maxSize: number): MiddlewareHandler {
+  return bodyLimit({
+    maxSize,
+    onError: (c) => c.json(errorBody('body_too_large', `The request body is larger than ${maxSize} bytes; send only the new message.`), 413),
+  });
+}
+
+function remoteAddress(c: Context): string | undefined {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    // No Node socket behind this request (app.request(), another runtime).
+    return undefined;
+  }
 }

@@ -3,3 +3,4 @@ export type { ScriptedModelServer, ScriptedModelServerOptions } from './scripted
 export { sequenceScript, textScript } from './scripted-model.js';
 export type { ModelScript, ScriptedCall, ScriptedHostedMcpCall, ScriptedReply, ScriptedToolCall } from './scripted-model.js';
 export { benchScript, demoScript } from './demo-script.js';
+export { MemoryChannel, type MemoryChannelOptions, type MemoryReply, type Recorded, type Said, type SayOptions } from '../channels/memory/memory-channel.js';

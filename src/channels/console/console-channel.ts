@@ -1,5 +1,8 @@
-import { createInterface } from 'node:readline';
-import type { Channel, ConversationHandler, TurnEvent } from '../../domain/ports/channel.js';
+import { createInterface, type Interface } from 'node:readline';
+import { PalaverError } from '../../domain/errors.js';
+import type { Channel, ChannelCapabilities, ChannelContext, ReplyTarget, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
+import { StreamedReply } from '../shared/streamed-reply.js';
+import { cursorRow } from './terminal-rows.js';
 
 export interface ConsoleChannelOptions {
   readonly input: NodeJS.ReadableStream;
@@ -15,79 +18,241 @@ export interface ConsoleChannelOptions {
    * results can carry internal data, as on the web channel.
    */
   readonly showToolDetails?: boolean;
-  /** Colour output (default: when the output is a TTY). */
+  /**
+   * Colour and cursor control (default: when the output is a TTY). With it, streamed text that turns out not to
+   * be the reply is erased from the screen; without it, it is marked as withdrawn and the reply follows.
+   */
   readonly color?: boolean;
+  /** Terminal width, to erase streamed text that wrapped (default: the output's `columns`, else 80). */
+  readonly columns?: number;
 }
 
 const EXIT_COMMANDS = new Set(['/exit', '/quit']);
+const PROMPT = 'you> ';
+const BOT = 'bot> ';
 
 /**
- * A terminal chat: each line is a message, replies stream in as they are written. Ends on `/exit` or when the
- * input closes; `done` resolves then.
+ * A terminal chat: each input line is a message, replies stream in as they are written.
+ *
+ * One line at a time: the next line is handed to the pipeline only after the previous line's turn settled (lines
+ * typed meanwhile wait), so every line is answered in turn and replies never interleave. A refused line prints
+ * `error: <message>` and the chat goes on. Ends on `/exit` (or `/quit`) or when the input closes; `done` resolves
+ * once the input closed and the last turn settled.
+ *
+ * @example
+ * const chat = new ConsoleChannel({ input: process.stdin, output: process.stdout });
+ * await palaver.addChannel(chat); await chat.done;
  */
 export class ConsoleChannel implements Channel {
   readonly name = 'console';
-  readonly capabilities = { streaming: true, maxMessageChars: null };
+  readonly capabilities: ChannelCapabilities = { maxMessageChars: null, streaming: true, typing: false, reactions: false, readReceipts: false };
+  /** Resolves when the person ended the chat and the last turn settled. */
+  readonly done: Promise<void>;
   readonly #options: ConsoleChannelOptions;
-  #rl: ReturnType<typeof createInterface> | undefined;
+  readonly #conversationId: string;
   #finished!: () => void;
-  /** Resolves when the person ended the chat. */
-  readonly done = new Promise<void>((resolve) => (this.#finished = resolve));
+  #context: ChannelContext | undefined;
+  #rl: Interface | undefined;
+  readonly #lines: string[] = [];
+  #busy = false;
+  #inputClosed = false;
+  #counter = 0;
+  #parts = 0;
+  /** The line whose turn is awaited: its message id, and what to call when its turn settled. */
+  #awaiting: { readonly messageId: string; readonly settled: () => void } | undefined;
+  readonly #reply = new StreamedReply();
+  /** What was written since the streamed reply's `bot> `, to erase it. */
+  #streamedScreen = '';
+  #atLineStart = true;
 
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
+    this.#conversationId = options.conversationId ?? 'console';
+    this.done = new Promise<void>((resolve) => (this.#finished = resolve));
   }
 
-  async start(handler: ConversationHandler): Promise<void> {
-    if (this.#rl) throw new Error('ConsoleChannel.start() was called twice; create one channel per chat');
-    const color = this.#options.color ?? Boolean((this.#options.output as { isTTY?: boolean }).isTTY);
-    const dim = (text: string) => (color ? `\x1b[2m${text}\x1b[0m` : text);
-    const write = (text: string) => this.#options.output.write(text);
+  async start(context: ChannelContext): Promise<void> {
+    if (this.#context) throw new Error('ConsoleChannel.start() was called twice; create one channel per chat.');
+    this.#context = context;
     const rl = createInterface({ input: this.#options.input, terminal: false });
     this.#rl = rl;
-    write('you> ');
-    // Lines are handled one at a time so replies never interleave.
-    let queue = Promise.resolve();
+    this.#write(PROMPT);
     rl.on('line', (line) => {
-      queue = queue.then(async () => {
-        const text = line.trim();
-        if (EXIT_COMMANDS.has(text)) {
-          rl.close();
-          return;
-        }
-        if (!text) {
-          write('you> ');
-          return;
-        }
-        let streamed = false;
-        const onEvent = (event: TurnEvent) => {
-          if (event.type === 'text_delta') {
-            if (!streamed) write('bot> ');
-            streamed = true;
-            write(event.delta);
-          } else if (event.type === 'tool_result' && this.#options.showTools !== false) {
-            const detail = this.#options.showToolDetails ? ` → ${oneLine(event.content)}${event.isError ? ' (error)' : ''}` : event.isError ? ' ✗' : ' ✓';
-            write(dim(`  · ${event.name}${detail}\n`));
-          }
-        };
-        try {
-          const outcome = await handler.handle(
-            { channel: this.name, accountId: this.#options.accountId ?? 'local', conversationId: this.#options.conversationId ?? 'console', text },
-            { onEvent },
-          );
-          if (outcome.status !== 'duplicate') write(streamed ? '\n' : `bot> ${outcome.reply}\n`);
-        } catch (error) {
-          write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
-        }
-        write('you> ');
-      });
+      this.#lines.push(line);
+      this.#pump();
     });
-    rl.on('close', () => void queue.then(() => this.#finished()));
+    rl.on('close', () => {
+      this.#inputClosed = true;
+      this.#pump();
+    });
   }
 
+  /** Stops reading input; a line already handed over is still answered, then `done` resolves. Safe to call twice. */
   async stop(): Promise<void> {
+    this.#lines.length = 0;
     this.#rl?.close();
   }
+
+  progress(target: ReplyTarget, event: TurnProgress): void {
+    if (target.conversationId !== this.#conversationId) return;
+    switch (event.type) {
+      case 'text_delta':
+        if (event.delta === '') return;
+        if (!this.#reply.isStreaming) {
+          this.#endLine();
+          this.#streamedScreen = '';
+          this.#streamWrite(BOT);
+        }
+        this.#reply.append(event.delta);
+        this.#streamWrite(event.delta);
+        return;
+      case 'tool_call':
+        // Text before a tool call stays on screen; the reply is what streams after it.
+        this.#endLine();
+        this.#reply.reset();
+        return;
+      case 'tool_result':
+        if (this.#options.showTools === false) return;
+        this.#endLine();
+        this.#write(this.#dim(`  · ${event.name}${this.#options.showToolDetails ? ` → ${oneLine(event.content)}${event.isError ? ' (error)' : ''}` : event.isError ? ' ✗' : ' ✓'}\n`));
+        return;
+      case 'discard':
+        if (this.#reply.isStreaming) this.#withdraw();
+        return;
+    }
+  }
+
+  async send(target: ReplyTarget, text: string): Promise<SentPart> {
+    const messageId = `${target.correlationId}:${++this.#parts}`;
+    if (target.conversationId !== this.#conversationId) return { messageId };
+    const match = this.#reply.match(text);
+    if (match.kind === 'shown') {
+      if (this.#reply.isComplete) this.#endLine();
+      return { messageId };
+    }
+    if (match.kind === 'mismatch') {
+      this.#withdraw();
+      match.replay.forEach((part) => this.#line(part));
+    }
+    this.#line(text);
+    return { messageId };
+  }
+
+  settle(target: ReplyTarget, end: TurnEnd): void {
+    if (target.conversationId !== this.#conversationId) return;
+    if (this.#reply.hasUnsentText) {
+      const replay = [...this.#reply.shownParts];
+      this.#withdraw();
+      replay.forEach((part) => this.#line(part));
+    }
+    this.#reply.reset();
+    this.#endLine();
+    if (end.kind === 'error') this.#write(`error: ${errorText(end.error, end.correlationId)}\n`);
+    const awaiting = this.#awaiting;
+    if (awaiting && target.inReplyTo.includes(awaiting.messageId)) {
+      this.#awaiting = undefined;
+      awaiting.settled();
+    }
+  }
+
+  /** Hands the next buffered line over, unless one is still being answered. */
+  #pump(): void {
+    if (this.#busy) return;
+    const line = this.#lines.shift();
+    if (line === undefined) {
+      if (this.#inputClosed) this.#finished();
+      return;
+    }
+    this.#busy = true;
+    void this.#handle(line).finally(() => {
+      this.#busy = false;
+      this.#pump();
+    });
+  }
+
+  async #handle(line: string): Promise<void> {
+    const text = line.trim();
+    if (EXIT_COMMANDS.has(text)) {
+      await this.stop();
+      return;
+    }
+    if (text === '') {
+      this.#write(PROMPT);
+      return;
+    }
+    const messageId = String(++this.#counter);
+    const settled = new Promise<void>((resolve) => (this.#awaiting = { messageId, settled: resolve }));
+    try {
+      const acceptance = await this.#context!.accept({
+        channel: this.name,
+        accountId: this.#options.accountId ?? 'local',
+        conversationId: this.#conversationId,
+        text,
+        messageId,
+      });
+      // A redelivery is answered elsewhere (or was already): nothing comes back for it here.
+      if (acceptance.status === 'accepted') await settled;
+    } catch (error) {
+      this.#endLine();
+      this.#write(`error: ${errorText(error)}\n`);
+    } finally {
+      if (this.#awaiting?.messageId === messageId) this.#awaiting = undefined;
+    }
+    this.#write(PROMPT);
+  }
+
+  /** One whole reply part on its own line. */
+  #line(text: string): void {
+    this.#endLine();
+    this.#write(`${BOT}${text}\n`);
+  }
+
+  /** Takes the streamed reply text off the screen (or marks it withdrawn where the cursor cannot move). */
+  #withdraw(): void {
+    if (this.#color) {
+      const up = cursorRow(this.#streamedScreen, this.#columns);
+      this.#write(`\r${up > 0 ? `\x1b[${up}A` : ''}\x1b[J`);
+      this.#atLineStart = true;
+    } else {
+      this.#endLine();
+      this.#write('  · (withdrawn; the reply follows)\n');
+    }
+    this.#streamedScreen = '';
+    this.#reply.reset();
+  }
+
+  #streamWrite(text: string): void {
+    this.#streamedScreen += text;
+    this.#write(text);
+  }
+
+  #endLine(): void {
+    if (!this.#atLineStart) this.#write('\n');
+  }
+
+  #write(text: string): void {
+    if (text === '') return;
+    this.#options.output.write(text);
+    // After the prompt the person's Enter moves the cursor to a new line (a terminal echoes it).
+    this.#atLineStart = text.endsWith('\n') || text.endsWith(PROMPT) || text.endsWith('\x1b[J');
+  }
+
+  get #color(): boolean {
+    return this.#options.color ?? Boolean((this.#options.output as { isTTY?: boolean }).isTTY);
+  }
+
+  get #columns(): number {
+    return this.#options.columns ?? (this.#options.output as { columns?: number }).columns ?? 80;
+  }
+
+  #dim(text: string): string {
+    return this.#color ? `\x1b[2m${text}\x1b[0m` : text;
+  }
+}
+
+function errorText(error: unknown, correlationId?: string): string {
+  if (error instanceof PalaverError) return error.message;
+  return `the agent could not answer because of an internal error${correlationId === undefined ? '' : ` (reference ${correlationId})`}`;
 }
 
 function oneLine(text: string): string {

@@ -33,7 +33,7 @@ export interface AguiInputOptions {
  * AG-UI clients send the whole conversation in `messages`, but Palaver keeps history itself, so only the text of
  * the last `user` message is used (string content, or the `text` parts of an array). The thread id is the
  * conversation; the account is `forwardedProps.userId` when it is a string, else the thread id; the run id is
- * the dedupe key, so a retried run is not answered twice.
+ * the message id and the dedupe key, so a retried run is not answered twice.
  */
 export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiInputResult {
   const parsed = RunAgentInputSchema.safeParse(body);
@@ -66,6 +66,8 @@ export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiIn
     accountId: userId ?? input.threadId,
     conversationId: input.threadId,
     text,
+    // The run id names the message (replies are routed to its SSE stream by it) and keys its dedupe.
+    messageId: input.runId,
     dedupeKey: input.runId,
     ...(options.languageHint === undefined ? {} : { languageHint: options.languageHint }),
     ...(options.correlationId === undefined ? {} : { correlationId: options.correlationId }),

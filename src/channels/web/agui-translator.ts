@@ -1,6 +1,7 @@
 import { EventType, type AGUIEvent } from '@ag-ui/core';
 import { PalaverError } from '../../domain/errors.js';
-import type { TurnEvent, TurnOutcome } from '../../domain/ports/channel.js';
+import type { TurnOutcome, TurnProgress } from '../../domain/ports/channel.js';
+import { StreamedReply } from '../shared/streamed-reply.js';
 
 /** Identifies the AG-UI run a translator speaks for. */
 export interface AguiRunRef {
@@ -8,46 +9,62 @@ export interface AguiRunRef {
   readonly runId: string;
 }
 
+/** The ids a run reports in RUN_STARTED's `metadata` and RUN_FINISHED's `result`. */
+export interface AguiRunIds {
+  readonly correlationId: string;
+  readonly sessionId?: string;
+}
+
 /** The AG-UI `code` sent in RUN_ERROR when the failure is not a `PalaverError`. */
 export const INTERNAL_ERROR_CODE = 'internal_error';
 
+/** Name of the AG-UI CUSTOM event that tells the page to remove a streamed message; `value` is `{ messageId }`. */
+export const DISCARD_EVENT_NAME = 'palaver.discard';
+
 /**
- * Turns the `TurnEvent`s of one run into AG-UI events. Pure and synchronous: every method returns the events to
- * send, in order, and the caller only encodes and writes them.
+ * Turns what the pipeline tells the web channel about one AG-UI run into AG-UI events. Pure and synchronous: every
+ * method returns the events to send, in order; the caller only encodes and writes them.
  *
- * Life cycle: any number of `translate` calls, then exactly one of `finish` (the handler resolved) or `fail`
- * (it threw). After that every call returns `[]`, so a late event from a turn that outlived its stream is dropped.
+ * Life cycle: `start`, `progress` and `send` any number of times, then exactly one of `finish` (the turn answered
+ * this run), `answeredTogether` (another run of the same batch carried the reply), `duplicate` (the run id was seen
+ * before) or `fail`. After that every call returns `[]`, so a late call from a turn that outlived its stream is dropped.
  *
  * Shape of the output:
- * - RUN_STARTED comes first, before whatever arrives first (normally `turn_started`, whose correlation and
- *   session ids ride along in `metadata`).
- * - Text is TEXT_MESSAGE_START → TEXT_MESSAGE_CONTENT… → TEXT_MESSAGE_END. Empty deltas are never sent.
- *   A tool call, or a delta for another message id, closes the open text message first.
- * - A tool call is TOOL_CALL_START → TOOL_CALL_ARGS (when there are arguments) → TOOL_CALL_END; its result is
- *   TOOL_CALL_RESULT with the message id `<callId>:result`.
- * - `reply` closes the text streamed since the last tool call: that text is the reply, whatever message id it was
- *   streamed under. When nothing was streamed since, the whole reply is sent as one message. `finish` does the
- *   same with `outcome.reply` when no `reply` event came.
- * - The run ends with RUN_FINISHED (`result` carries correlation id, session id and status) or RUN_ERROR.
+ * - RUN_STARTED comes first, once; the correlation and session ids ride along in `metadata` when known.
+ * - Streamed text is TEXT_MESSAGE_START → TEXT_MESSAGE_CONTENT… → TEXT_MESSAGE_END; empty deltas are never sent. A
+ *   tool call, or a delta for another message id, closes the open text message first.
+ * - A tool call is TOOL_CALL_START → TOOL_CALL_ARGS (only with `showToolDetails`) → TOOL_CALL_END; its result is
+ *   TOOL_CALL_RESULT with the message id `<callId>:result` (content `done`/`failed` without `showToolDetails`).
+ * - The person sees exactly the sent reply, once: a sent part that the stream already showed adds nothing (the
+ *   streamed message is closed once all of it was sent); otherwise the part is a new text message. Streamed text that
+ *   is not the reply (a `discard`, a part that differs, text left over at the end, a failed turn) is withdrawn with
+ *   TEXT_MESSAGE_END and a CUSTOM `palaver.discard` event `{ messageId }`, and the sent text follows as new messages.
+ * - The run ends with RUN_FINISHED (`result`: correlation id, session id, status, reply message id) or RUN_ERROR.
  *
  * @example
  * const t = new AguiTranslator({ threadId, runId });
- * const outcome = await handler.handle(msg, { onEvent: (e) => send(t.translate(e)) });
- * send(t.finish(outcome));
+ * write(t.progress({ type: 'text_delta', messageId: 'm1', delta: 'Hi' }, ids));
+ * write(t.send('Hi').events);
+ * write(t.finish(outcome));
  */
 export class AguiTranslator {
-  private readonly run: AguiRunRef;
-  private started = false;
-  private ended = false;
+  readonly #run: AguiRunRef;
+  readonly #showToolDetails: boolean;
+  #started = false;
+  #ended = false;
   /** The text message currently open (START sent, END not yet). */
-  private openMessageId: string | undefined;
-  /** Whether any text was streamed since the last tool call; that text is the reply's streamed form. */
-  private streamedSinceToolCall = false;
-  /** The last text message id seen, used as `parentMessageId` of later tool calls. */
-  private lastMessageId: string | undefined;
-  private replySent = false;
-  private readonly toolNames = new Map<string, string>();
-  private readonly showToolDetails: boolean;
+  #openMessageId: string | undefined;
+  /** The last text message id shown, used as `parentMessageId` of later tool calls. */
+  #lastMessageId: string | undefined;
+  /** Streamed messages still on screen, by AG-UI message id. */
+  readonly #shown = new Set<string>();
+  /** Messages streamed since the last tool call: the reply's streamed form. */
+  #region: string[] = [];
+  readonly #reply = new StreamedReply();
+  /** A pipeline message id whose bubble was withdrawn continues under a fresh AG-UI id, so ids never repeat. */
+  readonly #aliases = new Map<string, string>();
+  #renames = 0;
+  #parts = 0;
 
   /**
    * @param options.showToolDetails send tool arguments and results to the client. Off by default: they can carry
@@ -55,39 +72,51 @@ export class AguiTranslator {
    *   ran and whether it succeeded.
    */
   constructor(run: AguiRunRef, options: { showToolDetails?: boolean } = {}) {
-    this.run = run;
-    this.showToolDetails = options.showToolDetails ?? false;
+    this.#run = run;
+    this.#showToolDetails = options.showToolDetails ?? false;
   }
 
-  /** True once `finish` or `fail` was called. */
+  /** True once the run ended (`finish`, `answeredTogether`, `duplicate` or `fail`). */
   get isEnded(): boolean {
-    return this.ended;
+    return this.#ended;
   }
 
-  /** Events for one `TurnEvent`. */
-  translate(event: TurnEvent): AGUIEvent[] {
-    if (this.ended) return [];
+  /** RUN_STARTED, if it was not sent yet. */
+  start(ids?: AguiRunIds): AGUIEvent[] {
+    if (this.#ended) return [];
     const out: AGUIEvent[] = [];
-    if (event.type === 'turn_started') {
-      this.ensureStarted(out, { correlationId: event.correlationId, sessionId: event.sessionId });
-      return out;
-    }
-    this.ensureStarted(out);
+    this.#ensureStarted(out, ids);
+    return out;
+  }
+
+  /** Events for one progress event of the turn. */
+  progress(event: TurnProgress, ids?: AguiRunIds): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, ids);
     switch (event.type) {
-      case 'text_delta':
-        this.appendText(out, event.messageId, event.delta);
+      case 'text_delta': {
+        // The AG-UI schema rejects an empty delta, and a START for nothing would render an empty bubble.
+        if (event.delta === '') break;
+        const id = this.#aliases.get(event.messageId) ?? event.messageId;
+        this.#openText(out, id);
+        if (!this.#region.includes(id)) this.#region.push(id);
+        this.#reply.append(event.delta);
+        out.push({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: id, delta: event.delta });
         break;
+      }
       case 'tool_call':
-        this.closeText(out);
-        this.streamedSinceToolCall = false;
-        this.toolNames.set(event.callId, event.name);
+        // Text before a tool call stays on screen as its own message; the reply is what is streamed after it.
+        this.#closeText(out);
+        this.#region = [];
+        this.#reply.reset();
         out.push({
           type: EventType.TOOL_CALL_START,
           toolCallId: event.callId,
           toolCallName: event.name,
-          ...(this.lastMessageId === undefined ? {} : { parentMessageId: this.lastMessageId }),
+          ...(this.#lastMessageId === undefined ? {} : { parentMessageId: this.#lastMessageId }),
         });
-        if (this.showToolDetails && event.arguments !== '') out.push({ type: EventType.TOOL_CALL_ARGS, toolCallId: event.callId, delta: event.arguments });
+        if (this.#showToolDetails && event.arguments !== '') out.push({ type: EventType.TOOL_CALL_ARGS, toolCallId: event.callId, delta: event.arguments });
         out.push({ type: EventType.TOOL_CALL_END, toolCallId: event.callId });
         break;
       case 'tool_result':
@@ -95,31 +124,63 @@ export class AguiTranslator {
           type: EventType.TOOL_CALL_RESULT,
           messageId: `${event.callId}:result`,
           toolCallId: event.callId,
-          content: this.showToolDetails ? event.content : event.isError ? 'failed' : 'done',
+          content: this.#showToolDetails ? event.content : event.isError ? 'failed' : 'done',
           role: 'tool',
           // The content stays a plain string for every client; the flag lets a UI style a failure.
           ...(event.isError ? { metadata: { isError: true } } : {}),
         });
         break;
-      case 'reply':
-        this.emitReply(out, event.messageId, event.text);
+      case 'discard': {
+        const id = this.#aliases.get(event.messageId) ?? event.messageId;
+        if (this.#region.includes(id)) this.#withdraw(out, this.#region);
+        else if (this.#shown.has(id)) this.#withdraw(out, [id]);
+        else break;
+        this.#aliases.set(event.messageId, `${event.messageId}:${++this.#renames}`);
         break;
+      }
     }
     return out;
   }
 
-  /** Events that end a run whose handler resolved: the reply if it was not sent yet, then RUN_FINISHED. */
-  finish(outcome: TurnOutcome): AGUIEvent[] {
-    if (this.ended) return [];
+  /**
+   * Events for one sent part of the reply, and the AG-UI message id that shows it (the streamed message when the
+   * stream already showed this part).
+   */
+  send(text: string, ids?: AguiRunIds): { readonly events: AGUIEvent[]; readonly messageId: string } {
+    const messageId = `${this.#run.runId}:part-${++this.#parts}`;
+    if (this.#ended) return { events: [], messageId };
     const out: AGUIEvent[] = [];
-    this.ensureStarted(out, { correlationId: outcome.correlationId, sessionId: outcome.sessionId });
-    if (!this.replySent) this.emitReply(out, outcome.replyMessageId, outcome.reply);
-    this.closeText(out);
-    this.ended = true;
+    this.#ensureStarted(out, ids);
+    const match = this.#reply.match(text);
+    if (match.kind === 'shown') {
+      const streamedId = this.#region.at(-1) ?? messageId;
+      if (this.#reply.isComplete) this.#closeText(out);
+      return { events: out, messageId: streamedId };
+    }
+    if (match.kind === 'mismatch') {
+      this.#withdraw(out, this.#region);
+      match.replay.forEach((part, index) => this.#wholeMessage(out, `${messageId}:replay-${index}`, part));
+    }
+    this.#wholeMessage(out, messageId, text);
+    return { events: out, messageId };
+  }
+
+  /** Events that end the run that carried the reply: withdrawn text if the stream showed more than was sent, then RUN_FINISHED. */
+  finish(outcome: TurnOutcome): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, outcome);
+    if (this.#reply.hasUnsentText) {
+      const replay = [...this.#reply.shownParts];
+      this.#withdraw(out, this.#region);
+      replay.forEach((part, index) => this.#wholeMessage(out, `${this.#run.runId}:final-${index}`, part));
+    }
+    this.#closeText(out);
+    this.#ended = true;
     out.push({
       type: EventType.RUN_FINISHED,
-      threadId: this.run.threadId,
-      runId: this.run.runId,
+      threadId: this.#run.threadId,
+      runId: this.#run.runId,
       // A failed turn still ends normally here: the person got an apology as text, the status tells clients why.
       result: { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, replyMessageId: outcome.replyMessageId },
     });
@@ -127,16 +188,47 @@ export class AguiTranslator {
   }
 
   /**
-   * Events that end a run whose handler threw. A `PalaverError` keeps its code and message (those are written
-   * to be shown); anything else becomes `internal_error` with a generic message, since its text may expose
-   * internals. `correlationId`, when known, is added so the person can quote it.
+   * Events that end a run whose message was answered together with later ones, in the run `answeredIn`: the reply
+   * went there, this run ends without text so the client is not left waiting.
+   */
+  answeredTogether(ids: AguiRunIds, answeredIn: string): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, ids);
+    this.#closeText(out);
+    this.#ended = true;
+    out.push({
+      type: EventType.RUN_FINISHED,
+      threadId: this.#run.threadId,
+      runId: this.#run.runId,
+      result: { correlationId: ids.correlationId, ...(ids.sessionId === undefined ? {} : { sessionId: ids.sessionId }), status: 'answered_together', answeredIn },
+    });
+    return out;
+  }
+
+  /** Events that end a run whose run id was seen before: an empty run, finished with status `duplicate`. */
+  duplicate(correlationId: string): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, { correlationId });
+    this.#ended = true;
+    out.push({ type: EventType.RUN_FINISHED, threadId: this.#run.threadId, runId: this.#run.runId, result: { correlationId, status: 'duplicate' } });
+    return out;
+  }
+
+  /**
+   * Events that end a run that failed: nothing was sent, so streamed text is withdrawn, then RUN_ERROR. A
+   * `PalaverError` keeps its code and message (those are written to be shown); anything else becomes
+   * `internal_error` with a generic message, since its text may expose internals. `correlationId`, when known, is
+   * added so the person can quote it.
    */
   fail(error: unknown, correlationId?: string): AGUIEvent[] {
-    if (this.ended) return [];
+    if (this.#ended) return [];
     const out: AGUIEvent[] = [];
-    this.ensureStarted(out);
-    this.closeText(out);
-    this.ended = true;
+    this.#ensureStarted(out, correlationId === undefined ? undefined : { correlationId });
+    if (this.#reply.isStreaming) this.#withdraw(out, this.#region);
+    this.#closeText(out);
+    this.#ended = true;
     const known = error instanceof PalaverError;
     const reference = correlationId === undefined ? '' : ` (reference ${correlationId})`;
     out.push({
@@ -147,39 +239,48 @@ export class AguiTranslator {
     return out;
   }
 
-  private ensureStarted(out: AGUIEvent[], ids?: { correlationId: string; sessionId: string }): void {
-    if (this.started) return;
-    this.started = true;
-    out.push({ type: EventType.RUN_STARTED, threadId: this.run.threadId, runId: this.run.runId, ...(ids ? { metadata: ids } : {}) });
+  #ensureStarted(out: AGUIEvent[], ids?: AguiRunIds): void {
+    if (this.#started) return;
+    this.#started = true;
+    const metadata = ids === undefined ? undefined : { correlationId: ids.correlationId, ...(ids.sessionId === undefined ? {} : { sessionId: ids.sessionId }) };
+    out.push({ type: EventType.RUN_STARTED, threadId: this.#run.threadId, runId: this.#run.runId, ...(metadata ? { metadata } : {}) });
   }
 
-  private appendText(out: AGUIEvent[], messageId: string, delta: string): void {
-    // The AG-UI schema rejects an empty delta, and a START for nothing would render an empty bubble.
-    if (delta === '') return;
-    if (this.openMessageId !== messageId) {
-      this.closeText(out);
-      out.push({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' });
-      this.openMessageId = messageId;
-      this.lastMessageId = messageId;
+  #openText(out: AGUIEvent[], messageId: string): void {
+    if (this.#openMessageId === messageId) return;
+    this.#closeText(out);
+    out.push({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' });
+    this.#openMessageId = messageId;
+    this.#lastMessageId = messageId;
+    this.#shown.add(messageId);
+  }
+
+  #closeText(out: AGUIEvent[]): void {
+    if (this.#openMessageId === undefined) return;
+    out.push({ type: EventType.TEXT_MESSAGE_END, messageId: this.#openMessageId });
+    this.#openMessageId = undefined;
+  }
+
+  /** A sent part shown as one complete text message. */
+  #wholeMessage(out: AGUIEvent[], messageId: string, text: string): void {
+    this.#closeText(out);
+    if (text === '') return;
+    out.push({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' });
+    out.push({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: text });
+    out.push({ type: EventType.TEXT_MESSAGE_END, messageId });
+    this.#lastMessageId = messageId;
+  }
+
+  /** Takes streamed messages off the screen: END for the open one, then a discard event per message. */
+  #withdraw(out: AGUIEvent[], messageIds: readonly string[]): void {
+    for (const messageId of [...messageIds]) {
+      if (this.#openMessageId === messageId) this.#closeText(out);
+      if (!this.#shown.delete(messageId)) continue;
+      out.push({ type: EventType.CUSTOM, name: DISCARD_EVENT_NAME, value: { messageId } });
     }
-    this.streamedSinceToolCall = true;
-    out.push({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta });
-  }
-
-  private closeText(out: AGUIEvent[]): void {
-    if (this.openMessageId === undefined) return;
-    out.push({ type: EventType.TEXT_MESSAGE_END, messageId: this.openMessageId });
-    this.openMessageId = undefined;
-  }
-
-  private emitReply(out: AGUIEvent[], messageId: string, text: string): void {
-    this.replySent = true;
-    if (this.streamedSinceToolCall) {
-      // Already on screen as deltas; only the closing END is missing.
-      this.closeText(out);
-      return;
+    if (messageIds === this.#region || messageIds.every((id) => this.#region.includes(id))) {
+      this.#region = this.#region.filter((id) => !messageIds.includes(id));
+      if (this.#region.length === 0) this.#reply.reset();
     }
-    this.appendText(out, messageId, text);
-    this.closeText(out);
   }
 }

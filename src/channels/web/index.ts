@@ -1,4 +1,6 @@
-export { AguiTranslator, INTERNAL_ERROR_CODE, type AguiRunRef } from './agui-translator.js';
+export { WebChannel, type WebChannelOptions } from './web-channel.js';
+export { AguiTranslator, DISCARD_EVENT_NAME, INTERNAL_ERROR_CODE, type AguiRunIds, type AguiRunRef } from './agui-translator.js';
+export { chatPageRoutes, DEFAULT_WEB_DIR } from './chat-page.js';
 export {
   parseAguiInput,
   readCorrelationHeader,

@@ -1,0 +1,94 @@
+import type { AGUIEvent } from '@ag-ui/core';
+import { EventEncoder } from '@ag-ui/encoder';
+import { AguiTranslator, type AguiRunRef } from './agui-translator.js';
+
+export interface AguiStreamOptions {
+  readonly showToolDetails: boolean;
+  /** Interval of SSE comment lines that keep idle proxies from closing a long turn. */
+  readonly keepAliveMs: number;
+  /** The request's signal: the client went away. */
+  readonly clientSignal: AbortSignal;
+  /** Called once when the client leaves before the run ended. */
+  readonly onClientGone: () => void;
+}
+
+const encoder = new EventEncoder();
+const textEncoder = new TextEncoder();
+
+/**
+ * The server-sent event stream of one AG-UI run: the translator's events go out as `data:` lines, a comment line
+ * keeps idle proxies from closing it, and it closes itself once the translator says the run ended.
+ */
+export class AguiStream {
+  readonly run: AguiRunRef;
+  readonly translator: AguiTranslator;
+  /** The response body. */
+  readonly body: ReadableStream<Uint8Array>;
+  /** Aborted when the client leaves before the run ended: the signal handed to `accept`. */
+  readonly abort = new AbortController();
+  /** Resolves when the first event was written, or the stream closed. */
+  readonly firstWrite: Promise<void>;
+  #controller!: ReadableStreamDefaultController<Uint8Array>;
+  #open = true;
+  #wrote!: () => void;
+  readonly #keepAlive: NodeJS.Timeout;
+  readonly #options: AguiStreamOptions;
+  readonly #closed: Array<() => void> = [];
+
+  constructor(run: AguiRunRef, options: AguiStreamOptions) {
+    this.run = run;
+    this.#options = options;
+    this.translator = new AguiTranslator(run, { showToolDetails: options.showToolDetails });
+    this.firstWrite = new Promise((resolve) => (this.#wrote = resolve));
+    this.body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.#controller = controller;
+      },
+      cancel: () => this.#clientGone(),
+    });
+    this.#keepAlive = setInterval(() => this.#enqueue(': keep-alive\n\n'), options.keepAliveMs);
+    options.clientSignal.addEventListener('abort', this.#clientGone);
+  }
+
+  /** True until the run ended or the client left. */
+  get isOpen(): boolean {
+    return this.#open;
+  }
+
+  /** Runs `listener` once the stream closed, for whatever reason. */
+  onClose(listener: () => void): void {
+    if (this.#open) this.#closed.push(listener);
+    else listener();
+  }
+
+  /** Writes events; closes the stream when they ended the run. Ignored once closed. */
+  write(events: readonly AGUIEvent[]): void {
+    if (!this.#open) return;
+    for (const event of events) this.#enqueue(encoder.encodeSSE(event));
+    if (events.length > 0) this.#wrote();
+    if (this.translator.isEnded) {
+      this.#controller.close();
+      this.#close();
+    }
+  }
+
+  #enqueue(chunk: string): void {
+    if (this.#open) this.#controller.enqueue(textEncoder.encode(chunk));
+  }
+
+  readonly #clientGone = (): void => {
+    if (!this.#open) return;
+    this.#close();
+    this.#options.onClientGone();
+    this.abort.abort(new Error('The AG-UI client disconnected.'));
+  };
+
+  #close(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    clearInterval(this.#keepAlive);
+    this.#options.clientSignal.removeEventListener('abort', this.#clientGone);
+    this.#wrote();
+    for (const listener of this.#closed.splice(0)) listener();
+  }
+}

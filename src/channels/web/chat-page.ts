@@ -1,0 +1,39 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PalaverError } from '../../domain/errors.js';
+import type { ChannelRoute } from '../../domain/ports/channel.js';
+
+/** `web/` of the package: `../../../web` from both `src/channels/web/` and `dist/channels/web/`. */
+export const DEFAULT_WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url));
+
+const FILES = [
+  { path: '/', file: 'chat.html', type: 'text/html; charset=utf-8' },
+  { path: '/chat.js', file: 'chat.js', type: 'text/javascript; charset=utf-8' },
+  { path: '/chat.css', file: 'chat.css', type: 'text/css; charset=utf-8' },
+] as const;
+
+/** Same-origin only: the page loads no external asset and talks only to this server. */
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/**
+ * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`). The files are read once, here, so a
+ * missing `web/` fails at start with a clear message instead of on the first visit.
+ * @throws PalaverError `web_assets_missing` when a file cannot be read.
+ */
+export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR): ChannelRoute[] {
+  return FILES.map(({ path, file, type }) => {
+    let content: string;
+    try {
+      content = readFileSync(join(webDir, file), 'utf8');
+    } catch (error) {
+      throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, { cause: error });
+    }
+    return {
+      method: 'GET',
+      path,
+      access: 'public',
+      handle: () => new Response(content, { status: 200, headers: { 'content-type': type, 'content-security-policy': CSP, 'cache-control': 'no-cache' } }),
+    } satisfies ChannelRoute;
+  });
+}
