@@ -1,11 +1,18 @@
-// The storage adapter: opening a store, migrations, and the schema for code that queries it directly.
+// The storage adapter: opening a store, migrations, the generic Kysely store with its dialect strategies, the
+// engines (SQLite, PostgreSQL), and the schema for code that queries it directly.
+//
+// Layout: kysely/ holds the repositories, written once, and a small DialectStrategy per dialect for what differs;
+// sqlite/ the SQLite engine (bindings, the gated connection with group commit, statement cache, WAL checkpointer and
+// its worker); postgres/ the pg pool; migrations/ the versioned schema. openStore loads an engine only when its URL
+// is opened; importing this index loads them all (drivers themselves stay lazy).
 
 export { openStore, type OpenStoreOptions } from './open-store.js';
-export { KyselyStore, type KyselyStoreOptions } from './kysely-store.js';
+export { KyselyStore, type KyselyStoreOptions } from './kysely/kysely-store.js';
+export { dialectOf, type CostSql, type DialectStrategy, type StoreDialect } from './kysely/dialect-strategy.js';
+export { DIALECT_STRATEGIES } from './kysely/strategies.js';
+export { DEFAULT_CURRENCY } from './kysely/message-repository.js';
 export { migrateToLatest, migrations, type MigrateOptions } from './migrations/index.js';
-export { openSqliteDatabase, sqlitePathFromUrl, SQLITE_MEMORY_URL, type SqliteDatabaseOptions } from './sqlite-database.js';
-export { openPostgresDatabase, redactPostgresUrl, type PostgresDatabaseOptions } from './postgres-database.js';
-export { dialectOf, type StoreDialect } from './dialect.js';
-export { COST_SCALE } from './decimal.js';
-export { DEFAULT_CURRENCY } from './message-repository.js';
-export type * from './schema.js';
+export { openSqliteDatabase, sqlitePathFromUrl, SQLITE_MEMORY_URL, type SqliteDatabaseOptions, type SqliteDriver } from './sqlite/open-sqlite-database.js';
+export { openPostgresDatabase, redactPostgresUrl, type PostgresDatabaseOptions } from './postgres/open-postgres-database.js';
+export { COST_SCALE } from '../domain/money.js';
+export type * from './kysely/schema.js';

@@ -1,13 +1,12 @@
 import type { Kysely } from 'kysely';
 import { StoreError } from '../domain/errors.js';
 import type { Store } from '../domain/ports/store.js';
-import type { StoreDialect } from './dialect.js';
-import { KyselyStore } from './kysely-store.js';
+import type { StoreDialect } from './kysely/dialect-strategy.js';
+import { KyselyStore } from './kysely/kysely-store.js';
+import type { Database } from './kysely/schema.js';
+import { toStoreError } from './kysely/store-errors.js';
 import { migrateToLatest } from './migrations/index.js';
-import { openPostgresDatabase, redactPostgresUrl, type PostgresDatabaseOptions } from './postgres-database.js';
-import type { Database } from './schema.js';
-import { openSqliteDatabase } from './sqlite-database.js';
-import { toStoreError } from './store-errors.js';
+import type { PostgresDatabaseOptions } from './postgres/open-postgres-database.js';
 
 /** Options of {@link openStore}. */
 export interface OpenStoreOptions extends PostgresDatabaseOptions {
@@ -17,7 +16,8 @@ export interface OpenStoreOptions extends PostgresDatabaseOptions {
 
 /**
  * Opens the store named by `url`: `sqlite:<path>`, `sqlite::memory:`, or `postgres://user@host:5432/db`
- * (`postgresql://` too). Checks the connection, then migrates unless `migrate: false`.
+ * (`postgresql://` too). Checks the connection, then migrates unless `migrate: false`. Each engine is loaded when
+ * its URL is opened: the SQLite engine (and its binding) only for `sqlite:`, `pg` only for PostgreSQL.
  *
  * @throws StoreError `invalid_url` for an unknown scheme, `unreachable` when the database cannot be reached,
  * `migration_failed` naming the failing migration.
@@ -31,10 +31,12 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   let dialect: StoreDialect;
   let where: string;
   if (scheme === 'sqlite') {
+    const { openSqliteDatabase } = await import('./sqlite/open-sqlite-database.js');
     db = openSqliteDatabase(url);
     dialect = 'sqlite';
     where = url;
   } else if (scheme === 'postgres' || scheme === 'postgresql') {
+    const { openPostgresDatabase, redactPostgresUrl } = await import('./postgres/open-postgres-database.js');
     db = await openPostgresDatabase(url, options);
     dialect = 'postgres';
     where = redactPostgresUrl(url);

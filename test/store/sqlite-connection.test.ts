@@ -7,8 +7,8 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/domain/ports/store.js';
 import { KyselyStore, migrateToLatest, openSqliteDatabase, type Database } from '../../src/store/index.js';
-import { gatedSqliteOf } from '../../src/store/sqlite-connection.js';
-import { WalCheckpointer } from '../../src/store/wal-checkpointer.js';
+import { engineOf } from '../../src/store/kysely/store-engine.js';
+import { WalCheckpointer } from '../../src/store/sqlite/wal-checkpointer.js';
 
 let dir: string;
 let files = 0;
@@ -50,35 +50,101 @@ async function givenSession(store: Store, name: string) {
 
 const say = (content: string) => ({ role: 'user' as const, audience: 'display' as const, content });
 
-describe('SQLite group commit', () => {
-  it('makes transactions that share a commit durable before any of them resolves', async () => {
+/** Resolves in the check phase of the event loop's current turn, after its I/O callbacks. */
+const endOfLoopTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Starts `work` in separate callbacks of one turn of the event loop, the way the I/O callbacks of several busy
+ * conversations would (each runs to its end before the next begins, so none waits at the connection's gate).
+ */
+function inCallbacksOfOneLoopTurn<T>(works: readonly (() => Promise<T>)[]): Promise<T>[] {
+  return works.map((work) => new Promise<T>((resolve, reject) => setImmediate(() => work().then(resolve, reject))));
+}
+
+describe('SQLite group commit, decided by the connection', () => {
+  it('commits a lone transaction at once, before the event loop moves on', async () => {
     const { path, store } = await givenStore();
-    const sessions = await Promise.all(['a', 'b', 'c'].map((name) => givenSession(store, name)));
+    const session = await givenSession(store, 'a');
     const other = otherConnection(path);
     try {
-      const before = other.count('messages');
-      const shared = sessions.map((session) => store.transaction((tx) => tx.messages.append(session.id, [say(`hi ${session.conversationId}`)]), { shareCommit: true }));
-      // Each resolves only after the COMMIT: another connection sees all three rows by then.
-      await Promise.all(shared.map((done) => done.then(() => expect(other.count('messages')).toBe(before + 3))));
+      let loopMovedOn = false;
+      setImmediate(() => (loopMovedOn = true));
+      await store.transaction((tx) => tx.messages.append(session.id, [say('alone')], { status: 'running' }));
+      expect(loopMovedOn).toBe(false);
+      expect(other.count('messages')).toBe(1);
     } finally {
       other.close();
       await store.close();
     }
   });
 
-  it('rolls back only the transaction that failed, keeping the others in its group', async () => {
+  it('shares one commit among transactions that queue for the connection, each resolving only once it is durable', async () => {
+    const { path, store } = await givenStore();
+    const sessions = await Promise.all(Array.from({ length: 20 }, (_, index) => givenSession(store, `s${index}`)));
+    const other = otherConnection(path);
+    try {
+      const before = other.count('messages');
+      const seenAtResolve: number[] = [];
+      // Started together: all but the first wait at the gate and join the first one's commit.
+      await Promise.all(
+        sessions.map((session) =>
+          store.transaction((tx) => tx.messages.append(session.id, [say(`hi ${session.conversationId}`)])).then(() => seenAtResolve.push(other.count('messages') - before)),
+        ),
+      );
+      // Each resolved only after the shared COMMIT: another connection saw all twenty rows every time.
+      expect(seenAtResolve).toEqual(Array(20).fill(20));
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it('shares commits once they overlap within a turn of the event loop, and commits at once again when quiet', async () => {
+    const { path, store } = await givenStore();
+    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((name) => givenSession(store, name)));
+    const other = otherConnection(path);
+    const append = (session: typeof a, text: string) => () => store.transaction((tx) => tx.messages.append(session!.id, [say(text)]));
+    const contents = (session: typeof a) => store.messages.listRecent(session!.id, { limit: 10 }).then((messages) => messages.map((m) => m.content));
+    try {
+      // Two commits in one loop turn: the connection learns that commits overlap.
+      await Promise.all(inCallbacksOfOneLoopTurn([append(a, 'a1'), append(b, 'b1')]));
+      await endOfLoopTurn();
+      // Now transactions ending in one loop turn share a commit at its end: when the first resolves, the other's
+      // row is durable too, and neither resolved before its own row was.
+      const rowsAtResolve: number[] = [];
+      const before = other.count('messages');
+      await Promise.all(inCallbacksOfOneLoopTurn([append(a, 'a2'), append(b, 'b2')]).map((done) => done.then(() => rowsAtResolve.push(other.count('messages') - before))));
+      expect(rowsAtResolve).toEqual([2, 2]);
+      // A shared commit that finds one transaction only: the connection goes back to committing at once.
+      await append(c, 'c1')();
+      let loopMovedOn = false;
+      setImmediate(() => (loopMovedOn = true));
+      await append(c, 'c2')();
+      expect(loopMovedOn).toBe(false);
+      expect(other.count('messages')).toBe(before + 4);
+      expect(await contents(a)).toEqual(['a1', 'a2']);
+      expect(await contents(b)).toEqual(['b1', 'b2']);
+      expect(await contents(c)).toEqual(['c1', 'c2']);
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it('rolls back only the transaction that failed, keeping the others that share its commit', async () => {
     const { store } = await givenStore();
     const [a, b] = await Promise.all([givenSession(store, 'a'), givenSession(store, 'b')]);
     try {
       const results = await Promise.allSettled([
-        store.transaction((tx) => tx.messages.append(a.id, [say('kept 1')]), { shareCommit: true }),
+        store.transaction((tx) => tx.messages.append(a.id, [say('kept 1')])),
         store.transaction(async (tx) => {
           await tx.messages.append(b.id, [say('undone')]);
           throw new Error('the turn went wrong');
-        }, { shareCommit: true }),
-        store.transaction((tx) => tx.messages.append(a.id, [say('kept 2')]), { shareCommit: true }),
+        }),
+        store.transaction((tx) => tx.messages.append(a.id, [say('kept 2')])),
       ]);
       expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(String((results[1] as PromiseRejectedResult).reason)).toContain('the turn went wrong');
       expect((await store.messages.listRecent(a.id, { limit: 5 })).map((m) => m.content)).toEqual(['kept 1', 'kept 2']);
       expect(await store.messages.listRecent(b.id, { limit: 5 })).toEqual([]);
     } finally {
@@ -89,14 +155,13 @@ describe('SQLite group commit', () => {
   it('fails every transaction of a group whose commit fails, and keeps none of their writes', async () => {
     const { db, store } = await givenStore();
     const session = await givenSession(store, 'a');
-    const { connection, trx } = gatedSqliteOf(db)!;
-    /** A transaction on the connection with SQL of its own, sharing its commit as the store's transactions do. */
-    const shared = (work: (trx: Kysely<Database>) => Promise<unknown>): Promise<unknown> =>
-      connection.transaction(() => work(trx), { shareCommit: true, wrap: (error) => error as Error });
+    const engine = engineOf(db)!;
+    /** A transaction on the engine with SQL of its own, as the store's transactions run. */
+    const transaction = (work: (trx: Kysely<Database>) => Promise<unknown>): Promise<unknown> => engine.transaction(work, (error) => error as Error);
     try {
       const results = await Promise.allSettled([
-        shared((trx) => new KyselyStore(trx).messages.append(session.id, [say('lost with the group')])),
-        shared(async (trx) => {
+        transaction((trx) => new KyselyStore(trx).messages.append(session.id, [say('lost with the group')])),
+        transaction(async (trx) => {
           // A foreign key checked only at COMMIT: the group's COMMIT fails.
           await sql`pragma defer_foreign_keys = on`.execute(trx);
           await sql`insert into channel_accounts (channel, account_id, user_id, created_at) values ('test', 'ghost', 'no-such-user', 0)`.execute(trx);
@@ -113,28 +178,39 @@ describe('SQLite group commit', () => {
     }
   });
 
-  it('commits an open group before a statement outside any transaction returns', async () => {
+  /** Makes the connection share commits (two overlap in one loop turn), then starts a transaction left pending. */
+  async function givenPendingSharedCommit(store: Store, session: { id: string }): Promise<Promise<unknown>> {
+    await Promise.all(inCallbacksOfOneLoopTurn([1, 2].map((n) => () => store.transaction((tx) => tx.inbound.remember('warm-up', `${session.id}-${n}`)))));
+    await endOfLoopTurn();
+    let settled = false;
+    const pending = store.transaction((tx) => tx.messages.append(session.id, [say('pending')])).finally(() => (settled = true));
+    // The transaction has ended but waits for the shared commit at the end of the loop's turn.
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    return pending;
+  }
+
+  it('commits a pending shared commit before a statement outside any transaction returns', async () => {
     const { path, store } = await givenStore();
     const session = await givenSession(store, 'a');
     const other = otherConnection(path);
     try {
-      const grouped = store.transaction((tx) => tx.messages.append(session.id, [say('grouped')]), { shareCommit: true });
-      // Runs right after the group's transaction, before the end of the loop's turn.
-      await Promise.resolve();
+      const pending = await givenPendingSharedCommit(store, session);
       await store.inbound.remember('test', 'key-1');
       expect(other.count('messages')).toBe(1);
-      expect(other.count('inbound_keys')).toBe(1);
-      await grouped;
+      expect(other.count("inbound_keys where channel = 'test'")).toBe(1);
+      await pending;
     } finally {
       other.close();
       await store.close();
     }
   });
 
-  it('commits a pending group when the database closes', async () => {
+  it('commits a pending shared commit when the database closes', async () => {
     const { path, store } = await givenStore();
     const session = await givenSession(store, 'a');
-    const pending = store.transaction((tx) => tx.messages.append(session.id, [say('just in time')]), { shareCommit: true });
+    const pending = await givenPendingSharedCommit(store, session);
     await store.close();
     await pending;
     const other = otherConnection(path);

@@ -403,11 +403,10 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(results).toContain(2);
       });
 
-      it('stores raw text as-is', async () => {
+      it('hands back the stored text as it is, unparsed', async () => {
         const user = await givenUser();
-        await store.userState.save(user.id, { ok: true });
-        await store.userState.saveRaw(user.id, '{not json');
-        expect(await store.userState.get(user.id)).toMatchObject({ raw: '{not json', version: 2 });
+        await store.userState.save(user.id, { ok: true, list: [1, 'two'] });
+        expect(await store.userState.get(user.id)).toMatchObject({ raw: '{"ok":true,"list":[1,"two"]}', version: 1 });
       });
 
       it('refuses state that has no JSON form', async () => {

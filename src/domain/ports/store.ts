@@ -24,23 +24,15 @@ export interface Store {
   readonly inbound: InboundRepository;
   /**
    * Runs `fn` in one transaction; the store handed to `fn` is bound to it. Commits when `fn` resolves,
-   * rolls back and rethrows when it rejects. Nested calls reuse the outer transaction. Resolves once the writes
-   * are durable.
+   * rolls back and rethrows when it rejects (undoing only this transaction's writes). Nested calls reuse the outer
+   * transaction. Resolves once the writes are durable. How commits are grouped or ordered is the adapter's
+   * business: callers pass no hints.
    */
-  transaction<T>(fn: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
   /** Cheap round trip used by health checks and `palaver doctor`. */
   ping(): Promise<void>;
   /** Closes the connection pool. Safe to call twice. */
   close(): Promise<void>;
-}
-
-export interface TransactionOptions {
-  /**
-   * The caller expects other transactions to commit at about the same time (many conversations are busy) and may
-   * wait for the end of the event loop's current turn, so that one commit serves them all. The promise still
-   * resolves only once the writes are durable. A hint: back ends without group commit ignore it.
-   */
-  readonly shareCommit?: boolean;
 }
 
 export interface UserRepository {
@@ -97,8 +89,6 @@ export interface UserStateRepository {
    * (optimistic concurrency) and returns false otherwise. Returns the new version on success.
    */
   save(userId: string, data: unknown, expectedVersion?: number): Promise<number | false>;
-  /** Stores raw text as-is; used by tests to simulate corruption. */
-  saveRaw(userId: string, raw: string): Promise<void>;
 }
 
 /**

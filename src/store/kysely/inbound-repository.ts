@@ -1,4 +1,4 @@
-import type { InboundRepository } from '../domain/ports/store.js';
+import type { InboundRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
 import { storeOperation } from './store-errors.js';
@@ -20,9 +20,6 @@ export class KyselyInboundRepository implements InboundRepository {
   }
 }
 
-const rememberQuery = prepared((db, $: { channel: string; key: string; now: number }) =>
-  db
-    .insertInto('inbound_keys')
-    .values({ channel: $.channel, key: $.key, created_at: $.now })
-    .onConflict((oc) => oc.columns(['channel', 'key']).doNothing()),
+const rememberQuery = prepared((db, $: { channel: string; key: string; now: number }, dialect) =>
+  dialect.insertOrIgnore(db.insertInto('inbound_keys').values({ channel: $.channel, key: $.key, created_at: $.now }), ['channel', 'key']),
 );

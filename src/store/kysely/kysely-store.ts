@@ -1,22 +1,26 @@
 import { sql, type Kysely } from 'kysely';
-import { StoreError } from '../domain/errors.js';
-import type { Store, TransactionOptions } from '../domain/ports/store.js';
-import { dialectOf, type StoreDialect } from './dialect.js';
-import { gatedSqliteOf } from './sqlite-connection.js';
+import { StoreError } from '../../domain/errors.js';
+import type { Store } from '../../domain/ports/store.js';
+import { bindStrategy, dialectOf, type DialectStrategy, type StoreDialect } from './dialect-strategy.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
 import type { Database } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
 import { storeOperation, toStoreError } from './store-errors.js';
+import { engineOf, type StoreEngine } from './store-engine.js';
+import { DIALECT_STRATEGIES } from './strategies.js';
 import { KyselyToolCallRepository } from './tool-call-repository.js';
 import { KyselyUserRepository } from './user-repository.js';
 import { KyselyUserStateRepository } from './user-state-repository.js';
 
 /** Options of {@link KyselyStore}. */
 export interface KyselyStoreOptions {
-  /** Overrides detection from the Kysely adapter, for a custom dialect that speaks SQLite or PostgreSQL SQL. */
-  readonly dialect?: StoreDialect;
+  /**
+   * Overrides detection from the Kysely adapter: a dialect name for a custom Kysely dialect that speaks SQLite or
+   * PostgreSQL SQL, or a strategy of its own.
+   */
+  readonly dialect?: StoreDialect | DialectStrategy;
   /** Clock in epoch milliseconds; defaults to `Date.now`. */
   readonly now?: () => number;
 }
@@ -39,11 +43,17 @@ export class KyselyStore implements Store {
   readonly toolCalls: KyselyToolCallRepository;
   readonly inbound: KyselyInboundRepository;
   readonly #ctx: RepositoryContext;
-  #gatedStore: KyselyStore | undefined;
+  readonly #engine: StoreEngine | undefined;
+  /** The store handed to transactions run by the database's engine, on the engine's transaction-bound Kysely. */
+  #engineTxStore: KyselyStore | undefined;
   #closed = false;
 
   constructor(db: Kysely<Database>, options: KyselyStoreOptions = {}) {
-    this.#ctx = { db, dialect: options.dialect ?? dialectOf(db), now: options.now ?? Date.now };
+    const chosen = options.dialect ?? dialectOf(db);
+    const dialect = typeof chosen === 'string' ? DIALECT_STRATEGIES[chosen] : chosen;
+    bindStrategy(db, dialect);
+    this.#ctx = { db, dialect, costSql: dialect.costSql(db), now: options.now ?? Date.now };
+    this.#engine = engineOf(db);
     this.users = new KyselyUserRepository(this.#ctx);
     this.sessions = new KyselySessionRepository(this.#ctx);
     this.messages = new KyselyMessageRepository(this.#ctx);
@@ -54,7 +64,7 @@ export class KyselyStore implements Store {
 
   /** The SQL dialect this store speaks. */
   get dialect(): StoreDialect {
-    return this.#ctx.dialect;
+    return this.#ctx.dialect.dialect;
   }
 
   /**
@@ -62,15 +72,17 @@ export class KyselyStore implements Store {
    * transaction holds the single connection, so a query through the outer store would wait for it forever.
    * Errors thrown by `fn` are rethrown as they are; a failing BEGIN or COMMIT becomes a StoreError.
    */
-  async transaction<T>(fn: (tx: Store) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     const { db } = this.#ctx;
     if (db.isTransaction) return fn(this);
-    const gated = gatedSqliteOf(db);
-    if (gated !== undefined) {
-      // Palaver's SQLite connection: one transaction at a time, each on the same transaction-bound store.
-      this.#gatedStore ??= new KyselyStore(gated.trx, { dialect: this.#ctx.dialect, now: this.#ctx.now });
-      const tx = this.#gatedStore;
-      return gated.connection.transaction(() => fn(tx), { shareCommit: options.shareCommit === true, wrap: (error) => toStoreError('transaction', error) });
+    const engine = this.#engine;
+    if (engine !== undefined) {
+      // The engine runs its transactions one at a time on one transaction-bound Kysely: one store serves them all.
+      return engine.transaction((trx) => {
+        let tx = this.#engineTxStore;
+        if (tx === undefined || tx.#ctx.db !== trx) this.#engineTxStore = tx = new KyselyStore(trx, { dialect: this.#ctx.dialect, now: this.#ctx.now });
+        return fn(tx);
+      }, transactionError);
     }
     let failure: { readonly error: unknown } | undefined;
     try {
@@ -84,7 +96,7 @@ export class KyselyStore implements Store {
       });
     } catch (error) {
       if (failure !== undefined && failure.error === error) throw error;
-      throw toStoreError('transaction', error);
+      throw transactionError(error);
     }
   }
 
@@ -108,3 +120,5 @@ export class KyselyStore implements Store {
     await this.#ctx.db.destroy();
   }
 }
+
+const transactionError = (error: unknown): Error => toStoreError('transaction', error);

@@ -1,30 +1,22 @@
-import { sql, type InsertObject, type Insertable, type Kysely, type RawBuilder } from 'kysely';
-import { newId } from '../domain/ids.js';
-import type { Audience, NewMessage, StoredMessage } from '../domain/model.js';
-import type { MessageRepository, SessionChange } from '../domain/ports/store.js';
-import { toStoredCost } from './decimal.js';
-import { prepared, preparedBatch, type PreparedBatch } from './prepared-query.js';
+import type { InsertObject, Insertable, Kysely, RawBuilder } from 'kysely';
+import { newId } from '../../domain/ids.js';
+import type { Audience, NewMessage, StoredMessage } from '../../domain/model.js';
+import { toStoredCost } from '../../domain/money.js';
+import type { MessageRepository, SessionChange } from '../../domain/ports/store.js';
+import type { DialectStrategy } from './dialect-strategy.js';
+import { prepared, preparedBatch } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toMessage } from './rows.js';
 import type { Database, MessagesTable } from './schema.js';
+import { KyselySessionRepository } from './session-repository.js';
+import { explainRefusedSessionWrite, sessionWriteArgs, type SessionWriteArgs, type SessionWriteShape } from './session-write.js';
 import { classifyDriverError, storeOperation } from './store-errors.js';
-import {
-  costArithmeticOf,
-  explainRefusedSessionWrite,
-  KyselySessionRepository,
-  sessionWrite,
-  sessionWriteArgs,
-  sessionWriteQuery,
-  shapeIndex,
-  type SessionWriteArgs,
-  type SessionWriteShape,
-} from './session-repository.js';
 
 /** Currency recorded on a message that names none (its cost is then "0" unless given). */
 export const DEFAULT_CURRENCY = 'USD';
 
 // Rows per INSERT: 17 parameters each stays far below SQLite's 32766 and PostgreSQL's 65535 bound parameters.
-const ROWS_PER_INSERT = 500;
+export const ROWS_PER_INSERT = 500;
 
 /** A message on its way in: the row to insert (its `seq` set once known) and the record to return. */
 interface PreparedRow {
@@ -33,7 +25,7 @@ interface PreparedRow {
 }
 
 /** The columns of a new message row. */
-type MessageValues = { -readonly [K in keyof Insertable<MessagesTable>]-?: Exclude<Insertable<MessagesTable>[K], undefined> };
+export type MessageValues = { -readonly [K in keyof Insertable<MessagesTable>]-?: Exclude<Insertable<MessagesTable>[K], undefined> };
 
 /** The conversation history of sessions, ordered by a per-session `seq`. */
 export class KyselyMessageRepository implements MessageRepository {
@@ -54,23 +46,23 @@ export class KyselyMessageRepository implements MessageRepository {
   append(sessionId: string, messages: readonly NewMessage[], change: SessionChange = {}): Promise<StoredMessage[]> {
     return storeOperation('messages.append', async () => {
       if (messages.length === 0 && change.status === undefined && change.usage === undefined) return [];
-      const { db } = this.#ctx;
+      const { db, dialect, costSql } = this.#ctx;
       const now = this.#ctx.now();
       const rows = messages.map((message) => prepare(sessionId, message, now));
-      const arithmetic = costArithmeticOf(this.#ctx);
       // Usage is added in the same UPDATE where SQL can sum costs exactly; elsewhere by sessions.addUsage after it.
-      const usageInline = change.usage !== undefined && arithmetic !== undefined;
-      const args: SessionWriteArgs = { ...sessionWriteArgs(sessionId, now, rows.length, usageInline ? change.usage : undefined), status: change.status ?? 'pending' };
-      const shape: SessionWriteShape = { status: change.status !== undefined, usage: usageInline ? arithmetic : undefined, cost: usageInline && args.cost !== '0' };
+      const usageInline = change.usage !== undefined && costSql !== undefined;
+      const args = sessionWriteArgs(sessionId, now, rows.length, change.status, usageInline ? change.usage : undefined);
+      const shape: SessionWriteShape = { status: change.status !== undefined, usage: usageInline, cost: usageInline && args.cost !== '0' };
       try {
-        if (this.#ctx.dialect === 'postgres' && rows.length > 0 && rows.length <= ROWS_PER_INSERT) {
-          await appendInOneStatement(db, args, shape, rows);
-        } else {
+        const values = rows.map((row) => row.values);
+        const inOneStatement = dialect.appendInOneStatement !== undefined && (change.usage === undefined || usageInline) && (await dialect.appendInOneStatement(db, args, shape, values));
+        if (!inOneStatement) {
           await atomically(db, async (trx) => {
-            await appendInTransaction(trx, args, shape, rows);
+            await appendInTransaction(trx, dialect, args, shape, values);
             if (change.usage !== undefined && !usageInline) await new KyselySessionRepository({ ...this.#ctx, db: trx }).addUsage(sessionId, change.usage);
           });
         }
+        for (const row of rows) row.message.seq = row.values.seq;
         return rows.map((row) => row.message);
       } catch (error) {
         // On PostgreSQL a refused session write leaves the CTE empty and `seq` null.
@@ -115,46 +107,14 @@ const listRecentOfAudienceQuery = prepared((db, $: { sessionId: string; audience
 );
 
 // Appends of up to this many rows run as prepared queries (one template per row count); longer ones are built anew.
-const PREPARED_MAX_ROWS = 16;
-
-/**
- * PostgreSQL: the session write and the insert as one statement — one round trip, atomic without a transaction.
- * The UPDATE in the CTE takes the session row lock, so a concurrent append waits and then sees the new `last_seq`.
- * One template per session-write shape.
- */
-const appendInOneStatementQueries: PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }>[] = [];
-
-function appendInOneStatementQuery(shape: SessionWriteShape): PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }> {
-  const index = shapeIndex(shape);
-  let query = appendInOneStatementQueries[index];
-  if (query === undefined) {
-    query = preparedBatch(
-      (db, $: SessionWriteArgs, rows: readonly MessageValues[]) =>
-        db
-          .with('s', (qb) => sessionWrite(qb, $, shape))
-          .insertInto('messages')
-          .values(rows.map((row, index) => columnsOf(row, sql<number>`(select last_seq from s) - ${rows.length - 1 - index}`)))
-          .returning(['id', 'seq']),
-      { maxRows: PREPARED_MAX_ROWS },
-    );
-    appendInOneStatementQueries[index] = query;
-  }
-  return query;
-}
-
-async function appendInOneStatement(db: Kysely<Database>, args: SessionWriteArgs, shape: SessionWriteShape, rows: readonly PreparedRow[]): Promise<void> {
-  const values = rows.map((row) => row.values);
-  const inserted = (await appendInOneStatementQuery(shape).execute(db, args, values)).rows;
-  const seqById = new Map(inserted.map((row) => [row.id, Number(row.seq)]));
-  for (const row of rows) row.message.seq = seqById.get(row.message.id) ?? Number.NaN;
-}
+export const PREPARED_MAX_ROWS = 16;
 
 const insertMessagesQuery = preparedBatch((db, _$: object, rows: readonly MessageValues[]) => db.insertInto('messages').values(rows.map((row) => columnsOf(row))), {
   maxRows: PREPARED_MAX_ROWS,
 });
 
 /** The row's columns one by one (a prepared query reads its rows field by field), `seq` possibly computed in SQL. */
-function columnsOf(row: MessageValues, seq: number | RawBuilder<number> = row.seq): InsertObject<Database, 'messages'> {
+export function columnsOf(row: MessageValues, seq: number | RawBuilder<number> = row.seq): InsertObject<Database, 'messages'> {
   return {
     id: row.id,
     session_id: row.session_id,
@@ -176,14 +136,11 @@ function columnsOf(row: MessageValues, seq: number | RawBuilder<number> = row.se
 }
 
 /** Any dialect: the session write, then the insert with explicit seqs, inside the caller's transaction. */
-async function appendInTransaction(trx: Kysely<Database>, args: SessionWriteArgs, shape: SessionWriteShape, rows: readonly PreparedRow[]): Promise<void> {
-  const written = (await sessionWriteQuery(shape).execute(trx, args)).rows[0];
-  if (written === undefined) await explainRefusedSessionWrite(trx, args.id, shape.cost ? args.currency : undefined);
-  const first = Number(written!.last_seq) - rows.length + 1;
-  const values = rows.map((row, index) => {
-    row.values.seq = row.message.seq = first + index;
-    return row.values;
-  });
+async function appendInTransaction(trx: Kysely<Database>, dialect: DialectStrategy, args: SessionWriteArgs, shape: SessionWriteShape, values: readonly MessageValues[]): Promise<void> {
+  const lastSeq = await dialect.reserveSeqs(trx, args, shape);
+  if (lastSeq === undefined) return explainRefusedSessionWrite(trx, args.id, shape.cost ? args.currency : undefined);
+  const first = lastSeq - values.length + 1;
+  for (let index = 0; index < values.length; index += 1) values[index]!.seq = first + index;
   for (let start = 0; start < values.length; start += ROWS_PER_INSERT) {
     await insertMessagesQuery.execute(trx, {}, values.length <= ROWS_PER_INSERT ? values : values.slice(start, start + ROWS_PER_INSERT));
   }

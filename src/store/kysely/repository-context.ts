@@ -1,11 +1,13 @@
 import type { Kysely } from 'kysely';
-import type { StoreDialect } from './dialect.js';
+import type { CostSql, DialectStrategy } from './dialect-strategy.js';
 import type { Database } from './schema.js';
 
 /** What every repository needs: the database (or the transaction it is bound to), its dialect and a clock. */
 export interface RepositoryContext {
   readonly db: Kysely<Database>;
-  readonly dialect: StoreDialect;
+  readonly dialect: DialectStrategy;
+  /** `dialect.costSql(db)`, looked up once per store. */
+  readonly costSql: CostSql | undefined;
   /** Current time in epoch milliseconds; injectable so tests can pin it. */
   readonly now: () => number;
 }

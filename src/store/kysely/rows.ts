@@ -11,8 +11,8 @@ import type {
   ToolCallStatus,
   User,
   UserStateRecord,
-} from '../domain/model.js';
-import { fromStoredCost } from './decimal.js';
+} from '../../domain/model.js';
+import { fromStoredCost } from '../../domain/money.js';
 import type { ChannelAccountsTable, MessagesTable, SessionsTable, ToolCallsTable, UsersTable, UserStateTable } from './schema.js';
 
 // Row → record mapping, shared by the repositories. Every conversion that differs by driver (int8 as string on pg,

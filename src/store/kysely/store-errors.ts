@@ -1,4 +1,4 @@
-import { StoreError } from '../domain/errors.js';
+import { StoreError } from '../../domain/errors.js';
 
 /** What a driver failure means to a caller. */
 export type DriverFailure = 'conflict' | 'foreign_key' | 'not_null' | 'unreachable' | 'other';

@@ -1,6 +1,6 @@
-import { StoreError } from '../domain/errors.js';
-import type { ToolCallRecord } from '../domain/model.js';
-import type { ToolCallRepository } from '../domain/ports/store.js';
+import { StoreError } from '../../domain/errors.js';
+import type { ToolCallRecord } from '../../domain/model.js';
+import type { ToolCallRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toToolCall } from './rows.js';
@@ -69,9 +69,9 @@ export class KyselyToolCallRepository implements ToolCallRepository {
 }
 
 const startQuery = prepared(
-  (db, $: { callId: string; sessionId: string; userId: string; correlationId: string; name: string; arguments: string; now: number }) =>
-    db
-      .insertInto('tool_calls')
+  (db, $: { callId: string; sessionId: string; userId: string; correlationId: string; name: string; arguments: string; now: number }, dialect) =>
+    dialect.insertOrIgnore(
+      db.insertInto('tool_calls')
       .values({
         call_id: $.callId,
         session_id: $.sessionId,
@@ -83,8 +83,9 @@ const startQuery = prepared(
         result: null,
         created_at: $.now,
         finished_at: null,
-      })
-      .onConflict((oc) => oc.column('call_id').doNothing()),
+      }),
+      ['call_id'],
+    ),
 );
 
 /** Only a running call: a second finish of the same call changes nothing. */

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import { StoreError } from '../domain/errors.js';
-import { newId } from '../domain/ids.js';
-import type { ChannelAccount, User } from '../domain/model.js';
-import type { UserRepository } from '../domain/ports/store.js';
+import { StoreError } from '../../domain/errors.js';
+import { newId } from '../../domain/ids.js';
+import type { ChannelAccount, User } from '../../domain/model.js';
+import type { UserRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toChannelAccount, toDate, toUser } from './rows.js';
@@ -28,11 +28,7 @@ export class KyselyUserRepository implements UserRepository {
         const user = { id: newId(), display_name: input.displayName ?? null, phone: null, created_at: now };
         const account = { channel: input.channel, account_id: input.accountId, user_id: user.id, created_at: now };
         await db.insertInto('users').values(user).execute();
-        const inserted = await db
-          .insertInto('channel_accounts')
-          .values(account)
-          .onConflict((oc) => oc.columns(['channel', 'account_id']).doNothing())
-          .executeTakeFirst();
+        const inserted = await this.#ctx.dialect.insertOrIgnore(db.insertInto('channel_accounts').values(account), ['channel', 'account_id']).executeTakeFirst();
         if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) {
           return { user: toUser(user), account: toChannelAccount(account), created: true };
         }
@@ -87,12 +83,8 @@ export class KyselyUserRepository implements UserRepository {
     return storeOperation('users.relinkAccount', async () => {
       try {
         return await atomically(this.#ctx.db, async (db) => {
-          const current = await db
-            .selectFrom('channel_accounts')
-            .select('user_id')
-            .where('channel', '=', input.channel)
-            .where('account_id', '=', input.accountId)
-            .$if(this.#ctx.dialect === 'postgres', (qb) => qb.forUpdate())
+          const current = await this.#ctx.dialect
+            .lockForUpdate(db.selectFrom('channel_accounts').select('user_id').where('channel', '=', input.channel).where('account_id', '=', input.accountId))
             .executeTakeFirst();
           if (current === undefined) {
             await db

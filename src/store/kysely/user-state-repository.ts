@@ -1,6 +1,6 @@
-import { StoreError } from '../domain/errors.js';
-import type { UserStateRecord } from '../domain/model.js';
-import type { UserStateRepository } from '../domain/ports/store.js';
+import { StoreError } from '../../domain/errors.js';
+import type { UserStateRecord } from '../../domain/model.js';
+import type { UserStateRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toUserState } from './rows.js';
@@ -43,13 +43,6 @@ export class KyselyUserStateRepository implements UserStateRepository {
     });
   }
 
-  /** Writes `raw` unchecked, bumping the version like a save. */
-  saveRaw(userId: string, raw: string): Promise<void> {
-    return storeOperation('userState.saveRaw', async () => {
-      await this.#upsert(userId, raw);
-    });
-  }
-
   async #upsert(userId: string, data: string): Promise<number> {
     const row = (await upsertQuery.execute(this.#ctx.db, { userId, data, now: this.#ctx.now() })).rows[0];
     if (row === undefined) throw new StoreError('query_failed', `Saving the state of user ${userId} returned no row.`);
@@ -60,12 +53,8 @@ export class KyselyUserStateRepository implements UserStateRepository {
 const getQuery = prepared((db, $: { userId: string }) => db.selectFrom('user_state').selectAll().where('user_id', '=', $.userId));
 
 /** `expectedVersion` 0: only when there is no state yet. */
-const insertFirstQuery = prepared((db, $: { userId: string; data: string; now: number }) =>
-  db
-    .insertInto('user_state')
-    .values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now })
-    .onConflict((oc) => oc.column('user_id').doNothing())
-    .returning('version'),
+const insertFirstQuery = prepared((db, $: { userId: string; data: string; now: number }, dialect) =>
+  dialect.insertOrIgnore(db.insertInto('user_state').values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now }), ['user_id']).returning('version'),
 );
 
 const updateVersionQuery = prepared((db, $: { userId: string; data: string; now: number; expectedVersion: number }) =>
@@ -77,16 +66,11 @@ const updateVersionQuery = prepared((db, $: { userId: string; data: string; now:
     .returning('version'),
 );
 
-const upsertQuery = prepared((db, $: { userId: string; data: string; now: number }) =>
-  db
-    .insertInto('user_state')
-    .values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now })
-    .onConflict((oc) =>
-      oc.column('user_id').doUpdateSet((eb) => ({
-        version: eb('user_state.version', '+', 1),
-        data: eb.ref('excluded.data'),
-        updated_at: eb.ref('excluded.updated_at'),
-      })),
-    )
+const upsertQuery = prepared((db, $: { userId: string; data: string; now: number }, dialect) =>
+  dialect
+    .upsert(db.insertInto('user_state').values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now }), ['user_id'], {
+      replace: ['data', 'updated_at'],
+      increment: 'version',
+    })
     .returning('version'),
 );

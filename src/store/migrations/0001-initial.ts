@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { StoreDialect } from '../dialect.js';
+import type { StoreDialect } from '../kysely/dialect-strategy.js';
 
 /**
  * The first schema. One definition for both back ends; `sql` appears only for the money column, whose exact type

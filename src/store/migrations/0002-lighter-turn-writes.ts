@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { StoreDialect } from '../dialect.js';
+import type { StoreDialect } from '../kysely/dialect-strategy.js';
 
 /**
  * Fewer index pages written per turn: every index a message or session write touches is another page in the commit.

@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import type { PoolConfig } from 'pg';
-import { StoreError } from '../domain/errors.js';
-import type { Database } from './schema.js';
+import { StoreError } from '../../domain/errors.js';
+import type { Database } from '../kysely/schema.js';
 
 /** Options of {@link openPostgresDatabase}. */
 export interface PostgresDatabaseOptions {

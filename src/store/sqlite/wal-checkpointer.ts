@@ -1,5 +1,8 @@
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { CheckpointWorkerCommand, CheckpointWorkerData, CheckpointWorkerEvent } from './checkpoint-worker.js';
 
 /** How often the checkpointer copies the WAL back into the database file, in ms. */
 export const CHECKPOINT_INTERVAL_MS = 100;
@@ -29,56 +32,18 @@ export interface WalCheckpointerOptions {
 /** SQLite's default `wal_autocheckpoint`, restored on the main connection when the worker is gone. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 
-// The worker's code is plain CommonJS evaluated in the thread, so it runs the same from src (tsx) and from dist.
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { path, binding, betterSqlite3Path, intervalMs, restartFrames } = workerData;
-let db;
-let timer;
-const fail = (error) => {
-  parentPort.postMessage({ type: 'failed', message: String((error && error.message) || error) });
-  clearInterval(timer);
-  try { db && db.close(); } catch {}
-  process.exit(1);
-};
-try {
-  db = binding === 'node'
-    ? new (process.getBuiltinModule('node:sqlite').DatabaseSync)(path)
-    : new (require(betterSqlite3Path))(path);
-  // The reset waits at most this long for another process's writer; then it is tried again on the next round.
-  db.exec('PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 200');
-} catch (error) {
-  fail(error);
+/**
+ * How to start the worker's module. Compiled (dist), it is the `.js` beside this file. Run from source (vitest, tsx)
+ * only the `.ts` exists: the thread then registers tsx before importing it (on Node 20 a worker's `--import tsx`
+ * registers its hooks too late for the worker's own entry, hence this one-line bootstrap).
+ */
+function workerEntry(): { readonly entry: URL | string; readonly eval: boolean } {
+  if (!import.meta.url.endsWith('.ts')) return { entry: new URL('./checkpoint-worker.js', import.meta.url), eval: false };
+  const tsxPackage = createRequire(import.meta.url).resolve('tsx/package.json');
+  const tsxApi = pathToFileURL(join(dirname(tsxPackage), 'dist/esm/api/index.mjs')).href;
+  const worker = new URL('./checkpoint-worker.ts', import.meta.url).href;
+  return { entry: `import(${JSON.stringify(tsxApi)}).then(({ register }) => { register(); return import(${JSON.stringify(worker)}); });`, eval: true };
 }
-const checkpoint = (mode) => db.prepare('PRAGMA wal_checkpoint(' + mode + ')').get();
-let waitingForQuiet = false;
-timer = setInterval(() => {
-  if (waitingForQuiet) return;
-  try {
-    // Copies what it can without waiting for anyone.
-    const { log } = checkpoint('PASSIVE');
-    if (log >= restartFrames) {
-      waitingForQuiet = true;
-      parentPort.postMessage({ type: 'quiet-please' });
-    }
-  } catch (error) {
-    fail(error);
-  }
-}, intervalMs);
-parentPort.on('message', (message) => {
-  if (message === 'quiet') {
-    // The process writes nothing now: checkpoint the rest and start the WAL over.
-    try { checkpoint('RESTART'); } catch (error) { fail(error); }
-    waitingForQuiet = false;
-    parentPort.postMessage({ type: 'restarted' });
-  } else if (message === 'stop') {
-    clearInterval(timer);
-    db.close();
-    parentPort.close();
-  }
-});
-parentPort.postMessage({ type: 'ready' });
-`;
 
 /**
  * Checkpoints a SQLite database's write-ahead log from a worker thread, with a connection of its own.
@@ -98,15 +63,16 @@ export class WalCheckpointer {
 
   constructor(options: WalCheckpointerOptions) {
     this.#options = options;
-    this.#worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: {
-        path: options.path,
-        binding: options.binding,
-        betterSqlite3Path: options.binding === 'better-sqlite3' ? createRequire(import.meta.url).resolve('better-sqlite3') : null,
-        intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
-        restartFrames: options.restartFrames ?? RESTART_FRAMES,
-      },
+    const workerData: CheckpointWorkerData = {
+      path: options.path,
+      binding: options.binding,
+      intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
+      restartFrames: options.restartFrames ?? RESTART_FRAMES,
+    };
+    const { entry, eval: isBootstrap } = workerEntry();
+    this.#worker = new Worker(entry, {
+      eval: isBootstrap,
+      workerData,
       // The worker needs none of the parent's flags (loaders, inspector).
       execArgv: [],
       stdout: false,
@@ -114,7 +80,7 @@ export class WalCheckpointer {
     });
     // A forgotten close() must not keep the process alive.
     this.#worker.unref();
-    this.#worker.on('message', (message: { type: string; message?: string }) => {
+    this.#worker.on('message', (message: CheckpointWorkerEvent) => {
       if (message.type === 'ready' && this.#stopping === undefined) {
         this.#active = true;
         options.setAutoCheckpoint(0);
@@ -146,7 +112,7 @@ export class WalCheckpointer {
           // Keeps the process alive until the worker has closed its connection.
           this.#worker.ref();
           this.#worker.once('exit', () => resolve());
-          this.#worker.postMessage('stop');
+          this.#post('stop');
         });
     return this.#stopping;
   }
@@ -155,7 +121,7 @@ export class WalCheckpointer {
     await this.#options.whileWritesPaused(async () => {
       if (this.#exited) return;
       const done = new Promise<void>((resolve) => {
-        const onMessage = (message: { type: string }) => {
+        const onMessage = (message: CheckpointWorkerEvent) => {
           if (message.type !== 'restarted') return;
           this.#worker.off('message', onMessage);
           this.#worker.off('exit', onExit);
@@ -168,9 +134,13 @@ export class WalCheckpointer {
         this.#worker.on('message', onMessage);
         this.#worker.once('exit', onExit);
       });
-      this.#worker.postMessage('quiet');
+      this.#post('quiet');
       await done;
     });
+  }
+
+  #post(command: CheckpointWorkerCommand): void {
+    this.#worker.postMessage(command);
   }
 
   #handBack(): void {

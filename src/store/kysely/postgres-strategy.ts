@@ -1,0 +1,49 @@
+import { sql } from 'kysely';
+import { onConflictUpserts, type CostSql, type DialectStrategy } from './dialect-strategy.js';
+import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT, type MessageValues } from './message-repository.js';
+import { preparedBatch, type PreparedBatch } from './prepared-query.js';
+import { sessionWrite, sessionWriteQuery, shapeIndex, type SessionWriteArgs, type SessionWriteShape } from './session-write.js';
+
+const numericCost: CostSql = { add: (amount) => sql<string>`cost + cast(${amount} as numeric)`, isZero: sql<boolean>`cost = 0` };
+
+/**
+ * PostgreSQL: an append is one statement (the session write in a CTE, the insert numbered from it); costs are
+ * `numeric`, summed exactly by the server; concurrent writers lock what they read.
+ */
+export const postgresStrategy: DialectStrategy = {
+  dialect: 'postgres',
+  async reserveSeqs(trx, args, shape) {
+    const row = (await sessionWriteQuery(shape).execute(trx, args)).rows[0];
+    return row === undefined ? undefined : Number(row.last_seq);
+  },
+  async appendInOneStatement(db, args, shape, rows) {
+    if (rows.length === 0 || rows.length > ROWS_PER_INSERT) return false;
+    const inserted = (await appendInOneStatementQuery(shape).execute(db, args, rows)).rows;
+    const seqById = new Map(inserted.map((row) => [row.id, Number(row.seq)]));
+    for (const row of rows) row.seq = seqById.get(row.id) ?? Number.NaN;
+    return true;
+  },
+  costSql: () => numericCost,
+  ...onConflictUpserts,
+  lockForUpdate: (select) => select.forUpdate() as typeof select,
+};
+
+/**
+ * The session write and the insert as one statement — one round trip, atomic without a transaction. The UPDATE in
+ * the CTE takes the session row lock, so a concurrent append waits and then sees the new `last_seq`. A refused
+ * session write leaves the CTE empty and `seq` null, which the insert refuses (the repository explains why).
+ * One template per session-write shape.
+ */
+const appendInOneStatementQueries: PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }>[] = [];
+
+function appendInOneStatementQuery(shape: SessionWriteShape): PreparedBatch<SessionWriteArgs, MessageValues, { id: string; seq: number }> {
+  return (appendInOneStatementQueries[shapeIndex(shape)] ??= preparedBatch(
+    (db, $: SessionWriteArgs, rows: readonly MessageValues[]) =>
+      db
+        .with('s', (qb) => sessionWrite(qb, $, shape, shape.usage ? numericCost : undefined))
+        .insertInto('messages')
+        .values(rows.map((row, index) => columnsOf(row, sql<number>`(select last_seq from s) - ${rows.length - 1 - index}`)))
+        .returning(['id', 'seq']),
+    { maxRows: PREPARED_MAX_ROWS },
+  ));
+}

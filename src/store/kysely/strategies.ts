@@ -1,0 +1,9 @@
+import type { DialectStrategy, StoreDialect } from './dialect-strategy.js';
+import { postgresStrategy } from './postgres-strategy.js';
+import { sqliteStrategy } from './sqlite-strategy.js';
+
+/** The strategy of each dialect the store speaks. */
+export const DIALECT_STRATEGIES: Readonly<Record<StoreDialect, DialectStrategy>> = {
+  sqlite: sqliteStrategy,
+  postgres: postgresStrategy,
+};
