@@ -290,6 +290,20 @@ describe('SQLite checkpoints', () => {
     }
   });
 
+  it('run in a worker started from a typed module of its own, which does nothing when merely imported', async () => {
+    const workerModule = await import('../../src/store/sqlite/checkpoint-worker.js');
+    expect(Object.keys(workerModule)).toEqual([]);
+    const { path, store } = await givenStore();
+    await store.close();
+    const watched = watchedCheckpointer(path);
+    try {
+      await expect.poll(() => watched.checkpointer.active).toBe(true);
+      expect(watched.warnings).toEqual([]);
+    } finally {
+      await watched.stop();
+    }
+  });
+
   it('hand checkpoints back to the main connection whenever the worker ends', async () => {
     const { path, store } = await givenStore();
     await store.close();

@@ -117,6 +117,20 @@ describe('SQLite store', () => {
     }
   });
 
+  it('hands back a corrupt state row as its raw text, for the runtime to replace', async () => {
+    const db = openSqliteDatabase(nextUrl());
+    await migrateToLatest(db);
+    const store = new KyselyStore(db);
+    try {
+      const { user } = await store.users.resolveAccount({ channel: 'console', accountId: 'max' });
+      await sql`insert into user_state (user_id, version, data, updated_at) values (${user.id}, 3, '{not json', 0)`.execute(db);
+      expect(await store.userState.get(user.id)).toMatchObject({ raw: '{not json', version: 3 });
+      expect(await store.userState.save(user.id, { ok: true }, 3)).toBe(4);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses an unknown URL scheme', async () => {
     await expect(openStore('mysql://localhost/db')).rejects.toMatchObject({ name: 'StoreError', code: 'invalid_url' });
   });
