@@ -37,6 +37,7 @@ const host: ToolHost =
 
 const context = (userId: string, callId: string): ToolCallContext => ({
   userId,
+  accounts: [{ channel: 'bench', accountId: userId }],
   sessionId: `session-${userId}`,
   conversationId: userId,
   correlationId: callId,

@@ -2,22 +2,25 @@ import { pathToFileURL } from 'node:url';
 import pLimit from 'p-limit';
 import { parseConfig, resolveConfigPaths, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
-import type { ConversationHandler, TurnEvent, TurnOutcome } from './domain/ports/channel.js';
+import type { Channel } from './domain/ports/channel.js';
+import type { Flow } from './domain/ports/flow.js';
 import type { HostedMcpSpec, ModelProvider } from './domain/ports/model-provider.js';
 import type { Store } from './domain/ports/store.js';
+import type { ToolDispatcher } from './domain/ports/tool-dispatch.js';
 import type { ToolHost } from './domain/ports/tool-host.js';
-import { createModelSet } from './models/index.js';
+import { LocalIdentityResolver } from './identity/local-identity.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
+import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls } from './runtime/call-wrappers.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { ConversationCache } from './runtime/conversation-cache.js';
-import { PalaverRuntime } from './runtime/palaver-runtime.js';
-import { apiKeyAuth, createHttpApp, startHttpServer, type RunningHttpServer } from './server/index.js';
-import { openStore } from './store/index.js';
+import { singleFlow } from './runtime/flows/single-flow.js';
+import { Pipeline } from './runtime/pipeline.js';
+import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
+import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
-import { LocalToolHost } from './tools/local-tool-host.js';
-import { toHostedMcpSpec } from './tools/mcp/hosted-mcp.js';
-import { ToolRegistry } from './tools/tool-registry.js';
+import type { RunningHttpServer } from './server/http-server.js';
+import { MemoryChannel } from './channels/memory/memory-channel.js';
 
 /** What the embedding code adds to the config. */
 export interface PalaverOptions {
@@ -25,6 +28,8 @@ export interface PalaverOptions {
   readonly tools?: readonly LocalTool[];
   /** Further tool hosts, e.g. a custom MCP host. */
   readonly toolHosts?: readonly ToolHost[];
+  /** Channels of your own (see "Writing a channel" in the README), started and stopped with Palaver. */
+  readonly channels?: readonly Channel[];
   /** Defaults to a pino logger at `config.log.level` on stdout. */
   readonly logger?: Logger;
   /** Folder that relative paths in the config are resolved against (default: the working folder). */
@@ -38,26 +43,28 @@ export interface PalaverOptions {
 /** A reply from `Palaver.chat`. */
 export interface ChatReply {
   readonly text: string;
-  readonly status: TurnOutcome['status'];
+  /** The reply as the channel received it: one part, or several when it was split. */
+  readonly parts: readonly string[];
+  readonly status: 'completed' | 'failed' | 'duplicate';
   readonly sessionId: string;
   readonly correlationId: string;
-  readonly usage: TurnOutcome['usage'];
+  readonly usage: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: string; readonly currency: string };
 }
 
-/** A running Palaver: one store, one model set, one tool registry, one inbound pipeline. */
+/** A running Palaver: one store, one model set, one tool registry, one pipeline, its channels. */
 export interface Palaver {
   readonly config: PalaverConfig;
-  /** The inbound pipeline every channel uses. */
-  readonly runtime: ConversationHandler;
   readonly store: Store;
   readonly metrics: PalaverMetrics;
   readonly logger: Logger;
   readonly tools: ToolRegistry;
+  /** The channels Palaver runs, from config and from `options.channels`. */
+  readonly channels: readonly Channel[];
   /**
-   * Runs a full turn for `userId` (channel `api`; the conversation defaults to the user id) and resolves with
-   * the reply — the same pipeline and persistence as every channel.
+   * Sends `text` as `userId` through the built-in `api` channel (the conversation defaults to the user id) and
+   * resolves with the reply that answered it — the same pipeline and persistence as every channel.
    */
-  chat(input: { userId: string; text: string; conversationId?: string; onEvent?: (event: TurnEvent) => void }): Promise<ChatReply>;
+  chat(input: { userId: string; text: string; conversationId?: string }): Promise<ChatReply>;
   /** Checks the database; backs `/health`. */
   health(): Promise<Record<string, { ok: boolean; detail?: string }>>;
   /**
@@ -66,17 +73,20 @@ export interface Palaver {
    */
   diagnose(): Promise<string[]>;
   /**
-   * Serves the web chat, AG-UI, `/health` and `/metrics` over HTTP (host and port default to `config.server`).
-   * Closing the returned server does not close the Palaver.
+   * Serves the channels' routes (the web chat and AG-UI), `/health` and `/metrics` over HTTP (host and port default
+   * to `config.server`). Closing the returned server does not close the Palaver.
    */
   serve(options?: { host?: string; port?: number }): Promise<RunningHttpServer>;
-  /** Waits for running turns, then releases the database and tool connections. Safe to call twice. */
+  /** Stops the channels, waits for running turns, then releases the database and tool connections. Safe to call twice. */
   close(): Promise<void>;
 }
 
+/** The flows `agent.flow` can name. */
+const FLOWS: Readonly<Record<PalaverConfig['agent']['flow'], Flow>> = { single: singleFlow };
+
 /**
- * Creates a Palaver from a config object (validated here; see `palaver.config.json` in the README).
- * Opens the database and runs its migrations.
+ * Creates a Palaver from a config object (validated here; see `palaver.config.json` in the README), opens the
+ * database (running its migrations) and starts the channels. Adapters load only when the config uses them.
  * @throws ConfigError naming the invalid field.
  * @example
  * const palaver = await createPalaver({ model: { name: 'gpt-4.1-mini', apiKey } }, { tools: [myTool] });
@@ -88,17 +98,26 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const logger = options.logger ?? createLogger({ level: config.log.level });
   const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false });
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
+  const { createModelSet } = await import('./models/create-model-set.js');
   const models = createModelSet(config.model);
   const moduleTools = config.agent.toolsModule ? await loadToolsModule(config.agent.toolsModule) : [];
   const { hosts, hostedMcp } = await createToolHosts(config, models.primary, [...moduleTools, ...(options.tools ?? [])], logger);
   const tools = new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], { roles: config.roles.definitions, withoutRole: config.roles.withoutRole });
+  const dispatcher: ToolDispatcher = new InlineToolDispatcher(tools);
+  const { openStore } = await import('./store/open-store.js');
   const store = await openStore(config.database.url);
 
-  const runtime = new PalaverRuntime(
+  const pipeline = new Pipeline(
     {
       store,
       models,
+      flow: FLOWS[config.agent.flow],
       tools,
+      // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
+      invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls))], ({ provider, request }) =>
+        provider.complete(request),
+      ),
+      dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics)], ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {})),
       hostedMcp,
       instructions,
       agent: {
@@ -115,14 +134,34 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       },
       prices: config.model.prices,
       currency: config.model.currency,
-      limitModelCalls: pLimit(config.limits.maxConcurrentModelCalls),
       cache: new ConversationCache({ maxEntries: Math.max(1, config.cache.maxEntries), ttlMs: config.cache.ttlMs, historyLimit: config.agent.historyLimit }),
       logger,
       metrics,
       now: options.now ?? (() => new Date()),
     },
+    new LocalIdentityResolver(store),
     { maxInboundChars: config.limits.maxInboundChars },
   );
+
+  // `chat()` is a channel like any other: its messages take the same road.
+  const api = new MemoryChannel({ name: 'api', record: false });
+  const channels: Channel[] = [api, ...(await configuredChannels(config, logger)), ...(options.channels ?? [])];
+  const names = new Set<string>();
+  for (const channel of channels) {
+    if (names.has(channel.name)) throw new ConfigError(`Two channels are named "${channel.name}"; channel names must be unique`, [{ path: 'channels', message: 'duplicate name' }]);
+    names.add(channel.name);
+  }
+  const started: Channel[] = [];
+  try {
+    for (const channel of channels) {
+      await channel.start(pipeline.contextFor(channel));
+      started.push(channel);
+    }
+  } catch (error) {
+    await Promise.allSettled(started.map((channel) => channel.stop()));
+    await store.close();
+    throw error;
+  }
 
   let closing: Promise<void> | undefined;
   async function checkHealth(): Promise<Record<string, { ok: boolean; detail?: string }>> {
@@ -138,14 +177,18 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   return {
     config,
-    runtime,
     store,
     metrics,
     logger,
     tools,
-    async chat({ userId, text, conversationId, onEvent }) {
-      const outcome = await runtime.handle({ channel: 'api', accountId: userId, conversationId: conversationId ?? userId, text }, onEvent ? { onEvent } : {});
-      return { text: outcome.reply, status: outcome.status, sessionId: outcome.sessionId, correlationId: outcome.correlationId, usage: outcome.usage };
+    channels,
+    async chat({ userId, text, conversationId }) {
+      const said = await api.say(text, { accountId: userId, conversationId: conversationId ?? userId });
+      if (said.status === 'duplicate') {
+        return { text: '', parts: [], status: 'duplicate', sessionId: '', correlationId: said.correlationId, usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: config.model.currency } };
+      }
+      const { outcome, parts } = await api.reply(said);
+      return { text: outcome.reply, parts, status: outcome.status, sessionId: outcome.sessionId, correlationId: outcome.correlationId, usage: outcome.usage };
     },
     async diagnose() {
       const missingFiles = Object.keys(config.roles.definitions)
@@ -153,14 +196,13 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         .map((role) => `role ${role} has no instructions file ${role}.md in ${config.agent.instructionsDir}`);
       return [...missingFiles, ...(await tools.diagnose())];
     },
-    serve(serveOptions = {}) {
+    async serve(serveOptions = {}) {
+      const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const app = createHttpApp({
-        handler: runtime,
         health: checkHealth,
         apiKey: config.server.apiKey,
-        showToolDetails: config.server.showToolDetails,
-        maxInboundChars: config.limits.maxInboundChars,
         logger,
+        routes: channels.flatMap((channel) => channel.routes ?? []),
         extraRoutes: (http) => {
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
           http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
@@ -171,8 +213,10 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     health: checkHealth,
     close() {
       closing ??= (async () => {
-        await runtime.drain();
-        await tools.close();
+        // No new messages first; then every accepted one is answered before the connections go.
+        await Promise.allSettled(channels.map((channel) => channel.stop()));
+        await pipeline.drain();
+        await dispatcher.close();
         await store.close();
       })();
       return closing;
@@ -180,10 +224,23 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   };
 }
 
+/** The channels `config.channels` turns on; each adapter loads only when enabled. */
+async function configuredChannels(config: PalaverConfig, logger: Logger): Promise<Channel[]> {
+  const channels: Channel[] = [];
+  if (config.channels.web.enabled) {
+    const { WebChannel } = await import('./channels/web/web-channel.js');
+    channels.push(new WebChannel({ maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, logger: logger.child({ channel: 'web' }) }));
+  }
+  return channels;
+}
+
 async function createToolHosts(config: PalaverConfig, primary: ModelProvider, localTools: readonly LocalTool[], logger: Logger) {
   const hosts: ToolHost[] = [];
   const hostedMcp: HostedMcpSpec[] = [];
-  if (localTools.length > 0) hosts.push(new LocalToolHost(localTools));
+  if (localTools.length > 0) {
+    const { LocalToolHost } = await import('./tools/local-tool-host.js');
+    hosts.push(new LocalToolHost(localTools));
+  }
   for (const server of config.mcp.servers) {
     if (server.mode === 'hosted') {
       if (!primary.capabilities.hostedMcp) {
@@ -191,6 +248,7 @@ async function createToolHosts(config: PalaverConfig, primary: ModelProvider, lo
           { path: 'mcp.servers.mode', message: 'hosted needs openai-responses' },
         ]);
       }
+      const { toHostedMcpSpec } = await import('./tools/mcp/hosted-mcp.js');
       hostedMcp.push(toHostedMcpSpec(server));
       continue;
     }

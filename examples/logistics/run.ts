@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createPalaver, type Palaver } from '../../src/app.js';
 import { ConsoleChannel } from '../../src/channels/console/console-channel.js';
+import type { Channel } from '../../src/domain/ports/channel.js';
 import { loadConfig, type PalaverConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.js';
@@ -88,7 +89,7 @@ export interface RunningExample {
  * Starts the MCP server, the scripted model (unless `realModel`) and Palaver with the example's config.
  * @throws ConfigError when the config (or a PALAVER_* variable) is invalid.
  */
-export async function startExample(options: Omit<RunOptions, 'mode' | 'conversation'>, extra: { quietLogs?: boolean } = {}): Promise<RunningExample> {
+export async function startExample(options: Omit<RunOptions, 'mode' | 'conversation'>, extra: { quietLogs?: boolean; channels?: readonly Channel[] } = {}): Promise<RunningExample> {
   const started: { close(): Promise<void> }[] = [];
   const close = async (): Promise<void> => {
     for (const service of started.reverse()) await service.close();
@@ -114,8 +115,9 @@ export async function startExample(options: Omit<RunOptions, 'mode' | 'conversat
       ...(options.dataDir ? { database: { url: `sqlite:${join(options.dataDir, 'logistics.db')}` } } : {}),
     };
 
-    const palaver = await createPalaver(config, {
+    const palaver = await createPalaver(extra.channels ? { ...config, channels: { ...config.channels, web: { enabled: false } } } : config, {
       cwd: EXAMPLE_DIR,
+      ...(extra.channels ? { channels: extra.channels } : {}),
       // The terminal chat keeps logs to warnings on stderr so they do not mix with the conversation.
       ...(extra.quietLogs ? { logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) } : { processMetrics: true }),
     });
@@ -139,17 +141,16 @@ function banner(config: PalaverConfig, mcp: LogisticsMcpServer, model: ScriptedM
 }
 
 async function runChat(options: RunOptions): Promise<void> {
-  const example = await startExample(options, { quietLogs: true });
-  console.log(`${example.banner}\n`);
-  console.log('Type a message and press Enter; /exit ends the chat.');
   // The example shows what each tool returned: it is there to show how the agent uses its tools.
   const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation, showToolDetails: true });
+  const example = await startExample(options, { quietLogs: true, channels: [channel] });
+  console.log(`${example.banner}\n`);
+  console.log('Type a message and press Enter; /exit ends the chat.');
   // Ctrl-C ends the chat the same way /exit does, so the database is closed properly.
   const stop = (): void => void channel.stop();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
-    await channel.start(example.palaver.runtime);
     await channel.done;
   } finally {
     process.off('SIGINT', stop);

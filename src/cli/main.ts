@@ -50,11 +50,11 @@ export async function main(argv: readonly string[]): Promise<void> {
     .option('--conversation <id>', 'conversation key; the same key continues the same history', 'console')
     .option('--tool-details', 'show each tool result, not only which tool ran')
     .action(async (options: CommonOptions & { conversation: string; toolDetails?: boolean }) => {
-      const { palaver, demo } = await boot(options, { quietLogs: true });
+      const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation, showToolDetails: options.toolDetails === true });
+      // The terminal is the only channel here: the web channel belongs to `start`.
+      const { palaver, demo } = await boot(options, { quietLogs: true, channels: [channel], overrides: { channels: { web: { enabled: false } } } });
       if (demo) console.log(`${demo.banner(palaver.config)}\n`);
       console.log('Type a message and press Enter; /exit ends the chat.');
-      const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation, showToolDetails: options.toolDetails === true });
-      await channel.start(palaver.runtime);
       await channel.done;
       await palaver.close();
       await demo?.server.close();
@@ -93,14 +93,18 @@ export async function main(argv: readonly string[]): Promise<void> {
   }
 }
 
-async function boot(options: CommonOptions, extra: { processMetrics?: boolean; quietLogs?: boolean }): Promise<{ palaver: Palaver; demo: Demo | undefined }> {
+async function boot(
+  options: CommonOptions,
+  extra: { processMetrics?: boolean; quietLogs?: boolean; channels?: PalaverOptions['channels']; overrides?: Record<string, unknown> },
+): Promise<{ palaver: Palaver; demo: Demo | undefined }> {
   let demo: Demo | undefined;
   try {
     const probe = options.demo ? loadConfigOrExit(options, { model: { name: 'palaver-demo-script' } }).config : undefined;
     if (options.demo) demo = await startDemo(probe!.agent.timezone);
-    const { config } = loadConfigOrExit(options, demo?.overrides);
+    const { config } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides });
     const palaverOptions: PalaverOptions = {
       ...(demo ? { tools: demo.tools } : {}),
+      ...(extra.channels ? { channels: extra.channels } : {}),
       ...(extra.processMetrics ? { processMetrics: true } : {}),
       // The terminal chat keeps logs to warnings on stderr so they do not mix with the conversation.
       ...(extra.quietLogs ? { logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) } : {}),

@@ -14,6 +14,8 @@ export interface ConversationCacheOptions {
 /** The user and session behind one channel conversation. Ids never change, so this is safe to keep. */
 export interface Participant {
   readonly user: User;
+  /** The channel accounts linked to the user, as identity resolved them. */
+  readonly accounts: readonly { readonly channel: string; readonly accountId: string }[];
   readonly session: Session;
 }
 

@@ -2,49 +2,41 @@
  * Per-conversation inbox: at most one turn per conversation at a time, and messages that arrive while a turn
  * runs (or within the quiet window before it starts) are answered together by the next turn.
  */
-export interface InboxOptions<Item, Result> {
-  /** Runs one turn for a batch of items of one conversation. */
-  readonly runBatch: (conversationKey: string, items: readonly Item[]) => Promise<Result>;
+export interface InboxOptions<Item> {
+  /**
+   * Runs one turn for a batch of items of one conversation (oldest first, never empty). A rejection is reported to
+   * `onError` and the conversation goes on with its next batch.
+   */
+  readonly runBatch: (conversationKey: string, items: readonly [Item, ...Item[]]) => Promise<void>;
+  readonly onError: (error: unknown, conversationKey: string) => void;
   /** Quiet window: a turn starts only after this many ms without a new message (0: start at once). */
   readonly debounceMs?: number;
 }
 
-interface Waiter<Item, Result> {
-  readonly item: Item;
-  resolve(result: Result): void;
-  reject(error: unknown): void;
-}
-
-interface Conversation<Item, Result> {
-  pending: Waiter<Item, Result>[];
+interface Conversation<Item> {
+  pending: Item[];
   running: boolean;
   timer: NodeJS.Timeout | undefined;
 }
 
-export class Inbox<Item, Result> {
-  readonly #options: InboxOptions<Item, Result>;
-  readonly #conversations = new Map<string, Conversation<Item, Result>>();
+export class Inbox<Item> {
+  readonly #options: InboxOptions<Item>;
+  readonly #conversations = new Map<string, Conversation<Item>>();
   readonly #idle = new Set<() => void>();
 
-  constructor(options: InboxOptions<Item, Result>) {
+  constructor(options: InboxOptions<Item>) {
     this.#options = options;
   }
 
-  /** Queues `item`; resolves with the result of the turn that answered it (possibly shared with others). */
-  submit(conversationKey: string, item: Item): Promise<Result> {
+  /** Queues `item` for the conversation's next turn. */
+  submit(conversationKey: string, item: Item): void {
     let conversation = this.#conversations.get(conversationKey);
     if (!conversation) {
       conversation = { pending: [], running: false, timer: undefined };
       this.#conversations.set(conversationKey, conversation);
     }
-    const promise = new Promise<Result>((resolve, reject) => conversation.pending.push({ item, resolve, reject }));
+    conversation.pending.push(item);
     this.#schedule(conversationKey, conversation);
-    return promise;
-  }
-
-  /** Conversations with a turn running or waiting. */
-  get activeConversations(): number {
-    return this.#conversations.size;
   }
 
   /** Resolves when no turn is running or waiting (used on shutdown). */
@@ -53,7 +45,7 @@ export class Inbox<Item, Result> {
     await new Promise<void>((resolve) => this.#idle.add(resolve));
   }
 
-  #schedule(key: string, conversation: Conversation<Item, Result>): void {
+  #schedule(key: string, conversation: Conversation<Item>): void {
     if (conversation.running) return; // the running turn picks the new message up when it ends
     const debounceMs = this.#options.debounceMs ?? 0;
     if (debounceMs <= 0) {
@@ -64,17 +56,16 @@ export class Inbox<Item, Result> {
     conversation.timer = setTimeout(() => void this.#drainConversation(key, conversation), debounceMs);
   }
 
-  async #drainConversation(key: string, conversation: Conversation<Item, Result>): Promise<void> {
+  async #drainConversation(key: string, conversation: Conversation<Item>): Promise<void> {
     conversation.timer = undefined;
     conversation.running = true;
     while (conversation.pending.length > 0) {
-      const batch = conversation.pending;
+      const batch = conversation.pending as [Item, ...Item[]];
       conversation.pending = [];
       try {
-        const result = await this.#options.runBatch(key, batch.map((waiter) => waiter.item));
-        for (const waiter of batch) waiter.resolve(result);
+        await this.#options.runBatch(key, batch);
       } catch (error) {
-        for (const waiter of batch) waiter.reject(error);
+        this.#options.onError(error, key);
       }
     }
     conversation.running = false;

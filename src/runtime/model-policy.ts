@@ -1,13 +1,14 @@
-import type { ModelInputItem, ModelProvider, ModelRequest, ModelResponse, ModelSet } from '../domain/ports/model-provider.js';
+import type { ModelInputItem, ModelProvider, ModelRequest, ModelSet } from '../domain/ports/model-provider.js';
+import type { ModelCall } from '../domain/ports/flow.js';
 import { ModelError } from '../domain/errors.js';
-import type { ModelCallRecord } from './flows/agent-loop.js';
+import type { ModelInvoker } from './call-wrappers.js';
 
 export type { ModelSet };
 
 export interface ModelPolicyOptions {
   readonly models: ModelSet;
-  /** Wraps every model call; the global concurrency limit lives here. */
-  readonly limit: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** Makes one attempt on one endpoint, through the call wrappers (concurrency limit, metrics, logs). */
+  readonly invoke: ModelInvoker;
   /** Whether this turn offers the model any tools. */
   readonly toolsAvailable: boolean;
   readonly onFailure?: (error: unknown, path: string) => void;
@@ -26,8 +27,8 @@ export function createModelCaller(options: ModelPolicyOptions) {
   const { primary, fallback } = options.models;
   const responsesMode = primary.capabilities.responseChains;
 
-  const call = async (provider: ModelProvider, request: ModelRequest, path: string): Promise<{ response: ModelResponse; record: ModelCallRecord }> => {
-    const response = await options.limit(() => provider.complete(request));
+  const call = async (provider: ModelProvider, request: ModelRequest, path: string): Promise<ModelCall> => {
+    const response = await options.invoke({ provider, request, path });
     const isFallback = provider !== primary || response.fallback === true;
     return {
       response,

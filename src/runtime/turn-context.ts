@@ -1,15 +1,17 @@
 import type { Session, StoredMessage, User } from '../domain/model.js';
-import type { TurnEvent } from '../domain/ports/channel.js';
-import type { HostedMcpSpec, ModelSet } from '../domain/ports/model-provider.js';
-import type { Store, TransactionOptions } from '../domain/ports/store.js';
-import type { PriceTable } from '../billing/pricing.js';
+import type { Channel, ReplyTarget, TurnProgress } from '../domain/ports/channel.js';
+import type { Flow, ModelCallRecord } from '../domain/ports/flow.js';
+import type { HostedMcpSpec, ModelSet, ModelToolCall } from '../domain/ports/model-provider.js';
+import type { Store } from '../domain/ports/store.js';
+import type { ToolCallResult } from '../domain/ports/tool-dispatch.js';
+import type { PriceTable } from '../domain/money.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
-import type { ToolRegistry } from '../tools/tool-registry.js';
+import type { ModelInvoker, ToolInvoker } from './call-wrappers.js';
 import type { InstructionLibrary } from './context/instructions.js';
-import type { ConversationCache } from './conversation-cache.js';
-import type { ToolResult } from '../domain/ports/tool-host.js';
 import type { UserState } from './context/user-state.js';
+import type { ConversationCache } from './conversation-cache.js';
+import type { ToolRegistry } from './tools/tool-registry.js';
 
 /** Agent settings a turn needs, taken from config once. */
 export interface AgentSettings {
@@ -29,14 +31,19 @@ export interface AgentSettings {
 export interface TurnDependencies {
   readonly store: Store;
   readonly models: ModelSet;
+  /** The flow config chose (`agent.flow`). */
+  readonly flow: Flow;
+  /** Tools and the role policy: which tools a role is offered. */
   readonly tools: ToolRegistry;
+  /** Runs a tool call, through the tool call wrappers and the configured dispatcher. */
+  readonly dispatchTool: ToolInvoker;
+  /** Makes one model attempt, through the model call wrappers. */
+  readonly invokeModel: ModelInvoker;
   readonly hostedMcp: readonly HostedMcpSpec[];
   readonly instructions: InstructionLibrary;
   readonly agent: AgentSettings;
   readonly prices: PriceTable;
   readonly currency: string;
-  /** Global limit on model calls running at once. */
-  readonly limitModelCalls: <T>(fn: () => Promise<T>) => Promise<T>;
   readonly logger: Logger;
   readonly metrics: PalaverMetrics;
   readonly now: () => Date;
@@ -44,43 +51,61 @@ export interface TurnDependencies {
   readonly cache: ConversationCache;
 }
 
-/** One turn: the new user messages of a conversation, answered together. */
-export interface TurnRequest {
+/** One accepted message: stored, queued, waiting for the turn that answers it. */
+export interface AcceptedMessage {
+  readonly channel: Channel;
   readonly user: User;
+  /** The channel accounts linked to the user. */
+  readonly accounts: readonly { readonly channel: string; readonly accountId: string }[];
   readonly session: Session;
-  /** The new messages' texts, oldest first. */
-  readonly newTexts: readonly string[];
-  /**
-   * The new messages as stored. They may still be being written when the turn starts; the turn waits for them before
-   * it runs a tool or replies, and a failed write fails the turn with the store's error.
-   */
-  readonly stored: Promise<readonly StoredMessage[]>;
+  readonly accountId: string;
+  readonly text: string;
+  readonly stored: StoredMessage;
+  readonly messageId: string | undefined;
+  readonly correlationId: string;
+  readonly languageHint: string | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** One turn: the accepted messages of one conversation, answered together (oldest first). */
+export interface TurnRequest {
+  readonly messages: readonly [AcceptedMessage, ...AcceptedMessage[]];
+}
+
+/** A tool call this turn ran, with what came back, for idempotency within the turn and for the audit records. */
+export interface ToolRun {
+  readonly call: ModelToolCall;
+  readonly result: ToolCallResult;
+}
+
+/** What every step of one turn shares. */
+export interface TurnScope {
+  readonly deps: TurnDependencies;
+  readonly channel: Channel;
+  readonly user: User;
+  readonly accounts: AcceptedMessage['accounts'];
+  readonly session: Session;
+  readonly messages: TurnRequest['messages'];
   readonly correlationId: string;
   readonly language: string;
   readonly timeZone: string;
-  readonly onEvent?: (event: TurnEvent) => void;
-  readonly signal?: AbortSignal;
-  /** How the turn's closing transaction commits: shared with other conversations' when several are busy. */
-  readonly commit: TransactionOptions;
-}
-
-/** What every step of one turn shares: its logger, its event sink and the user's state as it evolves. */
-export interface TurnScope {
-  readonly deps: TurnDependencies;
-  readonly request: TurnRequest;
+  /** Where the reply goes and what it answers. */
+  readonly target: ReplyTarget;
+  /** Made on first use: most turns log nothing of their own. */
   readonly log: Logger;
-  readonly emit: (event: TurnEvent) => void;
-  /** `request.stored`, awaited before the first tool call and before the turn's records are written. */
-  readonly newMessagesStored: Promise<readonly StoredMessage[]>;
-  /** Id of the reply in streamed events. */
+  /** Id of the reply in streamed progress and in the store. */
   readonly replyMessageId: string;
-  /** The user's state; tools and the flow replace it, the end of the turn saves it. */
-  state: UserState;
-  /** The stored version `state` was loaded at (0: none stored yet), for the optimistic save. */
+  /** Only a lone message may cancel its turn; a batch belongs to several callers. */
+  readonly signal: AbortSignal | undefined;
+  /** The user's state when the turn began, and the stored version it was loaded at (0: none yet). */
+  readonly initialState: UserState;
   readonly stateVersion: number;
-  /**
-   * The tool calls this turn ran, by the model's call id, with how long each took (for the audit records). A call
-   * id the model repeats within the turn is answered from here instead of running again.
-   */
-  readonly toolRuns: Map<string, { readonly result: ToolResult; readonly durationMs: number }>;
+  /** Tool calls run so far, by the model's call id. */
+  readonly toolRuns: Map<string, ToolRun>;
+  /** Model calls made so far: a failed turn still records what it spent. */
+  readonly modelCalls: ModelCallRecord[];
+  /** Reports progress to the channel, when it streams. */
+  progress(event: TurnProgress): void;
+  /** The text streamed to the channel since the last tool call: what the person sees as the reply so far. */
+  readonly streamedText: string;
 }

@@ -1,25 +1,23 @@
 import type { NewMessage, StoredMessage } from '../domain/model.js';
+import type { TurnOutcome } from '../domain/ports/channel.js';
+import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
 import type { Store } from '../domain/ports/store.js';
-import { costOf, sumCosts } from '../billing/pricing.js';
-import type { ModelCallRecord } from './flows/agent-loop.js';
-import type { FlowResult } from './flows/single-flow.js';
-import type { TurnDependencies, TurnScope } from './turn-context.js';
-
-export interface TurnUsage {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  /** Decimal string in the configured currency. */
-  readonly cost: string;
-}
+import { costOf, sumCosts } from '../domain/money.js';
+import { apologyFor } from './apology.js';
+import type { UserState } from './context/user-state.js';
+import type { ModelFailures } from './flow-context.js';
+import { splitReply } from './reply.js';
+import { toolAuditRecords } from './tools/tool-call.js';
+import type { Answer } from './delivery.js';
+import type { TurnScope } from './turn-context.js';
 
 /**
- * Stores a completed turn in one transaction: audit records of every tool call, the reply with its usage, cost and
- * model path, the session totals and status, and the user's state.
+ * Stores a completed turn in one transaction: the flow's audit records, the reply with its usage, cost and model
+ * path, the session totals and status, and the user's state. Resolves with the answer to deliver.
  */
-export async function persistReply(scope: TurnScope, flow: FlowResult, text: string, earlier: readonly StoredMessage[]): Promise<TurnUsage> {
-  const { deps, request } = scope;
-  const newMessages = await scope.newMessagesStored;
-  const usage = usageOf(deps, flow.modelCalls);
+export async function persistReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[]): Promise<Answer> {
+  const { deps } = scope;
+  const usage = usageOf(scope, flow.modelCalls);
   const last = flow.modelCalls[flow.modelCalls.length - 1];
   const reply: NewMessage = {
     role: 'assistant',
@@ -28,95 +26,79 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
     model: last?.model ?? deps.models.primary.model,
     ...usage,
     currency: deps.currency,
-    correlationId: request.correlationId,
+    correlationId: scope.correlationId,
     meta: {
       fallback: flow.modelCalls.some((call) => call.fallback),
       paths: flow.modelCalls.map((call) => call.path),
       models: [...new Set(flow.modelCalls.map((call) => call.model))],
-      ...(flow.failures.length > 0 ? { failures: flow.failures } : {}),
+      ...(failures.length > 0 ? { failures } : {}),
     },
   };
   const { stored, version } = await deps.store.transaction(async (tx) => {
-    const stored = await tx.messages.append(request.session.id, [...auditRecords(scope, flow), reply], { status: 'completed', usage: { ...usage, currency: deps.currency } });
-    return { stored, version: await saveState(scope, tx) };
-  }, request.commit);
-  deps.cache.rememberState(request.user.id, { version, state: scope.state });
+    const stored = await tx.messages.append(scope.session.id, [...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: deps.currency } });
+    return { stored, version: await saveState(scope, tx, flow.state) };
+  });
+  deps.cache.rememberState(scope.user.id, { version, state: flow.state });
   // A role change resets the cached history (as the chain): the next turn reads it afresh from the store.
-  if (flow.roleChanged) deps.cache.forgetHistory(request.session.id);
-  else deps.cache.rememberHistory(request.session.id, [...earlier, ...newMessages, ...stored]);
-  for (const call of flow.modelCalls) {
-    deps.metrics.modelCalls.inc({ model: call.model, path: call.path });
-    deps.metrics.tokens.inc({ direction: 'input' }, call.usage.inputTokens);
-    deps.metrics.tokens.inc({ direction: 'output' }, call.usage.outputTokens);
-  }
-  return usage;
+  if (flow.state.role !== (scope.initialState.role ?? deps.agent.defaultRole)) deps.cache.forgetHistory(scope.session.id);
+  else deps.cache.rememberHistory(scope.session.id, [...earlier, ...scope.messages.map((message) => message.stored), ...stored]);
+  deps.metrics.turns.inc({ status: 'completed' });
+  return { outcome: outcome(scope, 'completed', text, usage), parts };
+}
+
+/**
+ * Stores an apology as the reply and marks the session failed, keeping the record of what the turn did before it
+ * failed: the tool calls that ran (their side effects are real) and the tokens of the model calls that answered.
+ * @throws the store's error when even that cannot be stored: then nothing is sent.
+ */
+export async function persistFailure(scope: TurnScope, failures: ModelFailures): Promise<Answer> {
+  const { deps } = scope;
+  // The store is the truth after a failure: the next turn reloads what it needs.
+  deps.cache.forgetHistory(scope.session.id);
+  deps.cache.forgetState(scope.user.id);
+  const apology = apologyFor(scope.language);
+  const usage = usageOf(scope, scope.modelCalls);
+  const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
+  const state: UserState = { ...scope.initialState, responseChainId: null };
+  await deps.store.transaction(async (tx) => {
+    await tx.messages.append(
+      scope.session.id,
+      [...audit, { role: 'assistant', audience: 'display', content: apology, correlationId: scope.correlationId, ...usage, currency: deps.currency, meta: { error: true, ...(failures.length > 0 ? { failures } : {}) } }],
+      { status: 'failed', ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: deps.currency } } : {}) },
+    );
+    await tx.userState.save(scope.user.id, state);
+  });
+  deps.metrics.turns.inc({ status: 'failed' });
+  return { outcome: outcome(scope, 'failed', apology, usage), parts: splitReply(apology, scope.channel.capabilities.maxMessageChars) };
 }
 
 /**
  * Saves the user's state if nobody else changed it since it was loaded. Another process may have (a second
  * Palaver on the same database): the turn's state still wins, as the newest, and the overwrite is logged.
  */
-async function saveState(scope: TurnScope, tx: Store): Promise<number> {
-  const { request } = scope;
-  const version = await tx.userState.save(request.user.id, scope.state, scope.stateVersion);
+async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<number> {
+  const version = await tx.userState.save(scope.user.id, state, scope.stateVersion);
   if (version !== false) return version;
   scope.log.warn({ expectedVersion: scope.stateVersion }, 'user state changed elsewhere during the turn; saving this turn\'s state over it');
-  return (await tx.userState.save(request.user.id, scope.state)) as number;
+  return (await tx.userState.save(scope.user.id, state)) as number;
 }
 
-/** Stores an apology as the reply and marks the session failed. Never throws: the person still gets the apology. */
-export async function persistFailure(scope: TurnScope, apology: string, modelCalls: readonly ModelCallRecord[]): Promise<TurnUsage> {
-  const { deps, request } = scope;
-  const usage = usageOf(deps, modelCalls);
-  try {
-    await deps.store.transaction(async (tx) => {
-      await tx.messages.append(
-        request.session.id,
-        [{ role: 'assistant', audience: 'display', content: apology, correlationId: request.correlationId, ...usage, currency: deps.currency, meta: { error: true } }],
-        { status: 'failed', ...(modelCalls.length > 0 ? { usage: { ...usage, currency: deps.currency } } : {}) },
-      );
-      await tx.userState.save(request.user.id, { ...scope.state, lastResponseId: null });
-    }, request.commit);
-  } catch (error) {
-    scope.log.error({ err: error }, 'could not persist the failed turn');
-  }
-  return usage;
-}
-
-/**
- * Tool traffic, kept for audit and never shown to the person or sent back as history: one record per call, with
- * its arguments, result, outcome and (for calls that ran) how long it took.
- */
-function auditRecords(scope: TurnScope, flow: FlowResult): NewMessage[] {
-  const correlationId = scope.request.correlationId;
-  return [
-    ...flow.toolCalls.map((call) => {
-      const durationMs = call.refused ? undefined : scope.toolRuns.get(call.callId)?.durationMs;
-      return {
-        role: 'tool' as const,
-        audience: 'audit' as const,
-        content: call.result.content,
-        toolCallId: call.callId,
-        toolCalls: [{ callId: call.callId, name: call.name, arguments: call.arguments }],
-        correlationId,
-        meta: { isError: call.result.isError, refused: call.refused, ...(durationMs === undefined ? {} : { durationMs }) },
-      };
-    }),
-    ...flow.hostedToolCalls.map((call) => ({
-      role: 'tool' as const,
-      audience: 'audit' as const,
-      content: call.error ?? call.output ?? '',
-      toolCalls: [{ callId: `${call.serverLabel}:${call.name}`, name: call.name, arguments: call.arguments }],
-      correlationId,
-      meta: { hosted: true, serverLabel: call.serverLabel, isError: call.error !== null },
-    })),
-  ];
-}
-
-function usageOf(deps: TurnDependencies, calls: readonly ModelCallRecord[]): TurnUsage {
+function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]) {
   return {
     inputTokens: calls.reduce((sum, call) => sum + call.usage.inputTokens, 0),
     outputTokens: calls.reduce((sum, call) => sum + call.usage.outputTokens, 0),
-    cost: sumCosts(calls.map((call) => costOf(deps.prices, call.model, call.usage))),
+    cost: sumCosts(calls.map((call) => costOf(scope.deps.prices, call.model, call.usage))),
+  };
+}
+
+function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string, usage: ReturnType<typeof usageOf>): TurnOutcome {
+  return {
+    correlationId: scope.correlationId,
+    sessionId: scope.session.id,
+    userId: scope.user.id,
+    reply,
+    replyMessageId: scope.replyMessageId,
+    status,
+    usage: { ...usage, currency: scope.deps.currency },
   };
 }

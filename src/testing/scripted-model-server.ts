@@ -83,7 +83,7 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       const call = parseChatRequest(body, headers);
       const reply = await answer(call, res);
       if (!reply) return;
-      if (call.stream) return sendSse(res, chatCompletionStream(call, reply));
+      if (call.stream) return sendSse(res, chatCompletionStream(call, reply), reply.cutStreamAfterEvents);
       return sendJson(res, 200, chatCompletionBody(call, reply));
     }
 
@@ -185,8 +185,14 @@ function sendJson(res: ServerResponse, status: number, body: unknown, extraHeade
   res.end(payload);
 }
 
-function sendSse(res: ServerResponse, payload: string): void {
+function sendSse(res: ServerResponse, payload: string, cutAfterEvents?: number): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  res.end(payload);
+  if (cutAfterEvents === undefined) {
+    res.end(payload);
+    return;
+  }
+  // A stream that breaks half-way, as a model gateway's connection can: the first events, then the socket closes.
+  const events = payload.split('\n\n').slice(0, cutAfterEvents);
+  res.write(events.map((event) => `${event}\n\n`).join(''), () => res.destroy());
 }

@@ -53,6 +53,8 @@ export interface ScriptedReply {
   readonly delayMs?: number;
   /** Omit `usage` from the answer, as some local servers do. */
   readonly omitUsage?: boolean;
+  /** Streamed Chat Completions only: send this many SSE events, then drop the connection (a broken stream). */
+  readonly cutStreamAfterEvents?: number;
   /** Respond with an HTTP error instead. */
   readonly error?: {
     readonly status: number;

@@ -37,6 +37,7 @@ function portOf(server: LogisticsMcpServer): number {
 function context(overrides: Partial<ToolCallContext> = {}): ToolCallContext {
   return {
     userId: 'alice',
+    accounts: [{ channel: 'test', accountId: 'alice' }],
     sessionId: 'session-1',
     conversationId: 'conversation-1',
     correlationId: 'corr-1',

@@ -24,7 +24,7 @@ describe('ConversationCache', () => {
 
   it('forgets entries after their time to live, so other writers are seen', async () => {
     const cache = new ConversationCache({ maxEntries: 10, ttlMs: 20, historyLimit: 5 });
-    cache.rememberState('u1', { version: 3, state: { role: null, lastResponseId: null, lastToolCalls: [], flows: {} } });
+    cache.rememberState('u1', { version: 3, state: { role: null, responseChainId: null, recentToolCalls: [], flows: {} } });
     expect(cache.state('u1')?.version).toBe(3);
     await new Promise((resolve) => setTimeout(resolve, 40));
     expect(cache.state('u1')).toBeUndefined();

@@ -1,71 +1,85 @@
 import { describe, expect, it } from 'vitest';
 import { Inbox } from '../../src/runtime/inbox.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A promise with its resolve, to hold a batch open until the test lets it go. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { open, opened };
+}
 
 describe('Inbox', () => {
-  it('runs at most one turn per conversation and batches what arrives meanwhile', async () => {
+  it('runs at most one turn per conversation and batches what arrives meanwhile into exactly one next turn', async () => {
     const batches: string[][] = [];
+    const firstTurn = gate();
     let running = 0;
     let maxRunning = 0;
-    const inbox = new Inbox<string, number>({
+    const inbox = new Inbox<string>({
+      onError: () => {},
       runBatch: async (_key, items) => {
         running++;
         maxRunning = Math.max(maxRunning, running);
         batches.push([...items]);
-        await sleep(30);
+        if (batches.length === 1) await firstTurn.opened;
         running--;
-        return batches.length;
       },
     });
-    const first = inbox.submit('a', 'one');
-    await sleep(5);
-    const rest = [inbox.submit('a', 'two'), inbox.submit('a', 'three')];
-    expect(await first).toBe(1);
-    expect(await Promise.all(rest)).toEqual([2, 2]);
+    inbox.submit('a', 'one');
+    inbox.submit('a', 'two');
+    inbox.submit('a', 'three');
+    expect(batches).toEqual([['one']]);
+    firstTurn.open();
+    await inbox.drain();
     expect(batches).toEqual([['one'], ['two', 'three']]);
     expect(maxRunning).toBe(1);
   });
 
   it('runs different conversations in parallel', async () => {
-    let running = 0;
-    let maxRunning = 0;
-    const inbox = new Inbox<string, void>({
-      runBatch: async () => {
-        running++;
-        maxRunning = Math.max(maxRunning, running);
-        await sleep(20);
-        running--;
+    const held = gate();
+    const started: string[] = [];
+    const inbox = new Inbox<string>({
+      onError: () => {},
+      runBatch: async (key) => {
+        started.push(key);
+        await held.opened;
       },
     });
-    await Promise.all([inbox.submit('a', 'x'), inbox.submit('b', 'y'), inbox.submit('c', 'z')]);
-    expect(maxRunning).toBe(3);
+    inbox.submit('a', 'x');
+    inbox.submit('b', 'y');
+    inbox.submit('c', 'z');
+    // All three started while none has finished.
+    expect(started).toEqual(['a', 'b', 'c']);
+    held.open();
+    await inbox.drain();
   });
 
   it('waits for a quiet window before answering a burst together', async () => {
     const batches: string[][] = [];
-    const inbox = new Inbox<string, void>({ debounceMs: 40, runBatch: async (_key, items) => void batches.push([...items]) });
-    const pending = [inbox.submit('a', '1')];
-    await sleep(20);
-    pending.push(inbox.submit('a', '2'));
-    await sleep(20);
-    pending.push(inbox.submit('a', '3'));
-    await Promise.all(pending);
+    const inbox = new Inbox<string>({ debounceMs: 40, onError: () => {}, runBatch: async (_key, items) => void batches.push([...items]) });
+    inbox.submit('a', '1');
+    await new Promise((resolve) => setTimeout(resolve, 15));
+    inbox.submit('a', '2');
+    await new Promise((resolve) => setTimeout(resolve, 15));
+    inbox.submit('a', '3');
+    await inbox.drain();
     expect(batches).toEqual([['1', '2', '3']]);
   });
 
-  it('rejects every waiter of a failed batch and keeps serving the conversation', async () => {
-    let calls = 0;
-    const inbox = new Inbox<string, string>({
+  it('reports a failed batch and keeps serving the conversation', async () => {
+    const errors: unknown[] = [];
+    const batches: string[][] = [];
+    const inbox = new Inbox<string>({
+      onError: (error) => errors.push(error),
       runBatch: async (_key, items) => {
-        calls++;
-        if (calls === 1) throw new Error('model down');
-        return items.join('+');
+        batches.push([...items]);
+        if (batches.length === 1) throw new Error('model down');
       },
     });
-    await expect(inbox.submit('a', 'x')).rejects.toThrow('model down');
-    expect(await inbox.submit('a', 'y')).toBe('y');
+    inbox.submit('a', 'x');
     await inbox.drain();
-    expect(inbox.activeConversations).toBe(0);
+    inbox.submit('a', 'y');
+    await inbox.drain();
+    expect(errors.map((error) => (error as Error).message)).toEqual(['model down']);
+    expect(batches).toEqual([['x'], ['y']]);
   });
 });

@@ -26,7 +26,7 @@ function chainScript(failing: { model?: string } = {}): ModelScript {
 
 async function state(palaver: Palaver, accountId: string) {
   const { user } = await palaver.store.users.resolveAccount({ channel: 'api', accountId });
-  return JSON.parse((await palaver.store.userState.get(user.id))!.raw) as { lastResponseId: string | null };
+  return JSON.parse((await palaver.store.userState.get(user.id))!.raw) as { responseChainId: string | null };
 }
 
 async function lastReply(palaver: Palaver, sessionId: string) {
@@ -41,7 +41,7 @@ describe('Responses API chains', () => {
     harness = await createHarness(chainScript());
     const palaver = await harness.start(responses, { tools: [lookup] });
     await palaver.chat({ userId: 'uma', text: 'first question' });
-    const chainId = (await state(palaver, 'uma')).lastResponseId;
+    const chainId = (await state(palaver, 'uma')).responseChainId;
     expect(chainId).toMatch(/^resp_/);
 
     const reply = await palaver.chat({ userId: 'uma', text: 'second question' });
@@ -58,7 +58,7 @@ describe('Responses API chains', () => {
     harness = await createHarness(chainScript());
     const palaver = await harness.start(responses, { tools: [lookup] });
     await palaver.chat({ userId: 'vic', text: 'first question' });
-    harness.model.forgetResponse((await state(palaver, 'vic')).lastResponseId!);
+    harness.model.forgetResponse((await state(palaver, 'vic')).responseChainId!);
 
     const reply = await palaver.chat({ userId: 'vic', text: 'second question' });
     expect(reply.text).toBe('answer after found second question');
@@ -71,7 +71,7 @@ describe('Responses API chains', () => {
     ]);
     const meta = (await lastReply(palaver, reply.sessionId)).meta;
     expect(meta).toMatchObject({ paths: ['chain_retry', 'chain'], failures: [{ path: 'chain', failure: 'stale_chain' }] });
-    expect((await state(palaver, 'vic')).lastResponseId).toMatch(/^resp_/);
+    expect((await state(palaver, 'vic')).responseChainId).toMatch(/^resp_/);
   });
 
   it('answers with the fallback model without tools and without storing when the retry fails too, and clears the chain', async () => {
@@ -92,7 +92,7 @@ describe('Responses API chains', () => {
       { path: 'chain', failure: 'unreachable' },
       { path: 'chain_retry', failure: 'unreachable' },
     ]);
-    expect((await state(palaver, 'wes')).lastResponseId).toBeNull();
+    expect((await state(palaver, 'wes')).responseChainId).toBeNull();
   });
 
   it('answers with the fallback model without storing when no tools are available', async () => {
@@ -102,7 +102,7 @@ describe('Responses API chains', () => {
     expect(reply.text).toBe('plain answer from backup');
     expect(harness.model.calls[0]!.body.store).toBe(false);
     expect((await lastReply(palaver, reply.sessionId)).meta).toMatchObject({ paths: ['no_tools'], fallback: true });
-    expect((await state(palaver, 'xan')).lastResponseId).toBeNull();
+    expect((await state(palaver, 'xan')).responseChainId).toBeNull();
   });
 
   it('resets the chain when a tool changes the role', async () => {
@@ -139,6 +139,6 @@ describe('Responses API chains', () => {
     expect(sent).toMatchObject({ server_label: 'docs', server_url: 'http://127.0.0.1:9/mcp', allowed_tools: ['search'], require_approval: 'never', headers: { Authorization: 'Bearer docs-token' } });
     const audit = await palaver.store.messages.listRecent(reply.sessionId, { limit: 5, audience: 'audit' });
     expect(audit).toMatchObject([{ role: 'tool', content: 'refunds: allowed', meta: { hosted: true, serverLabel: 'docs' } }]);
-    expect((await state(palaver, 'zed')) as unknown).toMatchObject({ lastToolCalls: [{ name: 'docs.search', ok: true }] });
+    expect((await state(palaver, 'zed')) as unknown).toMatchObject({ recentToolCalls: [{ name: 'docs.search', ok: true }] });
   });
 });

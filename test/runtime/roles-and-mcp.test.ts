@@ -55,7 +55,7 @@ describe('roles and MCP tools', () => {
     const { user } = await palaver.store.users.resolveAccount({ channel: 'api', accountId: 'olga' });
     const state = JSON.parse((await palaver.store.userState.get(user.id))!.raw);
     expect(state.role).toBe('client');
-    expect(state.lastToolCalls.map((call: { name: string }) => call.name)).toEqual(['set_role', 'cargo_add']);
+    expect(state.recentToolCalls.map((call: { name: string }) => call.name)).toEqual(['set_role', 'cargo_add']);
     // The MCP server acted for the server-bound user, with the correlation id of the turn.
     expect(mcp.calls.map((call) => [call.name, call.args.user_id])).toEqual([
       ['set_role', user.id],

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ToolCallContext } from '../../src/domain/ports/tool-host.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { LocalToolHost } from '../../src/tools/local-tool-host.js';
-import { ToolRegistry } from '../../src/tools/tool-registry.js';
+import { ToolRegistry } from '../../src/runtime/tools/tool-registry.js';
 
 const tool = (name: string) => defineTool({ name, description: name, input: z.object({}), run: () => `${name} ran` });
 const ctx = { userId: 'u1' } as unknown as ToolCallContext;

@@ -4,6 +4,7 @@ import { defineTool } from '../../src/tools/define-tool.js';
 import { sequenceScript, type ModelScript } from '../../src/testing/index.js';
 import type { Palaver } from '../../src/app.js';
 import { StoreError } from '../../src/domain/errors.js';
+import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
 
 let harness: Harness | undefined;
@@ -182,13 +183,14 @@ describe('agent turn', () => {
 
   it('ignores a redelivered message with the same dedupe key', async () => {
     harness = await createHarness(() => ({ text: 'once' }));
-    const palaver = await harness.start();
-    const message = { channel: 'web', accountId: 'jo', conversationId: 'thread-1', text: 'hi', dedupeKey: 'run-1' };
-    const first = await palaver.runtime.handle(message);
-    const again = await palaver.runtime.handle(message);
-    expect(first.status).toBe('completed');
+    const room = new MemoryChannel({ name: 'room' });
+    await harness.start({}, { channels: [room] });
+    const first = await room.say('hi', { accountId: 'jo', conversationId: 'thread-1', dedupeKey: 'run-1' });
+    expect((await room.reply(first)).outcome.status).toBe('completed');
+    const again = await room.say('hi', { accountId: 'jo', conversationId: 'thread-1', dedupeKey: 'run-1' });
     expect(again.status).toBe('duplicate');
     expect(harness.model.calls).toHaveLength(1);
+    expect(room.sent.map((part) => part.value)).toEqual(['once']);
   });
 
   it('answers messages that arrive during a turn together in the next turn', async () => {
@@ -220,12 +222,11 @@ describe('agent turn', () => {
     harness = await createHarness(toolThenEcho('history', {}));
     palaver = await harness.start({}, { tools: [history] });
     await palaver.chat({ userId: 'uma', text: 'first' });
-    // The second message belongs to a known conversation: it is written while the first model call runs. A slow
-    // disk makes that write finish after the model has asked for the tool.
+    // A slow disk: the second message's write takes a while; the tool must still find it stored.
     const transaction = palaver.store.transaction.bind(palaver.store);
-    vi.spyOn(palaver.store, 'transaction').mockImplementationOnce(async (work, options) => {
+    vi.spyOn(palaver.store, 'transaction').mockImplementationOnce(async (work) => {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      return transaction(work, options);
+      return transaction(work);
     });
     await palaver.chat({ userId: 'uma', text: 'second' });
     expect(seenByTool).toEqual([['first'], ['first', 'second']]);
@@ -267,7 +268,8 @@ describe('agent turn', () => {
     harness = await createHarness(() => ({ text: 'still here' }));
     const palaver = await harness.start();
     const { user } = await palaver.store.users.resolveAccount({ channel: 'api', accountId: 'max' });
-    await palaver.store.userState.saveRaw(user.id, '{not json');
+    // A state that is valid JSON but not a state object, as a hand edit or an old version might leave.
+    await palaver.store.userState.save(user.id, '{not json');
     const reply = await palaver.chat({ userId: 'max', text: 'hi' });
     expect(reply.text).toBe('still here');
     expect(harness.logs.some((line) => line.msg === 'user state unreadable; continuing with an empty state')).toBe(true);
@@ -276,15 +278,17 @@ describe('agent turn', () => {
 
   it('streams text deltas and tool events to the channel', async () => {
     harness = await createHarness(toolThenEcho('whoami', {}));
-    const palaver = await harness.start({}, { tools: [whoami] });
-    const events: string[] = [];
-    const reply = await palaver.chat({ userId: 'ned', text: 'stream please', onEvent: (event) => events.push(event.type) });
-    expect(events[0]).toBe('turn_started');
-    expect(events).toContain('tool_call');
-    expect(events).toContain('tool_result');
-    expect(events).toContain('text_delta');
-    expect(events.at(-1)).toBe('reply');
-    expect(reply.status).toBe('completed');
+    const live = new MemoryChannel({ name: 'live', capabilities: { streaming: true } });
+    await harness.start({}, { tools: [whoami], channels: [live] });
+    const { outcome, parts } = await live.reply(await live.say('stream please', { accountId: 'ned' }));
+    const events = live.progressEvents.map((event) => event.value.type);
+    expect(events.slice(0, 2)).toEqual(['tool_call', 'tool_result']);
+    expect(events.at(-1)).toBe('text_delta');
+    const streamed = live.progressEvents.flatMap((event) => (event.value.type === 'text_delta' ? [event.value.delta] : [])).join('');
+    // What streamed is what was sent, once.
+    expect(streamed).toBe(outcome.reply);
+    expect(parts).toEqual([outcome.reply]);
+    expect(outcome.status).toBe('completed');
   });
 
   it('answers a returning conversation from its cache, without re-reading state and history', async () => {

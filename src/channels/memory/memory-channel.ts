@@ -15,6 +15,11 @@ export interface MemoryChannelOptions {
   readonly name?: string;
   /** Default: no length limit, no streaming, no typing, reactions or read receipts. */
   readonly capabilities?: Partial<ChannelCapabilities>;
+  /**
+   * Keep every outbound call in `sent`, `settled`, … for assertions (default true). Off for a long-lived channel
+   * (Palaver's own `api` channel behind `chat()`), which must not grow with every turn.
+   */
+  readonly record?: boolean;
 }
 
 export interface SayOptions {
@@ -77,6 +82,7 @@ export class MemoryChannel implements Channel {
   readonly reactions: Array<Recorded<{ readonly messageId: string; readonly emoji: string }>> = [];
   /** Every settled turn, in order. */
   readonly settled: Array<Recorded<TurnEnd>> = [];
+  readonly #record: boolean;
   #context: ChannelContext | undefined;
   #stopped = false;
   #counter = 0;
@@ -89,6 +95,7 @@ export class MemoryChannel implements Channel {
 
   constructor(options: MemoryChannelOptions = {}) {
     this.name = options.name ?? 'memory';
+    this.#record = options.record ?? true;
     this.capabilities = { maxMessageChars: null, streaming: false, typing: false, reactions: false, readReceipts: false, ...options.capabilities };
   }
 
@@ -132,8 +139,9 @@ export class MemoryChannel implements Channel {
   }
 
   /**
-   * The reply to a message, once its turn settled (at once if it already has). Rejects with the turn's error when
-   * it ended without a reply, and at once for a duplicate, which is never answered here.
+   * The reply to a message, once its turn settled; at once if it already has and the reply was not collected yet (a
+   * reply is handed out once, so a long-lived channel keeps nothing). Rejects with the turn's error when it ended
+   * without a reply, and at once for a duplicate, which is never answered here.
    */
   reply(message: string | Said): Promise<MemoryReply> {
     const messageId = typeof message === 'string' ? message : message.messageId;
@@ -141,7 +149,11 @@ export class MemoryChannel implements Channel {
       return Promise.reject(new Error(`Message ${messageId} was a duplicate of an earlier one; no reply comes for it.`));
     }
     const result = this.#results.get(messageId);
-    if (result) return result.reply ? Promise.resolve(result.reply) : Promise.reject(result.error);
+    if (result) {
+      // Handed out once: a long-lived channel keeps no reply that was already collected.
+      this.#results.delete(messageId);
+      return result.reply ? Promise.resolve(result.reply) : Promise.reject(result.error);
+    }
     return new Promise((resolve, reject) => {
       const waiters = this.#waiters.get(messageId) ?? [];
       waiters.push({ resolve, reject });
@@ -165,7 +177,7 @@ export class MemoryChannel implements Channel {
   }
 
   async send(target: ReplyTarget, text: string): Promise<SentPart> {
-    this.sent.push({ target, value: text });
+    if (this.#record) this.sent.push({ target, value: text });
     const parts = this.#pending.get(turnKey(target)) ?? [];
     parts.push(text);
     this.#pending.set(turnKey(target), parts);
@@ -173,29 +185,34 @@ export class MemoryChannel implements Channel {
   }
 
   async typing(target: ReplyTarget): Promise<void> {
-    this.typingCalls.push(target);
+    if (this.#record) this.typingCalls.push(target);
   }
 
   async markRead(target: ReplyTarget): Promise<void> {
-    this.markReadCalls.push(target);
+    if (this.#record) this.markReadCalls.push(target);
   }
 
   async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
-    this.reactions.push({ target, value: { messageId, emoji } });
+    if (this.#record) this.reactions.push({ target, value: { messageId, emoji } });
   }
 
   progress(target: ReplyTarget, event: TurnProgress): void {
-    this.progressEvents.push({ target, value: event });
+    if (this.#record) this.progressEvents.push({ target, value: event });
   }
 
   settle(target: ReplyTarget, end: TurnEnd): void {
-    this.settled.push({ target, value: end });
+    if (this.#record) this.settled.push({ target, value: end });
     const parts = this.#pending.get(turnKey(target)) ?? [];
     this.#pending.delete(turnKey(target));
     const result = end.kind === 'answered' ? { reply: { outcome: end.outcome, parts } } : { error: end.error };
     for (const messageId of target.inReplyTo) {
-      this.#results.set(messageId, result);
-      for (const waiter of this.#waiters.get(messageId) ?? []) {
+      const waiters = this.#waiters.get(messageId);
+      // Kept for a `reply` call still to come; a message someone already waits for is answered and forgotten.
+      if (!waiters) {
+        this.#results.set(messageId, result);
+        continue;
+      }
+      for (const waiter of waiters) {
         if (result.reply) waiter.resolve(result.reply);
         else waiter.reject(result.error);
       }

@@ -1,14 +1,28 @@
+/**
+ * The `Channel` port: one interface for both directions of a messaging channel (web, terminal, Telegram, …).
+ *
+ * Inbound, a channel hands each message to the pipeline through `ChannelContext.accept` and learns whether it was
+ * stored. Outbound, the pipeline answers every turn exactly once through the channel's `send` (one call per part,
+ * each at most `capabilities.maxMessageChars` long), shows typing, marks messages read and streams progress where
+ * the channel says it can. A channel never runs a turn or talks to a model itself.
+ */
+
 /** A message as it arrives from any channel, before identity and inbox. */
 export interface InboundMessage {
   /** Channel name: `web`, `console`, `api`, `telegram-bot`, … */
   readonly channel: string;
-  /** The person's account on that channel (Telegram user id, AG-UI user, "local"). */
+  /** The person's account on that channel (Telegram user id, web visitor id, "local"). Set by the channel, never by the client. */
   readonly accountId: string;
   readonly displayName?: string | null;
   /** The conversation on that channel: AG-UI thread id, Telegram chat id, … */
   readonly conversationId: string;
   readonly text: string;
-  /** The channel's own id for this delivery; a redelivered update with the same key is ignored. */
+  /**
+   * The channel's own id of this message (Telegram message id, AG-UI run id). A reply names the messages it answers
+   * by these ids, so a channel can route it (the SSE stream of a run) or quote, react to, mark read.
+   */
+  readonly messageId?: string;
+  /** The channel's id for this delivery; a redelivered update with the same key is ignored. */
   readonly dedupeKey?: string;
   /** Language the channel reports for the person (BCP-47), used when no profile setting exists. */
   readonly languageHint?: string;
@@ -16,45 +30,128 @@ export interface InboundMessage {
   readonly correlationId?: string;
 }
 
-/** What a turn reports while it runs, so a channel can stream it. */
-export type TurnEvent =
-  | { readonly type: 'turn_started'; readonly correlationId: string; readonly sessionId: string }
+/** What `accept` tells the channel: the message is stored and queued, or it was seen before. */
+export type Acceptance =
+  | { readonly status: 'accepted'; readonly correlationId: string; readonly sessionId: string; readonly userId: string }
+  | { readonly status: 'duplicate'; readonly correlationId: string };
+
+/** What the pipeline offers a channel while it runs. */
+export interface ChannelContext {
+  /**
+   * Hands a message to the pipeline. Resolves once the message is stored and queued for a turn (or recognised as a
+   * redelivery); the reply comes later through the channel's outbound side. `signal` lets a lone message's waiting
+   * client cancel its turn (a batch of several messages is never cancelled by one of them).
+   * @throws ChannelError `inbound_invalid` for empty or oversized text; nothing is stored then.
+   */
+  accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance>;
+}
+
+/** What a channel can do; the pipeline reads these and never asks a channel for more. */
+export interface ChannelCapabilities {
+  /** Longest text one sent message may hold; longer replies are split into parts. `null`: no limit. */
+  readonly maxMessageChars: number | null;
+  /** The channel shows the reply while it is written: it receives `progress` events. */
+  readonly streaming: boolean;
+  /** `typing` is called when a turn starts and renewed every `typingIntervalMs` until the reply is sent. */
+  readonly typing: boolean;
+  /** `react` may be called (reply actions add reactions only where this is true). */
+  readonly reactions: boolean;
+  /** `markRead` is called for the messages a turn answers, when the turn starts. */
+  readonly readReceipts: boolean;
+  /** How often a typing indicator must be renewed, in ms (Telegram's lasts 5 s). Default 4000. */
+  readonly typingIntervalMs?: number;
+}
+
+/** Where a reply goes, and what it answers. */
+export interface ReplyTarget {
+  readonly channel: string;
+  readonly conversationId: string;
+  /** The account the reply answers (in a group chat: the sender of the batch). */
+  readonly accountId: string;
+  /** `InboundMessage.messageId`s of the messages this reply answers, oldest first (those that had one). */
+  readonly inReplyTo: readonly string[];
+  readonly correlationId: string;
+  readonly sessionId: string;
+}
+
+/** What a turn reports while it runs, to channels that stream. */
+export type TurnProgress =
   | { readonly type: 'text_delta'; readonly messageId: string; readonly delta: string }
   | { readonly type: 'tool_call'; readonly callId: string; readonly name: string; readonly arguments: string }
   | { readonly type: 'tool_result'; readonly callId: string; readonly name: string; readonly content: string; readonly isError: boolean }
-  | { readonly type: 'reply'; readonly messageId: string; readonly text: string };
+  /** The text streamed so far will not be the reply (the stream broke, or the reply was refused): drop it from view. */
+  | { readonly type: 'discard'; readonly messageId: string };
 
+/** How a turn ended, as the channel learns it after the reply was sent. */
 export interface TurnOutcome {
   readonly correlationId: string;
   readonly sessionId: string;
   readonly userId: string;
-  /** The text the person receives (an apology when the turn failed). */
+  /** The whole reply the person receives (an apology when the turn failed), as stored. */
   readonly reply: string;
   readonly replyMessageId: string;
-  readonly status: 'completed' | 'failed' | 'duplicate';
+  readonly status: 'completed' | 'failed';
   readonly usage: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: string; readonly currency: string };
 }
 
+/** One sent part of a reply, as the channel knows it. */
+export interface SentPart {
+  /** The channel's id of the sent message (Telegram message id, …), kept with the reply's delivery record. */
+  readonly messageId: string;
+}
+
+/** How a turn ended for the channel: answered (with the parts that were sent), or failed before any reply was stored. */
+export type TurnEnd =
+  | { readonly kind: 'answered'; readonly outcome: TurnOutcome; readonly parts: readonly SentPart[] }
+  | { readonly kind: 'error'; readonly correlationId: string; readonly error: unknown };
+
 /**
- * The runtime as channels see it: hand in a message, receive events and the outcome.
- * Implemented by `runtime/palaver-runtime.ts`; channels depend only on this port.
+ * An HTTP route a channel adds to Palaver's server (the AG-UI endpoint, a webhook, a page). Web-standard
+ * Request → Response, so a channel does not depend on the server's framework.
  */
-export interface ConversationHandler {
-  handle(message: InboundMessage, options?: { onEvent?: (event: TurnEvent) => void; signal?: AbortSignal }): Promise<TurnOutcome>;
-}
-
-export interface ChannelCapabilities {
-  readonly streaming: boolean;
-  readonly maxMessageChars: number | null;
+export interface ChannelRoute {
+  readonly method: 'GET' | 'POST';
+  /** Exact path, e.g. `/agui`. */
+  readonly path: string;
+  /**
+   * `client`: the server's client guard applies (API key, or loopback only without one). `public`: anyone may call
+   * it (a static page, or a webhook that checks its own secret).
+   */
+  readonly access: 'client' | 'public';
+  /** Largest accepted request body in bytes (default 1 MiB). */
+  readonly maxBodyBytes?: number;
+  handle(request: Request, info: { readonly remoteAddress: string | undefined }): Response | Promise<Response>;
 }
 
 /**
- * A channel adapter. `start` is called once, after the handler is ready; messages that arrive before that are
- * not lost because adapters only begin listening inside `start`. `stop` is safe to call twice.
+ * A two-way channel adapter. `start` is called once, after the pipeline is ready; adapters begin listening only
+ * inside it, so no message arrives before. `stop` is safe to call twice and stops listening before it resolves.
+ *
+ * Outbound methods are called by the pipeline only: `send` once per reply part, in order; the others only when the
+ * matching capability is true. They may throw; the pipeline logs the failure and goes on.
  */
 export interface Channel {
+  /** Unique among the channels of one Palaver: `web`, `console`, `telegram-bot`, … */
   readonly name: string;
   readonly capabilities: ChannelCapabilities;
-  start(handler: ConversationHandler): Promise<void>;
+  /** Routes to add to Palaver's HTTP server, when it serves. */
+  readonly routes?: readonly ChannelRoute[];
+  start(context: ChannelContext): Promise<void>;
   stop(): Promise<void>;
+  /** Sends one part of a reply to the conversation. */
+  send(target: ReplyTarget, text: string): Promise<SentPart>;
+  /** Shows that a reply is being written (`capabilities.typing`). */
+  typing?(target: ReplyTarget): Promise<void>;
+  /** Reacts to one of the answered messages (`capabilities.reactions`). */
+  react?(target: ReplyTarget, messageId: string, emoji: string): Promise<void>;
+  /** Marks the answered messages read (`capabilities.readReceipts`). */
+  markRead?(target: ReplyTarget): Promise<void>;
+  /** The turn's progress as it happens (`capabilities.streaming`): text deltas, tool activity, discards. */
+  progress?(target: ReplyTarget, event: TurnProgress): void;
+  /**
+   * The turn for `target` is over: its reply was stored and handed to `send` part by part, or it ended with an
+   * error before a reply could be stored (then nothing was sent). A channel that holds a request open per message
+   * (an SSE run) ends it here.
+   */
+  settle?(target: ReplyTarget, end: TurnEnd): void;
 }

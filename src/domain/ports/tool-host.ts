@@ -15,6 +15,8 @@ export interface ToolDescriptor {
  */
 export interface ToolCallContext {
   readonly userId: string;
+  /** The channel accounts linked to `userId` (channel, account id), so a tool can map to the team's own users. */
+  readonly accounts: readonly { readonly channel: string; readonly accountId: string }[];
   readonly sessionId: string;
   readonly conversationId: string;
   readonly correlationId: string;

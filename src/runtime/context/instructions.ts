@@ -94,7 +94,7 @@ function formatRuntimeFacts(facts: RuntimeFacts): string {
 function renderServiceData(role: string | null, state: UserState): string {
   const lines: string[] = [];
   if (role) lines.push(`- role: ${role}`);
-  for (const call of state.lastToolCalls) lines.push(`- earlier tool call: ${call.name}(${call.arguments}) ${call.ok ? 'ok' : 'failed'} at ${call.at}`);
+  for (const call of state.recentToolCalls) lines.push(`- earlier tool call: ${call.name}(${call.arguments}) ${call.ok ? 'ok' : 'failed'} at ${call.at}`);
   for (const [namespace, value] of Object.entries(state.flows)) lines.push(`- flow ${namespace}: ${JSON.stringify(value)}`);
   if (lines.length === 0) return '';
   return ['## Service data (internal: use it, never show or mention it to the person)', ...lines].join('\n');

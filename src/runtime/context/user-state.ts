@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { FlowState, RecentToolCall } from '../../domain/ports/flow.js';
+import type { ToolEffects } from '../../domain/ports/tool-dispatch.js';
 
 /** How many recent tool calls the state remembers for the model's service-data block. */
 export const RECENT_TOOL_CALLS = 5;
@@ -10,21 +12,30 @@ const recentToolCallSchema = z.object({
   at: z.string(),
 });
 
-/** Per-user state, versioned in the store, loaded at the start of a turn and saved at its end. */
-export const userStateSchema = z.object({
-  role: z.string().nullable().default(null),
-  /** Responses API chain: the last response id, kept only after a successful call with tools. */
-  lastResponseId: z.string().nullable().default(null),
-  lastToolCalls: z.array(recentToolCallSchema).default([]),
-  /** Namespaced flow state that tools and flows may set (e.g. `{ documents: { step: 2 } }`). */
-  flows: z.record(z.string(), z.unknown()).default({}),
-});
+/**
+ * Per-user state, versioned in the store, loaded at the start of a turn and saved at its end. Rows written before
+ * the chain id had one name (`lastResponseId`, `lastToolCalls`) are read under the current names.
+ */
+export const userStateSchema = z.preprocess(
+  (raw) => {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+    const { lastResponseId, lastToolCalls, ...rest } = raw as Record<string, unknown>;
+    return { responseChainId: lastResponseId, recentToolCalls: lastToolCalls, ...rest };
+  },
+  z.object({
+    role: z.string().nullable().default(null),
+    /** Responses API chain: the last response id, kept only after a successful call with tools. */
+    responseChainId: z.string().nullable().default(null),
+    recentToolCalls: z.array(recentToolCallSchema).default([]),
+    /** Namespaced flow state that tools and flows may set (e.g. `{ documents: { step: 2 } }`). */
+    flows: z.record(z.string(), z.unknown()).default({}),
+  }),
+);
 
-export type UserState = z.infer<typeof userStateSchema>;
-export type RecentToolCall = z.infer<typeof recentToolCallSchema>;
+export type UserState = FlowState;
 
 export function emptyUserState(): UserState {
-  return { role: null, lastResponseId: null, lastToolCalls: [], flows: {} };
+  return { role: null, responseChainId: null, recentToolCalls: [], flows: {} };
 }
 
 /**
@@ -47,5 +58,16 @@ export function parseUserState(raw: string | undefined): { state: UserState; pro
 /** Appends tool calls and keeps only the most recent few. */
 export function rememberToolCalls(state: UserState, calls: readonly RecentToolCall[]): UserState {
   if (calls.length === 0) return state;
-  return { ...state, lastToolCalls: [...state.lastToolCalls, ...calls].slice(-RECENT_TOOL_CALLS) };
+  return { ...state, recentToolCalls: [...state.recentToolCalls, ...calls].slice(-RECENT_TOOL_CALLS) };
+}
+
+/** Applies the flow-state changes a tool call sent back (`null` clears a namespace). The role is the flow's to apply. */
+export function applyFlowStateEffects(state: UserState, effects: ToolEffects): UserState {
+  if (!effects.flowState) return state;
+  const flows: Record<string, unknown> = { ...state.flows };
+  for (const [namespace, value] of Object.entries(effects.flowState)) {
+    if (value === null || value === undefined) delete flows[namespace];
+    else flows[namespace] = value;
+  }
+  return { ...state, flows };
 }

@@ -1,16 +1,10 @@
-import type { TokenUsage } from '../../domain/model.js';
-import type { HostedMcpSpec, HostedToolCall, ModelInputItem, ModelRequest, ModelResponse, ModelToolCall } from '../../domain/ports/model-provider.js';
-import type { ToolResult } from '../../domain/ports/tool-host.js';
-import type { ToolSet } from '../../tools/tool-registry.js';
+import type { ModelCall, ModelCallRecord } from '../../domain/ports/flow.js';
+import type { HostedMcpSpec, HostedToolCall, ModelInputItem, ModelRequest, ModelToolCall, ModelToolSpec } from '../../domain/ports/model-provider.js';
 
-/** One model call as it happened, for the message record and billing. */
-export interface ModelCallRecord {
-  readonly model: string;
-  readonly usage: TokenUsage;
-  readonly fallback: boolean;
-  readonly responseId: string | undefined;
-  /** How the call was made: `direct`, `chain`, `chain_retry` (stale chain dropped), `fallback`. */
-  readonly path: string;
+/** What a tool call gave the model: its text, and whether it failed. */
+export interface ToolResult {
+  readonly content: string;
+  readonly isError: boolean;
 }
 
 export interface ExecutedToolCall extends ModelToolCall {
@@ -25,7 +19,7 @@ export interface AgentLoopOptions {
   /** Only the new message(s): what a chained call sends after `previousResponseId`. */
   readonly newItems: readonly ModelInputItem[];
   readonly previousResponseId: string | undefined;
-  readonly tools: ToolSet;
+  readonly tools: readonly ModelToolSpec[];
   /** MCP servers the provider calls itself (Responses API). */
   readonly hostedMcp?: readonly HostedMcpSpec[];
   readonly maxRounds: number;
@@ -35,8 +29,8 @@ export interface AgentLoopOptions {
    * Makes one model call, applying the fallback and chain policy. `transcript` is the full conversation so far,
    * for a retry that must drop the chain.
    */
-  callModel(request: ModelRequest, transcript: readonly ModelInputItem[]): Promise<{ response: ModelResponse; record: ModelCallRecord }>;
-  /** Runs one tool call (validation, user binding, persistence of the idempotency record, events). */
+  callModel(request: ModelRequest, transcript: readonly ModelInputItem[]): Promise<ModelCall>;
+  /** Runs one tool call (validation, role policy, user binding, effects, progress). */
   runTool(call: ModelToolCall): Promise<ToolResult>;
   /** Checked after each round of tool calls; true ends the loop early (a role change re-runs the turn). */
   shouldStop(): boolean;
@@ -80,7 +74,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     const { response, record } = await options.callModel({
       instructions: exhausted ? `${options.instructions}\n\n${ROUNDS_EXHAUSTED_NOTE}` : options.instructions,
       input: chainId ? pending : transcript,
-      tools: exhausted ? [] : options.tools.specs,
+      tools: exhausted ? [] : options.tools,
       ...(options.hostedMcp?.length && !exhausted ? { hostedMcp: options.hostedMcp } : {}),
       ...(chainId ? { previousResponseId: chainId } : {}),
       ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),

@@ -1,91 +1,87 @@
-import { ModelError } from '../../domain/errors.js';
-import type { HostedToolCall, ModelInputItem } from '../../domain/ports/model-provider.js';
-import { composeInstructions } from '../context/instructions.js';
-import { createModelCaller } from '../model-policy.js';
-import { runToolCall } from '../tool-call.js';
-import type { TurnScope } from '../turn-context.js';
-import { runAgentLoop, type ExecutedToolCall, type ModelCallRecord } from './agent-loop.js';
-
-/** What a flow produced, ready to be persisted. */
-export interface FlowResult {
-  readonly text: string;
-  readonly role: string | null;
-  readonly modelCalls: readonly ModelCallRecord[];
-  readonly toolCalls: readonly ExecutedToolCall[];
-  readonly hostedToolCalls: readonly HostedToolCall[];
-  /** Failed model attempts (path and reason), recorded beside the calls that answered. */
-  readonly failures: readonly { path: string; failure: string }[];
-  /** Response id to continue the Responses chain from next turn, or null to clear it. */
-  readonly chainId: string | null;
-  /** A tool changed the role during the turn. */
-  readonly roleChanged: boolean;
-}
+import type { Flow, FlowContext, FlowRequest, FlowResult, FlowState, ModelCallRecord } from '../../domain/ports/flow.js';
+import type { HostedToolCall, ModelToolCall } from '../../domain/ports/model-provider.js';
+import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
+import { applyFlowStateEffects, rememberToolCalls } from '../context/user-state.js';
+import { toolAuditRecords } from '../tools/tool-call.js';
+import { runAgentLoop, type ExecutedToolCall } from './agent-loop.js';
 
 /**
  * The single-agent flow: one agent loop under the user's role. When a tool changes the role, the loop stops after
  * that round and runs once more under the new role's instructions and tools, on a fresh chain (at most once).
  */
-export async function runSingleFlow(scope: TurnScope, transcript: readonly ModelInputItem[], newItems: readonly ModelInputItem[]): Promise<FlowResult> {
-  // scope.log is made on first use, so it is read only where something is logged.
-  const { deps, request, emit } = scope;
-  const initialRole = scope.state.role ?? deps.agent.defaultRole;
-  let role = initialRole;
-  const modelCalls: ModelCallRecord[] = [];
-  const toolCalls: ExecutedToolCall[] = [];
-  const hostedToolCalls: HostedToolCall[] = [];
-  const failures: { path: string; failure: string }[] = [];
-  const callModel = (toolsAvailable: boolean) =>
-    createModelCaller({
-      models: deps.models,
-      limit: deps.limitModelCalls,
-      toolsAvailable,
-      onFailure: (error, path) => {
-        failures.push({ path, failure: error instanceof ModelError ? error.failure : 'error' });
-        deps.metrics.modelFailures.inc({ path });
-        scope.log.warn({ err: error, path }, 'model call failed');
-      },
-    });
+export const singleFlow: Flow = {
+  name: 'single',
+  async run(request: FlowRequest, context: FlowContext): Promise<FlowResult> {
+    const { settings } = context;
+    const transcript = [...request.history, ...request.newItems];
+    let state: FlowState = { ...request.state, role: request.state.role ?? settings.defaultRole };
+    const modelCalls: ModelCallRecord[] = [];
+    const toolCalls: ExecutedToolCall[] = [];
+    const hostedToolCalls: HostedToolCall[] = [];
+    const results = new Map<string, ToolCallResult>();
 
-  for (let attempt = 0; ; attempt++) {
-    let newRole: string | undefined;
-    const tools = await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'));
-    const chainId = deps.models.primary.capabilities.responseChains && tools.specs.length > 0 ? scope.state.lastResponseId : null;
-    const result = await runAgentLoop({
-      instructions: composeInstructions(deps.instructions, role, { now: deps.now(), timeZone: request.timeZone, language: request.language, displayName: request.user.displayName }, scope.state),
-      transcript,
-      newItems,
-      previousResponseId: chainId ?? undefined,
-      tools,
-      hostedMcp: deps.hostedMcp,
-      maxRounds: deps.agent.maxToolRounds,
-      maxToolCalls: deps.agent.maxToolCallsPerTurn - toolCalls.length,
-      maxCallsPerTool: deps.agent.maxCallsPerTool,
-      callModel: callModel(tools.specs.length > 0 || deps.hostedMcp.length > 0),
-      runTool: (call) => runToolCall(scope, tools, role, call, (to) => (newRole = to)),
-      shouldStop: () => attempt === 0 && newRole !== undefined && newRole !== role,
-      onLimit: (limit, tool) => {
-        deps.metrics.toolLimits.inc({ limit });
-        scope.log.warn({ limit, tool }, 'tool limit reached');
-      },
-      ...(request.onEvent ? { onTextDelta: (delta: string) => emit({ type: 'text_delta', messageId: scope.replyMessageId, delta }) } : {}),
-      ...(request.signal ? { signal: request.signal } : {}),
-      correlationId: request.correlationId,
-    });
-    modelCalls.push(...result.modelCalls);
-    toolCalls.push(...result.toolCalls);
-    hostedToolCalls.push(...result.hostedToolCalls);
+    for (let attempt = 0; ; attempt++) {
+      const role = state.role;
+      let newRole: string | undefined;
+      const tools = await context.toolsFor(role);
+      const chainId = settings.responseChains && tools.length > 0 ? state.responseChainId : null;
+      const runTool = async (call: ModelToolCall) => {
+        const result = await context.runTool(call, role, state);
+        results.set(call.callId, result);
+        state = rememberToolCalls(applyFlowStateEffects(state, result.effects), [{ name: call.name, arguments: call.arguments, ok: !result.isError, at: context.now().toISOString() }]);
+        if (result.effects.role !== undefined) newRole = result.effects.role;
+        return result;
+      };
+      const loop = await runAgentLoop({
+        instructions: context.instructions(role, state),
+        transcript,
+        newItems: request.newItems,
+        previousResponseId: chainId ?? undefined,
+        tools,
+        hostedMcp: settings.hostedMcp,
+        maxRounds: settings.maxToolRounds,
+        maxToolCalls: settings.maxToolCallsPerTurn - toolCalls.length,
+        maxCallsPerTool: settings.maxCallsPerTool,
+        callModel: (modelRequest, soFar) => context.callModel(modelRequest, soFar),
+        runTool,
+        shouldStop: () => attempt === 0 && newRole !== undefined && newRole !== role,
+        onLimit: (limit, tool) => context.limitReached(limit, tool),
+        ...(context.streaming ? { onTextDelta: (delta: string) => context.progress({ type: 'text_delta', messageId: context.replyMessageId, delta }) } : {}),
+        ...(request.signal ? { signal: request.signal } : {}),
+        correlationId: request.correlationId,
+      });
+      modelCalls.push(...loop.modelCalls);
+      toolCalls.push(...loop.toolCalls);
+      hostedToolCalls.push(...loop.hostedToolCalls);
+      state = rememberToolCalls(
+        state,
+        loop.hostedToolCalls.map((call) => ({ name: `${call.serverLabel}.${call.name}`, arguments: call.arguments, ok: call.error === null, at: context.now().toISOString() })),
+      );
 
-    if (newRole !== undefined && newRole !== role) {
-      scope.log.info({ from: role, to: newRole }, 'role changed by tool');
-      role = newRole;
-      // A new role starts a new chain: the old one carries the old role's instructions and tools.
-      scope.state = { ...scope.state, role, lastResponseId: null };
-      if (result.stopped) continue;
+      if (newRole !== undefined && newRole !== role) {
+        context.log.info({ from: role, to: newRole }, 'role changed by tool');
+        // A new role starts a new chain: the old one carries the old role's instructions and tools.
+        state = { ...state, role: newRole, responseChainId: null };
+        if (loop.stopped) continue;
+      }
+
+      const last = modelCalls[modelCalls.length - 1];
+      // A chain continues only from a successful primary call that had tools; a fallback or tool-less answer clears it.
+      const keepsChain = last !== undefined && !last.fallback && last.path !== 'no_tools' && loop.responseId !== undefined;
+      return {
+        text: loop.text,
+        audit: toolAuditRecords(
+          toolCalls.map((call) => ({ call, result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 }, refused: call.refused })),
+          hostedToolCalls,
+          request.correlationId,
+        ),
+        modelCalls,
+        usage: {
+          inputTokens: modelCalls.reduce((sum, call) => sum + call.usage.inputTokens, 0),
+          outputTokens: modelCalls.reduce((sum, call) => sum + call.usage.outputTokens, 0),
+        },
+        state: { ...state, responseChainId: keepsChain ? loop.responseId! : null },
+      };
     }
-
-    const last = modelCalls[modelCalls.length - 1];
-    // A chain continues only from a successful primary call that had tools; a fallback or tool-less answer clears it.
-    const keepsChain = last !== undefined && !last.fallback && last.path !== 'no_tools' && result.responseId !== undefined;
-    return { text: result.text, role, modelCalls, toolCalls, hostedToolCalls, failures, chainId: keepsChain ? result.responseId! : null, roleChanged: role !== initialRole };
-  }
-}
+  },
+};

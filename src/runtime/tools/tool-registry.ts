@@ -1,5 +1,5 @@
-import type { ModelToolSpec } from '../domain/ports/model-provider.js';
-import type { ToolCallContext, ToolDescriptor, ToolHost, ToolResult } from '../domain/ports/tool-host.js';
+import type { ModelToolSpec } from '../../domain/ports/model-provider.js';
+import type { ToolCallContext, ToolDescriptor, ToolHost, ToolResult } from '../../domain/ports/tool-host.js';
 
 /** Which tools each role may use. With no roles defined, every tool is offered. */
 export interface RolePolicy {
@@ -23,6 +23,8 @@ export class ToolRegistry {
   readonly #hosts: readonly ToolHost[];
   readonly #policy: RolePolicy;
   /** The last tool set built per role, with the host lists it was built from (hosts hand back the same list until it changes). */
+  /** Every tool of every host, as last listed, for `call`. */
+  #offered: ReadonlyMap<string, { descriptor: ToolDescriptor; host: ToolHost }> = new Map();
   readonly #sets = new Map<string | null, { readonly lists: readonly (readonly ToolDescriptor[])[]; readonly set: ToolSet }>();
 
   constructor(hosts: readonly ToolHost[], policy: RolePolicy = { roles: {}, withoutRole: [] }) {
@@ -46,7 +48,9 @@ export class ToolRegistry {
     const lists = listed.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : NOT_LISTED));
     const cached = this.#sets.get(role);
     if (cached && cached.lists.every((list, index) => list === lists[index])) return cached.set;
-    const set = this.#build(role, this.#merge(listed));
+    const all = this.#merge(listed);
+    this.#offered = all;
+    const set = this.#build(role, all);
     this.#sets.set(role, { lists, set });
     return set;
   }
@@ -70,6 +74,20 @@ export class ToolRegistry {
         return entry.host.call(name, args, ctx);
       },
     };
+  }
+
+  /**
+   * Calls `name` on the host that offers it, whatever the role: the role was checked when the call was made
+   * (`ToolSet.has`), and a dispatcher in another process has no role policy of its own to apply.
+   */
+  async call(name: string, args: Readonly<Record<string, unknown>>, ctx: ToolCallContext): Promise<ToolResult> {
+    let entry = this.#offered.get(name);
+    if (!entry) {
+      this.#offered = await this.#gather();
+      entry = this.#offered.get(name);
+    }
+    if (!entry) return { content: `Unknown tool ${name}.`, isError: true };
+    return entry.host.call(name, args, ctx);
   }
 
   /** Problems worth a warning at start-up and in `palaver doctor`. */

@@ -1,0 +1,129 @@
+import type { NewMessage, Session, TokenUsage, User } from '../model.js';
+import type { TurnProgress } from './channel.js';
+import type { HostedMcpSpec, ModelInputItem, ModelRequest, ModelResponse, ModelToolCall, ModelToolSpec } from './model-provider.js';
+import type { ToolCallResult } from './tool-dispatch.js';
+
+/**
+ * The `Flow` port: how a turn turns the conversation into a reply. The single agent loop (model ⇄ tools, with a
+ * re-run on a role change) is one flow; a staged intent → execution → organization flow is another. A flow sees
+ * the conversation and the user's state, calls models and tools only through its context, and returns a neutral
+ * result; the turn stores it and hands the reply on. A flow never writes to the store or talks to a channel.
+ */
+export interface Flow {
+  /** The name config selects it by (`agent.flow`). */
+  readonly name: string;
+  run(request: FlowRequest, context: FlowContext): Promise<FlowResult>;
+}
+
+/** A recent tool call, remembered in the user's state for the model's service-data block. */
+export interface RecentToolCall {
+  readonly name: string;
+  readonly arguments: string;
+  readonly ok: boolean;
+  /** ISO instant. */
+  readonly at: string;
+}
+
+/** The user's state as a flow reads and changes it. */
+export interface FlowState {
+  readonly role: string | null;
+  /** Responses API chain: the response to continue from next turn, or null. */
+  readonly responseChainId: string | null;
+  readonly recentToolCalls: readonly RecentToolCall[];
+  /** Namespaced flow state that tools and flows may set (e.g. `{ documents: { step: 2 } }`). */
+  readonly flows: Readonly<Record<string, unknown>>;
+}
+
+/** What a flow is asked to answer. */
+export interface FlowRequest {
+  readonly user: User;
+  readonly session: Session;
+  readonly correlationId: string;
+  /** BCP-47 language of the reply. */
+  readonly language: string;
+  /** IANA zone for anything about time. */
+  readonly timeZone: string;
+  /** The earlier conversation, oldest first: display messages only. */
+  readonly history: readonly ModelInputItem[];
+  /** The new messages this turn answers, oldest first. */
+  readonly newItems: readonly ModelInputItem[];
+  /** The user's state when the turn began. */
+  readonly state: FlowState;
+  readonly signal?: AbortSignal;
+}
+
+/** One model call as it happened, for the message record and billing. */
+export interface ModelCallRecord {
+  readonly model: string;
+  readonly usage: TokenUsage;
+  readonly fallback: boolean;
+  readonly responseId: string | undefined;
+  /** How the call was made: `direct`, `chain`, `chain_retry` (stale chain dropped), `fallback`, `no_tools`. */
+  readonly path: string;
+}
+
+/** A model call's response with its record. */
+export interface ModelCall {
+  readonly response: ModelResponse;
+  readonly record: ModelCallRecord;
+}
+
+/** The turn's limits and agent settings a flow obeys. */
+export interface FlowSettings {
+  readonly defaultRole: string | null;
+  readonly maxToolRounds: number;
+  readonly maxToolCallsPerTurn: number;
+  readonly maxCallsPerTool: number;
+  /** The primary model continues Responses chains. */
+  readonly responseChains: boolean;
+  /** MCP servers the model provider calls itself (hosted MCP): offered beside the tools, even without local ones. */
+  readonly hostedMcp: readonly HostedMcpSpec[];
+}
+
+/** Log lines a flow writes carry the turn's correlation id. */
+export interface FlowLog {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+}
+
+/** What the turn lends a flow: every model call, tool call and instruction text goes through here. */
+export interface FlowContext {
+  readonly settings: FlowSettings;
+  readonly log: FlowLog;
+  now(): Date;
+  /** The system instructions for `role`: its files, the runtime facts and the service-data block of `state`. */
+  instructions(role: string | null, state: FlowState): string;
+  /** The tools `role` may use (role policy applied); hosts that cannot list their tools are skipped and logged. */
+  toolsFor(role: string | null): Promise<readonly ModelToolSpec[]>;
+  /**
+   * One model call under the model policy (fallback, chain retry) and the call wrappers (concurrency limit, metrics,
+   * logs). `transcript` is the full conversation so far, for a retry that must drop the chain.
+   */
+  callModel(request: ModelRequest, transcript: readonly ModelInputItem[]): Promise<ModelCall>;
+  /**
+   * Runs one tool call for the bound user under `role`: a tool outside the role's allowlist is refused, the call is
+   * dispatched as data, and its effects come back in the result (the flow applies them to its state).
+   * A call id repeated within the turn gets the first call's result without running again.
+   */
+  runTool(call: ModelToolCall, role: string | null, state: FlowState): Promise<ToolCallResult>;
+  /** Reports progress to a channel that streams. */
+  progress(event: TurnProgress): void;
+  /** Reports a limit that refused a tool call or ended the tool rounds (counted and logged). */
+  limitReached(limit: 'tool_rounds' | 'tool_calls_per_turn' | 'calls_per_tool', tool?: string): void;
+  /** True when a channel wants text deltas (it streams); a flow may skip streaming otherwise. */
+  readonly streaming: boolean;
+  /** Id the reply is streamed under. */
+  readonly replyMessageId: string;
+}
+
+/** What a flow produced: neutral, ready for the turn to check, store and deliver. */
+export interface FlowResult {
+  /** The text for the person, unchecked (the reply step checks it). */
+  readonly text: string;
+  /** Records the person never sees: tool traffic, stage outputs. Stored with audience `audit`. */
+  readonly audit: readonly NewMessage[];
+  readonly modelCalls: readonly ModelCallRecord[];
+  readonly usage: TokenUsage;
+  /** The user's state after the flow: role, chain, recent tool calls, flow state. */
+  readonly state: FlowState;
+}

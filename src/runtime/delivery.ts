@@ -1,0 +1,64 @@
+import type { SentPart, TurnOutcome } from '../domain/ports/channel.js';
+import type { TurnScope } from './turn-context.js';
+
+const DEFAULT_TYPING_INTERVAL_MS = 4_000;
+
+/** The stored reply of a turn, ready to send. */
+export interface Answer {
+  readonly outcome: TurnOutcome;
+  readonly parts: readonly string[];
+}
+
+/** The outbound side of one turn. */
+export interface Delivery {
+  /** Sends the stored reply, part by part, once; then settles the turn with the channel. */
+  deliver(answer: Answer): Promise<void>;
+  /** Ends a turn that has no stored reply: nothing is sent. */
+  fail(error: unknown): void;
+}
+
+/**
+ * Starts the outbound side of a turn: marks the answered messages read and shows typing from now until the reply is
+ * sent (renewed before it expires), where the channel can. A failing indicator costs only a log line.
+ */
+export function startDelivery(scope: TurnScope): Delivery {
+  const { channel, target } = scope;
+  const { capabilities } = channel;
+  const quietly = (what: string, promise: Promise<unknown> | undefined) => {
+    promise?.catch((error: unknown) => scope.log.warn({ err: error, channel: channel.name }, `could not ${what}`));
+  };
+
+  if (capabilities.readReceipts) quietly('mark messages read', channel.markRead?.(target));
+  let typing: NodeJS.Timeout | undefined;
+  if (capabilities.typing && channel.typing) {
+    const showTyping = () => quietly('show typing', channel.typing!(target));
+    showTyping();
+    typing = setInterval(showTyping, capabilities.typingIntervalMs ?? DEFAULT_TYPING_INTERVAL_MS);
+    typing.unref();
+  }
+  const stopTyping = () => clearInterval(typing);
+  const discardStreamedText = (reply: string | undefined) => {
+    if (scope.streamedText !== '' && scope.streamedText.trim() !== reply) scope.progress({ type: 'discard', messageId: scope.replyMessageId });
+  };
+
+  return {
+    async deliver(answer) {
+      // The person sees exactly the stored reply: text streamed that is not it goes first.
+      discardStreamedText(answer.outcome.reply);
+      const sent: SentPart[] = [];
+      try {
+        for (const part of answer.parts) sent.push(await channel.send(target, part));
+      } catch (error) {
+        scope.log.error({ err: error, channel: channel.name, sentParts: sent.length, parts: answer.parts.length }, 'could not send the reply');
+      } finally {
+        stopTyping();
+      }
+      channel.settle?.(target, { kind: 'answered', outcome: answer.outcome, parts: sent });
+    },
+    fail(error) {
+      stopTyping();
+      discardStreamedText(undefined);
+      channel.settle?.(target, { kind: 'error', correlationId: scope.correlationId, error });
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import { ModelError } from '../domain/errors.js';
+import type { FlowContext } from '../domain/ports/flow.js';
+import { composeInstructions } from './context/instructions.js';
+import { createModelCaller } from './model-policy.js';
+import { runToolCall } from './tools/tool-call.js';
+import type { TurnScope } from './turn-context.js';
+
+/** Failed model attempts of a turn (path and reason), recorded beside the calls that answered. */
+export type ModelFailures = { path: string; failure: string }[];
+
+/**
+ * What the turn lends its flow: model calls under the model policy, tools under the role policy, instructions with
+ * the runtime facts, progress to the channel. Every model call is recorded on the scope as it happens, so a turn
+ * that fails half-way still knows what it spent.
+ */
+export function createFlowContext(scope: TurnScope, failures: ModelFailures): FlowContext {
+  const { deps } = scope;
+  const callers = new Map<boolean, ReturnType<typeof createModelCaller>>();
+  const callerFor = (toolsAvailable: boolean) => {
+    let caller = callers.get(toolsAvailable);
+    if (!caller) {
+      caller = createModelCaller({
+        models: deps.models,
+        invoke: deps.invokeModel,
+        toolsAvailable,
+        onFailure: (error, path) => {
+          failures.push({ path, failure: error instanceof ModelError ? error.failure : 'error' });
+          // Text streamed by the attempt that failed will not be the reply: the person must not keep reading it.
+          if (scope.streamedText !== '') scope.progress({ type: 'discard', messageId: scope.replyMessageId });
+        },
+      });
+      callers.set(toolsAvailable, caller);
+    }
+    return caller;
+  };
+  const facts = { timeZone: scope.timeZone, language: scope.language, displayName: scope.user.displayName };
+
+  return {
+    settings: {
+      defaultRole: deps.agent.defaultRole,
+      maxToolRounds: deps.agent.maxToolRounds,
+      maxToolCallsPerTurn: deps.agent.maxToolCallsPerTurn,
+      maxCallsPerTool: deps.agent.maxCallsPerTool,
+      responseChains: deps.models.primary.capabilities.responseChains,
+      hostedMcp: deps.hostedMcp,
+    },
+    get log() {
+      return scope.log;
+    },
+    now: deps.now,
+    instructions: (role, state) => composeInstructions(deps.instructions, role, { ...facts, now: deps.now() }, state),
+    toolsFor: async (role) => (await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'))).specs,
+    async callModel(request, transcript) {
+      const toolsAvailable = request.tools.length > 0 || (request.hostedMcp?.length ?? 0) > 0;
+      const call = await callerFor(toolsAvailable)(request, transcript);
+      scope.modelCalls.push(call.record);
+      return call;
+    },
+    runTool: (call, role, state) => runToolCall(scope, call, role, state),
+    progress: (event) => scope.progress(event),
+    limitReached: (limit, tool) => {
+      deps.metrics.toolLimits.inc({ limit });
+      scope.log.warn({ limit, tool }, 'tool limit reached');
+    },
+    streaming: scope.channel.capabilities.streaming,
+    replyMessageId: scope.replyMessageId,
+  };
+}

@@ -1,0 +1,57 @@
+import type { ChannelCapabilities } from '../domain/ports/channel.js';
+
+/** A reply that may leave: its whole text, and the parts it is sent in. */
+export type CheckedReply =
+  | { readonly ok: true; readonly text: string; readonly parts: readonly string[] }
+  | { readonly ok: false; readonly problem: string };
+
+/**
+ * The reply step: model output is checked before it can reach the person, then split to the channel's limit.
+ * Today a reply is text, and empty text is refused (the turn answers with an apology instead); validated JSON
+ * action lists will be checked here too.
+ */
+export function checkReply(text: string, capabilities: ChannelCapabilities): CheckedReply {
+  const trimmed = text.trim();
+  if (!trimmed) return { ok: false, problem: 'the model returned no text' };
+  return { ok: true, text: trimmed, parts: splitReply(trimmed, capabilities.maxMessageChars) };
+}
+
+const sentences = new Intl.Segmenter(undefined, { granularity: 'sentence' });
+
+/**
+ * Splits `text` into parts of at most `max` UTF-16 units (what Telegram and most channels count): at the last
+ * paragraph break that fits, else the last sentence end (Unicode sentence boundaries, any language), else the last
+ * space, else at `max` itself (never inside a surrogate pair). Whitespace at the cuts is dropped.
+ */
+export function splitReply(text: string, max: number | null): string[] {
+  if (max === null || text.length <= max) return [text];
+  const parts: string[] = [];
+  let rest = text;
+  while (rest.length > max) {
+    const cut = cutPoint(rest, max);
+    const part = rest.slice(0, cut).trimEnd();
+    if (part) parts.push(part);
+    rest = rest.slice(cut).trimStart();
+  }
+  if (rest) parts.push(rest);
+  return parts;
+}
+
+function cutPoint(text: string, max: number): number {
+  const window = text.slice(0, max);
+  // A break is worth taking only if the part before it is not a sliver of the limit.
+  const least = Math.floor(max / 4);
+  const paragraph = window.lastIndexOf('\n\n');
+  if (paragraph >= least) return paragraph;
+  let sentenceEnd = 0;
+  // The window's last segment may be a sentence cut short by the window: only boundaries inside it count.
+  for (const segment of sentences.segment(text.slice(0, max + 1))) {
+    const end = segment.index + segment.segment.length;
+    if (end <= max) sentenceEnd = end;
+  }
+  if (sentenceEnd >= least) return sentenceEnd;
+  const space = Math.max(window.lastIndexOf(' '), window.lastIndexOf('\n'));
+  if (space >= least) return space;
+  const code = text.charCodeAt(max - 1);
+  return code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
+}

@@ -1,0 +1,97 @@
+import type { NewMessage } from '../../domain/model.js';
+import type { FlowState } from '../../domain/ports/flow.js';
+import type { HostedToolCall, ModelToolCall } from '../../domain/ports/model-provider.js';
+import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
+import type { ToolRun, TurnScope } from '../turn-context.js';
+
+/**
+ * Runs one tool call the model asked for, by the core's rules: the arguments must be a JSON object, a tool outside
+ * the role's allowlist is refused, the call goes to the dispatcher as data for the user the server bound to the
+ * turn, and the configured role tool turns into a role effect when it succeeds. A call id the model repeats within
+ * the turn gets the first call's result and does not run again. Never throws for the tool's own failure: the model
+ * receives it as a tool error.
+ */
+export async function runToolCall(scope: TurnScope, call: ModelToolCall, role: string | null, state: FlowState): Promise<ToolCallResult> {
+  scope.progress({ type: 'tool_call', callId: call.callId, name: call.name, arguments: call.arguments });
+
+  const earlier = scope.toolRuns.get(call.callId);
+  const result = earlier?.result ?? (await dispatch(scope, call, role, state));
+  if (!earlier) scope.toolRuns.set(call.callId, { call, result });
+
+  scope.progress({ type: 'tool_result', callId: call.callId, name: call.name, content: result.content, isError: result.isError });
+  return result;
+}
+
+async function dispatch(scope: TurnScope, call: ModelToolCall, role: string | null, state: FlowState): Promise<ToolCallResult> {
+  const { deps } = scope;
+  const args = parseArguments(call.arguments);
+  if (!args) return refusal(call, `Arguments for ${call.name} must be a JSON object.`);
+  const offered = await deps.tools.toolsFor(role);
+  // A tool outside the role's allowlist is refused even if the model names it.
+  if (!offered.has(call.name)) return refusal(call, `Tool ${call.name} is not available${role ? ` to role ${role}` : ''}.`);
+
+  const result = await deps.dispatchTool({
+    request: {
+      callId: call.callId,
+      tool: call.name,
+      arguments: args,
+      userId: scope.user.id,
+      accounts: scope.accounts,
+      sessionId: scope.session.id,
+      conversationId: scope.session.conversationId,
+      correlationId: scope.correlationId,
+      role,
+      flowState: state.flows,
+    },
+    signal: scope.signal,
+  });
+  // The configured role tool (e.g. an MCP `set_role`) changes the role when it succeeds.
+  const requested = args[deps.agent.roleArgument];
+  if (!result.isError && result.effects.role === undefined && call.name === deps.agent.setRoleTool && typeof requested === 'string') {
+    if (deps.agent.roleNames.length === 0 || deps.agent.roleNames.includes(requested)) return { ...result, effects: { ...result.effects, role: requested } };
+  }
+  return result;
+}
+
+function refusal(call: ModelToolCall, content: string): ToolCallResult {
+  return { callId: call.callId, content, isError: true, effects: {}, durationMs: 0 };
+}
+
+function parseArguments(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = text.trim() ? JSON.parse(text) : {};
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Tool traffic, kept for audit and never shown to the person or sent back as history: one record per call, with
+ * its arguments, result, outcome and (for calls that ran) how long it took; refusals by a limit are marked.
+ */
+export function toolAuditRecords(
+  runs: readonly (ToolRun & { readonly refused?: boolean })[],
+  hosted: readonly HostedToolCall[],
+  correlationId: string,
+): NewMessage[] {
+  return [
+    ...runs.map(({ call, result, refused }) => ({
+      role: 'tool' as const,
+      audience: 'audit' as const,
+      content: result.content,
+      toolCallId: call.callId,
+      toolCalls: [{ callId: call.callId, name: call.name, arguments: call.arguments }],
+      correlationId,
+      meta: { isError: result.isError, refused: refused === true, ...(refused ? {} : { durationMs: result.durationMs }) },
+    })),
+    ...hosted.map((call) => ({
+      role: 'tool' as const,
+      audience: 'audit' as const,
+      content: call.error ?? call.output ?? '',
+      toolCalls: [{ callId: `${call.serverLabel}:${call.name}`, name: call.name, arguments: call.arguments }],
+      correlationId,
+      meta: { hosted: true, serverLabel: call.serverLabel, isError: call.error !== null },
+    })),
+  ];
+}

@@ -1,0 +1,82 @@
+import { newId } from '../domain/ids.js';
+import type { StoredMessage } from '../domain/model.js';
+import type { ReplyTarget, TurnProgress } from '../domain/ports/channel.js';
+import type { Logger } from '../observability/logger.js';
+import { parseUserState } from './context/user-state.js';
+import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
+
+/**
+ * Opens a turn for a batch: who is talking, in which language and zone, where the reply goes, and the user's state
+ * (from the cache, else the store; a corrupt row is logged and replaced by an empty state).
+ */
+export async function openTurn(deps: TurnDependencies, request: TurnRequest): Promise<TurnScope> {
+  const first = request.messages[0];
+  const last = request.messages[request.messages.length - 1]!;
+  const { channel, user, session } = first;
+  const { state, version } = await loadUserState(deps, first.user.id, first.correlationId);
+  const target: ReplyTarget = {
+    channel: channel.name,
+    conversationId: session.conversationId,
+    accountId: first.accountId,
+    inReplyTo: request.messages.flatMap((message) => (message.messageId === undefined ? [] : [message.messageId])),
+    correlationId: first.correlationId,
+    sessionId: session.id,
+  };
+  const streams = channel.capabilities.streaming && channel.progress !== undefined;
+  let log: Logger | undefined;
+  let streamedText = '';
+  const scope: TurnScope = {
+    deps,
+    channel,
+    user,
+    accounts: first.accounts,
+    session,
+    messages: request.messages,
+    correlationId: first.correlationId,
+    language: last.languageHint ?? deps.agent.defaultLanguage,
+    timeZone: deps.agent.defaultTimeZone,
+    target,
+    get log() {
+      return (log ??= deps.logger.child({ correlationId: first.correlationId, sessionId: session.id, userId: user.id }));
+    },
+    replyMessageId: newId(),
+    signal: request.messages.length === 1 ? first.signal : undefined,
+    initialState: state,
+    stateVersion: version,
+    toolRuns: new Map(),
+    modelCalls: [],
+    get streamedText() {
+      return streamedText;
+    },
+    progress(event: TurnProgress) {
+      if (event.type === 'text_delta') streamedText += event.delta;
+      else if (event.type === 'tool_call' || event.type === 'discard') streamedText = '';
+      if (!streams) return;
+      try {
+        channel.progress!(target, event);
+      } catch (error) {
+        scope.log.warn({ err: error, channel: channel.name }, 'channel failed to show progress');
+      }
+    },
+  };
+  return scope;
+}
+
+async function loadUserState(deps: TurnDependencies, userId: string, correlationId: string) {
+  const cached = deps.cache.state(userId);
+  if (cached) return cached;
+  const record = await deps.store.userState.get(userId);
+  const { state, problem } = parseUserState(record?.raw);
+  if (problem) deps.logger.warn({ correlationId, userId, problem }, 'user state unreadable; continuing with an empty state');
+  return { state, version: record?.version ?? 0 };
+}
+
+/** The recent display messages before this turn's new ones, oldest first. */
+export async function loadEarlierHistory(scope: TurnScope): Promise<readonly StoredMessage[]> {
+  const { deps, session, messages } = scope;
+  const cached = deps.cache.history(session.id);
+  if (cached) return cached;
+  const newIds = new Set(messages.map((message) => message.stored.id));
+  const recent = await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit + newIds.size, audience: 'display' });
+  return recent.filter((message) => !newIds.has(message.id));
+}

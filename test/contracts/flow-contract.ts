@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import type { TurnProgress } from '../../src/domain/ports/channel.js';
+import type { Flow, FlowContext, FlowRequest, FlowState, ModelCall } from '../../src/domain/ports/flow.js';
+import type { ModelRequest, ModelResponse, ModelToolCall } from '../../src/domain/ports/model-provider.js';
+import type { ToolCallResult } from '../../src/domain/ports/tool-dispatch.js';
+
+/** A model step of a script: what the model answers to the nth call. */
+type Step = Partial<ModelResponse> & { readonly deltas?: readonly string[] };
+
+interface Recorded {
+  readonly requests: ModelRequest[];
+  readonly tools: { call: ModelToolCall; role: string | null; state: FlowState }[];
+  readonly progress: TurnProgress[];
+  readonly instructionRoles: (string | null)[];
+}
+
+/** A FlowContext that answers from a script and records what the flow asked for; it has no store to write to. */
+function scriptedContext(steps: readonly Step[], options: { streaming?: boolean; tool?: (call: ModelToolCall) => Partial<ToolCallResult> } = {}): { context: FlowContext; recorded: Recorded } {
+  const recorded: Recorded = { requests: [], tools: [], progress: [], instructionRoles: [] };
+  const context: FlowContext = {
+    settings: { defaultRole: null, maxToolRounds: 4, maxToolCallsPerTurn: 8, maxCallsPerTool: 4, responseChains: false, hostedMcp: [] },
+    log: { info: () => {}, warn: () => {} },
+    now: () => new Date('2026-01-01T10:00:00Z'),
+    instructions: (role) => {
+      recorded.instructionRoles.push(role);
+      return `instructions for ${role ?? 'nobody'}`;
+    },
+    toolsFor: async (role) => [{ name: 'lookup', description: `lookup for ${role}`, parameters: { type: 'object', properties: {} } }],
+    async callModel(request): Promise<ModelCall> {
+      const step = steps[recorded.requests.length] ?? { text: 'out of script' };
+      recorded.requests.push(request);
+      for (const delta of step.deltas ?? []) request.onTextDelta?.(delta);
+      const usage = step.usage ?? { inputTokens: 10, outputTokens: 2 };
+      const response: ModelResponse = { model: 'scripted', text: step.text ?? '', toolCalls: step.toolCalls ?? [], usage };
+      return { response, record: { model: 'scripted', usage, fallback: false, responseId: undefined, path: 'direct' } };
+    },
+    async runTool(call, role, state) {
+      recorded.tools.push({ call, role, state });
+      return { callId: call.callId, content: `result of ${call.name}`, isError: false, effects: {}, durationMs: 1, ...options.tool?.(call) };
+    },
+    progress: (event) => recorded.progress.push(event),
+    limitReached: () => {},
+    streaming: options.streaming ?? false,
+    replyMessageId: 'reply-1',
+  };
+  return { context, recorded };
+}
+
+const request: FlowRequest = {
+  user: { id: 'u1', displayName: 'Ada', phone: null, createdAt: new Date(0) },
+  session: { id: 's1', userId: 'u1', channel: 'test', conversationId: 'c1', status: 'running', title: null, inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD', createdAt: new Date(0), updatedAt: new Date(0) },
+  correlationId: 'corr-1',
+  language: 'en',
+  timeZone: 'UTC',
+  history: [{ type: 'message', role: 'user', content: 'earlier' }, { type: 'message', role: 'assistant', content: 'earlier answer' }],
+  newItems: [{ type: 'message', role: 'user', content: 'now' }],
+  state: { role: null, responseChainId: null, recentToolCalls: [], flows: { cart: { items: 1 } } },
+};
+
+const toolCall = (callId: string, args = '{}'): ModelToolCall => ({ callId, name: 'lookup', arguments: args });
+
+/**
+ * The contract every `Flow` keeps: it answers through its context alone (models, tools, instructions, progress),
+ * and returns a neutral result whose records account for everything it did.
+ */
+export function flowContract(name: string, flow: Flow): void {
+  describe(`Flow contract: ${name}`, () => {
+    it('answers with the model\'s text, having shown it the history and the new messages', async () => {
+      const { context, recorded } = scriptedContext([{ text: 'Hello Ada' }]);
+      const result = await flow.run(request, context);
+      expect(result.text).toBe('Hello Ada');
+      expect(recorded.requests[0]!.input).toEqual([...request.history, ...request.newItems]);
+    });
+
+    it('accounts for every model call and its tokens', async () => {
+      const { context, recorded } = scriptedContext([{ toolCalls: [toolCall('a')], usage: { inputTokens: 100, outputTokens: 7 } }, { text: 'done', usage: { inputTokens: 150, outputTokens: 9 } }]);
+      const result = await flow.run(request, context);
+      expect(result.modelCalls).toHaveLength(recorded.requests.length);
+      expect(result.usage).toEqual({ inputTokens: 250, outputTokens: 16 });
+    });
+
+    it('runs tools only through the context, under the user\'s role, and keeps one audit record per call', async () => {
+      const { context, recorded } = scriptedContext([{ toolCalls: [toolCall('a', '{"q":1}'), toolCall('b')] }, { text: 'found it' }]);
+      const result = await flow.run(request, context);
+      expect(recorded.tools.map((entry) => entry.call.callId)).toEqual(['a', 'b']);
+      expect(result.audit).toHaveLength(2);
+      expect(result.audit.every((record) => record.audience === 'audit')).toBe(true);
+      expect(result.audit[0]).toMatchObject({ content: 'result of lookup', toolCallId: 'a' });
+      // Tool traffic stays out of what the person is shown.
+      expect(result.text).toBe('found it');
+      expect(result.state.recentToolCalls.map((call) => call.name)).toEqual(['lookup', 'lookup']);
+    });
+
+    it('applies flow-state effects a tool sends back', async () => {
+      const { context } = scriptedContext([{ toolCalls: [toolCall('a')] }, { text: 'ok' }], { tool: () => ({ effects: { flowState: { cart: null, wizard: { step: 2 } } } }) });
+      const result = await flow.run(request, context);
+      expect(result.state.flows).toEqual({ wizard: { step: 2 } });
+    });
+
+    it('re-runs once under a role a tool asked for, with that role\'s instructions', async () => {
+      const { context, recorded } = scriptedContext([{ toolCalls: [toolCall('a')] }, { text: 'as courier' }], { tool: () => ({ effects: { role: 'courier' } }) });
+      const result = await flow.run(request, context);
+      expect(result.state.role).toBe('courier');
+      expect(result.state.responseChainId).toBeNull();
+      expect(recorded.instructionRoles.at(-1)).toBe('courier');
+      expect(result.text).toBe('as courier');
+    });
+
+    it('streams text to the channel only when it streams', async () => {
+      const quiet = scriptedContext([{ text: 'Hi there', deltas: ['Hi ', 'there'] }]);
+      await flow.run(request, quiet.context);
+      expect(quiet.recorded.progress).toEqual([]);
+      const live = scriptedContext([{ text: 'Hi there', deltas: ['Hi ', 'there'] }], { streaming: true });
+      await flow.run(request, live.context);
+      expect(live.recorded.progress.filter((event) => event.type === 'text_delta').map((event) => (event as { delta: string }).delta).join('')).toBe('Hi there');
+    });
+  });
+}
