@@ -1,0 +1,74 @@
+import { assertValidAguiEvent } from '../server/sse.js';
+
+export type AguiEvent = Record<string, unknown> & { type: string };
+
+/**
+ * Reads an AG-UI SSE response as it arrives, calling `onEvent` with each event (checked against the AG-UI schema).
+ * Resolves when the stream ends.
+ */
+export async function readAguiEvents(response: Response, onEvent: (event: AguiEvent) => void): Promise<void> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let boundary: number;
+    while ((boundary = buffer.indexOf('\n\n')) !== -1) {
+      const block = buffer.slice(0, boundary);
+      buffer = buffer.slice(boundary + 2);
+      const data = block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trimStart())
+        .join('\n');
+      if (data === '') continue;
+      const event = JSON.parse(data) as AguiEvent;
+      assertValidAguiEvent(event);
+      onEvent(event);
+    }
+  }
+}
+
+/** What the chat page shows for a thread: assistant messages by id (discarded ones removed), errors, open runs. */
+export class AguiView {
+  readonly messages: Array<{ id: string; text: string }> = [];
+  readonly errors: string[] = [];
+  readonly runs = new Map<string, { events: AguiEvent[]; ended: boolean }>();
+
+  /** Applies one event of run `runId`, as web/chat.js does. */
+  apply(runId: string, event: AguiEvent): void {
+    const run = this.runs.get(runId) ?? { events: [], ended: false };
+    this.runs.set(runId, run);
+    run.events.push(event);
+    switch (event.type) {
+      case 'TEXT_MESSAGE_START':
+        this.messages.push({ id: String(event.messageId), text: '' });
+        break;
+      case 'TEXT_MESSAGE_CONTENT': {
+        const message = this.messages.findLast((m) => m.id === event.messageId);
+        if (message) message.text += String(event.delta);
+        break;
+      }
+      case 'CUSTOM': {
+        const value = event.value as { messageId?: string } | undefined;
+        if (event.name !== 'palaver.discard' || !value?.messageId) break;
+        const index = this.messages.findLastIndex((m) => m.id === value.messageId);
+        if (index !== -1) this.messages.splice(index, 1);
+        break;
+      }
+      case 'RUN_ERROR':
+        this.errors.push(String(event.message));
+        run.ended = true;
+        break;
+      case 'RUN_FINISHED':
+        run.ended = true;
+        break;
+    }
+  }
+
+  /** Runs started and not yet ended. */
+  get openRuns(): number {
+    return [...this.runs.values()].filter((run) => !run.ended).length;
+  }
+}

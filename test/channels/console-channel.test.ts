@@ -1,0 +1,118 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { ConsoleChannel } from '../../src/channels/console/console-channel.js';
+import { ChannelError } from '../../src/domain/errors.js';
+import { runChannelContract, type ChannelDriver } from './channel-contract.js';
+import { answer, FakeChannelContext } from './fake-pipeline.js';
+import { TerminalScreen } from './terminal-screen.js';
+
+const COLUMNS = 40;
+
+/** A person at a terminal 40 columns wide: typed lines go in, the screen shows what they would read. */
+function consoleDriver(): ChannelDriver & { screen: TerminalScreen; done: Promise<void> } {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const screen = new TerminalScreen(COLUMNS);
+  output.on('data', (chunk: Buffer) => screen.write(chunk.toString('utf8')));
+  const channel = new ConsoleChannel({ input, output, color: true, columns: COLUMNS, conversationId: 'terminal' });
+  // Everything after a `bot> ` up to the end of its line; what is erased is gone from the screen.
+  const replies = (): string[] => screen.lines().flatMap((line) => (line.includes('bot> ') ? [line.slice(line.indexOf('bot> ') + 5)] : []));
+  return {
+    channel,
+    screen,
+    done: channel.done,
+    manyConversations: false,
+    acceptsWhileAnswering: false,
+    conversationId: () => 'terminal',
+    say: async (_name, text) => {
+      input.write(`${text}\n`);
+    },
+    replies,
+    errors: () => screen.lines().flatMap((line) => (line.includes('error: ') ? [line.slice(line.indexOf('error: ') + 7)] : [])),
+    waiting: () => 0,
+    sayAfterStop: async (_name, text) => {
+      await channel.done;
+      input.write(`${text}\n`);
+      // Give a reader still attached every chance to see the line.
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    },
+    close: async () => {
+      input.end();
+    },
+  };
+}
+
+runChannelContract('console', async () => consoleDriver());
+
+describe('ConsoleChannel', () => {
+  it('hands the next line over only after the previous line was answered', async () => {
+    const driver = consoleDriver();
+    const context = new FakeChannelContext();
+    await driver.channel.start(context);
+    await driver.say('c1', 'first');
+    await driver.say('c1', 'second');
+    const [first] = await context.waitForMessages(1);
+    // The second line waits while the first one's turn runs.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(context.received).toHaveLength(1);
+    expect(first).toMatchObject({ channel: 'console', accountId: 'local', conversationId: 'terminal', text: 'first', messageId: '1' });
+    await answer(driver.channel, context, [first!], { stream: ['One.'], parts: ['One.'] });
+    const [, second] = await context.waitForMessages(2);
+    expect(second).toMatchObject({ text: 'second', messageId: '2' });
+    await answer(driver.channel, context, [second!], { parts: ['Two.'] });
+    await expect.poll(() => driver.replies('c1')).toEqual(['One.', 'Two.']);
+    await driver.close();
+    await driver.done;
+  });
+
+  it('shows tool names with ✓ or ✗ and never their results by default', async () => {
+    const driver = consoleDriver();
+    const context = new FakeChannelContext();
+    await driver.channel.start(context);
+    await driver.say('c1', 'cancel it');
+    const [message] = await context.waitForMessages(1);
+    await answer(driver.channel, context, [message!], { tool: { name: 'cancel_booking', arguments: '{"id":"b-42"}', result: 'internal row 42 deleted' }, stream: ['Done.'], parts: ['Done.'] });
+    await expect.poll(() => driver.replies('c1')).toEqual(['Done.']);
+    const text = driver.screen.lines().join('\n');
+    expect(text).toContain('· cancel_booking ✓');
+    expect(text).not.toContain('internal row');
+    expect(text).not.toContain('b-42');
+  });
+
+  it('prints the error of a refused line and ends on /exit once the last turn settled', async () => {
+    const driver = consoleDriver();
+    const context = new FakeChannelContext();
+    await driver.channel.start(context);
+    context.refuseNext(new ChannelError('inbound_invalid', 'console', 'The message is too long.'));
+    await driver.say('c1', 'x'.repeat(50));
+    await driver.say('c1', 'fine');
+    await driver.say('c1', '/exit');
+    await driver.say('c1', 'never read');
+    const [, fine] = await context.waitForMessages(2);
+    let ended = false;
+    void driver.done.then(() => (ended = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ended).toBe(false);
+    await answer(driver.channel, context, [fine!], { parts: ['Fine.'] });
+    await driver.done;
+    expect(driver.errors('c1')).toEqual(['The message is too long.']);
+    expect(driver.replies('c1')).toEqual(['Fine.']);
+    expect(context.received).toHaveLength(2);
+  });
+
+  it('marks withdrawn text on an output that cannot erase, then shows the reply', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    const channel = new ConsoleChannel({ input, output });
+    const context = new FakeChannelContext();
+    await channel.start(context);
+    input.write('hello\n');
+    const [message] = await context.waitForMessages(1);
+    await answer(channel, context, [message!], { discarded: ['Wrong'], parts: ['Right.'] });
+    input.end();
+    await channel.done;
+    expect(text).toBe('you> bot> Wrong\n  · (withdrawn; the reply follows)\nbot> Right.\nyou> ');
+  });
+});

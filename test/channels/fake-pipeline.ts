@@ -1,0 +1,141 @@
+import type { Acceptance, Channel, ChannelContext, InboundMessage, ReplyTarget, SentPart, TurnOutcome } from '../../src/domain/ports/channel.js';
+
+/** One message as the fake context received it, with the acceptance it got (none when refused). */
+export interface Received {
+  readonly message: InboundMessage;
+  readonly signal: AbortSignal | undefined;
+  readonly acceptance: Acceptance | undefined;
+}
+
+type Step = { readonly kind: 'refuse'; readonly error: unknown } | { readonly kind: 'duplicate' } | { readonly kind: 'hold'; readonly until: Promise<void> };
+
+/**
+ * A `ChannelContext` with scripted acceptance, standing in for the whole pipeline: every message is accepted
+ * (correlation id `corr-<n>`, session `session-<conversation>`) unless the next answer was scripted as a refusal,
+ * a duplicate or a delay. Tests then answer accepted messages themselves through `answer`.
+ */
+export class FakeChannelContext implements ChannelContext {
+  readonly received: Received[] = [];
+  readonly #script: Step[] = [];
+  readonly #listeners = new Set<() => void>();
+
+  /** The next `accept` rejects with `error`. */
+  refuseNext(error: unknown): void {
+    this.#script.push({ kind: 'refuse', error });
+  }
+
+  /** The next `accept` reports a duplicate. */
+  duplicateNext(): void {
+    this.#script.push({ kind: 'duplicate' });
+  }
+
+  /** The next `accept` resolves only after `until`. */
+  holdNext(until: Promise<void>): void {
+    this.#script.push({ kind: 'hold', until });
+  }
+
+  async accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance> {
+    const n = this.received.length + 1;
+    const step = this.#script.shift();
+    const correlationId = message.correlationId ?? `corr-${n}`;
+    let acceptance: Acceptance | undefined;
+    if (step?.kind === 'duplicate') acceptance = { status: 'duplicate', correlationId };
+    else if (step?.kind !== 'refuse') acceptance = { status: 'accepted', correlationId, sessionId: `session-${message.conversationId}`, userId: `user-${message.accountId}` };
+    this.received.push({ message, signal: options?.signal, acceptance });
+    for (const listener of [...this.#listeners]) listener();
+    if (step?.kind === 'refuse') throw step.error;
+    if (step?.kind === 'hold') await step.until;
+    return acceptance!;
+  }
+
+  /** Resolves with the first `count` received messages once that many arrived; fails after `timeoutMs`. */
+  waitForMessages(count: number, timeoutMs = 5000): Promise<InboundMessage[]> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (this.received.length < count) return;
+        this.#listeners.delete(check);
+        clearTimeout(timer);
+        resolve(this.received.slice(0, count).map((r) => r.message));
+      };
+      const timer = setTimeout(() => {
+        this.#listeners.delete(check);
+        reject(new Error(`Only ${this.received.length} of ${count} messages reached accept within ${timeoutMs} ms.`));
+      }, timeoutMs);
+      this.#listeners.add(check);
+      check();
+    });
+  }
+
+  /** The acceptance a received message got. */
+  acceptanceOf(message: InboundMessage): Acceptance | undefined {
+    return this.received.find((r) => r.message === message)?.acceptance;
+  }
+}
+
+/** How the fake pipeline answers: tool activity, streamed deltas (some discarded), the parts it sends, how it ends. */
+export interface FakeReply {
+  readonly parts: readonly string[];
+  /** Deltas streamed before the parts are sent (only to channels that stream). */
+  readonly stream?: readonly string[];
+  /** Streamed first, then discarded, before `stream`. */
+  readonly discarded?: readonly string[];
+  /** Tool activity streamed first: a call and its result. */
+  readonly tool?: { readonly name: string; readonly arguments: string; readonly result: string; readonly isError?: boolean };
+  /** End with this error instead of an answer (then no part is sent). */
+  readonly error?: unknown;
+  readonly status?: TurnOutcome['status'];
+}
+
+/** The target of a turn answering `messages` (one conversation), as the pipeline builds it. */
+export function targetFor(channel: Channel, context: FakeChannelContext, messages: readonly InboundMessage[]): ReplyTarget {
+  const last = messages.at(-1)!;
+  return {
+    channel: channel.name,
+    conversationId: last.conversationId,
+    accountId: last.accountId,
+    inReplyTo: messages.flatMap((m) => (m.messageId === undefined ? [] : [m.messageId])),
+    correlationId: context.acceptanceOf(last)?.correlationId ?? 'corr-unknown',
+    sessionId: `session-${last.conversationId}`,
+  };
+}
+
+/**
+ * Answers `messages` as one turn, calling the channel's outbound side in the pipeline's order: progress (only when
+ * the channel streams), `send` once per part, then `settle` exactly once. Resolves with the sent parts.
+ */
+export async function answer(channel: Channel, context: FakeChannelContext, messages: readonly InboundMessage[], reply: FakeReply): Promise<readonly SentPart[]> {
+  const target = targetFor(channel, context, messages);
+  const draftId = `draft-${target.correlationId}`;
+  if (channel.capabilities.streaming && channel.progress) {
+    if (reply.tool) {
+      const callId = `call-${target.correlationId}`;
+      channel.progress(target, { type: 'tool_call', callId, name: reply.tool.name, arguments: reply.tool.arguments });
+      channel.progress(target, { type: 'tool_result', callId, name: reply.tool.name, content: reply.tool.result, isError: reply.tool.isError ?? false });
+    }
+    if (reply.discarded) {
+      for (const delta of reply.discarded) channel.progress(target, { type: 'text_delta', messageId: draftId, delta });
+      channel.progress(target, { type: 'discard', messageId: draftId });
+    }
+    for (const delta of reply.stream ?? []) channel.progress(target, { type: 'text_delta', messageId: draftId, delta });
+  }
+  if (reply.error !== undefined) {
+    channel.settle?.(target, { kind: 'error', correlationId: target.correlationId, error: reply.error });
+    return [];
+  }
+  const sent: SentPart[] = [];
+  for (const part of reply.parts) sent.push(await channel.send(target, part));
+  channel.settle?.(target, {
+    kind: 'answered',
+    parts: sent,
+    outcome: {
+      correlationId: target.correlationId,
+      sessionId: target.sessionId,
+      userId: `user-${target.accountId}`,
+      reply: reply.parts.join('\n'),
+      replyMessageId: `reply-${target.correlationId}`,
+      status: reply.status ?? 'completed',
+      usage: { inputTokens: 10, outputTokens: 5, cost: '0.0001', currency: 'USD' },
+    },
+  });
+  return sent;
+}
