@@ -21,6 +21,13 @@ const RELEASE = CompiledQuery.raw(`release ${MEMBER_SAVEPOINT}`);
 const ROLLBACK_TO = CompiledQuery.raw(`rollback to ${MEMBER_SAVEPOINT}`);
 
 /**
+ * Consecutive turns of the event loop with more than one commit after which commits count as overlapping. One such
+ * turn is no evidence: a caller that runs two transactions one after the other commits twice in one turn, and
+ * those two could never have shared a commit.
+ */
+const BUSY_TURNS_TO_SHARE = 2;
+
+/**
  * The SQLite connection of one Palaver process, with group commit decided here, from what the connection sees.
  *
  * A commit is the expensive part of a small write: every page the transaction touched is written to the WAL again.
@@ -31,9 +38,9 @@ const ROLLBACK_TO = CompiledQuery.raw(`rollback to ${MEMBER_SAVEPOINT}`);
  * When a transaction ends, its group is committed at once unless company is certain or likely:
  * - another holder already waits at the gate: it runs next and joins (or, if it is no transaction, commits the
  *   group with its own statement);
- * - commits overlap: two transactions committed within one turn of the event loop, so the connection shares commits
- *   from then on, each at the end of the loop's turn (after the I/O callbacks that started the others), until a
- *   shared commit finds nobody to share with.
+ * - commits overlap: several transactions committed within each of the last turns of the event loop, so the
+ *   connection shares commits from then on, each at the end of the loop's turn (after the I/O callbacks that started
+ *   the others), until a shared commit finds nobody to share with.
  * A quiet store therefore commits every transaction at once, with no added latency.
  *
  * A statement outside a transaction, a transaction run through Kysely's own driver, the checkpointer's quiet moment
@@ -49,11 +56,15 @@ export class SqliteConnection implements DatabaseConnection {
   #memberSavepoint = false;
   /** Commits overlap: transactions that end wait for the shared commit at the end of the loop's turn. */
   #sharing = false;
-  /** A transaction committed on its own in the current turn of the event loop. */
-  #committedThisTurn = false;
+  /** Transactions committed on their own in the current turn of the event loop. */
+  #commitsThisTurn = 0;
+  /** Consecutive past turns of the loop with more than one commit. */
+  #busyTurns = 0;
   #flushScheduled = false;
   readonly #endOfTurn = (): void => {
-    this.#committedThisTurn = false;
+    this.#busyTurns = this.#commitsThisTurn > 1 ? this.#busyTurns + 1 : 0;
+    this.#commitsThisTurn = 0;
+    if (this.#busyTurns >= BUSY_TURNS_TO_SHARE) this.#sharing = true;
   };
   readonly #scheduledFlush = (): void => {
     this.#flushScheduled = false;
@@ -203,7 +214,10 @@ export class SqliteConnection implements DatabaseConnection {
       const members = this.#group?.members ?? 0;
       this.commitGroup();
       // A shared commit that served one transaction only delayed it: commit at once again until commits overlap.
-      if (members <= 1) this.#sharing = false;
+      if (members <= 1) {
+        this.#sharing = false;
+        this.#busyTurns = 0;
+      }
     } finally {
       this.#gate.leave();
     }
@@ -250,13 +264,8 @@ export class SqliteConnection implements DatabaseConnection {
       return false;
     }
     this.commitGroup();
-    if (this.#committedThisTurn) {
-      // The second commit in one turn of the loop: from now on they wait for the turn's end and share.
-      this.#sharing = true;
-    } else {
-      this.#committedThisTurn = true;
-      setImmediate(this.#endOfTurn);
-    }
+    // Counted per turn of the loop; the turn's end decides whether commits overlap.
+    if (this.#commitsThisTurn++ === 0) setImmediate(this.#endOfTurn);
     return true;
   }
 
