@@ -2,8 +2,9 @@ import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/observability/logger.js';
+import { WebChannel } from '../../src/channels/web/index.js';
 import { createHttpApp, startHttpServer, type RunningHttpServer } from '../../src/server/index.js';
-import { FakeHandler } from '../server/fake-handler.js';
+import { ScriptedPipeline } from '../server/scripted-pipeline.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/palaver-chat.png';
@@ -11,7 +12,16 @@ const SCREENSHOT = '/tmp/palaver-chat.png';
 describe('web chat page', () => {
   let browser: Browser;
   let server: RunningHttpServer;
-  const handler = new FakeHandler({ delayMs: 30, reply: 'It is 10:30 in Zurich. Anything else I can check for you?' });
+  let handler: ScriptedPipeline;
+
+  /** A web channel on a scripted pipeline, served over HTTP. */
+  async function serve(apiKey?: string): Promise<{ server: RunningHttpServer; pipeline: ScriptedPipeline }> {
+    const channel = new WebChannel({ maxInboundChars: 2000, logger: silentLogger(), showToolDetails: apiKey === undefined });
+    const pipeline = new ScriptedPipeline(channel, { delayMs: 30, reply: 'It is 10:30 in Zurich. Anything else I can check for you?' });
+    await channel.start(pipeline);
+    const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), apiKey, routes: channel.routes });
+    return { server: await startHttpServer(app, { host: '127.0.0.1', port: 0 }), pipeline };
+  }
 
   beforeAll(async () => {
     // A missing browser must fail loudly: a skipped e2e suite looks like a passing one.
@@ -20,8 +30,7 @@ describe('web chat page', () => {
       executablePath: CHROMIUM,
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
-    const app = createHttpApp({ handler, health: async () => ({}), maxInboundChars: 2000, logger: silentLogger(), showToolDetails: true });
-    server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+    ({ server, pipeline: handler } = await serve());
   });
 
   afterAll(async () => {
@@ -66,6 +75,24 @@ describe('web chat page', () => {
     await page.close();
   });
 
+  it('removes streamed text the server withdrew and shows the sent reply once, also after a reload', async () => {
+    const { server: withdrawing, pipeline } = await serve();
+    pipeline.script({ withdrawn: 'A broken half answ', noTool: true });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${withdrawing.url}/`);
+      await page.getByTestId('message-input').fill('Hello?');
+      await page.getByTestId('send-button').click();
+      await expect.poll(() => page.getByTestId('send-button').isEnabled(), { timeout: 10_000 }).toBe(true);
+      expect(await page.getByTestId('assistant-message').allTextContents()).toEqual(['It is 10:30 in Zurich. Anything else I can check for you?']);
+      await page.reload();
+      expect(await page.getByTestId('assistant-message').allTextContents()).toEqual(['It is 10:30 in Zurich. Anything else I can check for you?']);
+      await page.close();
+    } finally {
+      await withdrawing.close();
+    }
+  });
+
   it('shows the server refusal in the error line', async () => {
     const page = await browser.newPage({ viewport: { width: 390, height: 700 } });
     await page.goto(`${server.url}/`);
@@ -84,10 +111,7 @@ describe('web chat page', () => {
   });
 
   it('sends the API key given once in the address fragment, and is refused without it', async () => {
-    const keyed = await startHttpServer(
-      createHttpApp({ handler, health: async () => ({}), maxInboundChars: 2000, logger: silentLogger(), apiKey: 'secret-key-123' }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    const { server: keyed } = await serve('secret-key-123');
     try {
       const context = await browser.newContext();
       const page = await context.newPage();

@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpApp, isLoopbackAddress, startHttpServer, type HttpAppOptions, type RunningHttpServer } from '../../src/server/index.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import type { ConversationHandler } from '../../src/domain/ports/channel.js';
+import { WebChannel, type WebChannelOptions } from '../../src/channels/web/index.js';
 import { ChannelError } from '../../src/domain/errors.js';
-import { FakeHandler } from './fake-handler.js';
+import type { ChannelRoute } from '../../src/domain/ports/channel.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { createHttpApp, isLoopbackAddress, startHttpServer, type HttpAppOptions, type RunningHttpServer } from '../../src/server/index.js';
+import { FakeChannelContext, answer } from '../channels/fake-pipeline.js';
+import { ScriptedPipeline, type ScriptedPipelineOptions } from './scripted-pipeline.js';
 import { assertValidAguiEvent, parseSse } from './sse.js';
 
 const servers: RunningHttpServer[] = [];
@@ -11,19 +13,20 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-async function start(overrides: Partial<HttpAppOptions> = {}): Promise<{ url: string; handler: ConversationHandler }> {
-  const handler = overrides.handler ?? new FakeHandler();
-  const app = createHttpApp({
-    handler,
-    health: async () => ({ database: { ok: true } }),
-    maxInboundChars: 100,
-    logger: silentLogger(),
-    showToolDetails: true,
-    ...overrides,
-  });
+interface StartOptions {
+  readonly pipeline?: ScriptedPipelineOptions;
+  readonly channel?: Partial<WebChannelOptions>;
+  readonly http?: Partial<HttpAppOptions>;
+}
+
+async function start(options: StartOptions = {}): Promise<{ url: string; pipeline: ScriptedPipeline; channel: WebChannel }> {
+  const channel = new WebChannel({ maxInboundChars: 100, logger: silentLogger(), showToolDetails: true, ...options.channel });
+  const pipeline = new ScriptedPipeline(channel, options.pipeline);
+  await channel.start(pipeline);
+  const app = createHttpApp({ health: async () => ({ database: { ok: true } }), logger: silentLogger(), routes: channel.routes, ...options.http });
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   servers.push(server);
-  return { url: server.url, handler };
+  return { url: server.url, pipeline, channel };
 }
 
 function runInput(text: unknown = 'What time is it?', extra: Record<string, unknown> = {}) {
@@ -51,17 +54,25 @@ function post(url: string, body: unknown, headers: Record<string, string> = {}) 
   });
 }
 
+async function events(response: Response) {
+  const list = parseSse(await response.text());
+  list.forEach(assertValidAguiEvent);
+  return list;
+}
+
 describe('POST /agui', () => {
   it('streams a run as valid AG-UI events, in order, over SSE', async () => {
-    const { url, handler } = await start();
-    const response = await post(url, runInput());
+    const { url, pipeline } = await start();
+    const input = runInput();
+    const response = await post(url, input);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(response.headers.get('cache-control')).toBe('no-cache, no-transform');
+    expect(response.headers.get('x-accel-buffering')).toBe('no');
     expect(response.headers.get('x-correlation-id')).toBe('corr-1');
 
-    const events = parseSse(await response.text());
-    events.forEach(assertValidAguiEvent);
-    expect(events.map((e) => e.type)).toEqual([
+    const list = await events(response);
+    expect(list.map((e) => e.type)).toEqual([
       'RUN_STARTED',
       'TOOL_CALL_START',
       'TOOL_CALL_ARGS',
@@ -72,31 +83,20 @@ describe('POST /agui', () => {
       'TEXT_MESSAGE_END',
       'RUN_FINISHED',
     ]);
-    const text = events.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta).join('');
+    const text = list.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta).join('');
     expect(text).toBe('It is 10:30 in Zurich.');
-    expect(events[0]).toMatchObject({ threadId: 'thread-1', metadata: { correlationId: 'corr-1' } });
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { correlationId: 'corr-1', status: 'completed' } });
+    expect(list[0]).toMatchObject({ threadId: 'thread-1', runId: input.runId, metadata: { correlationId: 'corr-1', sessionId: 'session-thread-1' } });
+    expect(list.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { correlationId: 'corr-1', sessionId: 'session-thread-1', status: 'completed', replyMessageId: 'reply-1' } });
 
-    const received = (handler as FakeHandler).received[0];
-    expect(received).toMatchObject({ channel: 'web', conversationId: 'thread-1', accountId: 'thread-1', text: 'What time is it?' });
-    expect(received?.dedupeKey).toMatch(/^run-/);
+    expect(pipeline.received[0]).toMatchObject({ channel: 'web', conversationId: 'thread-1', accountId: 'thread-1', text: 'What time is it?', messageId: input.runId, dedupeKey: input.runId });
   });
 
   it('writes events as they happen instead of at the end', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const inner = new FakeHandler({ noTool: true });
-    const handler: ConversationHandler = {
-      async handle(message, options) {
-        options?.onEvent?.({ type: 'turn_started', correlationId: 'corr-gate', sessionId: 's' });
-        options?.onEvent?.({ type: 'text_delta', messageId: 'm', delta: 'first words' });
-        await gate; // the turn cannot finish until the client has seen its start
-        return inner.handle(message, options);
-      },
-    };
-    const { url } = await start({ handler });
+    const { url } = await start({ pipeline: { gate, noTool: true, reply: 'first words and more', chunkChars: 11 } });
     const response = await post(url, runInput());
-    expect(response.headers.get('x-correlation-id')).toBe('corr-gate');
+    expect(response.headers.get('x-correlation-id')).toBe('corr-1');
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let seen = '';
     while (!seen.includes('first words')) seen += (await reader.read()).value ?? '';
@@ -108,27 +108,29 @@ describe('POST /agui', () => {
     expect(parseSse(seen + rest).at(-1)?.type).toBe('RUN_FINISHED');
   });
 
-  it('ends with RUN_ERROR carrying the code of a PalaverError, even when thrown synchronously', async () => {
-    const handler: ConversationHandler = {
-      handle() {
+  it('ends a refused message with RUN_ERROR carrying the ChannelError code, even when accept throws synchronously', async () => {
+    const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
+    await channel.start({
+      accept() {
         throw new ChannelError('inbox_full', 'web', 'Too many messages are waiting in this conversation; try again shortly.');
       },
-    };
-    const { url } = await start({ handler });
-    const events = parseSse(await (await post(url, runInput())).text());
-    events.forEach(assertValidAguiEvent);
-    expect(events.map((e) => e.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
-    expect(events[1]).toMatchObject({ code: 'inbox_full', message: expect.stringContaining('Too many messages') });
+    });
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    servers.push(server);
+    const list = await events(await post(server.url, runInput()));
+    expect(list.map((e) => e.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
+    expect(list[1]).toMatchObject({ code: 'inbox_full', message: expect.stringContaining('Too many messages') });
   });
 
-  it('reads text parts, forwardedProps.userId and Accept-Language', async () => {
-    const { url, handler } = await start();
+  it('reads text parts, forwardedProps.userId, Accept-Language and x-correlation-id', async () => {
+    const { url, pipeline } = await start();
     const input = runInput([{ type: 'text', text: 'part one' }, { type: 'image', source: { type: 'url', value: 'https://x/y.png' } }, { type: 'text', text: 'part two' }], {
       forwardedProps: { userId: 'alice' },
     });
-    const response = await post(url, input, { 'accept-language': 'de-CH,de;q=0.9' });
+    const response = await post(url, input, { 'accept-language': 'de-CH,de;q=0.9', 'x-correlation-id': 'from-client-7' });
+    expect(response.headers.get('x-correlation-id')).toBe('from-client-7');
     await response.text();
-    expect((handler as FakeHandler).received[0]).toMatchObject({ accountId: 'alice', text: 'part one\npart two', languageHint: 'de-CH' });
+    expect(pipeline.received[0]).toMatchObject({ accountId: 'alice', text: 'part one\npart two', languageHint: 'de-CH', correlationId: 'from-client-7' });
   });
 
   it('refuses malformed JSON with 400 invalid_json', async () => {
@@ -147,53 +149,101 @@ describe('POST /agui', () => {
     expect(body.error.message).toContain('threadId');
   });
 
-  it('refuses a run without a user message', async () => {
+  it('refuses a run without a user message, and one whose user message is blank', async () => {
     const { url } = await start();
-    const response = await post(url, { ...runInput(), messages: [{ id: 'a', role: 'assistant', content: 'hi' }] });
-    expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ error: { code: 'no_user_message' } });
+    const none = await post(url, { ...runInput(), messages: [{ id: 'a', role: 'assistant', content: 'hi' }] });
+    expect(none.status).toBe(400);
+    expect(await none.json()).toMatchObject({ error: { code: 'no_user_message' } });
+    const blank = await post(url, runInput('   '));
+    expect(blank.status).toBe(400);
+    expect(await blank.json()).toMatchObject({ error: { code: 'empty_message' } });
   });
 
-  it('refuses text longer than maxInboundChars', async () => {
-    const { url, handler } = await start();
+  it('refuses text longer than maxInboundChars before anything is accepted', async () => {
+    const { url, pipeline } = await start();
     const response = await post(url, runInput('x'.repeat(101)));
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ error: { code: 'message_too_long', message: expect.stringContaining('100') } });
-    expect((handler as FakeHandler).received).toHaveLength(0);
+    expect(pipeline.received).toHaveLength(0);
   });
 
   it('refuses a body over maxBodyBytes with 413', async () => {
-    const { url } = await start({ maxBodyBytes: 1000 });
+    const { url } = await start({ channel: { maxBodyBytes: 1000 } });
     const response = await post(url, runInput('y'.repeat(2000)));
     expect(response.status).toBe(413);
     expect(await response.json()).toMatchObject({ error: { code: 'body_too_large' } });
   });
 
-  it('ends the stream with RUN_ERROR when the handler throws', async () => {
-    const { url } = await start({ handler: new FakeHandler({ fail: new Error('database exploded') }) });
+  it('ends the stream with RUN_ERROR without internals when the turn fails, and withdraws the streamed text', async () => {
+    const { url } = await start({ pipeline: { noTool: true, fail: new Error('database exploded') } });
     const response = await post(url, runInput());
     expect(response.status).toBe(200);
-    const events = parseSse(await response.text());
-    events.forEach(assertValidAguiEvent);
-    expect(events.map((e) => e.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
-    expect(events[1]).toMatchObject({ code: 'internal_error' });
-    expect(String(events[1]?.message)).not.toContain('database exploded');
+    const list = await events(response);
+    expect(list.slice(-3).map((e) => e.type)).toEqual(['TEXT_MESSAGE_END', 'CUSTOM', 'RUN_ERROR']);
+    expect(list.at(-2)).toMatchObject({ name: 'palaver.discard', value: { messageId: 'msg-1' } });
+    expect(list.at(-1)).toMatchObject({ code: 'internal_error', message: expect.stringContaining('corr-1') });
+    expect(JSON.stringify(list)).not.toContain('database exploded');
   });
 
-  it('aborts the handler signal when the client disconnects', async () => {
-    const handler = new FakeHandler({ delayMs: 100, noTool: true, reply: 'a long reply that takes a while' });
-    const { url } = await start({ handler, headerWaitMs: 10 });
+  it('aborts the accept signal when the client disconnects', async () => {
+    const { url, pipeline } = await start({ pipeline: { delayMs: 100, noTool: true, reply: 'a long reply that takes a while' }, channel: { headerWaitMs: 10 } });
     const response = await post(url, runInput());
     const reader = response.body!.getReader();
     await reader.read();
     await reader.cancel();
-    await expect.poll(() => handler.signals[0]?.aborted, { timeout: 3000 }).toBe(true);
+    await expect.poll(() => pipeline.signals[0]?.aborted, { timeout: 3000 }).toBe(true);
+  });
+
+  it('answers a redelivered run id with an empty run finished as duplicate', async () => {
+    const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
+    const context = new FakeChannelContext();
+    await channel.start(context);
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    servers.push(server);
+    context.duplicateNext();
+    const list = await events(await post(server.url, runInput()));
+    expect(list.map((e) => e.type)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
+    expect(list[1]).toMatchObject({ result: { correlationId: 'corr-1', status: 'duplicate' } });
+  });
+
+  it('sends a batch reply once, to the last run, and finishes the others as answered together', async () => {
+    const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
+    const context = new FakeChannelContext();
+    await channel.start(context);
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    servers.push(server);
+    const first = await post(server.url, { ...runInput('one'), runId: 'r1' });
+    const second = await post(server.url, { ...runInput('two'), runId: 'r2' });
+    const messages = await context.waitForMessages(2);
+    await answer(channel, context, messages, { stream: ['Both ', 'noted.'], parts: ['Both noted.'] });
+    const [a, b] = await Promise.all([events(first), events(second)]);
+    expect(a.map((e) => e.type)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
+    expect(a[1]).toMatchObject({ runId: 'r1', result: { status: 'answered_together', answeredIn: 'r2', correlationId: 'corr-2' } });
+    expect(b.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta).join('')).toBe('Both noted.');
+    expect(b.at(-1)).toMatchObject({ runId: 'r2', result: { status: 'completed' } });
+  });
+
+  it('refuses new runs after stop with 503, and fails send once the client is gone', async () => {
+    const { url, channel } = await start();
+    await channel.stop();
+    await channel.stop();
+    const response = await post(url, runInput());
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ error: { code: 'channel_stopped' } });
+    const target = { channel: 'web', conversationId: 'thread-1', accountId: 'a', inReplyTo: ['gone'], correlationId: 'c', sessionId: 's' };
+    await expect(channel.send(target, 'late')).rejects.toMatchObject({ code: 'client_gone' });
+  });
+
+  it('says which mistake was made when started twice', async () => {
+    const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
+    await channel.start(new FakeChannelContext());
+    await expect(channel.start(new FakeChannelContext())).rejects.toThrow(/twice/);
   });
 });
 
 describe('API key and client address', () => {
   it('requires the bearer key when one is configured', async () => {
-    const { url } = await start({ apiKey: 'correct-horse-battery' });
+    const { url } = await start({ http: { apiKey: 'correct-horse-battery' } });
     const without = await post(url, runInput());
     expect(without.status).toBe(401);
     expect(await without.json()).toMatchObject({ error: { code: 'unauthorized' } });
@@ -205,10 +255,12 @@ describe('API key and client address', () => {
     const right = await post(url, runInput(), { authorization: 'Bearer correct-horse-battery' });
     expect(right.status).toBe(200);
     expect(parseSse(await right.text()).at(-1)?.type).toBe('RUN_FINISHED');
+    // The page itself is public: it holds no data and must load to ask for the key.
+    expect((await fetch(`${url}/`)).status).toBe(200);
   });
 
   it('guards /admin routes with the same key', async () => {
-    const { url } = await start({ apiKey: 'correct-horse-battery', extraRoutes: (app) => app.get('/admin/ping', (c) => c.text('pong')) });
+    const { url } = await start({ http: { apiKey: 'correct-horse-battery', extraRoutes: (app) => app.get('/admin/ping', (c) => c.text('pong')) } });
     expect((await fetch(`${url}/admin/ping`)).status).toBe(401);
     expect((await fetch(`${url}/admin`)).status).toBe(401);
     const ok = await fetch(`${url}/admin/ping`, { headers: { authorization: 'Bearer correct-horse-battery' } });
@@ -224,7 +276,8 @@ describe('API key and client address', () => {
 
   it('refuses clients of unknown address without a key, pointing at PALAVER_API_KEY', async () => {
     // app.request() has no socket, so the address is unknown: the same path a remote client takes.
-    const app = createHttpApp({ handler: new FakeHandler(), health: async () => ({}), maxInboundChars: 100, logger: silentLogger() });
+    const channel = new WebChannel({ maxInboundChars: 100 });
+    const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes });
     const response = await app.request('/agui', { method: 'POST', body: JSON.stringify(runInput()) });
     expect(response.status).toBe(403);
     expect(await response.json()).toMatchObject({ error: { code: 'forbidden', message: expect.stringContaining('PALAVER_API_KEY') } });
@@ -238,6 +291,36 @@ describe('API key and client address', () => {
   });
 });
 
+describe('channel routes', () => {
+  it('passes the client address to the route, and undefined when unknown', async () => {
+    const seen: Array<string | undefined> = [];
+    const route: ChannelRoute = { method: 'GET', path: '/who', access: 'public', handle: (_request, info) => (seen.push(info.remoteAddress), new Response('ok')) };
+    const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: [route] });
+    const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+    servers.push(server);
+    await (await fetch(`${server.url}/who`)).text();
+    await (await app.request('/who')).text();
+    expect(seen[0]).toMatch(/127\.0\.0\.1/);
+    expect(seen[1]).toBeUndefined();
+  });
+
+  it('refuses two routes with the same method and path', () => {
+    const route: ChannelRoute = { method: 'POST', path: '/hook', access: 'public', handle: () => new Response('') };
+    expect(() => createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: [route, route] })).toThrow(/POST \/hook/);
+  });
+
+  it('answers 500 internal_error without internals when a route throws, and 404 for unknown routes', async () => {
+    const route: ChannelRoute = { method: 'GET', path: '/boom', access: 'public', handle: () => Promise.reject(new Error('secret detail')) };
+    const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: [route] });
+    const boom = await app.request('/boom');
+    expect(boom.status).toBe(500);
+    expect(JSON.stringify(await boom.json())).not.toContain('secret');
+    const missing = await app.request('/nowhere');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: 'not_found' } });
+  });
+});
+
 describe('GET /health', () => {
   it('answers 200 ok when every check passes', async () => {
     const { url } = await start();
@@ -247,14 +330,14 @@ describe('GET /health', () => {
   });
 
   it('answers 503 degraded when a check fails', async () => {
-    const { url } = await start({ health: async () => ({ database: { ok: true }, redis: { ok: false, detail: 'timeout' } }) });
+    const { url } = await start({ http: { health: async () => ({ database: { ok: true }, redis: { ok: false, detail: 'timeout' } }) } });
     const response = await fetch(`${url}/health`);
     expect(response.status).toBe(503);
     expect(await response.json()).toMatchObject({ status: 'degraded', checks: { redis: { ok: false, detail: 'timeout' } } });
   });
 
   it('answers 503 when the probe itself throws', async () => {
-    const { url } = await start({ health: async () => Promise.reject(new Error('boom')) });
+    const { url } = await start({ http: { health: async () => Promise.reject(new Error('boom')) } });
     const response = await fetch(`${url}/health`);
     expect(response.status).toBe(503);
     expect(await response.json()).toMatchObject({ status: 'degraded' });
@@ -263,7 +346,7 @@ describe('GET /health', () => {
 
 describe('startHttpServer', () => {
   it('picks a free port and closes safely twice', async () => {
-    const app = createHttpApp({ handler: new FakeHandler(), health: async () => ({}), maxInboundChars: 10, logger: silentLogger(), webDir: false });
+    const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: [] });
     const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
@@ -275,15 +358,22 @@ describe('startHttpServer', () => {
   it('rejects with a clear error when the port is taken', async () => {
     const { url } = await start();
     const port = Number(new URL(url).port);
-    const app = createHttpApp({ handler: new FakeHandler(), health: async () => ({}), maxInboundChars: 10, logger: silentLogger(), webDir: false });
+    const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: [] });
     await expect(startHttpServer(app, { host: '127.0.0.1', port })).rejects.toMatchObject({ code: 'http_listen_failed' });
   });
 
-  it('serves the chat page at /', async () => {
+  it('serves the chat page at /, /chat.js and /chat.css with a same-origin policy', async () => {
     const { url } = await start();
     const response = await fetch(`${url}/`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/text\/html/);
+    expect(response.headers.get('content-security-policy')).toContain("default-src 'none'");
     expect(await response.text()).toContain('data-testid="send-button"');
+    expect((await fetch(`${url}/chat.js`)).headers.get('content-type')).toMatch(/javascript/);
+    expect((await fetch(`${url}/chat.css`)).headers.get('content-type')).toMatch(/css/);
+  });
+
+  it('fails at construction when the page files are missing', () => {
+    expect(() => new WebChannel({ maxInboundChars: 10, webDir: '/nonexistent' })).toThrow(/chat\.html/);
   });
 });

@@ -26,6 +26,8 @@ export class AguiStream {
   readonly body: ReadableStream<Uint8Array>;
   /** Aborted when the client leaves before the run ended: the signal handed to `accept`. */
   readonly abort = new AbortController();
+  /** The correlation id of the turn writing to this run, once known (for the `x-correlation-id` header). */
+  correlationId: string | undefined;
   /** Resolves when the first event was written, or the stream closed. */
   readonly firstWrite: Promise<void>;
   #controller!: ReadableStreamDefaultController<Uint8Array>;

@@ -126,7 +126,10 @@ export class WebChannel implements Channel {
   #streamFor(target: ReplyTarget): AguiStream | undefined {
     for (let i = target.inReplyTo.length - 1; i >= 0; i--) {
       const stream = this.#streams.get(streamKey(target.conversationId, target.inReplyTo[i]!));
-      if (stream?.isOpen) return stream;
+      if (!stream?.isOpen) continue;
+      // The turn can stream before `accept` resolved (the store writes while the model starts).
+      stream.correlationId ??= target.correlationId;
+      return stream;
     }
     return undefined;
   }
@@ -172,10 +175,12 @@ export class WebChannel implements Channel {
     }
 
     let correlationId = parsed.message.correlationId;
+    stream.correlationId = correlationId;
     // Wrapped so an accept that throws synchronously still ends the stream with RUN_ERROR.
     const accepted = new Promise<Acceptance>((resolve) => resolve(context.accept(parsed.message, { signal: stream.abort.signal }))).then(
       (acceptance) => {
         correlationId = acceptance.correlationId;
+        stream.correlationId = correlationId;
         if (acceptance.status === 'duplicate') stream.write(stream.translator.duplicate(acceptance.correlationId));
         else stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
       },
@@ -194,7 +199,8 @@ export class WebChannel implements Channel {
     clearTimeout(timer);
 
     const headers: Record<string, string> = { ...SSE_HEADERS };
-    if (correlationId !== undefined) headers['x-correlation-id'] = correlationId;
+    const headerId = correlationId ?? stream.correlationId;
+    if (headerId !== undefined) headers['x-correlation-id'] = headerId;
     return new Response(stream.body, { status: 200, headers });
   }
 }

@@ -1,0 +1,107 @@
+import type { Acceptance, Channel, ChannelContext, InboundMessage, ReplyTarget, TurnProgress } from '../../src/domain/ports/channel.js';
+
+export interface ScriptedPipelineOptions {
+  /** Reply text, streamed as deltas of `chunkChars`, then sent as one part. Default "It is 10:30 in Zurich." */
+  readonly reply?: string;
+  readonly chunkChars?: number;
+  /** Pause between outbound calls, to make streaming observable. Default 0. */
+  readonly delayMs?: number;
+  /** `accept` rejects with this (the message is refused). */
+  readonly refuse?: unknown;
+  /** The turn ends with this error instead of a reply. */
+  readonly fail?: unknown;
+  /** Skip the `current_time` tool call. */
+  readonly noTool?: boolean;
+  /** Streamed first, then discarded (a stream that broke), before the reply streams. */
+  readonly withdrawn?: string;
+  /** The turn waits for this after its first delta. */
+  readonly gate?: Promise<void>;
+}
+
+/**
+ * A stand-in for Palaver's pipeline behind one channel: accepts every message (`corr-<n>`), then runs a scripted
+ * turn through the channel's outbound side as the real pipeline does: a tool call and result, text deltas, one
+ * sent part, settle.
+ */
+export class ScriptedPipeline implements ChannelContext {
+  readonly received: InboundMessage[] = [];
+  readonly signals: AbortSignal[] = [];
+  readonly #channel: Channel;
+  #options: ScriptedPipelineOptions;
+
+  constructor(channel: Channel, options: ScriptedPipelineOptions = {}) {
+    this.#channel = channel;
+    this.#options = options;
+  }
+
+  async accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance> {
+    this.received.push(message);
+    if (options?.signal) this.signals.push(options.signal);
+    if (this.#options.refuse !== undefined) throw this.#options.refuse;
+    const turn = this.received.length;
+    const acceptance = { status: 'accepted', correlationId: message.correlationId ?? `corr-${turn}`, sessionId: `session-${message.conversationId}`, userId: `user-${message.accountId}` } as const;
+    const target: ReplyTarget = {
+      channel: this.#channel.name,
+      conversationId: message.conversationId,
+      accountId: message.accountId,
+      inReplyTo: message.messageId === undefined ? [] : [message.messageId],
+      correlationId: acceptance.correlationId,
+      sessionId: acceptance.sessionId,
+    };
+    void this.#turn(target, turn);
+    return acceptance;
+  }
+
+  /** Changes how the next turns run. */
+  script(options: ScriptedPipelineOptions): void {
+    this.#options = { ...this.#options, ...options };
+  }
+
+  async #turn(target: ReplyTarget, turn: number): Promise<void> {
+    const channel = this.#channel;
+    const pause = async (): Promise<void> => {
+      if (this.#options.delayMs) await new Promise((resolve) => setTimeout(resolve, this.#options.delayMs));
+    };
+    const progress = async (event: TurnProgress): Promise<void> => {
+      await pause();
+      channel.progress?.(target, event);
+    };
+    if (!this.#options.noTool) {
+      await progress({ type: 'tool_call', callId: `call-${turn}`, name: 'current_time', arguments: '{"zone":"Europe/Zurich"}' });
+      await progress({ type: 'tool_result', callId: `call-${turn}`, name: 'current_time', content: '2025-01-01T10:30:00+01:00', isError: false });
+    }
+    if (this.#options.withdrawn !== undefined) {
+      await progress({ type: 'text_delta', messageId: `draft-${turn}`, delta: this.#options.withdrawn });
+      await progress({ type: 'discard', messageId: `draft-${turn}` });
+    }
+    const reply = this.#options.reply ?? 'It is 10:30 in Zurich.';
+    const size = this.#options.chunkChars ?? 4;
+    for (let i = 0; i < reply.length; i += size) {
+      await progress({ type: 'text_delta', messageId: `msg-${turn}`, delta: reply.slice(i, i + size) });
+      if (i === 0 && this.#options.gate) await this.#options.gate;
+    }
+    await pause();
+    if (this.#options.fail !== undefined) {
+      channel.settle?.(target, { kind: 'error', correlationId: target.correlationId, error: this.#options.fail });
+      return;
+    }
+    try {
+      const part = await channel.send(target, reply);
+      channel.settle?.(target, {
+        kind: 'answered',
+        parts: [part],
+        outcome: {
+          correlationId: target.correlationId,
+          sessionId: target.sessionId,
+          userId: `user-${target.accountId}`,
+          reply,
+          replyMessageId: `reply-${turn}`,
+          status: 'completed',
+          usage: { inputTokens: 10, outputTokens: 5, cost: '0.0001', currency: 'USD' },
+        },
+      });
+    } catch {
+      // The client left: the real pipeline logs the failed delivery and goes on.
+    }
+  }
+}
