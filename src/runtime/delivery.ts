@@ -1,3 +1,4 @@
+import { ChannelError } from '../domain/errors.js';
 import type { SentPart, TurnOutcome } from '../domain/ports/channel.js';
 import type { TurnScope } from './turn-context.js';
 
@@ -49,7 +50,9 @@ export function startDelivery(scope: TurnScope): Delivery {
       try {
         for (const part of answer.parts) sent.push(await channel.send(target, part));
       } catch (error) {
-        scope.log.error({ err: error, channel: channel.name, sentParts: sent.length, parts: answer.parts.length }, 'could not send the reply');
+        // A person who left mid-turn (a closed web run) is ordinary: the reply is stored and shown on their return.
+        const gone = error instanceof ChannelError && error.code === 'client_gone';
+        scope.log[gone ? 'info' : 'error']({ err: error, channel: channel.name, sentParts: sent.length, parts: answer.parts.length }, gone ? 'reply stored; its reader has left' : 'could not send the reply');
       } finally {
         stopTyping();
       }
