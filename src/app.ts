@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import pLimit from 'p-limit';
-import { parseConfig, resolveConfigPaths, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
+import { parseConfig, resolveConfigPaths, secretsOf, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
 import type { Channel } from './domain/ports/channel.js';
 import type { Flow } from './domain/ports/flow.js';
@@ -9,7 +9,7 @@ import type { Store } from './domain/ports/store.js';
 import type { ToolDispatcher } from './domain/ports/tool-dispatch.js';
 import type { ToolHost } from './domain/ports/tool-host.js';
 import { LocalIdentityResolver } from './identity/local-identity.js';
-import { createLogger, type Logger } from './observability/logger.js';
+import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls } from './runtime/call-wrappers.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
@@ -95,7 +95,9 @@ const FLOWS: Readonly<Record<PalaverConfig['agent']['flow'], Flow>> = { single: 
  */
 export async function createPalaver(input: PalaverConfigInput | PalaverConfig, options: PalaverOptions = {}): Promise<Palaver> {
   const config = resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd());
-  const logger = options.logger ?? createLogger({ level: config.log.level });
+  // Every line passes one redaction step that knows the config's secrets, also on a logger passed in.
+  const secrets = secretsOf(config);
+  const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, secrets });
   const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false });
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
   const { createModelSet } = await import('./models/create-model-set.js');

@@ -2,3 +2,4 @@ export { configSchema, type PalaverConfig, type PalaverConfigInput, type ModelEn
 export { loadConfig, parseConfig, type LoadConfigOptions } from './load-config.js';
 export { resolveConfigPaths } from './paths.js';
 export { normaliseDatabaseUrl, resolveDatabaseUrl, type NormalisedDatabaseUrl } from './database-url.js';
+export { secretsOf } from './secrets.js';

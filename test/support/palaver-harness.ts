@@ -13,6 +13,8 @@ export interface Harness {
   readonly databaseUrl: string;
   /** Every log line written so far, parsed. */
   readonly logs: Record<string, unknown>[];
+  /** Every log line written so far, as the raw text pino wrote (search this for secrets, not the parsed fields). */
+  logText(): string;
   /** Starts (or restarts, on the same database) a Palaver. */
   start(config?: PalaverConfigInput | Record<string, unknown>, options?: PalaverOptions): Promise<Palaver>;
   close(): Promise<void>;
@@ -30,9 +32,12 @@ export async function createHarness(script: ModelScript, instructions: Record<st
   const model = await startScriptedModelServer({ script });
   const databaseUrl = `sqlite:${join(dir, 'data', 'palaver.db')}`;
   const logs: Record<string, unknown>[] = [];
+  const raw: string[] = [];
   const sink = new PassThrough();
   sink.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+    const text = chunk.toString('utf8');
+    raw.push(text);
+    for (const line of text.split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
   });
   const running: Palaver[] = [];
   return {
@@ -40,6 +45,7 @@ export async function createHarness(script: ModelScript, instructions: Record<st
     model,
     databaseUrl,
     logs,
+    logText: () => raw.join(''),
     async start(config = {}, options = {}) {
       const base = {
         model: { name: 'scripted', baseUrl: model.baseUrl, maxRetries: 0, timeoutMs: 5_000 },

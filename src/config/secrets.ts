@@ -1,0 +1,57 @@
+import type { PalaverConfig } from './schema.js';
+
+/**
+ * Names of config fields that hold a credential: `apiKey`, `bearerToken`, `botToken`, `cookieSecret`, `jwtSecret`,
+ * `password`, … (a trailing `s` for lists, e.g. rotated secrets). Matched on the field name, so a secret field added
+ * to the schema later is covered without touching this file; `maxTokens`-style numbers are skipped (only strings
+ * count).
+ */
+const SECRET_FIELD = /(?:apikey|token|secret|password)s?$/i;
+
+/**
+ * Every secret value in a config, for the logger's scrubber (`createLogger({ secrets })`): the model and fallback
+ * API keys, the server API key, MCP bearer tokens, the password in a PostgreSQL URL, and any later field whose name
+ * says it is a credential (see {@link SECRET_FIELD}). Values are returned as configured, shortest included; the
+ * logger decides which are long enough to scrub.
+ *
+ * @example
+ * const logger = createLogger({ level: config.log.level, secrets: secretsOf(config) });
+ */
+export function secretsOf(config: PalaverConfig | Readonly<Record<string, unknown>>): string[] {
+  const found = new Set<string>();
+  collect(config, found, false);
+  for (const password of databasePassword((config as { database?: { url?: unknown } }).database?.url)) found.add(password);
+  return [...found];
+}
+
+function collect(value: unknown, found: Set<string>, isSecret: boolean): void {
+  if (typeof value === 'string') {
+    if (isSecret && value !== '') found.add(value);
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) collect(item, found, isSecret);
+    return;
+  }
+  if (value && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) collect(item, found, SECRET_FIELD.test(key));
+  }
+}
+
+/** The password of a `postgres://user:password@host/db` URL, as written and decoded; none for SQLite. */
+function databasePassword(url: unknown): string[] {
+  if (typeof url !== 'string' || !/^postgres(ql)?:\/\//.test(url)) return [];
+  try {
+    const written = new URL(url).password;
+    if (!written) return [];
+    let decoded = written;
+    try {
+      decoded = decodeURIComponent(written);
+    } catch {
+      // a stray % is taken literally
+    }
+    return [...new Set([written, decoded])];
+  } catch {
+    return [];
+  }
+}
