@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { recordRunLog } from '../support/run-log.js';
 
 /** The repository root; spawned scripts are resolved against it. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -44,6 +45,8 @@ export function spawnTs(script: string, args: readonly string[], options: { cwd:
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  // Everything a child printed (its logs included) joins the run-wide log that is searched for secrets.
+  child.once('close', () => recordRunLog(stdout + stderr));
   const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   let done = false;
   void exited.then(() => (done = true));

@@ -3,9 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { createPalaver, type Palaver, type PalaverOptions } from '../../src/app.js';
-import type { PalaverConfigInput } from '../../src/config/index.js';
+import { parseConfig, secretsOf, type PalaverConfigInput } from '../../src/config/index.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startScriptedModelServer, type ModelScript, type ScriptedModelServer } from '../../src/testing/index.js';
+import { recordRunLog, registerRunSecrets } from './run-log.js';
+import { TEST_SECRETS } from './secrets.js';
 
 export interface Harness {
   readonly dir: string;
@@ -23,6 +25,10 @@ export interface Harness {
 /**
  * A Palaver on a real SQLite file in a temp folder, talking over real HTTP to a scripted model server.
  * Instruction files: `base.md`, plus any given in `instructions`.
+ *
+ * The model key is {@link TEST_SECRETS}.modelApiKey unless a test sets its own. Every log line also goes to the
+ * run-wide log, and the config's secrets are registered, so the run fails if any test's log holds one of them.
+ * The logger is passed in without secrets: scrubbing it is `createPalaver`'s job, and the check proves it does.
  */
 export async function createHarness(script: ModelScript, instructions: Record<string, string> = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'palaver-test-'));
@@ -37,6 +43,7 @@ export async function createHarness(script: ModelScript, instructions: Record<st
   sink.on('data', (chunk: Buffer) => {
     const text = chunk.toString('utf8');
     raw.push(text);
+    recordRunLog(text);
     for (const line of text.split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
   });
   const running: Palaver[] = [];
@@ -48,12 +55,18 @@ export async function createHarness(script: ModelScript, instructions: Record<st
     logText: () => raw.join(''),
     async start(config = {}, options = {}) {
       const base = {
-        model: { name: 'scripted', baseUrl: model.baseUrl, maxRetries: 0, timeoutMs: 5_000 },
+        model: { name: 'scripted', baseUrl: model.baseUrl, apiKey: TEST_SECRETS.modelApiKey, maxRetries: 0, timeoutMs: 5_000 },
         database: { url: databaseUrl },
         agent: { instructionsDir: join(dir, 'instructions') },
         log: { level: 'debug' },
       };
-      const palaver = await createPalaver(merge(base, config as Record<string, unknown>) as PalaverConfigInput, {
+      const merged = merge(base, config as Record<string, unknown>) as PalaverConfigInput;
+      try {
+        registerRunSecrets(secretsOf(parseConfig(merged)));
+      } catch {
+        // an invalid config: createPalaver throws below, and logs nothing
+      }
+      const palaver = await createPalaver(merged, {
         logger: createLogger({ level: 'debug', destination: sink }),
         ...options,
       });

@@ -13,6 +13,3 @@ export const TEST_SECRETS = {
   cookieSecret: 'test-cookie-secret-6e4f2a8b0c1d3e5f',
   jwtSecret: 'test-jwt-secret-8c7b6a5d4e3f2a1b',
 } as const;
-
-/** Every fixed test secret, for the run-wide check. */
-export const ALL_TEST_SECRETS: readonly string[] = Object.values(TEST_SECRETS);
