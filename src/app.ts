@@ -142,7 +142,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       now: options.now ?? (() => new Date()),
     },
     new LocalIdentityResolver(store),
-    { maxInboundChars: config.limits.maxInboundChars },
+    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs },
   );
 
   // `chat()` is a channel like any other: its messages take the same road.
@@ -164,6 +164,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     await store.close();
     throw error;
   }
+  // Now that every channel can deliver: answer what a stopped process left unanswered, and keep our leases alive.
+  pipeline.start();
 
   let closing: Promise<void> | undefined;
   async function checkHealth(): Promise<Record<string, { ok: boolean; detail?: string }>> {
@@ -217,7 +219,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       closing ??= (async () => {
         // No new messages first; then every accepted one is answered before the connections go.
         await Promise.allSettled(channels.map((channel) => channel.stop()));
-        await pipeline.drain();
+        await pipeline.close();
         await dispatcher.close();
         await store.close();
       })();

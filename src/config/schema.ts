@@ -135,6 +135,15 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   /**
+   * The durable inbox. Each accepted message is leased to the process that answers it and the lease is renewed while
+   * that process lives; after a crash the message is answered (once) when its lease has run out.
+   */
+  inbox: z
+    .strictObject({
+      leaseMs: z.number().int().min(100).max(600_000).default(15_000),
+    })
+    .prefault({}),
+  /**
    * In-process cache of participants, user states and recent histories (written through on every store write).
    * `ttlMs` bounds how long a change made by another process on the same database can go unseen.
    */

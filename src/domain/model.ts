@@ -106,3 +106,38 @@ export interface UserStateRecord {
   readonly raw: string;
   readonly updatedAt: Date;
 }
+
+/** Whether an accepted message still waits for its answer. */
+export type InboundState = 'queued' | 'answered';
+
+/**
+ * An accepted inbound message: stored before its turn, leased to the process that will answer it, and marked
+ * answered (with the reply's id) in the turn's closing transaction. What a crash leaves queued is answered once by
+ * whoever takes it over after its lease ran out. Its text joins the conversation (`messages`) with the reply, in the
+ * order the model saw it.
+ */
+export interface InboundRecord {
+  readonly id: string;
+  readonly channel: string;
+  readonly conversationId: string;
+  readonly accountId: string;
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly text: string;
+  /** The channel's id of the message (AG-UI run id, Telegram message id). */
+  readonly messageId: string | null;
+  /** Redelivery key, unique per channel and conversation. */
+  readonly dedupeKey: string | null;
+  readonly correlationId: string;
+  readonly languageHint: string | null;
+  readonly displayName: string | null;
+  readonly conversationKind: 'direct' | 'shared';
+  readonly receivedAt: Date;
+  readonly state: InboundState;
+  /** The reply that answered it, once answered, and its place in the session. */
+  readonly replyMessageId: string | null;
+  readonly replySeq: number | null;
+}
+
+/** A message to accept; the store sets id, state, lease and time. */
+export type NewInboundRecord = Omit<InboundRecord, 'id' | 'receivedAt' | 'state' | 'replyMessageId' | 'replySeq'>;

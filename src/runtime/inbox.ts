@@ -9,6 +9,11 @@ export interface InboxOptions<Item> {
    */
   readonly runBatch: (conversationKey: string, items: readonly [Item, ...Item[]]) => Promise<void>;
   readonly onError: (error: unknown, conversationKey: string) => void;
+  /**
+   * Whether `item` may be answered in the same turn as `first` (default: always). The batch is the longest run of
+   * waiting items that may; the rest wait for the next turn (in a group chat, a batch never mixes senders).
+   */
+  readonly sameBatch?: (first: Item, item: Item) => boolean;
   /** Quiet window: a turn starts only after this many ms without a new message (0: start at once). */
   readonly debounceMs?: number;
 }
@@ -45,6 +50,18 @@ export class Inbox<Item> {
     await new Promise<void>((resolve) => this.#idle.add(resolve));
   }
 
+  #takeBatch(conversation: Conversation<Item>): [Item, ...Item[]] {
+    const { pending } = conversation;
+    const sameBatch = this.#options.sameBatch;
+    let size = pending.length;
+    if (sameBatch) {
+      size = 1;
+      while (size < pending.length && sameBatch(pending[0]!, pending[size]!)) size++;
+    }
+    conversation.pending = pending.slice(size);
+    return pending.slice(0, size) as [Item, ...Item[]];
+  }
+
   #schedule(key: string, conversation: Conversation<Item>): void {
     if (conversation.running) return; // the running turn picks the new message up when it ends
     const debounceMs = this.#options.debounceMs ?? 0;
@@ -60,8 +77,7 @@ export class Inbox<Item> {
     conversation.timer = undefined;
     conversation.running = true;
     while (conversation.pending.length > 0) {
-      const batch = conversation.pending as [Item, ...Item[]];
-      conversation.pending = [];
+      const batch = this.#takeBatch(conversation);
       try {
         await this.#options.runBatch(key, batch);
       } catch (error) {

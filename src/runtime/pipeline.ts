@@ -1,9 +1,8 @@
 import { ChannelError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import type { Session, StoredMessage } from '../domain/model.js';
-import type { Acceptance, Channel, ChannelContext, InboundMessage } from '../domain/ports/channel.js';
+import type { InboundRecord } from '../domain/model.js';
+import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundMessage, StoredReply, TranscriptEntry } from '../domain/ports/channel.js';
 import type { IdentityResolver } from '../domain/ports/identity.js';
-import type { Store } from '../domain/ports/store.js';
 import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
 import { runTurn } from './turn.js';
@@ -14,42 +13,91 @@ export interface PipelineOptions {
   readonly maxInboundChars: number;
   /** Inbox quiet window in ms (0: answer at once). */
   readonly debounceMs?: number;
+  /**
+   * How long an accepted message stays leased to this process without a renewal, in ms. After a crash, another
+   * process (or this one restarted) answers it once the lease ran out. Default 15 000.
+   */
+  readonly leaseMs?: number;
 }
+
+const DEFAULT_LEASE_MS = 15_000;
+/** Messages taken over per recovery round; the rest follow in the next rounds. */
+const RECOVERY_BATCH = 100;
 
 /**
  * The one road every message travels, from every channel:
  *
  *   channel (in) → inbound (normalise, dedupe, store) → identity → inbox → turn → reply → channel (out)
  *
- * `accept` is what a channel calls; it resolves once the message is stored and queued. The inbox runs one turn per
- * conversation at a time and answers the messages that arrived meanwhile together, and the turn sends one reply
- * through the channel the batch came from.
+ * `accept` is what a channel calls; it resolves once the message is stored in the durable inbox and queued. The
+ * inbox runs one turn per conversation at a time and answers the messages that arrived meanwhile together, and the
+ * turn sends one reply through the channel the batch came from.
+ *
+ * Crash safety: each accepted message is leased to this process, and the lease is renewed while it lives. What a
+ * process that died left unanswered is taken over once its lease ran out and answered once; `start` looks at once
+ * and then every third of a lease.
  */
 export class Pipeline {
   readonly #deps: TurnDependencies;
   readonly #identity: IdentityResolver;
   readonly #options: PipelineOptions;
   readonly #inbox: Inbox<AcceptedMessage>;
+  readonly #channels = new Map<string, Channel>();
+  /** This process, as the owner of its leases. */
+  readonly #owner = newId();
+  readonly #leaseMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #maintaining: Promise<void> = Promise.resolve();
+  #stopped = false;
 
   constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
     this.#deps = deps;
     this.#identity = identity;
     this.#options = options;
+    this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.#inbox = new Inbox({
       runBatch: (_key, batch) => this.#runBatch(batch),
       onError: (error, key) => deps.logger.error({ err: error, conversation: key }, 'turn crashed'),
       debounceMs: options.debounceMs ?? 0,
+      // In a group chat each turn answers one sender: a batch never mixes them.
+      sameBatch: (first, item) => first.inbound.conversationKind === 'direct' || first.inbound.accountId === item.inbound.accountId,
     });
   }
 
   /** The context a channel is started with: its messages enter the pipeline under its own name. */
   contextFor(channel: Channel): ChannelContext {
-    return { accept: (message, options) => this.accept(channel, message, options) };
+    this.#channels.set(channel.name, channel);
+    return {
+      accept: (message, options) => this.accept(channel, message, options),
+      conversations: (accountId, options) => this.#conversations(channel, accountId, options?.limit ?? 50),
+      transcript: (accountId, conversationId, options) => this.#transcript(channel, accountId, conversationId, options?.limit ?? 200),
+    };
+  }
+
+  /** Answers what crashed processes left unanswered, now and periodically, and keeps this process's leases alive. */
+  start(): void {
+    if (this.#timer) return;
+    this.#maintain();
+    this.#timer = setInterval(() => this.#maintain(), Math.max(50, Math.floor(this.#leaseMs / 3)));
+    this.#timer.unref();
+  }
+
+  /**
+   * Takes over nothing more, answers every queued message (its leases still renewed meanwhile), then stops. Call it
+   * after the channels stopped accepting.
+   */
+  async close(): Promise<void> {
+    this.#stopped = true;
+    await this.#maintaining;
+    await this.#inbox.drain();
+    clearInterval(this.#timer);
+    this.#timer = undefined;
   }
 
   /**
    * Normalises, deduplicates and stores a message from `channel`, resolves who sent it, and queues it.
-   * @throws ChannelError `inbound_invalid` for empty or oversized text or a message of another channel (nothing is stored then).
+   * @throws ChannelError `inbound_invalid` for empty, oversized or unstorable text, or a message of another channel;
+   *   `forbidden` for a direct conversation of someone else. Nothing is stored then.
    */
   async accept(channel: Channel, message: InboundMessage, options: { readonly signal?: AbortSignal } = {}): Promise<Acceptance> {
     // The channel that hands the message over vouches for it: a message cannot claim another channel's accounts.
@@ -61,72 +109,171 @@ export class Pipeline {
     if (text.length > this.#options.maxInboundChars) {
       throw new ChannelError('inbound_invalid', message.channel, `The message is too long: ${text.length} characters, at most ${this.#options.maxInboundChars}.`);
     }
-    const correlationId = message.correlationId ?? newId();
-    const participant = this.#deps.cache.participant(message.channel, message.accountId, message.conversationId) ?? (await this.#join(message, text));
+    checkStorable(message, text);
+    const kind = message.conversationKind ?? 'direct';
+    const participant = this.#deps.cache.participant(message.channel, message.accountId, message.conversationId) ?? (await this.#join(message, text, kind));
 
-    const stored = await this.#deps.store.transaction(async (tx) => {
-      if (message.dedupeKey !== undefined && !(await tx.inbound.remember(message.channel, message.dedupeKey))) return undefined;
-      return appendUserMessage(tx, participant.session, text, correlationId);
+    const correlationId = message.correlationId ?? newId();
+    const result = await this.#deps.store.transaction(async (tx) => {
+      const accepted = await tx.inbound.accept(
+        {
+          channel: message.channel,
+          conversationId: message.conversationId,
+          accountId: message.accountId,
+          userId: participant.user.id,
+          sessionId: participant.session.id,
+          text,
+          messageId: message.messageId ?? null,
+          dedupeKey: message.dedupeKey ?? null,
+          correlationId,
+          languageHint: message.languageHint ?? null,
+          displayName: message.displayName ?? null,
+          conversationKind: kind,
+        },
+        { owner: this.#owner, leaseMs: this.#leaseMs },
+      );
+      if (accepted.accepted) await tx.sessions.setStatus(participant.session.id, 'running');
+      return accepted;
     });
-    if (!stored) {
+    if (!result.accepted) {
       this.#deps.metrics.duplicates.inc();
-      this.#deps.logger.info({ correlationId, channel: message.channel, dedupeKey: message.dedupeKey }, 'duplicate inbound message ignored');
-      return { status: 'duplicate', correlationId };
+      this.#deps.logger.info({ correlationId: result.existing.correlationId, channel: message.channel, dedupeKey: message.dedupeKey }, 'duplicate inbound message ignored');
+      const answered = await this.#storedReply(result.existing);
+      return { status: 'duplicate', correlationId: result.existing.correlationId, ...(answered ? { answered } : {}) };
     }
-    this.#inbox.submit(`${message.channel}\u0000${message.conversationId}`, {
-      channel,
-      ...participant,
-      accountId: message.accountId,
-      text,
-      stored,
-      messageId: message.messageId,
-      correlationId,
-      languageHint: message.languageHint,
-      signal: options.signal,
-    });
+    this.#queue(channel, participant, result.record, options.signal);
     return { status: 'accepted', correlationId, sessionId: participant.session.id, userId: participant.user.id };
   }
 
-  /** Resolves when every queued turn has finished. */
-  drain(): Promise<void> {
-    return this.#inbox.drain();
+  #queue(channel: Channel, participant: Participant, inbound: InboundRecord, signal: AbortSignal | undefined): void {
+    this.#inbox.submit(`${inbound.channel}\u0000${inbound.conversationId}`, { channel, ...participant, inbound, signal });
   }
 
-  /** First message of an account in a conversation: who it is (identity), and the conversation's session. */
-  async #join(message: InboundMessage, text: string): Promise<Participant> {
+  /** First message of an account in a conversation: who it is (identity), and whether the conversation is theirs. */
+  async #join(message: InboundMessage, text: string, kind: 'direct' | 'shared'): Promise<Participant> {
     const { user, accounts } = await this.#identity.resolve({ channel: message.channel, accountId: message.accountId, displayName: message.displayName ?? null });
     const session = await this.#deps.store.transaction(async (tx) => {
       const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
       if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
       return session;
     });
+    // A direct conversation is its opener's (and their linked accounts'): nobody else writes into it or reads it.
+    if (kind === 'direct' && session.userId !== user.id) {
+      this.#deps.logger.warn({ channel: message.channel, conversationId: message.conversationId, accountId: message.accountId }, 'message into another user\'s conversation refused');
+      throw new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
+    }
     const participant = { user, accounts, session };
-    // Remembered only after the commit: a rolled-back first contact must not be cached.
+    // Remembered only after the checks: a refused or rolled-back first contact must not be cached.
     this.#deps.cache.rememberParticipant(message.channel, message.accountId, message.conversationId, participant);
     return participant;
+  }
+
+  async #storedReply(record: InboundRecord): Promise<StoredReply | undefined> {
+    if (record.state !== 'answered' || record.replySeq === null) return undefined;
+    const reply = await this.#deps.store.messages.findBySeq(record.sessionId, record.replySeq);
+    if (!reply) return undefined;
+    return {
+      sessionId: record.sessionId,
+      correlationId: record.correlationId,
+      replyMessageId: reply.id,
+      text: reply.content,
+      status: reply.meta?.['error'] === true ? 'failed' : 'completed',
+    };
   }
 
   async #runBatch(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
     const first = batch[0];
     if (batch.length > 1) {
-      this.#deps.logger.info({ correlationId: first.correlationId, joined: batch.slice(1).map((item) => item.correlationId) }, 'messages answered together');
+      this.#deps.logger.info({ correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) }, 'messages answered together');
     }
     const stop = this.#deps.metrics.turnSeconds.startTimer();
     const outcome = await runTurn(this.#deps, { messages: batch });
     const seconds = stop();
-    if (outcome) {
-      this.#deps.logger.info(
-        { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, ms: Math.round(seconds * 1000), inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens, cost: outcome.usage.cost },
-        'turn finished',
-      );
+    if (!outcome) {
+      // Nothing could be stored (the database failed): the messages stay in the inbox and are tried again later
+      // (by this process while it runs; by the next one, through their leases, if it stops first).
+      if (!this.#stopped) {
+        const retry = setTimeout(() => batch.forEach((item) => this.#queue(item.channel, item, item.inbound, undefined)), Math.max(50, Math.floor(this.#leaseMs / 3)));
+        retry.unref();
+      }
+      return;
     }
+    this.#deps.logger.info(
+      { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, ms: Math.round(seconds * 1000), inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens, cost: outcome.usage.cost },
+      'turn finished',
+    );
+  }
+
+  /** One round of lease renewal and recovery; rounds never overlap. */
+  #maintain(): void {
+    this.#maintaining = this.#maintaining.then(async () => {
+      try {
+        await this.#deps.store.inbound.renewLeases(this.#owner, this.#leaseMs);
+        if (this.#stopped) return;
+        const claimed = await this.#deps.store.inbound.claimExpired({ owner: this.#owner, leaseMs: this.#leaseMs, channels: [...this.#channels.keys()], limit: RECOVERY_BATCH });
+        for (const record of claimed) await this.#recover(record);
+      } catch (error) {
+        this.#deps.logger.error({ err: error }, 'inbox recovery failed; trying again shortly');
+      }
+    });
+  }
+
+  /** Queues a message a process that died left unanswered. */
+  async #recover(record: InboundRecord): Promise<void> {
+    const channel = this.#channels.get(record.channel);
+    const [user, session] = await Promise.all([this.#deps.store.users.findById(record.userId), this.#deps.store.sessions.findById(record.sessionId)]);
+    if (!channel || !user || !session) return;
+    const accounts = (await this.#deps.store.users.listAccounts(user.id)).map(({ channel: name, accountId }) => ({ channel: name, accountId }));
+    this.#deps.logger.warn({ correlationId: record.correlationId, channel: record.channel, conversationId: record.conversationId, receivedAt: record.receivedAt }, 'answering a message left unanswered by a stopped process');
+    this.#queue(channel, { user, accounts, session }, record, undefined);
+  }
+
+  async #conversations(channel: Channel, accountId: string, limit: number): Promise<readonly ConversationSummary[]> {
+    const user = await this.#deps.store.users.findByAccount(channel.name, accountId);
+    if (!user) return [];
+    const sessions = await this.#deps.store.sessions.listByUser(user.id, limit);
+    return sessions
+      .filter((session) => session.channel === channel.name)
+      .map((session) => ({ conversationId: session.conversationId, title: session.title, status: session.status, updatedAt: session.updatedAt }));
+  }
+
+  async #transcript(channel: Channel, accountId: string, conversationId: string, limit: number): Promise<readonly TranscriptEntry[]> {
+    const { store } = this.#deps;
+    const session = await store.sessions.findByConversation(channel.name, conversationId);
+    if (!session) throw new ChannelError('not_found', channel.name, 'There is no such conversation.');
+    const user = await store.users.findByAccount(channel.name, accountId);
+    if (!user || user.id !== session.userId) throw new ChannelError('forbidden', channel.name, 'This conversation belongs to someone else.');
+    const [stored, queued] = await Promise.all([store.messages.listRecent(session.id, { limit, audience: 'display' }), store.inbound.listQueued(session.id)]);
+    return [
+      ...stored.flatMap((message): TranscriptEntry[] =>
+        message.role === 'user' || message.role === 'assistant' ? [{ id: message.id, role: message.role, text: message.content, at: message.createdAt }] : [],
+      ),
+      // Accepted, not answered yet: the person sees their message.
+      ...queued.map((record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt })),
+    ];
   }
 }
 
-/** Stores a person's message; the session has work in flight from then until its turn ends. */
-async function appendUserMessage(tx: Store, session: Session, text: string, correlationId: string): Promise<StoredMessage> {
-  const [stored] = await tx.messages.append(session.id, [{ role: 'user', audience: 'display', content: text, correlationId }], { status: 'running' });
-  return stored!;
+// NUL and unpaired surrogates: PostgreSQL refuses them in text, and no person types them.
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Refuses a message whose text or ids a database cannot store exactly, on every back end. */
+function checkStorable(message: InboundMessage, text: string): void {
+  const fields: [string, string | null | undefined][] = [
+    ['text', text],
+    ['account id', message.accountId],
+    ['conversation id', message.conversationId],
+    ['message id', message.messageId],
+    ['dedupe key', message.dedupeKey],
+    ['display name', message.displayName],
+    ['language hint', message.languageHint],
+    ['correlation id', message.correlationId],
+  ];
+  for (const [name, value] of fields) {
+    if (value !== undefined && value !== null && UNSTORABLE.test(value)) {
+      throw new ChannelError('inbound_invalid', message.channel, `The ${name} holds a NUL character or a broken unicode surrogate; send plain text.`);
+    }
+  }
 }
 
 function titleFrom(text: string): string {

@@ -1,4 +1,4 @@
-import type { Session, StoredMessage, User } from '../domain/model.js';
+import type { InboundRecord, Session, User } from '../domain/model.js';
 import type { Channel, ReplyTarget, TurnProgress } from '../domain/ports/channel.js';
 import type { Flow, ModelCallRecord } from '../domain/ports/flow.js';
 import type { HostedMcpSpec, ModelSet, ModelToolCall } from '../domain/ports/model-provider.js';
@@ -58,12 +58,8 @@ export interface AcceptedMessage {
   /** The channel accounts linked to the user. */
   readonly accounts: readonly { readonly channel: string; readonly accountId: string }[];
   readonly session: Session;
-  readonly accountId: string;
-  readonly text: string;
-  readonly stored: StoredMessage;
-  readonly messageId: string | undefined;
-  readonly correlationId: string;
-  readonly languageHint: string | undefined;
+  /** The message as the durable inbox holds it. */
+  readonly inbound: InboundRecord;
   readonly signal: AbortSignal | undefined;
 }
 

@@ -35,13 +35,15 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
     },
   };
   const { stored, version } = await deps.store.transaction(async (tx) => {
-    const stored = await tx.messages.append(scope.session.id, [...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: deps.currency } });
+    // The new messages join the conversation with their answer, in the order the model saw them.
+    const stored = await tx.messages.append(scope.session.id, [...newMessages(scope), ...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: deps.currency } });
+    await markAnswered(scope, tx, stored);
     return { stored, version: await saveState(scope, tx, flow.state) };
   });
   deps.cache.rememberState(scope.user.id, { version, state: flow.state });
   // A role change resets the cached history (as the chain): the next turn reads it afresh from the store.
   if (flow.state.role !== (scope.initialState.role ?? deps.agent.defaultRole)) deps.cache.forgetHistory(scope.session.id);
-  else deps.cache.rememberHistory(scope.session.id, [...earlier, ...scope.messages.map((message) => message.stored), ...stored]);
+  else deps.cache.rememberHistory(scope.session.id, [...earlier, ...stored]);
   deps.metrics.turns.inc({ status: 'completed' });
   return { outcome: outcome(scope, 'completed', text, usage), parts };
 }
@@ -61,15 +63,34 @@ export async function persistFailure(scope: TurnScope, failures: ModelFailures):
   const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
   const state: UserState = { ...scope.initialState, responseChainId: null };
   await deps.store.transaction(async (tx) => {
-    await tx.messages.append(
+    const stored = await tx.messages.append(
       scope.session.id,
-      [...audit, { role: 'assistant', audience: 'display', content: apology, correlationId: scope.correlationId, ...usage, currency: deps.currency, meta: { error: true, ...(failures.length > 0 ? { failures } : {}) } }],
+      [
+        ...newMessages(scope),
+        ...audit,
+        { role: 'assistant', audience: 'display', content: apology, correlationId: scope.correlationId, ...usage, currency: deps.currency, meta: { error: true, ...(failures.length > 0 ? { failures } : {}) } },
+      ],
       { status: 'failed', ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: deps.currency } } : {}) },
     );
+    await markAnswered(scope, tx, stored);
     await tx.userState.save(scope.user.id, state);
   });
   deps.metrics.turns.inc({ status: 'failed' });
   return { outcome: outcome(scope, 'failed', apology, usage), parts: splitReply(apology, scope.channel.capabilities.maxMessageChars) };
+}
+
+/** The person's messages this turn answers, as they join the conversation. */
+function newMessages(scope: TurnScope): NewMessage[] {
+  return scope.messages.map(({ inbound }) => ({ role: 'user', audience: 'display', content: inbound.text, correlationId: inbound.correlationId }));
+}
+
+/** The inbox's record that these messages are answered, by the reply (the last message stored). */
+async function markAnswered(scope: TurnScope, tx: Store, stored: readonly StoredMessage[]): Promise<void> {
+  const reply = stored[stored.length - 1]!;
+  await tx.inbound.markAnswered(
+    scope.messages.map(({ inbound }) => inbound.id),
+    { id: reply.id, seq: reply.seq },
+  );
 }
 
 /**

@@ -13,13 +13,14 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
   const first = request.messages[0];
   const last = request.messages[request.messages.length - 1]!;
   const { channel, user, session } = first;
-  const { state, version } = await loadUserState(deps, first.user.id, first.correlationId);
+  const correlationId = first.inbound.correlationId;
+  const { state, version } = await loadUserState(deps, first.user.id, correlationId);
   const target: ReplyTarget = {
     channel: channel.name,
     conversationId: session.conversationId,
-    accountId: first.accountId,
-    inReplyTo: request.messages.flatMap((message) => (message.messageId === undefined ? [] : [message.messageId])),
-    correlationId: first.correlationId,
+    accountId: first.inbound.accountId,
+    inReplyTo: request.messages.flatMap(({ inbound }) => (inbound.messageId === null ? [] : [inbound.messageId])),
+    correlationId,
     sessionId: session.id,
   };
   const streams = channel.capabilities.streaming && channel.progress !== undefined;
@@ -32,12 +33,12 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     accounts: first.accounts,
     session,
     messages: request.messages,
-    correlationId: first.correlationId,
-    language: last.languageHint ?? deps.agent.defaultLanguage,
+    correlationId,
+    language: last.inbound.languageHint ?? deps.agent.defaultLanguage,
     timeZone: deps.agent.defaultTimeZone,
     target,
     get log() {
-      return (log ??= deps.logger.child({ correlationId: first.correlationId, sessionId: session.id, userId: user.id }));
+      return (log ??= deps.logger.child({ correlationId, sessionId: session.id, userId: user.id }));
     },
     replyMessageId: newId(),
     signal: request.messages.length === 1 ? first.signal : undefined,
@@ -71,12 +72,11 @@ async function loadUserState(deps: TurnDependencies, userId: string, correlation
   return { state, version: record?.version ?? 0 };
 }
 
-/** The recent display messages before this turn's new ones, oldest first. */
+/**
+ * The recent conversation before this turn, oldest first: the stored display messages (the new ones are still in
+ * the inbox; they join the conversation with the reply).
+ */
 export async function loadEarlierHistory(scope: TurnScope): Promise<readonly StoredMessage[]> {
-  const { deps, session, messages } = scope;
-  const cached = deps.cache.history(session.id);
-  if (cached) return cached;
-  const newIds = new Set(messages.map((message) => message.stored.id));
-  const recent = await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit + newIds.size, audience: 'display' });
-  return recent.filter((message) => !newIds.has(message.id));
+  const { deps, session } = scope;
+  return deps.cache.history(session.id) ?? (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display' }));
 }

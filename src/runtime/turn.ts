@@ -38,7 +38,7 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
   try {
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
     const earlier = await loadEarlierHistory(scope);
-    const newItems = scope.messages.map((message): ModelInputItem => ({ type: 'message', role: 'user', content: message.text }));
+    const newItems = scope.messages.map((message): ModelInputItem => ({ type: 'message', role: 'user', content: message.inbound.text }));
     const flow = await scope.deps.flow.run(
       { user: scope.user, session: scope.session, correlationId: scope.correlationId, language: scope.language, timeZone: scope.timeZone, history: historyToInput(earlier), newItems, state: scope.initialState, ...(scope.signal ? { signal: scope.signal } : {}) },
       createFlowContext(scope, failures),

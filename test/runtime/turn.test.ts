@@ -193,17 +193,21 @@ describe('agent turn', () => {
     expect(room.sent.map((part) => part.value)).toEqual(['once']);
   });
 
-  it('answers messages that arrive during a turn together in the next turn', async () => {
+  it('answers messages that arrive during a turn together in the next turn, and stores them in the order the model saw', async () => {
     harness = await createHarness((call) => ({ text: `saw ${call.messages.filter((item) => item.type === 'message' && item.role === 'user').length}`, delayMs: 150 }));
     const palaver = await harness.start();
     const first = palaver.chat({ userId: 'kim', text: 'one' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expect.poll(() => harness!.model.calls.length).toBe(1);
     const [second, third] = await Promise.all([palaver.chat({ userId: 'kim', text: 'two' }), palaver.chat({ userId: 'kim', text: 'three' })]);
     expect((await first).text).toBe('saw 1');
     expect(harness.model.calls).toHaveLength(2);
-    expect(second.text).toBe(third.text);
-    expect(lastUserText(harness.model.calls[1]!)).toBe('three');
-    expect(harness.model.calls[1]!.messages.filter((item) => item.type === 'message' && item.role === 'user')).toHaveLength(3);
+    expect(second).toEqual(third);
+    const seen = harness.model.calls[1]!.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content] : []));
+    expect(seen.slice(0, 1)).toEqual(['one']);
+    expect([...seen.slice(1)].sort()).toEqual(['three', 'two']);
+    // The conversation rebuilt from the store is what the model saw, in the same order, each reply after its messages.
+    const stored = await palaver.store.messages.listRecent(second.sessionId, { limit: 10, audience: 'display' });
+    expect(stored.map((message) => message.content)).toEqual(['one', 'saw 1', ...seen.slice(1), 'saw 3']);
   });
 
   it('stores a returning person\u2019s message before a tool acts on it', async () => {
@@ -214,8 +218,10 @@ describe('agent turn', () => {
       description: 'Reads the stored conversation',
       input: z.object({}),
       run: async (_args, ctx) => {
+        // Answered messages are in the conversation; the one this turn answers waits in the durable inbox.
         const stored = await palaver!.store.messages.listRecent(ctx.sessionId, { limit: 10, audience: 'display' });
-        seenByTool.push(stored.filter((message) => message.role === 'user').map((message) => message.content));
+        const queued = await palaver!.store.inbound.listQueued(ctx.sessionId);
+        seenByTool.push([...stored.filter((message) => message.role === 'user').map((message) => message.content), ...queued.map((record) => record.text)]);
         return 'read';
       },
     });

@@ -66,7 +66,7 @@ let warmUps = 0;
 /** Two loop turns, each with two transactions committing in callbacks of their own, as under steady load. */
 async function givenOverlappingCommits(store: Store): Promise<void> {
   for (let turn = 0; turn < 2; turn += 1) {
-    await Promise.all(inCallbacksOfOneLoopTurn([1, 2].map(() => () => store.transaction((tx) => tx.inbound.remember('warm-up', `key-${(warmUps += 1)}`)))));
+    await Promise.all(inCallbacksOfOneLoopTurn([1, 2].map(() => () => store.transaction((tx) => tx.users.resolveAccount({ channel: 'warm-up', accountId: `key-${(warmUps += 1)}` })))));
   }
   await endOfLoopTurn();
 }
@@ -229,9 +229,9 @@ describe('SQLite group commit, decided by the connection', () => {
     const other = otherConnection(path);
     try {
       const pending = await givenPendingSharedCommit(store, session);
-      await store.inbound.remember('test', 'key-1');
+      await store.users.resolveAccount({ channel: 'probe', accountId: 'key-1' });
       expect(other.count('messages')).toBe(1);
-      expect(other.count("inbound_keys where channel = 'test'")).toBe(1);
+      expect(other.count("channel_accounts where channel = 'probe'")).toBe(1);
       await pending;
     } finally {
       other.close();

@@ -89,7 +89,7 @@ describe('SQLite store', () => {
     const store = await openStore('sqlite::memory:');
     try {
       await expect(store.ping()).resolves.toBeUndefined();
-      expect(await store.inbound.remember('console', 'k')).toBe(true);
+      expect((await store.users.resolveAccount({ channel: 'console', accountId: 'k' })).created).toBe(true);
     } finally {
       await store.close();
     }
@@ -138,7 +138,7 @@ describe('SQLite store', () => {
   it('opens without migrating when told so', async () => {
     const store = await openStore(nextUrl(), { migrate: false });
     try {
-      await expect(store.inbound.remember('console', 'k')).rejects.toMatchObject({ name: 'StoreError', code: 'query_failed' });
+      await expect(store.users.resolveAccount({ channel: 'console', accountId: 'k' })).rejects.toMatchObject({ name: 'StoreError', code: 'query_failed' });
     } finally {
       await store.close();
     }

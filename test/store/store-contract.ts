@@ -459,18 +459,99 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
-    describe('inbound keys', () => {
-      it('remembers a key once per channel', async () => {
-        const key = unique('update');
-        expect(await store.inbound.remember('telegram', key)).toBe(true);
-        expect(await store.inbound.remember('telegram', key)).toBe(false);
-        expect(await store.inbound.remember('web', key)).toBe(true);
+    describe('durable inbox', () => {
+      async function givenInbound(session: Session, extra: { channel?: string; dedupeKey?: string | null; owner?: string; leaseMs?: number; text?: string } = {}) {
+        return store.inbound.accept(
+          {
+            channel: extra.channel ?? 'console',
+            conversationId: session.conversationId,
+            accountId: 'acct',
+            userId: session.userId,
+            sessionId: session.id,
+            text: extra.text ?? 'hello',
+            messageId: unique('msg'),
+            dedupeKey: extra.dedupeKey === undefined ? null : extra.dedupeKey,
+            correlationId: unique('corr'),
+            languageHint: 'en',
+            displayName: null,
+            conversationKind: 'direct',
+          },
+          { owner: extra.owner ?? 'process-a', leaseMs: extra.leaseMs ?? 60_000 },
+        );
+      }
+
+      it('keeps an accepted message queued until it is answered, then points at the reply', async () => {
+        const session = await givenSession();
+        const accepted = await givenInbound(session, { text: 'first' });
+        expect(accepted).toMatchObject({ accepted: true, record: { state: 'queued', text: 'first', replySeq: null } });
+        expect((await store.inbound.listQueued(session.id)).map((record) => record.text)).toEqual(['first']);
+        const [reply] = await store.messages.append(session.id, [text('first'), text('answer', { role: 'assistant' })]).then((stored) => stored.slice(-1));
+        await store.inbound.markAnswered([accepted.accepted ? accepted.record.id : ''], { id: reply!.id, seq: reply!.seq });
+        expect(await store.inbound.listQueued(session.id)).toEqual([]);
+        expect((await store.messages.findBySeq(session.id, reply!.seq))?.content).toBe('answer');
+      });
+
+      it('refuses a redelivered key in the same conversation, handing back the first record, and accepts it elsewhere', async () => {
+        const session = await givenSession();
+        const key = unique('run');
+        const first = await givenInbound(session, { dedupeKey: key });
+        const again = await givenInbound(session, { dedupeKey: key });
+        expect(first.accepted).toBe(true);
+        expect(again).toMatchObject({ accepted: false, existing: { id: first.accepted ? first.record.id : 'x', dedupeKey: key } });
+        // The same key on another conversation, or messages without a key, are new messages.
+        expect((await givenInbound(await givenSession(), { dedupeKey: key })).accepted).toBe(true);
+        expect((await givenInbound(session)).accepted).toBe(true);
+        expect((await givenInbound(session)).accepted).toBe(true);
       });
 
       it('lets exactly one of concurrent deliveries of a key through', async () => {
+        const session = await givenSession();
         const key = unique('update');
-        const results = await Promise.all(Array.from({ length: 5 }, () => store.inbound.remember('telegram', key)));
-        expect(results.filter(Boolean)).toHaveLength(1);
+        const results = await Promise.all(Array.from({ length: 5 }, () => givenInbound(session, { dedupeKey: key })));
+        expect(results.filter((result) => result.accepted)).toHaveLength(1);
+      });
+
+      it('hands expired messages of the given channels to one new owner, oldest first, and leaves live leases alone', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'm1' });
+        await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'm2' });
+        await givenInbound(session, { channel, owner: 'alive', leaseMs: 60_000, text: 'm3' });
+        await givenInbound(session, { channel: unique('other'), owner: 'dead', leaseMs: 1, text: 'elsewhere' });
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the 1 ms leases run out
+        const [b, c] = await Promise.all([
+          store.inbound.claimExpired({ owner: 'b', leaseMs: 60_000, channels: [channel], limit: 10 }),
+          store.inbound.claimExpired({ owner: 'c', leaseMs: 60_000, channels: [channel], limit: 10 }),
+        ]);
+        const claimed = [...b, ...c].map((record) => record.text).sort();
+        expect(claimed).toEqual(['m1', 'm2']);
+        expect((b.length > 0 ? b : c).map((record) => record.text)).toEqual(['m1', 'm2']);
+        // Taken over: nobody else gets them while the new lease lives.
+        expect(await store.inbound.claimExpired({ owner: 'd', leaseMs: 60_000, channels: [channel], limit: 10 })).toEqual([]);
+      });
+
+      it('renews the leases of one owner only, so a live process keeps its messages', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        await givenInbound(session, { channel, owner: 'keeper', leaseMs: 1, text: 'kept' });
+        await givenInbound(session, { channel, owner: 'gone', leaseMs: 1, text: 'lost' });
+        expect(await store.inbound.renewLeases('keeper', 60_000)).toBe(1);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const claimed = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
+        expect(claimed.map((record) => record.text)).toEqual(['lost']);
+      });
+    });
+
+    describe('lookups without creating', () => {
+      it('finds a user by account and a session by conversation, and nothing for unknown ones', async () => {
+        const accountId = unique('acct');
+        const { user } = await store.users.resolveAccount({ channel: 'console', accountId });
+        const session = await store.sessions.open({ userId: user.id, channel: 'console', conversationId: unique('conv') });
+        expect((await store.users.findByAccount('console', accountId))?.id).toBe(user.id);
+        expect(await store.users.findByAccount('web', accountId)).toBeUndefined();
+        expect((await store.sessions.findByConversation('console', session.conversationId))?.id).toBe(session.id);
+        expect(await store.sessions.findByConversation('console', unique('none'))).toBeUndefined();
+        expect(await store.messages.findBySeq(session.id, 1)).toBeUndefined();
       });
     });
 

@@ -35,6 +35,8 @@ export interface SayOptions {
   readonly messageId?: string;
   /** Cancels a lone message's turn, as a client that leaves does. */
   readonly signal?: AbortSignal;
+  /** `shared` for a group conversation (several people write into it); default `direct`. */
+  readonly conversationKind?: 'direct' | 'shared';
 }
 
 /** What `say` resolves with: the acceptance, and the id the message was sent with. */
@@ -131,6 +133,7 @@ export class MemoryChannel implements Channel {
         ...(options.displayName === undefined ? {} : { displayName: options.displayName }),
         ...(options.languageHint === undefined ? {} : { languageHint: options.languageHint }),
         ...(options.dedupeKey === undefined ? {} : { dedupeKey: options.dedupeKey }),
+        ...(options.conversationKind === undefined ? {} : { conversationKind: options.conversationKind }),
       },
       options.signal ? { signal: options.signal } : {},
     );

@@ -28,12 +28,46 @@ export interface InboundMessage {
   readonly languageHint?: string;
   /** Correlation id to carry through logs; generated when absent. */
   readonly correlationId?: string;
+  /**
+   * `direct` (default): the conversation belongs to the user who opened it (and the accounts linked to them); a
+   * message from anyone else is refused. `shared`: a group chat, open to every member; a batch never mixes senders
+   * and each turn acts for the sender it answers.
+   */
+  readonly conversationKind?: 'direct' | 'shared';
 }
 
-/** What `accept` tells the channel: the message is stored and queued, or it was seen before. */
+/**
+ * What `accept` tells the channel: the message is stored and queued, or it was seen before. A duplicate whose
+ * original was answered carries that stored reply, so a client that retries after a lost response gets it again.
+ */
 export type Acceptance =
   | { readonly status: 'accepted'; readonly correlationId: string; readonly sessionId: string; readonly userId: string }
-  | { readonly status: 'duplicate'; readonly correlationId: string };
+  | { readonly status: 'duplicate'; readonly correlationId: string; readonly answered?: StoredReply };
+
+/** A reply as stored: what the person was (or will be) sent. */
+export interface StoredReply {
+  readonly sessionId: string;
+  readonly correlationId: string;
+  readonly replyMessageId: string;
+  readonly text: string;
+  readonly status: 'completed' | 'failed';
+}
+
+/** One conversation of an account, for a channel that lists them (the web page's sidebar). */
+export interface ConversationSummary {
+  readonly conversationId: string;
+  readonly title: string | null;
+  readonly status: 'pending' | 'running' | 'completed' | 'failed';
+  readonly updatedAt: Date;
+}
+
+/** One displayed message of a conversation, in order; audit records and hidden context are never among them. */
+export interface TranscriptEntry {
+  readonly id: string;
+  readonly role: 'user' | 'assistant';
+  readonly text: string;
+  readonly at: Date;
+}
 
 /** What the pipeline offers a channel while it runs. */
 export interface ChannelContext {
@@ -41,9 +75,19 @@ export interface ChannelContext {
    * Hands a message to the pipeline. Resolves once the message is stored and queued for a turn (or recognised as a
    * redelivery); the reply comes later through the channel's outbound side. `signal` lets a lone message's waiting
    * client cancel its turn (a batch of several messages is never cancelled by one of them).
-   * @throws ChannelError `inbound_invalid` for empty or oversized text; nothing is stored then.
+   * @throws ChannelError `inbound_invalid` for empty or oversized text or text a database cannot hold (NUL, lone
+   *   surrogates), `forbidden` for a message into a direct conversation that belongs to someone else; nothing is
+   *   stored then.
    */
   accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance>;
+  /** The conversations `accountId` has on this channel, most recently active first (at most `limit`, default 50). */
+  conversations(accountId: string, options?: { readonly limit?: number }): Promise<readonly ConversationSummary[]>;
+  /**
+   * The displayed messages of a conversation, oldest first (the last `limit`, default 200), for the account it
+   * belongs to.
+   * @throws ChannelError `forbidden` when the conversation belongs to someone else, `not_found` when there is none.
+   */
+  transcript(accountId: string, conversationId: string, options?: { readonly limit?: number }): Promise<readonly TranscriptEntry[]>;
 }
 
 /** What a channel can do; the pipeline reads these and never asks a channel for more. */

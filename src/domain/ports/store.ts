@@ -1,6 +1,8 @@
 import type {
   Audience,
   ChannelAccount,
+  InboundRecord,
+  NewInboundRecord,
   NewMessage,
   Session,
   SessionStatus,
@@ -39,6 +41,8 @@ export interface UserRepository {
   /** Finds the user bound to a channel account, creating both on first contact. */
   resolveAccount(input: { channel: string; accountId: string; displayName?: string | null }): Promise<{ user: User; account: ChannelAccount; created: boolean }>;
   findById(userId: string): Promise<User | undefined>;
+  /** The user bound to a channel account, without creating one. */
+  findByAccount(channel: string, accountId: string): Promise<User | undefined>;
   /** Finds a user by E.164 digits (no plus). */
   findByPhone(phone: string): Promise<User | undefined>;
   setPhone(userId: string, phone: string | null): Promise<void>;
@@ -51,6 +55,8 @@ export interface SessionRepository {
   /** Returns the session for (channel, conversationId), creating it with status `pending` on first use. */
   open(input: { userId: string; channel: string; conversationId: string }): Promise<Session>;
   findById(sessionId: string): Promise<Session | undefined>;
+  /** The session of (channel, conversationId), without creating one. */
+  findByConversation(channel: string, conversationId: string): Promise<Session | undefined>;
   listByUser(userId: string, limit?: number): Promise<Session[]>;
   setStatus(sessionId: string, status: SessionStatus): Promise<void>;
   setTitle(sessionId: string, title: string): Promise<void>;
@@ -78,6 +84,8 @@ export interface MessageRepository {
    * The last `limit` messages of the session in ascending `seq` order, optionally only one audience.
    */
   listRecent(sessionId: string, options: { limit: number; audience?: Audience }): Promise<StoredMessage[]>;
+  /** One message by its place in the session. */
+  findBySeq(sessionId: string, seq: number): Promise<StoredMessage | undefined>;
   /** Deletes a session's history (a reset trigger); returns how many rows went. */
   clear(sessionId: string): Promise<number>;
 }
@@ -105,7 +113,26 @@ export interface ToolCallRepository {
   listBySession(sessionId: string): Promise<ToolCallRecord[]>;
 }
 
+/**
+ * The durable inbox: accepted messages waiting for their turn, leased to the process that answers them. A lease is
+ * renewed while that process lives; when it runs out (the process is gone), another process may take the message
+ * over. Nothing accepted is lost and nothing is answered twice.
+ */
 export interface InboundRepository {
-  /** Records a redelivery key (channel + update id). Returns false when it was seen before. */
-  remember(channel: string, key: string): Promise<boolean>;
+  /**
+   * Stores an accepted message, queued and leased to `owner` for `leaseMs`. A message whose `dedupeKey` was seen
+   * before in the same channel and conversation is not stored; the earlier record comes back instead.
+   */
+  accept(message: NewInboundRecord, lease: { readonly owner: string; readonly leaseMs: number }): Promise<{ readonly accepted: true; readonly record: InboundRecord } | { readonly accepted: false; readonly existing: InboundRecord }>;
+  /** Marks messages answered by the stored reply (in the turn's closing transaction). */
+  markAnswered(ids: readonly string[], reply: { readonly id: string; readonly seq: number }): Promise<void>;
+  /** Extends the lease of every queued message `owner` holds; returns how many. */
+  renewLeases(owner: string, leaseMs: number): Promise<number>;
+  /**
+   * Takes over queued messages of `channels` whose lease ran out, oldest first, leasing them to `owner`. Two processes
+   * never take the same message.
+   */
+  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<InboundRecord[]>;
+  /** The queued messages of a session, oldest first. */
+  listQueued(sessionId: string): Promise<InboundRecord[]>;
 }

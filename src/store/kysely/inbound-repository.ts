@@ -1,9 +1,14 @@
+import type { Selectable } from 'kysely';
+import { newId } from '../../domain/ids.js';
+import type { InboundRecord, NewInboundRecord } from '../../domain/model.js';
 import type { InboundRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
-import type { RepositoryContext } from './repository-context.js';
+import { atomically, type RepositoryContext } from './repository-context.js';
+import { toDate } from './rows.js';
+import type { InboundMessagesTable } from './schema.js';
 import { storeOperation } from './store-errors.js';
 
-/** Redelivery keys of inbound updates (deduplication). */
+/** The durable inbox (see the port): accepted messages, their leases, and what answered them. */
 export class KyselyInboundRepository implements InboundRepository {
   readonly #ctx: RepositoryContext;
 
@@ -11,15 +16,182 @@ export class KyselyInboundRepository implements InboundRepository {
     this.#ctx = ctx;
   }
 
-  /** One statement; atomic against concurrent deliveries of the same key. */
-  remember(channel: string, key: string): Promise<boolean> {
-    return storeOperation('inbound.remember', async () => {
-      const result = await rememberQuery.execute(this.#ctx.db, { channel, key, now: this.#ctx.now() });
-      return result.numAffectedRows === 1n;
+  /** One INSERT on the hot path; a redelivery (unique key per channel and conversation) costs a second read. */
+  accept(message: NewInboundRecord, lease: { readonly owner: string; readonly leaseMs: number }) {
+    return storeOperation('inbound.accept', async () => {
+      const now = this.#ctx.now();
+      const row = {
+        id: newId(),
+        channel: message.channel,
+        conversation_id: message.conversationId,
+        account_id: message.accountId,
+        user_id: message.userId,
+        session_id: message.sessionId,
+        text: message.text,
+        message_id: message.messageId,
+        dedupe_key: message.dedupeKey,
+        correlation_id: message.correlationId,
+        language_hint: message.languageHint,
+        display_name: message.displayName,
+        conversation_kind: message.conversationKind,
+        received_at: now,
+        owner: lease.owner,
+        lease_until: now + lease.leaseMs,
+      };
+      if (message.dedupeKey === null) {
+        await insertQuery.execute(this.#ctx.db, row);
+        return { accepted: true as const, record: toInboundRecord({ ...row, state: 'queued', reply_message_id: null, reply_seq: null, answered_at: null }) };
+      }
+      const result = await this.#ctx.dialect.insertOrIgnore(this.#ctx.db.insertInto('inbound_messages').values(row), ['channel', 'conversation_id', 'dedupe_key']).executeTakeFirst();
+      if (result.numInsertedOrUpdatedRows === 1n) {
+        return { accepted: true as const, record: toInboundRecord({ ...row, state: 'queued', reply_message_id: null, reply_seq: null, answered_at: null }) };
+      }
+      const existing = await this.#ctx.db
+        .selectFrom('inbound_messages')
+        .selectAll()
+        .where('channel', '=', message.channel)
+        .where('conversation_id', '=', message.conversationId)
+        .where('dedupe_key', '=', message.dedupeKey)
+        .executeTakeFirstOrThrow();
+      return { accepted: false as const, existing: toInboundRecord(existing) };
+    });
+  }
+
+  markAnswered(ids: readonly string[], reply: { readonly id: string; readonly seq: number }): Promise<void> {
+    return storeOperation('inbound.markAnswered', async () => {
+      const now = this.#ctx.now();
+      for (const id of ids) await markAnsweredQuery.execute(this.#ctx.db, { id, replyId: reply.id, replySeq: reply.seq, now });
+    });
+  }
+
+  renewLeases(owner: string, leaseMs: number): Promise<number> {
+    return storeOperation('inbound.renewLeases', async () => {
+      const result = await this.#ctx.db
+        .updateTable('inbound_messages')
+        .set({ lease_until: this.#ctx.now() + leaseMs })
+        .where('state', '=', 'queued')
+        .where('owner', '=', owner)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    });
+  }
+
+  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<InboundRecord[]> {
+    return storeOperation('inbound.claimExpired', async () => {
+      if (input.channels.length === 0 || input.limit <= 0) return [];
+      const now = this.#ctx.now();
+      // Read and take over in one transaction, each row only if its lease is still expired: of two processes
+      // recovering at once, one gets a row and the other does not.
+      return atomically(this.#ctx.db, async (trx) => {
+        const expired = await this.#ctx.dialect
+          .lockForUpdate(
+            trx
+              .selectFrom('inbound_messages')
+              .selectAll()
+              .where('state', '=', 'queued')
+              .where('lease_until', '<', now)
+              .where('channel', 'in', [...input.channels])
+              .orderBy('received_at')
+              .orderBy('id')
+              .limit(input.limit),
+          )
+          .execute();
+        const claimed: InboundRecord[] = [];
+        for (const row of expired) {
+          const taken = await trx
+            .updateTable('inbound_messages')
+            .set({ owner: input.owner, lease_until: now + input.leaseMs })
+            .where('id', '=', row.id)
+            .where('state', '=', 'queued')
+            .where('lease_until', '<', now)
+            .executeTakeFirst();
+          if (taken.numUpdatedRows === 1n) claimed.push(toInboundRecord(row));
+        }
+        return claimed;
+      });
+    });
+  }
+
+  listQueued(sessionId: string): Promise<InboundRecord[]> {
+    return storeOperation('inbound.listQueued', async () => {
+      const rows = await this.#ctx.db
+        .selectFrom('inbound_messages')
+        .selectAll()
+        .where('session_id', '=', sessionId)
+        .where('state', '=', 'queued')
+        .orderBy('received_at')
+        .orderBy('id')
+        .execute();
+      return rows.map(toInboundRecord);
     });
   }
 }
 
-const rememberQuery = prepared((db, $: { channel: string; key: string; now: number }, dialect) =>
-  dialect.insertOrIgnore(db.insertInto('inbound_keys').values({ channel: $.channel, key: $.key, created_at: $.now }), ['channel', 'key']),
+const insertQuery = prepared(
+  (
+    db,
+    $: {
+      id: string;
+      channel: string;
+      conversation_id: string;
+      account_id: string;
+      user_id: string;
+      session_id: string;
+      text: string;
+      message_id: string | null;
+      dedupe_key: string | null;
+      correlation_id: string;
+      language_hint: string | null;
+      display_name: string | null;
+      conversation_kind: string;
+      received_at: number;
+      owner: string;
+      lease_until: number;
+    },
+  ) =>
+    // Named one by one: a prepared query reads its arguments field by field.
+    db.insertInto('inbound_messages').values({
+      id: $.id,
+      channel: $.channel,
+      conversation_id: $.conversation_id,
+      account_id: $.account_id,
+      user_id: $.user_id,
+      session_id: $.session_id,
+      text: $.text,
+      message_id: $.message_id,
+      dedupe_key: $.dedupe_key,
+      correlation_id: $.correlation_id,
+      language_hint: $.language_hint,
+      display_name: $.display_name,
+      conversation_kind: $.conversation_kind,
+      received_at: $.received_at,
+      owner: $.owner,
+      lease_until: $.lease_until,
+    }),
 );
+
+const markAnsweredQuery = prepared((db, $: { id: string; replyId: string; replySeq: number; now: number }) =>
+  db.updateTable('inbound_messages').set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null }).where('id', '=', $.id),
+);
+
+function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
+  return {
+    id: row.id,
+    channel: row.channel,
+    conversationId: row.conversation_id,
+    accountId: row.account_id,
+    userId: row.user_id,
+    sessionId: row.session_id,
+    text: row.text,
+    messageId: row.message_id,
+    dedupeKey: row.dedupe_key,
+    correlationId: row.correlation_id,
+    languageHint: row.language_hint,
+    displayName: row.display_name,
+    conversationKind: row.conversation_kind === 'shared' ? 'shared' : 'direct',
+    receivedAt: toDate(row.received_at),
+    state: row.state === 'answered' ? 'answered' : 'queued',
+    replyMessageId: row.reply_message_id,
+    replySeq: row.reply_seq === null ? null : Number(row.reply_seq),
+  };
+}

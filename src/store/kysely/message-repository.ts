@@ -73,6 +73,14 @@ export class KyselyMessageRepository implements MessageRepository {
     });
   }
 
+  /** One message by its place in the session. */
+  findBySeq(sessionId: string, seq: number): Promise<StoredMessage | undefined> {
+    return storeOperation('messages.findBySeq', async () => {
+      const row = await this.#ctx.db.selectFrom('messages').selectAll().where('session_id', '=', sessionId).where('seq', '=', seq).executeTakeFirst();
+      return row === undefined ? undefined : toMessage(row);
+    });
+  }
+
   /** Up to `limit` latest messages, oldest first; a non-positive limit returns none. */
   listRecent(sessionId: string, options: { limit: number; audience?: Audience }): Promise<StoredMessage[]> {
     return storeOperation('messages.listRecent', async () => {

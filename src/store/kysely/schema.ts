@@ -17,7 +17,7 @@ export interface Database {
   readonly messages: MessagesTable;
   readonly user_state: UserStateTable;
   readonly tool_calls: ToolCallsTable;
-  readonly inbound_keys: InboundKeysTable;
+  readonly inbound_messages: InboundMessagesTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -107,10 +107,30 @@ export interface ToolCallsTable {
   finished_at: ColumnType<number | string | null, number | null | undefined, number | null>;
 }
 
-export interface InboundKeysTable {
+/** Accepted messages waiting for (or answered by) a turn: the durable inbox. */
+export interface InboundMessagesTable {
+  id: string;
   channel: string;
-  key: string;
-  created_at: EpochMillis;
+  conversation_id: string;
+  account_id: string;
+  user_id: string;
+  session_id: string;
+  text: string;
+  message_id: string | null;
+  dedupe_key: string | null;
+  correlation_id: string;
+  language_hint: string | null;
+  display_name: string | null;
+  conversation_kind: ColumnType<string, string | undefined, string>;
+  received_at: EpochMillis;
+  /** `queued` until the turn that answers it commits, then `answered`. */
+  state: ColumnType<string, string | undefined, string>;
+  /** The process holding the lease. */
+  owner: string | null;
+  lease_until: EpochMillis;
+  reply_message_id: string | null;
+  reply_seq: ColumnType<number | string | null, number | null | undefined, number | null>;
+  answered_at: ColumnType<number | string | null, number | null | undefined, number | null>;
 }
 
 /** Kysely's own bookkeeping, declared so the migration tables can be inspected with typed queries. */

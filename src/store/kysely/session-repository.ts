@@ -53,6 +53,10 @@ export class KyselySessionRepository implements SessionRepository {
     });
   }
 
+  findByConversation(channel: string, conversationId: string): Promise<Session | undefined> {
+    return storeOperation('sessions.findByConversation', () => this.#find(channel, conversationId));
+  }
+
   /** The user's sessions, most recently active first; `limit` defaults to 50. */
   listByUser(userId: string, limit = DEFAULT_SESSION_LIST_LIMIT): Promise<Session[]> {
     return storeOperation('sessions.listByUser', async () => {

@@ -50,6 +50,10 @@ export class KyselyUserRepository implements UserRepository {
     });
   }
 
+  findByAccount(channel: string, accountId: string): Promise<User | undefined> {
+    return storeOperation('users.findByAccount', async () => (await findAccount(this.#ctx.db, channel, accountId))?.user);
+  }
+
   findByPhone(phone: string): Promise<User | undefined> {
     return storeOperation('users.findByPhone', async () => {
       const row = await this.#ctx.db.selectFrom('users').selectAll().where('phone', '=', phone).executeTakeFirst();

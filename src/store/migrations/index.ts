@@ -4,6 +4,7 @@ import { dialectOf, type StoreDialect } from '../kysely/dialect-strategy.js';
 import { toStoreError } from '../kysely/store-errors.js';
 import { initialMigration } from './0001-initial.js';
 import { lighterTurnWritesMigration } from './0002-lighter-turn-writes.js';
+import { durableInboxMigration } from './0003-durable-inbox.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -16,6 +17,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
   return {
     '0001_initial': initialMigration(dialect),
     '0002_lighter_turn_writes': lighterTurnWritesMigration(dialect),
+    '0003_durable_inbox': durableInboxMigration(dialect),
   };
 }
 

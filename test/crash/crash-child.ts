@@ -1,0 +1,26 @@
+// A Palaver process for the crash tests: one memory channel `chat`, fed by stdin lines, on the database and model
+// given in argv[2] (JSON). Prints `ready` once serving and `accepted <correlation id>` for each stored message.
+import { createInterface } from 'node:readline';
+import { createPalaver } from '../../src/app.js';
+import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
+import { createLogger } from '../../src/observability/logger.js';
+
+const { databaseUrl, modelUrl, instructionsDir, leaseMs } = JSON.parse(process.argv[2]!) as { databaseUrl: string; modelUrl: string; instructionsDir: string; leaseMs: number };
+const chat = new MemoryChannel({ name: 'chat', record: false });
+await createPalaver(
+  {
+    model: { name: 'scripted', baseUrl: modelUrl, maxRetries: 0, timeoutMs: 30_000 },
+    database: { url: databaseUrl },
+    agent: { instructionsDir },
+    channels: { web: { enabled: false } },
+    inbox: { leaseMs },
+  },
+  { channels: [chat], logger: createLogger({ level: 'warn', destination: process.stderr }) },
+);
+console.log('ready');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  void chat.say(line, { accountId: 'crash-tester', conversationId: 'crash-thread' }).then(
+    (said) => console.log(`accepted ${said.correlationId}`),
+    (error: unknown) => console.log(`refused ${(error as Error).message}`),
+  );
+});

@@ -1,0 +1,89 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Store } from '../../src/domain/ports/store.js';
+import { openStore } from '../../src/store/open-store.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
+
+const CHILD = fileURLToPath(new URL('./crash-child.ts', import.meta.url));
+const LEASE_MS = 600;
+
+let model: ScriptedModelServer | undefined;
+let postgres: TestPostgresDatabase | undefined;
+let store: Store | undefined;
+afterEach(async () => {
+  await killAll();
+  await store?.close();
+  await model?.close();
+  await postgres?.drop();
+  store = model = postgres = undefined;
+});
+
+/**
+ * Kills a Palaver with SIGKILL while the model is still writing the answer to an accepted message, starts a new one
+ * on the same database, and checks what a person would: the message is answered exactly once, and no session is
+ * left running.
+ */
+async function killMidTurnAndRestart(databaseUrl: string): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'palaver-crash-'));
+  mkdirSync(join(dir, 'instructions'));
+  writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
+  let holdFirstCall = true;
+  model = await startScriptedModelServer({
+    script: async () => {
+      if (holdFirstCall) {
+        holdFirstCall = false;
+        // The first process dies while this call is under way; it never gets the answer.
+        await new Promise((resolve) => setTimeout(resolve, 30_000));
+      }
+      return { text: 'Yes, I am here.' };
+    },
+  });
+  const args = [JSON.stringify({ databaseUrl, modelUrl: model.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS })];
+  const start = async (): Promise<RunningChild> => {
+    const child = spawnTs(CHILD, args, { cwd: REPO_ROOT, env: cleanEnv() });
+    await child.waitForOutput(/^ready$/m, 20_000);
+    return child;
+  };
+
+  const first = await start();
+  first.process.stdin.write('are you there?\n');
+  await first.waitForOutput(/^accepted /m);
+  await expect.poll(() => model!.calls.length, { timeout: 10_000 }).toBe(1);
+  const killed = await first.stop('SIGKILL');
+  expect(killed.signal).toBe('SIGKILL');
+
+  const second = await start();
+  store = await openStore(databaseUrl, { migrate: false });
+  const session = async () => {
+    const user = await store!.users.findByAccount('chat', 'crash-tester');
+    return user ? (await store!.sessions.listByUser(user.id))[0] : undefined;
+  };
+  // Answered once the dead process's lease ran out.
+  await expect.poll(async () => (await session())?.status, { timeout: 10_000, interval: 100 }).toBe('completed');
+  const answered = await session();
+  // Another lease period later, still one answer: nobody takes it over again.
+  await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
+  const messages = await store.messages.listRecent(answered!.id, { limit: 10 });
+  expect(messages.map((message) => `${message.role}: ${message.content}`)).toEqual(['user: are you there?', 'assistant: Yes, I am here.']);
+  expect(await store.inbound.listQueued(answered!.id)).toEqual([]);
+  expect(model.calls).toHaveLength(2);
+  expect((await session())?.status).toBe('completed');
+  await second.stop('SIGTERM');
+}
+
+describe('crash recovery', () => {
+  it('answers a message accepted before a SIGKILL exactly once after restart, on SQLite', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palaver-crash-db-'));
+    await killMidTurnAndRestart(`sqlite:${join(dir, 'palaver.db')}`);
+  }, 60_000);
+
+  it('answers a message accepted before a SIGKILL exactly once after restart, on PostgreSQL', async () => {
+    postgres = await createTestPostgresDatabase();
+    await killMidTurnAndRestart(postgres.url);
+  }, 60_000);
+});
