@@ -233,7 +233,8 @@ async function configuredChannels(config: PalaverConfig, logger: Logger): Promis
   const channels: Channel[] = [];
   if (config.channels.web.enabled) {
     const { WebChannel } = await import('./channels/web/web-channel.js');
-    channels.push(new WebChannel({ maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, logger: logger.child({ channel: 'web' }) }));
+    const { enabled: _enabled, ...web } = config.channels.web;
+    channels.push(new WebChannel({ ...web, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }) }));
   }
   return channels;
 }

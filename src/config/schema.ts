@@ -156,7 +156,47 @@ export const configSchema = z.strictObject({
   channels: z
     .strictObject({
       /** The web chat page and AG-UI over SSE on Palaver's HTTP server. */
-      web: z.strictObject({ enabled: z.boolean().default(true) }).prefault({}),
+      web: z
+        .strictObject({
+          enabled: z.boolean().default(true),
+          /**
+           * HMAC-SHA256 key that signs visitor cookies (better: PALAVER_COOKIE_SECRET). When unset, one is generated
+           * and kept in `cookieSecretFile`, so visitors keep their identity across restarts.
+           */
+          cookieSecret: z.string().min(32, 'use at least 32 characters').optional(),
+          /**
+           * Where a generated cookie secret is kept. Default: `web-cookie-secret` beside the SQLite file; `data/` in
+           * the config folder (or working folder) for PostgreSQL; none (in memory) for `sqlite::memory:`.
+           */
+          cookieSecretFile: z.string().min(1).optional(),
+          /** Signed user tokens (JWT) from a site that embeds the chat, sent as `x-palaver-user-token`. */
+          userTokens: z
+            .strictObject({
+              /** HS256 shared secret (better: PALAVER_USER_TOKEN_SECRET). */
+              secret: z.string().min(32, 'use at least 32 characters').optional(),
+              /** JWKS of the issuer, for asymmetric tokens (RS256, ES256, EdDSA, …). */
+              jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
+              /** Required `iss` when set. */
+              issuer: z.string().min(1).optional(),
+              /** Required `aud` when set. */
+              audience: z.string().min(1).optional(),
+            })
+            .refine((tokens) => (tokens.secret === undefined) !== (tokens.jwksUrl === undefined), 'set exactly one of secret and jwksUrl')
+            .optional(),
+          /**
+           * Origins (scheme://host[:port]) of other sites allowed to call /agui and /conversations from a browser;
+           * they get CORS headers. The page's own origin needs no entry.
+           */
+          allowedOrigins: z
+            .array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)'))
+            .optional(),
+          /**
+           * Host names (optionally with :port) this server answers to, besides loopback names, IP addresses and
+           * `server.host`; any other `Host` is refused (DNS rebinding). Add the public name behind a reverse proxy.
+           */
+          allowedHosts: z.array(z.string().regex(/^[a-z0-9.-]+(:\d{1,5})?$/i, 'a host name, optionally with :port')).optional(),
+        })
+        .prefault({}),
     })
     .prefault({}),
   log: z
@@ -170,3 +210,13 @@ export type PalaverConfig = z.infer<typeof configSchema>;
 /** What a caller may pass: defaults filled in by `parseConfig`. */
 export type PalaverConfigInput = z.input<typeof configSchema>;
 export type ModelEndpointConfig = z.infer<typeof modelEndpointSchema>;
+
+/** `https://shop.example`, `http://localhost:5173`: a URL that is its own origin. */
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.replace(/\/$/, '').toLowerCase();
+  } catch {
+    return false;
+  }
+}

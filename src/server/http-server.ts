@@ -9,6 +9,13 @@ export interface HttpServerOptions {
   readonly host: string;
   /** Port to listen on; 0 picks a free one (see `url`). */
   readonly port: number;
+  /**
+   * Time a client has to send a whole request, headers and body (Node's `requestTimeout`); then 408 and the
+   * connection is closed. Streamed responses are not limited by it. Default 30 000 ms.
+   */
+  readonly requestTimeoutMs?: number;
+  /** Time a client has to send the request headers (Node's `headersTimeout`). Default 10 000 ms. */
+  readonly headersTimeoutMs?: number;
 }
 
 export interface RunningHttpServer {
@@ -20,11 +27,19 @@ export interface RunningHttpServer {
 
 /**
  * Serves a Hono app with @hono/node-server. Resolves once listening; rejects with `http_listen_failed` when the
- * port cannot be bound.
+ * port cannot be bound. Requests must arrive whole within `requestTimeoutMs` (headers within `headersTimeoutMs`).
  */
 export function startHttpServer(app: Hono, options: HttpServerOptions): Promise<RunningHttpServer> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, hostname: options.host, port: options.port }) as Server;
+    const requestTimeout = options.requestTimeoutMs ?? 30_000;
+    const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
+    const server = serve({
+      fetch: app.fetch,
+      hostname: options.host,
+      port: options.port,
+      // A half-sent request must not hold a connection for minutes (Node's defaults: 300 s, checked every 30 s).
+      serverOptions: { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 2))) },
+    }) as Server;
     server.once('error', (error: NodeJS.ErrnoException) => {
       reject(
         new PalaverError('http_listen_failed', `Cannot listen on ${options.host}:${options.port} (${error.code ?? error.message}); is another process using the port? Set server.port.`, { cause: error }),

@@ -1,4 +1,16 @@
-import type { Acceptance, Channel, ChannelContext, InboundMessage, ReplyTarget, SentPart, TurnOutcome } from '../../src/domain/ports/channel.js';
+import { ChannelError } from '../../src/domain/errors.js';
+import type {
+  Acceptance,
+  Channel,
+  ChannelContext,
+  ConversationSummary,
+  InboundMessage,
+  ReplyTarget,
+  SentPart,
+  StoredReply,
+  TranscriptEntry,
+  TurnOutcome,
+} from '../../src/domain/ports/channel.js';
 
 /** One message as the fake context received it, with the acceptance it got (none when refused). */
 export interface Received {
@@ -7,7 +19,10 @@ export interface Received {
   readonly acceptance: Acceptance | undefined;
 }
 
-type Step = { readonly kind: 'refuse'; readonly error: unknown } | { readonly kind: 'duplicate' } | { readonly kind: 'hold'; readonly until: Promise<void> };
+type Step =
+  | { readonly kind: 'refuse'; readonly error: unknown }
+  | { readonly kind: 'duplicate'; readonly answered?: StoredReply }
+  | { readonly kind: 'hold'; readonly until: Promise<void> };
 
 /**
  * A `ChannelContext` with scripted acceptance, standing in for the whole pipeline: every message is accepted
@@ -18,15 +33,41 @@ export class FakeChannelContext implements ChannelContext {
   readonly received: Received[] = [];
   readonly #script: Step[] = [];
   readonly #listeners = new Set<() => void>();
+  /** Who opened each conversation, once `enforceOwnership()` was called. */
+  #owners: Map<string, string> | undefined;
 
   /** The next `accept` rejects with `error`. */
   refuseNext(error: unknown): void {
     this.#script.push({ kind: 'refuse', error });
   }
 
-  /** The next `accept` reports a duplicate. */
-  duplicateNext(): void {
-    this.#script.push({ kind: 'duplicate' });
+  /** The next `accept` reports a duplicate (of a run answered with `answered`, when given). */
+  duplicateNext(answered?: StoredReply): void {
+    this.#script.push(answered === undefined ? { kind: 'duplicate' } : { kind: 'duplicate', answered });
+  }
+
+  /**
+   * From now on a direct conversation belongs to the account that sent its first message: `accept` from anyone
+   * else rejects with ChannelError `forbidden`, as the pipeline does (the message is not recorded as received).
+   */
+  enforceOwnership(): void {
+    this.#owners = new Map();
+  }
+
+  async conversations(accountId: string): Promise<readonly ConversationSummary[]> {
+    const seen = new Map<string, ConversationSummary>();
+    for (const { message, acceptance } of this.received) {
+      if (message.accountId !== accountId || acceptance === undefined) continue;
+      seen.set(message.conversationId, { conversationId: message.conversationId, title: message.text.slice(0, 40), status: 'completed', updatedAt: new Date(0) });
+    }
+    return [...seen.values()].reverse();
+  }
+
+  async transcript(accountId: string, conversationId: string): Promise<readonly TranscriptEntry[]> {
+    const messages = this.received.filter((r) => r.message.conversationId === conversationId && r.acceptance !== undefined);
+    if (messages.length === 0) throw new ChannelError('not_found', 'fake', `No conversation ${conversationId}.`);
+    if (messages[0]!.message.accountId !== accountId) throw new ChannelError('forbidden', 'fake', 'This conversation belongs to someone else.');
+    return messages.map(({ message }, index) => ({ id: message.messageId ?? `m-${index}`, role: 'user', text: message.text, at: new Date(0) }));
   }
 
   /** The next `accept` resolves only after `until`. */
@@ -35,11 +76,16 @@ export class FakeChannelContext implements ChannelContext {
   }
 
   async accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance> {
+    const owner = this.#owners?.get(message.conversationId);
+    if (this.#owners && message.conversationKind !== 'shared') {
+      if (owner !== undefined && owner !== message.accountId) throw new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
+      this.#owners.set(message.conversationId, message.accountId);
+    }
     const n = this.received.length + 1;
     const step = this.#script.shift();
     const correlationId = message.correlationId ?? `corr-${n}`;
     let acceptance: Acceptance | undefined;
-    if (step?.kind === 'duplicate') acceptance = { status: 'duplicate', correlationId };
+    if (step?.kind === 'duplicate') acceptance = step.answered === undefined ? { status: 'duplicate', correlationId } : { status: 'duplicate', correlationId, answered: step.answered };
     else if (step?.kind !== 'refuse') acceptance = { status: 'accepted', correlationId, sessionId: `session-${message.conversationId}`, userId: `user-${message.accountId}` };
     this.received.push({ message, signal: options?.signal, acceptance });
     for (const listener of [...this.#listeners]) listener();

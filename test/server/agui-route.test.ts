@@ -88,7 +88,8 @@ describe('POST /agui', () => {
     expect(list[0]).toMatchObject({ threadId: 'thread-1', runId: input.runId, metadata: { correlationId: 'corr-1', sessionId: 'session-thread-1' } });
     expect(list.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { correlationId: 'corr-1', sessionId: 'session-thread-1', status: 'completed', replyMessageId: 'reply-1' } });
 
-    expect(pipeline.received[0]).toMatchObject({ channel: 'web', conversationId: 'thread-1', accountId: 'thread-1', text: 'What time is it?', messageId: input.runId, dedupeKey: input.runId });
+    // A loopback server client without a key that names no user: the thread stands for the account.
+    expect(pipeline.received[0]).toMatchObject({ channel: 'web', conversationId: 'thread-1', accountId: 'api:thread-1', conversationKind: 'direct', text: 'What time is it?', messageId: input.runId, dedupeKey: input.runId });
   });
 
   it('writes events as they happen instead of at the end', async () => {
@@ -108,18 +109,51 @@ describe('POST /agui', () => {
     expect(parseSse(seen + rest).at(-1)?.type).toBe('RUN_FINISHED');
   });
 
-  it('ends a refused message with RUN_ERROR carrying the ChannelError code, even when accept throws synchronously', async () => {
+  it('answers a refused message with its ChannelError code before any stream starts, even when accept throws synchronously', async () => {
     const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
+    const unused = async (): Promise<never> => Promise.reject(new Error('not used'));
     await channel.start({
       accept() {
         throw new ChannelError('inbox_full', 'web', 'Too many messages are waiting in this conversation; try again shortly.');
       },
+      conversations: unused,
+      transcript: unused,
     });
     const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
     servers.push(server);
-    const list = await events(await post(server.url, runInput()));
-    expect(list.map((e) => e.type)).toEqual(['RUN_STARTED', 'RUN_ERROR']);
-    expect(list[1]).toMatchObject({ code: 'inbox_full', message: expect.stringContaining('Too many messages') });
+    const response = await post(server.url, runInput());
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ error: { code: 'inbox_full', message: expect.stringContaining('Too many messages') } });
+  });
+
+  it('answers 403 for a message into a conversation that belongs to someone else, and streams nothing', async () => {
+    const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
+    const context = new FakeChannelContext();
+    context.refuseNext(new ChannelError('forbidden', 'web', 'owned by visitor:someone-else'));
+    await channel.start(context);
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    servers.push(server);
+    const response = await post(server.url, runInput());
+    expect(response.status).toBe(403);
+    const body = JSON.stringify(await response.json());
+    expect(body).toContain('"forbidden"');
+    // The pipeline's message may name the owner; the client never sees it.
+    expect(body).not.toContain('someone-else');
+  });
+
+  it('replays the stored reply to a retried run whose turn completed', async () => {
+    const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
+    const context = new FakeChannelContext();
+    await channel.start(context);
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    servers.push(server);
+    context.duplicateNext({ sessionId: 's-1', correlationId: 'corr-original', replyMessageId: 'reply-7', text: 'It is 10:30.', status: 'completed' });
+    const response = await post(server.url, { ...runInput(), runId: 'r-retried' });
+    expect(response.headers.get('x-correlation-id')).toBe('corr-1');
+    const list = await events(response);
+    expect(list.map((e) => e.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
+    expect(list[2]).toMatchObject({ messageId: 'reply-7', delta: 'It is 10:30.' });
+    expect(list.at(-1)).toMatchObject({ runId: 'r-retried', result: { status: 'duplicate', replyStatus: 'completed', correlationId: 'corr-original', sessionId: 's-1', replyMessageId: 'reply-7' } });
   });
 
   it('reads text parts, forwardedProps.userId, Accept-Language and x-correlation-id', async () => {
@@ -130,7 +164,7 @@ describe('POST /agui', () => {
     const response = await post(url, input, { 'accept-language': 'de-CH,de;q=0.9', 'x-correlation-id': 'from-client-7' });
     expect(response.headers.get('x-correlation-id')).toBe('from-client-7');
     await response.text();
-    expect(pipeline.received[0]).toMatchObject({ accountId: 'alice', text: 'part one\npart two', languageHint: 'de-CH', correlationId: 'from-client-7' });
+    expect(pipeline.received[0]).toMatchObject({ accountId: 'api:alice', text: 'part one\npart two', languageHint: 'de-CH', correlationId: 'from-client-7' });
   });
 
   it('refuses malformed JSON with 400 invalid_json', async () => {
@@ -186,7 +220,7 @@ describe('POST /agui', () => {
   });
 
   it('aborts the accept signal when the client disconnects', async () => {
-    const { url, pipeline } = await start({ pipeline: { delayMs: 100, noTool: true, reply: 'a long reply that takes a while' }, channel: { headerWaitMs: 10 } });
+    const { url, pipeline } = await start({ pipeline: { delayMs: 100, noTool: true, reply: 'a long reply that takes a while' }, });
     const response = await post(url, runInput());
     const reader = response.body!.getReader();
     await reader.read();
@@ -242,11 +276,11 @@ describe('POST /agui', () => {
 });
 
 describe('API key and client address', () => {
-  it('requires the bearer key when one is configured', async () => {
-    const { url } = await start({ http: { apiKey: 'correct-horse-battery' } });
+  it('requires the bearer key (or a browser identity) when one is configured', async () => {
+    const { url } = await start({ http: { apiKey: 'correct-horse-battery' }, channel: { apiKey: 'correct-horse-battery' } });
     const without = await post(url, runInput());
     expect(without.status).toBe(401);
-    expect(await without.json()).toMatchObject({ error: { code: 'unauthorized' } });
+    expect(await without.json()).toMatchObject({ error: { code: 'no_identity' } });
 
     const wrong = await post(url, runInput(), { authorization: 'Bearer wrong-key' });
     expect(wrong.status).toBe(401);
@@ -255,7 +289,7 @@ describe('API key and client address', () => {
     const right = await post(url, runInput(), { authorization: 'Bearer correct-horse-battery' });
     expect(right.status).toBe(200);
     expect(parseSse(await right.text()).at(-1)?.type).toBe('RUN_FINISHED');
-    // The page itself is public: it holds no data and must load to ask for the key.
+    // The page itself is public: it holds no data, and gives the browser its visitor cookie.
     expect((await fetch(`${url}/`)).status).toBe(200);
   });
 
@@ -274,13 +308,21 @@ describe('API key and client address', () => {
     await response.text();
   });
 
-  it('refuses clients of unknown address without a key, pointing at PALAVER_API_KEY', async () => {
+  it('refuses clients of unknown address without a key or a browser identity', async () => {
     // app.request() has no socket, so the address is unknown: the same path a remote client takes.
     const channel = new WebChannel({ maxInboundChars: 100 });
+    await channel.start(new FakeChannelContext());
     const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes });
-    const response = await app.request('/agui', { method: 'POST', body: JSON.stringify(runInput()) });
-    expect(response.status).toBe(403);
-    expect(await response.json()).toMatchObject({ error: { code: 'forbidden', message: expect.stringContaining('PALAVER_API_KEY') } });
+    const response = await app.request('http://localhost/agui', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(runInput()) });
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ error: { code: 'no_identity', message: expect.stringContaining('API key') } });
+  });
+
+  it('keeps /admin behind the key guard while /agui does its own checks', async () => {
+    const { url } = await start();
+    const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: [], extraRoutes: (http) => http.get('/admin/x', (c) => c.text('x')) });
+    expect((await app.request('/admin/x')).status).toBe(403);
+    expect((await post(url, runInput())).status).toBe(200);
   });
 
   it('recognises loopback addresses', () => {

@@ -1,4 +1,14 @@
-import type { Acceptance, Channel, ChannelContext, InboundMessage, ReplyTarget, TurnProgress } from '../../src/domain/ports/channel.js';
+import { ChannelError } from '../../src/domain/errors.js';
+import type {
+  Acceptance,
+  Channel,
+  ChannelContext,
+  ConversationSummary,
+  InboundMessage,
+  ReplyTarget,
+  TranscriptEntry,
+  TurnProgress,
+} from '../../src/domain/ports/channel.js';
 
 export interface ScriptedPipelineOptions {
   /** Reply text, streamed as deltas of `chunkChars`, then sent as one part. Default "It is 10:30 in Zurich." */
@@ -26,6 +36,8 @@ export interface ScriptedPipelineOptions {
 export class ScriptedPipeline implements ChannelContext {
   readonly received: InboundMessage[] = [];
   readonly signals: AbortSignal[] = [];
+  /** Every conversation's owner and displayed messages, as the pipeline would store them. */
+  readonly #conversations = new Map<string, { owner: string; entries: TranscriptEntry[]; updatedAt: Date }>();
   readonly #channel: Channel;
   #options: ScriptedPipelineOptions;
 
@@ -35,10 +47,16 @@ export class ScriptedPipeline implements ChannelContext {
   }
 
   async accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance> {
+    const conversation = this.#conversations.get(message.conversationId);
+    if (conversation && conversation.owner !== message.accountId) throw new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
     this.received.push(message);
     if (options?.signal) this.signals.push(options.signal);
     if (this.#options.refuse !== undefined) throw this.#options.refuse;
     const turn = this.received.length;
+    const record = conversation ?? { owner: message.accountId, entries: [], updatedAt: new Date() };
+    record.entries.push({ id: message.messageId ?? `m-${turn}`, role: 'user', text: message.text, at: new Date() });
+    record.updatedAt = new Date();
+    this.#conversations.set(message.conversationId, record);
     const acceptance = { status: 'accepted', correlationId: message.correlationId ?? `corr-${turn}`, sessionId: `session-${message.conversationId}`, userId: `user-${message.accountId}` } as const;
     const target: ReplyTarget = {
       channel: this.#channel.name,
@@ -50,6 +68,20 @@ export class ScriptedPipeline implements ChannelContext {
     };
     void this.#turn(target, turn);
     return acceptance;
+  }
+
+  async conversations(accountId: string): Promise<readonly ConversationSummary[]> {
+    return [...this.#conversations.entries()]
+      .filter(([, c]) => c.owner === accountId)
+      .sort(([, a], [, b]) => b.updatedAt.getTime() - a.updatedAt.getTime())
+      .map(([conversationId, c]) => ({ conversationId, title: c.entries[0]?.text.slice(0, 40) ?? null, status: 'completed', updatedAt: c.updatedAt }));
+  }
+
+  async transcript(accountId: string, conversationId: string): Promise<readonly TranscriptEntry[]> {
+    const conversation = this.#conversations.get(conversationId);
+    if (!conversation) throw new ChannelError('not_found', 'scripted', `No conversation ${conversationId}.`);
+    if (conversation.owner !== accountId) throw new ChannelError('forbidden', 'scripted', 'This conversation belongs to someone else.');
+    return [...conversation.entries];
   }
 
   /** Changes how the next turns run. */
@@ -85,6 +117,7 @@ export class ScriptedPipeline implements ChannelContext {
       channel.settle?.(target, { kind: 'error', correlationId: target.correlationId, error: this.#options.fail });
       return;
     }
+    this.#conversations.get(target.conversationId)?.entries.push({ id: `reply-${turn}`, role: 'assistant', text: reply, at: new Date() });
     try {
       const part = await channel.send(target, reply);
       channel.settle?.(target, {

@@ -1,6 +1,7 @@
 import type { RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import type { InboundMessage } from '../../domain/ports/channel.js';
+import { badTextReason } from './text-check.js';
 
 /** The channel name the AG-UI endpoint uses for its inbound messages. */
 export const WEB_CHANNEL = 'web';
@@ -14,8 +15,17 @@ export interface AguiInputProblem {
   readonly message: string;
 }
 
+/** The message as read from the body: everything but the account, which the server decides (see `WebIdentity`). */
+export type AguiMessage = Omit<InboundMessage, 'accountId'>;
+
 export type AguiInputResult =
-  | { readonly ok: true; readonly input: RunAgentInput; readonly message: InboundMessage }
+  | {
+      readonly ok: true;
+      readonly input: RunAgentInput;
+      readonly message: AguiMessage;
+      /** `forwardedProps.userId`, when the client named a user: honoured only for a server client holding the API key. */
+      readonly claimedUserId: string | undefined;
+    }
   | { readonly ok: false; readonly problem: AguiInputProblem };
 
 export interface AguiInputOptions {
@@ -32,8 +42,10 @@ export interface AguiInputOptions {
  *
  * AG-UI clients send the whole conversation in `messages`, but Palaver keeps history itself, so only the text of
  * the last `user` message is used (string content, or the `text` parts of an array). The thread id is the
- * conversation; the account is `forwardedProps.userId` when it is a string, else the thread id; the run id is
- * the message id and the dedupe key, so a retried run is not answered twice.
+ * conversation (a direct one); the run id is the message id and the dedupe key, so a retried run is not answered
+ * twice. The account is not read here: `forwardedProps.userId` comes back as `claimedUserId`, for the channel to
+ * honour only from a server client. Ids and text with NUL or a lone surrogate are refused (`invalid_input`): not
+ * every database can store them.
  */
 export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiInputResult {
   const parsed = RunAgentInputSchema.safeParse(body);
@@ -57,14 +69,16 @@ export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiIn
   }
   const text = contentText(last.content).trim();
   if (text === '') return problem('empty_message', 'The last user message has no text; only text parts are read.');
+  const textProblem = checkText('the message text', text);
+  if (textProblem) return { ok: false, problem: textProblem };
   if (text.length > options.maxInboundChars) {
     return problem('message_too_long', `The message has ${text.length} characters; at most ${options.maxInboundChars} are accepted.`);
   }
 
-  const message: InboundMessage = {
+  const message: AguiMessage = {
     channel: WEB_CHANNEL,
-    accountId: userId ?? input.threadId,
     conversationId: input.threadId,
+    conversationKind: 'direct',
     text,
     // The run id names the message (replies are routed to its SSE stream by it) and keys its dedupe.
     messageId: input.runId,
@@ -72,7 +86,7 @@ export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiIn
     ...(options.languageHint === undefined ? {} : { languageHint: options.languageHint }),
     ...(options.correlationId === undefined ? {} : { correlationId: options.correlationId }),
   };
-  return { ok: true, input, message };
+  return { ok: true, input, message, claimedUserId: userId };
 }
 
 /** A header value usable as a correlation id: a short plain token, so it is safe in logs. */
@@ -105,6 +119,13 @@ function readUserId(forwardedProps: unknown): string | undefined | AguiInputProb
 function checkId(field: string, value: string): AguiInputProblem | undefined {
   if (value === '') return { code: 'invalid_input', message: `${field} must not be empty.` };
   if (value.length > MAX_ID_CHARS) return { code: 'invalid_input', message: `${field} is longer than ${MAX_ID_CHARS} characters.` };
+  return checkText(field, value);
+}
+
+function checkText(field: string, value: string): AguiInputProblem | undefined {
+  const reason = badTextReason(value);
+  if (reason === 'nul') return { code: 'invalid_input', message: `${field} contains a NUL character (\\u0000), which cannot be stored; remove it.` };
+  if (reason === 'lone_surrogate') return { code: 'invalid_input', message: `${field} contains a lone UTF-16 surrogate (broken unicode), which cannot be stored; send valid text.` };
   return undefined;
 }
 

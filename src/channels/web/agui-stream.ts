@@ -74,6 +74,13 @@ export class AguiStream {
     }
   }
 
+  /** Ends the stream without a word, for a run that never started (its message was refused before any event). */
+  dispose(): void {
+    if (!this.#open) return;
+    this.#controller.close();
+    this.#close();
+  }
+
   #enqueue(chunk: string): void {
     if (this.#open) this.#controller.enqueue(textEncoder.encode(chunk));
   }

@@ -1,6 +1,6 @@
 import { EventType, type AGUIEvent } from '@ag-ui/core';
 import { PalaverError } from '../../domain/errors.js';
-import type { TurnOutcome, TurnProgress } from '../../domain/ports/channel.js';
+import type { StoredReply, TurnOutcome, TurnProgress } from '../../domain/ports/channel.js';
 import { StreamedReply } from '../shared/streamed-reply.js';
 
 /** Identifies the AG-UI run a translator speaks for. */
@@ -213,6 +213,26 @@ export class AguiTranslator {
     this.#ensureStarted(out, { correlationId });
     this.#ended = true;
     out.push({ type: EventType.RUN_FINISHED, threadId: this.#run.threadId, runId: this.#run.runId, result: { correlationId, status: 'duplicate' } });
+    return out;
+  }
+
+  /**
+   * Events for a retried run whose turn already completed: the stored reply again, as one text message (its id is
+   * the stored reply's message id), then RUN_FINISHED with status `duplicate`, the ids and the reply's own status.
+   * Nothing new was stored or asked of the model.
+   */
+  replay(stored: StoredReply): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, { correlationId: stored.correlationId, sessionId: stored.sessionId });
+    this.#wholeMessage(out, stored.replyMessageId, stored.text);
+    this.#ended = true;
+    out.push({
+      type: EventType.RUN_FINISHED,
+      threadId: this.#run.threadId,
+      runId: this.#run.runId,
+      result: { correlationId: stored.correlationId, sessionId: stored.sessionId, status: 'duplicate', replyStatus: stored.status, replyMessageId: stored.replyMessageId },
+    });
     return out;
   }
 

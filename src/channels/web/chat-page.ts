@@ -16,12 +16,16 @@ const FILES = [
 /** Same-origin only: the page loads no external asset and talks only to this server. */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/** What the page routes ask of the channel per request: a refusal, or extra headers (the visitor cookie). */
+export type PageRequestHook = (request: Request, path: string) => { readonly refuse: Response } | { readonly headers: Record<string, string> };
+
 /**
  * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`). The files are read once, here, so a
- * missing `web/` fails at start with a clear message instead of on the first visit.
+ * missing `web/` fails at start with a clear message instead of on the first visit. `onRequest` may refuse a
+ * request (a foreign `Host`) or add headers (the page's `Set-Cookie`).
  * @throws PalaverError `web_assets_missing` when a file cannot be read.
  */
-export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR): ChannelRoute[] {
+export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: PageRequestHook): ChannelRoute[] {
   return FILES.map(({ path, file, type }) => {
     let content: string;
     try {
@@ -33,7 +37,12 @@ export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR): ChannelRoute[]
       method: 'GET',
       path,
       access: 'public',
-      handle: () => new Response(content, { status: 200, headers: { 'content-type': type, 'content-security-policy': CSP, 'cache-control': 'no-cache' } }),
+      handle: (request) => {
+        const hook = onRequest?.(request, path);
+        if (hook && 'refuse' in hook) return hook.refuse;
+        const headers = { 'content-type': type, 'content-security-policy': CSP, 'cache-control': 'no-cache', 'referrer-policy': 'same-origin', 'x-content-type-options': 'nosniff', ...hook?.headers };
+        return new Response(content, { status: 200, headers });
+      },
     } satisfies ChannelRoute;
   });
 }

@@ -5,6 +5,7 @@ import type {
   ChannelCapabilities,
   ChannelContext,
   ChannelRoute,
+  InboundMessage,
   ReplyTarget,
   SentPart,
   TurnEnd,
@@ -13,8 +14,11 @@ import type {
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { parseAguiInput, readCorrelationHeader, readLanguageHint, WEB_CHANNEL } from './agui-input.js';
 import { AguiStream } from './agui-stream.js';
-import type { AguiRunIds } from './agui-translator.js';
+import { INTERNAL_ERROR_CODE, type AguiRunIds } from './agui-translator.js';
 import { chatPageRoutes } from './chat-page.js';
+import { errorResponse, RequestGuard } from './request-guard.js';
+import { badTextReason } from './text-check.js';
+import { WebIdentity, type UserTokenOptions } from './web-identity.js';
 
 export interface WebChannelOptions {
   /** Longest accepted user text, in characters (`limits.maxInboundChars`); longer → 400 `message_too_long`. */
@@ -22,18 +26,32 @@ export interface WebChannelOptions {
   readonly logger?: Logger;
   /** Send tool arguments and results to the client (default false: only tool names and success). */
   readonly showToolDetails?: boolean;
-  /**
-   * How long to hold the response headers back waiting for the message to be accepted, so `x-correlation-id` can
-   * be set. After that the stream starts anyway and the id is only in RUN_STARTED's `metadata`. Default 1000 ms.
-   */
-  readonly headerWaitMs?: number;
   /** Interval of SSE comment lines that keep idle proxies from closing a long turn. Default 15 000 ms. */
   readonly keepAliveMs?: number;
   /** Largest accepted `/agui` body, in bytes. Default 1 MiB (AG-UI clients resend the history). */
   readonly maxBodyBytes?: number;
+  /** How long a request body may take to arrive; then 408 `body_timeout`. Default 10 000 ms. */
+  readonly bodyTimeoutMs?: number;
   /** Where `chat.html`, `chat.js` and `chat.css` live; `false` serves no page. Default: the package's `web/`. */
   readonly webDir?: string | false;
+  /** Signs visitor cookies (`channels.web.cookieSecret`); see `WebIdentity`. */
+  readonly cookieSecret?: string | undefined;
+  /** Keeps a generated cookie secret (`channels.web.cookieSecretFile`); absent with no secret: in memory only. */
+  readonly cookieSecretFile?: string | undefined;
+  /** Verifies an embedding site's user tokens (`channels.web.userTokens`); absent: tokens are refused. */
+  readonly userTokens?: UserTokenOptions | undefined;
+  /** `server.apiKey`: a client presenting it is a server client and may name users. */
+  readonly apiKey?: string | undefined;
+  /** Other sites' origins allowed to call the API routes from a browser (`channels.web.allowedOrigins`). */
+  readonly allowedOrigins?: readonly string[];
+  /** Host names served besides loopback names, IP addresses and `serverHost` (`channels.web.allowedHosts`). */
+  readonly allowedHosts?: readonly string[];
+  /** `server.host`. */
+  readonly serverHost?: string;
 }
+
+/** A route that also answers CORS preflights (`OPTIONS` on its path); `createHttpApp` mounts `preflight`. */
+type WebRoute = ChannelRoute & { readonly preflight?: (request: Request) => Response };
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -42,21 +60,31 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 
+/** Longest conversation id `GET /conversations/messages` takes, as `/agui` takes for a thread id. */
+const MAX_ID_CHARS = 256;
+
 /**
- * The web channel: AG-UI over server-sent events at `POST /agui` (access `client`), and the chat page at `GET /`,
- * `/chat.js`, `/chat.css` (access `public`).
+ * The web channel: AG-UI over server-sent events at `POST /agui`, the caller's conversations at
+ * `GET /conversations` and `GET /conversations/messages?id=<threadId>`, and the chat page at `GET /`, `/chat.js`,
+ * `/chat.css`. Every route is `public` for the server and does its own checks, in this order:
  *
- * Inbound, each `RunAgentInput` becomes one message (`messageId` and `dedupeKey`: the run id; conversation: the
- * thread id) and its response is the run's SSE stream. Refused bodies get 400 `{ error: { code, message } }`
- * (`invalid_json`, `invalid_input`, `no_user_message`, `empty_message`, `message_too_long`); a message the pipeline
- * refuses ends its run with RUN_ERROR; a redelivered run id gets an empty run finished with status `duplicate`.
- * When the client disconnects, the signal handed to `accept` aborts (a lone message's turn is then cancelled).
+ * 1. same-origin rules (`RequestGuard`): allowed `Host` (421), own or allowed `Origin` (403), JSON body (415);
+ * 2. the body within `bodyTimeoutMs` (408) and as AG-UI input (400: `invalid_json`, `invalid_input` — NUL or lone
+ *    surrogates included —, `no_user_message`, `empty_message`, `message_too_long`);
+ * 3. who is talking (`WebIdentity`): API key, user token, visitor cookie, or (without a key) a loopback server
+ *    client (401 otherwise); `forwardedProps.userId` from anyone but a server client is 403 `forbidden`;
+ * 4. `accept`, awaited before the stream starts: a refused message gets its status (403 for another person's
+ *    conversation, 400 for text the pipeline refuses) and nothing is stored.
+ *
+ * Then the response is the run's SSE stream. A retried run id whose turn completed gets the stored reply again
+ * (RUN_FINISHED status `duplicate`); one still running gets an empty `duplicate` run. When the client
+ * disconnects, the signal handed to `accept` aborts (a lone message's turn is then cancelled).
  *
  * Outbound, a reply goes to the open stream of the last run it answers (`target.inReplyTo`); other runs of the
  * same batch finish with status `answered_together` and `answeredIn`, the run that carried the reply.
  *
  * @example
- * const web = new WebChannel({ maxInboundChars: 16_000, logger });
+ * const web = new WebChannel({ maxInboundChars: 16_000, logger, cookieSecret, apiKey });
  * createHttpApp({ health, logger, routes: web.routes ?? [] });
  */
 export class WebChannel implements Channel {
@@ -65,23 +93,39 @@ export class WebChannel implements Channel {
   readonly routes: readonly ChannelRoute[];
   readonly #options: WebChannelOptions;
   readonly #logger: Logger;
+  readonly #guard: RequestGuard;
+  readonly #identity: WebIdentity;
   #context: ChannelContext | undefined;
   #stopped = false;
   /** Open streams by conversation and run id: a run id is only unique within its thread. */
   readonly #streams = new Map<string, AguiStream>();
 
-  /** @throws PalaverError `web_assets_missing` when the chat page's files cannot be read. */
+  /**
+   * @throws PalaverError `web_assets_missing` when the chat page's files cannot be read; `cookie_secret_unreadable`
+   *   or `cookie_secret_invalid` when the cookie secret file cannot be used.
+   */
   constructor(options: WebChannelOptions) {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger();
-    const agui: ChannelRoute = {
-      method: 'POST',
-      path: '/agui',
-      access: 'client',
-      maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-      handle: (request) => this.#run(request),
-    };
-    this.routes = options.webDir === false ? [agui] : [agui, ...chatPageRoutes(options.webDir)];
+    this.#guard = new RequestGuard({
+      ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
+      ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
+      ...(options.serverHost === undefined ? {} : { serverHost: options.serverHost }),
+    });
+    this.#identity = new WebIdentity({
+      cookieSecret: options.cookieSecret,
+      cookieSecretFile: options.cookieSecretFile,
+      userTokens: options.userTokens,
+      apiKey: options.apiKey,
+      logger: this.#logger,
+    });
+    const preflight = (request: Request): Response => this.#guard.preflight(request);
+    const api: WebRoute[] = [
+      { method: 'POST', path: '/agui', access: 'public', maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024, preflight, handle: (request, info) => this.#run(request, info.remoteAddress) },
+      { method: 'GET', path: '/conversations', access: 'public', preflight, handle: (request, info) => this.#conversations(request, info.remoteAddress) },
+      { method: 'GET', path: '/conversations/messages', access: 'public', preflight, handle: (request, info) => this.#transcript(request, info.remoteAddress) },
+    ];
+    this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path))];
   }
 
   async start(context: ChannelContext): Promise<void> {
@@ -134,27 +178,47 @@ export class WebChannel implements Channel {
     return undefined;
   }
 
-  async #run(request: Request): Promise<Response> {
+  /** The page: refused for a foreign `Host`; `GET /` gives a browser without a valid visitor cookie a new one. */
+  #page(request: Request, path: string): { refuse: Response } | { headers: Record<string, string> } {
+    const refusal = this.#guard.checkHost(request);
+    if (refusal) return { refuse: errorResponse(refusal) };
+    if (path !== '/' || this.#identity.hasValidVisitorCookie(request)) return { headers: {} };
+    const secure = request.url.startsWith('https:') || request.headers.get('x-forwarded-proto') === 'https';
+    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), secure) } };
+  }
+
+  async #run(request: Request, remoteAddress: string | undefined): Promise<Response> {
     const context = this.#context;
     if (!context || this.#stopped) {
       return json(503, 'channel_stopped', 'The web channel is not accepting messages right now; try again shortly.');
     }
+    const guard = this.#guard.check(request, 'write');
+    if (!guard.ok) return errorResponse(guard);
+    const cors = guard.cors;
+
     // Read outside the JSON try: a body-limit error from the server must stay a 413, not become invalid_json.
-    const raw = await request.text();
+    const raw = await readBody(request, this.#options.bodyTimeoutMs ?? 10_000);
+    if (raw === undefined) {
+      return json(408, 'body_timeout', `The request body did not arrive within ${this.#options.bodyTimeoutMs ?? 10_000} ms; send it whole.`, cors);
+    }
     let body: unknown;
     try {
       body = JSON.parse(raw);
     } catch {
-      return json(400, 'invalid_json', 'The body is not valid JSON; send an AG-UI RunAgentInput object.');
+      return json(400, 'invalid_json', 'The body is not valid JSON; send an AG-UI RunAgentInput object.', cors);
     }
     const parsed = parseAguiInput(body, {
       maxInboundChars: this.#options.maxInboundChars,
       correlationId: readCorrelationHeader(request.headers.get('x-correlation-id') ?? undefined),
       languageHint: readLanguageHint(request.headers.get('accept-language') ?? undefined),
     });
-    if (!parsed.ok) return json(400, parsed.problem.code, parsed.problem.message);
+    if (!parsed.ok) return json(400, parsed.problem.code, parsed.problem.message, cors);
 
     const { threadId, runId } = parsed.input;
+    const account = await this.#account(request, remoteAddress, parsed.claimedUserId, threadId);
+    if (!account.ok) return json(account.status, account.code, account.message, cors);
+    const message: InboundMessage = { ...parsed.message, accountId: account.accountId };
+
     const log = this.#logger.child({ threadId, runId });
     const stream = new AguiStream(
       { threadId, runId },
@@ -173,36 +237,136 @@ export class WebChannel implements Channel {
         if (this.#streams.get(key) === stream) this.#streams.delete(key);
       });
     }
+    stream.correlationId = message.correlationId;
 
-    let correlationId = parsed.message.correlationId;
-    stream.correlationId = correlationId;
-    // Wrapped so an accept that throws synchronously still ends the stream with RUN_ERROR.
-    const accepted = new Promise<Acceptance>((resolve) => resolve(context.accept(parsed.message, { signal: stream.abort.signal }))).then(
-      (acceptance) => {
-        correlationId = acceptance.correlationId;
-        stream.correlationId = correlationId;
-        if (acceptance.status === 'duplicate') stream.write(stream.translator.duplicate(acceptance.correlationId));
-        else stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
-      },
-      (error: unknown) => {
-        if (stream.abort.signal.aborted) log.info({ err: error, correlationId }, 'message refused after the client left');
-        else if (error instanceof ChannelError) log.info({ err: error, correlationId }, 'message refused');
-        else log.error({ err: error, correlationId }, 'AG-UI message could not be accepted');
-        stream.write(stream.translator.fail(error, correlationId));
-      },
-    );
-
-    // Wait briefly for the acceptance so the correlation id can go into a header; never wait long, a slow store
-    // must still show the client that its run started.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([accepted, stream.firstWrite, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.headerWaitMs ?? 1000)))]);
-    clearTimeout(timer);
-
-    const headers: Record<string, string> = { ...SSE_HEADERS };
-    const headerId = correlationId ?? stream.correlationId;
-    if (headerId !== undefined) headers['x-correlation-id'] = headerId;
-    return new Response(stream.body, { status: 200, headers });
+    // The message is stored (or refused) before the stream starts, so a refusal is an HTTP status, not a run.
+    let acceptance: Acceptance;
+    try {
+      acceptance = await context.accept(message, { signal: stream.abort.signal });
+    } catch (error) {
+      stream.dispose();
+      return this.#refused(error, log, message.correlationId, cors);
+    }
+    stream.correlationId = acceptance.correlationId;
+    if (acceptance.status === 'accepted') {
+      stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
+    } else if (acceptance.answered) {
+      log.info({ correlationId: acceptance.correlationId }, 'retried run answered with its stored reply');
+      stream.write(stream.translator.replay(acceptance.answered));
+    } else {
+      stream.write(stream.translator.duplicate(acceptance.correlationId));
+    }
+    return new Response(stream.body, { status: 200, headers: { ...SSE_HEADERS, ...cors, 'x-correlation-id': acceptance.correlationId } });
   }
+
+  /** `GET /conversations`: the caller's conversations on this channel, most recent first. */
+  async #conversations(request: Request, remoteAddress: string | undefined): Promise<Response> {
+    const context = this.#context;
+    if (!context) return json(503, 'channel_stopped', 'The web channel is not running; try again shortly.');
+    const guard = this.#guard.check(request, 'read');
+    if (!guard.ok) return errorResponse(guard);
+    const url = new URL(request.url);
+    const account = await this.#account(request, remoteAddress, url.searchParams.get('userId') ?? undefined, undefined);
+    if (!account.ok) return json(account.status, account.code, account.message, guard.cors);
+    try {
+      const list = await context.conversations(account.accountId, { limit: 50 });
+      const conversations = list.map((c) => ({ id: c.conversationId, title: c.title, status: c.status, updatedAt: c.updatedAt.toISOString() }));
+      return Response.json({ conversations }, { status: 200, headers: { ...guard.cors, 'cache-control': 'no-store' } });
+    } catch (error) {
+      return this.#refused(error, this.#logger, undefined, guard.cors);
+    }
+  }
+
+  /** `GET /conversations/messages?id=<threadId>`: the displayed messages of one of the caller's conversations. */
+  async #transcript(request: Request, remoteAddress: string | undefined): Promise<Response> {
+    const context = this.#context;
+    if (!context) return json(503, 'channel_stopped', 'The web channel is not running; try again shortly.');
+    const guard = this.#guard.check(request, 'read');
+    if (!guard.ok) return errorResponse(guard);
+    const url = new URL(request.url);
+    const id = url.searchParams.get('id') ?? '';
+    if (id === '' || id.length > MAX_ID_CHARS || badTextReason(id) !== undefined) {
+      return json(400, 'invalid_input', `Name the conversation as ?id=<thread id> (1 to ${MAX_ID_CHARS} characters, no NUL or lone surrogates).`, guard.cors);
+    }
+    const account = await this.#account(request, remoteAddress, url.searchParams.get('userId') ?? undefined, id);
+    if (!account.ok) return json(account.status, account.code, account.message, guard.cors);
+    try {
+      const entries = await context.transcript(account.accountId, id, { limit: 200 });
+      const messages = entries.map((m) => ({ id: m.id, role: m.role, text: m.text, at: m.at.toISOString() }));
+      return Response.json({ conversationId: id, messages }, { status: 200, headers: { ...guard.cors, 'cache-control': 'no-store' } });
+    } catch (error) {
+      return this.#refused(error, this.#logger, undefined, guard.cors);
+    }
+  }
+
+  /**
+   * The account a request acts for. A server client (API key, or loopback without a key) may name a user
+   * (`api:<userId>`; without one, the conversation stands for the account as before); a user token or a visitor
+   * cookie is the account itself, and naming another user is refused with 403.
+   */
+  async #account(
+    request: Request,
+    remoteAddress: string | undefined,
+    claimedUserId: string | undefined,
+    conversationId: string | undefined,
+  ): Promise<{ ok: true; accountId: string } | { ok: false; status: number; code: string; message: string }> {
+    const identity = await this.#identity.identify(request, remoteAddress);
+    if (!identity.ok) return identity;
+    const { caller } = identity;
+    if (caller.kind !== 'server') {
+      if (claimedUserId !== undefined && claimedUserId !== '') {
+        return { ok: false, status: 403, code: 'forbidden', message: 'Naming a user (forwardedProps.userId) is only for a server client holding the API key; a browser talks as itself.' };
+      }
+      return { ok: true, accountId: caller.accountId };
+    }
+    if (claimedUserId !== undefined && claimedUserId !== '') {
+      if (claimedUserId.length > MAX_ID_CHARS || badTextReason(claimedUserId) !== undefined) {
+        return { ok: false, status: 400, code: 'invalid_input', message: `userId must be 1 to ${MAX_ID_CHARS} characters without NUL or lone surrogates.` };
+      }
+      return { ok: true, accountId: `api:${claimedUserId}` };
+    }
+    if (conversationId === undefined) return { ok: false, status: 400, code: 'user_required', message: 'A server client names the user: add ?userId=<id>.' };
+    return { ok: true, accountId: `api:${conversationId}` };
+  }
+
+  /** The HTTP answer to a refused message or lookup; nothing was stored. */
+  #refused(error: unknown, log: Logger, correlationId: string | undefined, cors: Record<string, string>): Response {
+    if (error instanceof ChannelError) {
+      log.info({ err: error, correlationId }, 'web request refused');
+      if (error.code === 'forbidden') return json(403, 'forbidden', 'This conversation belongs to someone else; start a new one.', cors);
+      if (error.code === 'not_found') return json(404, 'not_found', 'There is no such conversation.', cors);
+      return json(400, error.code, error.message, cors);
+    }
+    log.error({ err: error, correlationId }, 'web request failed');
+    const reference = correlationId === undefined ? '' : ` (reference ${correlationId})`;
+    return json(500, INTERNAL_ERROR_CODE, `The server could not handle the message${reference}; it was not stored, try again.`, cors);
+  }
+}
+
+/**
+ * The body as text, or undefined when it did not arrive within `timeoutMs` (a half-sent body must not hold the
+ * connection). Errors of the stream itself (the server's body limit) are thrown on, so they keep their status.
+ */
+async function readBody(request: Request, timeoutMs: number): Promise<string | undefined> {
+  if (request.body === null) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  try {
+    for (;;) {
+      const next = await Promise.race([reader.read(), deadline]);
+      if (next === 'timeout') {
+        reader.cancel().catch(() => {});
+        return undefined;
+      }
+      if (next.done) break;
+      chunks.push(next.value);
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function streamKey(conversationId: string, runId: string): string {
@@ -213,6 +377,6 @@ function ids(target: ReplyTarget): AguiRunIds {
   return { correlationId: target.correlationId, sessionId: target.sessionId };
 }
 
-function json(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status });
+function json(status: number, code: string, message: string, headers: Record<string, string> = {}): Response {
+  return Response.json({ error: { code, message } }, { status, headers });
 }
