@@ -1,11 +1,11 @@
 // Palaver web chat: sends AG-UI RunAgentInput to /agui and renders the SSE event stream. No build step.
+// Who is talking is decided by the server: this browser's signed visitor cookie (HttpOnly, set with the page), so
+// the page holds no credential. Conversations and their messages come from the server; the page only remembers
+// which conversation was open.
 'use strict';
 
 (() => {
   const THREAD_KEY = 'palaver.threadId';
-  const API_KEY = 'palaver.apiKey';
-  const TRANSCRIPT_PREFIX = 'palaver.transcript.';
-  const MAX_SAVED_ENTRIES = 200;
   const TOOL_RESULT_PREVIEW = 80;
 
   const list = document.getElementById('messages');
@@ -14,20 +14,20 @@
   const send = document.getElementById('send');
   const errorLine = document.getElementById('error');
   const newThread = document.getElementById('new-thread');
+  const conversationList = document.getElementById('conversations');
 
-  // A server with PALAVER_API_KEY needs it from every client: open the page once as /#key=<key> and it is kept
-  // in this browser (the fragment never reaches server logs) and removed from the address bar.
-  const keyInFragment = new URLSearchParams(location.hash.slice(1)).get('key');
-  if (keyInFragment) {
-    localStorage.setItem(API_KEY, keyInFragment);
-    history.replaceState(null, '', location.pathname + location.search);
+  // Left over from earlier versions of the page: an API key and transcripts kept in this browser.
+  for (const key of Object.keys(localStorage)) {
+    if (key === 'palaver.apiKey' || key.startsWith('palaver.transcript.')) localStorage.removeItem(key);
   }
+
   let threadId = localStorage.getItem(THREAD_KEY) || startThread();
-  let transcript = loadTranscript();
   let running = false;
 
-  transcript.forEach(renderEntry);
-  scrollToEnd();
+  // Only a conversation the server lists for this visitor is fetched; a new thread has nothing stored yet.
+  void refreshConversations().then((ids) => {
+    if (ids.includes(threadId)) void openThread(threadId);
+  });
 
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -44,11 +44,75 @@
   newThread.addEventListener('click', () => {
     if (running) return;
     threadId = startThread();
-    transcript = [];
     list.replaceChildren();
     showError('');
+    markCurrent();
     input.focus();
   });
+
+  /** Shows a conversation as the server stored it (a new one has nothing yet). */
+  async function openThread(id) {
+    try {
+      const response = await fetch(`conversations/messages?id=${encodeURIComponent(id)}`, { headers: { accept: 'application/json' } });
+      if (id !== threadId) return;
+      if (response.status === 404) {
+        list.replaceChildren();
+        return;
+      }
+      if (!response.ok) {
+        // Not ours (another visitor's id in this browser's storage) or the server refused: start afresh.
+        if (response.status === 403) threadId = startThread();
+        list.replaceChildren();
+        showError(await httpErrorMessage(response));
+        return;
+      }
+      const body = await response.json();
+      list.replaceChildren();
+      for (const message of body.messages) renderMessage(message.role, message.text);
+      scrollToEnd();
+    } catch (error) {
+      showError(`Could not reach the server: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /** The visitor's conversations, most recent first, in the side list; resolves with their ids. */
+  async function refreshConversations() {
+    try {
+      const response = await fetch('conversations', { headers: { accept: 'application/json' } });
+      if (!response.ok) return [];
+      const body = await response.json();
+      if (!conversationList) return body.conversations.map((conversation) => conversation.id);
+      conversationList.replaceChildren();
+      for (const conversation of body.conversations) {
+        const li = document.createElement('li');
+        const button = element('button', 'conversation', conversation.title || 'Conversation');
+        button.type = 'button';
+        button.dataset.testid = 'conversation';
+        button.dataset.threadId = conversation.id;
+        button.title = new Date(conversation.updatedAt).toLocaleString();
+        button.addEventListener('click', () => {
+          if (running || conversation.id === threadId) return;
+          threadId = conversation.id;
+          localStorage.setItem(THREAD_KEY, threadId);
+          showError('');
+          markCurrent();
+          void openThread(threadId);
+        });
+        li.append(button);
+        conversationList.append(li);
+      }
+      markCurrent();
+      return body.conversations.map((conversation) => conversation.id);
+    } catch {
+      // The list is a convenience; the chat works without it.
+      return [];
+    }
+  }
+
+  function markCurrent() {
+    if (!conversationList) return;
+    for (const button of conversationList.querySelectorAll('button')) button.classList.toggle('current', button.dataset.threadId === threadId);
+  }
 
   async function submit() {
     const text = input.value.trim();
@@ -57,8 +121,7 @@
     showError('');
     input.value = '';
     autosize();
-    const userEntry = { kind: 'user', text };
-    const userBubble = addEntry(userEntry);
+    const userBubble = renderMessage('user', text);
 
     const thinking = element('li', 'thinking', 'Thinking…');
     list.append(thinking);
@@ -67,7 +130,7 @@
     try {
       const response = await fetch('agui', {
         method: 'POST',
-        headers: authHeaders({ 'content-type': 'application/json', accept: 'text/event-stream' }),
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
         body: JSON.stringify({
           threadId,
           runId: randomId(),
@@ -82,8 +145,6 @@
         // Refused before the run began: give the text back so it can be fixed and sent again.
         showError(await httpErrorMessage(response));
         userBubble.remove();
-        transcript = transcript.filter((entry) => entry !== userEntry);
-        saveTranscript();
         input.value = text;
         autosize();
         return;
@@ -96,6 +157,7 @@
       run.finish();
       setRunning(false);
       input.focus();
+      void refreshConversations();
     }
   }
 
@@ -127,8 +189,6 @@
             const bubble = bubbles.get(event.messageId);
             if (!bubble) break;
             bubble.li.classList.remove('streaming');
-            bubble.entry = { kind: 'assistant', text: bubble.text };
-            saveEntry(bubble.entry);
             break;
           }
           case 'CUSTOM': {
@@ -139,10 +199,6 @@
             if (!bubble) break;
             bubble.li.remove();
             bubbles.delete(event.value.messageId);
-            if (bubble.entry) {
-              transcript = transcript.filter((entry) => entry !== bubble.entry);
-              saveTranscript();
-            }
             break;
           }
           case 'TOOL_CALL_START': {
@@ -159,7 +215,6 @@
             tool.li.textContent = `🔧 ${tool.name} → ${preview(event.content)}`;
             tool.li.title = typeof event.content === 'string' ? event.content : '';
             tool.li.classList.toggle('failed', failed);
-            saveEntry({ kind: 'tool', text: tool.li.textContent, failed });
             break;
           }
           case 'RUN_ERROR':
@@ -212,51 +267,14 @@
     return `The server answered ${response.status} ${response.statusText}.`;
   }
 
-  function addEntry(entry) {
-    const li = renderEntry(entry);
-    saveEntry(entry);
-    return li;
-  }
-
-  function renderEntry(entry) {
-    if (entry.kind === 'tool') {
-      const li = element('li', entry.failed ? 'tool failed' : 'tool', entry.text);
-      li.dataset.testid = 'tool-line';
-      list.append(li);
-      return li;
-    }
-    const li = element('li', `message ${entry.kind}`, entry.text);
-    li.dataset.testid = entry.kind === 'user' ? 'user-message' : 'assistant-message';
+  function renderMessage(role, text) {
+    const li = element('li', `message ${role}`, text);
+    li.dataset.testid = role === 'user' ? 'user-message' : 'assistant-message';
     list.append(li);
     return li;
   }
 
-  function saveEntry(entry) {
-    transcript.push(entry);
-    transcript = transcript.slice(-MAX_SAVED_ENTRIES);
-    saveTranscript();
-  }
-
-  function saveTranscript() {
-    try {
-      localStorage.setItem(TRANSCRIPT_PREFIX + threadId, JSON.stringify(transcript));
-    } catch {
-      // Storage full or disabled: the conversation still works, it just won't survive a reload.
-    }
-  }
-
-  function loadTranscript() {
-    try {
-      const saved = JSON.parse(localStorage.getItem(TRANSCRIPT_PREFIX + threadId) || '[]');
-      return Array.isArray(saved) ? saved : [];
-    } catch {
-      return [];
-    }
-  }
-
   function startThread() {
-    const previous = localStorage.getItem(THREAD_KEY);
-    if (previous) localStorage.removeItem(TRANSCRIPT_PREFIX + previous);
     const id = randomId();
     localStorage.setItem(THREAD_KEY, id);
     return id;
@@ -295,11 +313,6 @@
   }
 
   /** crypto.randomUUID exists only in secure contexts; a LAN address over plain http is not one. */
-  function authHeaders(headers) {
-    const key = localStorage.getItem(API_KEY);
-    return key ? { ...headers, authorization: `Bearer ${key}` } : headers;
-  }
-
   function randomId() {
     if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
     const bytes = crypto.getRandomValues(new Uint8Array(16));

@@ -54,6 +54,12 @@ export class FakeChannelContext implements ChannelContext {
     this.#owners = new Map();
   }
 
+  /** Resets nothing: the fake keeps no model history. */
+  async reset(): Promise<void> {}
+
+  /** A channel's key-value state, in memory. */
+  readonly state = memoryState();
+
   async conversations(accountId: string): Promise<readonly ConversationSummary[]> {
     const seen = new Map<string, ConversationSummary>();
     for (const { message, acceptance } of this.received) {
@@ -184,4 +190,14 @@ export async function answer(channel: Channel, context: FakeChannelContext, mess
     },
   });
   return sent;
+}
+
+/** An in-memory channel state store (`ChannelContext.state`). */
+export function memoryState(): { get(key: string): Promise<string | undefined>; set(key: string, value: string): Promise<void>; delete(key: string): Promise<void> } {
+  const values = new Map<string, string>();
+  return {
+    get: async (key) => values.get(key),
+    set: async (key, value) => void values.set(key, value),
+    delete: async (key) => void values.delete(key),
+  };
 }

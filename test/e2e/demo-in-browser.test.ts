@@ -45,7 +45,7 @@ describe('demo agent in the browser', () => {
     // Same port, so the page keeps its origin and with it its thread id.
     const restarted = await second.serve({ host: '127.0.0.1', port: Number(new URL(server.url).port) });
     await page.goto(`${restarted.url}/`);
-    // The page shows the first exchange again (from its own storage): wait for the second answer, not the first.
+    // The page shows the first exchange again (rebuilt from the server): wait for the second answer, not the first.
     await expect.poll(() => page.getByTestId('assistant-message').count(), { timeout: 10_000 }).toBe(1);
     await page.getByTestId('message-input').fill('list my notes');
     await page.getByTestId('send-button').click();
@@ -54,7 +54,13 @@ describe('demo agent in the browser', () => {
     // The page takes new input once the run has finished, i.e. after the turn was stored.
     await expect.poll(() => page.getByTestId('send-button').isEnabled(), { timeout: 10_000 }).toBe(true);
     // The page sent the same thread after the restart, so the server continued the same stored conversation.
-    const sessions = await second.store.sessions.listByUser((await second.store.users.resolveAccount({ channel: 'web', accountId: (await page.evaluate<string>("localStorage.getItem('palaver.threadId')")) })).user.id);
+    // The browser kept its signed visitor cookie across the restart (the secret is kept beside the database), so it
+    // is the same visitor.
+    const cookie = (await context.cookies()).find((c) => c.name === 'palaver_visitor');
+    const visitor = `visitor:${cookie!.value.split('.')[1]}`;
+    const user = await second.store.users.findByAccount('web', visitor);
+    const sessions = await second.store.sessions.listByUser(user!.id);
+    expect(sessions.map((session) => session.conversationId)).toEqual([await page.evaluate<string>("localStorage.getItem('palaver.threadId')")]);
     expect(sessions).toHaveLength(1);
     const messages = await second.store.messages.listRecent(sessions[0]!.id, { limit: 10, audience: 'display' });
     expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user', 'assistant']);

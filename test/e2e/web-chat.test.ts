@@ -16,7 +16,7 @@ describe('web chat page', () => {
 
   /** A web channel on a scripted pipeline, served over HTTP. */
   async function serve(apiKey?: string): Promise<{ server: RunningHttpServer; pipeline: ScriptedPipeline }> {
-    const channel = new WebChannel({ maxInboundChars: 2000, logger: silentLogger(), showToolDetails: apiKey === undefined });
+    const channel = new WebChannel({ maxInboundChars: 2000, logger: silentLogger(), showToolDetails: apiKey === undefined, apiKey });
     const pipeline = new ScriptedPipeline(channel, { delayMs: 30, reply: 'It is 10:30 in Zurich. Anything else I can check for you?' });
     await channel.start(pipeline);
     const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), apiKey, routes: channel.routes });
@@ -63,8 +63,9 @@ describe('web chat page', () => {
     expect(handler.received[0]?.conversationId).toBe(threadId);
 
     await page.reload();
-    // The transcript survives the reload, and the next message goes to the same thread.
-    expect(await page.getByTestId('assistant-message').count()).toBe(1);
+    // The conversation is rebuilt from the server after the reload, and the next message goes to the same thread.
+    await expect.poll(() => page.getByTestId('assistant-message').count()).toBe(1);
+    expect(await page.getByTestId('user-message').allTextContents()).toEqual(['What time is it in Zurich?']);
     await page.getByTestId('message-input').fill('And in Tokyo?');
     await page.getByTestId('message-input').press('Enter');
     await expect.poll(() => handler.received.length).toBe(2);
@@ -86,7 +87,7 @@ describe('web chat page', () => {
       await expect.poll(() => page.getByTestId('send-button').isEnabled(), { timeout: 10_000 }).toBe(true);
       expect(await page.getByTestId('assistant-message').allTextContents()).toEqual(['It is 10:30 in Zurich. Anything else I can check for you?']);
       await page.reload();
-      expect(await page.getByTestId('assistant-message').allTextContents()).toEqual(['It is 10:30 in Zurich. Anything else I can check for you?']);
+      await expect.poll(() => page.getByTestId('assistant-message').allTextContents()).toEqual(['It is 10:30 in Zurich. Anything else I can check for you?']);
       await page.close();
     } finally {
       await withdrawing.close();
@@ -110,27 +111,62 @@ describe('web chat page', () => {
     await page.close();
   });
 
-  it('sends the API key given once in the address fragment, and is refused without it', async () => {
-    const { server: keyed } = await serve('secret-key-123');
+  it('chats by its visitor cookie with no key in the page, also when the server has an API key', async () => {
+    const { server: keyed, pipeline } = await serve('secret-key-123');
     try {
       const context = await browser.newContext();
       const page = await context.newPage();
       await page.goto(`${keyed.url}/`);
       await page.getByTestId('message-input').fill('hello');
       await page.getByTestId('send-button').click();
-      await expect.poll(() => page.getByTestId('error-line').textContent()).toMatch(/401|key/i);
-
-      // A fresh page load, as when following a link with the key.
-      await page.close();
-      const keyedPage = await context.newPage();
-      await keyedPage.goto(`${keyed.url}/#key=secret-key-123`);
-      expect(new URL(keyedPage.url()).hash).toBe('');
-      await keyedPage.getByTestId('message-input').fill('hello again');
-      await keyedPage.getByTestId('send-button').click();
-      await expect.poll(() => keyedPage.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 }).toContain('10:30');
+      await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 }).toContain('10:30');
+      expect(pipeline.received[0]?.accountId).toMatch(/^visitor:[\w-]{16,}$/);
+      // The cookie is HttpOnly: no script of the page can read it; and the page stores no key.
+      expect(await page.evaluate<string>('document.cookie')).toBe('');
+      const cookies = await context.cookies();
+      expect(cookies).toHaveLength(1);
+      expect(cookies[0]).toMatchObject({ name: 'palaver_visitor', httpOnly: true, sameSite: 'Lax', secure: false });
+      const stored = await page.evaluate<string>('JSON.stringify(Object.entries(localStorage))');
+      expect(stored).not.toContain('secret-key-123');
+      expect(stored).not.toMatch(/apiKey|transcript/);
       await context.close();
     } finally {
       await keyed.close();
+    }
+  });
+
+  it('lists the visitor\'s conversations and rebuilds one from the server; another visitor sees none of them', async () => {
+    const { server: listing } = await serve();
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(`${listing.url}/`);
+      await page.getByTestId('message-input').fill('First conversation');
+      await page.getByTestId('send-button').click();
+      await expect.poll(() => page.getByTestId('assistant-message').count(), { timeout: 10_000 }).toBe(1);
+      await expect.poll(() => page.getByTestId('send-button').isEnabled()).toBe(true);
+      await page.getByTestId('new-thread').click();
+      await page.getByTestId('message-input').fill('Second conversation');
+      await page.getByTestId('send-button').click();
+      await expect.poll(() => page.getByTestId('conversation').count(), { timeout: 10_000 }).toBe(2);
+      expect(await page.getByTestId('conversation').allTextContents()).toEqual(['Second conversation', 'First conversation']);
+
+      await page.getByTestId('conversation').last().click();
+      await expect.poll(() => page.getByTestId('user-message').allTextContents()).toEqual(['First conversation']);
+      expect(await page.getByTestId('assistant-message').count()).toBe(1);
+
+      // A second browser (another visitor) has its own cookie and no conversations; the first's thread is refused.
+      const other = await browser.newContext();
+      const stranger = await other.newPage();
+      await stranger.goto(`${listing.url}/`);
+      await expect.poll(() => stranger.evaluate<number>("document.querySelectorAll('[data-testid=conversation]').length")).toBe(0);
+      const threadId = await page.evaluate<string>("localStorage.getItem('palaver.threadId')");
+      const status = await stranger.evaluate(async (id) => (await fetch(`conversations/messages?id=${encodeURIComponent(id)}`)).status, threadId);
+      expect(status).toBe(403);
+      await other.close();
+      await context.close();
+    } finally {
+      await listing.close();
     }
   });
 });

@@ -111,14 +111,11 @@ describe('POST /agui', () => {
 
   it('answers a refused message with its ChannelError code before any stream starts, even when accept throws synchronously', async () => {
     const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
-    const unused = async (): Promise<never> => Promise.reject(new Error('not used'));
-    await channel.start({
-      accept() {
-        throw new ChannelError('inbox_full', 'web', 'Too many messages are waiting in this conversation; try again shortly.');
-      },
-      conversations: unused,
-      transcript: unused,
-    });
+    const context = new FakeChannelContext();
+    context.accept = () => {
+      throw new ChannelError('inbox_full', 'web', 'Too many messages are waiting in this conversation; try again shortly.');
+    };
+    await channel.start(context);
     const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
     servers.push(server);
     const response = await post(server.url, runInput());

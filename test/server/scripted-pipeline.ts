@@ -9,6 +9,7 @@ import type {
   TranscriptEntry,
   TurnProgress,
 } from '../../src/domain/ports/channel.js';
+import { memoryState } from '../channels/fake-pipeline.js';
 
 export interface ScriptedPipelineOptions {
   /** Reply text, streamed as deltas of `chunkChars`, then sent as one part. Default "It is 10:30 in Zurich." */
@@ -69,6 +70,12 @@ export class ScriptedPipeline implements ChannelContext {
     void this.#turn(target, turn);
     return acceptance;
   }
+
+  /** Resets nothing: the fake keeps no model history. */
+  async reset(): Promise<void> {}
+
+  /** A channel's key-value state, in memory. */
+  readonly state = memoryState();
 
   async conversations(accountId: string): Promise<readonly ConversationSummary[]> {
     return [...this.#conversations.entries()]
