@@ -1,21 +1,36 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createRequire } from 'node:module';
+import type * as PromClient from 'prom-client';
+
+// prom-client (CommonJS, about 4 MB of heap and 30 ms to load) is required when the first PalaverMetrics is made,
+// so that importing the package entry (which exports this class) does not load it.
+const require = createRequire(import.meta.url);
 
 /**
  * Prometheus metrics of one Palaver instance. Each instance has its own registry, so two instances in one
  * process (tests, embedding) never collide.
  */
 export class PalaverMetrics {
-  readonly registry = new Registry();
-  readonly turns = new Counter({ name: 'palaver_turns_total', help: 'Turns run, by outcome', labelNames: ['status'] as const, registers: [this.registry] });
-  readonly turnSeconds = new Histogram({ name: 'palaver_turn_seconds', help: 'Turn duration', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60], registers: [this.registry] });
-  readonly modelCalls = new Counter({ name: 'palaver_model_calls_total', help: 'Model calls, by model and path', labelNames: ['model', 'path'] as const, registers: [this.registry] });
-  readonly modelFailures = new Counter({ name: 'palaver_model_failures_total', help: 'Failed model calls, by path', labelNames: ['path'] as const, registers: [this.registry] });
-  readonly tokens = new Counter({ name: 'palaver_tokens_total', help: 'Tokens, by direction', labelNames: ['direction'] as const, registers: [this.registry] });
-  readonly toolCalls = new Counter({ name: 'palaver_tool_calls_total', help: 'Tool calls, by tool and outcome', labelNames: ['tool', 'outcome'] as const, registers: [this.registry] });
-  readonly toolLimits = new Counter({ name: 'palaver_tool_limit_hits_total', help: 'Tool calls refused or loops ended by a limit', labelNames: ['limit'] as const, registers: [this.registry] });
-  readonly duplicates = new Counter({ name: 'palaver_inbound_duplicates_total', help: 'Redelivered inbound messages ignored', registers: [this.registry] });
+  readonly registry: PromClient.Registry;
+  readonly turns: PromClient.Counter<'status'>;
+  readonly turnSeconds: PromClient.Histogram<string>;
+  readonly modelCalls: PromClient.Counter<'model' | 'path'>;
+  readonly modelFailures: PromClient.Counter<'path'>;
+  readonly tokens: PromClient.Counter<'direction'>;
+  readonly toolCalls: PromClient.Counter<'tool' | 'outcome'>;
+  readonly toolLimits: PromClient.Counter<'limit'>;
+  readonly duplicates: PromClient.Counter<string>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
-    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+    const prom = require('prom-client') as typeof PromClient;
+    const registry = (this.registry = new prom.Registry());
+    this.turns = new prom.Counter({ name: 'palaver_turns_total', help: 'Turns run, by outcome', labelNames: ['status'] as const, registers: [registry] });
+    this.turnSeconds = new prom.Histogram({ name: 'palaver_turn_seconds', help: 'Turn duration', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60], registers: [registry] });
+    this.modelCalls = new prom.Counter({ name: 'palaver_model_calls_total', help: 'Model calls, by model and path', labelNames: ['model', 'path'] as const, registers: [registry] });
+    this.modelFailures = new prom.Counter({ name: 'palaver_model_failures_total', help: 'Failed model calls, by path', labelNames: ['path'] as const, registers: [registry] });
+    this.tokens = new prom.Counter({ name: 'palaver_tokens_total', help: 'Tokens, by direction', labelNames: ['direction'] as const, registers: [registry] });
+    this.toolCalls = new prom.Counter({ name: 'palaver_tool_calls_total', help: 'Tool calls, by tool and outcome', labelNames: ['tool', 'outcome'] as const, registers: [registry] });
+    this.toolLimits = new prom.Counter({ name: 'palaver_tool_limit_hits_total', help: 'Tool calls refused or loops ended by a limit', labelNames: ['limit'] as const, registers: [registry] });
+    this.duplicates = new prom.Counter({ name: 'palaver_inbound_duplicates_total', help: 'Redelivered inbound messages ignored', registers: [registry] });
+    if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   }
 }
