@@ -186,6 +186,11 @@ describe('secretsOf(config)', () => {
     expect(secretsOf(later).sort()).toEqual([TEST_SECRETS.telegramToken, TEST_SECRETS.cookieSecret, TEST_SECRETS.jwtSecret, 'old-jwt-secret-1'].sort());
   });
 
+  it('finds the web cookie and user-token secrets, also when they come from the environment', () => {
+    const config = parseConfig({ model: { name: 'm' }, channels: { web: { cookieSecret: TEST_SECRETS.cookieSecret, userTokens: { secret: TEST_SECRETS.jwtSecret } } } });
+    expect(secretsOf(config).sort()).toEqual([TEST_SECRETS.cookieSecret, TEST_SECRETS.jwtSecret].sort());
+  });
+
   it('finds none in a config without credentials', () => {
     expect(secretsOf(parseConfig({ model: { name: 'm' }, database: { url: 'sqlite::memory:' } }))).toEqual([]);
   });

@@ -26,7 +26,7 @@ export interface Harness {
  * A Palaver on a real SQLite file in a temp folder, talking over real HTTP to a scripted model server.
  * Instruction files: `base.md`, plus any given in `instructions`.
  *
- * The model key is {@link TEST_SECRETS}.modelApiKey unless a test sets its own. Every log line also goes to the
+ * The model key and web cookie secret are {@link TEST_SECRETS}' unless a test sets its own. Every log line also goes to the
  * run-wide log, and the config's secrets are registered, so the run fails if any test's log holds one of them.
  * The logger is passed in without secrets: scrubbing it is `createPalaver`'s job, and the check proves it does.
  */
@@ -59,6 +59,8 @@ export async function createHarness(script: ModelScript, instructions: Record<st
         database: { url: databaseUrl },
         agent: { instructionsDir: join(dir, 'instructions') },
         log: { level: 'debug' },
+        // A fixed cookie secret instead of a generated one, so the run-wide check knows it too.
+        channels: { web: { cookieSecret: TEST_SECRETS.cookieSecret } },
       };
       const merged = merge(base, config as Record<string, unknown>) as PalaverConfigInput;
       try {
