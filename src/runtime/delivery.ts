@@ -1,5 +1,6 @@
 import { ChannelError } from '../domain/errors.js';
 import type { SentPart, TurnOutcome } from '../domain/ports/channel.js';
+import type { DeliveryRecord } from '../domain/ports/store.js';
 import type { TurnScope } from './turn-context.js';
 
 const DEFAULT_TYPING_INTERVAL_MS = 4_000;
@@ -8,6 +9,8 @@ const DEFAULT_TYPING_INTERVAL_MS = 4_000;
 export interface Answer {
   readonly outcome: TurnOutcome;
   readonly parts: readonly string[];
+  /** The parts' outbox records, for a channel that delivers offline: each is marked sent as the channel takes it. */
+  readonly deliveries?: readonly DeliveryRecord[] | undefined;
 }
 
 /** The outbound side of one turn. */
@@ -48,8 +51,17 @@ export function startDelivery(scope: TurnScope): Delivery {
       discardStreamedText(answer.outcome.reply);
       const sent: SentPart[] = [];
       try {
-        for (const part of answer.parts) sent.push(await channel.send(target, part));
+        for (const [index, part] of answer.parts.entries()) {
+          const receipt = await channel.send(target, part);
+          sent.push(receipt);
+          // Marked at once: a crash from here on does not send this part again.
+          const record = answer.deliveries?.[index];
+          if (record) await markSent(scope, record, receipt.messageId);
+        }
       } catch (error) {
+        // The channel refused the part for good (its own retries are behind it): it and the parts after it are not
+        // tried again, by this process or another.
+        await markUnsent(scope, answer.deliveries?.slice(sent.length) ?? [], error);
         // A person who left mid-turn (a closed web run) is ordinary: the reply is stored and shown on their return.
         const gone = error instanceof ChannelError && error.code === 'client_gone';
         scope.log[gone ? 'info' : 'error']({ err: error, channel: channel.name, sentParts: sent.length, parts: answer.parts.length }, gone ? 'reply stored; its reader has left' : 'could not send the reply');
@@ -64,4 +76,18 @@ export function startDelivery(scope: TurnScope): Delivery {
       channel.settle?.(target, { kind: 'error', correlationId: scope.correlationId, error });
     },
   };
+}
+
+async function markUnsent(scope: TurnScope, parts: readonly DeliveryRecord[], error: unknown): Promise<void> {
+  const reason = error instanceof Error ? error.message : String(error);
+  for (const part of parts) await scope.deps.store.deliveries.markFailed(part.id, reason).catch((markError: unknown) => scope.log.error({ err: markError }, 'could not mark an unsent reply part'));
+}
+
+async function markSent(scope: TurnScope, delivery: DeliveryRecord, channelMessageId: string): Promise<void> {
+  try {
+    await scope.deps.store.deliveries.markSent(delivery.id, channelMessageId);
+  } catch (error) {
+    // The part reached the person; only its record is behind. After a restart it could be sent once more.
+    scope.log.error({ err: error, part: delivery.part }, 'could not mark a sent reply part');
+  }
 }

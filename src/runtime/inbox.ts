@@ -1,6 +1,6 @@
 /**
- * Per-conversation inbox: at most one turn per conversation at a time, and messages that arrive while a turn
- * runs (or within the quiet window before it starts) are answered together by the next turn.
+ * Per-conversation inbox: at most one turn per conversation at a time, and messages that arrive while a turn runs
+ * (or within the quiet window before it starts) are answered together by the next turn.
  */
 export interface InboxOptions<Item> {
   /**
@@ -14,14 +14,26 @@ export interface InboxOptions<Item> {
    * waiting items that may; the rest wait for the next turn (in a group chat, a batch never mixes senders).
    */
   readonly sameBatch?: (first: Item, item: Item) => boolean;
-  /** Quiet window: a turn starts only after this many ms without a new message (0: start at once). */
-  readonly debounceMs?: number;
 }
+
+/** When a conversation's next turn may start. */
+export interface QuietWindow {
+  /** A turn starts only after this many ms without a new message (0: at once). */
+  readonly quietWindowMs: number;
+  /** …but no later than this many ms after the first waiting message arrived. */
+  readonly maxWaitMs: number;
+}
+
+const AT_ONCE: QuietWindow = { quietWindowMs: 0, maxWaitMs: 0 };
 
 interface Conversation<Item> {
   pending: Item[];
   running: boolean;
   timer: NodeJS.Timeout | undefined;
+  /** When the oldest waiting message arrived, and when the newest did (for the quiet window). */
+  firstWaitingAt: number;
+  lastArrivedAt: number;
+  window: QuietWindow;
 }
 
 export class Inbox<Item> {
@@ -33,21 +45,65 @@ export class Inbox<Item> {
     this.#options = options;
   }
 
-  /** Queues `item` for the conversation's next turn. */
-  submit(conversationKey: string, item: Item): void {
+  /** Queues `item` for the conversation's next turn, which starts when `window` allows. */
+  submit(conversationKey: string, item: Item, window: QuietWindow = AT_ONCE): void {
+    const now = performance.now();
     let conversation = this.#conversations.get(conversationKey);
     if (!conversation) {
-      conversation = { pending: [], running: false, timer: undefined };
+      conversation = { pending: [], running: false, timer: undefined, firstWaitingAt: now, lastArrivedAt: now, window };
       this.#conversations.set(conversationKey, conversation);
     }
+    if (conversation.pending.length === 0) conversation.firstWaitingAt = now;
     conversation.pending.push(item);
+    conversation.lastArrivedAt = now;
+    conversation.window = window;
     this.#schedule(conversationKey, conversation);
+  }
+
+  /** Messages waiting in a conversation (not counting those its running turn answers). */
+  waiting(conversationKey: string): number {
+    return this.#conversations.get(conversationKey)?.pending.length ?? 0;
   }
 
   /** Resolves when no turn is running or waiting (used on shutdown). */
   async drain(): Promise<void> {
     if (this.#conversations.size === 0) return;
     await new Promise<void>((resolve) => this.#idle.add(resolve));
+  }
+
+  #schedule(key: string, conversation: Conversation<Item>): void {
+    if (conversation.running) return; // the running turn schedules the next one when it ends
+    clearTimeout(conversation.timer);
+    const { quietWindowMs, maxWaitMs } = conversation.window;
+    if (quietWindowMs <= 0) {
+      void this.#drainConversation(key, conversation);
+      return;
+    }
+    const now = performance.now();
+    const due = Math.min(conversation.lastArrivedAt + quietWindowMs, conversation.firstWaitingAt + Math.max(quietWindowMs, maxWaitMs));
+    conversation.timer = setTimeout(() => void this.#drainConversation(key, conversation), Math.max(0, due - now));
+  }
+
+  async #drainConversation(key: string, conversation: Conversation<Item>): Promise<void> {
+    conversation.timer = undefined;
+    conversation.running = true;
+    const batch = this.#takeBatch(conversation);
+    try {
+      await this.#options.runBatch(key, batch);
+    } catch (error) {
+      this.#options.onError(error, key);
+    }
+    conversation.running = false;
+    if (conversation.pending.length > 0) {
+      // Messages that came during the turn start exactly one next turn, after their own quiet window.
+      this.#schedule(key, conversation);
+      return;
+    }
+    this.#conversations.delete(key);
+    if (this.#conversations.size === 0) {
+      for (const resolve of this.#idle) resolve();
+      this.#idle.clear();
+    }
   }
 
   #takeBatch(conversation: Conversation<Item>): [Item, ...Item[]] {
@@ -59,36 +115,8 @@ export class Inbox<Item> {
       while (size < pending.length && sameBatch(pending[0]!, pending[size]!)) size++;
     }
     conversation.pending = pending.slice(size);
+    // What stays behind (another sender's messages) waits from now on.
+    if (conversation.pending.length > 0) conversation.firstWaitingAt = performance.now();
     return pending.slice(0, size) as [Item, ...Item[]];
-  }
-
-  #schedule(key: string, conversation: Conversation<Item>): void {
-    if (conversation.running) return; // the running turn picks the new message up when it ends
-    const debounceMs = this.#options.debounceMs ?? 0;
-    if (debounceMs <= 0) {
-      void this.#drainConversation(key, conversation);
-      return;
-    }
-    clearTimeout(conversation.timer);
-    conversation.timer = setTimeout(() => void this.#drainConversation(key, conversation), debounceMs);
-  }
-
-  async #drainConversation(key: string, conversation: Conversation<Item>): Promise<void> {
-    conversation.timer = undefined;
-    conversation.running = true;
-    while (conversation.pending.length > 0) {
-      const batch = this.#takeBatch(conversation);
-      try {
-        await this.#options.runBatch(key, batch);
-      } catch (error) {
-        this.#options.onError(error, key);
-      }
-    }
-    conversation.running = false;
-    this.#conversations.delete(key);
-    if (this.#conversations.size === 0) {
-      for (const resolve of this.#idle) resolve();
-      this.#idle.clear();
-    }
   }
 }

@@ -1,6 +1,8 @@
 import { ChannelError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import type { InboundRecord } from '../domain/model.js';
+import type { InboundRecord, Session } from '../domain/model.js';
+import type { DeliveryRecord } from '../domain/ports/store.js';
+import { parseUserState } from './context/user-state.js';
 import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundMessage, StoredReply, TranscriptEntry } from '../domain/ports/channel.js';
 import type { IdentityResolver } from '../domain/ports/identity.js';
 import type { Participant } from './conversation-cache.js';
@@ -11,8 +13,6 @@ import type { AcceptedMessage, TurnDependencies } from './turn-context.js';
 export interface PipelineOptions {
   /** Longest accepted inbound text in characters. */
   readonly maxInboundChars: number;
-  /** Inbox quiet window in ms (0: answer at once). */
-  readonly debounceMs?: number;
   /**
    * How long an accepted message stays leased to this process without a renewal, in ms. After a crash, another
    * process (or this one restarted) answers it once the lease ran out. Default 15 000.
@@ -21,6 +21,8 @@ export interface PipelineOptions {
 }
 
 const DEFAULT_LEASE_MS = 15_000;
+/** Messages that may wait in one conversation unless its channel says otherwise. */
+const DEFAULT_MAX_WAITING = 50;
 /** Messages taken over per recovery round; the rest follow in the next rounds. */
 const RECOVERY_BATCH = 100;
 
@@ -58,7 +60,6 @@ export class Pipeline {
     this.#inbox = new Inbox({
       runBatch: (_key, batch) => this.#runBatch(batch),
       onError: (error, key) => deps.logger.error({ err: error, conversation: key }, 'turn crashed'),
-      debounceMs: options.debounceMs ?? 0,
       // In a group chat each turn answers one sender: a batch never mixes them.
       sameBatch: (first, item) => first.inbound.conversationKind === 'direct' || first.inbound.accountId === item.inbound.accountId,
     });
@@ -71,6 +72,12 @@ export class Pipeline {
       accept: (message, options) => this.accept(channel, message, options),
       conversations: (accountId, options) => this.#conversations(channel, accountId, options?.limit ?? 50),
       transcript: (accountId, conversationId, options) => this.#transcript(channel, accountId, conversationId, options?.limit ?? 200),
+      reset: (accountId, conversationId) => this.#reset(channel, accountId, conversationId),
+      state: {
+        get: (key) => this.#deps.store.channelState.get(channel.name, key),
+        set: (key, value) => this.#deps.store.channelState.set(channel.name, key, value),
+        delete: (key) => this.#deps.store.channelState.delete(channel.name, key),
+      },
     };
   }
 
@@ -110,6 +117,11 @@ export class Pipeline {
       throw new ChannelError('inbound_invalid', message.channel, `The message is too long: ${text.length} characters, at most ${this.#options.maxInboundChars}.`);
     }
     checkStorable(message, text);
+    // A conversation that floods faster than it is answered: refused before anything is stored.
+    const maxWaiting = channel.inbox?.maxWaiting ?? DEFAULT_MAX_WAITING;
+    if (this.#inbox.waiting(conversationKey(message.channel, message.conversationId)) >= maxWaiting) {
+      throw new ChannelError('busy', message.channel, `Too many messages are waiting in this conversation (at most ${maxWaiting}); wait for the answer.`);
+    }
     const kind = message.conversationKind ?? 'direct';
     const participant = this.#deps.cache.participant(message.channel, message.accountId, message.conversationId) ?? (await this.#join(message, text, kind));
 
@@ -146,7 +158,11 @@ export class Pipeline {
   }
 
   #queue(channel: Channel, participant: Participant, inbound: InboundRecord, signal: AbortSignal | undefined): void {
-    this.#inbox.submit(`${inbound.channel}\u0000${inbound.conversationId}`, { channel, ...participant, inbound, signal });
+    const quietWindowMs = channel.inbox?.quietWindowMs ?? 0;
+    this.#inbox.submit(conversationKey(inbound.channel, inbound.conversationId), { channel, ...participant, inbound, signal }, {
+      quietWindowMs,
+      maxWaitMs: channel.inbox?.maxWaitMs ?? quietWindowMs * 4,
+    });
   }
 
   /** First message of an account in a conversation: who it is (identity), and whether the conversation is theirs. */
@@ -187,7 +203,7 @@ export class Pipeline {
       this.#deps.logger.info({ correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) }, 'messages answered together');
     }
     const stop = this.#deps.metrics.turnSeconds.startTimer();
-    const outcome = await runTurn(this.#deps, { messages: batch });
+    const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs } });
     const seconds = stop();
     if (!outcome) {
       // Nothing could be stored (the database failed): the messages stay in the inbox and are tried again later
@@ -208,10 +224,15 @@ export class Pipeline {
   #maintain(): void {
     this.#maintaining = this.#maintaining.then(async () => {
       try {
-        await this.#deps.store.inbound.renewLeases(this.#owner, this.#leaseMs);
+        const { inbound, deliveries } = this.#deps.store;
+        await inbound.renewLeases(this.#owner, this.#leaseMs);
+        await deliveries.renewLeases(this.#owner, this.#leaseMs);
         if (this.#stopped) return;
-        const claimed = await this.#deps.store.inbound.claimExpired({ owner: this.#owner, leaseMs: this.#leaseMs, channels: [...this.#channels.keys()], limit: RECOVERY_BATCH });
+        const claimed = await inbound.claimExpired({ owner: this.#owner, leaseMs: this.#leaseMs, channels: [...this.#channels.keys()], limit: RECOVERY_BATCH });
         for (const record of claimed) await this.#recover(record);
+        const offline = [...this.#channels.values()].filter((channel) => channel.capabilities.offlineDelivery).map((channel) => channel.name);
+        const unsent = await deliveries.claimExpired({ owner: this.#owner, leaseMs: this.#leaseMs, channels: offline, limit: RECOVERY_BATCH });
+        for (const part of unsent) await this.#resend(part);
       } catch (error) {
         this.#deps.logger.error({ err: error }, 'inbox recovery failed; trying again shortly');
       }
@@ -228,6 +249,44 @@ export class Pipeline {
     this.#queue(channel, { user, accounts, session }, record, undefined);
   }
 
+  /** Sends a reply part a process that died stored but never sent (the outbox), and marks it. */
+  async #resend(part: DeliveryRecord): Promise<void> {
+    const channel = this.#channels.get(part.channel);
+    if (!channel) return;
+    const target = { channel: part.channel, conversationId: part.conversationId, accountId: part.accountId, inReplyTo: part.inReplyTo, correlationId: part.correlationId, sessionId: part.sessionId };
+    const log = this.#deps.logger.child({ correlationId: part.correlationId });
+    log.warn({ channel: part.channel, part: part.part }, 'sending a reply part left unsent by a stopped process');
+    try {
+      const sent = await channel.send(target, part.text);
+      await this.#deps.store.deliveries.markSent(part.id, sent.messageId);
+    } catch (error) {
+      log.error({ err: error, channel: part.channel }, 'could not send a recovered reply part');
+      await this.#deps.store.deliveries.markFailed(part.id, error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  /** `/reset`: the model sees the conversation afresh from here; the Responses chain goes, the role stays. */
+  async #reset(channel: Channel, accountId: string, conversationId: string): Promise<void> {
+    const { store, cache } = this.#deps;
+    const session = await this.#ownSession(channel, accountId, conversationId);
+    await store.sessions.resetContext(session.id);
+    cache.forgetHistory(session.id);
+    const record = await store.userState.get(session.userId);
+    const { state } = parseUserState(record?.raw);
+    await store.userState.save(session.userId, { ...state, responseChainId: null });
+    cache.forgetState(session.userId);
+  }
+
+  /** The session of a conversation, if it belongs to the account. */
+  async #ownSession(channel: Channel, accountId: string, conversationId: string): Promise<Session> {
+    const { store } = this.#deps;
+    const session = await store.sessions.findByConversation(channel.name, conversationId);
+    if (!session) throw new ChannelError('not_found', channel.name, 'There is no such conversation.');
+    const user = await store.users.findByAccount(channel.name, accountId);
+    if (!user || user.id !== session.userId) throw new ChannelError('forbidden', channel.name, 'This conversation belongs to someone else.');
+    return session;
+  }
+
   async #conversations(channel: Channel, accountId: string, limit: number): Promise<readonly ConversationSummary[]> {
     const user = await this.#deps.store.users.findByAccount(channel.name, accountId);
     if (!user) return [];
@@ -239,10 +298,7 @@ export class Pipeline {
 
   async #transcript(channel: Channel, accountId: string, conversationId: string, limit: number): Promise<readonly TranscriptEntry[]> {
     const { store } = this.#deps;
-    const session = await store.sessions.findByConversation(channel.name, conversationId);
-    if (!session) throw new ChannelError('not_found', channel.name, 'There is no such conversation.');
-    const user = await store.users.findByAccount(channel.name, accountId);
-    if (!user || user.id !== session.userId) throw new ChannelError('forbidden', channel.name, 'This conversation belongs to someone else.');
+    const session = await this.#ownSession(channel, accountId, conversationId);
     const [stored, queued] = await Promise.all([store.messages.listRecent(session.id, { limit, audience: 'display' }), store.inbound.listQueued(session.id)]);
     return [
       ...stored.flatMap((message): TranscriptEntry[] =>
@@ -274,6 +330,10 @@ function checkStorable(message: InboundMessage, text: string): void {
       throw new ChannelError('inbound_invalid', message.channel, `The ${name} holds a NUL character or a broken unicode surrogate; send plain text.`);
     }
   }
+}
+
+function conversationKey(channel: string, conversationId: string): string {
+  return `${channel}\u0000${conversationId}`;
 }
 
 function titleFrom(text: string): string {

@@ -66,6 +66,8 @@ export interface AcceptedMessage {
 /** One turn: the accepted messages of one conversation, answered together (oldest first). */
 export interface TurnRequest {
   readonly messages: readonly [AcceptedMessage, ...AcceptedMessage[]];
+  /** The lease the reply's outbox parts are stored under (the pipeline's process). */
+  readonly lease: { readonly owner: string; readonly leaseMs: number };
 }
 
 /** A tool call this turn ran, with what came back, for idempotency within the turn and for the audit records. */
@@ -82,6 +84,7 @@ export interface TurnScope {
   readonly accounts: AcceptedMessage['accounts'];
   readonly session: Session;
   readonly messages: TurnRequest['messages'];
+  readonly lease: TurnRequest['lease'];
   readonly correlationId: string;
   readonly language: string;
   readonly timeZone: string;

@@ -1,7 +1,7 @@
 import type { NewMessage, StoredMessage } from '../domain/model.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
-import type { Store } from '../domain/ports/store.js';
+import type { DeliveryRecord, Store } from '../domain/ports/store.js';
 import { costOf, sumCosts } from '../domain/money.js';
 import { apologyFor } from './apology.js';
 import type { UserState } from './context/user-state.js';
@@ -34,18 +34,18 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
       ...(failures.length > 0 ? { failures } : {}),
     },
   };
-  const { stored, version } = await deps.store.transaction(async (tx) => {
+  const { stored, version, deliveries } = await deps.store.transaction(async (tx) => {
     // The new messages join the conversation with their answer, in the order the model saw them.
     const stored = await tx.messages.append(scope.session.id, [...newMessages(scope), ...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: deps.currency } });
     await markAnswered(scope, tx, stored);
-    return { stored, version: await saveState(scope, tx, flow.state) };
+    return { stored, version: await saveState(scope, tx, flow.state), deliveries: await addToOutbox(scope, tx, stored, parts) };
   });
   deps.cache.rememberState(scope.user.id, { version, state: flow.state });
   // A role change resets the cached history (as the chain): the next turn reads it afresh from the store.
   if (flow.state.role !== (scope.initialState.role ?? deps.agent.defaultRole)) deps.cache.forgetHistory(scope.session.id);
   else deps.cache.rememberHistory(scope.session.id, [...earlier, ...stored]);
   deps.metrics.turns.inc({ status: 'completed' });
-  return { outcome: outcome(scope, 'completed', text, usage), parts };
+  return { outcome: outcome(scope, 'completed', text, usage), parts, deliveries };
 }
 
 /**
@@ -62,7 +62,8 @@ export async function persistFailure(scope: TurnScope, failures: ModelFailures):
   const usage = usageOf(scope, scope.modelCalls);
   const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
   const state: UserState = { ...scope.initialState, responseChainId: null };
-  await deps.store.transaction(async (tx) => {
+  const parts = splitReply(apology, scope.channel.capabilities.maxMessageChars);
+  const deliveries = await deps.store.transaction(async (tx) => {
     const stored = await tx.messages.append(
       scope.session.id,
       [
@@ -74,9 +75,10 @@ export async function persistFailure(scope: TurnScope, failures: ModelFailures):
     );
     await markAnswered(scope, tx, stored);
     await tx.userState.save(scope.user.id, state);
+    return addToOutbox(scope, tx, stored, parts);
   });
   deps.metrics.turns.inc({ status: 'failed' });
-  return { outcome: outcome(scope, 'failed', apology, usage), parts: splitReply(apology, scope.channel.capabilities.maxMessageChars) };
+  return { outcome: outcome(scope, 'failed', apology, usage), parts, deliveries };
 }
 
 /** The person's messages this turn answers, as they join the conversation. */
@@ -90,6 +92,30 @@ async function markAnswered(scope: TurnScope, tx: Store, stored: readonly Stored
   await tx.inbound.markAnswered(
     scope.messages.map(({ inbound }) => inbound.id),
     { id: reply.id, seq: reply.seq },
+  );
+}
+
+/**
+ * For a channel that delivers offline: the reply's parts, pending, in the outbox — stored with the reply, so a crash
+ * between storing and sending leaves them to be sent after restart.
+ */
+async function addToOutbox(scope: TurnScope, tx: Store, stored: readonly StoredMessage[], parts: readonly string[]): Promise<readonly DeliveryRecord[] | undefined> {
+  if (!scope.channel.capabilities.offlineDelivery) return undefined;
+  const reply = stored[stored.length - 1]!;
+  const { target } = scope;
+  return tx.deliveries.add(
+    parts.map((text, part) => ({
+      sessionId: scope.session.id,
+      replyMessageId: reply.id,
+      part,
+      text,
+      channel: target.channel,
+      conversationId: target.conversationId,
+      accountId: target.accountId,
+      inReplyTo: target.inReplyTo,
+      correlationId: scope.correlationId,
+    })),
+    scope.lease,
   );
 }
 

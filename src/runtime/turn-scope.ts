@@ -33,6 +33,7 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     accounts: first.accounts,
     session,
     messages: request.messages,
+    lease: request.lease,
     correlationId,
     language: last.inbound.languageHint ?? deps.agent.defaultLanguage,
     timeZone: deps.agent.defaultTimeZone,
@@ -78,5 +79,5 @@ async function loadUserState(deps: TurnDependencies, userId: string, correlation
  */
 export async function loadEarlierHistory(scope: TurnScope): Promise<readonly StoredMessage[]> {
   const { deps, session } = scope;
-  return deps.cache.history(session.id) ?? (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display' }));
+  return deps.cache.history(session.id) ?? (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display', sinceContextStart: true }));
 }

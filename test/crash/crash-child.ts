@@ -3,10 +3,32 @@
 import { createInterface } from 'node:readline';
 import { createPalaver } from '../../src/app.js';
 import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
+import type { ReplyTarget } from '../../src/domain/ports/channel.js';
 import { createLogger } from '../../src/observability/logger.js';
 
-const { databaseUrl, modelUrl, instructionsDir, leaseMs } = JSON.parse(process.argv[2]!) as { databaseUrl: string; modelUrl: string; instructionsDir: string; leaseMs: number };
-const chat = new MemoryChannel({ name: 'chat', record: false });
+const { databaseUrl, modelUrl, instructionsDir, leaseMs, offline, blockSend } = JSON.parse(process.argv[2]!) as {
+  databaseUrl: string;
+  modelUrl: string;
+  instructionsDir: string;
+  leaseMs: number;
+  /** A messenger-like channel: replies go through the outbox, in parts of at most 40 characters. */
+  offline?: boolean;
+  /** The channel never finishes sending (the process is killed meanwhile). */
+  blockSend?: boolean;
+};
+
+/** Prints every part it is asked to send, so the parent can count deliveries. */
+class ReportingChannel extends MemoryChannel {
+  override async send(target: ReplyTarget, text: string) {
+    console.log(`sending ${JSON.stringify(text)}`);
+    if (blockSend) await new Promise(() => {});
+    const receipt = await super.send(target, text);
+    console.log(`sent ${JSON.stringify(text)}`);
+    return receipt;
+  }
+}
+
+const chat = offline ? new ReportingChannel({ name: 'chat', record: false, capabilities: { offlineDelivery: true, maxMessageChars: 40 } }) : new MemoryChannel({ name: 'chat', record: false });
 await createPalaver(
   {
     model: { name: 'scripted', baseUrl: modelUrl, maxRetries: 0, timeoutMs: 30_000 },

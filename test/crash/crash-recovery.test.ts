@@ -76,6 +76,34 @@ async function killMidTurnAndRestart(databaseUrl: string): Promise<void> {
   await second.stop('SIGTERM');
 }
 
+/**
+ * Kills a Palaver with SIGKILL after the reply was stored but while the channel is still sending its first part, and
+ * checks that the restarted one sends every part exactly once.
+ */
+async function killMidDeliveryAndRestart(databaseUrl: string): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'palaver-crash-'));
+  mkdirSync(join(dir, 'instructions'));
+  writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
+  const reply = 'The first part of the answer. The second part of the answer.';
+  model = await startScriptedModelServer({ script: () => ({ text: reply }) });
+  const args = (blockSend: boolean) => [JSON.stringify({ databaseUrl, modelUrl: model!.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS, offline: true, blockSend })];
+  const first = spawnTs(CHILD, args(true), { cwd: REPO_ROOT, env: cleanEnv() });
+  await first.waitForOutput(/^ready$/m, 20_000);
+  first.process.stdin.write('tell me\n');
+  await first.waitForOutput(/^sending /m, 10_000);
+  await first.stop('SIGKILL');
+
+  const second = spawnTs(CHILD, args(false), { cwd: REPO_ROOT, env: cleanEnv() });
+  await second.waitForOutput(/^ready$/m, 20_000);
+  await second.waitForOutput(/^sent "The second part of the answer\."$/m, 10_000);
+  await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
+  const sent = second.stdout().split('\n').filter((line) => line.startsWith('sent '));
+  expect(sent).toEqual(['sent "The first part of the answer."', 'sent "The second part of the answer."']);
+  // The model was asked once: the reply was stored before the crash, only its sending was resumed.
+  expect(model.calls).toHaveLength(1);
+  await second.stop('SIGTERM');
+}
+
 describe('crash recovery', () => {
   it('answers a message accepted before a SIGKILL exactly once after restart, on SQLite', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'palaver-crash-db-'));
@@ -85,5 +113,15 @@ describe('crash recovery', () => {
   it('answers a message accepted before a SIGKILL exactly once after restart, on PostgreSQL', async () => {
     postgres = await createTestPostgresDatabase();
     await killMidTurnAndRestart(postgres.url);
+  }, 60_000);
+
+  it('sends a stored reply that a SIGKILL interrupted, each part once, on SQLite', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palaver-crash-db-'));
+    await killMidDeliveryAndRestart(`sqlite:${join(dir, 'palaver.db')}`);
+  }, 60_000);
+
+  it('sends a stored reply that a SIGKILL interrupted, each part once, on PostgreSQL', async () => {
+    postgres = await createTestPostgresDatabase();
+    await killMidDeliveryAndRestart(postgres.url);
   }, 60_000);
 });

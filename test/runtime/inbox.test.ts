@@ -55,14 +55,53 @@ describe('Inbox', () => {
 
   it('waits for a quiet window before answering a burst together', async () => {
     const batches: string[][] = [];
-    const inbox = new Inbox<string>({ debounceMs: 40, onError: () => {}, runBatch: async (_key, items) => void batches.push([...items]) });
-    inbox.submit('a', '1');
+    const inbox = new Inbox<string>({ onError: () => {}, runBatch: async (_key, items) => void batches.push([...items]) });
+    const window = { quietWindowMs: 40, maxWaitMs: 1_000 };
+    inbox.submit('a', '1', window);
     await new Promise((resolve) => setTimeout(resolve, 15));
-    inbox.submit('a', '2');
+    inbox.submit('a', '2', window);
     await new Promise((resolve) => setTimeout(resolve, 15));
-    inbox.submit('a', '3');
+    inbox.submit('a', '3', window);
+    expect(batches).toEqual([]);
     await inbox.drain();
     expect(batches).toEqual([['1', '2', '3']]);
+  });
+
+  it('stops waiting for quiet after the maximum wait, however often messages keep coming', async () => {
+    const started: number[] = [];
+    const inbox = new Inbox<number>({ onError: () => {}, runBatch: async (_key, items) => void started.push(items.length) });
+    const window = { quietWindowMs: 30, maxWaitMs: 80 };
+    const begin = performance.now();
+    // A message every 10 ms never leaves 30 ms of quiet; the turn starts anyway once 80 ms have passed.
+    let sent = 0;
+    while (started.length === 0 && performance.now() - begin < 1_000) {
+      inbox.submit('a', sent++, window);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(started.length).toBe(1);
+    expect(performance.now() - begin).toBeLessThan(500);
+    await inbox.drain();
+  });
+
+  it('starts exactly one more turn for messages that came during a turn, after their own quiet window', async () => {
+    const batches: string[][] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const inbox = new Inbox<string>({
+      onError: () => {},
+      runBatch: async (_key, items) => {
+        batches.push([...items]);
+        if (batches.length === 1) await held;
+      },
+    });
+    const window = { quietWindowMs: 30, maxWaitMs: 1_000 };
+    inbox.submit('a', 'first', window);
+    await expect.poll(() => batches.length).toBe(1);
+    inbox.submit('a', 'during-1', window);
+    inbox.submit('a', 'during-2', window);
+    release();
+    await inbox.drain();
+    expect(batches).toEqual([['first'], ['during-1', 'during-2']]);
   });
 
   it('reports a failed batch and keeps serving the conversation', async () => {

@@ -34,6 +34,8 @@ export interface InboundMessage {
    * and each turn acts for the sender it answers.
    */
   readonly conversationKind?: 'direct' | 'shared';
+  /** A phone number the person shared with the channel (a Telegram contact), as given; identity normalises it. */
+  readonly phone?: string;
 }
 
 /**
@@ -88,6 +90,34 @@ export interface ChannelContext {
    * @throws ChannelError `forbidden` when the conversation belongs to someone else, `not_found` when there is none.
    */
   transcript(accountId: string, conversationId: string, options?: { readonly limit?: number }): Promise<readonly TranscriptEntry[]>;
+  /**
+   * Starts the conversation afresh (a `/reset` command): the model no longer sees its earlier messages and the
+   * Responses chain is dropped; the role is kept. Messages already accepted are still answered.
+   * @throws ChannelError `forbidden` / `not_found` as `transcript`.
+   */
+  reset(accountId: string, conversationId: string): Promise<void>;
+  /** Small values the channel keeps across restarts (a polling offset, business connections), per channel. */
+  readonly state: ChannelStateStore;
+}
+
+/** A channel's own key-value store, kept in Palaver's database. */
+export interface ChannelStateStore {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string): Promise<void>;
+  delete(key: string): Promise<void>;
+}
+
+/** How the inbox treats a channel's conversations. */
+export interface InboxPolicy {
+  /**
+   * Quiet window: a turn starts only after this many ms without a new message in the conversation, so a person who
+   * sends three messages in a row gets one answer. Default 0 (answer at once).
+   */
+  readonly quietWindowMs?: number;
+  /** The longest a first message waits for the quiet window while more keep coming. Default 4 × the window. */
+  readonly maxWaitMs?: number;
+  /** Messages that may wait in one conversation; past it a message is refused (ChannelError `busy`). Default 50. */
+  readonly maxWaiting?: number;
 }
 
 /** What a channel can do; the pipeline reads these and never asks a channel for more. */
@@ -104,6 +134,12 @@ export interface ChannelCapabilities {
   readonly readReceipts: boolean;
   /** How often a typing indicator must be renewed, in ms (Telegram's lasts 5 s). Default 4000. */
   readonly typingIntervalMs?: number;
+  /**
+   * The channel can deliver to a person who is not connected (a messenger, not an open web request). Its replies
+   * then go through the outbox: stored with each part's delivery state before sending, each part marked sent with
+   * the channel's message id, and parts a crash left unsent are sent after restart. Default false.
+   */
+  readonly offlineDelivery?: boolean;
 }
 
 /** Where a reply goes, and what it answers. */
@@ -180,6 +216,8 @@ export interface Channel {
   readonly capabilities: ChannelCapabilities;
   /** Routes to add to Palaver's HTTP server, when it serves. */
   readonly routes?: readonly ChannelRoute[];
+  /** How the inbox treats this channel's conversations (quiet window, waiting cap). */
+  readonly inbox?: InboxPolicy;
   start(context: ChannelContext): Promise<void>;
   stop(): Promise<void>;
   /** Sends one part of a reply to the conversation. */

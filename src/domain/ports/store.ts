@@ -24,6 +24,8 @@ export interface Store {
   readonly userState: UserStateRepository;
   readonly toolCalls: ToolCallRepository;
   readonly inbound: InboundRepository;
+  readonly deliveries: DeliveryRepository;
+  readonly channelState: ChannelStateRepository;
   /**
    * Runs `fn` in one transaction; the store handed to `fn` is bound to it. Commits when `fn` resolves,
    * rolls back and rethrows when it rejects (undoing only this transaction's writes). Nested calls reuse the outer
@@ -60,6 +62,8 @@ export interface SessionRepository {
   listByUser(userId: string, limit?: number): Promise<Session[]>;
   setStatus(sessionId: string, status: SessionStatus): Promise<void>;
   setTitle(sessionId: string, title: string): Promise<void>;
+  /** Starts the conversation afresh for the model: later `listRecent(…, { sinceContextStart })` skips what came before. Nothing is deleted. */
+  resetContext(sessionId: string): Promise<void>;
   /**
    * Adds usage and cost (decimal string) to the session totals; with `status`, sets it in the same write (the end
    * of a turn is one statement, not two).
@@ -81,9 +85,10 @@ export interface MessageRepository {
    */
   append(sessionId: string, messages: readonly NewMessage[], change?: SessionChange): Promise<StoredMessage[]>;
   /**
-   * The last `limit` messages of the session in ascending `seq` order, optionally only one audience.
+   * The last `limit` messages of the session in ascending `seq` order, optionally only one audience; with
+   * `sinceContextStart` (and an audience) only those after the session's last reset (`sessions.resetContext`).
    */
-  listRecent(sessionId: string, options: { limit: number; audience?: Audience }): Promise<StoredMessage[]>;
+  listRecent(sessionId: string, options: { limit: number; audience?: Audience; sinceContextStart?: boolean }): Promise<StoredMessage[]>;
   /** One message by its place in the session. */
   findBySeq(sessionId: string, seq: number): Promise<StoredMessage | undefined>;
   /** Deletes a session's history (a reset trigger); returns how many rows went. */
@@ -135,4 +140,46 @@ export interface InboundRepository {
   claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<InboundRecord[]>;
   /** The queued messages of a session, oldest first. */
   listQueued(sessionId: string): Promise<InboundRecord[]>;
+}
+
+/** One part of a reply in the outbox. */
+export interface DeliveryRecord {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly replyMessageId: string;
+  /** 0-based position of the part in the reply. */
+  readonly part: number;
+  readonly text: string;
+  readonly channel: string;
+  readonly conversationId: string;
+  readonly accountId: string;
+  readonly inReplyTo: readonly string[];
+  readonly correlationId: string;
+  readonly state: 'pending' | 'sent' | 'failed';
+  readonly channelMessageId: string | null;
+}
+
+/**
+ * The outbox of channels that deliver offline: a reply's parts are stored pending before they are sent, each is
+ * marked sent with the channel's message id once the channel took it, and pending parts whose lease ran out (their
+ * process died) are taken over and sent, in order.
+ */
+export interface DeliveryRepository {
+  /** Stores the parts of a reply, pending, leased to `owner` (in the turn's closing transaction). */
+  add(parts: readonly Omit<DeliveryRecord, 'id' | 'state' | 'channelMessageId'>[], lease: { readonly owner: string; readonly leaseMs: number }): Promise<DeliveryRecord[]>;
+  markSent(id: string, channelMessageId: string): Promise<void>;
+  /** The channel refused the part for good (blocked bot, deleted chat): never tried again. */
+  markFailed(id: string, error: string): Promise<void>;
+  renewLeases(owner: string, leaseMs: number): Promise<number>;
+  /** The parts of one reply, in order. */
+  listForReply(replyMessageId: string): Promise<DeliveryRecord[]>;
+  /** Pending parts of `channels` whose lease ran out, in reply and part order, leased to `owner`. */
+  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<DeliveryRecord[]>;
+}
+
+/** Small values each channel keeps across restarts. */
+export interface ChannelStateRepository {
+  get(channel: string, key: string): Promise<string | undefined>;
+  set(channel: string, key: string, value: string): Promise<void>;
+  delete(channel: string, key: string): Promise<void>;
 }

@@ -2,6 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
 import type { Store } from '../../domain/ports/store.js';
 import { bindStrategy, dialectOf, type DialectStrategy, type StoreDialect } from './dialect-strategy.js';
+import { KyselyChannelStateRepository } from './channel-state-repository.js';
+import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
@@ -42,6 +44,8 @@ export class KyselyStore implements Store {
   readonly userState: KyselyUserStateRepository;
   readonly toolCalls: KyselyToolCallRepository;
   readonly inbound: KyselyInboundRepository;
+  readonly deliveries: KyselyDeliveryRepository;
+  readonly channelState: KyselyChannelStateRepository;
   readonly #ctx: RepositoryContext;
   readonly #engine: StoreEngine | undefined;
   /** The store handed to transactions run by the database's engine, on the engine's transaction-bound Kysely. */
@@ -60,6 +64,8 @@ export class KyselyStore implements Store {
     this.userState = new KyselyUserStateRepository(this.#ctx);
     this.toolCalls = new KyselyToolCallRepository(this.#ctx);
     this.inbound = new KyselyInboundRepository(this.#ctx);
+    this.deliveries = new KyselyDeliveryRepository(this.#ctx);
+    this.channelState = new KyselyChannelStateRepository(this.#ctx);
   }
 
   /** The SQL dialect this store speaks. */

@@ -1,4 +1,4 @@
-import type { InsertObject, Insertable, Kysely, RawBuilder } from 'kysely';
+import { sql, type InsertObject, type Insertable, type Kysely, type RawBuilder } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { Audience, NewMessage, StoredMessage } from '../../domain/model.js';
 import { toStoredCost } from '../../domain/money.js';
@@ -82,7 +82,7 @@ export class KyselyMessageRepository implements MessageRepository {
   }
 
   /** Up to `limit` latest messages, oldest first; a non-positive limit returns none. */
-  listRecent(sessionId: string, options: { limit: number; audience?: Audience }): Promise<StoredMessage[]> {
+  listRecent(sessionId: string, options: { limit: number; audience?: Audience; sinceContextStart?: boolean }): Promise<StoredMessage[]> {
     return storeOperation('messages.listRecent', async () => {
       const limit = Math.trunc(options.limit);
       if (!(limit > 0)) return [];
@@ -90,7 +90,9 @@ export class KyselyMessageRepository implements MessageRepository {
       const { rows } =
         audience === undefined
           ? await listRecentQuery.execute(this.#ctx.db, { sessionId, limit })
-          : await listRecentOfAudienceQuery.execute(this.#ctx.db, { sessionId, audience, limit });
+          : options.sinceContextStart
+            ? await listContextOfAudienceQuery.execute(this.#ctx.db, { sessionId, audience, limit })
+            : await listRecentOfAudienceQuery.execute(this.#ctx.db, { sessionId, audience, limit });
       // Newest first from the index; the caller wants them oldest first.
       const messages = new Array<StoredMessage>(rows.length);
       for (let index = 0; index < rows.length; index += 1) messages[rows.length - 1 - index] = toMessage(rows[index]!);
@@ -112,6 +114,18 @@ const listRecentQuery = prepared((db, $: { sessionId: string; limit: number }) =
 
 const listRecentOfAudienceQuery = prepared((db, $: { sessionId: string; audience: Audience; limit: number }) =>
   db.selectFrom('messages').selectAll().where('session_id', '=', $.sessionId).where('audience', '=', $.audience).orderBy('seq', 'desc').limit($.limit),
+);
+
+// After the session's last reset only (what the model may see).
+const listContextOfAudienceQuery = prepared((db, $: { sessionId: string; audience: Audience; limit: number }) =>
+  db
+    .selectFrom('messages')
+    .selectAll()
+    .where('session_id', '=', $.sessionId)
+    .where('audience', '=', $.audience)
+    .where('seq', '>', sql<number>`(select context_since_seq from sessions where id = ${$.sessionId})`)
+    .orderBy('seq', 'desc')
+    .limit($.limit),
 );
 
 // Appends of up to this many rows run as prepared queries (one template per row count); longer ones are built anew.

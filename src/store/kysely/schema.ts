@@ -18,6 +18,8 @@ export interface Database {
   readonly user_state: UserStateTable;
   readonly tool_calls: ToolCallsTable;
   readonly inbound_messages: InboundMessagesTable;
+  readonly deliveries: DeliveriesTable;
+  readonly channel_state: ChannelStateTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -62,6 +64,8 @@ export interface SessionsTable {
    * distinct, gap-free ranges without retries, and seqs are never reused after `messages.clear`.
    */
   last_seq: ColumnType<number, number | undefined, number>;
+  /** The model sees only messages after this seq: a reset moves it to `last_seq` (nothing is deleted). */
+  context_since_seq: ColumnType<number | string, number | undefined, number>;
   created_at: EpochMillis;
   updated_at: EpochMillis;
 }
@@ -131,6 +135,37 @@ export interface InboundMessagesTable {
   reply_message_id: string | null;
   reply_seq: ColumnType<number | string | null, number | null | undefined, number | null>;
   answered_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+}
+
+/** The outbox: one row per part of a reply of a channel that delivers offline. */
+export interface DeliveriesTable {
+  id: string;
+  session_id: string;
+  reply_message_id: string;
+  part: number;
+  text: string;
+  channel: string;
+  conversation_id: string;
+  account_id: string;
+  /** JSON array of the channel message ids the reply answers. */
+  in_reply_to: string;
+  correlation_id: string;
+  /** `pending` until the channel took it, then `sent` (or `failed` when the channel refused it for good). */
+  state: ColumnType<string, string | undefined, string>;
+  channel_message_id: string | null;
+  error: string | null;
+  owner: string | null;
+  lease_until: EpochMillis;
+  created_at: EpochMillis;
+  sent_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+}
+
+/** Small values a channel keeps across restarts. */
+export interface ChannelStateTable {
+  channel: string;
+  key: string;
+  value: string;
+  updated_at: EpochMillis;
 }
 
 /** Kysely's own bookkeeping, declared so the migration tables can be inspected with typed queries. */

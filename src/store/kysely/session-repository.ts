@@ -53,6 +53,17 @@ export class KyselySessionRepository implements SessionRepository {
     });
   }
 
+  resetContext(sessionId: string): Promise<void> {
+    return storeOperation('sessions.resetContext', async () => {
+      const result = await this.#ctx.db
+        .updateTable('sessions')
+        .set((eb) => ({ context_since_seq: eb.ref('last_seq'), updated_at: this.#ctx.now() }))
+        .where('id', '=', sessionId)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) throw sessionNotFound(sessionId);
+    });
+  }
+
   findByConversation(channel: string, conversationId: string): Promise<Session | undefined> {
     return storeOperation('sessions.findByConversation', () => this.#find(channel, conversationId));
   }

@@ -1,0 +1,122 @@
+import type { Selectable } from 'kysely';
+import { newId } from '../../domain/ids.js';
+import type { DeliveryRecord, DeliveryRepository } from '../../domain/ports/store.js';
+import { atomically, type RepositoryContext } from './repository-context.js';
+import type { DeliveriesTable } from './schema.js';
+import { storeOperation } from './store-errors.js';
+
+/** The outbox (see the port). */
+export class KyselyDeliveryRepository implements DeliveryRepository {
+  readonly #ctx: RepositoryContext;
+
+  constructor(ctx: RepositoryContext) {
+    this.#ctx = ctx;
+  }
+
+  add(parts: readonly Omit<DeliveryRecord, 'id' | 'state' | 'channelMessageId'>[], lease: { readonly owner: string; readonly leaseMs: number }): Promise<DeliveryRecord[]> {
+    return storeOperation('deliveries.add', async () => {
+      if (parts.length === 0) return [];
+      const now = this.#ctx.now();
+      const rows = parts.map((part) => ({
+        id: newId(),
+        session_id: part.sessionId,
+        reply_message_id: part.replyMessageId,
+        part: part.part,
+        text: part.text,
+        channel: part.channel,
+        conversation_id: part.conversationId,
+        account_id: part.accountId,
+        in_reply_to: JSON.stringify(part.inReplyTo),
+        correlation_id: part.correlationId,
+        owner: lease.owner,
+        lease_until: now + lease.leaseMs,
+        created_at: now,
+      }));
+      await this.#ctx.db.insertInto('deliveries').values(rows).execute();
+      return rows.map((row) => toDelivery({ ...row, state: 'pending', channel_message_id: null, error: null, sent_at: null }));
+    });
+  }
+
+  markSent(id: string, channelMessageId: string): Promise<void> {
+    return storeOperation('deliveries.markSent', async () => {
+      await this.#ctx.db.updateTable('deliveries').set({ state: 'sent', channel_message_id: channelMessageId, sent_at: this.#ctx.now(), owner: null }).where('id', '=', id).execute();
+    });
+  }
+
+  markFailed(id: string, error: string): Promise<void> {
+    return storeOperation('deliveries.markFailed', async () => {
+      await this.#ctx.db.updateTable('deliveries').set({ state: 'failed', error: error.slice(0, 2000), owner: null }).where('id', '=', id).execute();
+    });
+  }
+
+  renewLeases(owner: string, leaseMs: number): Promise<number> {
+    return storeOperation('deliveries.renewLeases', async () => {
+      const result = await this.#ctx.db
+        .updateTable('deliveries')
+        .set({ lease_until: this.#ctx.now() + leaseMs })
+        .where('state', '=', 'pending')
+        .where('owner', '=', owner)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    });
+  }
+
+  listForReply(replyMessageId: string): Promise<DeliveryRecord[]> {
+    return storeOperation('deliveries.listForReply', async () => {
+      const rows = await this.#ctx.db.selectFrom('deliveries').selectAll().where('reply_message_id', '=', replyMessageId).orderBy('part').execute();
+      return rows.map(toDelivery);
+    });
+  }
+
+  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<DeliveryRecord[]> {
+    return storeOperation('deliveries.claimExpired', async () => {
+      if (input.channels.length === 0 || input.limit <= 0) return [];
+      const now = this.#ctx.now();
+      return atomically(this.#ctx.db, async (trx) => {
+        const expired = await this.#ctx.dialect
+          .lockForUpdate(
+            trx
+              .selectFrom('deliveries')
+              .selectAll()
+              .where('state', '=', 'pending')
+              .where('lease_until', '<', now)
+              .where('channel', 'in', [...input.channels])
+              .orderBy('created_at')
+              .orderBy('reply_message_id')
+              .orderBy('part')
+              .limit(input.limit),
+          )
+          .execute();
+        const claimed: DeliveryRecord[] = [];
+        for (const row of expired) {
+          const taken = await trx
+            .updateTable('deliveries')
+            .set({ owner: input.owner, lease_until: now + input.leaseMs })
+            .where('id', '=', row.id)
+            .where('state', '=', 'pending')
+            .where('lease_until', '<', now)
+            .executeTakeFirst();
+          if (taken.numUpdatedRows === 1n) claimed.push(toDelivery(row));
+        }
+        return claimed;
+      });
+    });
+  }
+}
+
+function toDelivery(row: Selectable<DeliveriesTable>): DeliveryRecord {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    replyMessageId: row.reply_message_id,
+    part: Number(row.part),
+    text: row.text,
+    channel: row.channel,
+    conversationId: row.conversation_id,
+    accountId: row.account_id,
+    inReplyTo: JSON.parse(row.in_reply_to) as string[],
+    correlationId: row.correlation_id,
+    state: row.state === 'sent' ? 'sent' : row.state === 'failed' ? 'failed' : 'pending',
+    channelMessageId: row.channel_message_id,
+  };
+}
