@@ -4,6 +4,8 @@
  * 1. Turn throughput: Palaver (SQLite file, WAL) vs a bare `openai` SDK tool loop, against the scripted model server
  *    with zero latency, at concurrency 1 and 64. Each turn: user message → model asks for `lookup` → tool → answer.
  * 2. MCP round trip: `McpToolHost.call` to the example logistics server vs an in-process `LocalToolHost` call.
+ * 3. Start-up and idle memory of `palaver start --demo` (bench/start-demo.ts): spawn → first 200 from /health, then
+ *    RSS after 100 web conversations over real HTTP (AG-UI, SSE) and a few seconds of idleness.
  *
  * Every scenario runs in its own child process (`node --import tsx bench/<scenario>.ts`), so its peak RSS is its
  * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
@@ -11,7 +13,7 @@
  * chunks of about a second, so both see the same moments of a machine whose speed drifts.
  *
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
- *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp
+ *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -21,6 +23,7 @@ import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:o
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
+import { measureStartDemo, type StartDemoResult } from './start-demo.js';
 import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
 import { mergeMeasurements, scenarioResult, type ChunkCommand, type ChunkReply, type RunMeasurement, type ScenarioResult } from './stats.js';
 
@@ -32,7 +35,7 @@ interface Options {
   turns: number | undefined;
   runs: number;
   concurrency: number[];
-  only: 'turns' | 'mcp' | undefined;
+  only: 'turns' | 'mcp' | 'start' | undefined;
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
@@ -65,7 +68,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp') throw new Error('--only takes turns or mcp');
+        if (only !== 'turns' && only !== 'mcp' && only !== 'start') throw new Error('--only takes turns, mcp or start');
         options.only = only;
         break;
       }
@@ -77,7 +80,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp] [--json file] [--cpu-prof]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start] [--json file] [--cpu-prof]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -296,7 +299,7 @@ console.log(`Load average at start (1/5/15 min): ${machine.loadAverage.join(' / 
 console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, the median run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`);
 
 if (options.only !== 'mcp') {
-  // The turn scenario runs Palaver's compiled output, as an application would; compile the current sources first.
+  // The turn and start-up scenarios runs Palaver's compiled output, as an application would; compile the current sources first.
   console.log('Compiling Palaver (tsc -p tsconfig.build.json) …');
   execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: 'inherit' });
 }
@@ -304,14 +307,14 @@ if (options.only !== 'mcp') {
 const turnRecords: RunRecord[] = [];
 const mcpRecords: RunRecord[] = [];
 
-if (options.only !== 'mcp') {
+if (options.only === undefined || options.only === 'turns') {
   console.log(`Turn throughput (scripted model, zero latency; one user per worker; the two sides' chunks interleaved):`);
   for (const concurrency of options.concurrency) {
     for (let run = 1; run <= options.runs; run += 1) turnRecords.push(...(await measureTurnPair(concurrency, run)));
   }
 }
 
-if (options.only !== 'turns') {
+if (options.only === undefined || options.only === 'mcp') {
   console.log('\nTool call round trip (get_user_cargoes):');
   const token = 'bench-token-0123456789';
   const server = await startLogisticsMcpServer({ port: 0, token });
@@ -326,6 +329,19 @@ if (options.only !== 'turns') {
     }
   } finally {
     await server.close();
+  }
+}
+
+const startRecords: (StartDemoResult & { run: number })[] = [];
+if (options.only === undefined || options.only === 'start') {
+  console.log('\nStart-up and idle memory of `palaver start --demo` (100 web conversations, then 3 s idle):');
+  for (let run = 1; run <= options.runs; run += 1) {
+    const result = await measureStartDemo({ conversations: options.quick ? 20 : 100 });
+    startRecords.push({ ...result, run });
+    console.log(
+      `  run ${run}: /health after ${result.startupMs.toFixed(0)} ms, ${result.startupCpuMs.toFixed(0)} ms of CPU (listening after ${result.listeningMs.toFixed(0)} ms), RSS ${result.rssAfterStartMb.toFixed(0)} MB after start, ` +
+        `${result.idleRssMb.toFixed(0)} MB idle after ${result.conversations} conversations (${result.conversationsMs.toFixed(0)} ms), peak ${result.peakRssMb.toFixed(0)} MB${result.failed ? `  FAILED ${result.failed}` : ''}`,
+    );
   }
 }
 
@@ -377,11 +393,24 @@ if (mcpRecords.length > 0) {
   for (const line of overheads) console.log(line);
 }
 
+if (startRecords.length > 0) {
+  const startup = middle(startRecords.map((r) => r.startupMs));
+  const idle = middle(startRecords.map((r) => r.idleRssMb));
+  console.log(`\nStart-up (median of ${startRecords.length} run(s)):\n`);
+  console.log(
+    table(
+      ['command', 'spawn → /health 200 ms', 'CPU ms to then', 'RSS after start MB', 'idle RSS after 100 conversations MB', 'peak RSS MB'],
+      [['palaver start --demo', startup.toFixed(0), middle(startRecords.map((r) => r.startupCpuMs)).toFixed(0), middle(startRecords.map((r) => r.rssAfterStartMb)).toFixed(0), idle.toFixed(0), middle(startRecords.map((r) => r.peakRssMb)).toFixed(0)]],
+    ),
+  );
+  console.log(`\nStart-up ${startup.toFixed(0)} ms (goal < 400 ms: ${startup < 400 ? 'met' : 'NOT met'}); idle ${idle.toFixed(0)} MB (goal < 110 MB: ${idle < 110 ? 'met' : 'NOT met'})`);
+}
+
 console.log(`\nLoad average at end: ${loadavg().map((value) => value.toFixed(2)).join(' / ')}`);
 if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node --import tsx bench/profile-summary.ts ${profileDir}/<file>.cpuprofile)`);
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }

@@ -1,12 +1,10 @@
 import { Command, Option } from 'commander';
 import { loadConfig, type PalaverConfig } from '../config/index.js';
-import { createPalaver, type Palaver, type PalaverOptions } from '../app.js';
+import type { Palaver, PalaverOptions } from '../app.js';
 import { ConsoleChannel } from '../channels/console/console-channel.js';
 import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
-import { openStore } from '../store/index.js';
-import { startDemo, type Demo } from './demo.js';
-import { runDoctor } from './doctor.js';
+import type { Demo } from './demo.js';
 import { redactUrl } from './redact-url.js';
 
 interface CommonOptions {
@@ -66,6 +64,8 @@ export async function main(argv: readonly string[]): Promise<void> {
     .addOption(configOption())
     .action(async (options: CommonOptions) => {
       const { config } = loadConfigOrExit(options);
+      // Each command loads what it uses: the runtime, the store, the demo's model server, the doctor.
+      const { openStore } = await import('../store/open-store.js');
       const store = await openStore(config.database.url);
       await store.close();
       console.log(`Database is up to date: ${redactUrl(config.database.url)}`);
@@ -77,6 +77,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .addOption(configOption())
     .addOption(demoOption())
     .action(async (options: CommonOptions) => {
+      const { runDoctor } = await import('./doctor.js');
       const ok = await runDoctor(options, { loadConfig: (overrides) => loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) }) });
       if (!ok) process.exitCode = 1;
     });
@@ -100,7 +101,7 @@ async function boot(
   let demo: Demo | undefined;
   try {
     const probe = options.demo ? loadConfigOrExit(options, { model: { name: 'palaver-demo-script' } }).config : undefined;
-    if (options.demo) demo = await startDemo(probe!.agent.timezone);
+    if (options.demo) demo = await (await import('./demo.js')).startDemo(probe!.agent.timezone);
     const { config } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides });
     const palaverOptions: PalaverOptions = {
       ...(demo ? { tools: demo.tools } : {}),
@@ -109,6 +110,7 @@ async function boot(
       // The terminal chat keeps logs to warnings on stderr so they do not mix with the conversation.
       ...(extra.quietLogs ? { logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) } : {}),
     };
+    const { createPalaver } = await import('../app.js');
     return { palaver: await createPalaver(config, palaverOptions), demo };
   } catch (error) {
     await demo?.server.close();
