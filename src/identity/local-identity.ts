@@ -1,5 +1,6 @@
 import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain/ports/identity.js';
 import type { Store } from '../domain/ports/store.js';
+import type { User } from '../domain/model.js';
 
 /**
  * Identity from Palaver's own store: each (channel, account id) belongs to one user, created on first contact.
@@ -14,6 +15,15 @@ export class LocalIdentityResolver implements IdentityResolver {
 
   async resolve(claim: AccountClaim): Promise<ResolvedIdentity> {
     const { user } = await this.#store.users.resolveAccount({ channel: claim.channel, accountId: claim.accountId, displayName: claim.displayName ?? null });
+    return this.#withAccounts(user);
+  }
+
+  async find(claim: AccountClaim): Promise<ResolvedIdentity | undefined> {
+    const user = await this.#store.users.findByAccount(claim.channel, claim.accountId);
+    return user ? this.#withAccounts(user) : undefined;
+  }
+
+  async #withAccounts(user: User): Promise<ResolvedIdentity> {
     const accounts = await this.#store.users.listAccounts(user.id);
     return { user, accounts: accounts.map(({ channel, accountId }) => ({ channel, accountId })) };
   }

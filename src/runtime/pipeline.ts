@@ -167,21 +167,30 @@ export class Pipeline {
 
   /** First message of an account in a conversation: who it is (identity), and whether the conversation is theirs. */
   async #join(message: InboundMessage, text: string, kind: 'direct' | 'shared'): Promise<Participant> {
-    const { user, accounts } = await this.#identity.resolve({ channel: message.channel, accountId: message.accountId, displayName: message.displayName ?? null });
+    const claim = { channel: message.channel, accountId: message.accountId, displayName: message.displayName ?? null };
+    if (kind === 'direct') {
+      // Someone else's conversation is refused before anything is created for the stranger.
+      const existing = await this.#deps.store.sessions.findByConversation(message.channel, message.conversationId);
+      if (existing && (await this.#identity.find(claim))?.user.id !== existing.userId) throw this.#refuseStranger(message);
+    }
+    const { user, accounts } = await this.#identity.resolve(claim);
     const session = await this.#deps.store.transaction(async (tx) => {
       const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
       if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
       return session;
     });
     // A direct conversation is its opener's (and their linked accounts'): nobody else writes into it or reads it.
-    if (kind === 'direct' && session.userId !== user.id) {
-      this.#deps.logger.warn({ channel: message.channel, conversationId: message.conversationId, accountId: message.accountId }, 'message into another user\'s conversation refused');
-      throw new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
-    }
+    // (Checked again: two people may have opened the same new conversation at once.)
+    if (kind === 'direct' && session.userId !== user.id) throw this.#refuseStranger(message);
     const participant = { user, accounts, session };
     // Remembered only after the checks: a refused or rolled-back first contact must not be cached.
     this.#deps.cache.rememberParticipant(message.channel, message.accountId, message.conversationId, participant);
     return participant;
+  }
+
+  #refuseStranger(message: InboundMessage): ChannelError {
+    this.#deps.logger.warn({ channel: message.channel, conversationId: message.conversationId, accountId: message.accountId }, 'message into another user\'s conversation refused');
+    return new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
   }
 
   async #storedReply(record: InboundRecord): Promise<StoredReply | undefined> {

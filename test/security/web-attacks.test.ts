@@ -61,10 +61,8 @@ describe('attacks on the web channel (no API key: the default)', () => {
     expect(harness.model.calls.length).toBe(calls);
   }
 
-  // Known gap in the pipeline (src/runtime, not the web channel): the identity step creates the sender's user and
-  // channel account before the ownership check refuses the message. Flips to a failure once that is fixed; then
-  // make it a plain `it`.
-  it.fails('leaves no user or account behind for a refused first contact', async () => {
+  // The ownership check comes before the identity step creates anything for the stranger.
+  it('leaves no user or account behind for a refused first contact', async () => {
     const a = await newVisitor(base);
     await postRun(base, runInput('t-first-contact', 'mine'), { cookie: a.cookie });
     const before = rowCounts(harness.databaseUrl);

@@ -20,4 +20,6 @@ export interface ResolvedIdentity {
  */
 export interface IdentityResolver {
   resolve(claim: AccountClaim): Promise<ResolvedIdentity>;
+  /** Who the account is, if it is known, without creating anyone (to refuse a stranger without leaving a trace). */
+  find(claim: AccountClaim): Promise<ResolvedIdentity | undefined>;
 }
