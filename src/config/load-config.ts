@@ -21,6 +21,10 @@ const ENV_OVERRIDES: readonly { variable: string; path: readonly string[]; parse
   { variable: 'PALAVER_LOG_LEVEL', path: ['log', 'level'] },
   { variable: 'PALAVER_COOKIE_SECRET', path: ['channels', 'web', 'cookieSecret'] },
   { variable: 'PALAVER_USER_TOKEN_SECRET', path: ['channels', 'web', 'userTokens', 'secret'] },
+  { variable: 'TELEGRAM_BOT_TOKEN', path: ['channels', 'telegram', 'token'] },
+  { variable: 'TELEGRAM_API_ROOT', path: ['channels', 'telegram', 'apiRoot'] },
+  { variable: 'TELEGRAM_WEBHOOK_URL', path: ['channels', 'telegram', 'webhookUrl'] },
+  { variable: 'TELEGRAM_WEBHOOK_SECRET', path: ['channels', 'telegram', 'webhookSecret'] },
 ];
 
 const CONFIG_FILES = ['palaver.config.json', 'palaver.config.yaml', 'palaver.config.yml'];
