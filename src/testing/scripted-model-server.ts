@@ -19,14 +19,32 @@ export interface ScriptedModelServerOptions {
   readonly maxRecordedCalls?: number;
   /** Remember at most this many stored responses for `previous_response_id`. Default 10 000. */
   readonly maxStoredResponses?: number;
+  /** Answers `POST /v1/audio/transcriptions`; without it that route is 404. Swap it later with `setTranscriptionScript`. */
+  readonly transcription?: TranscriptionScript;
 }
+
+/** One audio file the server was asked to transcribe (multipart form fields of OpenAI's `/audio/transcriptions`). */
+export interface TranscriptionCall {
+  readonly model: string;
+  readonly filename: string;
+  readonly mimeType: string;
+  readonly audio: Uint8Array;
+  readonly language: string | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** The transcript to return, or an HTTP error. */
+export type TranscriptionScript = (call: TranscriptionCall) => { readonly text: string } | { readonly error: { readonly status: number; readonly message: string } } | Promise<{ readonly text: string } | { readonly error: { readonly status: number; readonly message: string } }>;
 
 export interface ScriptedModelServer {
   /** E.g. `http://127.0.0.1:PORT/v1`: use it as `model.baseUrl`. */
   readonly baseUrl: string;
   /** Every request the script answered, oldest first. (A stale `previous_response_id` is refused before the script.) */
   readonly calls: ScriptedCall[];
+  /** Every `/audio/transcriptions` request, oldest first. */
+  readonly transcriptions: TranscriptionCall[];
   setScript(script: ModelScript): void;
+  setTranscriptionScript(script: TranscriptionScript | undefined): void;
   /** Forgets a stored response, so continuing from it answers `previous_response_not_found`. */
   forgetResponse(id: string): boolean;
   /** Stops listening and drops open connections. Safe to call twice. */
@@ -49,6 +67,8 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
   const maxRecordedCalls = options.maxRecordedCalls ?? 10_000;
   const chains = new ResponseChainStore(options.maxStoredResponses ?? 10_000);
   const models = options.models ?? ['scripted-model'];
+  let transcription = options.transcription;
+  const transcriptions: TranscriptionCall[] = [];
 
   const record = (call: ScriptedCall): void => {
     if (calls.length >= maxRecordedCalls) calls.shift();
@@ -66,6 +86,7 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if (req.method === 'GET' && path === '/v1/models') {
       return sendJson(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'palaver' })) });
     }
+    if (req.method === 'POST' && path === '/v1/audio/transcriptions' && transcription) return transcribe(req, res, transcription);
     if (req.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/v1/responses')) {
       return sendJson(res, 404, { error: { message: `No route ${req.method} ${path}.`, type: 'invalid_request_error', code: null, param: null } });
     }
@@ -97,6 +118,37 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if (body['store'] !== false) chains.set(String(response['id']), chainItems);
     if (call.stream) return sendSse(res, responseStream(response));
     return sendJson(res, 200, response);
+  }
+
+  /** `POST /v1/audio/transcriptions`: a multipart form with `file` and `model` (and `language`); answers `{ text }`. */
+  async function transcribe(req: IncomingMessage, res: ServerResponse, script: TranscriptionScript): Promise<void> {
+    const body = await readBytes(req);
+    let form: FormData;
+    try {
+      form = await new Response(body, { headers: { 'content-type': req.headers['content-type'] ?? '' } }).formData();
+    } catch {
+      return sendJson(res, 400, { error: { message: 'Expected a multipart/form-data body.', type: 'invalid_request_error', code: null, param: null } });
+    }
+    const file = form.get('file');
+    const model = form.get('model');
+    if (!(file instanceof Blob) || typeof model !== 'string') {
+      return sendJson(res, 400, { error: { message: 'The form needs `file` and `model`.', type: 'invalid_request_error', code: null, param: 'file' } });
+    }
+    const language = form.get('language');
+    const call: TranscriptionCall = {
+      model,
+      filename: file instanceof File ? file.name : 'audio',
+      mimeType: file.type,
+      audio: new Uint8Array(await file.arrayBuffer()),
+      language: typeof language === 'string' ? language : undefined,
+      headers: flattenHeaders(req),
+    };
+    transcriptions.push(call);
+    const answer = await script(call);
+    if ('error' in answer) {
+      return sendJson(res, answer.error.status, { error: { message: answer.error.message, type: answer.error.status >= 500 ? 'server_error' : 'invalid_request_error', code: null, param: null } });
+    }
+    return sendJson(res, 200, { text: answer.text });
   }
 
   /** Runs the script; answers errors itself and returns undefined when the response is already settled. */
@@ -147,8 +199,12 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
   return {
     baseUrl: `http://${host}:${address.port}/v1`,
     calls,
+    transcriptions,
     setScript(next) {
       script = next;
+    },
+    setTranscriptionScript(next) {
+      transcription = next;
     },
     forgetResponse: (id) => chains.delete(id),
     close() {
@@ -159,6 +215,15 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       return closing;
     },
   };
+}
+
+function readBytes(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
