@@ -1,0 +1,203 @@
+import { createConcurrentSink, createRunner, createSource, type RunnerHandle, type UpdateSupplier } from '@grammyjs/runner';
+import { GrammyError, type Api } from 'grammy';
+import type { Update } from 'grammy/types';
+import { ChannelError } from '../../domain/errors.js';
+import type { ChannelStateStore } from '../../domain/ports/channel.js';
+import type { Logger } from '../../observability/logger.js';
+import { TELEGRAM_BOT_CHANNEL } from './address.js';
+
+/** The runner's (and grammY's) AbortSignal type, from their shim. */
+type PollSignal = Parameters<UpdateSupplier<Update>['supply']>[1];
+
+export interface DurablePollerOptions {
+  readonly api: Api;
+  readonly state: ChannelStateStore;
+  /** The state key of the offset; per bot, so a new token does not start from another bot's offset. */
+  readonly offsetKey: string;
+  /** Stores one update (accept, or tell the person why not). Rejects when it could not be stored: it is retried. */
+  readonly handle: (update: Update) => Promise<void>;
+  readonly allowedUpdates: readonly Exclude<keyof Update, 'update_id'>[];
+  readonly logger: Logger;
+  /** Long-poll timeout in seconds. Default 30. */
+  readonly timeoutSeconds?: number;
+  /** Called once when polling ended by itself (409 Conflict, a revoked token); the channel keeps delivering. */
+  readonly onFatal: (error: ChannelError) => void;
+}
+
+/**
+ * Long polling through @grammyjs/runner with the offset kept in the channel's state, so that a restart neither
+ * repeats nor skips updates.
+ *
+ * Telegram forgets every update below the offset of the next `getUpdates`. So the source asks for the next batch
+ * only once each update of the previous one was handled (stored by `accept`, or refused and told) and the new
+ * offset is saved: an update is acknowledged only after it is stored. Within a batch, updates are handled at once
+ * (the runner's concurrent sink; the channel orders each chat's updates itself). An update that could not be stored
+ * is retried with backoff; if polling stops meanwhile, the offset stays before it and the next start fetches it.
+ *
+ * A 409 Conflict (another process polls this token, or a webhook is set) ends polling with a clear error instead of
+ * fighting for updates; so does a 401 (the token was revoked).
+ */
+export class DurablePoller {
+  readonly #options: DurablePollerOptions;
+  #offset = 0;
+  #runner: RunnerHandle | undefined;
+  #stopping = new AbortController();
+  /** Outcomes of the batch handed out last, by update id: true once stored, false when given up (stopping). */
+  #batch: { readonly id: number; readonly done: Promise<boolean> }[] = [];
+  readonly #settle = new Map<number, (stored: boolean) => void>();
+  #first: Update[] | undefined;
+
+  constructor(options: DurablePollerOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Reads the stored offset and polls once without waiting, so that a conflict refuses the start.
+   * @throws ChannelError `conflict` (409) or `unauthorized` (401).
+   */
+  async start(): Promise<void> {
+    const stored = await this.#options.state.get(this.#options.offsetKey);
+    this.#offset = stored === undefined ? 0 : Number(stored);
+    try {
+      this.#first = await this.#options.api.getUpdates({ offset: this.#offset, limit: 100, timeout: 0, allowed_updates: this.#options.allowedUpdates });
+    } catch (error) {
+      throw fatalError(error) ?? error;
+    }
+    const supplier: UpdateSupplier<Update> = { supply: (batchSize, signal) => this.#supply(batchSize, signal) };
+    const sink = createConcurrentSink<Update>(
+      { consume: (update) => this.#consume(update) },
+      async (error) => this.#options.logger.error({ err: error }, 'telegram update handler failed'),
+      { concurrency: 100 },
+    );
+    this.#runner = createRunner(createSource(supplier), sink);
+    this.#runner.start();
+    this.#runner.task()?.catch((error: unknown) => {
+      const fatal = fatalError(error);
+      if (fatal) this.#options.onFatal(fatal);
+      else this.#options.logger.error({ err: error }, 'telegram polling stopped on an unexpected error');
+    });
+  }
+
+  /** Stops fetching; updates being stored finish or are left for the next start. Safe to call twice. */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    const runner = this.#runner;
+    this.#runner = undefined;
+    if (runner?.isRunning()) await runner.stop()?.catch(() => {});
+    await Promise.allSettled(this.#batch.map((entry) => entry.done));
+  }
+
+  get isPolling(): boolean {
+    return this.#runner?.isRunning() ?? false;
+  }
+
+  async #supply(batchSize: number, signal: PollSignal): Promise<Update[]> {
+    await this.#commitBatch();
+    let updates: Update[];
+    if (this.#first) {
+      updates = this.#first;
+      this.#first = undefined;
+    } else {
+      updates = await this.#fetch(batchSize, signal);
+    }
+    this.#batch = updates.map((update) => ({
+      id: update.update_id,
+      done: new Promise<boolean>((resolve) => this.#settle.set(update.update_id, resolve)),
+    }));
+    return updates;
+  }
+
+  /** Waits for the last batch, then saves the offset past every update of it that was stored, in order. */
+  async #commitBatch(): Promise<void> {
+    let next = this.#offset;
+    for (const entry of this.#batch) {
+      if (!(await entry.done)) break;
+      next = entry.id + 1;
+    }
+    this.#batch = [];
+    if (next !== this.#offset) {
+      this.#offset = next;
+      await this.#options.state.set(this.#options.offsetKey, String(next));
+    }
+  }
+
+  async #fetch(batchSize: number, signal: PollSignal): Promise<Update[]> {
+    let delayMs = 500;
+    for (;;) {
+      try {
+        return await this.#options.api.getUpdates(
+          { offset: this.#offset, limit: Math.max(1, Math.min(100, batchSize)), timeout: this.#options.timeoutSeconds ?? 30, allowed_updates: this.#options.allowedUpdates },
+          signal,
+        );
+      } catch (error) {
+        if (signal.aborted) throw error;
+        if (fatalError(error)) throw error;
+        this.#options.logger.warn({ err: error, retryInMs: delayMs }, 'telegram getUpdates failed; retrying');
+        await sleep(delayMs, signal as unknown as AbortSignal);
+        delayMs = Math.min(30_000, delayMs * 2);
+      }
+    }
+  }
+
+  /** Hands one update to the channel until it is stored; given up only when polling stops. */
+  async #consume(update: Update): Promise<void> {
+    const settle = this.#settle.get(update.update_id);
+    this.#settle.delete(update.update_id);
+    let delayMs = 500;
+    try {
+      for (;;) {
+        try {
+          await this.#options.handle(update);
+          settle?.(true);
+          return;
+        } catch (error) {
+          if (this.#stopping.signal.aborted) {
+            this.#options.logger.warn({ err: error, updateId: update.update_id }, 'telegram update not stored before stop; it is fetched again at the next start');
+            settle?.(false);
+            return;
+          }
+          this.#options.logger.error({ err: error, updateId: update.update_id, retryInMs: delayMs }, 'telegram update could not be stored; retrying');
+          await sleep(delayMs, this.#stopping.signal).catch(() => {});
+          delayMs = Math.min(30_000, delayMs * 2);
+        }
+      }
+    } finally {
+      settle?.(false);
+    }
+  }
+}
+
+/** The error that must end polling (409 Conflict, 401 Unauthorized) as a ChannelError saying what to do; else undefined. */
+export function fatalError(error: unknown): ChannelError | undefined {
+  if (!(error instanceof GrammyError)) return undefined;
+  if (error.error_code === 409) {
+    const webhook = /webhook/i.test(error.description);
+    return new ChannelError(
+      'conflict',
+      TELEGRAM_BOT_CHANNEL,
+      webhook
+        ? `Telegram refuses long polling while a webhook is set for this bot (409: ${error.description}). Use mode "webhook", or delete the webhook (Palaver does at start in polling mode; another process may have set it again).`
+        : `Another process is polling Telegram with this bot token (409: ${error.description}). Only one poller per token may run: stop the other Palaver (or bot) using this token, or give this one its own bot.`,
+      { cause: error },
+    );
+  }
+  if (error.error_code === 401 || error.error_code === 404) {
+    return new ChannelError('unauthorized', TELEGRAM_BOT_CHANNEL, `Telegram refused the bot token (${error.error_code}: ${error.description}); check TELEGRAM_BOT_TOKEN with @BotFather.`, { cause: error });
+  }
+  return undefined;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new Error('aborted'));
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new Error('aborted'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
