@@ -43,32 +43,24 @@ describe('attacks on the web channel (no API key: the default)', () => {
     await harness?.close();
   });
 
-  /**
-   * Runs `attack` and checks it stored no conversation, message, inbound record or tool call and made no model call.
-   * (Users and channel accounts are checked on their own below: see "leaves no user behind".)
-   */
+  /** Runs `attack` and checks it changed no row (users and accounts included) and made no model call. */
   async function nothingStored(attack: () => Promise<void>): Promise<void> {
-    const conversationRows = (): Omit<ReturnType<typeof rowCounts>, 'users' | 'channel_accounts'> => {
-      const { users: _users, channel_accounts: _accounts, ...rest } = rowCounts(harness.databaseUrl);
-      return rest;
-    };
-    const before = conversationRows();
+    const before = rowCounts(harness.databaseUrl);
     const calls = harness.model.calls.length;
     await attack();
     // Give a wrongly accepted message the time to reach the model.
     await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(conversationRows()).toEqual(before);
+    expect(rowCounts(harness.databaseUrl)).toEqual(before);
     expect(harness.model.calls.length).toBe(calls);
   }
 
-  // The ownership check comes before the identity step creates anything for the stranger.
   it('leaves no user or account behind for a refused first contact', async () => {
     const a = await newVisitor(base);
     await postRun(base, runInput('t-first-contact', 'mine'), { cookie: a.cookie });
-    const before = rowCounts(harness.databaseUrl);
     const b = await newVisitor(base);
-    expect((await postRun(base, runInput('t-first-contact', 'let me in'), { cookie: b.cookie })).status).toBe(403);
-    expect(rowCounts(harness.databaseUrl)).toEqual(before);
+    await nothingStored(async () => {
+      expect((await postRun(base, runInput('t-first-contact', 'let me in'), { cookie: b.cookie })).status).toBe(403);
+    });
   });
 
   it('refuses a cross-origin HTML form post (text/plain) and the same body without a JSON content type', async () => {
