@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import type { ChannelContext, ReplyTarget } from '../../src/domain/ports/channel.js';
-import { createHarness, type Harness } from '../support/palaver-harness.js';
+import { createHarness, userTexts, type Harness } from '../support/palaver-harness.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -9,8 +9,6 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const userTexts = (call: { messages: readonly { type: string; role?: string; content?: string }[] }) =>
-  call.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content!] : []));
 
 /** A memory channel that also hands out its context, for the channel-side calls (reset, state). */
 class ContextChannel extends MemoryChannel {

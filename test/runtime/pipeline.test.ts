@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import { ChannelError } from '../../src/domain/errors.js';
 import type { ChannelContext } from '../../src/domain/ports/channel.js';
-import { createHarness, type Harness } from '../support/palaver-harness.js';
+import { createHarness, userTexts, type Harness } from '../support/palaver-harness.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -10,8 +10,6 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const userTexts = (call: { messages: readonly { type: string; role?: string; content?: string }[] }) =>
-  call.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content!] : []));
 
 describe('pipeline', () => {
   it('answers messages that arrived during a turn with one reply, delivered once to the conversation', async () => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import { defineTool } from '../../src/tools/define-tool.js';
-import { createHarness, type Harness } from '../support/palaver-harness.js';
+import { createHarness, userTexts, type Harness } from '../support/palaver-harness.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -10,8 +10,6 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const userTexts = (call: { messages: readonly { type: string; role?: string; content?: string }[] }) =>
-  call.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content!] : []));
 
 describe('who may write into a conversation', () => {
   it('refuses a message into a direct conversation of another user, storing nothing and asking no model', async () => {

@@ -98,3 +98,8 @@ function merge(base: Record<string, unknown>, extra: Record<string, unknown>): R
 export function lastUserText(call: { messages: readonly { type: string; role?: string; content?: string }[] }): string | undefined {
   return [...call.messages].reverse().find((item) => item.type === 'message' && item.role === 'user')?.content;
 }
+
+/** The texts of every user message the model saw in a call, in order. */
+export function userTexts(call: { messages: readonly { type: string; role?: string; content?: string }[] }): string[] {
+  return call.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content ?? ''] : []));
+}

@@ -1,7 +1,8 @@
 import type { Selectable } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { DeliveryRecord, DeliveryRepository } from '../../domain/ports/store.js';
-import { atomically, type RepositoryContext } from './repository-context.js';
+import { claimExpired, renewLeases } from './leases.js';
+import type { RepositoryContext } from './repository-context.js';
 import type { DeliveriesTable } from './schema.js';
 import { storeOperation } from './store-errors.js';
 
@@ -50,16 +51,9 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
   }
 
   renewLeases(owner: string, leaseMs: number): Promise<number> {
-    return storeOperation('deliveries.renewLeases', async () => {
-      const result = await this.#ctx.db
-        .updateTable('deliveries')
-        .set({ lease_until: this.#ctx.now() + leaseMs })
-        .where('state', '=', 'pending')
-        .where('owner', '=', owner)
-        .executeTakeFirst();
-      return Number(result.numUpdatedRows);
-    });
+    return storeOperation('deliveries.renewLeases', () => renewLeases(this.#ctx.db, 'deliveries', owner, this.#ctx.now() + leaseMs));
   }
+
 
   listForReply(replyMessageId: string): Promise<DeliveryRecord[]> {
     return storeOperation('deliveries.listForReply', async () => {
@@ -68,40 +62,15 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
     });
   }
 
-  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<DeliveryRecord[]> {
+  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }) {
     return storeOperation('deliveries.claimExpired', async () => {
       if (input.channels.length === 0 || input.limit <= 0) return [];
       const now = this.#ctx.now();
-      return atomically(this.#ctx.db, async (trx) => {
-        const expired = await this.#ctx.dialect
-          .lockForUpdate(
-            trx
-              .selectFrom('deliveries')
-              .selectAll()
-              .where('state', '=', 'pending')
-              .where('lease_until', '<', now)
-              .where('channel', 'in', [...input.channels])
-              .orderBy('created_at')
-              .orderBy('reply_message_id')
-              .orderBy('part')
-              .limit(input.limit),
-          )
-          .execute();
-        const claimed: DeliveryRecord[] = [];
-        for (const row of expired) {
-          const taken = await trx
-            .updateTable('deliveries')
-            .set({ owner: input.owner, lease_until: now + input.leaseMs })
-            .where('id', '=', row.id)
-            .where('state', '=', 'pending')
-            .where('lease_until', '<', now)
-            .executeTakeFirst();
-          if (taken.numUpdatedRows === 1n) claimed.push(toDelivery(row));
-        }
-        return claimed;
-      });
+      const rows = await claimExpired(this.#ctx.db, this.#ctx.dialect, 'deliveries', { ...input, now, leaseUntil: now + input.leaseMs, order: ['created_at', 'reply_message_id', 'part'] });
+      return rows.map(toDelivery);
     });
   }
+
 }
 
 function toDelivery(row: Selectable<DeliveriesTable>): DeliveryRecord {

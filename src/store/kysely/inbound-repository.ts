@@ -3,7 +3,8 @@ import { newId } from '../../domain/ids.js';
 import type { InboundRecord, NewInboundRecord } from '../../domain/model.js';
 import type { InboundRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
-import { atomically, type RepositoryContext } from './repository-context.js';
+import { claimExpired, renewLeases } from './leases.js';
+import type { RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
 import type { InboundMessagesTable } from './schema.js';
 import { storeOperation } from './store-errors.js';
@@ -65,52 +66,19 @@ export class KyselyInboundRepository implements InboundRepository {
   }
 
   renewLeases(owner: string, leaseMs: number): Promise<number> {
-    return storeOperation('inbound.renewLeases', async () => {
-      const result = await this.#ctx.db
-        .updateTable('inbound_messages')
-        .set({ lease_until: this.#ctx.now() + leaseMs })
-        .where('state', '=', 'queued')
-        .where('owner', '=', owner)
-        .executeTakeFirst();
-      return Number(result.numUpdatedRows);
-    });
+    return storeOperation('inbound.renewLeases', () => renewLeases(this.#ctx.db, 'inbound_messages', owner, this.#ctx.now() + leaseMs));
   }
 
-  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<InboundRecord[]> {
+
+  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }) {
     return storeOperation('inbound.claimExpired', async () => {
       if (input.channels.length === 0 || input.limit <= 0) return [];
       const now = this.#ctx.now();
-      // Read and take over in one transaction, each row only if its lease is still expired: of two processes
-      // recovering at once, one gets a row and the other does not.
-      return atomically(this.#ctx.db, async (trx) => {
-        const expired = await this.#ctx.dialect
-          .lockForUpdate(
-            trx
-              .selectFrom('inbound_messages')
-              .selectAll()
-              .where('state', '=', 'queued')
-              .where('lease_until', '<', now)
-              .where('channel', 'in', [...input.channels])
-              .orderBy('received_at')
-              .orderBy('id')
-              .limit(input.limit),
-          )
-          .execute();
-        const claimed: InboundRecord[] = [];
-        for (const row of expired) {
-          const taken = await trx
-            .updateTable('inbound_messages')
-            .set({ owner: input.owner, lease_until: now + input.leaseMs })
-            .where('id', '=', row.id)
-            .where('state', '=', 'queued')
-            .where('lease_until', '<', now)
-            .executeTakeFirst();
-          if (taken.numUpdatedRows === 1n) claimed.push(toInboundRecord(row));
-        }
-        return claimed;
-      });
+      const rows = await claimExpired(this.#ctx.db, this.#ctx.dialect, 'inbound_messages', { ...input, now, leaseUntil: now + input.leaseMs, order: ['received_at', 'id'] });
+      return rows.map(toInboundRecord);
     });
   }
+
 
   listQueued(sessionId: string): Promise<InboundRecord[]> {
     return storeOperation('inbound.listQueued', async () => {
