@@ -206,7 +206,7 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
       return webhook;
     },
     commands,
-    sendText: (input) => enqueue({ message: { ...baseMessage(input, privateChat(input)), text: input.text } }),
+    sendText: (input) => enqueue({ message: { ...baseMessage(input, privateChat(input)), text: input.text, ...withEntities(commandEntities(input.text)) } }),
     sendPhoto: (input) =>
       enqueue({
         message: {
@@ -230,8 +230,8 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
       const chat = { id: input.chatId, type: input.chatType ?? 'supergroup', title: `Group ${input.chatId}`, ...(input.threadId === undefined ? {} : { is_forum: true }) };
       const prefix = input.mention ? `@${bot.username} ` : '';
       const text = `${prefix}${input.text}`;
-      const entities = input.mention ? [{ type: 'mention', offset: 0, length: bot.username.length + 1 }] : undefined;
-      return enqueue({ message: { ...baseMessage({ ...input, from: input.from ?? { id: 5001, first_name: 'Member', language_code: 'en' } }, chat), text, ...(entities ? { entities } : {}) } });
+      const entities = [...(input.mention ? [{ type: 'mention', offset: 0, length: bot.username.length + 1 }] : []), ...commandEntities(text)];
+      return enqueue({ message: { ...baseMessage({ ...input, from: input.from ?? { id: 5001, first_name: 'Member', language_code: 'en' } }, chat), text, ...withEntities(entities) } });
     },
     businessConnection: (input) => {
       connections.set(input.id, { enabled: input.enabled ?? true });
@@ -247,7 +247,7 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
       });
     },
     businessMessage: (input) =>
-      enqueue({ business_message: { ...baseMessage(input, privateChat(input)), text: input.text, business_connection_id: input.connectionId } }),
+      enqueue({ business_message: { ...baseMessage(input, privateChat(input)), text: input.text, ...withEntities(commandEntities(input.text)), business_connection_id: input.connectionId } }),
     enqueue,
     failNext(method, failure) {
       const list = failures.get(method) ?? [];
@@ -469,6 +469,16 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
     },
   });
   return fake;
+}
+
+/** The `bot_command` entity Telegram adds to a text that starts with `/command` (or `/command@bot`). */
+function commandEntities(text: string): { type: string; offset: number; length: number }[] {
+  const match = /^\/[A-Za-z0-9_]{1,32}(@[A-Za-z0-9_]{3,})?/.exec(text);
+  return match ? [{ type: 'bot_command', offset: 0, length: match[0].length }] : [];
+}
+
+function withEntities(entities: readonly { type: string; offset: number; length: number }[]): { entities?: readonly { type: string; offset: number; length: number }[] } {
+  return entities.length > 0 ? { entities } : {};
 }
 
 /** What Telegram checks of `entities`: each inside the text (UTF-16 offsets), non-empty, of a known type. */

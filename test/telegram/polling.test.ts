@@ -1,0 +1,122 @@
+import { Bot } from 'grammy';
+import type { Update } from 'grammy/types';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DurablePoller } from '../../src/channels/telegram-bot/polling.js';
+import type { ChannelStateStore } from '../../src/domain/ports/channel.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { startFakeTelegram, type FakeTelegram } from '../../src/testing/index.js';
+import { createTelegramRig, logsWith, sleep, userTexts, type TelegramRig } from './telegram-support.js';
+
+let rig: TelegramRig | undefined;
+let fake: FakeTelegram | undefined;
+afterEach(async () => {
+  await rig?.close();
+  rig = undefined;
+  await fake?.close();
+  fake = undefined;
+});
+
+const echo = (call: Parameters<Parameters<typeof createTelegramRig>[0]>[0]) => ({ text: `seen: ${userTexts(call).at(-1)}` });
+
+describe('telegram bot: long polling', () => {
+  it('neither repeats nor skips updates across a restart: the offset is kept in the database', async () => {
+    rig = await createTelegramRig(echo, { quietWindowMs: 50 });
+    const { telegram, harness } = rig;
+    telegram.sendText({ chatId: 40, text: 'before the restart' });
+    await telegram.waitForMessages(1, { chatId: 40 });
+    const lastBefore = telegram.updates.at(-1)!.update_id;
+    await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) === lastBefore + 1);
+    await rig.palaver.close();
+
+    // Written while Palaver was down.
+    telegram.sendText({ chatId: 40, text: 'while it was down' });
+    const pollsBefore = telegram.callsOf('getUpdates').length;
+    await rig.start();
+    // The new process starts from the stored offset, not from 0.
+    expect(telegram.callsOf('getUpdates')[pollsBefore]!.params['offset']).toBe(lastBefore + 1);
+    await telegram.waitForMessages(2, { chatId: 40 });
+    await sleep(300);
+    expect(telegram.sentTo(40).map((m) => m.text)).toEqual(['seen: before the restart', 'seen: while it was down']);
+    expect(harness.model.calls).toHaveLength(2);
+  });
+
+  it('acknowledges an update only after it is stored: the next poll waits, and a stop leaves it for the next start', async () => {
+    fake = await startFakeTelegram();
+    const bot = new Bot(fake.token, { client: { apiRoot: fake.apiRoot } });
+    const state = memoryState();
+    const stored: number[] = [];
+    let failing = true;
+    const poller = () =>
+      new DurablePoller({
+        api: bot.api,
+        state,
+        offsetKey: 'offset:test',
+        handle: async (update: Update) => {
+          if (failing) throw new Error('database is down');
+          stored.push(update.update_id);
+        },
+        allowedUpdates: ['message'],
+        logger: createLogger({ level: 'silent' }),
+        timeoutSeconds: 1,
+        onFatal: () => {},
+      });
+    const first = poller();
+    const update = fake.sendText({ chatId: 1, text: 'keep me' });
+    await first.start();
+    await sleep(700);
+    // The update could not be stored: no poll asked past it, and nothing was saved.
+    expect(fake.callsOf('getUpdates').every((call) => Number(call.params['offset'] ?? 0) <= update.update_id)).toBe(true);
+    expect(await state.get('offset:test')).toBeUndefined();
+    await first.stop();
+
+    failing = false;
+    const second = poller();
+    await second.start();
+    await fake.waitForCall('getUpdates', (call) => Number(call.params['offset']) === update.update_id + 1);
+    expect(stored).toEqual([update.update_id]);
+    expect(await state.get('offset:test')).toBe(String(update.update_id + 1));
+    await second.stop();
+  });
+
+  it('one poller per token: a second poller taking over makes the first stop with a clear message, and a forced 409 refuses a start', async () => {
+    rig = await createTelegramRig(echo, { quietWindowMs: 50 });
+    const { telegram, harness } = rig;
+    const first = rig.palaver;
+    // A second process on the same token: its first poll terminates the first one's, as Telegram does.
+    const second = await rig.start();
+    await waitUntil(() => logsWith(harness, 'telegram polling stopped').length === 1);
+    const stopped = logsWith(harness, 'telegram polling stopped')[0]!;
+    expect(stopped['msg']).toMatch(/Another process is polling Telegram with this bot token/);
+    expect(stopped['level']).toBe(50);
+    const firstChannel = first.channels.find((c) => c.name === 'telegram-bot') as unknown as { isPolling: boolean };
+    const secondChannel = second.channels.find((c) => c.name === 'telegram-bot') as unknown as { isPolling: boolean };
+    expect(firstChannel.isPolling).toBe(false);
+    expect(secondChannel.isPolling).toBe(true);
+    // No fight: one poller answers, once.
+    telegram.sendText({ chatId: 50, text: 'who answers?' });
+    await telegram.waitForMessages(1, { chatId: 50 });
+    await sleep(300);
+    expect(telegram.sentTo(50)).toHaveLength(1);
+
+    await second.close();
+    telegram.setConflict(true);
+    await expect(rig.start()).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/Only one poller per token may run/) });
+  });
+});
+
+function memoryState(): ChannelStateStore {
+  const values = new Map<string, string>();
+  return {
+    get: async (key) => values.get(key),
+    set: async (key, value) => void values.set(key, value),
+    delete: async (key) => void values.delete(key),
+  };
+}
+
+async function waitUntil(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(20);
+  }
+}

@@ -1,0 +1,49 @@
+import type { Palaver } from '../../src/app.js';
+import { startFakeTelegram, type FakeTelegram, type ModelScript, type ScriptedCall } from '../../src/testing/index.js';
+import { createHarness, type Harness } from '../support/palaver-harness.js';
+
+/** A real Palaver (SQLite file, scripted model over HTTP) with the Telegram channel on a fake Bot API server. */
+export interface TelegramRig {
+  readonly harness: Harness;
+  readonly telegram: FakeTelegram;
+  palaver: Palaver;
+  /** Starts another Palaver on the same database and fake Telegram (after closing the first, or beside it). */
+  start(extra?: Record<string, unknown>): Promise<Palaver>;
+  close(): Promise<void>;
+}
+
+export async function createTelegramRig(script: ModelScript, telegramConfig: Record<string, unknown> = {}, options: { start?: boolean } = {}): Promise<TelegramRig> {
+  const harness = await createHarness(script);
+  const telegram = await startFakeTelegram();
+  const base = (extra: Record<string, unknown> = {}) => ({
+    channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 400, drafts: false, ...telegramConfig, ...extra } },
+  });
+  const rig: TelegramRig = {
+    harness,
+    telegram,
+    palaver: undefined as unknown as Palaver,
+    async start(extra) {
+      const palaver = await harness.start(base(extra));
+      rig.palaver = palaver;
+      return palaver;
+    },
+    async close() {
+      await harness.close();
+      await telegram.close();
+    },
+  };
+  if (options.start !== false) await rig.start();
+  return rig;
+}
+
+/** The user texts a model call carried, in order. */
+export function userTexts(call: ScriptedCall): string[] {
+  return call.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content] : []));
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Log lines (parsed) whose `msg` contains `text`. */
+export function logsWith(harness: Harness, text: string): Record<string, unknown>[] {
+  return harness.logs.filter((line) => typeof line['msg'] === 'string' && (line['msg'] as string).includes(text));
+}
