@@ -236,6 +236,25 @@ async function configuredChannels(config: PalaverConfig, logger: Logger): Promis
     const { enabled: _enabled, ...web } = config.channels.web;
     channels.push(new WebChannel({ ...web, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }) }));
   }
+  const telegram = config.channels.telegram;
+  if (telegram.enabled && telegram.token) {
+    const { TelegramBotChannel } = await import('./channels/telegram-bot/telegram-bot-channel.js');
+    channels.push(
+      new TelegramBotChannel({
+        token: telegram.token,
+        apiRoot: telegram.apiRoot,
+        mode: telegram.mode ?? (telegram.webhookUrl ? 'webhook' : 'polling'),
+        ...(telegram.webhookUrl ? { webhookUrl: telegram.webhookUrl } : {}),
+        ...(telegram.webhookSecret ? { webhookSecret: telegram.webhookSecret } : {}),
+        quietWindowMs: telegram.quietWindowMs,
+        ...(telegram.maxWaitMs === undefined ? {} : { maxWaitMs: telegram.maxWaitMs }),
+        groupAnswer: telegram.groups.answer,
+        drafts: telegram.drafts,
+        agentName: config.agent.name,
+        logger: logger.child({ channel: 'telegram-bot' }),
+      }),
+    );
+  }
   return channels;
 }
 

@@ -202,6 +202,8 @@ export const configSchema = z.strictObject({
        */
       telegram: z
         .strictObject({
+          /** Off: no Telegram channel even with a token (`palaver chat` turns it off, so it never polls beside `start`). */
+          enabled: z.boolean().default(true),
           /** The bot token from @BotFather (better: TELEGRAM_BOT_TOKEN). Without one the channel is off. */
           token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, 'a bot token as @BotFather gives it: digits, a colon, then letters, digits, _ or -').optional(),
           /** Bot API root (TELEGRAM_API_ROOT): a self-hosted Bot API server, or a fake one in tests. */
