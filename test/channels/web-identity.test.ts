@@ -65,8 +65,18 @@ describe('visitor cookies', () => {
     const cookie = identity.newVisitorCookie();
     const result = await identity.identify(request({ cookie: `other=1; palaver_visitor=${cookie}` }), '10.0.0.5');
     expect(result).toMatchObject({ ok: true, caller: { kind: 'visitor', accountId: `visitor:${cookie.split('.')[1]}` } });
-    expect(identity.visitorSetCookie(cookie, true)).toMatch(/HttpOnly; SameSite=Lax; Secure$/);
-    expect(identity.visitorSetCookie(cookie, false)).not.toMatch(/Secure/);
+    expect(identity.visitorSetCookie(cookie, request({}))).toMatch(/^palaver_visitor=.*; HttpOnly; SameSite=Lax$/);
+  });
+
+  it('over https (TLS or a proxy\'s X-Forwarded-Proto) uses a Secure __Host- cookie and ignores the plain name', async () => {
+    const identity = new WebIdentity({ cookieSecret: 's'.repeat(40), logger: silentLogger() });
+    const cookie = identity.newVisitorCookie();
+    const https = request({}, 'https://chat.example.com/');
+    expect(identity.visitorSetCookie(cookie, https)).toMatch(/^__Host-palaver_visitor=v1\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
+    expect(identity.visitorSetCookie(cookie, request({ 'x-forwarded-proto': 'https' }))).toMatch(/^__Host-palaver_visitor=.*; Secure$/);
+    // A plain-named cookie planted by a sibling subdomain does not count on the https site.
+    expect(await identity.identify(request({ 'x-forwarded-proto': 'https', cookie: `palaver_visitor=${cookie}` }), '10.0.0.1')).toMatchObject({ ok: false, code: 'no_identity' });
+    expect(await identity.identify(request({ 'x-forwarded-proto': 'https', cookie: `__Host-palaver_visitor=${cookie}` }), '10.0.0.1')).toMatchObject({ ok: true, caller: { kind: 'visitor' } });
   });
 });
 

@@ -10,6 +10,6 @@ export {
   type AguiInputProblem,
   type AguiInputResult,
 } from './agui-input.js';
-export { WebIdentity, VISITOR_COOKIE, USER_TOKEN_HEADER, type UserTokenOptions, type WebCaller, type WebIdentityOptions } from './web-identity.js';
+export { WebIdentity, VISITOR_COOKIE, SECURE_VISITOR_COOKIE, USER_TOKEN_HEADER, isHttps, visitorCookieName, type UserTokenOptions, type WebCaller, type WebIdentityOptions } from './web-identity.js';
 export { RequestGuard, isBrowserRequest, type RequestGuardOptions } from './request-guard.js';
 export { badTextReason } from './text-check.js';

@@ -183,8 +183,7 @@ export class WebChannel implements Channel {
     const refusal = this.#guard.checkHost(request);
     if (refusal) return { refuse: errorResponse(refusal) };
     if (path !== '/' || this.#identity.hasValidVisitorCookie(request)) return { headers: {} };
-    const secure = request.url.startsWith('https:') || request.headers.get('x-forwarded-proto') === 'https';
-    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), secure) } };
+    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), request) } };
   }
 
   async #run(request: Request, remoteAddress: string | undefined): Promise<Response> {

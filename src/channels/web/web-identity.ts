@@ -7,8 +7,13 @@ import type { Logger } from '../../observability/logger.js';
 import { isLoopbackAddress, isBrowserRequest } from './request-guard.js';
 import { badTextReason } from './text-check.js';
 
-/** Name of the visitor cookie. */
+/** Name of the visitor cookie over http (loopback, a LAN address). */
 export const VISITOR_COOKIE = 'palaver_visitor';
+/**
+ * Name of the visitor cookie over https: the `__Host-` prefix makes the browser refuse it unless it is `Secure`,
+ * has `Path=/` and no `Domain`, so a sibling subdomain cannot plant its own visitor cookie on this site.
+ */
+export const SECURE_VISITOR_COOKIE = `__Host-${VISITOR_COOKIE}`;
 /** Header that carries an embedding site's user token. `Authorization` is the API key's. */
 export const USER_TOKEN_HEADER = 'x-palaver-user-token';
 /** How long a visitor cookie lives; renewed on every visit of the page. 400 days is the most browsers keep. */
@@ -99,7 +104,7 @@ export class WebIdentity {
     const token = request.headers.get(USER_TOKEN_HEADER);
     if (token !== null) return this.#verifyToken(token);
 
-    const cookie = readCookie(request.headers.get('cookie'), VISITOR_COOKIE);
+    const cookie = readCookie(request.headers.get('cookie'), visitorCookieName(request));
     if (cookie !== undefined) {
       const visitor = this.#verifyCookie(cookie);
       if (visitor === undefined) {
@@ -126,16 +131,17 @@ export class WebIdentity {
 
   /** True when `request` carries a visitor cookie this server signed. */
   hasValidVisitorCookie(request: Request): boolean {
-    const cookie = readCookie(request.headers.get('cookie'), VISITOR_COOKIE);
+    const cookie = readCookie(request.headers.get('cookie'), visitorCookieName(request));
     return cookie !== undefined && this.#verifyCookie(cookie) !== undefined;
   }
 
   /**
-   * `Set-Cookie` for a visitor: HttpOnly (no script reads it), SameSite=Lax (not sent with another site's
-   * requests), Secure when the page was served over https, Path=/.
+   * `Set-Cookie` for a visitor of `request`: HttpOnly (no script reads it), SameSite=Lax (not sent with another
+   * site's requests), Path=/; over https also Secure, under the `__Host-` name.
    */
-  visitorSetCookie(value: string, secure: boolean): string {
-    return `${VISITOR_COOKIE}=${value}; Path=/; Max-Age=${VISITOR_COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  visitorSetCookie(value: string, request: Request): string {
+    const secure = isHttps(request);
+    return `${visitorCookieName(request)}=${value}; Path=/; Max-Age=${VISITOR_COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
   }
 
   /** The visitor id of a cookie value, or undefined when it is malformed or its signature is not ours. */
@@ -181,6 +187,19 @@ export class WebIdentity {
       return refuse(401, 'invalid_user_token', `The user token was refused: ${reason}.`);
     }
   }
+}
+
+/**
+ * True when the browser reached this server over https: the request URL (TLS here), or a proxy's
+ * `X-Forwarded-Proto: https`. (A client that fakes the header only changes which cookie name it is asked for.)
+ */
+export function isHttps(request: Request): boolean {
+  return request.url.startsWith('https:') || request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim() === 'https';
+}
+
+/** The visitor cookie's name for this request's scheme. */
+export function visitorCookieName(request: Request): string {
+  return isHttps(request) ? SECURE_VISITOR_COOKIE : VISITOR_COOKIE;
 }
 
 function refuse(status: 401 | 403, code: string, message: string): IdentityResult {
