@@ -34,14 +34,26 @@ export interface TranscriptionCall {
 }
 
 /** The transcript to return, or an HTTP error. */
-export type TranscriptionScript = (call: TranscriptionCall) => { readonly text: string } | { readonly error: { readonly status: number; readonly message: string } } | Promise<{ readonly text: string } | { readonly error: { readonly status: number; readonly message: string } }>;
+export type TranscriptionReply =
+  | { readonly text: string }
+  | {
+      readonly error: {
+        readonly status: number;
+        readonly message: string;
+        /** Sent as `retry-after-ms`, which the SDK honours; keeps retry tests fast. */
+        readonly retryAfterMs?: number;
+      };
+    };
+
+/** Decides each transcription; may be async (a slow script provokes client timeouts). */
+export type TranscriptionScript = (call: TranscriptionCall) => TranscriptionReply | Promise<TranscriptionReply>;
 
 export interface ScriptedModelServer {
   /** E.g. `http://127.0.0.1:PORT/v1`: use it as `model.baseUrl`. */
   readonly baseUrl: string;
   /** Every request the script answered, oldest first. (A stale `previous_response_id` is refused before the script.) */
   readonly calls: ScriptedCall[];
-  /** Every `/audio/transcriptions` request, oldest first. */
+  /** Every `/audio/transcriptions` request, oldest first (at most `maxRecordedCalls`). */
   readonly transcriptions: TranscriptionCall[];
   setScript(script: ModelScript): void;
   setTranscriptionScript(script: TranscriptionScript | undefined): void;
@@ -143,10 +155,17 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       language: typeof language === 'string' ? language : undefined,
       headers: flattenHeaders(req),
     };
+    if (transcriptions.length >= maxRecordedCalls) transcriptions.shift();
     transcriptions.push(call);
     const answer = await script(call);
     if ('error' in answer) {
-      return sendJson(res, answer.error.status, { error: { message: answer.error.message, type: answer.error.status >= 500 ? 'server_error' : 'invalid_request_error', code: null, param: null } });
+      const { status, message, retryAfterMs } = answer.error;
+      return sendJson(
+        res,
+        status,
+        { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: null, param: null } },
+        retryAfterMs !== undefined ? { 'retry-after-ms': String(retryAfterMs) } : {},
+      );
     }
     return sendJson(res, 200, { text: answer.text });
   }
