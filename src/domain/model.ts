@@ -76,8 +76,11 @@ export interface ToolCallRef {
   readonly arguments: string;
 }
 
-/** A message to append; the session is given to `append`, the rest has defaults. */
-export type NewMessage = Omit<StoredMessage, 'id' | 'sessionId' | 'seq' | 'createdAt' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
+/**
+ * A message to append; the session is given to `append`, the rest has defaults. `id` may be chosen by the caller (a
+ * reply streamed under its id before it is stored keeps it); otherwise the store makes one.
+ */
+export type NewMessage = { readonly id?: string } & Omit<StoredMessage, 'id' | 'sessionId' | 'seq' | 'createdAt' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
   Partial<Pick<StoredMessage, 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'>>;
 
 export type ToolCallStatus = 'running' | 'succeeded' | 'failed';

@@ -20,6 +20,7 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
   const usage = usageOf(scope, flow.modelCalls);
   const last = flow.modelCalls[flow.modelCalls.length - 1];
   const reply: NewMessage = {
+    id: scope.replyMessageId,
     role: 'assistant',
     audience: 'display',
     content: text,
@@ -69,7 +70,7 @@ export async function persistFailure(scope: TurnScope, failures: ModelFailures):
       [
         ...newMessages(scope),
         ...audit,
-        { role: 'assistant', audience: 'display', content: apology, correlationId: scope.correlationId, ...usage, currency: deps.currency, meta: { error: true, ...(failures.length > 0 ? { failures } : {}) } },
+        { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: apology, correlationId: scope.correlationId, ...usage, currency: deps.currency, meta: { error: true, ...(failures.length > 0 ? { failures } : {}) } },
       ],
       { status: 'failed', ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: deps.currency } } : {}) },
     );

@@ -33,7 +33,7 @@ export interface HttpAppOptions {
  * The HTTP face of Palaver: `GET /health`, every channel route (the web channel's `/agui` and chat page, a
  * webhook, …) and any `extraRoutes`. A route of access `client` is behind the client guard (`apiKeyAuth`); a
  * `public` route (the web channel's, which decide who is calling themselves) is not; every route gets its body
- * limit (413 `body_too_large`), and a route with a `preflight` function answers `OPTIONS` on its path. Unknown routes get 404 `not_found`, failures 500
+ * limit (413 `body_too_large`). Unknown routes get 404 `not_found`, failures 500
  * `internal_error`, all as `{ error: { code, message } }`. Transport-free; `startHttpServer` puts it on a port.
  *
  * @throws PalaverError `route_conflict` when two routes claim the same method and path.
@@ -68,27 +68,10 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       async (c) => route.handle(c.req.raw, { remoteAddress: remoteAddress(c) }),
     ];
     app.on(route.method, route.path, ...(handlers as [MiddlewareHandler]));
-    const preflight = preflightOf(route);
-    if (preflight && !taken.has(`OPTIONS ${route.path}`)) {
-      taken.add(`OPTIONS ${route.path}`);
-      app.options(route.path, (c) => preflight(c.req.raw));
-    }
   }
 
   options.extraRoutes?.(app);
   return app;
-}
-
-/**
- * A channel route may answer CORS preflights for its path with a `preflight(request)` function beside `handle`
- * (the web channel does, for its configured origins); the server mounts it as `OPTIONS <path>`. Without one, an
- * `OPTIONS` request gets 404 and a browser sends no cross-origin request.
- */
-export type PreflightHandler = (request: Request) => Response | Promise<Response>;
-
-function preflightOf(route: ChannelRoute): PreflightHandler | undefined {
-  const candidate = (route as ChannelRoute & { preflight?: unknown }).preflight;
-  return typeof candidate === 'function' ? (candidate.bind(route) as PreflightHandler) : undefined;
 }
 
 function limitBody(maxSize: number): MiddlewareHandler {

@@ -77,9 +77,10 @@ describe('retries and failures', () => {
     const chat = new MemoryChannel({ name: 'chat' });
     await harness.start({}, { channels: [chat] });
     const first = await chat.say('question', { accountId: 'rita', dedupeKey: 'run-1' });
-    await chat.reply(first);
+    const { outcome } = await chat.reply(first);
     const again = await chat.say('question', { accountId: 'rita', dedupeKey: 'run-1' });
-    expect(again).toMatchObject({ status: 'duplicate', answered: { text: 'the answer', status: 'completed' } });
+    // The same reply, down to its id: what a client saw streamed is what it gets again.
+    expect(again).toMatchObject({ status: 'duplicate', answered: { text: 'the answer', status: 'completed', replyMessageId: outcome.replyMessageId } });
     expect(harness.model.calls).toHaveLength(1);
     // The same key in another conversation is a message of its own.
     const elsewhere = await chat.say('question', { accountId: 'rita', conversationId: 'other', dedupeKey: 'run-1' });

@@ -168,7 +168,7 @@ describe('attacks on the web channel (no API key: the default)', () => {
       expect(events(replay).at(-1)).toMatchObject({
         type: 'RUN_FINISHED',
         // (The stored reply's message id is the store's; the first run reported the turn's streaming id.)
-        result: { status: 'duplicate', replyStatus: 'completed', correlationId: (firstEnd.result as { correlationId: string }).correlationId, sessionId: (firstEnd.result as { sessionId: string }).sessionId },
+        result: { status: 'duplicate', replyStatus: 'completed', correlationId: (firstEnd.result as { correlationId: string }).correlationId, sessionId: (firstEnd.result as { sessionId: string }).sessionId, replyMessageId: (firstEnd.result as { replyMessageId: string }).replyMessageId },
       });
       // The same run id from another visitor is a message into a's thread: refused, and not answered with a's reply.
       const b = await newVisitor(base);

@@ -50,8 +50,6 @@ export interface WebChannelOptions {
   readonly serverHost?: string;
 }
 
-/** A route that also answers CORS preflights (`OPTIONS` on its path); `createHttpApp` mounts `preflight`. */
-type WebRoute = ChannelRoute & { readonly preflight?: (request: Request) => Response };
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -120,10 +118,12 @@ export class WebChannel implements Channel {
       logger: this.#logger,
     });
     const preflight = (request: Request): Response => this.#guard.preflight(request);
-    const api: WebRoute[] = [
-      { method: 'POST', path: '/agui', access: 'public', maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024, preflight, handle: (request, info) => this.#run(request, info.remoteAddress) },
-      { method: 'GET', path: '/conversations', access: 'public', preflight, handle: (request, info) => this.#conversations(request, info.remoteAddress) },
-      { method: 'GET', path: '/conversations/messages', access: 'public', preflight, handle: (request, info) => this.#transcript(request, info.remoteAddress) },
+    const api: ChannelRoute[] = [
+      { method: 'POST', path: '/agui', access: 'public', maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024, handle: (request, info) => this.#run(request, info.remoteAddress) },
+      { method: 'GET', path: '/conversations', access: 'public', handle: (request, info) => this.#conversations(request, info.remoteAddress) },
+      { method: 'GET', path: '/conversations/messages', access: 'public', handle: (request, info) => this.#transcript(request, info.remoteAddress) },
+      // CORS preflights, answered only for the configured origins.
+      ...['/agui', '/conversations', '/conversations/messages'].map((path): ChannelRoute => ({ method: 'OPTIONS', path, access: 'public', handle: preflight })),
     ];
     this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path))];
   }

@@ -190,7 +190,8 @@ export type TurnEnd =
  * Request → Response, so a channel does not depend on the server's framework.
  */
 export interface ChannelRoute {
-  readonly method: 'GET' | 'POST';
+  /** `OPTIONS` answers CORS preflights of the route's path. */
+  readonly method: 'GET' | 'POST' | 'OPTIONS';
   /** Exact path, e.g. `/agui`. */
   readonly path: string;
   /**

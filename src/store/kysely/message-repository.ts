@@ -170,7 +170,7 @@ async function appendInTransaction(trx: Kysely<Database>, dialect: DialectStrate
 
 function prepare(sessionId: string, message: NewMessage, now: number): PreparedRow {
   const stored: PreparedRow['message'] = {
-    id: newId(),
+    id: message.id ?? newId(),
     sessionId,
     seq: 0,
     role: message.role,
