@@ -25,6 +25,7 @@ const sentences = new Intl.Segmenter(undefined, { granularity: 'sentence' });
  */
 export function splitReply(text: string, max: number | null): string[] {
   if (max === null || text.length <= max) return [text];
+  if (max < 1) throw new RangeError(`A message limit must be at least 1 character, got ${max}.`);
   const parts: string[] = [];
   let rest = text;
   while (rest.length > max) {
@@ -39,8 +40,8 @@ export function splitReply(text: string, max: number | null): string[] {
 
 function cutPoint(text: string, max: number): number {
   const window = text.slice(0, max);
-  // A break is worth taking only if the part before it is not a sliver of the limit.
-  const least = Math.floor(max / 4);
+  // A break is worth taking only if the part before it is not a sliver of the limit (and never empty).
+  const least = Math.max(1, Math.floor(max / 4));
   const paragraph = window.lastIndexOf('\n\n');
   if (paragraph >= least) return paragraph;
   let sentenceEnd = 0;
@@ -53,5 +54,6 @@ function cutPoint(text: string, max: number): number {
   const space = Math.max(window.lastIndexOf(' '), window.lastIndexOf('\n'));
   if (space >= least) return space;
   const code = text.charCodeAt(max - 1);
-  return code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
+  // Never inside a surrogate pair, unless the pair alone is wider than the limit.
+  return code >= 0xd800 && code <= 0xdbff && max > 1 ? max - 1 : max;
 }

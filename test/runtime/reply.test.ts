@@ -39,4 +39,13 @@ describe('reply step', () => {
     expect(parts.join('')).toBe(emoji);
     expect(parts.every((part) => part.length <= 5 && !/[\uD800-\uDBFF]$/.test(part))).toBe(true);
   });
+
+  it('makes progress with the smallest limits, and refuses a limit below one', () => {
+    for (const max of [1, 2, 3]) {
+      const parts = splitReply('Hi. Ok! 😀 yes', max);
+      expect(parts.every((part) => part.length <= Math.max(max, 2))).toBe(true);
+      expect(parts.join('').replace(/\s/g, '')).toBe('Hi.Ok!😀yes');
+    }
+    expect(() => splitReply('abc', 0)).toThrow(RangeError);
+  });
 });
