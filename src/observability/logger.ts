@@ -49,6 +49,8 @@ export const REDACT_PATHS: readonly string[] = [
   'headers.cookie',
   'headers["set-cookie"]',
   'headers["x-api-key"]',
+  'headers["x-palaver-user-token"]',
+  'headers["x-telegram-bot-api-secret-token"]',
   'headers["proxy-authorization"]',
   'req.headers.cookie',
   'req.headers["x-api-key"]',

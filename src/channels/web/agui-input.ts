@@ -3,8 +3,9 @@ import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import type { InboundMessage } from '../../domain/ports/channel.js';
 import { badTextReason } from './text-check.js';
 
-/** The channel name the AG-UI endpoint uses for its inbound messages. */
-export const WEB_CHANNEL = 'web';
+import { WEB_CHANNEL } from './web-constants.js';
+
+export { WEB_CHANNEL };
 
 /** Longest thread id, run id or user id accepted; they become database keys. */
 const MAX_ID_CHARS = 256;

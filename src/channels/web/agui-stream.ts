@@ -1,5 +1,4 @@
 import type { AGUIEvent } from '@ag-ui/core';
-import { EventEncoder } from '@ag-ui/encoder';
 import { AguiTranslator, type AguiRunRef } from './agui-translator.js';
 
 export interface AguiStreamOptions {
@@ -12,8 +11,10 @@ export interface AguiStreamOptions {
   readonly onClientGone: () => void;
 }
 
-const encoder = new EventEncoder();
 const textEncoder = new TextEncoder();
+
+/** One event as a server-sent event (the translator never sets a field to null, so nothing needs omitting). */
+const encodeSse = (event: AGUIEvent): string => `data: ${JSON.stringify(event)}\n\n`;
 
 /**
  * The server-sent event stream of one AG-UI run: the translator's events go out as `data:` lines, a comment line
@@ -66,7 +67,7 @@ export class AguiStream {
   /** Writes events; closes the stream when they ended the run. Ignored once closed. */
   write(events: readonly AGUIEvent[]): void {
     if (!this.#open) return;
-    for (const event of events) this.#enqueue(encoder.encodeSSE(event));
+    for (const event of events) this.#enqueue(encodeSse(event));
     if (events.length > 0) this.#wrote();
     if (this.translator.isEnded) {
       this.#controller.close();

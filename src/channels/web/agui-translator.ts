@@ -15,8 +15,9 @@ export interface AguiRunIds {
   readonly sessionId?: string;
 }
 
-/** The AG-UI `code` sent in RUN_ERROR when the failure is not a `PalaverError`. */
-export const INTERNAL_ERROR_CODE = 'internal_error';
+import { INTERNAL_ERROR_CODE } from './web-constants.js';
+
+export { INTERNAL_ERROR_CODE };
 
 /** Name of the AG-UI CUSTOM event that tells the page to remove a streamed message; `value` is `{ messageId }`. */
 export const DISCARD_EVENT_NAME = 'palaver.discard';

@@ -12,9 +12,9 @@ import type {
   TurnProgress,
 } from '../../domain/ports/channel.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
-import { parseAguiInput, readCorrelationHeader, readLanguageHint, WEB_CHANNEL } from './agui-input.js';
-import { AguiStream } from './agui-stream.js';
-import { INTERNAL_ERROR_CODE, type AguiRunIds } from './agui-translator.js';
+import type { AguiStream } from './agui-stream.js';
+import type { AguiRunIds } from './agui-translator.js';
+import { INTERNAL_ERROR_CODE, WEB_CHANNEL } from './web-constants.js';
 import { chatPageRoutes } from './chat-page.js';
 import { errorResponse, RequestGuard } from './request-guard.js';
 import { badTextReason } from './text-check.js';
@@ -206,6 +206,7 @@ export class WebChannel implements Channel {
     } catch {
       return json(400, 'invalid_json', 'The body is not valid JSON; send an AG-UI RunAgentInput object.', cors);
     }
+    const { parseAguiInput, readCorrelationHeader, readLanguageHint, AguiStream } = await loadAguiProtocol();
     const parsed = parseAguiInput(body, {
       maxInboundChars: this.#options.maxInboundChars,
       correlationId: readCorrelationHeader(request.headers.get('x-correlation-id') ?? undefined),
@@ -378,4 +379,11 @@ function ids(target: ReplyTarget): AguiRunIds {
 
 function json(status: number, code: string, message: string, headers: Record<string, string> = {}): Response {
   return Response.json({ error: { code, message } }, { status, headers });
+}
+
+let aguiProtocol: Promise<typeof import('./agui-protocol.js')> | undefined;
+
+/** The AG-UI schemas, translator and stream, loaded by the first request that needs them. */
+function loadAguiProtocol(): Promise<typeof import('./agui-protocol.js')> {
+  return (aguiProtocol ??= import('./agui-protocol.js'));
 }

@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
 import { PalaverError } from '../../domain/errors.js';
 import type { Logger } from '../../observability/logger.js';
 import { isLoopbackAddress, isBrowserRequest } from './request-guard.js';
@@ -71,7 +71,7 @@ export type IdentityResult =
 export class WebIdentity {
   readonly #cookieKey: Buffer;
   readonly #apiKeyDigest: Buffer | undefined;
-  readonly #tokens: { readonly key: Uint8Array | JWTVerifyGetKey; readonly options: UserTokenOptions } | undefined;
+  readonly #tokens: { readonly key: Promise<Uint8Array | JWTVerifyGetKey>; readonly options: UserTokenOptions } | undefined;
   readonly #now: () => Date;
 
   /** @throws PalaverError `cookie_secret_unreadable` when the secret file exists but cannot be read or written. */
@@ -81,11 +81,13 @@ export class WebIdentity {
     this.#now = options.now ?? (() => new Date());
     const tokens = options.userTokens;
     if (tokens && (tokens.secret !== undefined || tokens.jwksUrl !== undefined)) {
-      const key =
+      // jose loads only where user tokens are configured, and the JWKS is fetched on the first token.
+      const key: Promise<Uint8Array | JWTVerifyGetKey> =
         tokens.secret !== undefined
-          ? new TextEncoder().encode(tokens.secret)
+          ? Promise.resolve(new TextEncoder().encode(tokens.secret))
           : // Bounded: a JWKS that does not answer within 5 s fails the token, and is not fetched again for 30 s.
-            createRemoteJWKSet(new URL(tokens.jwksUrl!), { timeoutDuration: 5_000, cooldownDuration: 30_000 });
+            loadJose().then((jose) => jose.createRemoteJWKSet(new URL(tokens.jwksUrl!), { timeoutDuration: 5_000, cooldownDuration: 30_000 }));
+      key.catch(() => {});
       this.#tokens = { key, options: tokens };
     }
   }
@@ -173,17 +175,20 @@ export class WebIdentity {
         ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
         ...(options.audience === undefined ? {} : { audience: options.audience }),
       };
+      const jose = await loadJose();
+      const resolved = await key;
       const { payload } =
-        key instanceof Uint8Array ? await jwtVerify(token, key, verifyOptions) : await jwtVerify(token, key, verifyOptions);
+        resolved instanceof Uint8Array ? await jose.jwtVerify(token, resolved, verifyOptions) : await jose.jwtVerify(token, resolved, verifyOptions);
       const sub = payload.sub;
       if (typeof sub !== 'string' || sub === '' || sub.length > MAX_USER_ID_CHARS || badTextReason(sub) !== undefined) {
         return refuse(401, 'invalid_user_token', `The user token's sub must be a user id of 1 to ${MAX_USER_ID_CHARS} characters without NUL or lone surrogates.`);
       }
       return { ok: true, caller: { kind: 'token', accountId: `token:${sub}` } };
     } catch (error) {
-      if (error instanceof joseErrors.JWTExpired) return refuse(401, 'user_token_expired', 'The user token has expired; get a fresh one from the site that embeds the chat.');
+      const { errors } = await loadJose();
+      if (error instanceof errors.JWTExpired) return refuse(401, 'user_token_expired', 'The user token has expired; get a fresh one from the site that embeds the chat.');
       // jose's message names the failed check (signature, claim, algorithm), never the token itself.
-      const reason = error instanceof joseErrors.JOSEError ? error.message : 'it could not be verified';
+      const reason = error instanceof errors.JOSEError ? error.message : 'it could not be verified';
       return refuse(401, 'invalid_user_token', `The user token was refused: ${reason}.`);
     }
   }
@@ -256,4 +261,10 @@ function loadCookieSecret(options: WebIdentityOptions): string {
   }
   options.logger.warn({ file }, 'generated a web cookie secret and saved it; set channels.web.cookieSecret or PALAVER_COOKIE_SECRET to choose it (processes sharing a database need the same one)');
   return secret;
+}
+
+let jose: Promise<typeof import('jose')> | undefined;
+
+function loadJose(): Promise<typeof import('jose')> {
+  return (jose ??= import('jose'));
 }
