@@ -2,7 +2,9 @@ import { join } from 'node:path';
 import type { PalaverConfig, PalaverConfigInput } from '../config/index.js';
 import { createDemoTools } from '../demo/demo-tools.js';
 import { PACKAGE_ROOT } from '../package-root.js';
-import { demoScript, startScriptedModelServer, type ScriptedModelServer } from '../testing/index.js';
+// The scripted server's own modules, not the testing index (which also brings the fake Telegram server).
+import { demoScript } from '../testing/demo-script.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../testing/scripted-model-server.js';
 import type { LocalTool } from '../tools/define-tool.js';
 
 const DEMO_MODEL = 'palaver-demo-script';
@@ -26,12 +28,18 @@ export async function startDemo(timeZone: string): Promise<Demo> {
     },
     tools: createDemoTools({ timeZone }),
     banner: (config) =>
-      config.model.baseUrl === server.baseUrl
-        ? [
-            'DEMO MODE: replies come from a scripted model, not a real LLM.',
-            'Try: "what time is it?", "remember: buy milk", "list my notes".',
-            'For a real model: PALAVER_LLM_BASE_URL=<OpenAI-compatible /v1 URL> PALAVER_MODEL=<name> PALAVER_LLM_API_KEY=<key> npm start -- --demo',
-          ].join('\n')
-        : `DEMO AGENT on a real model: ${config.model.name} at ${config.model.baseUrl ?? 'the OpenAI API'} (set by PALAVER_* variables).`,
+      [demoBanner(config), config.channels.telegram.enabled && config.channels.telegram.token ? 'Telegram: the demo agent answers your bot too (TELEGRAM_BOT_TOKEN); open the bot in Telegram and send /start.' : '']
+        .filter(Boolean)
+        .join('\n'),
   };
+
+  function demoBanner(config: PalaverConfig): string {
+    return config.model.baseUrl === server.baseUrl
+      ? [
+          'DEMO MODE: replies come from a scripted model, not a real LLM.',
+          'Try: "what time is it?", "remember: buy milk", "list my notes".',
+          'For a real model: PALAVER_LLM_BASE_URL=<OpenAI-compatible /v1 URL> PALAVER_MODEL=<name> PALAVER_LLM_API_KEY=<key> npm start -- --demo',
+        ].join('\n')
+      : `DEMO AGENT on a real model: ${config.model.name} at ${config.model.baseUrl ?? 'the OpenAI API'} (set by PALAVER_* variables).`;
+  }
 }

@@ -115,8 +115,6 @@ export class TelegramBotChannel implements Channel {
     this.#bot = new Bot(options.token, {
       client: { apiRoot: options.apiRoot ?? 'https://api.telegram.org', timeoutSeconds: options.requestTimeoutSeconds ?? 75 },
     });
-    // A 429 is waited out (its retry_after), 5xx and network errors retried a few times: no reply is lost to a rate limit.
-    this.#bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
     this.#drafts = new DraftStreamer({ api: this.#bot.api, logger: this.#logger, intervalMs: options.draftIntervalMs ?? 1_000, format: (text) => toTelegramMessage(text) });
     this.#installHandlers();
     this.routes = options.mode === 'webhook' ? [{ method: 'POST', path: '/telegram/webhook', access: 'public', maxBodyBytes: 1024 * 1024, handle: (request, info) => this.#webhook(request, info.remoteAddress) }] : [];
@@ -135,11 +133,10 @@ export class TelegramBotChannel implements Channel {
   async start(context: ChannelContext): Promise<void> {
     if (this.#context) throw new Error('TelegramBotChannel.start() was called twice; a channel belongs to one Palaver.');
     this.#context = context;
-    try {
-      await this.#bot.init();
-    } catch (error) {
-      throw fatalError(error) ?? new ChannelError('unreachable', this.name, `Telegram's Bot API did not answer getMe: ${(error as Error).message}`, { cause: error });
-    }
+    this.#bot.botInfo = await this.#getMe();
+    // From here on a 429 is waited out (its retry_after) and 5xx and network errors are retried a few times, so no
+    // reply is lost to a rate limit. Not for getMe above: a wrong token or API root must fail the start at once.
+    this.#bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
     const me = this.#bot.botInfo;
     this.#logger.info({ botId: me.id, username: me.username, mode: this.#options.mode ?? 'polling' }, 'telegram bot connected');
     this.#businesses = new BusinessConnections(context.state, this.#bot.api, this.#logger);
@@ -167,6 +164,25 @@ export class TelegramBotChannel implements Channel {
       },
     });
     await this.#poller.start();
+  }
+
+  /**
+   * Who the bot is, asked three times at most (grammY's own `init` would retry a network error forever, so a wrong
+   * API root would hang the start without a word).
+   */
+  async #getMe(): Promise<UserFromGetMe> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#bot.api.getMe(AbortSignal.timeout(15_000) as Parameters<Api['getMe']>[0]);
+      } catch (error) {
+        const fatal = fatalError(error);
+        if (fatal) throw fatal;
+        if (attempt >= 3) {
+          throw new ChannelError('unreachable', this.name, `Telegram's Bot API at ${this.#options.apiRoot ?? 'https://api.telegram.org'} did not answer getMe: ${(error as Error).message}`, { cause: error });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1_000 * attempt));
+      }
+    }
   }
 
   /** Stops polling (the webhook answers 503); replies still go out, since the pipeline drains after. Safe twice. */
