@@ -1,12 +1,11 @@
 import type { ModelEndpointConfig, PalaverConfig } from '../config/schema.js';
-import type { ModelProvider, ModelSet } from '../domain/ports/model-provider.js';
+import type { ModelCapabilities, ModelProvider, ModelRequest, ModelResponse, ModelSet } from '../domain/ports/model-provider.js';
 import type { OpenAIClientOptions } from './openai-client.js';
-import { OpenAIChatProvider } from './openai-chat-provider.js';
-import { OpenAIResponsesProvider } from './openai-responses-provider.js';
 
 /**
  * Builds the primary and fallback providers of `config.model`. The fallback inherits `provider`, `baseUrl` and
- * `apiKey` from the primary when it does not set them.
+ * `apiKey` from the primary when it does not set them. The `openai` SDK loads with the first model call, not at
+ * start-up: a server reaches `/health` without it.
  */
 export function createModelSet(config: PalaverConfig['model'], options: OpenAIClientOptions = {}): ModelSet {
   const { fallback, prices: _prices, currency: _currency, ...primary } = config;
@@ -22,12 +21,48 @@ export function createModelSet(config: PalaverConfig['model'], options: OpenAICl
   return { primary: primaryProvider, fallback: createEndpointProvider(fallbackConfig, options) };
 }
 
-/** One endpoint, no fallback. */
+/** One endpoint, no fallback; its SDK client is made on the first call. */
 export function createEndpointProvider(config: ModelEndpointConfig, options: OpenAIClientOptions = {}): ModelProvider {
-  switch (config.provider) {
-    case 'openai-chat':
-      return new OpenAIChatProvider(config, options);
-    case 'openai-responses':
-      return new OpenAIResponsesProvider(config, options);
+  return new DeferredProvider(config, options);
+}
+
+/** What each provider kind can do, known from config alone (the providers declare the same). */
+const CAPABILITIES: Readonly<Record<ModelEndpointConfig['provider'], ModelCapabilities>> = {
+  'openai-chat': { responseChains: false, hostedMcp: false },
+  'openai-responses': { responseChains: true, hostedMcp: true },
+};
+
+/** A provider whose implementation (and the SDK under it) loads on the first `complete`. */
+class DeferredProvider implements ModelProvider {
+  readonly kind: string;
+  readonly model: string;
+  readonly capabilities: ModelCapabilities;
+  readonly #config: ModelEndpointConfig;
+  readonly #options: OpenAIClientOptions;
+  #provider: Promise<ModelProvider> | undefined;
+
+  constructor(config: ModelEndpointConfig, options: OpenAIClientOptions) {
+    this.kind = config.provider;
+    this.model = config.name;
+    this.capabilities = CAPABILITIES[config.provider];
+    this.#config = config;
+    this.#options = options;
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    return (await (this.#provider ??= this.#load())).complete(request);
+  }
+
+  async #load(): Promise<ModelProvider> {
+    switch (this.#config.provider) {
+      case 'openai-chat': {
+        const { OpenAIChatProvider } = await import('./openai-chat-provider.js');
+        return new OpenAIChatProvider(this.#config, this.#options);
+      }
+      case 'openai-responses': {
+        const { OpenAIResponsesProvider } = await import('./openai-responses-provider.js');
+        return new OpenAIResponsesProvider(this.#config, this.#options);
+      }
+    }
   }
 }

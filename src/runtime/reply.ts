@@ -16,7 +16,8 @@ export function checkReply(text: string, capabilities: ChannelCapabilities): Che
   return { ok: true, text: trimmed, parts: splitReply(trimmed, capabilities.maxMessageChars) };
 }
 
-const sentences = new Intl.Segmenter(undefined, { granularity: 'sentence' });
+// Made on the first reply long enough to split: building a segmenter loads ICU's sentence data (~15 ms).
+let sentences: Intl.Segmenter | undefined;
 
 /**
  * Splits `text` into parts of at most `max` UTF-16 units (what Telegram and most channels count): at the last
@@ -46,6 +47,7 @@ function cutPoint(text: string, max: number): number {
   if (paragraph >= least) return paragraph;
   let sentenceEnd = 0;
   // The window's last segment may be a sentence cut short by the window: only boundaries inside it count.
+  sentences ??= new Intl.Segmenter(undefined, { granularity: 'sentence' });
   for (const segment of sentences.segment(text.slice(0, max + 1))) {
     const end = segment.index + segment.segment.length;
     if (end <= max) sentenceEnd = end;
