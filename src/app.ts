@@ -239,6 +239,14 @@ async function configuredChannels(config: PalaverConfig, logger: Logger): Promis
   const telegram = config.channels.telegram;
   if (telegram.enabled && telegram.token) {
     const { TelegramBotChannel } = await import('./channels/telegram-bot/telegram-bot-channel.js');
+    const { createTranscriber } = await import('./models/openai-transcription.js');
+    // Voice messages go to the model's endpoint unless channels.telegram.transcription names another.
+    const transcriptionKey = telegram.transcription.apiKey ?? (telegram.transcription.baseUrl === undefined ? config.model.apiKey : undefined);
+    const { transcribe } = createTranscriber({
+      baseUrl: telegram.transcription.baseUrl ?? config.model.baseUrl ?? 'https://api.openai.com/v1',
+      model: telegram.transcription.model,
+      ...(transcriptionKey === undefined ? {} : { apiKey: transcriptionKey }),
+    });
     channels.push(
       new TelegramBotChannel({
         token: telegram.token,
@@ -250,6 +258,7 @@ async function configuredChannels(config: PalaverConfig, logger: Logger): Promis
         ...(telegram.maxWaitMs === undefined ? {} : { maxWaitMs: telegram.maxWaitMs }),
         groupAnswer: telegram.groups.answer,
         drafts: telegram.drafts,
+        transcribe,
         agentName: config.agent.name,
         logger: logger.child({ channel: 'telegram-bot' }),
       }),
