@@ -110,11 +110,14 @@ describe('config', () => {
     expect(loadConfig({ cwd: dir, env: { PALAVER_CONFIG: join(viaFile, 'palaver.config.json') } }).config.database.url).toBe(`sqlite:${join(viaFile, 'db', 'agent.db')}`);
   });
 
-  it('has a channels section with the web channel on by default', () => {
-    expect(parseConfig({ model: { name: 'm' } }).channels).toEqual({ web: { enabled: true } });
+  it('has a channels section with the web channel on by default and Telegram only with a token', () => {
+    const { channels } = parseConfig({ model: { name: 'm' } });
+    expect(channels.web).toMatchObject({ enabled: true });
+    expect(channels.telegram).toMatchObject({ enabled: true, quietWindowMs: 2500 });
+    expect(channels.telegram.token).toBeUndefined();
     expect(parseConfig({ model: { name: 'm' }, channels: { web: { enabled: false } } }).channels.web.enabled).toBe(false);
     expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { enabled: 'no' } } })).toThrow(/channels\.web\.enabled/);
-    expect(() => parseConfig({ model: { name: 'm' }, channels: { telegram: {} } })).toThrow(/Unknown key "telegram" in channels/);
+    expect(() => parseConfig({ model: { name: 'm' }, channels: { telegrm: {} } })).toThrow(/Unknown key "telegrm" in channels; did you mean "telegram"\?/);
   });
 
   it('runs the single flow unless told otherwise, and refuses flows it does not have', () => {
