@@ -130,6 +130,11 @@ export const configSchema = z.strictObject({
     .strictObject({
       /** Model calls running at once across all conversations. */
       maxConcurrentModelCalls: z.number().int().min(1).max(1024).default(16),
+      /**
+       * Turns running at once across all conversations; more wait in the inbox, holding only their messages (a crowd
+       * of thousands then costs memory per message, not per half-run turn).
+       */
+      maxConcurrentTurns: z.number().int().min(1).max(10_000).default(64),
       /** Longest accepted inbound text, in characters. */
       maxInboundChars: z.number().int().min(1).default(16_000),
     })

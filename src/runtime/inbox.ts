@@ -14,6 +14,12 @@ export interface InboxOptions<Item> {
    * waiting items that may; the rest wait for the next turn (in a group chat, a batch never mixes senders).
    */
   readonly sameBatch?: (first: Item, item: Item) => boolean;
+  /**
+   * Turns running at once across all conversations (default: no limit). Conversations ready beyond it wait their
+   * turn in arrival order, holding only their queued messages: a crowd of thousands costs memory per message, not
+   * per half-run turn.
+   */
+  readonly maxRunning?: number;
 }
 
 /** When a conversation's next turn may start. */
@@ -40,6 +46,9 @@ export class Inbox<Item> {
   readonly #options: InboxOptions<Item>;
   readonly #conversations = new Map<string, Conversation<Item>>();
   readonly #idle = new Set<() => void>();
+  /** Conversations whose turn may start but waits for a free slot, oldest first. */
+  readonly #ready: [string, Conversation<Item>][] = [];
+  #running = 0;
 
   constructor(options: InboxOptions<Item>) {
     this.#options = options;
@@ -76,23 +85,37 @@ export class Inbox<Item> {
     clearTimeout(conversation.timer);
     const { quietWindowMs, maxWaitMs } = conversation.window;
     if (quietWindowMs <= 0) {
-      void this.#drainConversation(key, conversation);
+      this.#start(key, conversation);
       return;
     }
     const now = performance.now();
     const due = Math.min(conversation.lastArrivedAt + quietWindowMs, conversation.firstWaitingAt + Math.max(quietWindowMs, maxWaitMs));
-    conversation.timer = setTimeout(() => void this.#drainConversation(key, conversation), Math.max(0, due - now));
+    conversation.timer = setTimeout(() => this.#start(key, conversation), Math.max(0, due - now));
+  }
+
+  /** Starts the conversation's turn now, or queues it for the next free slot. */
+  #start(key: string, conversation: Conversation<Item>): void {
+    conversation.timer = undefined;
+    conversation.running = true;
+    if (this.#running >= (this.#options.maxRunning ?? Number.POSITIVE_INFINITY)) {
+      this.#ready.push([key, conversation]);
+      return;
+    }
+    void this.#drainConversation(key, conversation);
   }
 
   async #drainConversation(key: string, conversation: Conversation<Item>): Promise<void> {
-    conversation.timer = undefined;
-    conversation.running = true;
+    this.#running += 1;
+    // Taken now, not when it became ready: what arrived while it waited for a slot joins this turn.
     const batch = this.#takeBatch(conversation);
     try {
       await this.#options.runBatch(key, batch);
     } catch (error) {
       this.#options.onError(error, key);
     }
+    this.#running -= 1;
+    const next = this.#ready.shift();
+    if (next) void this.#drainConversation(next[0], next[1]);
     conversation.running = false;
     if (conversation.pending.length > 0) {
       // Messages that came during the turn start exactly one next turn, after their own quiet window.

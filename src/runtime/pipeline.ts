@@ -18,6 +18,8 @@ export interface PipelineOptions {
    * process (or this one restarted) answers it once the lease ran out. Default 15 000.
    */
   readonly leaseMs?: number;
+  /** Turns running at once across all conversations (default: no limit). */
+  readonly maxConcurrentTurns?: number;
 }
 
 const DEFAULT_LEASE_MS = 15_000;
@@ -60,6 +62,7 @@ export class Pipeline {
     this.#inbox = new Inbox({
       runBatch: (_key, batch) => this.#runBatch(batch),
       onError: (error, key) => deps.logger.error({ err: error, conversation: key }, 'turn crashed'),
+      ...(options.maxConcurrentTurns === undefined ? {} : { maxRunning: options.maxConcurrentTurns }),
       // In a group chat each turn answers one sender: a batch never mixes them.
       sameBatch: (first, item) => first.inbound.conversationKind === 'direct' || first.inbound.accountId === item.inbound.accountId,
     });

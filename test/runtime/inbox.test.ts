@@ -121,4 +121,34 @@ describe('Inbox', () => {
     expect(errors.map((error) => (error as Error).message)).toEqual(['model down']);
     expect(batches).toEqual([['x'], ['y']]);
   });
+
+  it('runs at most maxRunning turns at once across conversations, the others in arrival order as slots free up', async () => {
+    const started: string[] = [];
+    let running = 0;
+    let maxSeen = 0;
+    const releases: (() => void)[] = [];
+    const inbox = new Inbox<string>({
+      onError: () => {},
+      maxRunning: 2,
+      runBatch: async (key) => {
+        started.push(key);
+        running++;
+        maxSeen = Math.max(maxSeen, running);
+        await new Promise<void>((resolve) => releases.push(resolve));
+        running--;
+      },
+    });
+    for (const key of ['a', 'b', 'c', 'd']) inbox.submit(key, key);
+    expect(started).toEqual(['a', 'b']);
+    releases.shift()!();
+    await expect.poll(() => started.length).toBe(3);
+    expect(started).toEqual(['a', 'b', 'c']);
+    while (releases.length > 0 || started.length < 4) {
+      releases.shift()?.();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await inbox.drain();
+    expect(started).toEqual(['a', 'b', 'c', 'd']);
+    expect(maxSeen).toBe(2);
+  });
 });
