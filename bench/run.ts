@@ -23,6 +23,7 @@ import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:o
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
+import { measureInboxLoad, type InboxLoadResult } from './inbox-load.js';
 import { measureStartDemo, type StartDemoResult } from './start-demo.js';
 import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
 import { mergeMeasurements, scenarioResult, type ChunkCommand, type ChunkReply, type RunMeasurement, type ScenarioResult } from './stats.js';
@@ -35,7 +36,7 @@ interface Options {
   turns: number | undefined;
   runs: number;
   concurrency: number[];
-  only: 'turns' | 'mcp' | 'start' | undefined;
+  only: 'turns' | 'mcp' | 'start' | 'inbox' | undefined;
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
@@ -68,7 +69,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp' && only !== 'start') throw new Error('--only takes turns, mcp or start');
+        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox') throw new Error('--only takes turns, mcp, start or inbox');
         options.only = only;
         break;
       }
@@ -80,7 +81,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start] [--json file] [--cpu-prof]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox] [--json file] [--cpu-prof]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -393,6 +394,21 @@ if (mcpRecords.length > 0) {
   for (const line of overheads) console.log(line);
 }
 
+const inboxRecords: (InboxLoadResult & { run: number })[] = [];
+if (options.only === undefined || options.only === 'inbox') {
+  const conversations = options.quick ? 1_000 : 10_000;
+  console.log(`\nThe inbox under load (${conversations} conversations at once; bursts of three against a 2500 ms quiet window):`);
+  for (let run = 1; run <= options.runs; run += 1) {
+    const result = await measureInboxLoad({ conversations, bursts: options.quick ? 8 : 40 });
+    inboxRecords.push({ ...result, run });
+    console.log(
+      `  run ${run}: ${result.answered} answered once, ${result.lost} lost, ${result.duplicates} answered twice; drained in ${(result.drainMs / 1000).toFixed(1)} s; ` +
+        `peak RSS ${result.peakRssMb.toFixed(0)} MB (goal < 300 MB: ${result.peakRssMb < 300 ? 'met' : 'NOT met'}); last message of a burst → reply sent: p50 ${result.burstLatency.p50Ms.toFixed(0)} ms, ` +
+        `p99 ${result.burstLatency.p99Ms.toFixed(0)} ms (goal ≤ ${result.quietWindowMs + 50} ms: ${result.burstLatency.p99Ms <= result.quietWindowMs + 50 ? 'met' : 'NOT met'}), ${result.burstTurns}/${result.bursts} bursts answered`,
+    );
+  }
+}
+
 if (startRecords.length > 0) {
   const startup = middle(startRecords.map((r) => r.startupMs));
   const idle = middle(startRecords.map((r) => r.idleRssMb));
@@ -411,6 +427,6 @@ if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node -
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }
