@@ -48,13 +48,13 @@ export interface StartDemoOptions {
 }
 
 /** CPU time of a process so far, in ms (utime + stime of /proc/<pid>/stat, in clock ticks of 10 ms). */
-function procCpuMs(pid: number): number {
+export function procCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-function procStatusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+export function procStatusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
     .find((l) => l.startsWith(`${field}:`));
