@@ -36,6 +36,7 @@ export class KyselyInboundRepository implements InboundRepository {
         display_name: message.displayName,
         conversation_kind: message.conversationKind,
         received_at: now,
+        arrival: nextArrival(now),
         owner: lease.owner,
         lease_until: now + lease.leaseMs,
       };
@@ -74,7 +75,7 @@ export class KyselyInboundRepository implements InboundRepository {
     return storeOperation('inbound.claimExpired', async () => {
       if (input.channels.length === 0 || input.limit <= 0) return [];
       const now = this.#ctx.now();
-      const rows = await claimExpired(this.#ctx.db, this.#ctx.dialect, 'inbound_messages', { ...input, now, leaseUntil: now + input.leaseMs, order: ['received_at', 'id'] });
+      const rows = await claimExpired(this.#ctx.db, this.#ctx.dialect, 'inbound_messages', { ...input, now, leaseUntil: now + input.leaseMs, order: ['arrival', 'id'] });
       return rows.map(toInboundRecord);
     });
   }
@@ -87,7 +88,7 @@ export class KyselyInboundRepository implements InboundRepository {
         .selectAll()
         .where('session_id', '=', sessionId)
         .where('state', '=', 'queued')
-        .orderBy('received_at')
+        .orderBy('arrival')
         .orderBy('id')
         .execute();
       return rows.map(toInboundRecord);
@@ -113,6 +114,7 @@ const insertQuery = prepared(
       display_name: string | null;
       conversation_kind: string;
       received_at: number;
+      arrival: number;
       owner: string;
       lease_until: number;
     },
@@ -133,6 +135,7 @@ const insertQuery = prepared(
       display_name: $.display_name,
       conversation_kind: $.conversation_kind,
       received_at: $.received_at,
+      arrival: $.arrival,
       owner: $.owner,
       lease_until: $.lease_until,
     }),
@@ -141,6 +144,14 @@ const insertQuery = prepared(
 const markAnsweredQuery = prepared((db, $: { id: string; replyId: string; replySeq: number; now: number }) =>
   db.updateTable('inbound_messages').set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null }).where('id', '=', $.id),
 );
+
+let lastArrival = 0;
+
+/** Epoch microseconds, strictly increasing in this process: messages stored within one millisecond keep their order. */
+function nextArrival(nowMs: number): number {
+  lastArrival = Math.max(nowMs * 1000, lastArrival + 1);
+  return lastArrival;
+}
 
 function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
   return {

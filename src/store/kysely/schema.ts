@@ -127,6 +127,8 @@ export interface InboundMessagesTable {
   display_name: string | null;
   conversation_kind: ColumnType<string, string | undefined, string>;
   received_at: EpochMillis;
+  /** Order of arrival (epoch microseconds, strictly increasing per writing process). */
+  arrival: ColumnType<number | string, number, number>;
   /** `queued` until the turn that answers it commits, then `answered`. */
   state: ColumnType<string, string | undefined, string>;
   /** The process holding the lease. */

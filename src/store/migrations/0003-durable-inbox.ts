@@ -27,6 +27,9 @@ export function durableInboxMigration(_dialect: StoreDialect): Migration {
         .addColumn('display_name', 'text')
         .addColumn('conversation_kind', 'text', (col) => col.notNull().defaultTo('direct'))
         .addColumn('received_at', 'bigint', (col) => col.notNull())
+        // Order of arrival: epoch microseconds made strictly increasing by the writing process, so two messages of
+        // one millisecond keep their order (received_at alone would tie).
+        .addColumn('arrival', 'bigint', (col) => col.notNull())
         .addColumn('state', 'text', (col) => col.notNull().defaultTo('queued'))
         .addColumn('owner', 'text')
         .addColumn('lease_until', 'bigint', (col) => col.notNull())
@@ -49,7 +52,7 @@ export function durableInboxMigration(_dialect: StoreDialect): Migration {
         .columns(['lease_until'])
         .where(sql.ref('state'), '=', 'queued')
         .execute();
-      await db.schema.createIndex('inbound_messages_session_idx').on('inbound_messages').columns(['session_id', 'received_at']).execute();
+      await db.schema.createIndex('inbound_messages_session_idx').on('inbound_messages').columns(['session_id', 'arrival']).execute();
       await db.schema.dropTable('inbound_keys').execute();
     },
 
