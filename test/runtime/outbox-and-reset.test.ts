@@ -76,7 +76,7 @@ describe('inbox policy', () => {
   it('answers a burst within the channel\'s quiet window with one turn', async () => {
     harness = await createHarness((call) => ({ text: `got ${userTexts(call).join('+')}` }));
     const chat = new (class extends MemoryChannel {
-      readonly inbox = { quietWindowMs: 150 };
+      readonly inbox = { quietWindowMs: 600 };
     })({ name: 'chat' });
     await harness.start({}, { channels: [chat] });
     const said = [await chat.say('a', { accountId: 'gus' }), await chat.say('b', { accountId: 'gus' }), await chat.say('c', { accountId: 'gus' })];
