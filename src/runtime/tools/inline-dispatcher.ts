@@ -18,6 +18,7 @@ export class InlineToolDispatcher implements ToolDispatcher {
     const started = performance.now();
     let role: string | undefined;
     let flowState: Record<string, unknown> | undefined;
+    let ownSignal: AbortSignal | undefined;
     const ctx: ToolCallContext = {
       userId: request.userId,
       accounts: request.accounts,
@@ -25,8 +26,11 @@ export class InlineToolDispatcher implements ToolDispatcher {
       conversationId: request.conversationId,
       correlationId: request.correlationId,
       callId: request.callId,
-      // Without a turn signal, one of the call's own, so listeners a tool leaves behind go with the call.
-      signal: options.signal ?? new AbortController().signal,
+      // Without a turn signal, one of the call's own, so listeners a tool leaves behind go with the call; made only
+      // for a tool that reads it (an AbortSignal is not cheap to make).
+      get signal() {
+        return options.signal ?? (ownSignal ??= new AbortController().signal);
+      },
       role: request.role,
       setRole: (next) => (role = next),
       getFlowState: (namespace) => (flowState && namespace in flowState ? (flowState[namespace] ?? undefined) : request.flowState[namespace]),
