@@ -220,10 +220,11 @@ export class Pipeline {
     if (!outcome) {
       // Nothing could be stored (the database failed): the messages stay in the inbox and are tried again later
       // (by this process while it runs; by the next one, through their leases, if it stops first).
-      if (!this.#stopped) {
-        const retry = setTimeout(() => batch.forEach((item) => this.#queue(item.channel, item, item.inbound, undefined)), Math.max(50, Math.floor(this.#leaseMs / 3)));
-        retry.unref();
-      }
+      const retry = setTimeout(() => {
+        // Checked when it fires: a Palaver closed meanwhile leaves them to its successor.
+        if (!this.#stopped) batch.forEach((item) => this.#queue(item.channel, item, item.inbound, undefined));
+      }, Math.max(50, Math.floor(this.#leaseMs / 3)));
+      retry.unref();
       return;
     }
     this.#deps.logger.info(

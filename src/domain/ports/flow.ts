@@ -122,8 +122,8 @@ export interface FlowResult {
   readonly text: string;
   /** Records the person never sees: tool traffic, stage outputs. Stored with audience `audit`. */
   readonly audit: readonly NewMessage[];
+  /** Every model call the flow made, with its tokens (the turn prices and sums them). */
   readonly modelCalls: readonly ModelCallRecord[];
-  readonly usage: TokenUsage;
   /** The user's state after the flow: role, chain, recent tool calls, flow state. */
   readonly state: FlowState;
 }

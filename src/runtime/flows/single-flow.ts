@@ -76,10 +76,6 @@ export const singleFlow: Flow = {
           request.correlationId,
         ),
         modelCalls,
-        usage: {
-          inputTokens: modelCalls.reduce((sum, call) => sum + call.usage.inputTokens, 0),
-          outputTokens: modelCalls.reduce((sum, call) => sum + call.usage.outputTokens, 0),
-        },
         state: { ...state, responseChainId: keepsChain ? loop.responseId! : null },
       };
     }
