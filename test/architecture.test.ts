@@ -19,9 +19,9 @@ function imports(file: string): string[] {
 }
 
 /** Libraries the core may use: small, pure helpers. No SDK, driver, server framework or channel library. */
-const CORE_PACKAGES = new Set(['zod', 'lru-cache', 'decimal.js']);
-/** Folders of `src/` the core may import from (the core itself, and type-only observability). */
-const CORE_FOLDERS = ['domain', 'runtime', 'observability'];
+const CORE_PACKAGES = new Set(['zod', 'lru-cache', 'decimal.js', 'intl-messageformat', 'bcp-47-match']);
+/** Folders of `src/` the core may import from (the core itself, Palaver's own texts, and type-only observability). */
+const CORE_FOLDERS = ['domain', 'runtime', 'i18n', 'observability'];
 
 describe('architecture', () => {
   const core = [...sourceFiles(join(SRC, 'domain')), ...sourceFiles(join(SRC, 'runtime'))];

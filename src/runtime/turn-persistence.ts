@@ -3,7 +3,7 @@ import type { TurnOutcome } from '../domain/ports/channel.js';
 import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
 import type { DeliveryRecord, Store } from '../domain/ports/store.js';
 import { costOf, sumCosts } from '../domain/money.js';
-import { apologyFor } from './apology.js';
+import { systemText } from '../i18n/index.js';
 import type { UserState } from './context/user-state.js';
 import type { ModelFailures } from './flow-context.js';
 import { splitReply } from './reply.js';
@@ -59,7 +59,7 @@ export async function persistFailure(scope: TurnScope, failures: ModelFailures):
   // The store is the truth after a failure: the next turn reloads what it needs.
   deps.cache.forgetHistory(scope.session.id);
   deps.cache.forgetState(scope.user.id);
-  const apology = apologyFor(scope.language);
+  const apology = systemText(scope.language, 'turn.apology', undefined, deps.agent.defaultLanguage);
   const usage = usageOf(scope, scope.modelCalls);
   const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
   const state: UserState = { ...scope.initialState, responseChainId: null };

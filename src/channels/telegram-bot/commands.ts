@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Api } from 'grammy';
 import type { ChannelStateStore } from '../../domain/ports/channel.js';
 import type { Logger } from '../../observability/logger.js';
-import { CATALOGUE, type CatalogueLanguage } from './catalogue.js';
+import { SYSTEM_TEXT_LANGUAGES, systemText } from '../../i18n/index.js';
 
 /**
  * Registers the bot's commands (`/start`, `/reset`), description and short description, in English (the default)
@@ -10,19 +10,15 @@ import { CATALOGUE, type CatalogueLanguage } from './catalogue.js';
  * state, per bot): a restart loop must not earn a long 429 for setMyCommands. A failure is logged, not fatal.
  */
 export async function registerCommands(api: Api, state: ChannelStateStore, botId: number, agentName: string, logger: Logger): Promise<void> {
-  const languages = Object.keys(CATALOGUE) as CatalogueLanguage[];
-  const spec = languages.map((language) => {
-    const texts = CATALOGUE[language];
-    return {
-      language,
-      commands: [
-        { command: 'start', description: texts.commandStart },
-        { command: 'reset', description: texts.commandReset },
-      ],
-      description: texts.description.replaceAll('{name}', agentName).slice(0, 512),
-      shortDescription: texts.shortDescription.replaceAll('{name}', agentName).slice(0, 120),
-    };
-  });
+  const spec = SYSTEM_TEXT_LANGUAGES.map((language) => ({
+    language,
+    commands: [
+      { command: 'start', description: systemText(language, 'telegram.commandStart') },
+      { command: 'reset', description: systemText(language, 'telegram.commandReset') },
+    ],
+    description: systemText(language, 'telegram.description', { name: agentName }).slice(0, 512),
+    shortDescription: systemText(language, 'telegram.shortDescription', { name: agentName }).slice(0, 120),
+  }));
   const hash = createHash('sha256').update(JSON.stringify(spec)).digest('hex');
   const key = `commands-hash:${botId}`;
   if ((await state.get(key)) === hash) return;

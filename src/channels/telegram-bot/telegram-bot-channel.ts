@@ -20,7 +20,7 @@ import { silentLogger, type Logger } from '../../observability/logger.js';
 import { addressOf, conversationIdOf, TELEGRAM_BOT_CHANNEL, type ChatAddress } from './address.js';
 import { BusinessConnections } from './business.js';
 import { registerCommands } from './commands.js';
-import { say, type ChannelTexts } from './catalogue.js';
+import { systemText, type SystemTextKey } from '../../i18n/index.js';
 import { DraftStreamer } from './drafts.js';
 import { toTelegramMessage } from './format.js';
 import { AUDIO_PLACEHOLDER, commandOf, isAddressedToBot, readMessage, type ReadMessage } from './inbound.js';
@@ -337,7 +337,7 @@ export class TelegramBotChannel implements Channel {
     };
     const command = commandOf(message, me);
     if (shared && !isAddressedToBot(message, me) && (this.#options.groupAnswer ?? 'mention') === 'mention') return;
-    if (command === 'start') return this.#tell(address, from.language_code, 'greeting');
+    if (command === 'start') return this.#tell(address, from.language_code, 'telegram.greeting');
     if (command === 'reset') return this.#reset(address, String(from.id), from.language_code);
     await this.#handle(message, address);
   }
@@ -387,7 +387,7 @@ export class TelegramBotChannel implements Channel {
     } catch (error) {
       if (!(error instanceof ChannelError)) throw error;
       this.#logger.info({ err: error, conversationId, messageId: message.message_id }, 'telegram message refused');
-      const texts: Partial<Record<string, keyof ChannelTexts>> = { busy: 'busy', forbidden: 'resetForbidden', inbound_invalid: /long/i.test(error.message) ? 'tooLong' : 'unreadable' };
+      const texts: Partial<Record<string, SystemTextKey>> = { busy: 'inbox.busy', forbidden: 'reset.forbidden', inbound_invalid: /long/i.test(error.message) ? 'inbound.tooLong' : 'inbound.unreadable' };
       const key = texts[error.code];
       if (key && error.code !== 'forbidden') await this.#tell(address, from.language_code, key);
     }
@@ -397,7 +397,7 @@ export class TelegramBotChannel implements Channel {
   async #transcribe(read: ReadMessage, address: ChatAddress, language: string | undefined): Promise<string | undefined> {
     const audio = read.audio!;
     if (!this.#options.transcribe) {
-      await this.#tell(address, language, 'voiceOff');
+      await this.#tell(address, language, 'telegram.voiceOff');
       return undefined;
     }
     try {
@@ -413,7 +413,7 @@ export class TelegramBotChannel implements Channel {
       return text;
     } catch (error) {
       this.#logger.warn({ err: error, chatId: address.chatId }, 'telegram voice message could not be transcribed; the person was asked to write');
-      await this.#tell(address, language, 'voiceFailed');
+      await this.#tell(address, language, 'telegram.voiceFailed');
       return undefined;
     }
   }
@@ -423,16 +423,16 @@ export class TelegramBotChannel implements Channel {
       await this.#context?.reset(accountId, conversationIdOf(address));
     } catch (error) {
       if (!(error instanceof ChannelError)) throw error;
-      if (error.code === 'forbidden') return this.#tell(address, language, 'resetForbidden');
+      if (error.code === 'forbidden') return this.#tell(address, language, 'reset.forbidden');
       // not_found: nothing to forget yet; the person still gets the confirmation.
     }
-    await this.#tell(address, language, 'resetDone');
+    await this.#tell(address, language, 'reset.done');
   }
 
   /** A message of the channel's own (greeting, confirmation, refusal), in the person's language; failures are logged. */
-  async #tell(address: ChatAddress, language: string | undefined, key: keyof ChannelTexts): Promise<void> {
+  async #tell(address: ChatAddress, language: string | undefined, key: SystemTextKey): Promise<void> {
     try {
-      await this.#bot.api.sendMessage(address.chatId, say(language, key, this.#options.agentName ?? this.#bot.botInfo.first_name), {
+      await this.#bot.api.sendMessage(address.chatId, systemText(language, key, { name: this.#options.agentName ?? this.#bot.botInfo.first_name }), {
         ...(address.threadId === undefined ? {} : { message_thread_id: address.threadId }),
         ...(address.businessConnectionId === undefined ? {} : { business_connection_id: address.businessConnectionId }),
       });

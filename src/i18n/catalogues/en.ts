@@ -1,0 +1,28 @@
+/**
+ * What Palaver itself says to a person (not the agent), in English: the reference catalogue. Every key here must be
+ * in the other catalogues too (the type checker holds them to it). Texts are ICU messages: `{name}` is a value,
+ * `{count, plural, one {…} other {…}}` a plural.
+ */
+export const en = {
+  'turn.apology': 'Sorry, I cannot answer right now. Please try again in a moment.',
+  'reset.done': 'Done: we start afresh. I no longer see our earlier messages.',
+  'reset.forbidden': 'Only the person who started this conversation can reset it.',
+  'inbox.busy': 'I am still answering your earlier messages; please wait for my reply before sending more.',
+  'inbound.tooLong': 'Sorry, that message is too long for me. Could you send it in shorter parts?',
+  'inbound.unreadable': 'Sorry, I could not read that message. Could you send it as plain text?',
+  'identity.sharePhone': 'Please share your phone number so that I can recognise you.',
+  'identity.unrecognised': 'Sorry, I could not recognise you right now. Please try again a little later.',
+  'telegram.greeting': 'Hello! I am {name}. Write me a message, or send a voice message, and I will answer. /reset starts our conversation afresh.',
+  'telegram.voiceFailed': 'Sorry, I could not make out your voice message. Could you try again, or write it as text?',
+  'telegram.voiceOff': 'Sorry, I cannot listen to voice messages here. Could you write it as text?',
+  'telegram.commandStart': 'Say hello and see what I can do',
+  'telegram.commandReset': 'Start the conversation afresh',
+  'telegram.description': '{name}: an assistant that answers in this chat. Write a message or send a voice message to begin.',
+  'telegram.shortDescription': '{name}: an assistant that answers in this chat.',
+} as const satisfies Record<string, string>;
+
+/** The name of one of Palaver's own texts. */
+export type SystemTextKey = keyof typeof en;
+
+/** A complete catalogue: every text, in one language. */
+export type Catalogue = Readonly<Record<SystemTextKey, string>>;

@@ -1,0 +1,60 @@
+import { lookup } from 'bcp-47-match';
+import { IntlMessageFormat } from 'intl-messageformat';
+import { en, type Catalogue, type SystemTextKey } from './catalogues/en.js';
+import { partialCatalogues } from './catalogues/partial.js';
+import { ru } from './catalogues/ru.js';
+import { uk } from './catalogues/uk.js';
+import { zh } from './catalogues/zh.js';
+
+export type { Catalogue, SystemTextKey } from './catalogues/en.js';
+
+/** The languages Palaver speaks in full; the first is the last resort of every fallback chain. */
+export const SYSTEM_TEXT_LANGUAGES = ['en', 'ru', 'uk', 'zh'] as const;
+export type SystemTextLanguage = (typeof SYSTEM_TEXT_LANGUAGES)[number];
+
+const FULL: Readonly<Record<SystemTextLanguage, Catalogue>> = { en, ru, uk, zh };
+const CATALOGUES: Readonly<Record<string, Partial<Catalogue>>> = { ...partialCatalogues, ...FULL };
+const TAGS = Object.keys(CATALOGUES);
+
+/** Values of an ICU message: `{name}` and friends. */
+export type SystemTextValues = Readonly<Record<string, string | number>>;
+
+/**
+ * The catalogue for a BCP-47 tag by RFC 4647 lookup (`zh-TW` → `zh`, `uk-UA` → `uk`; Telegram's `pt_BR` spelling
+ * too), or undefined when Palaver has none for it.
+ */
+export function catalogueLanguage(tag: string | null | undefined): string | undefined {
+  if (!tag) return undefined;
+  return lookup(TAGS, tag.replaceAll('_', '-').toLowerCase());
+}
+
+/**
+ * One of Palaver's own texts in `language`, falling back along the tag (`zh-TW` → `zh`), then to `defaultLanguage`
+ * (the agent's language), then to English. A language Palaver speaks only in part falls back text by text.
+ */
+export function systemText(language: string | null | undefined, key: SystemTextKey, values?: SystemTextValues, defaultLanguage?: string): string {
+  for (const tag of [language, defaultLanguage]) {
+    const catalogue = catalogueLanguage(tag);
+    const text = catalogue === undefined ? undefined : CATALOGUES[catalogue]?.[key];
+    if (text !== undefined) return format(catalogue!, key, text, values);
+  }
+  return format('en', key, en[key], values);
+}
+
+/** The whole catalogue of a language Palaver speaks in full, as plain texts (to register bot commands, say). */
+export function fullCatalogue(language: SystemTextLanguage): Catalogue {
+  return FULL[language];
+}
+
+// Compiled messages, by language and key: a handful of texts, each parsed once.
+const compiled = new Map<string, IntlMessageFormat>();
+
+function format(language: string, key: SystemTextKey, text: string, values: SystemTextValues | undefined): string {
+  // Most texts are plain sentences: no parser needed for them.
+  if (!text.includes('{') && !text.includes("'")) return text;
+  const id = `${language}\u0000${key}`;
+  let message = compiled.get(id);
+  if (!message) compiled.set(id, (message = new IntlMessageFormat(text, language)));
+  const result = message.format(values);
+  return typeof result === 'string' ? result : String(result);
+}
