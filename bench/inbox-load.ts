@@ -10,6 +10,7 @@
  *    quiet window + 50 ms at p99.
  *
  * Run by bench/run.ts (`--only inbox`); by hand: node --import tsx bench/inbox-load.ts [conversations=10000] [bursts=40]
+ * [--v8-heap-growth] (the last leaves heap growth to V8's heuristics instead of `limits.heapGrowthPercent`)
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,7 +37,7 @@ export interface InboxLoadResult {
  * Runs the measurement in a child process of its own (its peak RSS is Palaver's), with the scripted model server
  * here in the parent, as the turn benchmarks do.
  */
-export async function measureInboxLoad(options: { conversations: number; bursts: number; quietWindowMs?: number }): Promise<InboxLoadResult> {
+export async function measureInboxLoad(options: { conversations: number; bursts: number; quietWindowMs?: number; defaultHeapGrowth?: boolean }): Promise<InboxLoadResult> {
   const model = await startScriptedModelServer({ script: () => ({ text: 'Noted.' }), maxRecordedCalls: 0 });
   try {
     const output = await new Promise<string>((resolve, reject) => {
@@ -54,7 +55,7 @@ export async function measureInboxLoad(options: { conversations: number; bursts:
   }
 }
 
-async function measureInChild(options: { conversations: number; bursts: number; quietWindowMs?: number; baseUrl: string }): Promise<InboxLoadResult> {
+async function measureInChild(options: { conversations: number; bursts: number; quietWindowMs?: number; defaultHeapGrowth?: boolean; baseUrl: string }): Promise<InboxLoadResult> {
   const { createPalaver, silentLogger } = (await import(new URL('../dist/index.js', import.meta.url).href)) as typeof import('../src/index.js');
   const { MemoryChannel } = (await import(new URL('../dist/channels/memory/memory-channel.js', import.meta.url).href)) as typeof import('../src/channels/memory/memory-channel.js');
   const quietWindowMs = options.quietWindowMs ?? 2500;
@@ -91,6 +92,9 @@ async function measureInChild(options: { conversations: number; bursts: number; 
     },
     { logger: silentLogger(), channels: [crowd, paced] },
   );
+  // The process as `palaver start` runs it: with the heap growth limit its config sets.
+  const { limitHeapGrowth } = (await import(new URL('../dist/cli/heap-growth.js', import.meta.url).href)) as typeof import('../src/cli/heap-growth.js');
+  if (!options.defaultHeapGrowth) limitHeapGrowth(palaver.config.limits.heapGrowthPercent);
   try {
     // 1. Everyone at once.
     const started = performance.now();
@@ -147,6 +151,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   if (process.argv[2] === '--child') {
     console.log(JSON.stringify(await measureInChild(JSON.parse(process.argv[3]!) as Parameters<typeof measureInChild>[0])));
   } else {
-    console.log(JSON.stringify(await measureInboxLoad({ conversations: Number(process.argv[2] ?? 10_000), bursts: Number(process.argv[3] ?? 40) })));
+    console.log(JSON.stringify(await measureInboxLoad({ conversations: Number(process.argv[2] ?? 10_000), bursts: Number(process.argv[3] ?? 40), defaultHeapGrowth: process.argv.includes('--v8-heap-growth') })));
   }
 }

@@ -142,7 +142,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       now: options.now ?? (() => new Date()),
     },
     new LocalIdentityResolver(store),
-    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxConcurrentTurns: config.limits.maxConcurrentTurns },
+    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts) },
   );
 
   // `chat()` is a channel like any other: its messages take the same road.

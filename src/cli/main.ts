@@ -5,6 +5,7 @@ import { ConsoleChannel } from '../channels/console/console-channel.js';
 import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
 import type { Demo } from './demo.js';
+import { limitHeapGrowth } from './heap-growth.js';
 import { redactUrl } from './redact-url.js';
 
 interface CommonOptions {
@@ -29,6 +30,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .option('-p, --port <port>', 'port to listen on (overrides config)', parsePort)
     .action(async (options: CommonOptions & { port?: number }) => {
       const { palaver, demo } = await boot(options, { processMetrics: true });
+      limitHeapGrowth(palaver.config.limits.heapGrowthPercent);
       for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
       const server = await palaver.serve(options.port === undefined ? {} : { port: options.port });
       if (demo) console.log(`\n${demo.banner(palaver.config)}\n`);

@@ -20,6 +20,12 @@ export interface PipelineOptions {
   readonly leaseMs?: number;
   /** Turns running at once across all conversations (default: no limit). */
   readonly maxConcurrentTurns?: number;
+  /**
+   * Runs the storing of one accepted message (identity, session, inbox row) under a concurrency limit. A crowd of
+   * thousands arriving at once then waits holding only its messages, not thousands of half-done writes (default: no
+   * limit).
+   */
+  readonly limitAccepts?: <T>(store: () => Promise<T>) => Promise<T>;
 }
 
 const DEFAULT_LEASE_MS = 15_000;
@@ -120,6 +126,11 @@ export class Pipeline {
       throw new ChannelError('inbound_invalid', message.channel, `The message is too long: ${text.length} characters, at most ${this.#options.maxInboundChars}.`);
     }
     checkStorable(message, text);
+    const limit = this.#options.limitAccepts;
+    return limit ? limit(() => this.#store(channel, message, text, options.signal)) : this.#store(channel, message, text, options.signal);
+  }
+
+  async #store(channel: Channel, message: InboundMessage, text: string, signal: AbortSignal | undefined): Promise<Acceptance> {
     // A conversation that floods faster than it is answered: refused before anything is stored.
     const maxWaiting = channel.inbox?.maxWaiting ?? DEFAULT_MAX_WAITING;
     if (this.#inbox.waiting(conversationKey(message.channel, message.conversationId)) >= maxWaiting) {
@@ -156,7 +167,7 @@ export class Pipeline {
       const answered = await this.#storedReply(result.existing);
       return { status: 'duplicate', correlationId: result.existing.correlationId, ...(answered ? { answered } : {}) };
     }
-    this.#queue(channel, participant, result.record, options.signal);
+    this.#queue(channel, participant, result.record, signal);
     return { status: 'accepted', correlationId, sessionId: participant.session.id, userId: participant.user.id };
   }
 

@@ -73,6 +73,30 @@ describe('inbox policy', () => {
     await chat.reply(first);
   });
 
+  it('stores a crowd larger than the accept limit in full, a little at a time, and answers each person once', async () => {
+    let storing = 0;
+    let mostStoringAtOnce = 0;
+    harness = await createHarness((call) => ({ text: `hi ${userTexts(call).join('+')}` }));
+    const crowd = new MemoryChannel({ name: 'crowd' });
+    const palaver = await harness.start({ limits: { maxConcurrentAccepts: 3 } }, { channels: [crowd] });
+    // Counts the first-contact writes running at once (identity resolution is the first store call of an accept).
+    const resolveAccount = palaver.store.users.resolveAccount.bind(palaver.store.users);
+    palaver.store.users.resolveAccount = async (input) => {
+      mostStoringAtOnce = Math.max(mostStoringAtOnce, ++storing);
+      try {
+        return await resolveAccount(input);
+      } finally {
+        storing -= 1;
+      }
+    };
+    const said = await Promise.all(Array.from({ length: 30 }, (_, i) => crowd.say(`n${i}`, { accountId: `p${i}` })));
+    const replies = await Promise.all(said.map((message) => crowd.reply(message)));
+    expect(replies.map((reply) => reply.outcome.reply)).toEqual(Array.from({ length: 30 }, (_, i) => `hi n${i}`));
+    expect(crowd.sent).toHaveLength(30);
+    expect(mostStoringAtOnce).toBeGreaterThan(1);
+    expect(mostStoringAtOnce).toBeLessThanOrEqual(3);
+  });
+
   it('answers a burst within the channel\'s quiet window with one turn', async () => {
     harness = await createHarness((call) => ({ text: `got ${userTexts(call).join('+')}` }));
     const chat = new (class extends MemoryChannel {
