@@ -96,7 +96,7 @@ const FLOWS: Readonly<Record<PalaverConfig['agent']['flow'], Flow>> = { single: 
 export async function createPalaver(input: PalaverConfigInput | PalaverConfig, options: PalaverOptions = {}): Promise<Palaver> {
   const config = resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd());
   // Every line passes one redaction step that knows the config's secrets, also on a logger passed in.
-  const secrets = secretsOf(config);
+  const secrets = new Set(secretsOf(config));
   const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, secrets });
   const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false });
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
@@ -147,7 +147,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const channels: Channel[] = [api, ...(await configuredChannels(config, logger)), ...(options.channels ?? [])];
+  const channels: Channel[] = [api, ...(await configuredChannels(config, logger, secrets)), ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
     if (names.has(channel.name)) throw new ConfigError(`Two channels are named "${channel.name}"; channel names must be unique`, [{ path: 'channels', message: 'duplicate name' }]);
@@ -228,13 +228,16 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   };
 }
 
-/** The channels `config.channels` turns on; each adapter loads only when enabled. */
-async function configuredChannels(config: PalaverConfig, logger: Logger): Promise<Channel[]> {
+/**
+ * The channels `config.channels` turns on; each adapter loads only when enabled. A secret a channel comes to hold
+ * (a generated cookie secret) joins `secrets`, which the log scrubber reads.
+ */
+async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>): Promise<Channel[]> {
   const channels: Channel[] = [];
   if (config.channels.web.enabled) {
     const { WebChannel } = await import('./channels/web/web-channel.js');
     const { enabled: _enabled, ...web } = config.channels.web;
-    channels.push(new WebChannel({ ...web, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }) }));
+    channels.push(new WebChannel({ ...web, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }), onSecret: (secret) => secrets.add(secret) }));
   }
   const telegram = config.channels.telegram;
   if (telegram.enabled && telegram.token) {

@@ -124,10 +124,19 @@ const BEARER_PATTERN = `(${anyCase('bearer')}\\s+)[A-Za-z0-9._~+/-]{16,}=*`;
  * A text with nothing to censor comes back as the same string.
  */
 export function createSecretScrubber(secrets: Iterable<string | undefined | null> = []): (text: string) => string {
-  const literals = secretForms(secrets).map(escapeRegExp);
-  const pattern = new RegExp([QUERY_PATTERN, BEARER_PATTERN, ...literals].join('|'), 'g');
+  const compile = () => new RegExp([QUERY_PATTERN, BEARER_PATTERN, ...secretForms(secrets).map(escapeRegExp)].join('|'), 'g');
+  let pattern = compile();
+  // A Set is read live: a secret that turns up after start (a generated cookie secret) is censored from then on.
+  const live = secrets instanceof Set ? secrets : undefined;
+  let known = live?.size;
   const censor = (_match: string, query: string | undefined, bearer: string | undefined): string => (query ?? bearer ?? '') + REDACTED;
-  return (text) => text.replace(pattern, censor);
+  return (text) => {
+    if (live && live.size !== known) {
+      known = live.size;
+      pattern = compile();
+    }
+    return text.replace(pattern, censor);
+  };
 }
 
 export interface LoggerOptions {
@@ -137,7 +146,8 @@ export interface LoggerOptions {
   /**
    * Secret values to censor wherever they occur in a line (messages, error causes and stacks, response bodies,
    * URLs): model and fallback API keys, the server API key, MCP bearer tokens, … — see `secretsOf(config)`.
-   * Values shorter than {@link MIN_SECRET_LENGTH} are ignored.
+   * Values shorter than {@link MIN_SECRET_LENGTH} are ignored. A `Set` is read live: secrets added to it later are
+   * censored from then on.
    */
   readonly secrets?: Iterable<string | undefined | null>;
 }

@@ -1,6 +1,10 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { createPalaver } from '../../src/app.js';
 import { parseConfig, secretsOf } from '../../src/config/index.js';
 import { createLogger, createSecretScrubber, MIN_SECRET_LENGTH, REDACTED, withSecretScrubbing } from '../../src/observability/logger.js';
 import { TEST_SECRETS } from '../support/secrets.js';
@@ -193,5 +197,28 @@ describe('secretsOf(config)', () => {
 
   it('finds none in a config without credentials', () => {
     expect(secretsOf(parseConfig({ model: { name: 'm' }, database: { url: 'sqlite::memory:' } }))).toEqual([]);
+  });
+});
+
+describe('a secret Palaver comes to hold after start', () => {
+  it('censors the web cookie secret it generated into a file, in every later line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palaver-scrub-'));
+    mkdirSync(join(dir, 'instructions'));
+    writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
+    const out = capture();
+    const palaver = await createPalaver(
+      { model: { name: 'm', baseUrl: 'http://127.0.0.1:9/v1' }, database: { url: 'sqlite::memory:' }, agent: { instructionsDir: join(dir, 'instructions') }, channels: { web: { cookieSecretFile: join(dir, 'cookie-secret') } } },
+      { logger: pino({ level: 'info' }, out.destination) },
+    );
+    try {
+      const generated = readFileSync(join(dir, 'cookie-secret'), 'utf8').trim();
+      expect(generated.length).toBeGreaterThanOrEqual(32);
+      palaver.logger.error({ err: new Error(`signing with ${generated} failed`) }, `cookie check failed for ${generated}`);
+      expect(out.text()).toContain('cookie check failed for');
+      expect(out.text()).not.toContain(generated);
+    } finally {
+      await palaver.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

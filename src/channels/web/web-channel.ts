@@ -38,6 +38,8 @@ export interface WebChannelOptions {
   readonly cookieSecret?: string | undefined;
   /** Keeps a generated cookie secret (`channels.web.cookieSecretFile`); absent with no secret: in memory only. */
   readonly cookieSecretFile?: string | undefined;
+  /** Told the cookie secret once it is read from its file or generated, so the log scrubber can censor it. */
+  readonly onSecret?: ((secret: string) => void) | undefined;
   /** Verifies an embedding site's user tokens (`channels.web.userTokens`); absent: tokens are refused. */
   readonly userTokens?: UserTokenOptions | undefined;
   /** `server.apiKey`: a client presenting it is a server client and may name users. */
@@ -116,6 +118,7 @@ export class WebChannel implements Channel {
       userTokens: options.userTokens,
       apiKey: options.apiKey,
       logger: this.#logger,
+      onSecret: options.onSecret,
     });
     const preflight = (request: Request): Response => this.#guard.preflight(request);
     const api: ChannelRoute[] = [

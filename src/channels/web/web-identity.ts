@@ -42,6 +42,8 @@ export interface WebIdentityOptions {
   /** The server's API key (`server.apiKey`); a client presenting it may name users. */
   readonly apiKey?: string | undefined;
   readonly logger: Logger;
+  /** Told the cookie secret once it is known (read from its file or generated), so the log scrubber censors it. */
+  readonly onSecret?: ((secret: string) => void) | undefined;
   /** Clock for token expiry, in tests. */
   readonly now?: () => Date;
 }
@@ -76,7 +78,9 @@ export class WebIdentity {
 
   /** @throws PalaverError `cookie_secret_unreadable` when the secret file exists but cannot be read or written. */
   constructor(options: WebIdentityOptions) {
-    this.#cookieKey = createHash('sha256').update(loadCookieSecret(options), 'utf8').digest();
+    const secret = loadCookieSecret(options);
+    options.onSecret?.(secret);
+    this.#cookieKey = createHash('sha256').update(secret, 'utf8').digest();
     this.#apiKeyDigest = options.apiKey === undefined ? undefined : digest(options.apiKey);
     this.#now = options.now ?? (() => new Date());
     const tokens = options.userTokens;
