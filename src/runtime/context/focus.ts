@@ -1,0 +1,184 @@
+/**
+ * Entities in focus: a short-term, per-conversation memory of what the person is talking about (their upcoming
+ * appointments, with ids and human descriptions). It is given to the model as a hidden block that is never stored
+ * as a display message nor streamed, and Palaver checks tool arguments declared as ids of a focused type against it,
+ * so "cancel the haircut" can only cancel one of the person's own appointments.
+ */
+import { z } from 'zod';
+import type { ModelToolCall } from '../../domain/ports/model-provider.js';
+import type { ToolResult } from '../flows/agent-loop.js';
+
+/** One entity as the loading tool describes it. */
+export const focusEntitySchema = z.strictObject({
+  id: z.union([z.number().int(), z.string().min(1)]),
+  description: z.string().min(1).max(500),
+});
+export type FocusEntity = z.infer<typeof focusEntitySchema>;
+
+/** What is in focus for one entity type of one conversation, and when it was loaded. */
+export interface FocusSnapshot {
+  readonly entityType: string;
+  readonly entities: readonly FocusEntity[];
+  readonly loadedAt: number;
+}
+
+/** Where focus is kept so that it survives a restart; keyed by session. */
+export interface FocusStore {
+  get(sessionId: string, entityType: string): Promise<FocusSnapshot | undefined>;
+  save(sessionId: string, snapshot: FocusSnapshot): Promise<void>;
+  /** Forgets one type, so that the next turn that needs it loads it afresh. */
+  clear(sessionId: string, entityType: string): Promise<void>;
+}
+
+/** How one entity type is kept in focus. */
+export interface FocusEntityType {
+  readonly type: string;
+  /** The tool that loads the person's entities of this type; its output is a JSON array of {@link FocusEntity}. */
+  readonly loadTool: string;
+  readonly ttlMs: number;
+  /** Tools that change these entities: after one of them succeeds, the focus is loaded again. */
+  readonly refreshAfter: readonly string[];
+  /** Tool arguments that must hold an id of this type: tool name → argument names. */
+  readonly idArguments: Readonly<Record<string, readonly string[]>>;
+}
+
+/** Runs the loading tool for the bound user; its output is parsed here. */
+export type FocusLoader = (loadTool: string) => Promise<ToolResult>;
+
+export class FocusError extends Error {
+  override readonly name = 'FocusError';
+}
+
+/** Keeps the focus of each configured entity type fresh, renders the hidden block and checks tool arguments. */
+export class FocusKeeper {
+  readonly #types: readonly FocusEntityType[];
+  readonly #store: FocusStore;
+  readonly #now: () => number;
+
+  constructor(types: readonly FocusEntityType[], store: FocusStore, now: () => number = Date.now) {
+    this.#types = types;
+    this.#store = store;
+    this.#now = now;
+  }
+
+  /**
+   * The focus of each needed type: the stored one while younger than its TTL, otherwise loaded with its tool and
+   * stored.
+   *
+   * @throws FocusError when the loading tool fails or returns something other than a list of entities.
+   */
+  async load(sessionId: string, needs: readonly string[], runLoader: FocusLoader): Promise<FocusSnapshot[]> {
+    const snapshots: FocusSnapshot[] = [];
+    for (const entityType of needs) {
+      const type = this.#type(entityType);
+      const stored = await this.#store.get(sessionId, entityType);
+      if (stored !== undefined && this.#now() - stored.loadedAt < type.ttlMs) {
+        snapshots.push(stored);
+        continue;
+      }
+      const result = await runLoader(type.loadTool);
+      if (result.isError) throw new FocusError(`Loading ${entityType} with ${type.loadTool} failed: ${result.content}`);
+      const snapshot: FocusSnapshot = { entityType, entities: parseEntities(type, result.content), loadedAt: this.#now() };
+      await this.#store.save(sessionId, snapshot);
+      snapshots.push(snapshot);
+    }
+    return snapshots;
+  }
+
+  /** After a tool succeeded: forgets every type it changes, so that the next turn loads it again. */
+  async afterTool(sessionId: string, toolName: string): Promise<void> {
+    for (const type of this.#types) {
+      if (type.refreshAfter.includes(toolName)) await this.#store.clear(sessionId, type.type);
+    }
+  }
+
+  /**
+   * The refusal the model sees when a call passes an id of a focused type that is not in focus; undefined when the
+   * call is fine (or declares no such argument). A type with no snapshot loaded this turn refuses every id.
+   */
+  check(call: ModelToolCall, focus: readonly FocusSnapshot[]): ToolResult | undefined {
+    let args: unknown;
+    try {
+      args = JSON.parse(call.arguments);
+    } catch {
+      return undefined; // the tools layer answers malformed arguments itself
+    }
+    if (typeof args !== 'object' || args === null) return undefined;
+    for (const type of this.#types) {
+      for (const argument of type.idArguments[call.name] ?? []) {
+        const value = (args as Record<string, unknown>)[argument];
+        if (value === undefined) continue;
+        const ids = focus.find((snapshot) => snapshot.entityType === type.type)?.entities.map((entity) => String(entity.id)) ?? [];
+        if (!ids.includes(String(value))) {
+          const known = ids.length === 0 ? 'none' : ids.join(', ');
+          return {
+            content: `Refused: ${argument}=${JSON.stringify(value)} is not the id of one of the person's ${type.type} in focus (ids in focus: ${known}). Take ids only from the hidden context block; do not guess them.`,
+            isError: true,
+          };
+        }
+      }
+    }
+    return undefined;
+  }
+
+  #type(entityType: string): FocusEntityType {
+    const type = this.#types.find((candidate) => candidate.type === entityType);
+    if (type === undefined) throw new FocusError(`No entity type "${entityType}" is configured for focus.`);
+    return type;
+  }
+}
+
+/**
+ * The hidden block added to the instructions: the entities with their ids, and the rule that tool arguments take
+ * ids from it. Never part of a stored or streamed message.
+ */
+export function hiddenFocusBlock(focus: readonly FocusSnapshot[]): string {
+  if (focus.length === 0) return '';
+  const sections = focus.map((snapshot) => {
+    const lines = snapshot.entities.map((entity) => `- id ${JSON.stringify(entity.id)}: ${entity.description}`);
+    return `### ${snapshot.entityType}\n${lines.length === 0 ? '(none)' : lines.join('\n')}`;
+  });
+  return [
+    '## Hidden context (entities in focus; never show ids to the person)',
+    'When a tool argument is the id of one of these entities, take the id from this list. Never ask the person for an id and never invent one.',
+    ...sections,
+  ].join('\n');
+}
+
+/** True when a viewing stage has nothing to show: every needed type is loaded and empty. */
+export function focusIsEmpty(focus: readonly FocusSnapshot[]): boolean {
+  return focus.length > 0 && focus.every((snapshot) => snapshot.entities.length === 0);
+}
+
+function parseEntities(type: FocusEntityType, content: string): FocusEntity[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(content);
+  } catch {
+    throw new FocusError(`${type.loadTool} must return a JSON array of {id, description} for ${type.type}; it returned text that is not JSON.`);
+  }
+  const parsed = z.array(focusEntitySchema).safeParse(json);
+  if (!parsed.success) throw new FocusError(`${type.loadTool} must return a JSON array of {id, description} for ${type.type}: ${parsed.error.message}`);
+  return parsed.data;
+}
+
+/** Focus kept in memory only: for tests and for a Palaver without a store. */
+export class MemoryFocusStore implements FocusStore {
+  readonly #snapshots = new Map<string, FocusSnapshot>();
+
+  async get(sessionId: string, entityType: string): Promise<FocusSnapshot | undefined> {
+    return this.#snapshots.get(key(sessionId, entityType));
+  }
+
+  async save(sessionId: string, snapshot: FocusSnapshot): Promise<void> {
+    this.#snapshots.set(key(sessionId, snapshot.entityType), snapshot);
+  }
+
+  async clear(sessionId: string, entityType: string): Promise<void> {
+    this.#snapshots.delete(key(sessionId, entityType));
+  }
+}
+
+function key(sessionId: string, entityType: string): string {
+  return `${sessionId}\u0000${entityType}`;
+}
