@@ -415,6 +415,29 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('focus', () => {
+      it('saves, replaces and clears the entities in focus per session and type', async () => {
+        const session = await givenSession();
+        const other = await givenSession();
+        expect(await store.focus.get(session.id, 'appointment')).toBeUndefined();
+        await store.focus.save(session.id, { entityType: 'appointment', entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }], loadedAt: 1_700_000_000_000 });
+        await store.focus.save(other.id, { entityType: 'appointment', entities: [], loadedAt: 5 });
+        expect(await store.focus.get(session.id, 'appointment')).toEqual({ entityType: 'appointment', entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }], loadedAt: 1_700_000_000_000 });
+
+        await store.focus.save(session.id, { entityType: 'appointment', entities: [{ id: 'b-2', description: 'Manicure' }], loadedAt: 1_700_000_000_001 });
+        expect(await store.focus.get(session.id, 'appointment')).toMatchObject({ entities: [{ id: 'b-2' }], loadedAt: 1_700_000_000_001 });
+        expect(await store.focus.get(session.id, 'master')).toBeUndefined();
+
+        await store.focus.clear(session.id, 'appointment');
+        expect(await store.focus.get(session.id, 'appointment')).toBeUndefined();
+        expect(await store.focus.get(other.id, 'appointment')).toEqual({ entityType: 'appointment', entities: [], loadedAt: 5 });
+      });
+
+      it('refuses focus for a session that does not exist', async () => {
+        await expectStoreError(store.focus.save(randomUUID(), { entityType: 'appointment', entities: [], loadedAt: 1 }), 'foreign_key');
+      });
+    });
+
     describe('tool calls', () => {
       async function givenCall(session: Session, callId = unique('call')) {
         return { callId, sessionId: session.id, userId: session.userId, correlationId: 'corr-1', name: 'calendar.book', arguments: '{"slot":3}' };

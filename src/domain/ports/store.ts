@@ -26,6 +26,7 @@ export interface Store {
   readonly inbound: InboundRepository;
   readonly deliveries: DeliveryRepository;
   readonly channelState: ChannelStateRepository;
+  readonly focus: FocusRepository;
   /**
    * Runs `fn` in one transaction; the store handed to `fn` is bound to it. Commits when `fn` resolves,
    * rolls back and rethrows when it rejects (undoing only this transaction's writes). Nested calls reuse the outer
@@ -182,4 +183,18 @@ export interface ChannelStateRepository {
   get(channel: string, key: string): Promise<string | undefined>;
   set(channel: string, key: string, value: string): Promise<void>;
   delete(channel: string, key: string): Promise<void>;
+}
+
+/** The entities one conversation is about, of one type, and when they were loaded (epoch milliseconds). */
+export interface FocusRecord {
+  readonly entityType: string;
+  readonly entities: readonly { readonly id: number | string; readonly description: string }[];
+  readonly loadedAt: number;
+}
+
+/** Entities in focus (hidden context) per session and entity type; saving replaces, clearing forgets. */
+export interface FocusRepository {
+  get(sessionId: string, entityType: string): Promise<FocusRecord | undefined>;
+  save(sessionId: string, record: FocusRecord): Promise<void>;
+  clear(sessionId: string, entityType: string): Promise<void>;
 }

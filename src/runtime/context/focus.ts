@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import type { ModelToolCall } from '../../domain/ports/model-provider.js';
+import type { FocusRecord, FocusRepository } from '../../domain/ports/store.js';
 import type { ToolResult } from '../flows/agent-loop.js';
 
 /** One entity as the loading tool describes it. */
@@ -16,19 +17,10 @@ export const focusEntitySchema = z.strictObject({
 export type FocusEntity = z.infer<typeof focusEntitySchema>;
 
 /** What is in focus for one entity type of one conversation, and when it was loaded. */
-export interface FocusSnapshot {
-  readonly entityType: string;
-  readonly entities: readonly FocusEntity[];
-  readonly loadedAt: number;
-}
+export type FocusSnapshot = FocusRecord;
 
-/** Where focus is kept so that it survives a restart; keyed by session. */
-export interface FocusStore {
-  get(sessionId: string, entityType: string): Promise<FocusSnapshot | undefined>;
-  save(sessionId: string, snapshot: FocusSnapshot): Promise<void>;
-  /** Forgets one type, so that the next turn that needs it loads it afresh. */
-  clear(sessionId: string, entityType: string): Promise<void>;
-}
+/** Where focus is kept so that it survives a restart (the store's `focus` repository); keyed by session. */
+export type FocusStore = FocusRepository;
 
 /** How one entity type is kept in focus. */
 export interface FocusEntityType {

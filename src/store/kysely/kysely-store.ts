@@ -4,6 +4,7 @@ import type { Store } from '../../domain/ports/store.js';
 import { bindStrategy, dialectOf, type DialectStrategy, type StoreDialect } from './dialect-strategy.js';
 import { KyselyChannelStateRepository } from './channel-state-repository.js';
 import { KyselyDeliveryRepository } from './delivery-repository.js';
+import { KyselyFocusRepository } from './focus-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
@@ -46,6 +47,7 @@ export class KyselyStore implements Store {
   readonly inbound: KyselyInboundRepository;
   readonly deliveries: KyselyDeliveryRepository;
   readonly channelState: KyselyChannelStateRepository;
+  readonly focus: KyselyFocusRepository;
   readonly #ctx: RepositoryContext;
   readonly #engine: StoreEngine | undefined;
   /** The store handed to transactions run by the database's engine, on the engine's transaction-bound Kysely. */
@@ -66,6 +68,7 @@ export class KyselyStore implements Store {
     this.inbound = new KyselyInboundRepository(this.#ctx);
     this.deliveries = new KyselyDeliveryRepository(this.#ctx);
     this.channelState = new KyselyChannelStateRepository(this.#ctx);
+    this.focus = new KyselyFocusRepository(this.#ctx);
   }
 
   /** The SQL dialect this store speaks. */

@@ -20,6 +20,7 @@ export interface Database {
   readonly inbound_messages: InboundMessagesTable;
   readonly deliveries: DeliveriesTable;
   readonly channel_state: ChannelStateTable;
+  readonly focus: FocusTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -96,6 +97,14 @@ export interface UserStateTable {
   version: number;
   data: string;
   updated_at: EpochMillis;
+}
+
+export interface FocusTable {
+  session_id: string;
+  entity_type: string;
+  /** JSON array of {id, description}. */
+  entities: string;
+  loaded_at: EpochMillis;
 }
 
 export interface ToolCallsTable {

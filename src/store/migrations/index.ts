@@ -6,6 +6,7 @@ import { initialMigration } from './0001-initial.js';
 import { lighterTurnWritesMigration } from './0002-lighter-turn-writes.js';
 import { durableInboxMigration } from './0003-durable-inbox.js';
 import { outboxAndChannelStateMigration } from './0004-outbox-and-channel-state.js';
+import { focusMigration } from './0009-focus.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -20,6 +21,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0002_lighter_turn_writes': lighterTurnWritesMigration(dialect),
     '0003_durable_inbox': durableInboxMigration(dialect),
     '0004_outbox_and_channel_state': outboxAndChannelStateMigration(dialect),
+    '0009_focus': focusMigration(dialect),
   };
 }
 
