@@ -14,6 +14,7 @@ import { PalaverMetrics } from './observability/metrics.js';
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls } from './runtime/call-wrappers.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { ConversationCache } from './runtime/conversation-cache.js';
+import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js';
 import { singleFlow } from './runtime/flows/single-flow.js';
 import { Pipeline } from './runtime/pipeline.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
@@ -81,6 +82,15 @@ export interface Palaver {
   close(): Promise<void>;
 }
 
+/** Focus settings from the `focus` config section. */
+function focusSettings(config: PalaverConfig['focus']): FocusSettings {
+  return {
+    stages: config.stages,
+    entities: config.entities.map(({ ttlSeconds, ...entity }) => ({ ...entity, ttlMs: ttlSeconds * 1000 })),
+    emptyReplies: Object.fromEntries(config.stages.flatMap((stage) => (stage.emptyReply === undefined ? [] : [[stage.id, stage.emptyReply]]))),
+  };
+}
+
 /** The flows `agent.flow` can name. */
 const FLOWS: Readonly<Record<PalaverConfig['agent']['flow'], Flow>> = { single: singleFlow };
 
@@ -113,7 +123,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     {
       store,
       models,
-      flow: FLOWS[config.agent.flow],
+      flow: config.focus.stages.length === 0 ? FLOWS[config.agent.flow] : withFocus(FLOWS[config.agent.flow], focusSettings(config.focus), store.focus),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
       invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls))], ({ provider, request }) =>

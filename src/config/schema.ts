@@ -61,6 +61,49 @@ export const configSchema = z.strictObject({
       roleArgument: z.string().default('role'),
     })
     .prefault({}),
+  /**
+   * Conversation stages and entities in focus (hidden context): the stage is found by rules; a stage that `needs`
+   * an entity type has it loaded with its tool and shown to the model only, and tool arguments named in
+   * `idArguments` must be ids from it.
+   */
+  focus: z
+    .strictObject({
+      stages: z
+        .array(
+          z.strictObject({
+            id: z.string().regex(/^[a-z][a-z0-9_-]*$/, 'lower-case letters, digits, _ or -'),
+            keywords: z.array(z.string().min(1)).default([]),
+            afterTools: z.array(z.string().min(1)).default([]),
+            scenario: z.string().min(1).optional(),
+            needs: z.array(z.string().min(1)).default([]),
+            /** Nothing in focus: answer with `emptyReply` (per language) or Palaver's own text, without the model. */
+            viewing: z.boolean().default(false),
+            emptyReply: z.record(z.string().min(2), z.string().min(1)).optional(),
+          }),
+        )
+        .default([]),
+      entities: z
+        .array(
+          z.strictObject({
+            type: z.string().min(1),
+            loadTool: z.string().min(1),
+            ttlSeconds: z.number().int().positive().default(300),
+            refreshAfter: z.array(z.string().min(1)).default([]),
+            /** Tool name → the arguments that must hold an id of this type in focus. */
+            idArguments: z.record(z.string().min(1), z.array(z.string().min(1))).default({}),
+          }),
+        )
+        .default([]),
+    })
+    .superRefine((focus, ctx) => {
+      const types = new Set(focus.entities.map((entity) => entity.type));
+      focus.stages.forEach((stage, index) => {
+        for (const needed of stage.needs) {
+          if (!types.has(needed)) ctx.addIssue({ code: 'custom', path: ['stages', index, 'needs'], message: `no entity type "${needed}" in focus.entities` });
+        }
+      });
+    })
+    .prefault({}),
   /** MCP servers reached over Streamable HTTP. */
   mcp: z
     .strictObject({

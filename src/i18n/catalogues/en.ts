@@ -18,6 +18,7 @@ export const en = {
   'telegram.commandStart': 'Say hello and see what I can do',
   'telegram.commandReset': 'Start the conversation afresh',
   'telegram.description': '{name}: an assistant that answers in this chat. Write a message or send a voice message to begin.',
+  'focus.nothingToShow': 'You have nothing booked right now.',
   'telegram.shortDescription': '{name}: an assistant that answers in this chat.',
 } as const satisfies Record<string, string>;
 

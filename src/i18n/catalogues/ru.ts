@@ -15,5 +15,6 @@ export const ru: Catalogue = {
   'telegram.commandStart': 'Поздороваться и узнать, что я умею',
   'telegram.commandReset': 'Начать разговор заново',
   'telegram.description': '{name} — помощник, который отвечает в этом чате. Напишите сообщение или отправьте голосовое, чтобы начать.',
+  'focus.nothingToShow': 'Сейчас у вас нет ни одной записи.',
   'telegram.shortDescription': '{name} — помощник, который отвечает в этом чате.',
 };

@@ -15,5 +15,6 @@ export const uk: Catalogue = {
   'telegram.commandStart': 'Привітатися й дізнатися, що я вмію',
   'telegram.commandReset': 'Почати розмову заново',
   'telegram.description': '{name} — помічник, який відповідає в цьому чаті. Напишіть повідомлення або надішліть голосове, щоб почати.',
+  'focus.nothingToShow': 'Зараз у вас немає жодного запису.',
   'telegram.shortDescription': '{name} — помічник, який відповідає в цьому чаті.',
 };

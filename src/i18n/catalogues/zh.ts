@@ -15,5 +15,6 @@ export const zh: Catalogue = {
   'telegram.commandStart': '打个招呼，看看我能做什么',
   'telegram.commandReset': '重新开始对话',
   'telegram.description': '{name}：在这个聊天中回答问题的助手。发送文字或语音消息即可开始。',
+  'focus.nothingToShow': '您目前没有任何预约。',
   'telegram.shortDescription': '{name}：在这个聊天中回答问题的助手。',
 };

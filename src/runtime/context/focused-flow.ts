@@ -1,0 +1,74 @@
+import type { Flow, FlowContext, FlowRequest, FlowResult } from '../../domain/ports/flow.js';
+import type { ModelToolCall } from '../../domain/ports/model-provider.js';
+import { systemText } from '../../i18n/index.js';
+import { FocusKeeper, focusIsEmpty, hiddenFocusBlock, type FocusEntityType, type FocusSnapshot, type FocusStore } from './focus.js';
+import { detectStage, withScenario, type StageDefinition } from './stages.js';
+
+/** Stages and focus of one agent, as config gives them. */
+export interface FocusSettings {
+  readonly stages: readonly StageDefinition[];
+  readonly entities: readonly FocusEntityType[];
+  /** Per stage id, the fixed reply of a viewing stage with nothing to show, per language; else Palaver's own text. */
+  readonly emptyReplies?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+}
+
+/**
+ * Wraps a flow with stages and entities in focus: finds the stage by its rules, loads the focus the stage needs
+ * (through the same tool path as the model, so for the bound user only), answers an empty viewing stage with a
+ * fixed reply and no model call, and otherwise runs the flow with the stage's scenario and the hidden block in its
+ * instructions and every tool call checked against the focus.
+ */
+export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStore): Flow {
+  return {
+    name: inner.name,
+    async run(request: FlowRequest, context: FlowContext): Promise<FlowResult> {
+      const keeper = new FocusKeeper(settings.entities, store, () => context.now().getTime());
+      const text = request.newItems.map((item) => (item.type === 'message' && item.role === 'user' ? item.content : '')).join('\n');
+      const lastTool = request.state.recentToolCalls.at(-1)?.name;
+      const detected = detectStage(settings.stages, { text, ...(lastTool === undefined ? {} : { lastToolCalled: lastTool }) });
+      const stage = detected?.stage;
+      if (detected !== undefined) context.log.info({ stage: detected.stage.id, by: detected.by }, 'conversation stage');
+
+      const role = request.state.role ?? context.settings.defaultRole;
+      let focus: FocusSnapshot[] = [];
+      if (stage?.needs !== undefined && stage.needs.length > 0) {
+        focus = await keeper.load(request.session.id, stage.needs, async (loadTool) =>
+          context.runTool({ callId: `focus-${loadTool}-${request.correlationId}`, name: loadTool, arguments: '{}' }, role, request.state),
+        );
+      }
+
+      if (stage?.viewing === true && focusIsEmpty(focus)) {
+        const configured = settings.emptyReplies?.[stage.id];
+        const reply = configured?.[request.language] ?? configured?.[request.language.split('-')[0]!] ?? systemText(request.language, 'focus.nothingToShow');
+        return { text: reply, audit: [], modelCalls: [], state: request.state };
+      }
+
+      const block = hiddenFocusBlock(focus);
+      const focusedContext: FlowContext = {
+        settings: context.settings,
+        get log() {
+          return context.log;
+        },
+        now: () => context.now(),
+        toolsFor: (currentRole) => context.toolsFor(currentRole),
+        callModel: (modelRequest, transcript) => context.callModel(modelRequest, transcript),
+        progress: (event) => context.progress(event),
+        limitReached: (limit, tool) => context.limitReached(limit, tool),
+        streaming: context.streaming,
+        replyMessageId: context.replyMessageId,
+        instructions: (currentRole, state) => {
+          const base = withScenario(context.instructions(currentRole, state), stage);
+          return block === '' ? base : `${base}\n\n${block}`;
+        },
+        async runTool(call: ModelToolCall, currentRole, state) {
+          const refusal = keeper.check(call, focus);
+          if (refusal !== undefined) return { callId: call.callId, ...refusal, effects: {}, durationMs: 0 };
+          const result = await context.runTool(call, currentRole, state);
+          if (!result.isError) await keeper.afterTool(request.session.id, call.name);
+          return result;
+        },
+      };
+      return inner.run(request, focusedContext);
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool } from '../../../src/tools/define-tool.js';
+import type { ScriptedCall } from '../../../src/testing/index.js';
+import { createHarness, lastUserText, type Harness } from '../../support/palaver-harness.js';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** A tiny salon: appointments per account of the bound user; every tool acts for that user only. */
+function salon(initial: Record<string, { id: number; what: string }[]>) {
+  const book = new Map(Object.entries(initial));
+  const loads: string[] = [];
+  const cancelled: number[] = [];
+  const mine = (account: string) => book.get(account) ?? [];
+  const accountOf = (ctx: { accounts: readonly { accountId: string }[] }) => ctx.accounts[0]!.accountId;
+  const tools = [
+    defineTool({
+      name: 'get_my_appointments',
+      description: 'Upcoming appointments of the person',
+      input: z.object({}),
+      run: (_args, ctx) => {
+        loads.push(accountOf(ctx));
+        return mine(accountOf(ctx)).map((appointment) => ({ id: appointment.id, description: appointment.what }));
+      },
+    }),
+    defineTool({
+      name: 'cancel_appointment_by_id',
+      description: 'Cancels one appointment of the person',
+      input: z.object({ appointment_id: z.number().int() }),
+      run: ({ appointment_id }, ctx) => {
+        cancelled.push(appointment_id);
+        book.set(accountOf(ctx), mine(accountOf(ctx)).filter((appointment) => appointment.id !== appointment_id));
+        return 'cancelled';
+      },
+    }),
+  ];
+  return { tools, loads, cancelled, book };
+}
+
+const focusConfig = {
+  focus: {
+    stages: [
+      { id: 'view', keywords: ['show my appointments'], viewing: true, needs: ['appointment'], scenario: 'List the appointments briefly.' },
+      { id: 'cancel', keywords: ['cancel'], needs: ['appointment'], scenario: 'Cancel the appointment the person means.' },
+      { id: 'chat' },
+    ],
+    entities: [
+      { type: 'appointment', loadTool: 'get_my_appointments', ttlSeconds: 60, refreshAfter: ['cancel_appointment_by_id'], idArguments: { cancel_appointment_by_id: ['appointment_id'] } },
+    ],
+  },
+};
+
+/** Cancels the haircut by the id it finds in the hidden block (or the id it is told to try), then answers. */
+function cancellingModel(tryId?: number) {
+  return (call: ScriptedCall) => {
+    const last = call.messages.at(-1);
+    if (last?.type === 'tool_result') return { text: `done: ${last.output}` };
+    const id = tryId ?? Number(/- id (\d+): Haircut/.exec(call.instructions)?.[1]);
+    return { toolCalls: [{ name: 'cancel_appointment_by_id', arguments: { appointment_id: id } }] };
+  };
+}
+
+describe('entities in focus, end to end', () => {
+  it('the hidden block carries the ids and the cancel tool is called with the right one; nothing of it is shown', async () => {
+    const { tools, cancelled } = salon({ alice: [{ id: 41, what: 'Manicure with Olga, 2026-12-03 15:30' }, { id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' }] });
+    harness = await createHarness(cancellingModel());
+    const palaver = await harness.start(focusConfig, { tools });
+    const reply = await palaver.chat({ userId: 'alice', text: 'Please cancel the haircut' });
+
+    expect(cancelled).toEqual([42]);
+    expect(reply.text).toBe('done: cancelled');
+    const first = harness.model.calls[0]!;
+    expect(first.instructions).toContain('- id 42: Haircut with Anna');
+    expect(first.instructions).toContain('Cancel the appointment the person means.');
+    expect(lastUserText(first)).toBe('Please cancel the haircut');
+    const stored = await palaver.store.messages.listRecent(reply.sessionId, { limit: 20 });
+    expect(stored.filter((message) => message.audience === 'display').map((message) => message.content)).toEqual(['Please cancel the haircut', 'done: cancelled']);
+    expect(stored.some((message) => message.content.includes('Hidden context'))).toBe(false);
+    // The cancel changed the appointments: the next turn that needs them loads them afresh.
+    expect(await palaver.store.focus.get(reply.sessionId, 'appointment')).toBeUndefined();
+  });
+
+  it('an id not in focus is refused back to the model and the tool does not run', async () => {
+    const { tools, cancelled } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }], bob: [{ id: 7, what: 'Haircut with Oleg' }] });
+    harness = await createHarness(cancellingModel(7));
+    const palaver = await harness.start(focusConfig, { tools });
+    const reply = await palaver.chat({ userId: 'alice', text: 'cancel my haircut' });
+
+    expect(cancelled).toEqual([]);
+    expect(reply.text).toMatch(/^done: Error: Refused: appointment_id=7 is not the id .* \(ids in focus: 42\)/);
+  });
+
+  it('focus survives a restart, and a focus older than its TTL is reloaded', async () => {
+    const { tools, loads } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }, { id: 43, what: 'Haircut with Anna, again' }] });
+    let now = Date.parse('2026-11-24T10:00:00Z');
+    harness = await createHarness((call) => ({ text: `seen ${/- id (\d+)/g.exec(call.instructions)?.[1] ?? 'none'}` }));
+    const first = await harness.start(focusConfig, { tools, now: () => new Date(now) });
+    const { sessionId } = await first.chat({ userId: 'alice', text: 'show my appointments' });
+    expect(loads).toEqual(['alice']);
+    await first.close();
+
+    const second = await harness.start(focusConfig, { tools, now: () => new Date(now) });
+    await second.chat({ userId: 'alice', text: 'show my appointments' });
+    expect(loads).toEqual(['alice']); // still fresh: read from the focus table, not loaded again
+    expect(await second.store.focus.get(sessionId, 'appointment')).toMatchObject({ entities: [{ id: 42 }, { id: 43 }] });
+
+    now += 61_000;
+    await second.chat({ userId: 'alice', text: 'show my appointments' });
+    expect(loads).toEqual(['alice', 'alice']);
+  });
+
+  it('"show my appointments" with none gives the fixed localised reply and no model call', async () => {
+    const { tools } = salon({});
+    harness = await createHarness(() => ({ text: 'the model should not be asked' }));
+    const palaver = await harness.start(focusConfig, { tools });
+    expect((await palaver.chat({ userId: 'carol', text: 'Show my appointments' })).text).toBe('You have nothing booked right now.');
+    expect(harness.model.calls).toHaveLength(0);
+  });
+});
