@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PalaverConfig, PalaverConfigInput } from '../config/index.js';
 import { createDemoTools } from '../demo/demo-tools.js';
+import { salonScript } from '../demo/salon-script.js';
+import { createSalonTools } from '../demo/salon-tools.js';
 import { PACKAGE_ROOT } from '../package-root.js';
 // The scripted server's own modules, not the testing index (which also brings the fake Telegram server).
 import { demoScript } from '../testing/demo-script.js';
@@ -14,11 +17,18 @@ export interface Demo {
   readonly server: ScriptedModelServer;
   readonly overrides: PalaverConfigInput;
   readonly tools: LocalTool[];
+  /** Releases what the demo's tools hold. */
+  close(): Promise<void>;
   /** What the person is talking to: the scripted model, or a real one named by PALAVER_* variables. */
   banner(config: PalaverConfig): string;
 }
 
-export async function startDemo(timeZone: string): Promise<Demo> {
+/** The demo agents `--demo <agent>` can pick. */
+export const DEMO_AGENTS = ['notes', 'salon'] as const;
+export type DemoAgent = (typeof DEMO_AGENTS)[number];
+
+export async function startDemo(timeZone: string, agent: DemoAgent = 'notes'): Promise<Demo> {
+  if (agent === 'salon') return startSalonDemo();
   const server = await startScriptedModelServer({ script: demoScript, models: [DEMO_MODEL] });
   return {
     server,
@@ -27,6 +37,7 @@ export async function startDemo(timeZone: string): Promise<Demo> {
       model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0 },
     },
     tools: createDemoTools({ timeZone }),
+    close: () => server.close(),
     banner: (config) =>
       [demoBanner(config), config.channels.telegram.enabled && config.channels.telegram.token ? 'Telegram: the demo agent answers your bot too (TELEGRAM_BOT_TOKEN); open the bot in Telegram and send /start.' : '']
         .filter(Boolean)
@@ -42,4 +53,32 @@ export async function startDemo(timeZone: string): Promise<Demo> {
         ].join('\n')
       : `DEMO AGENT on a real model: ${config.model.name} at ${config.model.baseUrl ?? 'the OpenAI API'} (set by PALAVER_* variables).`;
   }
+}
+
+/**
+ * The salon booking agent of `examples/salon`: its instructions, its stages and focus config, its tools over their
+ * own SQLite file (`data/salon.db` in the working folder) and a scripted model that reads the hidden context.
+ */
+async function startSalonDemo(): Promise<Demo> {
+  const dir = join(PACKAGE_ROOT, 'examples', 'salon');
+  const example = JSON.parse(readFileSync(join(dir, 'salon.config.json'), 'utf8')) as { agent: PalaverConfigInput['agent']; focus: PalaverConfigInput['focus'] };
+  const salon = createSalonTools({ file: join(process.cwd(), 'data', 'salon.db') });
+  const server = await startScriptedModelServer({ script: salonScript, models: [DEMO_MODEL] });
+  return {
+    server,
+    overrides: {
+      agent: { ...example.agent, instructionsDir: join(dir, 'instructions') },
+      focus: example.focus,
+      model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0 },
+    },
+    tools: salon.tools,
+    close: async () => {
+      await server.close();
+      salon.close();
+    },
+    banner: (config) =>
+      config.model.baseUrl === server.baseUrl
+        ? 'SALON DEMO: a scripted model. Try: "show my appointments", "cancel the haircut", "move the manicure to 2026-12-10 12:00".'
+        : `SALON DEMO on a real model: ${config.model.name}.`,
+  };
 }

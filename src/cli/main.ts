@@ -10,7 +10,8 @@ import { redactUrl } from './redact-url.js';
 
 interface CommonOptions {
   readonly config?: string;
-  readonly demo?: boolean;
+  /** `--demo` alone: the notes agent; `--demo salon`: the salon booking agent. */
+  readonly demo?: boolean | 'notes' | 'salon';
 }
 
 /** Entry point of the `palaver` command. */
@@ -20,7 +21,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .description('Run LLM agents that talk with people over messaging channels.')
     .showHelpAfterError();
   const configOption = () => new Option('-c, --config <file>', 'config file (default: palaver.config.{json,yaml} or PALAVER_CONFIG)');
-  const demoOption = () => new Option('--demo', 'run the bundled demo agent with a scripted model (no API key needed)');
+  const demoOption = () => new Option('--demo [agent]', 'run a bundled demo agent with a scripted model (no API key needed): notes (default) or salon').choices(['notes', 'salon']);
 
   program
     .command('start')
@@ -39,7 +40,7 @@ export async function main(argv: readonly string[]): Promise<void> {
       console.log('Shutting down…');
       await server.close();
       await palaver.close();
-      await demo?.server.close();
+      await demo?.close();
     });
 
   program
@@ -58,7 +59,7 @@ export async function main(argv: readonly string[]): Promise<void> {
       console.log('Type a message and press Enter; /exit ends the chat.');
       await channel.done;
       await palaver.close();
-      await demo?.server.close();
+      await demo?.close();
     });
 
   program
@@ -81,7 +82,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .addOption(demoOption())
     .action(async (options: CommonOptions) => {
       const { runDoctor } = await import('./doctor.js');
-      const ok = await runDoctor(options, { loadConfig: (overrides) => loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) }) });
+      const ok = await runDoctor({ demo: options.demo !== undefined && options.demo !== false }, { loadConfig: (overrides) => loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) }) });
       if (!ok) process.exitCode = 1;
     });
 
@@ -104,7 +105,7 @@ async function boot(
   let demo: Demo | undefined;
   try {
     const probe = options.demo ? loadConfigOrExit(options, { model: { name: 'palaver-demo-script' } }).config : undefined;
-    if (options.demo) demo = await (await import('./demo.js')).startDemo(probe!.agent.timezone);
+    if (options.demo) demo = await (await import('./demo.js')).startDemo(probe!.agent.timezone, options.demo === true ? 'notes' : options.demo);
     const { config } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides });
     const palaverOptions: PalaverOptions = {
       ...(demo ? { tools: demo.tools } : {}),
@@ -116,7 +117,7 @@ async function boot(
     const { createPalaver } = await import('../app.js');
     return { palaver: await createPalaver(config, palaverOptions), demo };
   } catch (error) {
-    await demo?.server.close();
+    await demo?.close();
     throw error;
   }
 }

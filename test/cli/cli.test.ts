@@ -151,6 +151,28 @@ describe('palaver chat --demo', () => {
   });
 });
 
+describe('palaver chat --demo salon', () => {
+  it('runs the salon booking agent on its own SQLite file: cancels the haircut it was shown, then has nothing booked', async () => {
+    const cwd = tempCwd();
+    const child = palaver(['chat', '--demo', 'salon'], cwd);
+    typeLines(child, ['show my appointments', 'cancel the haircut', 'cancel the manicure', 'show my appointments', '/exit']);
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    const out = child.stdout();
+    expect(out).toContain('SALON DEMO');
+    expect(out).toMatch(/bot> Your appointments:\n• Haircut with Anna, .*\n• Manicure with Olga/);
+    expect(out).toMatch(/bot> Appointment \d+ is cancelled\.\n[\s\S]*bot> Appointment \d+ is cancelled\./);
+    expect(out).toContain('bot> You have nothing booked right now.');
+    expect(out).not.toMatch(/id \d+:/);
+    expect(existsSync(join(cwd, 'data', 'salon.db'))).toBe(true);
+  });
+
+  it('refuses an unknown demo agent', async () => {
+    const child = palaver(['chat', '--demo', 'bakery'], tempCwd());
+    expect((await child.waitForExit()).code).not.toBe(0);
+    expect(child.stderr()).toContain("Allowed choices are notes, salon");
+  });
+});
+
 describe('palaver chat tool display', () => {
   it('shows only which tool ran by default, not its result', async () => {
     const child = palaver(['chat', '--demo'], tempCwd());
