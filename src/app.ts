@@ -82,11 +82,26 @@ export interface Palaver {
   close(): Promise<void>;
 }
 
-/** Focus settings from the `focus` config section. */
-function focusSettings(config: PalaverConfig['focus']): FocusSettings {
+/**
+ * Focus settings from the `focus` config section, with the id arguments local tools declare (`focusIds`) added.
+ * @throws ConfigError when a tool names an entity type the config does not have.
+ */
+function focusSettings(config: PalaverConfig['focus'], tools: readonly LocalTool[]): FocusSettings {
+  const entities = config.entities.map(({ ttlSeconds, idArguments, ...entity }) => ({
+    ...entity,
+    ttlMs: ttlSeconds * 1000,
+    idArguments: Object.fromEntries(Object.entries(idArguments).map(([tool, names]) => [tool, [...names]])),
+  }));
+  for (const tool of tools) {
+    for (const [argument, type] of Object.entries(tool.focusIds ?? {})) {
+      const entity = entities.find((candidate) => candidate.type === type);
+      if (entity === undefined) throw new ConfigError(`Tool ${tool.name} declares ${argument} an id of "${type}", which focus.entities does not have`, [{ path: 'focus.entities', message: `no type "${type}"` }]);
+      entity.idArguments[tool.name] = [...new Set([...(entity.idArguments[tool.name] ?? []), argument])];
+    }
+  }
   return {
     stages: config.stages,
-    entities: config.entities.map(({ ttlSeconds, ...entity }) => ({ ...entity, ttlMs: ttlSeconds * 1000 })),
+    entities,
     emptyReplies: Object.fromEntries(config.stages.flatMap((stage) => (stage.emptyReply === undefined ? [] : [[stage.id, stage.emptyReply]]))),
   };
 }
@@ -123,7 +138,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     {
       store,
       models,
-      flow: config.focus.stages.length === 0 ? FLOWS[config.agent.flow] : withFocus(FLOWS[config.agent.flow], focusSettings(config.focus), store.focus),
+      flow: config.focus.stages.length === 0 ? FLOWS[config.agent.flow] : withFocus(FLOWS[config.agent.flow], focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
       invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls))], ({ provider, request }) =>

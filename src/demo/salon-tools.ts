@@ -73,6 +73,7 @@ export function createSalonTools(options: { file: string; now?: () => Date }): S
     }),
     defineTool({
       name: 'cancel_appointment_by_id',
+      focusIds: { appointment_id: 'appointment' },
       description: 'Cancels one of the person\'s appointments by its id (from the hidden context).',
       input: z.object({ appointment_id: z.number().int().positive().describe('Id of the appointment, from the hidden context') }),
       run: ({ appointment_id }, ctx) => {
@@ -83,6 +84,7 @@ export function createSalonTools(options: { file: string; now?: () => Date }): S
     }),
     defineTool({
       name: 'reschedule_appointment_by_id',
+      focusIds: { appointment_id: 'appointment' },
       description: 'Moves one of the person\'s appointments to another date and time.',
       input: z.object({
         appointment_id: z.number().int().positive().describe('Id of the appointment, from the hidden context'),

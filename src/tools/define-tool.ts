@@ -15,6 +15,11 @@ export interface LocalTool<Input extends z.ZodType = z.ZodType> {
    * (sent to the model as JSON). Throw to report a failure; the model receives the message as a tool error.
    */
   run(args: z.infer<Input>, ctx: ToolCallContext): Promise<unknown> | unknown;
+  /**
+   * Arguments that hold the id of an entity in focus: argument name → entity type (`focus.entities[].type`).
+   * Palaver refuses a call whose id is not in the conversation's focus, before `run`.
+   */
+  readonly focusIds?: Readonly<Record<string, string>>;
 }
 
 /**

@@ -94,6 +94,19 @@ describe('entities in focus, end to end', () => {
     expect(reply.text).toMatch(/^done: Error: Refused: appointment_id=7 is not the id .* \(ids in focus: 42\)/);
   });
 
+  it('a tool may declare its id arguments itself; a type the config does not have stops the start', async () => {
+    const { tools, cancelled } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }] });
+    const declared = tools.map((tool) => (tool.name === 'cancel_appointment_by_id' ? { ...tool, focusIds: { appointment_id: 'appointment' } } : tool));
+    const withoutIdArguments = { focus: { ...focusConfig.focus, entities: [{ ...focusConfig.focus.entities[0], idArguments: {} }] } };
+    harness = await createHarness(cancellingModel(7));
+    const palaver = await harness.start(withoutIdArguments, { tools: declared });
+    expect((await palaver.chat({ userId: 'alice', text: 'cancel my haircut' })).text).toMatch(/^done: Error: Refused: appointment_id=7/);
+    expect(cancelled).toEqual([]);
+
+    const unknown = tools.map((tool) => ({ ...tool, focusIds: { appointment_id: 'invoice' } }));
+    await expect(harness.start(withoutIdArguments, { tools: unknown })).rejects.toThrow(/declares appointment_id an id of "invoice"/);
+  });
+
   it('focus survives a restart, and a focus older than its TTL is reloaded', async () => {
     const { tools, loads } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }, { id: 43, what: 'Haircut with Anna, again' }] });
     let now = Date.parse('2026-11-24T10:00:00Z');
