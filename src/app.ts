@@ -230,6 +230,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       const app = createHttpApp({
         health: checkHealth,
         apiKey: config.server.apiKey,
+        adminToken: config.server.adminToken,
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
         extraRoutes: (http) => {

@@ -161,12 +161,21 @@ export const configSchema = z.strictObject({
       host: z.string().default('127.0.0.1'),
       port: z.number().int().min(0).max(65_535).default(3000),
       /**
-       * Bearer key for /agui, /metrics and /admin. Without one, only loopback clients are served; with one,
-       * every client must send it.
+       * Bearer key for /agui and /metrics. Without one, only loopback clients are served; with one, every client
+       * must send it.
        */
       apiKey: z.string().min(8, 'use at least 8 characters').optional(),
+      /**
+       * Bearer token of the admin API (/admin: profiles, phones, roles, relinks). Without one the admin API is off.
+       * Must differ from `apiKey`: whoever may chat must not thereby administer.
+       */
+      adminToken: z.string().min(16, 'use at least 16 characters').optional(),
       /** Send tool arguments and results to web clients. Off: they may carry hidden context. */
       showToolDetails: z.boolean().default(false),
+    })
+    .refine((server) => server.adminToken === undefined || server.adminToken !== server.apiKey, {
+      message: 'must differ from server.apiKey',
+      path: ['adminToken'],
     })
     .prefault({}),
   limits: z

@@ -45,6 +45,26 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
   };
 }
 
+/**
+ * Guards the admin API with its own token, separate from the chat API key (a leaked chat key must not let anyone
+ * relink accounts or read profiles). Without a token the admin API is off for every client, loopback included:
+ * 403 naming the setting. The token is compared in constant time and never logged or echoed.
+ */
+export function adminTokenAuth(adminToken: string | undefined): MiddlewareHandler {
+  const expected = adminToken === undefined ? undefined : digest(adminToken);
+  return async (c, next) => {
+    if (expected === undefined) {
+      return c.json(errorBody('admin_disabled', 'The admin API is off. Set PALAVER_ADMIN_TOKEN (server.adminToken) and send it as "Authorization: Bearer <token>".'), 403);
+    }
+    const presented = bearerToken(c.req.header('authorization'));
+    if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
+      c.header('WWW-Authenticate', 'Bearer');
+      return c.json(errorBody('unauthorized', 'Send the admin token as "Authorization: Bearer <token>".'), 401);
+    }
+    return next();
+  };
+}
+
 /** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback (`::ffff:127.x.x.x`). */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (address === undefined) return false;

@@ -4,7 +4,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { PalaverError } from '../domain/errors.js';
 import type { ChannelRoute } from '../domain/ports/channel.js';
 import type { Logger } from '../observability/logger.js';
-import { apiKeyAuth } from './api-key.js';
+import { adminTokenAuth, apiKeyAuth } from './api-key.js';
 import { errorBody } from './error-body.js';
 import { healthRoute, type HealthProbe } from './health-route.js';
 
@@ -15,16 +15,18 @@ export interface HttpAppOptions {
   /** Backs `GET /health`. */
   readonly health: HealthProbe;
   /**
-   * Required as `Authorization: Bearer` on channel routes of access `client` and on `/admin/*`; without it only
-   * loopback clients are served there.
+   * Required as `Authorization: Bearer` on channel routes of access `client`; without it only loopback clients are
+   * served there.
    */
   readonly apiKey?: string | undefined;
+  /** Required as `Authorization: Bearer` on `/admin/*`; without it the admin API is off (403). Never the API key. */
+  readonly adminToken?: string | undefined;
   readonly logger: Logger;
   /** The channels' routes (`Channel.routes`), mounted as they are: web-standard Request → Response. */
   readonly routes: readonly ChannelRoute[];
   /**
    * Adds routes after the built-in ones, e.g. `/metrics` or `(app) => app.route('/admin', adminApp)`. Everything
-   * under `/admin` is already behind the API-key guard.
+   * under `/admin` is already behind the admin-token guard.
    */
   readonly extraRoutes?: (app: Hono) => void;
 }
@@ -54,7 +56,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 
   const auth = apiKeyAuth({ apiKey: options.apiKey });
   // Hono's `/admin/*` also matches `/admin` itself.
-  app.use('/admin/*', auth);
+  app.use('/admin/*', adminTokenAuth(options.adminToken));
   app.get('/health', healthRoute({ health: options.health, logger }));
 
   const taken = new Set(['GET /health']);

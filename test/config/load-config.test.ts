@@ -120,6 +120,15 @@ describe('config', () => {
     expect(() => parseConfig({ model: { name: 'm' }, channels: { telegrm: {} } })).toThrow(/Unknown key "telegrm" in channels; did you mean "telegram"\?/);
   });
 
+  it('reads the admin token from PALAVER_ADMIN_TOKEN and refuses one equal to the chat API key', () => {
+    const dir = tempDir();
+    const token = 'admin-token-0123456789';
+    expect(loadConfig({ cwd: dir, env: { PALAVER_MODEL: 'm', PALAVER_ADMIN_TOKEN: token } }).config.server.adminToken).toBe(token);
+    expect(parseConfig({ model: { name: 'm' } }).server.adminToken).toBeUndefined();
+    expect(() => parseConfig({ model: { name: 'm' }, server: { apiKey: token, adminToken: token } })).toThrow(/server\.adminToken: must differ from server\.apiKey/);
+    expect(() => parseConfig({ model: { name: 'm' }, server: { adminToken: 'short' } })).toThrow(/at least 16 characters/);
+  });
+
   it('runs the single flow unless told otherwise, and refuses flows it does not have', () => {
     expect(parseConfig({ model: { name: 'm' } }).agent.flow).toBe('single');
     expect(parseConfig({ model: { name: 'm' }, agent: { flow: 'single' } }).agent.flow).toBe('single');

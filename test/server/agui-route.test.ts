@@ -290,11 +290,13 @@ describe('API key and client address', () => {
     expect((await fetch(`${url}/`)).status).toBe(200);
   });
 
-  it('guards /admin routes with the same key', async () => {
-    const { url } = await start({ http: { apiKey: 'correct-horse-battery', extraRoutes: (app) => app.get('/admin/ping', (c) => c.text('pong')) } });
+  it('guards /admin routes with the admin token, never with the chat API key', async () => {
+    const adminToken = 'admin-token-0123456789';
+    const { url } = await start({ http: { apiKey: 'correct-horse-battery', adminToken, extraRoutes: (app) => app.get('/admin/ping', (c) => c.text('pong')) } });
     expect((await fetch(`${url}/admin/ping`)).status).toBe(401);
     expect((await fetch(`${url}/admin`)).status).toBe(401);
-    const ok = await fetch(`${url}/admin/ping`, { headers: { authorization: 'Bearer correct-horse-battery' } });
+    expect((await fetch(`${url}/admin/ping`, { headers: { authorization: 'Bearer correct-horse-battery' } })).status).toBe(401);
+    const ok = await fetch(`${url}/admin/ping`, { headers: { authorization: `Bearer ${adminToken}` } });
     expect(await ok.text()).toBe('pong');
   });
 
@@ -315,10 +317,11 @@ describe('API key and client address', () => {
     expect(await response.json()).toMatchObject({ error: { code: 'no_identity', message: expect.stringContaining('API key') } });
   });
 
-  it('keeps /admin behind the key guard while /agui does its own checks', async () => {
-    const { url } = await start();
-    const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: [], extraRoutes: (http) => http.get('/admin/x', (c) => c.text('x')) });
-    expect((await app.request('/admin/x')).status).toBe(403);
+  it('keeps the admin API off without an admin token, for loopback clients too, while /agui does its own checks', async () => {
+    const { url } = await start({ http: { extraRoutes: (app) => app.get('/admin/x', (c) => c.text('x')) } });
+    const refused = await fetch(`${url}/admin/x`);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ error: { code: 'admin_disabled', message: expect.stringContaining('PALAVER_ADMIN_TOKEN') } });
     expect((await post(url, runInput())).status).toBe(200);
   });
 
