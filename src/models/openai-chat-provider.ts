@@ -56,6 +56,7 @@ export class OpenAIChatProvider implements ModelProvider {
       model: this.model,
       messages: toChatMessages(request.instructions, request.input),
       ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
+      ...(request.output ? { response_format: { type: 'json_schema', json_schema: { name: request.output.name, schema: { ...request.output.schema }, strict: true } } } : {}),
       ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
     };
     try {

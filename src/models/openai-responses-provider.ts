@@ -56,6 +56,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
       ...(tools.length > 0 ? { tools } : {}),
       ...(request.previousResponseId ? { previous_response_id: request.previousResponseId } : {}),
       ...(request.store !== undefined ? { store: request.store } : {}),
+      ...(request.output ? { text: { format: { type: 'json_schema', name: request.output.name, schema: { ...request.output.schema }, strict: true } } } : {}),
       ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
     };
     let response: Response;

@@ -9,6 +9,7 @@ import {
   newId,
   renderToolCalls,
   replyUsage,
+  structuredOutput,
   type ScriptedCall,
   type ScriptedReply,
 } from './scripted-model.js';
@@ -46,6 +47,7 @@ export function parseChatRequest(body: Json, headers: Record<string, string>): S
     toolNames,
     hostedMcpLabels: [],
     stream: body['stream'] === true,
+    ...structuredOutput(((body['response_format'] ?? {}) as Json)['json_schema']),
     headers,
     body,
   };

@@ -22,6 +22,8 @@ export interface ScriptedCall {
   readonly stream: boolean;
   /** Request headers, lower-cased names. */
   readonly headers: Readonly<Record<string, string>>;
+  /** The structured output asked for (Chat `response_format`, Responses `text.format`), if any. */
+  readonly output?: { readonly name: string; readonly schema: Readonly<Record<string, unknown>> };
   /** The raw JSON body, for asserting wire details. */
   readonly body: Readonly<Record<string, unknown>>;
 }
@@ -111,6 +113,14 @@ export function replyUsage(call: ScriptedCall, reply: ScriptedReply, toolCalls: 
   let output = countWords(reply.text ?? '');
   for (const toolCall of toolCalls) output += countWords(toolCall.arguments) + 1;
   return { input: Math.max(1, input), output: Math.max(1, output) };
+}
+
+/** `{ output }` from a JSON-schema format object of either API (`{ name, schema, strict }`), or nothing. */
+export function structuredOutput(format: unknown): { output?: NonNullable<ScriptedCall['output']> } {
+  if (!format || typeof format !== 'object') return {};
+  const { name, schema } = format as Record<string, unknown>;
+  if (typeof name !== 'string' || !schema || typeof schema !== 'object') return {};
+  return { output: { name, schema: schema as Record<string, unknown> } };
 }
 
 export function countWords(text: string): number {

@@ -10,6 +10,7 @@ import {
   newId,
   renderToolCalls,
   replyUsage,
+  structuredOutput,
   type ScriptedCall,
   type ScriptedReply,
 } from './scripted-model.js';
@@ -87,6 +88,7 @@ export function parseResponsesRequest(body: Json, headers: Record<string, string
     hostedMcpLabels: tools.filter((tool) => tool['type'] === 'mcp').map((tool) => String(tool['server_label'] ?? '')),
     ...(previousResponseId ? { previousResponseId } : {}),
     stream: body['stream'] === true,
+    ...structuredOutput(((body['text'] ?? {}) as Json)['format']),
     headers,
     body,
   };

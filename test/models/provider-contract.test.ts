@@ -36,6 +36,23 @@ describe.each(PROVIDERS)('%s provider', (provider) => {
         expect(call.messages).toEqual([user('Hi')]);
       });
 
+      it('asks for structured output in the API\'s own shape and returns the JSON text', async () => {
+        const schema = { type: 'object', properties: { reply: { type: 'string' } }, required: ['reply'], additionalProperties: false };
+        server.setScript((call) => ({ text: call.output ? JSON.stringify({ reply: `as ${call.output.name}` }) : 'free text' }));
+        const deltas: string[] = [];
+        const reply = await model().complete(userSays('Hi', { output: { name: 'organization', schema }, ...withDeltas(deltas) }));
+        expect(JSON.parse(reply.text)).toEqual({ reply: 'as organization' });
+        const call = server.calls.at(-1)!;
+        expect(call.output).toEqual({ name: 'organization', schema });
+        const wire = provider === 'openai-chat' ? call.body['response_format'] : call.body['text'];
+        expect(wire).toEqual(
+          provider === 'openai-chat'
+            ? { type: 'json_schema', json_schema: { name: 'organization', schema, strict: true } }
+            : { format: { type: 'json_schema', name: 'organization', schema, strict: true } },
+        );
+        if (streaming) expect(deltas.join('')).toBe(reply.text);
+      });
+
       it('returns several tool calls from one reply, then sends their results back in one round trip', async () => {
         server.setScript(
           sequenceScript([

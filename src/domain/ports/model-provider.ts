@@ -28,6 +28,16 @@ export type ModelInputItem =
   | { readonly type: 'tool_call'; readonly callId: string; readonly name: string; readonly arguments: string }
   | { readonly type: 'tool_result'; readonly callId: string; readonly output: string };
 
+/**
+ * Structured output: the model must answer with JSON matching `schema` (OpenAI's strict JSON-schema mode: every
+ * property required, no additional properties). The caller still validates what comes back.
+ */
+export interface StructuredOutputSpec {
+  /** Schema name sent to the model (letters, digits, `_`, `-`). */
+  readonly name: string;
+  readonly schema: JsonSchema;
+}
+
 export interface ModelRequest {
   /** System / developer instructions for this call. */
   readonly instructions: string;
@@ -38,6 +48,8 @@ export interface ModelRequest {
   readonly previousResponseId?: string;
   /** Responses API only: whether the provider should keep the response for chaining (default true). */
   readonly store?: boolean;
+  /** Answer with JSON matching this schema instead of free text (tool calls stay possible). */
+  readonly output?: StructuredOutputSpec;
   /** Called with each text fragment as it streams; when absent the provider may not stream. */
   readonly onTextDelta?: (delta: string) => void;
   readonly signal?: AbortSignal;
