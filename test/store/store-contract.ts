@@ -124,6 +124,25 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect((await store.users.resolveAccount({ channel: 'telegram', accountId })).user.id).toBe(user.id);
       });
 
+      it('ensures a user under an outside id: created once, then returned unchanged', async () => {
+        const id = unique('directory-user');
+        const first = await store.users.ensureUser({ id, displayName: 'Ada' });
+        expect(first.created).toBe(true);
+        expect(first.user).toMatchObject({ id, displayName: 'Ada', phone: null });
+
+        const again = await store.users.ensureUser({ id, displayName: 'Someone else' });
+        expect(again.created).toBe(false);
+        expect(again.user).toEqual(first.user);
+        expect(await store.users.findById(id)).toEqual(first.user);
+      });
+
+      it('ensures one row when the same outside user arrives twice at once', async () => {
+        const id = unique('directory-user');
+        const results = await Promise.all(Array.from({ length: 5 }, () => store.users.ensureUser({ id })));
+        expect(results.filter((result) => result.created)).toHaveLength(1);
+        expect(new Set(results.map((result) => result.user.id))).toEqual(new Set([id]));
+      });
+
       it('lists every account of a user', async () => {
         const { user } = await store.users.resolveAccount({ channel: 'telegram', accountId: unique('tg') });
         await store.users.relinkAccount({ channel: 'web', accountId: unique('web'), userId: user.id });

@@ -43,6 +43,11 @@ export interface Store {
 export interface UserRepository {
   /** Finds the user bound to a channel account, creating both on first contact. */
   resolveAccount(input: { channel: string; accountId: string; displayName?: string | null }): Promise<{ user: User; account: ChannelAccount; created: boolean }>;
+  /**
+   * The user with this id, created (with `displayName`) when there is none: a user known to an outside directory
+   * (the team's `verify_user`) gets a row under the directory's id. An existing user is returned unchanged.
+   */
+  ensureUser(input: { id: string; displayName?: string | null }): Promise<{ user: User; created: boolean }>;
   findById(userId: string): Promise<User | undefined>;
   /** The user bound to a channel account, without creating one. */
   findByAccount(channel: string, accountId: string): Promise<User | undefined>;

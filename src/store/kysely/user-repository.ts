@@ -43,6 +43,18 @@ export class KyselyUserRepository implements UserRepository {
     });
   }
 
+  ensureUser(input: { id: string; displayName?: string | null }): Promise<{ user: User; created: boolean }> {
+    return storeOperation('users.ensureUser', async () => {
+      const row = { id: input.id, display_name: input.displayName ?? null, phone: null, created_at: this.#ctx.now() };
+      // Insert-or-ignore: two first contacts of the same directory user at once both end with the one row.
+      const inserted = await this.#ctx.dialect.insertOrIgnore(this.#ctx.db.insertInto('users').values(row), ['id']).executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { user: toUser(row), created: true };
+      const existing = await this.#ctx.db.selectFrom('users').selectAll().where('id', '=', input.id).executeTakeFirst();
+      if (existing === undefined) throw new StoreError('query_failed', `User ${input.id} vanished while it was being ensured; retry.`);
+      return { user: toUser(existing), created: false };
+    });
+  }
+
   findById(userId: string): Promise<User | undefined> {
     return storeOperation('users.findById', async () => {
       const row = await this.#ctx.db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
