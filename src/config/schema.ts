@@ -21,6 +21,9 @@ const modelEndpointSchema = z.strictObject({
   temperature: z.number().min(0).max(2).optional(),
 });
 
+/** A stage's model: its name, and what differs from the primary model. */
+const stageModelSchema = modelEndpointSchema.partial().extend({ name: z.string().min(1) });
+
 export const configSchema = z.strictObject({
   agent: z
     .strictObject({
@@ -43,8 +46,13 @@ export const configSchema = z.strictObject({
       maxToolCallsPerTurn: z.number().int().min(1).max(200).default(16),
       /** Calls of any one tool per turn. */
       maxCallsPerTool: z.number().int().min(1).max(200).default(8),
-      /** How a turn runs: `single` is the model ⇄ tools loop with the role re-run (the only flow so far). */
-      flow: z.enum(['single']).default('single'),
+      /**
+       * How a turn runs: `single` is the model ⇄ tools loop with the role re-run; `staged` is intent → execution →
+       * organization, each stage on the model `staged.types[agent.type]` names.
+       */
+      flow: z.enum(['single', 'staged']).default('single'),
+      /** The agent's type: picks the stage models of the staged flow from `staged.types`. */
+      type: z.string().min(1).optional(),
     })
     .prefault({}),
   /**
@@ -130,6 +138,24 @@ export const configSchema = z.strictObject({
           }),
         )
         .default([]),
+    })
+    .prefault({}),
+  /**
+   * The staged flow (`agent.flow: "staged"`): per agent type, the model of each stage (inheriting `provider`,
+   * `baseUrl` and `apiKey` from `model`, and using its fallback), and optional texts that replace the built-in stage
+   * prompts.
+   */
+  staged: z
+    .strictObject({
+      types: z
+        .record(
+          z.string().min(1),
+          z.strictObject({ intent: stageModelSchema, execution: stageModelSchema, organization: stageModelSchema }),
+        )
+        .default({}),
+      prompts: z
+        .strictObject({ intent: z.string().min(1).optional(), execution: z.string().min(1).optional(), organization: z.string().min(1).optional() })
+        .prefault({}),
     })
     .prefault({}),
   model: modelEndpointSchema.extend({
@@ -309,6 +335,35 @@ export const configSchema = z.strictObject({
         .refine((telegram) => telegram.token === undefined || (telegram.mode ?? (telegram.webhookUrl ? 'webhook' : 'polling')) === 'polling' || telegram.webhookSecret !== undefined, {
           message: 'webhook mode needs webhookSecret (TELEGRAM_WEBHOOK_SECRET): without it anyone could post updates',
           path: ['webhookSecret'],
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  /** Who is talking: how channel accounts map to users. */
+  identity: z
+    .strictObject({
+      /** Phone numbers: normalised to E.164 digits without the plus; one number belongs to one user. */
+      phones: z
+        .strictObject({
+          /** ISO 3166-1 alpha-2 region for numbers written without a country code (`UA`: `067 123 45 67` → `380671234567`). */
+          defaultRegion: z
+            .string()
+            .regex(/^[A-Za-z]{2}$/, 'an ISO 3166-1 alpha-2 code, e.g. "UA"')
+            .transform((region) => region.toUpperCase())
+            .optional(),
+          /**
+           * A verified phone (a channel, the admin API or a directory vouches for it) that another user owns:
+           * `relink` moves the account to that user, `conflict` refuses and tells the person.
+           */
+          onConflict: z.enum(['relink', 'conflict']).default('conflict'),
+          /** Look for a phone number in what people write (a claim: set only on a user without one, never relinks). */
+          fromText: z.boolean().default(true),
+          /**
+           * Whether a number someone only typed counts as theirs when a verified phone later meets it (then
+           * `onConflict` applies). Off, a verified phone takes a typed number away from whoever typed it: otherwise
+           * anyone who types a victim's number first would receive the victim's account when the victim verifies.
+           */
+          trustTyped: z.boolean().default(false),
         })
         .prefault({}),
     })
