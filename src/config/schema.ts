@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../identity/profile-settings.js';
 import { normaliseDatabaseUrl } from './database-url.js';
 
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
@@ -21,8 +22,16 @@ const modelEndpointSchema = z.strictObject({
   temperature: z.number().min(0).max(2).optional(),
 });
 
-/** A stage's model: its name, and what differs from the primary model. */
-const stageModelSchema = modelEndpointSchema.partial().extend({ name: z.string().min(1) });
+/** A stage's model: its name, and what differs from the primary model (the rest is inherited, so no defaults here). */
+const stageModelSchema = z.strictObject({
+  name: z.string().min(1),
+  provider: providerKind.optional(),
+  baseUrl: z.url().optional(),
+  apiKey: z.string().min(1).optional(),
+  timeoutMs: z.number().int().positive().optional(),
+  maxRetries: z.number().int().min(0).max(10).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+});
 
 export const configSchema = z.strictObject({
   agent: z
@@ -110,6 +119,39 @@ export const configSchema = z.strictObject({
           if (!types.has(needed)) ctx.addIssue({ code: 'custom', path: ['stages', index, 'needs'], message: `no entity type "${needed}" in focus.entities` });
         }
       });
+    })
+    .prefault({}),
+  /**
+   * Profile settings (see "Profiles and language" in the README): what a new profile starts with when neither the
+   * person nor their channel's language hint says otherwise. Unset values fall back to agent.language and agent.timezone.
+   */
+  profiles: z
+    .strictObject({
+      defaults: z
+        .strictObject({
+          /** Language of Palaver's own texts; agent.language when unset. */
+          interfaceLanguage: z.string().refine((tag) => canonicalLanguageTag(tag) !== undefined, 'a BCP-47 language tag such as en, en-US or zh-Hant-TW').optional(),
+          /** Language the agent answers in; interfaceLanguage when unset. */
+          aiLanguage: z.string().refine((tag) => canonicalLanguageTag(tag) !== undefined, 'a BCP-47 language tag such as en, en-US or zh-Hant-TW').optional(),
+          /** IANA zone; agent.timezone when unset. */
+          timeZone: z.string().refine((zone) => canonicalTimeZone(zone) !== undefined, 'an IANA time zone such as Europe/Kyiv or UTC').optional(),
+          /** ISO 3166-1 alpha-2 code; none when unset. */
+          country: z.string().refine(isCountryCode, 'an ISO 3166-1 alpha-2 country code such as UA or US').optional(),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  /**
+   * Reset triggers: a message whose whole text is one of these (any language's, case ignored) starts the
+   * conversation afresh and is answered by Palaver, without the model. Setting `triggers` replaces the defaults.
+   */
+  reset: z
+    .strictObject({
+      triggers: z
+        .record(z.string().min(2), z.array(z.string().trim().min(1)))
+        .default({ en: ['/reset', 'start over'], ru: ['начать заново'], uk: ['почати заново'], zh: ['重新开始'] }),
+      /** Keep the role a tool set; false: the person starts again without one (agent.defaultRole). */
+      keepRole: z.boolean().default(true),
     })
     .prefault({}),
   /** MCP servers reached over Streamable HTTP. */
