@@ -30,6 +30,7 @@ export interface NormaliseOptions {
 }
 
 type PhoneLibrary = typeof import('libphonenumber-js/max');
+type CountryCode = import('libphonenumber-js/max').CountryCode;
 
 let library: Promise<PhoneLibrary> | undefined;
 
@@ -82,7 +83,8 @@ export async function findPhoneInText(text: string, defaultRegion?: string): Pro
 }
 
 function parse(lib: PhoneLibrary, text: string, region: string | undefined): PhoneNormalisation {
-  const defaultCountry = region as Parameters<PhoneLibrary['parsePhoneNumberWithError']>[1] & string;
+  // Checked by the caller: a region it passes is supported.
+  const defaultCountry = region as CountryCode | undefined;
   let phone: ReturnType<PhoneLibrary['parsePhoneNumberWithError']>;
   try {
     phone = lib.parsePhoneNumberWithError(text, region === undefined ? undefined : { defaultCountry, extract: false });
