@@ -72,6 +72,27 @@ export class ChannelError extends PalaverError {
   }
 }
 
+export type IdentityFailure =
+  /** The resolver (the team's directory) could not be reached or answered badly, after its retry. */
+  | 'unreachable'
+  /** The resolver answered, but named no user for the account. */
+  | 'unrecognised';
+
+/** The identity step could not say who is talking; nothing may be answered under a guessed identity. */
+export class IdentityError extends PalaverError {
+  override readonly name = 'IdentityError';
+  readonly failure: IdentityFailure;
+
+  constructor(failure: IdentityFailure, message: string, options?: { cause?: unknown }) {
+    super(`identity_${failure}`, message, options);
+    this.failure = failure;
+  }
+
+  get retryable(): boolean {
+    return this.failure === 'unreachable';
+  }
+}
+
 export class StoreError extends PalaverError {
   override readonly name = 'StoreError';
 }

@@ -1,0 +1,281 @@
+import { setMaxListeners } from 'node:events';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { LRUCache } from 'lru-cache';
+import { z } from 'zod';
+import { ConfigError, IdentityError } from '../domain/errors.js';
+import type { User } from '../domain/model.js';
+import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain/ports/identity.js';
+import type { Store } from '../domain/ports/store.js';
+import { silentLogger, type Logger } from '../observability/logger.js';
+
+export interface McpIdentityResolverOptions {
+  /** Streamable HTTP endpoint of the team's MCP server, e.g. `https://directory.example/mcp`. */
+  readonly url: string;
+  /** The tool that names the user of an account. Default `verify_user`. */
+  readonly tool?: string;
+  /** Sent as `Authorization: Bearer …`; never logged. */
+  readonly bearerToken?: string;
+  /** Further headers sent with every request (a tenant id, say). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Per request (initialize, call). Default 10 000 ms: a person waits for this before being answered at all. */
+  readonly timeoutMs?: number;
+  /** Accounts whose user is remembered in this process. Default 10 000. */
+  readonly cacheSize?: number;
+  /** How long a remembered answer is used before the directory is asked again. Default 300 s; 0 turns the cache off. */
+  readonly cacheTtlSeconds?: number;
+  readonly logger?: Logger;
+  /** Custom fetch (proxies, tests). Default: the global `fetch`. */
+  readonly fetch?: FetchLike;
+}
+
+const DEFAULT_TOOL = 'verify_user';
+const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_CACHE_SIZE = 10_000;
+const DEFAULT_CACHE_TTL_SECONDS = 300;
+/** The first attempt on the current session, the second on a fresh client: a restarted server drops sessions. */
+const ATTEMPTS = 2;
+/** `close()` asks the server to end the session, but does not wait on a server that is gone. */
+const TERMINATE_SESSION_MS = 1_000;
+const MAX_USER_ID_CHARS = 200;
+const CLIENT_INFO = { name: 'palaver-identity', version: '0.1.0' };
+
+interface Connection {
+  readonly client: Client;
+  readonly transport: StreamableHTTPClientTransport;
+}
+
+/** A user id as a directory may write it: a non-empty string, or an integer (turned into its decimal string). */
+const userIdSchema = z.union([
+  z.string().trim().min(1).max(MAX_USER_ID_CHARS).regex(/^[^\u0000]*$/, 'no NUL'),
+  z.number().int().transform((id) => String(id)),
+]);
+/** What the tool's answer must hold: the user under `user_id` or `id` (the first that is a valid id). */
+const answerSchema = z.looseObject({ user_id: z.unknown().optional(), id: z.unknown().optional() });
+
+/**
+ * Identity from the team's own directory: each (channel, account id) is looked up with an MCP tool (default
+ * `verify_user`, arguments `{ channel, account_id, phone? }`, the phone only when the channel vouches for it) whose
+ * answer names the user (`user_id` or `id`, in `structuredContent` or JSON text). The directory is the authority:
+ * its user gets a row under its id in Palaver's store and the account is bound to it, moved from another user if
+ * need be.
+ *
+ * Each lookup has two attempts, the second on a fresh client (a restarted server has forgotten the session).
+ * Answers are remembered per account in a bounded cache; a claim carrying a verified phone always asks the
+ * directory. When the directory cannot be reached, or names nobody, `resolve` rejects with an `IdentityError`:
+ * nothing is answered under a guessed identity. The MCP SDK loads on the first lookup.
+ *
+ * @example
+ * const identity = new McpIdentityResolver(store, { url: 'https://directory.example/mcp', bearerToken });
+ * const { user } = await identity.resolve({ channel: 'telegram-bot', accountId: '42' });
+ */
+export class McpIdentityResolver implements IdentityResolver {
+  readonly #store: Store;
+  readonly #url: URL;
+  readonly #tool: string;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly #timeoutMs: number;
+  readonly #logger: Logger;
+  readonly #fetch: FetchLike;
+  /** Removes the token from text that came from elsewhere (a server may echo request headers in an error body). */
+  readonly #redact: (text: string) => string;
+  readonly #cache: LRUCache<string, string> | undefined;
+  #connecting: Promise<Connection> | undefined;
+  #closed = false;
+
+  constructor(store: Store, options: McpIdentityResolverOptions) {
+    this.#store = store;
+    try {
+      this.#url = new URL(options.url);
+    } catch (error) {
+      throw new ConfigError('identity.resolver.url is not an absolute URL', [{ path: 'identity.resolver.url', message: 'expected e.g. https://directory.example/mcp' }], { cause: error });
+    }
+    this.#tool = options.tool ?? DEFAULT_TOOL;
+    const token = options.bearerToken;
+    this.#headers = { ...options.headers, ...(token ? { Authorization: `Bearer ${token}` } : {}) };
+    this.#redact = token ? (text) => text.split(token).join('[redacted]') : (text) => text;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#logger = (options.logger ?? silentLogger()).child({ identityResolver: `mcp:${this.#url.host}` });
+    const baseFetch = options.fetch ?? fetch;
+    this.#fetch = (url, init) => {
+      // The SDK hands one long-lived AbortSignal to every request of a session (see McpToolHost).
+      if (init?.signal) setMaxListeners(0, init.signal);
+      return baseFetch(url, init);
+    };
+    const ttlSeconds = options.cacheTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS;
+    const size = options.cacheSize ?? DEFAULT_CACHE_SIZE;
+    this.#cache = ttlSeconds > 0 && size > 0 ? new LRUCache({ max: size, ttl: ttlSeconds * 1000 }) : undefined;
+  }
+
+  /**
+   * The directory's user for the account, bound to it in the store.
+   * @throws IdentityError `identity_unreachable` when both attempts failed, `identity_unrecognised` when the
+   *   directory named no user.
+   */
+  async resolve(claim: AccountClaim): Promise<ResolvedIdentity> {
+    const key = cacheKey(claim);
+    const phone = verifiedPhone(claim);
+    // A phone may move the account to another user: the directory decides, not what this process remembers.
+    const cached = phone ? undefined : this.#cache?.get(key);
+    if (cached !== undefined) {
+      const user = await this.#store.users.findByAccount(claim.channel, claim.accountId);
+      if (user?.id === cached) return this.#withAccounts(user);
+    }
+    const userId = await this.#lookUp(claim, phone);
+    const user = await this.#bind(claim, userId);
+    this.#cache?.set(key, user.id);
+    return this.#withAccounts(user);
+  }
+
+  /** The account as last bound in the store; the directory is not asked (nothing is created here). */
+  async find(claim: AccountClaim): Promise<ResolvedIdentity | undefined> {
+    const user = await this.#store.users.findByAccount(claim.channel, claim.accountId);
+    return user ? this.#withAccounts(user) : undefined;
+  }
+
+  /** Ends the MCP session. Safe to call twice; a later `resolve` rejects as unreachable. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const connecting = this.#connecting;
+    this.#connecting = undefined;
+    await this.#dispose(connecting);
+  }
+
+  /** Asks the directory, twice at most; the second attempt on a fresh client. */
+  async #lookUp(claim: AccountClaim, phone: string | undefined): Promise<string> {
+    const args = { channel: claim.channel, account_id: claim.accountId, ...(phone ? { phone } : {}) };
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= ATTEMPTS && !this.#closed; attempt += 1) {
+      const connecting = this.#connect();
+      let result: Readonly<Record<string, unknown>>;
+      try {
+        const { client } = await connecting;
+        result = await client.callTool({ name: this.#tool, arguments: args }, undefined, { timeout: this.#timeoutMs });
+      } catch (error) {
+        lastError = error;
+        this.#logger.warn({ attempt, channel: claim.channel, reason: this.#redact(describe(error)) }, 'identity directory call failed');
+        // The next attempt gets a new client and session, whatever went wrong with this one.
+        if (this.#connecting === connecting) this.#connecting = undefined;
+        await this.#dispose(connecting);
+        continue;
+      }
+      const userId = userIdFrom(result);
+      if (userId !== undefined) return userId;
+      this.#logger.warn({ channel: claim.channel, isError: result['isError'] === true }, 'identity directory named no user for the account');
+      throw new IdentityError('unrecognised', `The identity directory's ${this.#tool} named no user for this ${claim.channel} account.`);
+    }
+    throw new IdentityError(
+      'unreachable',
+      `The identity directory at ${this.#url.origin}${this.#url.pathname} could not be reached (${ATTEMPTS} attempts): ${this.#redact(describe(lastError ?? 'closed'))}`,
+      { cause: lastError },
+    );
+  }
+
+  /** Makes sure the directory's user exists here and owns the account; the directory wins over an older binding. */
+  async #bind(claim: AccountClaim, userId: string): Promise<User> {
+    const bound = await this.#store.users.findByAccount(claim.channel, claim.accountId);
+    if (bound?.id === userId) return bound;
+    return this.#store.transaction(async (tx) => {
+      const { user } = await tx.users.ensureUser({ id: userId, displayName: claim.displayName ?? null });
+      const previous = await tx.users.relinkAccount({ channel: claim.channel, accountId: claim.accountId, userId });
+      if (previous !== undefined && previous !== userId) {
+        this.#logger.info({ channel: claim.channel, fromUserId: previous, toUserId: userId }, 'identity directory moved the account to another user');
+      }
+      return user;
+    });
+  }
+
+  async #withAccounts(user: User): Promise<ResolvedIdentity> {
+    const accounts = await this.#store.users.listAccounts(user.id);
+    return { user, accounts: accounts.map(({ channel, accountId }) => ({ channel, accountId })) };
+  }
+
+  /** The client, opened once and shared by concurrent lookups until an attempt fails on it. */
+  #connect(): Promise<Connection> {
+    this.#connecting ??= this.#open();
+    return this.#connecting;
+  }
+
+  async #open(): Promise<Connection> {
+    const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+      import('@modelcontextprotocol/sdk/client/index.js'),
+      import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    ]);
+    const transport = new StreamableHTTPClientTransport(this.#url, { requestInit: { headers: this.#headers }, fetch: this.#fetch });
+    const client = new Client(CLIENT_INFO);
+    client.onerror = (error) => this.#logger.debug({ reason: this.#redact(describe(error)) }, 'identity directory transport error');
+    try {
+      await client.connect(transport, { timeout: this.#timeoutMs });
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw error;
+    }
+    return { client, transport };
+  }
+
+  async #dispose(connecting: Promise<Connection> | undefined): Promise<void> {
+    const connection = await connecting?.catch(() => undefined);
+    if (!connection) return;
+    await withDeadline(connection.transport.terminateSession().catch(() => undefined), TERMINATE_SESSION_MS);
+    await connection.client.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The user id in a tool answer: `structuredContent` first, then each text item that parses as a JSON object; under
+ * `user_id`, else `id`. An error answer names nobody.
+ */
+export function userIdFrom(result: Readonly<Record<string, unknown>>): string | undefined {
+  if (result['isError'] === true) return undefined;
+  const candidates: unknown[] = [result['structuredContent']];
+  const content = Array.isArray(result['content']) ? result['content'] : [];
+  for (const item of content) {
+    const text = (item as { type?: unknown; text?: unknown } | null)?.type === 'text' ? (item as { text?: unknown }).text : undefined;
+    if (typeof text === 'string') candidates.push(parseJson(text));
+  }
+  for (const candidate of candidates) {
+    const answer = answerSchema.safeParse(candidate);
+    if (!answer.success) continue;
+    for (const value of [answer.data.user_id, answer.data.id]) {
+      const id = userIdSchema.safeParse(value);
+      if (id.success) return id.data;
+    }
+  }
+  return undefined;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The phone the directory is told: only one the channel vouches for. A number merely typed in a message is not
+ * sent: a directory that matches on phones would otherwise hand anyone who types a victim's number their account.
+ */
+function verifiedPhone(claim: AccountClaim): string | undefined {
+  return claim.phone && claim.phoneVerified === true ? claim.phone : undefined;
+}
+
+function cacheKey(claim: AccountClaim): string {
+  return `${claim.channel}\u0000${claim.accountId}`;
+}
+
+/** A short reason for logs: the message only, never request options (which hold the token). */
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message.slice(0, 300) : String(error).slice(0, 300);
+}
+
+async function withDeadline(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([work, deadline]);
+  clearTimeout(timer);
+}
