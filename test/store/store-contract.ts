@@ -25,6 +25,8 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
     });
 
     const unique = (prefix: string): string => `${prefix}-${randomUUID()}`;
+    /** A phone number (E.164 digits) no other test uses. */
+    const phoneOf = (): string => `38067${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
 
     async function givenUser(displayName: string | null = 'Ada'): Promise<User> {
       const { user } = await store.users.resolveAccount({ channel: 'console', accountId: unique('acct'), displayName });
@@ -431,6 +433,111 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       it('refuses state that has no JSON form', async () => {
         const user = await givenUser();
         await expectStoreError(store.userState.save(user.id, undefined), 'invalid_state');
+      });
+    });
+
+    describe('profiles', () => {
+      it('saves and replaces a user\'s settings text as it is, apart from other users\'', async () => {
+        const user = await givenUser();
+        const other = await givenUser();
+        expect(await store.profiles.get(user.id)).toBeUndefined();
+        await store.profiles.save(user.id, '{"version":1,"preferences":{"aiLanguage":"uk"}}');
+        await store.profiles.save(other.id, '{"version":1}');
+        const saved = await store.profiles.get(user.id);
+        expect(saved).toEqual({ raw: '{"version":1,"preferences":{"aiLanguage":"uk"}}', updatedAt: expect.any(Date) });
+
+        await store.profiles.save(user.id, 'not json: the store keeps text, the schema judges it');
+        expect((await store.profiles.get(user.id))!.raw).toBe('not json: the store keeps text, the schema judges it');
+        expect((await store.profiles.get(other.id))!.raw).toBe('{"version":1}');
+      });
+
+      it('seeds a profile only once: a second seed leaves the first (or an update) in place', async () => {
+        const user = await givenUser();
+        expect(await store.profiles.saveIfAbsent(user.id, '{"seed":1}')).toBe(true);
+        expect(await store.profiles.saveIfAbsent(user.id, '{"seed":2}')).toBe(false);
+        expect((await store.profiles.get(user.id))!.raw).toBe('{"seed":1}');
+        await store.profiles.save(user.id, '{"updated":true}');
+        expect(await store.profiles.saveIfAbsent(user.id, '{"seed":3}')).toBe(false);
+        expect((await store.profiles.get(user.id))!.raw).toBe('{"updated":true}');
+      });
+
+      it('lets exactly one of concurrent seeds win', async () => {
+        const user = await givenUser();
+        const results = await Promise.all([1, 2, 3, 4].map((n) => store.profiles.saveIfAbsent(user.id, `{"seed":${n}}`)));
+        expect(results.filter(Boolean)).toHaveLength(1);
+      });
+
+      it('refuses a profile for a user that does not exist', async () => {
+        await expectStoreError(store.profiles.save(randomUUID(), '{}'), 'foreign_key');
+        await expectStoreError(store.profiles.saveIfAbsent(randomUUID(), '{}'), 'foreign_key');
+      });
+    });
+
+    describe('phones and relinks', () => {
+      it('remembers where a phone came from: a typed one is a claim, the others vouched for', async () => {
+        const typed = await givenUser();
+        const vouched = await givenUser();
+        const [claim, verified] = [phoneOf(), phoneOf()];
+        await store.users.setPhone(typed.id, claim, 'typed');
+        await store.users.setPhone(vouched.id, verified, 'channel');
+        expect(await store.users.findPhoneHolder(claim)).toMatchObject({ user: { id: typed.id, phone: claim }, verified: false });
+        expect(await store.users.findPhoneHolder(verified)).toMatchObject({ user: { id: vouched.id }, verified: true });
+        expect(await store.users.findPhoneHolder(phoneOf())).toBeUndefined();
+        // Set again through a path that vouches for it, the claim becomes verified.
+        await store.users.setPhone(typed.id, claim);
+        expect((await store.users.findPhoneHolder(claim))?.verified).toBe(true);
+      });
+
+      it('carries the previous user\'s sessions on the account\'s channel along with a relink, and only those', async () => {
+        const accountId = unique('tg');
+        const { user: previous } = await store.users.resolveAccount({ channel: 'telegram', accountId });
+        const target = await givenUser('Target');
+        const onChannel = await store.sessions.open({ userId: previous.id, channel: 'telegram', conversationId: unique('chat') });
+        const elsewhere = await store.sessions.open({ userId: previous.id, channel: 'web', conversationId: unique('chat') });
+
+        expect(await store.users.relinkAccount({ channel: 'telegram', accountId, userId: target.id, carrySessions: true })).toBe(previous.id);
+        expect((await store.sessions.findById(onChannel.id))?.userId).toBe(target.id);
+        expect((await store.sessions.findById(elsewhere.id))?.userId).toBe(previous.id);
+      });
+    });
+
+    describe('identity events', () => {
+      it('records events and lists those naming a user, as subject or either side of a relink, oldest first', async () => {
+        const from = await givenUser();
+        const to = await givenUser();
+        const bystander = await givenUser();
+        const set = await store.identityEvents.add({ userId: from.id, kind: 'phone_set', channel: 'web', accountId: 'w-1', actor: 'system', details: { source: 'typed' } });
+        const relink = await store.identityEvents.add({ userId: to.id, kind: 'relink', channel: 'telegram', accountId: 't-1', fromUserId: from.id, toUserId: to.id, actor: 'system', details: { source: 'channel' } });
+        await store.identityEvents.add({ userId: bystander.id, kind: 'conflict', actor: 'system' });
+
+        expect(set).toMatchObject({ userId: from.id, kind: 'phone_set', channel: 'web', accountId: 'w-1', fromUserId: null, toUserId: null, actor: 'system', details: { source: 'typed' } });
+        expect(set.createdAt).toBeInstanceOf(Date);
+        const ofFrom = await store.identityEvents.listByUser(from.id);
+        expect(ofFrom.map((event) => event.kind).sort()).toEqual(['phone_set', 'relink']);
+        expect(ofFrom.find((event) => event.kind === 'relink')).toEqual(relink);
+        expect((await store.identityEvents.listByUser(to.id)).map((event) => event.id)).toEqual([relink.id]);
+        expect(await store.identityEvents.listByUser(bystander.id)).toMatchObject([{ kind: 'conflict', details: {}, channel: null }]);
+        expect(await store.identityEvents.listByUser(randomUUID())).toEqual([]);
+      });
+
+      it('keeps only the latest events up to the limit', async () => {
+        const user = await givenUser();
+        for (let index = 0; index < 3; index += 1) await store.identityEvents.add({ userId: user.id, kind: 'admin_change', actor: 'admin', details: { index } });
+        expect(await store.identityEvents.listByUser(user.id, 2)).toHaveLength(2);
+      });
+
+      it('writes an event with the change it records, or not at all', async () => {
+        const user = await givenUser();
+        const phone = phoneOf();
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.users.setPhone(user.id, phone, 'channel');
+            await tx.identityEvents.add({ userId: user.id, kind: 'phone_set', actor: 'system' });
+            throw new Error('rolled back');
+          }),
+        ).rejects.toThrow('rolled back');
+        expect(await store.identityEvents.listByUser(user.id)).toEqual([]);
+        expect((await store.users.findById(user.id))?.phone).toBeNull();
       });
     });
 

@@ -27,6 +27,9 @@ export interface Store {
   readonly deliveries: DeliveryRepository;
   readonly channelState: ChannelStateRepository;
   readonly focus: FocusRepository;
+  readonly identityEvents: IdentityEventRepository;
+  readonly spend: SpendRepository;
+  readonly profiles: ProfileRepository;
   /**
    * Runs `fn` in one transaction; the store handed to `fn` is bound to it. Commits when `fn` resolves,
    * rolls back and rethrows when it rejects (undoing only this transaction's writes). Nested calls reuse the outer
@@ -53,9 +56,22 @@ export interface UserRepository {
   findByAccount(channel: string, accountId: string): Promise<User | undefined>;
   /** Finds a user by E.164 digits (no plus). */
   findByPhone(phone: string): Promise<User | undefined>;
-  setPhone(userId: string, phone: string | null): Promise<void>;
-  /** Moves a channel account to another user (relink). Returns the previous user id. */
-  relinkAccount(input: { channel: string; accountId: string; userId: string }): Promise<string | undefined>;
+  /**
+   * The user holding a phone, and whether the phone is vouched for (anything but `typed`). In a transaction on
+   * PostgreSQL the row stays locked until it ends.
+   */
+  findPhoneHolder(phone: string): Promise<{ readonly user: User; readonly verified: boolean } | undefined>;
+  /**
+   * Sets (or, with null, removes) the user's phone and where it came from (default `admin`).
+   * @throws StoreError `conflict` when another user holds the phone (the unique constraint decides), `not_found` for an
+   *   unknown user.
+   */
+  setPhone(userId: string, phone: string | null, source?: PhoneSource): Promise<void>;
+  /**
+   * Moves a channel account to another user (relink). Returns the previous user id. With `carrySessions`, the
+   * previous user's sessions on the account's channel move along, so the person keeps their conversations there.
+   */
+  relinkAccount(input: { channel: string; accountId: string; userId: string; carrySessions?: boolean }): Promise<string | undefined>;
   listAccounts(userId: string): Promise<ChannelAccount[]>;
 }
 
@@ -183,6 +199,49 @@ export interface DeliveryRepository {
   claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<DeliveryRecord[]>;
 }
 
+/** Where a user's phone came from: `typed` in a message is a mere claim; the others vouch for it. */
+export type PhoneSource = 'typed' | 'channel' | 'admin' | 'resolver';
+
+/**
+ * What an identity event records: `phone_set`, `phone_revoked` (a typed claim lost to a verified phone),
+ * `relink` (an account moved from one user to another), `conflict` (a link refused), `admin_change`.
+ */
+export type IdentityEventKind = 'phone_set' | 'phone_revoked' | 'relink' | 'conflict' | 'admin_change';
+
+export interface NewIdentityEvent {
+  /** The user the event is about (for a relink: the user the account moved to). */
+  readonly userId: string;
+  readonly kind: IdentityEventKind;
+  readonly channel?: string | null;
+  readonly accountId?: string | null;
+  readonly fromUserId?: string | null;
+  readonly toUserId?: string | null;
+  /** Who did it: `system` (Palaver on a message), `admin`, `resolver`, … */
+  readonly actor: string;
+  /** Anything else worth keeping (e.g. the phone's source); never the phone number itself. */
+  readonly details?: Readonly<Record<string, unknown>>;
+}
+
+export interface IdentityEvent {
+  readonly id: string;
+  readonly userId: string;
+  readonly kind: IdentityEventKind;
+  readonly channel: string | null;
+  readonly accountId: string | null;
+  readonly fromUserId: string | null;
+  readonly toUserId: string | null;
+  readonly actor: string;
+  readonly details: Readonly<Record<string, unknown>>;
+  readonly createdAt: Date;
+}
+
+/** The identity audit: written in the transaction of the change it records, never updated. */
+export interface IdentityEventRepository {
+  add(event: NewIdentityEvent): Promise<IdentityEvent>;
+  /** The latest `limit` (default 100) events naming the user (as subject, or as either side of a relink), oldest first. */
+  listByUser(userId: string, limit?: number): Promise<IdentityEvent[]>;
+}
+
 /** Small values each channel keeps across restarts. */
 export interface ChannelStateRepository {
   get(channel: string, key: string): Promise<string | undefined>;
@@ -202,4 +261,37 @@ export interface FocusRepository {
   get(sessionId: string, entityType: string): Promise<FocusRecord | undefined>;
   save(sessionId: string, record: FocusRecord): Promise<void>;
   clear(sessionId: string, entityType: string): Promise<void>;
+}
+
+/** A user's stored profile settings: the JSON text as written (read it through the settings schema) and when. */
+export interface ProfileRecord {
+  readonly raw: string;
+  readonly updatedAt: Date;
+}
+
+/** Profile settings per user (language, time zone, country), one row each; saving replaces. */
+export interface ProfileRepository {
+  get(userId: string): Promise<ProfileRecord | undefined>;
+  /** Stores the settings, replacing any. @throws StoreError `foreign_key` for an unknown user. */
+  save(userId: string, settingsJson: string): Promise<void>;
+  /** Stores the settings only when the user has none yet (seeding); false when a profile already existed. */
+  saveIfAbsent(userId: string, settingsJson: string): Promise<boolean>;
+}
+
+/** A user's spend of one day in one currency. */
+export interface DailySpend {
+  readonly currency: string;
+  /** Decimal string. */
+  readonly cost: string;
+}
+
+/**
+ * Running totals of what each user spent per day (`day` is the user's calendar day, YYYY-MM-DD), kept by the turn in
+ * its closing transaction while a daily budget is configured: checking the budget is then one key read.
+ */
+export interface SpendRepository {
+  /** Adds `cost` (a decimal string) to the user's spend of `day` in `currency`, exactly and atomically. */
+  addDaily(userId: string, day: string, cost: string, currency: string): Promise<void>;
+  /** The user's spend of `day`, one entry per currency (none when nothing was spent). */
+  daily(userId: string, day: string): Promise<DailySpend[]>;
 }

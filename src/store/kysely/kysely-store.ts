@@ -5,8 +5,11 @@ import { bindStrategy, dialectOf, type DialectStrategy, type StoreDialect } from
 import { KyselyChannelStateRepository } from './channel-state-repository.js';
 import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyFocusRepository } from './focus-repository.js';
+import { KyselyIdentityEventRepository } from './identity-event-repository.js';
+import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
+import { KyselyProfileRepository } from './profile-repository.js';
 import type { RepositoryContext } from './repository-context.js';
 import type { Database } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
@@ -48,6 +51,9 @@ export class KyselyStore implements Store {
   readonly deliveries: KyselyDeliveryRepository;
   readonly channelState: KyselyChannelStateRepository;
   readonly focus: KyselyFocusRepository;
+  readonly identityEvents: KyselyIdentityEventRepository;
+  readonly spend: KyselySpendRepository;
+  readonly profiles: KyselyProfileRepository;
   readonly #ctx: RepositoryContext;
   readonly #engine: StoreEngine | undefined;
   /** The store handed to transactions run by the database's engine, on the engine's transaction-bound Kysely. */
@@ -69,6 +75,9 @@ export class KyselyStore implements Store {
     this.deliveries = new KyselyDeliveryRepository(this.#ctx);
     this.channelState = new KyselyChannelStateRepository(this.#ctx);
     this.focus = new KyselyFocusRepository(this.#ctx);
+    this.identityEvents = new KyselyIdentityEventRepository(this.#ctx);
+    this.spend = new KyselySpendRepository(this.#ctx);
+    this.profiles = new KyselyProfileRepository(this.#ctx);
   }
 
   /** The SQL dialect this store speaks. */

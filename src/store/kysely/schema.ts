@@ -21,6 +21,9 @@ export interface Database {
   readonly deliveries: DeliveriesTable;
   readonly channel_state: ChannelStateTable;
   readonly focus: FocusTable;
+  readonly profiles: ProfilesTable;
+  readonly daily_spend: DailySpendTable;
+  readonly identity_events: IdentityEventsTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -39,6 +42,8 @@ export interface UsersTable {
   display_name: string | null;
   /** E.164 digits without the plus; unique when set. */
   phone: string | null;
+  /** Where the phone came from (`typed` is a mere claim); null for phones set before this was recorded. */
+  phone_source: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: EpochMillis;
 }
 
@@ -58,6 +63,8 @@ export interface SessionsTable {
   title: string | null;
   input_tokens: BigCounter;
   output_tokens: BigCounter;
+  /** Of `input_tokens`, those read from a prompt cache. */
+  cached_input_tokens: BigCounter;
   cost: DecimalText;
   currency: ColumnType<string, string | undefined, string>;
   /**
@@ -84,6 +91,7 @@ export interface MessagesTable {
   model: string | null;
   input_tokens: number;
   output_tokens: number;
+  cached_input_tokens: ColumnType<number, number | undefined, number>;
   cost: DecimalText;
   currency: string;
   correlation_id: string | null;
@@ -99,12 +107,27 @@ export interface UserStateTable {
   updated_at: EpochMillis;
 }
 
+export interface ProfilesTable {
+  user_id: string;
+  /** The settings JSON (version, preferences, privacy, notification). */
+  settings: string;
+  updated_at: EpochMillis;
+}
+
 export interface FocusTable {
   session_id: string;
   entity_type: string;
   /** JSON array of {id, description}. */
   entities: string;
   loaded_at: EpochMillis;
+}
+
+/** A user's spend of one day (their calendar day, YYYY-MM-DD) in one currency, while a daily budget is set. */
+export interface DailySpendTable {
+  user_id: string;
+  day: string;
+  currency: string;
+  cost: DecimalText;
 }
 
 export interface ToolCallsTable {
@@ -177,6 +200,21 @@ export interface ChannelStateTable {
   key: string;
   value: string;
   updated_at: EpochMillis;
+}
+
+/** The identity audit: phones set or taken, accounts relinked, links refused, admins' changes. */
+export interface IdentityEventsTable {
+  id: string;
+  user_id: string;
+  kind: string;
+  channel: string | null;
+  account_id: string | null;
+  from_user_id: string | null;
+  to_user_id: string | null;
+  actor: string;
+  /** JSON object. */
+  details: string;
+  created_at: EpochMillis;
 }
 
 /** Kysely's own bookkeeping, declared so the migration tables can be inspected with typed queries. */

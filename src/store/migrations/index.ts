@@ -6,6 +6,9 @@ import { initialMigration } from './0001-initial.js';
 import { lighterTurnWritesMigration } from './0002-lighter-turn-writes.js';
 import { durableInboxMigration } from './0003-durable-inbox.js';
 import { outboxAndChannelStateMigration } from './0004-outbox-and-channel-state.js';
+import { profilesMigration } from './0005-profiles.js';
+import { identityAuditMigration } from './0006-identity-audit.js';
+import { cachedTokensAndDailySpendMigration } from './0007-cached-tokens-and-daily-spend.js';
 import { focusMigration } from './0009-focus.js';
 
 /**
@@ -21,6 +24,9 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0002_lighter_turn_writes': lighterTurnWritesMigration(dialect),
     '0003_durable_inbox': durableInboxMigration(dialect),
     '0004_outbox_and_channel_state': outboxAndChannelStateMigration(dialect),
+    '0005_profiles': profilesMigration(dialect),
+    '0006_identity_audit': identityAuditMigration(dialect),
+    '0007_cached_tokens_and_daily_spend': cachedTokensAndDailySpendMigration(dialect),
     '0009_focus': focusMigration(dialect),
   };
 }
@@ -43,7 +49,8 @@ export interface MigrateOptions {
 export async function migrateToLatest(db: Kysely<any>, options: MigrateOptions = {}): Promise<string[]> {
   const all = migrations(options.dialect ?? dialectOf(db));
   const provider: MigrationProvider = { getMigrations: async () => all };
-  const migrator = new Migrator({ db, provider });
+  // 0005-0008 were written beside 0009_focus and shipped after it: a database already at 0009 must still take them.
+  const migrator = new Migrator({ db, provider, allowUnorderedMigrations: true });
   const { error, results = [] } = await migrator.migrateToLatest();
   if (error !== undefined) {
     const failed = results.find((result) => result.status === 'Error')?.migrationName;
