@@ -23,7 +23,7 @@ export function toDate(value: number | string): Date {
   return new Date(Number(value));
 }
 
-export function toUser(row: Selectable<UsersTable>): User {
+export function toUser(row: Pick<Selectable<UsersTable>, 'id' | 'display_name' | 'phone' | 'created_at'>): User {
   return { id: row.id, displayName: row.display_name, phone: row.phone, createdAt: toDate(row.created_at) };
 }
 

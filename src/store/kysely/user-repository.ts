@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import type { ChannelAccount, User } from '../../domain/model.js';
-import type { UserRepository } from '../../domain/ports/store.js';
+import type { PhoneSource, UserRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toChannelAccount, toDate, toUser } from './rows.js';
@@ -73,11 +73,22 @@ export class KyselyUserRepository implements UserRepository {
     });
   }
 
+  findPhoneHolder(phone: string): Promise<{ user: User; verified: boolean } | undefined> {
+    return storeOperation('users.findPhoneHolder', async () => {
+      const row = await this.#ctx.dialect.lockForUpdate(this.#ctx.db.selectFrom('users').selectAll().where('phone', '=', phone)).executeTakeFirst();
+      return row === undefined ? undefined : { user: toUser(row), verified: row.phone_source !== 'typed' };
+    });
+  }
+
   /** @throws StoreError `conflict` when another user already has the phone, `not_found` for an unknown user. */
-  setPhone(userId: string, phone: string | null): Promise<void> {
+  setPhone(userId: string, phone: string | null, source: PhoneSource = 'admin'): Promise<void> {
     return storeOperation('users.setPhone', async () => {
       try {
-        const result = await this.#ctx.db.updateTable('users').set({ phone }).where('id', '=', userId).executeTakeFirst();
+        const result = await this.#ctx.db
+          .updateTable('users')
+          .set({ phone, phone_source: phone === null ? null : source })
+          .where('id', '=', userId)
+          .executeTakeFirst();
         if (result.numUpdatedRows === 0n) throw new StoreError('not_found', `User ${userId} does not exist.`);
       } catch (error) {
         if (classifyDriverError(error) === 'conflict') {
@@ -95,7 +106,7 @@ export class KyselyUserRepository implements UserRepository {
    * @returns the previous user id, or undefined when the account was not bound yet.
    * @throws StoreError `not_found` when `userId` does not exist.
    */
-  relinkAccount(input: { channel: string; accountId: string; userId: string }): Promise<string | undefined> {
+  relinkAccount(input: { channel: string; accountId: string; userId: string; carrySessions?: boolean }): Promise<string | undefined> {
     return storeOperation('users.relinkAccount', async () => {
       try {
         return await atomically(this.#ctx.db, async (db) => {
@@ -116,6 +127,9 @@ export class KyselyUserRepository implements UserRepository {
               .where('channel', '=', input.channel)
               .where('account_id', '=', input.accountId)
               .execute();
+            if (input.carrySessions === true) {
+              await db.updateTable('sessions').set({ user_id: input.userId }).where('user_id', '=', current.user_id).where('channel', '=', input.channel).execute();
+            }
           }
           return current.user_id;
         });
