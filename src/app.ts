@@ -5,6 +5,7 @@ import { ConfigError } from './domain/errors.js';
 import type { Channel } from './domain/ports/channel.js';
 import type { Flow } from './domain/ports/flow.js';
 import type { HostedMcpSpec, ModelProvider } from './domain/ports/model-provider.js';
+import type { IdentityResolver } from './domain/ports/identity.js';
 import type { Store } from './domain/ports/store.js';
 import type { ToolDispatcher } from './domain/ports/tool-dispatch.js';
 import type { ToolHost } from './domain/ports/tool-host.js';
@@ -133,6 +134,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const dispatcher: ToolDispatcher = new InlineToolDispatcher(tools);
   const { openStore } = await import('./store/open-store.js');
   const store = await openStore(config.database.url);
+  const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, store, logger) : new LocalIdentityResolver(store);
 
   const pipeline = new Pipeline(
     {
@@ -166,7 +168,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       metrics,
       now: options.now ?? (() => new Date()),
     },
-    new LocalIdentityResolver(store),
+    identity,
     { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts) },
   );
 
@@ -186,6 +188,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     }
   } catch (error) {
     await Promise.allSettled(started.map((channel) => channel.stop()));
+    await identity.close?.();
     await store.close();
     throw error;
   }
@@ -247,11 +250,31 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         await Promise.allSettled(channels.map((channel) => channel.stop()));
         await pipeline.close();
         await dispatcher.close();
+        await identity.close?.();
         await store.close();
       })();
       return closing;
     },
   };
+}
+
+/** The team's directory as the identity step (`identity.resolver.kind: "mcp"`); the MCP SDK loads on its first lookup. */
+async function directoryResolver(
+  settings: Extract<PalaverConfig['identity']['resolver'], { kind: 'mcp' }>,
+  store: Store,
+  logger: Logger,
+): Promise<IdentityResolver> {
+  const { McpIdentityResolver } = await import('./identity/mcp-identity.js');
+  return new McpIdentityResolver(store, {
+    url: settings.url,
+    tool: settings.tool,
+    ...(settings.bearerToken === undefined ? {} : { bearerToken: settings.bearerToken }),
+    ...(settings.headers === undefined ? {} : { headers: settings.headers }),
+    timeoutMs: settings.timeoutMs,
+    cacheSize: settings.cacheSize,
+    cacheTtlSeconds: settings.cacheTtlSeconds,
+    logger,
+  });
 }
 
 /**

@@ -408,6 +408,32 @@ export const configSchema = z.strictObject({
           trustTyped: z.boolean().default(false),
         })
         .prefault({}),
+      /**
+       * Who decides which user an account is: `local` (Palaver's store; the default) or `mcp`, the team's own
+       * directory: a tool on its MCP server (not one of `mcp.servers`, so the model never sees it) names the user.
+       */
+      resolver: z
+        .discriminatedUnion('kind', [
+          z.strictObject({ kind: z.literal('local') }),
+          z.strictObject({
+            kind: z.literal('mcp'),
+            /** Streamable HTTP endpoint of the directory, e.g. `https://directory.example/mcp`. */
+            url: z.url({ protocol: /^https?$/ }),
+            /** Called with `{ channel, account_id, phone? }`; answers `user_id` or `id`. */
+            tool: z.string().min(1).default('verify_user'),
+            /** Sent as `Authorization: Bearer …`; never logged. */
+            bearerToken: z.string().min(1).optional(),
+            /** Further headers on every request (a tenant id); put credentials in `bearerToken`, which is scrubbed from logs. */
+            headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'a header name'), z.string()).optional(),
+            /** Per request; the person's first message waits for it. */
+            timeoutMs: z.number().int().positive().max(120_000).default(10_000),
+            /** Accounts whose user this process remembers. */
+            cacheSize: z.number().int().min(0).default(10_000),
+            /** How long a remembered user is trusted before the directory is asked again; 0 asks every time. */
+            cacheTtlSeconds: z.number().int().min(0).default(300),
+          }),
+        ])
+        .default({ kind: 'local' }),
     })
     .prefault({}),
   log: z

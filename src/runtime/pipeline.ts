@@ -1,10 +1,11 @@
-import { ChannelError } from '../domain/errors.js';
+import { ChannelError, IdentityError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { InboundRecord, Session } from '../domain/model.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
 import { parseUserState } from './context/user-state.js';
 import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundMessage, StoredReply, TranscriptEntry } from '../domain/ports/channel.js';
-import type { IdentityResolver } from '../domain/ports/identity.js';
+import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain/ports/identity.js';
+import { systemText } from '../i18n/index.js';
 import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
 import { runTurn } from './turn.js';
@@ -113,7 +114,8 @@ export class Pipeline {
   /**
    * Normalises, deduplicates and stores a message from `channel`, resolves who sent it, and queues it.
    * @throws ChannelError `inbound_invalid` for empty, oversized or unstorable text, or a message of another channel;
-   *   `forbidden` for a direct conversation of someone else. Nothing is stored then.
+   *   `forbidden` for a direct conversation of someone else; `identity_unreachable` / `identity_unrecognised` (the
+   *   message is the text to show the person) when the identity resolver cannot say who sent it. Nothing is stored then.
    */
   async accept(channel: Channel, message: InboundMessage, options: { readonly signal?: AbortSignal } = {}): Promise<Acceptance> {
     // The channel that hands the message over vouches for it: a message cannot claim another channel's accounts.
@@ -137,9 +139,9 @@ export class Pipeline {
       throw new ChannelError('busy', message.channel, `Too many messages are waiting in this conversation (at most ${maxWaiting}); wait for the answer.`);
     }
     const kind = message.conversationKind ?? 'direct';
-    const participant = this.#deps.cache.participant(message.channel, message.accountId, message.conversationId) ?? (await this.#join(message, text, kind));
-
     const correlationId = message.correlationId ?? newId();
+    const participant = this.#deps.cache.participant(message.channel, message.accountId, message.conversationId) ?? (await this.#join(message, text, kind, correlationId));
+
     const result = await this.#deps.store.transaction(async (tx) => {
       const accepted = await tx.inbound.accept(
         {
@@ -180,14 +182,14 @@ export class Pipeline {
   }
 
   /** First message of an account in a conversation: who it is (identity), and whether the conversation is theirs. */
-  async #join(message: InboundMessage, text: string, kind: 'direct' | 'shared'): Promise<Participant> {
+  async #join(message: InboundMessage, text: string, kind: 'direct' | 'shared', correlationId: string): Promise<Participant> {
     const claim = { channel: message.channel, accountId: message.accountId, displayName: message.displayName ?? null };
     if (kind === 'direct') {
       // Someone else's conversation is refused before anything is created for the stranger.
       const existing = await this.#deps.store.sessions.findByConversation(message.channel, message.conversationId);
       if (existing && (await this.#identity.find(claim))?.user.id !== existing.userId) throw this.#refuseStranger(message);
     }
-    const { user, accounts } = await this.#identity.resolve(claim);
+    const { user, accounts } = await this.#resolveIdentity(claim, message, correlationId);
     const session = await this.#deps.store.transaction(async (tx) => {
       const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
       if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
@@ -200,6 +202,25 @@ export class Pipeline {
     // Remembered only after the checks: a refused or rolled-back first contact must not be cached.
     this.#deps.cache.rememberParticipant(message.channel, message.accountId, message.conversationId, participant);
     return participant;
+  }
+
+  /**
+   * Who sent the message. When the resolver cannot tell (its directory is unreachable, or names nobody), the message
+   * is refused with a short text in the person's language for the channel to pass on: nothing is answered under a
+   * guessed identity, and the refusal is logged with the message's correlation id.
+   */
+  async #resolveIdentity(claim: AccountClaim, message: InboundMessage, correlationId: string): Promise<ResolvedIdentity> {
+    try {
+      return await this.#identity.resolve(claim);
+    } catch (error) {
+      if (!(error instanceof IdentityError)) throw error;
+      this.#deps.logger.warn(
+        { err: error, correlationId, channel: message.channel, conversationId: message.conversationId, accountId: message.accountId, failure: error.failure },
+        'message refused: the identity resolver could not say who sent it',
+      );
+      const text = systemText(message.languageHint, error.failure === 'unreachable' ? 'identity.unavailable' : 'identity.unrecognised', undefined, this.#deps.agent.defaultLanguage);
+      throw new ChannelError(error.code, message.channel, text, { cause: error });
+    }
   }
 
   #refuseStranger(message: InboundMessage): ChannelError {

@@ -4,11 +4,13 @@ import { tmpdir } from 'node:os';
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { IdentityError } from '../../src/domain/errors.js';
+import { ChannelError, IdentityError } from '../../src/domain/errors.js';
 import type { Store } from '../../src/domain/ports/store.js';
 import { McpIdentityResolver, type McpIdentityResolverOptions } from '../../src/identity/mcp-identity.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import { openStore } from '../../src/store/index.js';
+import { MemoryChannel } from '../../src/testing/index.js';
+import { createHarness } from '../support/palaver-harness.js';
 import { startDirectoryServer, type DirectoryServer } from './directory-server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'palaver-mcp-identity-'));
@@ -189,5 +191,71 @@ describe('McpIdentityResolver against a real MCP server', () => {
     // An answer, even a useless one, is not retried.
     expect(directory.calls).toHaveLength(2);
     expect(await store.users.findByAccount('web', 'x')).toBeUndefined();
+  });
+});
+
+describe('the pipeline with the directory as its identity step', () => {
+  const directoryConfig = (url: string) => ({ identity: { resolver: { kind: 'mcp', url, timeoutMs: 5_000 } } });
+
+  it('answers the person as the user the directory names', async () => {
+    const directory = await givenDirectory({ answer: () => ({ content: [], structuredContent: { user_id: 'crm-5' } }) });
+    const harness = await createHarness(() => ({ text: 'Hello from the agent' }));
+    cleanups.push(() => harness.close());
+    const chat = new MemoryChannel({ name: 'telegram-bot' });
+    await harness.start(directoryConfig(directory.url), { channels: [chat] });
+
+    const said = await chat.say('hi', { accountId: '4242' });
+    const { parts } = await chat.waitForReply(said);
+
+    expect(said).toMatchObject({ status: 'accepted', userId: 'crm-5' });
+    expect(parts).toEqual(['Hello from the agent']);
+    expect(directory.calls.map((call) => call.args)).toEqual([{ channel: 'telegram-bot', account_id: '4242' }]);
+  });
+
+  it('tells the person, in their language, that they cannot be recognised now when the directory is unreachable; no model call, nothing queued', async () => {
+    const harness = await createHarness(() => ({ text: 'must not be sent' }));
+    cleanups.push(() => harness.close());
+    const chat = new MemoryChannel();
+    const palaver = await harness.start(directoryConfig(`http://127.0.0.1:${await closedPort()}/mcp`), { channels: [chat] });
+
+    const refusal = await rejection(chat.say('Привіт', { accountId: 'olena', languageHint: 'uk-UA' }));
+
+    expect(refusal).toBeInstanceOf(ChannelError);
+    expect(refusal).toMatchObject({ code: 'identity_unreachable', message: 'Вибачте, зараз я не можу перевірити, хто ви, тож поки не можу відповісти. Будь ласка, спробуйте за кілька хвилин.' });
+    expect(harness.model.calls).toHaveLength(0);
+    expect(await palaver.store.sessions.findByConversation('memory', 'olena')).toBeUndefined();
+    expect(await palaver.store.users.findByAccount('memory', 'olena')).toBeUndefined();
+    // Not dropped silently: the refusal is logged with the message's correlation id.
+    const logged = harness.logs.find((line) => line['msg'] === 'message refused: the identity resolver could not say who sent it');
+    expect(logged).toMatchObject({ channel: 'memory', failure: 'unreachable' });
+    expect(typeof logged?.['correlationId']).toBe('string');
+  });
+
+  it('answers a web request with 503 and the localised text when the directory is unreachable', async () => {
+    const harness = await createHarness(() => ({ text: 'must not be sent' }));
+    cleanups.push(() => harness.close());
+    const palaver = await harness.start(directoryConfig(`http://127.0.0.1:${await closedPort()}/mcp`));
+    const server = await palaver.serve({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => server.close());
+
+    const response = await fetch(`${server.url}/agui`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'accept-language': 'ru-RU,ru;q=0.9' },
+      body: JSON.stringify({
+        threadId: 'thread-1',
+        runId: 'run-1',
+        messages: [{ id: 'm1', role: 'user', content: 'Здравствуйте' }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: { userId: 'ivan' },
+      }),
+    });
+
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual({
+      error: { code: 'identity_unreachable', message: 'Извините, сейчас я не могу проверить, кто вы, поэтому пока не могу ответить. Пожалуйста, попробуйте через несколько минут.' },
+    });
+    expect(harness.model.calls).toHaveLength(0);
   });
 });

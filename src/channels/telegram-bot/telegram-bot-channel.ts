@@ -387,7 +387,13 @@ export class TelegramBotChannel implements Channel {
     } catch (error) {
       if (!(error instanceof ChannelError)) throw error;
       this.#logger.info({ err: error, conversationId, messageId: message.message_id }, 'telegram message refused');
-      const texts: Partial<Record<string, SystemTextKey>> = { busy: 'inbox.busy', forbidden: 'reset.forbidden', inbound_invalid: /long/i.test(error.message) ? 'inbound.tooLong' : 'inbound.unreadable' };
+      const texts: Partial<Record<string, SystemTextKey>> = {
+        busy: 'inbox.busy',
+        forbidden: 'reset.forbidden',
+        inbound_invalid: /long/i.test(error.message) ? 'inbound.tooLong' : 'inbound.unreadable',
+        identity_unreachable: 'identity.unavailable',
+        identity_unrecognised: 'identity.unrecognised',
+      };
       const key = texts[error.code];
       if (key && error.code !== 'forbidden') await this.#tell(address, from.language_code, key);
     }

@@ -338,6 +338,8 @@ export class WebChannel implements Channel {
       log.info({ err: error, correlationId }, 'web request refused');
       if (error.code === 'forbidden') return json(403, 'forbidden', 'This conversation belongs to someone else; start a new one.', cors);
       if (error.code === 'not_found') return json(404, 'not_found', 'There is no such conversation.', cors);
+      // Who is writing could not be established (the team's directory): a passing outage, in the person's language.
+      if (error.code.startsWith('identity_')) return json(503, error.code, error.message, cors);
       return json(400, error.code, error.message, cors);
     }
     log.error({ err: error, correlationId }, 'web request failed');

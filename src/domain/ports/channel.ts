@@ -78,8 +78,9 @@ export interface ChannelContext {
    * redelivery); the reply comes later through the channel's outbound side. `signal` lets a lone message's waiting
    * client cancel its turn (a batch of several messages is never cancelled by one of them).
    * @throws ChannelError `inbound_invalid` for empty or oversized text or text a database cannot hold (NUL, lone
-   *   surrogates), `forbidden` for a message into a direct conversation that belongs to someone else; nothing is
-   *   stored then.
+   *   surrogates), `forbidden` for a message into a direct conversation that belongs to someone else,
+   *   `identity_unreachable` / `identity_unrecognised` when the identity resolver (the team's directory) cannot say who
+   *   is writing (the error's message is a short text in the person's language to pass on); nothing is stored then.
    */
   accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance>;
   /** The conversations `accountId` has on this channel, most recently active first (at most `limit`, default 50). */

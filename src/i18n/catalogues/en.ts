@@ -12,6 +12,7 @@ export const en = {
   'inbound.unreadable': 'Sorry, I could not read that message. Could you send it as plain text?',
   'identity.sharePhone': 'Please share your phone number so that I can recognise you.',
   'identity.unrecognised': 'Sorry, I could not recognise you right now. Please try again a little later.',
+  'identity.unavailable': 'Sorry, I cannot check who you are right now, so I cannot answer yet. Please try again in a few minutes.',
   'telegram.greeting': 'Hello! I am {name}. Write me a message, or send a voice message, and I will answer. /reset starts our conversation afresh.',
   'telegram.voiceFailed': 'Sorry, I could not make out your voice message. Could you try again, or write it as text?',
   'telegram.voiceOff': 'Sorry, I cannot listen to voice messages here. Could you write it as text?',

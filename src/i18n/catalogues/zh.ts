@@ -9,6 +9,7 @@ export const zh: Catalogue = {
   'inbound.unreadable': '抱歉，我无法读取这条消息。请用纯文本发送。',
   'identity.sharePhone': '请分享你的手机号码，以便我识别你。',
   'identity.unrecognised': '抱歉，我现在无法识别你的身份，请稍后再试。',
+  'identity.unavailable': '抱歉，我现在无法核实你的身份，暂时无法回复。请过几分钟再试。',
   'telegram.greeting': '你好！我是{name}。给我发消息或语音，我会回复你。/reset 可以重新开始对话。',
   'telegram.voiceFailed': '抱歉，我没能听清你的语音消息。请再试一次，或者用文字发送。',
   'telegram.voiceOff': '抱歉，我在这里无法收听语音消息。请用文字发送。',
