@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseConfig } from '../../src/config/index.js';
+import { loadConfig, parseConfig, secretsOf } from '../../src/config/index.js';
 import { ConfigError } from '../../src/domain/errors.js';
 
 function tempDir(): string {
@@ -175,5 +175,24 @@ describe('config', () => {
     const model = { name: 'm', provider: 'openai-responses' };
     expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, requireApproval: 'always' }] } })).toThrow(/requireApproval: only "never" is supported/);
     expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, userIdArgument: 'user_id' }] } })).toThrow(/userIdArgument: hosted mode cannot bind the user/);
+  });
+
+  it('resolves identity locally by default, or through a directory MCP tool with its defaults and token kept secret', () => {
+    const model = { name: 'm' };
+    expect(parseConfig({ model }).identity.resolver).toEqual({ kind: 'local' });
+    const config = parseConfig({ model, identity: { resolver: { kind: 'mcp', url: 'https://directory.example/mcp', bearerToken: 'directory-secret-1' } } });
+    expect(config.identity.resolver).toEqual({
+      kind: 'mcp',
+      url: 'https://directory.example/mcp',
+      tool: 'verify_user',
+      bearerToken: 'directory-secret-1',
+      timeoutMs: 10_000,
+      cacheSize: 10_000,
+      cacheTtlSeconds: 300,
+    });
+    expect(secretsOf(config)).toContain('directory-secret-1');
+    expect(() => parseConfig({ model, identity: { resolver: { kind: 'mcp' } } })).toThrow(/identity\.resolver\.url/);
+    expect(() => parseConfig({ model, identity: { resolver: { kind: 'local', url: 'https://directory.example/mcp' } } })).toThrow(ConfigError);
+    expect(() => parseConfig({ model, identity: { resolver: { kind: 'ldap' } } })).toThrow(ConfigError);
   });
 });
