@@ -172,14 +172,28 @@ export class McpIdentityResolver implements IdentityResolver {
     );
   }
 
-  /** Makes sure the directory's user exists here and owns the account; the directory wins over an older binding. */
+  /**
+   * Makes sure the directory's user exists here and owns the account; the directory wins over an older binding, and
+   * a move is recorded in the identity audit (actor `resolver`).
+   */
   async #bind(claim: AccountClaim, userId: string): Promise<User> {
     const bound = await this.#store.users.findByAccount(claim.channel, claim.accountId);
     if (bound?.id === userId) return bound;
     return this.#store.transaction(async (tx) => {
       const { user } = await tx.users.ensureUser({ id: userId, displayName: claim.displayName ?? null });
-      const previous = await tx.users.relinkAccount({ channel: claim.channel, accountId: claim.accountId, userId });
+      // The account's conversations on this channel follow it, so the person keeps them.
+      const previous = await tx.users.relinkAccount({ channel: claim.channel, accountId: claim.accountId, userId, carrySessions: true });
       if (previous !== undefined && previous !== userId) {
+        await tx.identityEvents.add({
+          userId,
+          kind: 'relink',
+          channel: claim.channel,
+          accountId: claim.accountId,
+          fromUserId: previous,
+          toUserId: userId,
+          actor: 'resolver',
+          details: { tool: this.#tool, phone: verifiedPhone(claim) !== undefined },
+        });
         this.#logger.info({ channel: claim.channel, fromUserId: previous, toUserId: userId }, 'identity directory moved the account to another user');
       }
       return user;

@@ -130,6 +130,9 @@ describe('McpIdentityResolver against a real MCP server', () => {
     expect(after.user.id).toBe('crm-phone-owner');
     expect((await store.users.findByAccount('telegram-bot', '7'))?.id).toBe('crm-phone-owner');
     expect(await store.users.listAccounts('user-7')).toEqual([]);
+    expect(await store.identityEvents.listByUser('crm-phone-owner')).toEqual([
+      expect.objectContaining({ kind: 'relink', channel: 'telegram-bot', accountId: '7', fromUserId: 'user-7', toUserId: 'crm-phone-owner', actor: 'resolver' }),
+    ]);
     // The cache now holds the new answer.
     expect((await resolver.resolve({ channel: 'telegram-bot', accountId: '7' })).user.id).toBe('crm-phone-owner');
     expect(directory.calls).toHaveLength(2);
