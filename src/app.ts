@@ -134,7 +134,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const dispatcher: ToolDispatcher = new InlineToolDispatcher(tools);
   const { openStore } = await import('./store/open-store.js');
   const store = await openStore(config.database.url);
-  const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, store, logger) : new LocalIdentityResolver(store);
+  const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger) : new LocalIdentityResolver(store);
 
   const pipeline = new Pipeline(
     {
@@ -261,6 +261,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 /** The team's directory as the identity step (`identity.resolver.kind: "mcp"`); the MCP SDK loads on its first lookup. */
 async function directoryResolver(
   settings: Extract<PalaverConfig['identity']['resolver'], { kind: 'mcp' }>,
+  phoneRegion: string | undefined,
   store: Store,
   logger: Logger,
 ): Promise<IdentityResolver> {
@@ -273,6 +274,7 @@ async function directoryResolver(
     timeoutMs: settings.timeoutMs,
     cacheSize: settings.cacheSize,
     cacheTtlSeconds: settings.cacheTtlSeconds,
+    ...(phoneRegion === undefined ? {} : { phoneRegion }),
     logger,
   });
 }

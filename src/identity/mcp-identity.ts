@@ -9,6 +9,7 @@ import type { User } from '../domain/model.js';
 import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain/ports/identity.js';
 import type { Store } from '../domain/ports/store.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
+import { normalisePhone } from './phones.js';
 
 export interface McpIdentityResolverOptions {
   /** Streamable HTTP endpoint of the team's MCP server, e.g. `https://directory.example/mcp`. */
@@ -25,6 +26,8 @@ export interface McpIdentityResolverOptions {
   readonly cacheSize?: number;
   /** How long a remembered answer is used before the directory is asked again. Default 300 s; 0 turns the cache off. */
   readonly cacheTtlSeconds?: number;
+  /** Region for a verified phone written without its country code (`identity.phones.defaultRegion`). */
+  readonly phoneRegion?: string;
   readonly logger?: Logger;
   /** Custom fetch (proxies, tests). Default: the global `fetch`. */
   readonly fetch?: FetchLike;
@@ -76,6 +79,7 @@ export class McpIdentityResolver implements IdentityResolver {
   readonly #tool: string;
   readonly #headers: Readonly<Record<string, string>>;
   readonly #timeoutMs: number;
+  readonly #phoneRegion: string | undefined;
   readonly #logger: Logger;
   readonly #fetch: FetchLike;
   /** Removes the token from text that came from elsewhere (a server may echo request headers in an error body). */
@@ -96,6 +100,7 @@ export class McpIdentityResolver implements IdentityResolver {
     this.#headers = { ...options.headers, ...(token ? { Authorization: `Bearer ${token}` } : {}) };
     this.#redact = token ? (text) => text.split(token).join('[redacted]') : (text) => text;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#phoneRegion = options.phoneRegion;
     this.#logger = (options.logger ?? silentLogger()).child({ identityResolver: `mcp:${this.#url.host}` });
     const baseFetch = options.fetch ?? fetch;
     this.#fetch = (url, init) => {
@@ -115,7 +120,7 @@ export class McpIdentityResolver implements IdentityResolver {
    */
   async resolve(claim: AccountClaim): Promise<ResolvedIdentity> {
     const key = cacheKey(claim);
-    const phone = verifiedPhone(claim);
+    const phone = await this.#verifiedPhone(claim);
     // A phone may move the account to another user: the directory decides, not what this process remembers.
     const cached = phone ? undefined : this.#cache?.get(key);
     if (cached !== undefined) {
@@ -123,7 +128,7 @@ export class McpIdentityResolver implements IdentityResolver {
       if (user?.id === cached) return this.#withAccounts(user);
     }
     const userId = await this.#lookUp(claim, phone);
-    const user = await this.#bind(claim, userId);
+    const user = await this.#bind(claim, userId, phone !== undefined);
     this.#cache?.set(key, user.id);
     return this.#withAccounts(user);
   }
@@ -176,7 +181,7 @@ export class McpIdentityResolver implements IdentityResolver {
    * Makes sure the directory's user exists here and owns the account; the directory wins over an older binding, and
    * a move is recorded in the identity audit (actor `resolver`).
    */
-  async #bind(claim: AccountClaim, userId: string): Promise<User> {
+  async #bind(claim: AccountClaim, userId: string, withPhone: boolean): Promise<User> {
     const bound = await this.#store.users.findByAccount(claim.channel, claim.accountId);
     if (bound?.id === userId) return bound;
     return this.#store.transaction(async (tx) => {
@@ -192,12 +197,26 @@ export class McpIdentityResolver implements IdentityResolver {
           fromUserId: previous,
           toUserId: userId,
           actor: 'resolver',
-          details: { tool: this.#tool, phone: verifiedPhone(claim) !== undefined },
+          details: { tool: this.#tool, phone: withPhone },
         });
         this.#logger.info({ channel: claim.channel, fromUserId: previous, toUserId: userId }, 'identity directory moved the account to another user');
       }
       return user;
     });
+  }
+
+  /**
+   * The phone the directory is told, as E.164 digits without the plus: only one the channel vouches for. A number
+   * merely typed in a message is not sent: a directory that matches on phones would otherwise hand anyone who types a
+   * victim's number their account.
+   */
+  async #verifiedPhone(claim: AccountClaim): Promise<string | undefined> {
+    if (!claim.phone || claim.phoneVerified !== true) return undefined;
+    // Telegram writes international numbers without the plus.
+    const normalised = await normalisePhone(claim.phone, this.#phoneRegion, { plusOptional: true });
+    if (normalised.ok) return normalised.digits;
+    this.#logger.info({ channel: claim.channel, reason: normalised.reason }, 'verified phone is not a valid number; asking the directory without it');
+    return undefined;
   }
 
   async #withAccounts(user: User): Promise<ResolvedIdentity> {
@@ -265,14 +284,6 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-/**
- * The phone the directory is told: only one the channel vouches for. A number merely typed in a message is not
- * sent: a directory that matches on phones would otherwise hand anyone who types a victim's number their account.
- */
-function verifiedPhone(claim: AccountClaim): string | undefined {
-  return claim.phone && claim.phoneVerified === true ? claim.phone : undefined;
 }
 
 function cacheKey(claim: AccountClaim): string {
