@@ -10,6 +10,7 @@ import type { Store } from './domain/ports/store.js';
 import type { ToolDispatcher } from './domain/ports/tool-dispatch.js';
 import type { ToolHost } from './domain/ports/tool-host.js';
 import { LocalIdentityResolver } from './identity/local-identity.js';
+import { findPhoneInText } from './identity/phones.js';
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls } from './runtime/call-wrappers.js';
@@ -134,7 +135,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const dispatcher: ToolDispatcher = new InlineToolDispatcher(tools);
   const { openStore } = await import('./store/open-store.js');
   const store = await openStore(config.database.url);
-  const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger) : new LocalIdentityResolver(store);
+  const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger) : new LocalIdentityResolver(store, { phones: config.identity.phones });
+  const { defaultRegion, fromText } = config.identity.phones;
 
   const pipeline = new Pipeline(
     {
@@ -169,7 +171,9 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       now: options.now ?? (() => new Date()),
     },
     identity,
-    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts) },
+    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
+      ...(fromText ? { findPhoneInText: (text: string) => findPhoneInText(text, defaultRegion) } : {}),
+    },
   );
 
   // `chat()` is a channel like any other: its messages take the same road.

@@ -52,6 +52,13 @@ export class ConversationCache {
     this.#participants.set(participantKey(channel, accountId, conversationId), participant);
   }
 
+  /** Forgets who an account is in every conversation: the account now belongs to another user (a relink). */
+  forgetAccount(channel: string, accountId: string): void {
+    const prefix = participantKey(channel, accountId, '');
+    // Rare (a relink), so a scan of the keys is fine.
+    for (const key of [...this.#participants.keys()]) if (key.startsWith(prefix)) this.#participants.delete(key);
+  }
+
   state(userId: string): CachedState | undefined {
     return this.#states.get(userId);
   }

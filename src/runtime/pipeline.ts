@@ -4,7 +4,7 @@ import type { InboundRecord, Session } from '../domain/model.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
 import { parseUserState } from './context/user-state.js';
 import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundMessage, StoredReply, TranscriptEntry } from '../domain/ports/channel.js';
-import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain/ports/identity.js';
+import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity } from '../domain/ports/identity.js';
 import { systemText } from '../i18n/index.js';
 import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
@@ -27,6 +27,11 @@ export interface PipelineOptions {
    * limit).
    */
   readonly limitAccepts?: <T>(store: () => Promise<T>) => Promise<T>;
+  /**
+   * Looks for a phone number in what people write (`identity.phones.fromText`); one found goes to identity as a claim
+   * (never a verified phone). Without it only phones the channel vouches for are passed on.
+   */
+  readonly findPhoneInText?: (text: string) => Promise<string | undefined>;
 }
 
 const DEFAULT_LEASE_MS = 15_000;
@@ -140,7 +145,12 @@ export class Pipeline {
     }
     const kind = message.conversationKind ?? 'direct';
     const correlationId = message.correlationId ?? newId();
-    const participant = this.#deps.cache.participant(message.channel, message.accountId, message.conversationId) ?? (await this.#join(message, text, kind, correlationId));
+    const phone = await this.#phoneOf(message, text);
+    const cached = this.#deps.cache.participant(message.channel, message.accountId, message.conversationId);
+    // A phone goes through identity (it may change who this is), unless it is a claim that could not change anything.
+    const phoneMatters = phone !== undefined && (phone.verified || (cached?.user.phone ?? null) === null);
+    const joined = cached && !phoneMatters ? { participant: cached } : await this.#join(message, text, kind, correlationId, phone);
+    const { participant } = joined;
 
     const result = await this.#deps.store.transaction(async (tx) => {
       const accepted = await tx.inbound.accept(
@@ -169,6 +179,7 @@ export class Pipeline {
       const answered = await this.#storedReply(result.existing);
       return { status: 'duplicate', correlationId: result.existing.correlationId, ...(answered ? { answered } : {}) };
     }
+    if (joined.phone?.status === 'conflict') await this.#tellPhoneConflict(channel, message, participant, correlationId);
     this.#queue(channel, participant, result.record, signal);
     return { status: 'accepted', correlationId, sessionId: participant.session.id, userId: participant.user.id };
   }
@@ -181,15 +192,41 @@ export class Pipeline {
     });
   }
 
-  /** First message of an account in a conversation: who it is (identity), and whether the conversation is theirs. */
-  async #join(message: InboundMessage, text: string, kind: 'direct' | 'shared', correlationId: string): Promise<Participant> {
-    const claim = { channel: message.channel, accountId: message.accountId, displayName: message.displayName ?? null };
+  /**
+   * The phone a message carries: one the channel vouches for (a shared contact of the sender's own) is verified; a
+   * number found in the text is only a claim.
+   */
+  async #phoneOf(message: InboundMessage, text: string): Promise<{ readonly raw: string; readonly verified: boolean } | undefined> {
+    if (message.phone) return { raw: message.phone, verified: true };
+    const found = await this.#options.findPhoneInText?.(text);
+    return found === undefined ? undefined : { raw: `+${found}`, verified: false };
+  }
+
+  /**
+   * First message of an account in a conversation, or one that carries a phone: who it is (identity), and whether the
+   * conversation is theirs.
+   */
+  async #join(
+    message: InboundMessage,
+    text: string,
+    kind: 'direct' | 'shared',
+    correlationId: string,
+    phone?: { readonly raw: string; readonly verified: boolean },
+  ): Promise<{ readonly participant: Participant; readonly phone?: PhoneLinkOutcome }> {
+    const claim: AccountClaim = {
+      channel: message.channel,
+      accountId: message.accountId,
+      displayName: message.displayName ?? null,
+      ...(phone === undefined ? {} : { phone: phone.raw, phoneVerified: phone.verified }),
+    };
     if (kind === 'direct') {
       // Someone else's conversation is refused before anything is created for the stranger.
       const existing = await this.#deps.store.sessions.findByConversation(message.channel, message.conversationId);
       if (existing && (await this.#identity.find(claim))?.user.id !== existing.userId) throw this.#refuseStranger(message);
     }
-    const { user, accounts } = await this.#resolveIdentity(claim, message, correlationId);
+    const identity = await this.#resolveIdentity(claim, message, correlationId);
+    const { user, accounts } = identity;
+    if (identity.phone !== undefined) this.#notePhone(identity.phone, message, correlationId);
     const session = await this.#deps.store.transaction(async (tx) => {
       const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
       if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
@@ -201,7 +238,51 @@ export class Pipeline {
     const participant = { user, accounts, session };
     // Remembered only after the checks: a refused or rolled-back first contact must not be cached.
     this.#deps.cache.rememberParticipant(message.channel, message.accountId, message.conversationId, participant);
-    return participant;
+    return identity.phone === undefined ? { participant } : { participant, phone: identity.phone };
+  }
+
+  /** Logs what became of a phone (never the number) and forgets who the account was, when that changed. */
+  #notePhone(outcome: PhoneLinkOutcome, message: InboundMessage, correlationId: string): void {
+    const where = { correlationId, channel: message.channel, accountId: message.accountId };
+    switch (outcome.status) {
+      case 'relinked':
+        // Other conversations of this account (and this process only: others expire with the cache's TTL).
+        this.#deps.cache.forgetAccount(message.channel, message.accountId);
+        this.#deps.logger.info({ ...where, fromUserId: outcome.fromUserId, toUserId: outcome.toUserId }, 'account relinked to the owner of its verified phone');
+        return;
+      case 'conflict':
+        this.#deps.logger.warn(where, 'phone link refused: the verified phone belongs to another user (identity.phones.onConflict is conflict)');
+        return;
+      case 'invalid':
+        this.#deps.logger.info({ ...where, reason: outcome.reason }, 'phone not linked: not a valid number');
+        return;
+      case 'set':
+        this.#deps.logger.info(where, 'phone set');
+        return;
+      default:
+        return;
+    }
+  }
+
+  /**
+   * Tells the person their verified phone could not be linked, before the reply to their message. Sent straight
+   * through the channel, not through the outbox: after a crash it may be lost or, on a redelivery, sent again.
+   */
+  async #tellPhoneConflict(channel: Channel, message: InboundMessage, participant: Participant, correlationId: string): Promise<void> {
+    const text = systemText(message.languageHint, 'identity.phoneConflict', undefined, this.#deps.agent.defaultLanguage);
+    const target = {
+      channel: message.channel,
+      conversationId: message.conversationId,
+      accountId: message.accountId,
+      inReplyTo: message.messageId ? [message.messageId] : [],
+      correlationId,
+      sessionId: participant.session.id,
+    };
+    try {
+      await channel.send(target, text);
+    } catch (error) {
+      this.#deps.logger.warn({ err: error, correlationId, channel: message.channel }, 'could not send the phone conflict notice');
+    }
   }
 
   /**

@@ -37,6 +37,8 @@ export interface SayOptions {
   readonly signal?: AbortSignal;
   /** `shared` for a group conversation (several people write into it); default `direct`. */
   readonly conversationKind?: 'direct' | 'shared';
+  /** A phone number the channel vouches for, as a shared contact of the sender's own is. */
+  readonly phone?: string;
 }
 
 /** What `say` resolves with: the acceptance, and the id the message was sent with. */
@@ -134,6 +136,7 @@ export class MemoryChannel implements Channel {
         ...(options.languageHint === undefined ? {} : { languageHint: options.languageHint }),
         ...(options.dedupeKey === undefined ? {} : { dedupeKey: options.dedupeKey }),
         ...(options.conversationKind === undefined ? {} : { conversationKind: options.conversationKind }),
+        ...(options.phone === undefined ? {} : { phone: options.phone }),
       },
       options.signal ? { signal: options.signal } : {},
     );

@@ -10,6 +10,7 @@ export const zh: Catalogue = {
   'identity.sharePhone': '请分享你的手机号码，以便我识别你。',
   'identity.unrecognised': '抱歉，我现在无法识别你的身份，请稍后再试。',
   'identity.unavailable': '抱歉，我现在无法核实你的身份，暂时无法回复。请过几分钟再试。',
+  'identity.phoneConflict': '这个手机号码已经关联到这里的另一个资料，所以我没有把这个聊天关联到它。我仍会在这个聊天里回复你。',
   'telegram.greeting': '你好！我是{name}。给我发消息或语音，我会回复你。/reset 可以重新开始对话。',
   'telegram.voiceFailed': '抱歉，我没能听清你的语音消息。请再试一次，或者用文字发送。',
   'telegram.voiceOff': '抱歉，我在这里无法收听语音消息。请用文字发送。',
