@@ -4,17 +4,22 @@ import { parseConfig, resolveConfigPaths, secretsOf, type PalaverConfig, type Pa
 import { ConfigError } from './domain/errors.js';
 import type { Channel } from './domain/ports/channel.js';
 import type { Flow } from './domain/ports/flow.js';
-import type { HostedMcpSpec, ModelProvider } from './domain/ports/model-provider.js';
+import type { HostedMcpSpec, ModelProvider, ModelSet } from './domain/ports/model-provider.js';
 import type { IdentityResolver } from './domain/ports/identity.js';
 import type { Store } from './domain/ports/store.js';
 import type { ToolDispatcher } from './domain/ports/tool-dispatch.js';
 import type { ToolHost } from './domain/ports/tool-host.js';
 import { LocalIdentityResolver } from './identity/local-identity.js';
 import { findPhoneInText } from './identity/phones.js';
+import { ProfileService } from './identity/profile-service.js';
+import { profileCodec, profileDefaultsFrom } from './identity/profile-settings.js';
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
+import { Billing } from './runtime/billing.js';
+import type { BudgetSettings } from './runtime/budget.js';
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls } from './runtime/call-wrappers.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
+import { resetTriggerSet } from './runtime/context/reset.js';
 import { ConversationCache } from './runtime/conversation-cache.js';
 import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js';
 import { singleFlow } from './runtime/flows/single-flow.js';
@@ -24,6 +29,7 @@ import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
 import type { RunningHttpServer } from './server/http-server.js';
 import { MemoryChannel } from './channels/memory/memory-channel.js';
+import { genaiPriceLookup } from './models/genai-price-lookup.js';
 
 /** What the embedding code adds to the config. */
 export interface PalaverOptions {
@@ -68,6 +74,8 @@ export interface Palaver {
    * resolves with the reply that answered it — the same pipeline and persistence as every channel.
    */
   chat(input: { userId: string; text: string; conversationId?: string }): Promise<ChatReply>;
+  /** People's profile settings (languages, time zone, country): read and update; a turn follows an update at once. */
+  readonly profiles: ProfileService;
   /** Checks the database; backs `/health`. */
   health(): Promise<Record<string, { ok: boolean; detail?: string }>>;
   /**
@@ -108,8 +116,34 @@ function focusSettings(config: PalaverConfig['focus'], tools: readonly LocalTool
   };
 }
 
-/** The flows `agent.flow` can name. */
-const FLOWS: Readonly<Record<PalaverConfig['agent']['flow'], Flow>> = { single: singleFlow };
+/**
+ * The flow `agent.flow` names, with the model sets it calls by name: none for `single`; for `staged`, one per stage
+ * from `staged.types[agent.type]`, inheriting the primary model's endpoint and fallback.
+ * @throws ConfigError when the staged flow has no agent type or its type has no stage models.
+ */
+async function configuredFlow(config: PalaverConfig): Promise<{ flow: Flow; namedModels: ReadonlyMap<string, ModelSet> }> {
+  if (config.agent.flow === 'single') return { flow: singleFlow, namedModels: new Map() };
+  const known = Object.keys(config.staged.types);
+  const type = config.agent.type;
+  const stages = type === undefined ? undefined : config.staged.types[type];
+  if (stages === undefined) {
+    const what = type === undefined ? 'agent.type is not set' : `agent.type "${type}" has no models in staged.types`;
+    throw new ConfigError(`The staged flow needs the models of its agent type: ${what} (known types: ${known.length > 0 ? known.join(', ') : 'none'})`, [
+      { path: type === undefined ? 'agent.type' : 'staged.types', message: type === undefined ? 'required by agent.flow "staged"' : `no entry for "${type}"` },
+    ]);
+  }
+  const { createModelSet } = await import('./models/create-model-set.js');
+  const { createStagedFlow, STAGES } = await import('./runtime/flows/staged-flow.js');
+  const namedModels = new Map<string, ModelSet>();
+  const names = {} as Record<(typeof STAGES)[number], string>;
+  for (const stage of STAGES) {
+    const name = `${type}.${stage}`;
+    const own = Object.fromEntries(Object.entries(stages[stage]).filter(([, value]) => value !== undefined));
+    namedModels.set(name, createModelSet({ ...config.model, ...own }));
+    names[stage] = name;
+  }
+  return { flow: createStagedFlow({ models: names, prompts: config.staged.prompts }), namedModels };
+}
 
 /**
  * Creates a Palaver from a config object (validated here; see `palaver.config.json` in the README), opens the
@@ -129,6 +163,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
   const { createModelSet } = await import('./models/create-model-set.js');
   const models = createModelSet(config.model);
+  const agentFlow = await configuredFlow(config);
   const moduleTools = config.agent.toolsModule ? await loadToolsModule(config.agent.toolsModule) : [];
   const { hosts, hostedMcp } = await createToolHosts(config, models.primary, [...moduleTools, ...(options.tools ?? [])], logger);
   const tools = new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], { roles: config.roles.definitions, withoutRole: config.roles.withoutRole });
@@ -138,11 +173,14 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger) : new LocalIdentityResolver(store, { phones: config.identity.phones });
   const { defaultRegion, fromText } = config.identity.phones;
 
+  const profiles = profileCodec(profileDefaultsFrom(config));
+  const cache = new ConversationCache({ maxEntries: Math.max(1, config.cache.maxEntries), ttlMs: config.cache.ttlMs, historyLimit: config.agent.historyLimit });
   const pipeline = new Pipeline(
     {
       store,
       models,
-      flow: config.focus.stages.length === 0 ? FLOWS[config.agent.flow] : withFocus(FLOWS[config.agent.flow], focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
+      namedModels: agentFlow.namedModels,
+      flow: config.focus.stages.length === 0 ? agentFlow.flow : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
       invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls))], ({ provider, request }) =>
@@ -162,10 +200,13 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         roleNames: Object.keys(config.roles.definitions),
         setRoleTool: config.roles.setRoleTool,
         roleArgument: config.roles.roleArgument,
+        resetTriggers: resetTriggerSet(config.reset.triggers),
+        resetKeepsRole: config.reset.keepRole,
       },
-      prices: config.model.prices,
-      currency: config.model.currency,
-      cache: new ConversationCache({ maxEntries: Math.max(1, config.cache.maxEntries), ttlMs: config.cache.ttlMs, historyLimit: config.agent.historyLimit }),
+      profiles,
+      billing: createBilling(config, logger),
+      budgets: budgetSettings(config),
+      cache,
       logger,
       metrics,
       now: options.now ?? (() => new Date()),
@@ -218,10 +259,11 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     logger,
     tools,
     channels,
+    profiles: new ProfileService(store, profiles, cache),
     async chat({ userId, text, conversationId }) {
       const said = await api.say(text, { accountId: userId, conversationId: conversationId ?? userId });
       if (said.status === 'duplicate') {
-        return { text: '', parts: [], status: 'duplicate', sessionId: '', correlationId: said.correlationId, usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: config.model.currency } };
+        return { text: '', parts: [], status: 'duplicate', sessionId: '', correlationId: said.correlationId, usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: config.billing.defaultCurrency } };
       }
       const { outcome, parts } = await api.reply(said);
       return { text: outcome.reply, parts, status: outcome.status, sessionId: outcome.sessionId, correlationId: outcome.correlationId, usage: outcome.usage };
@@ -372,4 +414,27 @@ async function loadToolsModule(path: string): Promise<LocalTool[]> {
     throw new ConfigError(`agent.toolsModule ${path} must export \`tools\`: an array made with defineTool`, [{ path: 'agent.toolsModule', message: 'no tools export' }]);
   }
   return tools as LocalTool[];
+}
+
+/** Prices and currencies from config: `model.prices` win over the price table, which loads on its first use. */
+function createBilling(config: PalaverConfig, logger: Logger): Billing {
+  const { billing } = config;
+  return new Billing(
+    {
+      overrides: config.model.prices,
+      table: billing.priceTable ? genaiPriceLookup() : undefined,
+      currencyByCountry: billing.currencyByCountry,
+      defaultCurrency: billing.defaultCurrency,
+      defaultCountry: billing.defaultCountry ?? null,
+      usdRates: billing.usdRates,
+    },
+    logger,
+  );
+}
+
+/** The spend caps, or undefined when none is set (then a turn reads nothing for them). */
+function budgetSettings(config: PalaverConfig): BudgetSettings | undefined {
+  const { perUserPerDay, perSession, currency } = config.budgets;
+  if (perUserPerDay === undefined && perSession === undefined) return undefined;
+  return { ...(perUserPerDay === undefined ? {} : { perUserPerDay }), ...(perSession === undefined ? {} : { perSession }), currency: currency ?? config.billing.defaultCurrency };
 }

@@ -4,10 +4,16 @@ import { normaliseDatabaseUrl } from './database-url.js';
 
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
 
-/** Price of a model in `currency` per million tokens; decimal strings so no float rounding. */
+const decimalString = (example: string) => z.string().regex(/^\d+(\.\d+)?$/, `a decimal number as a string, e.g. "${example}"`);
+const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD');
+const countryCode = z.string().regex(/^[A-Z]{2}$/, 'an ISO 3166-1 alpha-2 code such as CN');
+
+/** Price of a model in USD per million tokens; decimal strings so no float rounding. */
 const priceSchema = z.strictObject({
-  input: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal number as a string, e.g. "0.40"'),
-  output: z.string().regex(/^\d+(\.\d+)?$/, 'a decimal number as a string, e.g. "1.60"'),
+  input: decimalString('0.40'),
+  output: decimalString('1.60'),
+  /** Input tokens read from the provider's prompt cache; `input` when not set. */
+  cachedInput: decimalString('0.10').optional(),
 });
 
 const modelEndpointSchema = z.strictObject({
@@ -204,9 +210,34 @@ export const configSchema = z.strictObject({
     /** Used when the primary model fails after its retries. */
     /** Inherits `provider`, `baseUrl` and `apiKey` from the primary when it does not set them. */
     fallback: modelEndpointSchema.extend({ provider: providerKind.optional() }).optional(),
+    /** Overrides of the price table, by model name (they win over `@pydantic/genai-prices`). */
     prices: z.record(z.string(), priceSchema).default({}),
-    currency: z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD').default('USD'),
   }),
+  /** Which currency a user is billed in, and how USD converts into it. See "Costs and budgets" in the README. */
+  billing: z
+    .strictObject({
+      /** Country of a user whose profile names none; without it such users pay `defaultCurrency`. */
+      defaultCountry: countryCode.optional(),
+      /** Billing currency by the user's country; other countries pay `defaultCurrency`. */
+      currencyByCountry: z.record(countryCode, currencyCode).default({ CN: 'CNY' }),
+      defaultCurrency: currencyCode.default('USD'),
+      /** Units of each billing currency one USD buys, as decimal strings. Every currency billed needs one (USD is 1). */
+      usdRates: z.record(currencyCode, decimalString('7.10').refine((rate) => Number(rate) > 0, 'a rate above zero')).default({ CNY: '7.10' }),
+      /** Off: only `model.prices` price calls (other models cost 0) and the price table is never loaded. */
+      priceTable: z.boolean().default(true),
+    })
+    .prefault({}),
+  /**
+   * Spend caps in `currency` (default `billing.defaultCurrency`), checked before every model call: once reached, the
+   * person is told so and no model is called. A user's day is the calendar day in their time zone.
+   */
+  budgets: z
+    .strictObject({
+      perUserPerDay: decimalString('1.50').optional(),
+      perSession: decimalString('0.50').optional(),
+      currency: currencyCode.optional(),
+    })
+    .prefault({}),
   database: z
     .strictObject({
       /**
@@ -441,6 +472,15 @@ export const configSchema = z.strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     })
     .prefault({}),
+}).superRefine((config, ctx) => {
+  // A currency Palaver may bill in or budget in without a USD rate could never be computed: refused at start.
+  const { billing, budgets } = config;
+  const needsRate = (currency: string, path: (string | number)[]) => {
+    if (currency !== 'USD' && billing.usdRates[currency] === undefined) ctx.addIssue({ code: 'custom', path, message: `no USD rate for ${currency}: add billing.usdRates.${currency}` });
+  };
+  needsRate(billing.defaultCurrency, ['billing', 'defaultCurrency']);
+  for (const [country, currency] of Object.entries(billing.currencyByCountry)) needsRate(currency, ['billing', 'currencyByCountry', country]);
+  if (budgets.currency !== undefined) needsRate(budgets.currency, ['budgets', 'currency']);
 });
 
 export type PalaverConfig = z.infer<typeof configSchema>;

@@ -97,6 +97,17 @@ export class StoreError extends PalaverError {
   override readonly name = 'StoreError';
 }
 
+/** A flow could not produce its result, e.g. a stage's structured output stayed invalid after its repair. */
+export class FlowError extends PalaverError {
+  override readonly name = 'FlowError';
+  readonly stage: string | undefined;
+
+  constructor(code: string, message: string, options?: { cause?: unknown; stage?: string }) {
+    super(code, message, options);
+    this.stage = options?.stage;
+  }
+}
+
 /** Wraps a failure at the turn boundary with the context needed to find it in the logs. */
 export class TurnError extends PalaverError {
   override readonly name = 'TurnError';

@@ -1,6 +1,8 @@
-import { ModelError } from '../domain/errors.js';
+import { ConfigError, ModelError } from '../domain/errors.js';
 import type { FlowContext } from '../domain/ports/flow.js';
+import { checkBudget } from './budget.js';
 import { composeInstructions } from './context/instructions.js';
+import { renderUserSection } from './context/user-context.js';
 import { createModelCaller } from './model-policy.js';
 import { runToolCall } from './tools/tool-call.js';
 import type { TurnScope } from './turn-context.js';
@@ -15,12 +17,15 @@ export type ModelFailures = { path: string; failure: string }[];
  */
 export function createFlowContext(scope: TurnScope, failures: ModelFailures): FlowContext {
   const { deps } = scope;
-  const callers = new Map<boolean, ReturnType<typeof createModelCaller>>();
-  const callerFor = (toolsAvailable: boolean) => {
-    let caller = callers.get(toolsAvailable);
+  const callers = new Map<string, ReturnType<typeof createModelCaller>>();
+  const callerFor = (toolsAvailable: boolean, name: string | undefined) => {
+    const key = `${toolsAvailable}:${name ?? ''}`;
+    let caller = callers.get(key);
     if (!caller) {
+      const models = name === undefined ? deps.models : deps.namedModels?.get(name);
+      if (models === undefined) throw new ConfigError(`The flow asked for model set "${name}", which is not configured`, [{ path: 'staged.types', message: `no model set ${name}` }]);
       caller = createModelCaller({
-        models: deps.models,
+        models,
         invoke: deps.invokeModel,
         toolsAvailable,
         onFailure: (error, path) => {
@@ -29,11 +34,12 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
           if (scope.streamedText !== '') scope.progress({ type: 'discard', messageId: scope.replyMessageId });
         },
       });
-      callers.set(toolsAvailable, caller);
+      callers.set(key, caller);
     }
     return caller;
   };
-  const facts = { timeZone: scope.timeZone, language: scope.language, displayName: scope.user.displayName };
+  // The person's section is the same text all turn long: rendered once, put first by every flow's instructions.
+  const userSection = renderUserSection(scope.userContext);
 
   return {
     settings: {
@@ -48,11 +54,13 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
       return scope.log;
     },
     now: deps.now,
-    instructions: (role, state) => composeInstructions(deps.instructions, role, { ...facts, now: deps.now() }, state),
+    instructions: (role, state) => composeInstructions(deps.instructions, role, { timeZone: scope.timeZone, now: deps.now() }, state, userSection),
     toolsFor: async (role) => (await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'))).specs,
-    async callModel(request, transcript) {
+    async callModel(request, transcript, choice) {
+      // Over a spend cap no model is called: the turn answers with the budget notice instead.
+      await checkBudget(scope);
       const toolsAvailable = request.tools.length > 0 || (request.hostedMcp?.length ?? 0) > 0;
-      const call = await callerFor(toolsAvailable)(request, transcript);
+      const call = await callerFor(toolsAvailable, choice?.models)(request, transcript);
       scope.modelCalls.push(call.record);
       return call;
     },

@@ -4,11 +4,14 @@ import type { Flow, ModelCallRecord } from '../domain/ports/flow.js';
 import type { HostedMcpSpec, ModelSet, ModelToolCall } from '../domain/ports/model-provider.js';
 import type { Store } from '../domain/ports/store.js';
 import type { ToolCallResult } from '../domain/ports/tool-dispatch.js';
-import type { PriceTable } from '../domain/money.js';
+import type { ProfileCodec, ProfileSettings } from '../domain/profile.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
+import type { Billing } from './billing.js';
+import type { BudgetSettings } from './budget.js';
 import type { ModelInvoker, ToolInvoker } from './call-wrappers.js';
 import type { InstructionLibrary } from './context/instructions.js';
+import type { UserAgentContext } from './context/user-context.js';
 import type { UserState } from './context/user-state.js';
 import type { ConversationCache } from './conversation-cache.js';
 import type { ToolRegistry } from './tools/tool-registry.js';
@@ -25,12 +28,18 @@ export interface AgentSettings {
   readonly roleNames: readonly string[];
   readonly setRoleTool: string;
   readonly roleArgument: string;
+  /** Whole messages (compared trimmed, case ignored) that start the conversation afresh, without the model. */
+  readonly resetTriggers: readonly string[];
+  /** A reset keeps the role a tool set (else the person starts again with the default role). */
+  readonly resetKeepsRole: boolean;
 }
 
 /** Everything a turn uses, handed in by the composition root. */
 export interface TurnDependencies {
   readonly store: Store;
   readonly models: ModelSet;
+  /** Further model sets a flow may call by name (`FlowContext.callModel(…, { models })`): a staged flow's stages. */
+  readonly namedModels?: ReadonlyMap<string, ModelSet>;
   /** The flow config chose (`agent.flow`). */
   readonly flow: Flow;
   /** Tools and the role policy: which tools a role is offered. */
@@ -41,9 +50,13 @@ export interface TurnDependencies {
   readonly invokeModel: ModelInvoker;
   readonly hostedMcp: readonly HostedMcpSpec[];
   readonly instructions: InstructionLibrary;
+  /** Reads, seeds and checks profile settings (the identity module's schema). */
+  readonly profiles: ProfileCodec;
   readonly agent: AgentSettings;
-  readonly prices: PriceTable;
-  readonly currency: string;
+  /** Prices model calls and tells each user's billing currency. */
+  readonly billing: Billing;
+  /** Spend caps; undefined when none is configured (then nothing is read for them). */
+  readonly budgets: BudgetSettings | undefined;
   readonly logger: Logger;
   readonly metrics: PalaverMetrics;
   readonly now: () => Date;
@@ -86,8 +99,19 @@ export interface TurnScope {
   readonly messages: TurnRequest['messages'];
   readonly lease: TurnRequest['lease'];
   readonly correlationId: string;
+  /** The language the agent answers in (the profile's AI language). */
   readonly language: string;
+  /** The language of Palaver's own texts in this turn (the profile's interface language). */
+  readonly interfaceLanguage: string;
   readonly timeZone: string;
+  /** The country the user is billed for (their profile's, else `billing.defaultCountry`), and its currency. */
+  readonly billingCountry: string | null;
+  /** The currency this turn's costs are stored in. */
+  readonly currency: string;
+  /** The person's settings at the start of the turn. */
+  readonly profile: ProfileSettings;
+  /** Who the agent talks to, built once for the turn; its section comes first in every flow's instructions. */
+  readonly userContext: UserAgentContext;
   /** Where the reply goes and what it answers. */
   readonly target: ReplyTarget;
   /** Made on first use: most turns log nothing of their own. */

@@ -1,14 +1,22 @@
+import { randomBytes } from 'node:crypto';
 import type { ModelInputItem } from '../domain/ports/model-provider.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
+import { BudgetExceeded } from './budget.js';
 import { historyToInput } from './context/history.js';
+import { isResetTrigger } from './context/reset.js';
 import { startDelivery, type Answer } from './delivery.js';
 import { createFlowContext, type ModelFailures } from './flow-context.js';
 import { checkReply } from './reply.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
-import { persistFailure, persistReply } from './turn-persistence.js';
+import { persistBudgetNotice, persistFailure, persistReply, persistReset } from './turn-persistence.js';
 import { loadEarlierHistory, openTurn } from './turn-scope.js';
 
 export type { AgentSettings, TurnDependencies, TurnRequest } from './turn-context.js';
+
+/** A short id for one failed turn, given to the person in the apology and written beside the error in the log. */
+function newErrorId(): string {
+  return randomBytes(4).toString('hex').toUpperCase();
+}
 
 /**
  * One turn: answers a batch of stored messages of one conversation with one reply, delivered once.
@@ -36,6 +44,8 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
 async function answerTurn(scope: TurnScope): Promise<Answer> {
   const failures: ModelFailures = [];
   try {
+    // A reset trigger is answered by Palaver itself: no model call, no flow.
+    if (isResetTrigger(scope.messages[scope.messages.length - 1]!.inbound.text, scope.deps.agent.resetTriggers)) return await persistReset(scope);
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
     const earlier = await loadEarlierHistory(scope);
     const newItems = scope.messages.map((message): ModelInputItem => ({ type: 'message', role: 'user', content: message.inbound.text }));
@@ -46,13 +56,20 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     // 3. The reply: model output is checked before it can reach the person, and split to the channel's limit.
     const reply = checkReply(flow.text, scope.channel.capabilities);
     if (!reply.ok) {
-      scope.log.error({ models: flow.modelCalls.map((call) => call.model), problem: reply.problem }, 'model output refused; sending an apology instead');
-      return await persistFailure(scope, failures);
+      const errorId = newErrorId();
+      scope.log.error({ errorId, models: flow.modelCalls.map((call) => call.model), problem: reply.problem }, 'model output refused; sending an apology instead');
+      return await persistFailure(scope, failures, errorId);
     }
     // 4. Persist reply, audit records, usage and state together.
     return await persistReply(scope, flow, reply.text, reply.parts, failures, earlier);
   } catch (error) {
-    scope.log.error({ err: error }, 'turn failed');
-    return persistFailure(scope, failures);
+    // A spend cap refused the next model call: not a failure, the person is told why and the turn ends.
+    if (error instanceof BudgetExceeded) {
+      scope.log.info({ budget: error.budget }, error.message);
+      return persistBudgetNotice(scope, failures, error.budget);
+    }
+    const errorId = newErrorId();
+    scope.log.error({ err: error, errorId }, 'turn failed');
+    return persistFailure(scope, failures, errorId);
   }
 }

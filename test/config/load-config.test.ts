@@ -132,7 +132,8 @@ describe('config', () => {
   it('runs the single flow unless told otherwise, and refuses flows it does not have', () => {
     expect(parseConfig({ model: { name: 'm' } }).agent.flow).toBe('single');
     expect(parseConfig({ model: { name: 'm' }, agent: { flow: 'single' } }).agent.flow).toBe('single');
-    expect(() => parseConfig({ model: { name: 'm' }, agent: { flow: 'staged' } })).toThrow(/agent\.flow: Invalid input: expected "single"/);
+    expect(parseConfig({ model: { name: 'm' }, agent: { flow: 'staged', type: 'booking' } }).agent).toMatchObject({ flow: 'staged', type: 'booking' });
+    expect(() => parseConfig({ model: { name: 'm' }, agent: { flow: 'pipeline' } })).toThrow(/agent\.flow: Invalid option: expected one of "single"\|"staged"/);
   });
 
   it('loads the YAML parser for a YAML config only', () => {

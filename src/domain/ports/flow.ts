@@ -86,6 +86,12 @@ export interface FlowLog {
   warn(details: object, message: string): void;
 }
 
+/** Which of the agent's models a call goes to. */
+export interface ModelChoice {
+  /** A named model set (a staged flow's stage model); the agent's primary model (and its fallback) when absent. */
+  readonly models?: string;
+}
+
 /** What the turn lends a flow: every model call, tool call and instruction text goes through here. */
 export interface FlowContext {
   readonly settings: FlowSettings;
@@ -99,7 +105,7 @@ export interface FlowContext {
    * One model call under the model policy (fallback, chain retry) and the call wrappers (concurrency limit, metrics,
    * logs). `transcript` is the full conversation so far, for a retry that must drop the chain.
    */
-  callModel(request: ModelRequest, transcript: readonly ModelInputItem[]): Promise<ModelCall>;
+  callModel(request: ModelRequest, transcript: readonly ModelInputItem[], options?: ModelChoice): Promise<ModelCall>;
   /**
    * Runs one tool call for the bound user under `role`: a tool outside the role's allowlist is refused, the call is
    * dispatched as data, and its effects come back in the result (the flow applies them to its state).

@@ -5,6 +5,7 @@
  */
 export const en = {
   'turn.apology': 'Sorry, I cannot answer right now. Please try again in a moment.',
+  'turn.errorReference': 'Error reference: {errorId}',
   'reset.done': 'Done: we start afresh. I no longer see our earlier messages.',
   'reset.forbidden': 'Only the person who started this conversation can reset it.',
   'inbox.busy': 'I am still answering your earlier messages; please wait for my reply before sending more.',
@@ -20,6 +21,7 @@ export const en = {
   'telegram.commandStart': 'Say hello and see what I can do',
   'telegram.commandReset': 'Start the conversation afresh',
   'telegram.description': '{name}: an assistant that answers in this chat. Write a message or send a voice message to begin.',
+  'budget.exceeded': 'Sorry, the spending limit for our conversation has been reached, so I cannot answer more right now. Please try again later.',
   'focus.nothingToShow': 'You have nothing booked right now.',
   'telegram.shortDescription': '{name}: an assistant that answers in this chat.',
 } as const satisfies Record<string, string>;

@@ -2,6 +2,7 @@ import type { Catalogue } from './en.js';
 
 export const zh: Catalogue = {
   'turn.apology': '抱歉，我现在无法回答，请稍后再试。',
+  'turn.errorReference': '错误编号：{errorId}',
   'reset.done': '好了：我们重新开始。我不再看到之前的消息。',
   'reset.forbidden': '只有发起这个对话的人才能重新开始它。',
   'inbox.busy': '我还在回复你之前的消息，请等我回复后再发送。',
@@ -17,6 +18,7 @@ export const zh: Catalogue = {
   'telegram.commandStart': '打个招呼，看看我能做什么',
   'telegram.commandReset': '重新开始对话',
   'telegram.description': '{name}：在这个聊天中回答问题的助手。发送文字或语音消息即可开始。',
+  'budget.exceeded': '抱歉，本次对话的费用已达上限，我现在无法继续回答。请稍后再试。',
   'focus.nothingToShow': '您目前没有任何预约。',
   'telegram.shortDescription': '{name}：在这个聊天中回答问题的助手。',
 };

@@ -1,5 +1,5 @@
 import type { ModelCall, ModelCallRecord } from '../../domain/ports/flow.js';
-import type { HostedMcpSpec, HostedToolCall, ModelInputItem, ModelRequest, ModelToolCall, ModelToolSpec } from '../../domain/ports/model-provider.js';
+import type { HostedMcpSpec, HostedToolCall, ModelInputItem, ModelRequest, ModelToolCall, ModelToolSpec, StructuredOutputSpec } from '../../domain/ports/model-provider.js';
 
 /** What a tool call gave the model: its text, and whether it failed. */
 export interface ToolResult {
@@ -37,6 +37,8 @@ export interface AgentLoopOptions {
   /** Reported when a limit refuses a call, for metrics and logs. */
   onLimit?(kind: 'tool_rounds' | 'tool_calls_per_turn' | 'calls_per_tool', tool?: string): void;
   readonly onTextDelta?: (delta: string) => void;
+  /** The final answer must be JSON matching this schema (a staged flow's execution stage). */
+  readonly output?: StructuredOutputSpec;
   readonly signal?: AbortSignal;
   readonly correlationId: string;
 }
@@ -50,6 +52,8 @@ export interface AgentLoopResult {
   /** The last response id, for the next turn's chain. */
   readonly responseId: string | undefined;
   readonly stopped: boolean;
+  /** The conversation as the loop left it: the given transcript, then each round's tool calls and results. */
+  readonly transcript: readonly ModelInputItem[];
 }
 
 const ROUNDS_EXHAUSTED_NOTE =
@@ -78,6 +82,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       ...(options.hostedMcp?.length && !exhausted ? { hostedMcp: options.hostedMcp } : {}),
       ...(chainId ? { previousResponseId: chainId } : {}),
       ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
+      ...(options.output ? { output: options.output } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       correlationId: options.correlationId,
     }, transcript);
@@ -86,7 +91,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     // A fallback or chain retry answers without a chain; from then on the full transcript is sent.
     chainId = response.responseId;
     if (response.toolCalls.length === 0 || exhausted) {
-      return { text: response.text, modelCalls, toolCalls, hostedToolCalls, responseId: response.responseId, stopped: false };
+      return { text: response.text, modelCalls, toolCalls, hostedToolCalls, responseId: response.responseId, stopped: false, transcript };
     }
 
     pending = [];
@@ -102,7 +107,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       transcript.push(...items);
       pending.push(items[1]!);
     }
-    if (options.shouldStop()) return { text: response.text, modelCalls, toolCalls, hostedToolCalls, responseId: chainId, stopped: true };
+    if (options.shouldStop()) return { text: response.text, modelCalls, toolCalls, hostedToolCalls, responseId: chainId, stopped: true, transcript };
   }
 }
 

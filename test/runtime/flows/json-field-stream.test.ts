@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { JsonStringFieldStream } from '../../../src/runtime/flows/json-field-stream.js';
+
+/** Feeds `json` in fragments of `size` characters and returns what came out, fragment by fragment. */
+function feed(json: string, size: number, field = 'reply'): string[] {
+  const stream = new JsonStringFieldStream(field);
+  const out: string[] = [];
+  for (let at = 0; at < json.length; at += size) out.push(stream.push(json.slice(at, at + size)));
+  return out;
+}
+
+describe('JsonStringFieldStream', () => {
+  const value = 'Line one\nSays "hi" \\ back — 10:00 ✂ \u00e9\ud83d\ude00 done';
+  const json = JSON.stringify({ other: 'x "reply": "not this"', reply: value, after: 'ignored' });
+
+  it('hands out exactly the decoded field, whatever the fragment size (escapes split across fragments included)', () => {
+    for (const size of [1, 2, 3, 5, 7, 64, json.length]) {
+      const streamed = feed(JSON.stringify({ reply: value, after: 'ignored' }), size).join('');
+      expect(streamed, `fragments of ${size}`).toBe(value);
+    }
+  });
+
+  it('streams as the value grows, not at the end', () => {
+    const parts = feed(JSON.stringify({ reply: 'abcdefghij' }), 4);
+    expect(parts.filter((part) => part !== '').length).toBeGreaterThan(1);
+    expect(parts.join('')).toBe('abcdefghij');
+  });
+
+  it('yields nothing for a missing field or a value that is not a string, and stops at the closing quote', () => {
+    expect(feed(JSON.stringify({ answer: 'no' }), 3).join('')).toBe('');
+    expect(feed('{"reply": 42}', 2).join('')).toBe('');
+    expect(feed('{"reply":"done"} trailing "text"', 5).join('')).toBe('done');
+  });
+
+  it('is not fooled by the key written inside another string value (its quotes are escaped there)', () => {
+    expect(feed(json, 6).join('')).toBe(value);
+  });
+});
