@@ -27,6 +27,9 @@ export interface Demo {
 export const DEMO_AGENTS = ['notes', 'salon'] as const;
 export type DemoAgent = (typeof DEMO_AGENTS)[number];
 
+/** The scripted model costs nothing: priced by override, so the demo never loads the price table. */
+const FREE_DEMO_MODEL = { [DEMO_MODEL]: { input: '0', output: '0' } };
+
 export async function startDemo(timeZone: string, agent: DemoAgent = 'notes'): Promise<Demo> {
   if (agent === 'salon') return startSalonDemo();
   const server = await startScriptedModelServer({ script: demoScript, models: [DEMO_MODEL] });
@@ -34,7 +37,7 @@ export async function startDemo(timeZone: string, agent: DemoAgent = 'notes'): P
     server,
     overrides: {
       agent: { name: 'Palaver demo', instructionsDir: join(PACKAGE_ROOT, 'examples', 'demo', 'instructions') },
-      model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0 },
+      model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0, prices: FREE_DEMO_MODEL },
     },
     tools: createDemoTools({ timeZone }),
     close: () => server.close(),
@@ -69,7 +72,7 @@ async function startSalonDemo(): Promise<Demo> {
     overrides: {
       agent: { ...example.agent, instructionsDir: join(dir, 'instructions') },
       focus: example.focus,
-      model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0 },
+      model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0, prices: FREE_DEMO_MODEL },
     },
     tools: salon.tools,
     close: async () => {

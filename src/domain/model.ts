@@ -35,6 +35,8 @@ export interface Session {
   readonly title: string | null;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Of `inputTokens`, those read from a prompt cache. */
+  readonly cachedInputTokens: number;
   /** Decimal string in `currency`. */
   readonly cost: string;
   readonly currency: string;
@@ -43,8 +45,11 @@ export interface Session {
 }
 
 export interface TokenUsage {
+  /** Every input token, cached ones included. */
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Input tokens the provider read from its prompt cache (within `inputTokens`, priced at their own price); 0 when absent. */
+  readonly cachedInputTokens?: number;
 }
 
 export interface StoredMessage {
@@ -61,6 +66,8 @@ export interface StoredMessage {
   readonly model: string | null;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Of `inputTokens`, those read from a prompt cache. */
+  readonly cachedInputTokens: number;
   readonly cost: string;
   readonly currency: string;
   readonly correlationId: string | null;
@@ -80,8 +87,8 @@ export interface ToolCallRef {
  * A message to append; the session is given to `append`, the rest has defaults. `id` may be chosen by the caller (a
  * reply streamed under its id before it is stored keeps it); otherwise the store makes one.
  */
-export type NewMessage = { readonly id?: string } & Omit<StoredMessage, 'id' | 'sessionId' | 'seq' | 'createdAt' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
-  Partial<Pick<StoredMessage, 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'>>;
+export type NewMessage = { readonly id?: string } & Omit<StoredMessage, 'id' | 'sessionId' | 'seq' | 'createdAt' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
+  Partial<Pick<StoredMessage, 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'>>;
 
 export type ToolCallStatus = 'running' | 'succeeded' | 'failed';
 

@@ -61,21 +61,64 @@ function canonical(amount: Decimal): string {
   return amount.isZero() ? '0' : amount.toFixed();
 }
 
+/** Prices of one model in USD per million tokens, as decimal strings; cached input tokens default to `input`. */
+export interface ModelPrices {
+  readonly input: string;
+  readonly output: string;
+  readonly cachedInput?: string;
+}
+
 /** Prices per million tokens, as decimal strings, keyed by model name. */
-export type PriceTable = Readonly<Record<string, { readonly input: string; readonly output: string }>>;
+export type PriceTable = Readonly<Record<string, ModelPrices>>;
 
 const MILLION = new MoneyDecimal(1_000_000);
 
-/** Cost of `usage` on `model` as a decimal string; "0" when the model has no price. */
-export function costOf(prices: PriceTable, model: string, usage: TokenUsage): string {
-  const price = prices[model];
-  if (!price) return '0';
-  return new MoneyDecimal(price.input).mul(usage.inputTokens).plus(new MoneyDecimal(price.output).mul(usage.outputTokens)).div(MILLION).toFixed();
+/**
+ * Cost of `usage` at `prices` as an exact decimal string: cached input tokens (counted within `inputTokens`) at
+ * their own price, the rest of the input and the output at theirs.
+ */
+export function costOf(prices: ModelPrices, usage: TokenUsage): string {
+  const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens);
+  return new MoneyDecimal(prices.input)
+    .mul(usage.inputTokens - cached)
+    .plus(new MoneyDecimal(prices.cachedInput ?? prices.input).mul(cached))
+    .plus(new MoneyDecimal(prices.output).mul(usage.outputTokens))
+    .div(MILLION)
+    .toFixed();
 }
 
 /** Adds decimal strings exactly. */
 export function sumCosts(costs: readonly string[]): string {
   // Most agents run unpriced models: skip the decimal arithmetic when there is nothing to add.
   if (costs.every((cost) => cost === '0')) return '0';
-  return costs.reduce((total, cost) => total.plus(cost), new MoneyDecimal(0)).toFixed();
+  return canonical(costs.reduce((total, cost) => total.plus(cost), new MoneyDecimal(0)));
+}
+
+/** Fraction digits of a message's cost in the billing currency. */
+export const BILLED_SCALE = 6;
+
+/**
+ * Converts an amount between currencies through USD: `usdRates` says how many units of a currency one USD buys
+ * (USD itself is 1). Exact decimal arithmetic; the result is not rounded.
+ */
+export function convertCost(amount: string, from: string, to: string, usdRates: Readonly<Record<string, string>>): string {
+  if (from === to || amount === '0') return amount;
+  const rate = (currency: string) => {
+    if (currency === 'USD') return new MoneyDecimal(1);
+    const value = usdRates[currency];
+    if (value === undefined) throw new RangeError(`No USD rate for ${currency}`);
+    return new MoneyDecimal(value);
+  };
+  return canonical(new MoneyDecimal(amount).div(rate(from)).mul(rate(to)));
+}
+
+/** Rounds an amount to {@link BILLED_SCALE} places, half-up (away from zero), in canonical form. */
+export function roundBilled(amount: string): string {
+  if (amount === '0') return amount;
+  return canonical(new MoneyDecimal(amount).toDecimalPlaces(BILLED_SCALE, MoneyDecimal.ROUND_HALF_UP));
+}
+
+/** Compares two amounts: negative, zero or positive as `a` is below, equal to or above `b`. */
+export function compareCosts(a: string, b: string): number {
+  return new MoneyDecimal(a).comparedTo(b);
 }

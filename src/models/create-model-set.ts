@@ -8,7 +8,7 @@ import type { OpenAIClientOptions } from './openai-client.js';
  * start-up: a server reaches `/health` without it.
  */
 export function createModelSet(config: PalaverConfig['model'], options: OpenAIClientOptions = {}): ModelSet {
-  const { fallback, prices: _prices, currency: _currency, ...primary } = config;
+  const { fallback, prices: _prices, ...primary } = config;
   const primaryProvider = createEndpointProvider(primary, options);
   if (!fallback) return { primary: primaryProvider };
   const fallbackConfig: ModelEndpointConfig = {

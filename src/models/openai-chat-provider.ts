@@ -6,8 +6,10 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
+import type { CompletionUsage } from 'openai/resources/completions';
 import type { ModelEndpointConfig } from '../config/schema.js';
 import { ModelError } from '../domain/errors.js';
+import type { TokenUsage } from '../domain/model.js';
 import type {
   ModelCapabilities,
   ModelInputItem,
@@ -85,7 +87,7 @@ export class OpenAIChatProvider implements ModelProvider {
       model: this.model,
       text: message.content ?? '',
       toolCalls,
-      usage: { inputTokens: completion.usage?.prompt_tokens ?? 0, outputTokens: completion.usage?.completion_tokens ?? 0 },
+      usage: chatUsage(completion.usage),
     };
   }
 
@@ -99,11 +101,11 @@ export class OpenAIChatProvider implements ModelProvider {
       requestOptions(request),
     );
     let text = '';
-    let usage = { inputTokens: 0, outputTokens: 0 };
+    let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
     // Tool calls arrive as fragments keyed by `index`: the first carries id and name, later ones append arguments.
     const calls = new Map<number, { id: string; name: string; arguments: string }>();
     for await (const chunk of stream) {
-      if (chunk.usage) usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 };
+      if (chunk.usage) usage = chatUsage(chunk.usage);
       const delta = chunk.choices[0]?.delta;
       if (!delta) continue;
       if (delta.content) {
@@ -184,4 +186,10 @@ function toChatTools(specs: readonly ModelToolSpec[]): ChatCompletionTool[] {
 /** Some local servers omit tool call ids; the turn still needs one to pair the result with the call. */
 function syntheticCallId(index: number): string {
   return `call_${Date.now().toString(36)}_${index}_${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Tokens of a completion; cached prompt tokens (`prompt_tokens_details.cached_tokens`) are within the prompt tokens. */
+function chatUsage(usage: CompletionUsage | null | undefined): TokenUsage {
+  const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
+  return { inputTokens: usage?.prompt_tokens ?? 0, outputTokens: usage?.completion_tokens ?? 0, ...(cached > 0 ? { cachedInputTokens: cached } : {}) };
 }

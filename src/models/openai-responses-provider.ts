@@ -3,10 +3,12 @@ import type {
   Response,
   ResponseCreateParamsBase,
   ResponseInputItem,
+  ResponseUsage,
   Tool,
 } from 'openai/resources/responses/responses';
 import type { ModelEndpointConfig } from '../config/schema.js';
 import { ModelError } from '../domain/errors.js';
+import type { TokenUsage } from '../domain/model.js';
 import type {
   HostedMcpSpec,
   HostedToolCall,
@@ -121,7 +123,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
       text,
       toolCalls,
       ...(hostedToolCalls.length > 0 ? { hostedToolCalls } : {}),
-      usage: { inputTokens: response.usage?.input_tokens ?? 0, outputTokens: response.usage?.output_tokens ?? 0 },
+      usage: responsesUsage(response.usage),
       responseId: response.id,
     };
   }
@@ -155,4 +157,10 @@ function toMcpTool(spec: HostedMcpSpec): Tool {
     ...(spec.headers ? { headers: { ...spec.headers } } : {}),
     ...(spec.allowedTools ? { allowed_tools: [...spec.allowedTools] } : {}),
   };
+}
+
+/** Tokens of a response; cached input tokens (`input_tokens_details.cached_tokens`) are within the input tokens. */
+function responsesUsage(usage: ResponseUsage | null | undefined): TokenUsage {
+  const cached = usage?.input_tokens_details?.cached_tokens ?? 0;
+  return { inputTokens: usage?.input_tokens ?? 0, outputTokens: usage?.output_tokens ?? 0, ...(cached > 0 ? { cachedInputTokens: cached } : {}) };
 }

@@ -2,13 +2,15 @@ import type { NewMessage, StoredMessage } from '../domain/model.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
 import type { DeliveryRecord, Store } from '../domain/ports/store.js';
-import { costOf, sumCosts } from '../domain/money.js';
 import { systemText } from '../i18n/index.js';
+import { resetUserState } from './context/reset.js';
 import type { UserState } from './context/user-state.js';
 import type { ModelFailures } from './flow-context.js';
 import { splitReply } from './reply.js';
 import { toolAuditRecords } from './tools/tool-call.js';
 import type { Answer } from './delivery.js';
+import type { BilledUsage } from './billing.js';
+import { recordDailySpend, type BudgetKind } from './budget.js';
 import type { TurnScope } from './turn-context.js';
 
 /**
@@ -17,7 +19,7 @@ import type { TurnScope } from './turn-context.js';
  */
 export async function persistReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[]): Promise<Answer> {
   const { deps } = scope;
-  const usage = usageOf(scope, flow.modelCalls);
+  const usage = await usageOf(scope, flow.modelCalls);
   const last = flow.modelCalls[flow.modelCalls.length - 1];
   const reply: NewMessage = {
     id: scope.replyMessageId,
@@ -26,7 +28,7 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
     content: text,
     model: last?.model ?? deps.models.primary.model,
     ...usage,
-    currency: deps.currency,
+    currency: scope.currency,
     correlationId: scope.correlationId,
     meta: {
       fallback: flow.modelCalls.some((call) => call.fallback),
@@ -37,8 +39,9 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
   };
   const { stored, version, deliveries } = await deps.store.transaction(async (tx) => {
     // The new messages join the conversation with their answer, in the order the model saw them.
-    const stored = await tx.messages.append(scope.session.id, [...newMessages(scope), ...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: deps.currency } });
+    const stored = await tx.messages.append(scope.session.id, [...newMessages(scope), ...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: scope.currency } });
     await markAnswered(scope, tx, stored);
+    await recordDailySpend(scope, tx, usage.cost);
     return { stored, version: await saveState(scope, tx, flow.state), deliveries: await addToOutbox(scope, tx, stored, parts) };
   });
   deps.cache.rememberState(scope.user.id, { version, state: flow.state });
@@ -54,13 +57,16 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
  * failed: the tool calls that ran (their side effects are real) and the tokens of the model calls that answered.
  * @throws the store's error when even that cannot be stored: then nothing is sent.
  */
-export async function persistFailure(scope: TurnScope, failures: ModelFailures): Promise<Answer> {
+export async function persistFailure(scope: TurnScope, failures: ModelFailures, errorId: string): Promise<Answer> {
   const { deps } = scope;
   // The store is the truth after a failure: the next turn reloads what it needs.
   deps.cache.forgetHistory(scope.session.id);
   deps.cache.forgetState(scope.user.id);
-  const apology = systemText(scope.language, 'turn.apology', undefined, deps.agent.defaultLanguage);
-  const usage = usageOf(scope, scope.modelCalls);
+  const apology = [
+    systemText(scope.interfaceLanguage, 'turn.apology', undefined, deps.agent.defaultLanguage),
+    systemText(scope.interfaceLanguage, 'turn.errorReference', { errorId }, deps.agent.defaultLanguage),
+  ].join('\n');
+  const usage = await usageOf(scope, scope.modelCalls);
   const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
   const state: UserState = { ...scope.initialState, responseChainId: null };
   const parts = splitReply(apology, scope.channel.capabilities.maxMessageChars);
@@ -70,16 +76,47 @@ export async function persistFailure(scope: TurnScope, failures: ModelFailures):
       [
         ...newMessages(scope),
         ...audit,
-        { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: apology, correlationId: scope.correlationId, ...usage, currency: deps.currency, meta: { error: true, ...(failures.length > 0 ? { failures } : {}) } },
+        { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: apology, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { error: true, errorId, ...(failures.length > 0 ? { failures } : {}) } },
       ],
-      { status: 'failed', ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: deps.currency } } : {}) },
+      { status: 'failed', ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
     );
     await markAnswered(scope, tx, stored);
+    await recordDailySpend(scope, tx, usage.cost);
     await tx.userState.save(scope.user.id, state);
     return addToOutbox(scope, tx, stored, parts);
   });
   deps.metrics.turns.inc({ status: 'failed' });
   return { outcome: outcome(scope, 'failed', apology, usage), parts, deliveries };
+}
+
+/**
+ * Stores the notice that a spend cap is reached as the reply: the turn ends cleanly (session completed), keeping the
+ * record of what it did before the refused model call — the tool calls that ran and the calls that answered.
+ */
+export async function persistBudgetNotice(scope: TurnScope, failures: ModelFailures, budget: BudgetKind): Promise<Answer> {
+  const { deps } = scope;
+  deps.cache.forgetHistory(scope.session.id);
+  deps.cache.forgetState(scope.user.id);
+  const notice = systemText(scope.interfaceLanguage, 'budget.exceeded', undefined, deps.agent.defaultLanguage);
+  const usage = await usageOf(scope, scope.modelCalls);
+  const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
+  const parts = splitReply(notice, scope.channel.capabilities.maxMessageChars);
+  const deliveries = await deps.store.transaction(async (tx) => {
+    const stored = await tx.messages.append(
+      scope.session.id,
+      [
+        ...newMessages(scope),
+        ...audit,
+        { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: notice, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { budget, ...(failures.length > 0 ? { failures } : {}) } },
+      ],
+      { status: 'completed', ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
+    );
+    await markAnswered(scope, tx, stored);
+    await recordDailySpend(scope, tx, usage.cost);
+    return addToOutbox(scope, tx, stored, parts);
+  });
+  deps.metrics.turns.inc({ status: 'completed' });
+  return { outcome: outcome(scope, 'completed', notice, usage), parts, deliveries };
 }
 
 /** The person's messages this turn answers, as they join the conversation. */
@@ -131,15 +168,12 @@ async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise
   return (await tx.userState.save(scope.user.id, state)) as number;
 }
 
-function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]) {
-  return {
-    inputTokens: calls.reduce((sum, call) => sum + call.usage.inputTokens, 0),
-    outputTokens: calls.reduce((sum, call) => sum + call.usage.outputTokens, 0),
-    cost: sumCosts(calls.map((call) => costOf(scope.deps.prices, call.model, call.usage))),
-  };
+/** Tokens and cost of the turn's model calls, in the user's billing currency (6 places). */
+function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]): Promise<BilledUsage> {
+  return scope.deps.billing.usageOf(calls, scope.currency, scope.deps.now());
 }
 
-function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string, usage: ReturnType<typeof usageOf>): TurnOutcome {
+function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string, usage: BilledUsage): TurnOutcome {
   return {
     correlationId: scope.correlationId,
     sessionId: scope.session.id,
@@ -147,6 +181,34 @@ function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string,
     reply,
     replyMessageId: scope.replyMessageId,
     status,
-    usage: { ...usage, currency: scope.deps.currency },
+    usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cost: usage.cost, currency: scope.currency },
   };
+}
+
+/**
+ * Answers a reset trigger without the model: stores the person's messages and Palaver's confirmation (in their
+ * interface language), then starts the conversation afresh after them, so the next turn's history is empty; the
+ * response chain goes, and the role unless config keeps it.
+ */
+export async function persistReset(scope: TurnScope): Promise<Answer> {
+  const { deps } = scope;
+  const text = systemText(scope.interfaceLanguage, 'reset.done', undefined, deps.agent.defaultLanguage);
+  const usage = await usageOf(scope, []);
+  const state = resetUserState(scope.initialState, deps.agent.resetKeepsRole);
+  const parts = splitReply(text, scope.channel.capabilities.maxMessageChars);
+  const { version, deliveries } = await deps.store.transaction(async (tx) => {
+    const stored = await tx.messages.append(
+      scope.session.id,
+      [...newMessages(scope), { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { reset: true } }],
+      { status: 'completed' },
+    );
+    await markAnswered(scope, tx, stored);
+    // After the append: the trigger and its confirmation are behind the new start too.
+    await tx.sessions.resetContext(scope.session.id);
+    return { version: await saveState(scope, tx, state), deliveries: await addToOutbox(scope, tx, stored, parts) };
+  });
+  deps.cache.rememberState(scope.user.id, { version, state });
+  deps.cache.rememberHistory(scope.session.id, []);
+  deps.metrics.turns.inc({ status: 'completed' });
+  return { outcome: outcome(scope, 'completed', text, usage), parts, deliveries };
 }

@@ -79,7 +79,7 @@ export function chatCompletionBody(call: ScriptedCall, reply: ScriptedReply): Js
     ],
     ...(reply.omitUsage
       ? {}
-      : { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } }),
+      : { usage: chatUsage(usage) }),
   };
 }
 
@@ -111,7 +111,7 @@ export function chatCompletionStream(call: ScriptedCall, reply: ScriptedReply): 
       created,
       model: call.model,
       choices: [],
-      usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
+      usage: chatUsage(usage),
     });
   }
   return `${out}data: [DONE]\n\n`;
@@ -123,4 +123,14 @@ function sse(data: Json): string {
 
 function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
+}
+
+/** Chat Completions usage, with the cached prompt tokens when the script gives them. */
+function chatUsage(usage: { input: number; output: number; cached?: number }): Json {
+  return {
+    prompt_tokens: usage.input,
+    completion_tokens: usage.output,
+    total_tokens: usage.input + usage.output,
+    ...(usage.cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: usage.cached } }),
+  };
 }

@@ -49,8 +49,8 @@ export interface ScriptedReply {
   readonly toolCalls?: readonly ScriptedToolCall[];
   /** Responses only: calls the provider pretends to have made to hosted MCP servers. */
   readonly hostedMcpCalls?: readonly ScriptedHostedMcpCall[];
-  /** Token counts to report; by default a rough word count. */
-  readonly usage?: { readonly input: number; readonly output: number };
+  /** Token counts to report; by default a rough word count. `cached`: of `input`, those read from the prompt cache. */
+  readonly usage?: { readonly input: number; readonly output: number; readonly cached?: number };
   /** Wait this long before answering (use it to provoke client timeouts). */
   readonly delayMs?: number;
   /** Omit `usage` from the answer, as some local servers do. */
@@ -106,7 +106,7 @@ export function renderToolCalls(reply: ScriptedReply): RenderedToolCall[] {
 }
 
 /** The usage to report: the script's, or roughly one token per word. */
-export function replyUsage(call: ScriptedCall, reply: ScriptedReply, toolCalls: readonly RenderedToolCall[]): { input: number; output: number } {
+export function replyUsage(call: ScriptedCall, reply: ScriptedReply, toolCalls: readonly RenderedToolCall[]): { input: number; output: number; cached?: number } {
   if (reply.usage) return reply.usage;
   let input = countWords(call.instructions);
   for (const item of call.messages) input += countWords(item.type === 'tool_call' ? item.arguments : item.type === 'tool_result' ? item.output : item.content);

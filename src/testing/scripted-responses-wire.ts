@@ -151,7 +151,7 @@ export function renderResponse(call: ScriptedCall, reply: ScriptedReply): Render
       ? null
       : {
           input_tokens: usage.input,
-          input_tokens_details: { cached_tokens: 0 },
+          input_tokens_details: { cached_tokens: usage.cached ?? 0 },
           output_tokens: usage.output,
           output_tokens_details: { reasoning_tokens: 0 },
           total_tokens: usage.input + usage.output,

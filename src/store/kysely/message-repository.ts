@@ -1,21 +1,21 @@
 import { sql, type InsertObject, type Insertable, type Kysely, type RawBuilder } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { Audience, NewMessage, StoredMessage } from '../../domain/model.js';
-import { toStoredCost } from '../../domain/money.js';
+import { fromStoredCost, isZeroCost, toStoredCost } from '../../domain/money.js';
 import type { MessageRepository, SessionChange } from '../../domain/ports/store.js';
-import type { DialectStrategy } from './dialect-strategy.js';
+import { strategyOf, type DialectStrategy } from './dialect-strategy.js';
 import { prepared, preparedBatch } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toMessage } from './rows.js';
 import type { Database, MessagesTable } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
-import { explainRefusedSessionWrite, sessionWriteArgs, type SessionWriteArgs, type SessionWriteShape } from './session-write.js';
+import { currencyMismatch, explainRefusedSessionWrite, sessionNotFound, sessionWriteArgs, type SessionWriteArgs, type SessionWriteShape } from './session-write.js';
 import { classifyDriverError, storeOperation } from './store-errors.js';
 
 /** Currency recorded on a message that names none (its cost is then "0" unless given). */
 export const DEFAULT_CURRENCY = 'USD';
 
-// Rows per INSERT: 17 parameters each stays far below SQLite's 32766 and PostgreSQL's 65535 bound parameters.
+// Rows per INSERT: 18 parameters each stays far below SQLite's 32766 and PostgreSQL's 65535 bound parameters.
 export const ROWS_PER_INSERT = 500;
 
 /** A message on its way in: the row to insert (its `seq` set once known) and the record to return. */
@@ -49,15 +49,20 @@ export class KyselyMessageRepository implements MessageRepository {
       const { db, dialect, costSql } = this.#ctx;
       const now = this.#ctx.now();
       const rows = messages.map((message) => prepare(sessionId, message, now));
+      // Money of this append (messages' costs and the usage) is in one currency, the session's: the write is guarded by it.
+      const billed = billedCurrency(sessionId, rows, change.usage);
+      const guard = billed !== undefined && (change.usage === undefined || change.usage.cost === '0' || isZeroCost(change.usage.cost));
+      const usage = guard ? { inputTokens: 0, outputTokens: 0, ...change.usage, cost: '0', currency: billed } : change.usage;
       // Usage is added in the same UPDATE where SQL can sum costs exactly; elsewhere by sessions.addUsage after it.
-      const usageInline = change.usage !== undefined && costSql !== undefined;
-      const args = sessionWriteArgs(sessionId, now, rows.length, change.status, usageInline ? change.usage : undefined);
-      const shape: SessionWriteShape = { status: change.status !== undefined, usage: usageInline, cost: usageInline && args.cost !== '0' };
+      const usageInline = usage !== undefined && costSql !== undefined;
+      const args = sessionWriteArgs(sessionId, now, rows.length, change.status, usageInline ? usage : undefined);
+      const shape: SessionWriteShape = { status: change.status !== undefined, usage: usageInline, cost: usageInline && (args.cost !== '0' || guard) };
       try {
         const values = rows.map((row) => row.values);
-        const inOneStatement = dialect.appendInOneStatement !== undefined && (change.usage === undefined || usageInline) && (await dialect.appendInOneStatement(db, args, shape, values));
+        const inOneStatement = dialect.appendInOneStatement !== undefined && (usage === undefined || usageInline) && (await dialect.appendInOneStatement(db, args, shape, values));
         if (!inOneStatement) {
           await atomically(db, async (trx) => {
+            if (guard && !usageInline) await refuseOtherCurrency(trx, sessionId, billed);
             await appendInTransaction(trx, dialect, args, shape, values);
             if (change.usage !== undefined && !usageInline) await new KyselySessionRepository({ ...this.#ctx, db: trx }).addUsage(sessionId, change.usage);
           });
@@ -67,7 +72,7 @@ export class KyselyMessageRepository implements MessageRepository {
       } catch (error) {
         // On PostgreSQL a refused session write leaves the CTE empty and `seq` null.
         const kind = classifyDriverError(error);
-        if (kind === 'not_null' || kind === 'foreign_key') await explainRefusedSessionWrite(db, sessionId, shape.cost ? change.usage!.currency : undefined);
+        if (kind === 'not_null' || kind === 'foreign_key') await explainRefusedSessionWrite(db, sessionId, shape.cost ? args.currency : undefined);
         throw error;
       }
     });
@@ -149,6 +154,7 @@ export function columnsOf(row: MessageValues, seq: number | RawBuilder<number> =
     model: row.model,
     input_tokens: row.input_tokens,
     output_tokens: row.output_tokens,
+    cached_input_tokens: row.cached_input_tokens,
     cost: row.cost,
     currency: row.currency,
     correlation_id: row.correlation_id,
@@ -168,6 +174,28 @@ async function appendInTransaction(trx: Kysely<Database>, dialect: DialectStrate
   }
 }
 
+/**
+ * The one currency the money of an append is in: that of its messages with a cost and of its usage's cost, or
+ * undefined when none carries money.
+ * @throws StoreError `currency_mismatch` when they name two currencies.
+ */
+function billedCurrency(sessionId: string, rows: readonly PreparedRow[], usage: SessionChange['usage']): string | undefined {
+  let currency = usage !== undefined && usage.cost !== '0' && !isZeroCost(toStoredCost(usage.cost)) ? usage.currency : undefined;
+  for (const { message } of rows) {
+    if (message.cost === '0') continue;
+    if (currency !== undefined && message.currency !== currency) throw currencyMismatch(sessionId, currency, message.currency);
+    currency = message.currency;
+  }
+  return currency;
+}
+
+/** Where SQL cannot guard the session write: refuses money in another currency than the session's, read under the lock. */
+async function refuseOtherCurrency(trx: Kysely<Database>, sessionId: string, currency: string): Promise<void> {
+  const row = await strategyOf(trx).lockForUpdate(trx.selectFrom('sessions').select(['cost', 'currency']).where('id', '=', sessionId)).executeTakeFirst();
+  if (row === undefined) throw sessionNotFound(sessionId);
+  if (row.currency !== currency && !isZeroCost(fromStoredCost(row.cost))) throw currencyMismatch(sessionId, row.currency, currency);
+}
+
 function prepare(sessionId: string, message: NewMessage, now: number): PreparedRow {
   const stored: PreparedRow['message'] = {
     id: message.id ?? newId(),
@@ -181,6 +209,7 @@ function prepare(sessionId: string, message: NewMessage, now: number): PreparedR
     model: message.model ?? null,
     inputTokens: message.inputTokens ?? 0,
     outputTokens: message.outputTokens ?? 0,
+    cachedInputTokens: message.cachedInputTokens ?? 0,
     cost: message.cost === undefined || message.cost === '0' ? '0' : toStoredCost(message.cost),
     currency: message.currency ?? DEFAULT_CURRENCY,
     correlationId: message.correlationId ?? null,
@@ -201,6 +230,7 @@ function prepare(sessionId: string, message: NewMessage, now: number): PreparedR
       model: stored.model,
       input_tokens: stored.inputTokens,
       output_tokens: stored.outputTokens,
+      cached_input_tokens: stored.cachedInputTokens,
       cost: stored.cost,
       currency: stored.currency,
       correlation_id: stored.correlationId,

@@ -131,6 +131,7 @@ export class KyselySessionRepository implements SessionRepository {
           .set({
             input_tokens: sql`input_tokens + ${args.inputTokens}`,
             output_tokens: sql`output_tokens + ${args.outputTokens}`,
+            cached_input_tokens: sql`cached_input_tokens + ${args.cachedInputTokens}`,
             cost: addCosts(row.cost, args.cost),
             currency: isZeroCost(row.cost) ? usage.currency : row.currency,
             ...(usage.status ? { status: usage.status } : {}),

@@ -30,6 +30,7 @@ export interface SessionWriteArgs {
   readonly status: SessionStatus;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  readonly cachedInputTokens: number;
   /** Canonical decimal text. */
   readonly cost: string;
   readonly currency: string;
@@ -50,6 +51,7 @@ export function sessionWriteArgs(
     status: status ?? 'pending',
     inputTokens: usage === undefined ? 0 : tokenCount(usage.inputTokens, 'inputTokens'),
     outputTokens: usage === undefined ? 0 : tokenCount(usage.outputTokens, 'outputTokens'),
+    cachedInputTokens: usage?.cachedInputTokens === undefined ? 0 : cachedTokenCount(usage),
     cost: usage === undefined || usage.cost === '0' ? '0' : toStoredCost(usage.cost),
     currency: usage?.currency ?? 'USD',
   };
@@ -69,6 +71,7 @@ export function sessionWrite(db: QueryCreator<Database>, $: SessionWriteArgs, sh
     update = update.set({
       input_tokens: sql`input_tokens + ${$.inputTokens}`,
       output_tokens: sql`output_tokens + ${$.outputTokens}`,
+      cached_input_tokens: sql`cached_input_tokens + ${$.cachedInputTokens}`,
       currency: sql`case when ${isZero} then ${$.currency} else currency end`,
     });
     if (shape.cost) update = update.set({ cost: add($.cost) }).where((eb) => eb.or([eb('currency', '=', $.currency), isZero]));
@@ -96,6 +99,13 @@ export async function explainRefusedSessionWrite(db: Kysely<Database>, sessionId
   const row = await db.selectFrom('sessions').select('currency').where('id', '=', sessionId).executeTakeFirst();
   if (row === undefined || currency === undefined) throw sessionNotFound(sessionId);
   throw currencyMismatch(sessionId, row.currency, currency);
+}
+
+/** Cached input tokens are part of the input: never more than it. */
+export function cachedTokenCount(usage: TokenUsage): number {
+  const cached = tokenCount(usage.cachedInputTokens ?? 0, 'cachedInputTokens');
+  if (cached > usage.inputTokens) throw new StoreError('invalid_usage', `cachedInputTokens (${cached}) cannot exceed inputTokens (${usage.inputTokens}): cached tokens are counted within the input.`);
+  return cached;
 }
 
 function tokenCount(value: number, field: string): number {
