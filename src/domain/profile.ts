@@ -23,3 +23,24 @@ export interface ProfilePreferences {
 
 /** Where a new profile's values come from when neither the person nor their channel said otherwise. */
 export type ProfileDefaults = ProfilePreferences;
+
+/** One refused field of a profile update: its dotted path (`preferences.timeZone`) and why. */
+export interface ProfileFieldError {
+  readonly path: string;
+  readonly message: string;
+}
+
+/** A profile update: the settings it makes, or every refused field (nothing is applied then). */
+export type ProfileUpdateResult = { readonly ok: true; readonly settings: ProfileSettings } | { readonly ok: false; readonly errors: readonly ProfileFieldError[] };
+
+/**
+ * How the runtime reads, seeds and updates profiles without knowing the schema (the identity module's, handed in by
+ * the composition root).
+ */
+export interface ProfileCodec {
+  /** A stored profile, read through the schema; `problem` when it was unusable and defaults took its place. */
+  parse(raw: string): { readonly settings: ProfileSettings; readonly problem?: string };
+  /** A new profile, seeded from the channel's language hint when it is a valid tag. */
+  seed(languageHint: string | null): ProfileSettings;
+  update(input: unknown, current: ProfileSettings): ProfileUpdateResult;
+}

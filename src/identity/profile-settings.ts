@@ -1,9 +1,9 @@
 import { parse as parseLanguageTag } from 'bcp-47';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
-import type { ProfileDefaults, ProfilePreferences, ProfileSettings } from '../domain/profile.js';
+import type { ProfileCodec, ProfileDefaults, ProfileFieldError, ProfilePreferences, ProfileSettings, ProfileUpdateResult } from '../domain/profile.js';
 
-export type { ProfileDefaults, ProfilePreferences, ProfileSettings } from '../domain/profile.js';
+export type { ProfileCodec, ProfileDefaults, ProfileFieldError, ProfilePreferences, ProfileSettings, ProfileUpdateResult } from '../domain/profile.js';
 
 /** The one settings version this Palaver reads and writes. */
 export const PROFILE_VERSION = 1;
@@ -101,13 +101,6 @@ export const profileUpdateSchema = z.strictObject({
   notification: z.strictObject({}).optional(),
 });
 
-/** One refused field: its dotted path (`preferences.timeZone`) and why. */
-export interface ProfileFieldError {
-  readonly path: string;
-  readonly message: string;
-}
-
-export type ProfileUpdateResult = { readonly ok: true; readonly settings: ProfileSettings } | { readonly ok: false; readonly errors: readonly ProfileFieldError[] };
 
 /** What the channel said about the person, used only to seed a profile that does not exist yet. */
 export interface ProfileHints {
@@ -189,4 +182,33 @@ function freezeSettings(settings: ProfileSettings): ProfileSettings {
     privacy: Object.freeze({}),
     notification: Object.freeze({}),
   });
+}
+
+/** The codec the runtime reads, seeds and updates profiles with, over `defaults`. */
+export function profileCodec(defaults: ProfileDefaults): ProfileCodec {
+  return {
+    parse: (raw) => parseStoredProfile(raw, defaults),
+    seed: (languageHint) => defaultProfile(defaults, { language: languageHint }),
+    update: validateProfileUpdate,
+  };
+}
+
+/**
+ * The defaults of new profiles from config: `profiles.defaults`, else `agent.language` and `agent.timezone` (kept
+ * as they are when they are not valid settings, so an old config still starts).
+ */
+export function profileDefaultsFrom(config: {
+  readonly agent: { readonly language: string; readonly timezone: string };
+  readonly profiles: { readonly defaults: { readonly interfaceLanguage?: string | undefined; readonly aiLanguage?: string | undefined; readonly timeZone?: string | undefined; readonly country?: string | undefined } };
+}): ProfileDefaults {
+  const { defaults } = config.profiles;
+  const interfaceLanguage = defaults.interfaceLanguage ?? config.agent.language;
+  const aiLanguage = defaults.aiLanguage ?? interfaceLanguage;
+  const timeZone = defaults.timeZone ?? config.agent.timezone;
+  return {
+    interfaceLanguage: canonicalLanguageTag(interfaceLanguage) ?? interfaceLanguage,
+    aiLanguage: canonicalLanguageTag(aiLanguage) ?? aiLanguage,
+    timeZone: canonicalTimeZone(timeZone) ?? timeZone,
+    country: defaults.country === undefined ? null : defaults.country.toUpperCase(),
+  };
 }

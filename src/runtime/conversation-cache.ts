@@ -1,9 +1,10 @@
 import { LRUCache } from 'lru-cache';
 import type { Session, StoredMessage, User } from '../domain/model.js';
+import type { ProfileSettings } from '../domain/profile.js';
 import type { UserState } from './context/user-state.js';
 
 export interface ConversationCacheOptions {
-  /** Entries per kind (participants, states, histories). */
+  /** Entries per kind (participants, states, profiles, histories). */
   readonly maxEntries: number;
   /** Entries expire after this long, so data changed by another process is picked up within it. */
   readonly ttlMs: number;
@@ -26,13 +27,14 @@ export interface CachedState {
 }
 
 /**
- * What a turn would otherwise read from the store every time: who is talking, the user's state and the recent
- * history. Written through after every store write, so one process always sees its own writes. Another process
+ * What a turn would otherwise read from the store every time: who is talking, the user's state and profile, and the
+ * recent history. Written through after every store write, so one process always sees its own writes. Another process
  * writing the same rows is detected for state (the save checks the version) and expires within `ttlMs` otherwise.
  */
 export class ConversationCache {
   readonly #participants: LRUCache<string, Participant>;
   readonly #states: LRUCache<string, CachedState>;
+  readonly #profiles: LRUCache<string, ProfileSettings>;
   readonly #histories: LRUCache<string, readonly StoredMessage[]>;
   readonly #historyLimit: number;
 
@@ -40,6 +42,7 @@ export class ConversationCache {
     const settings = { max: options.maxEntries, ttl: options.ttlMs };
     this.#participants = new LRUCache(settings);
     this.#states = new LRUCache(settings);
+    this.#profiles = new LRUCache(settings);
     this.#histories = new LRUCache(settings);
     this.#historyLimit = options.historyLimit;
   }
@@ -65,6 +68,19 @@ export class ConversationCache {
 
   rememberState(userId: string, cached: CachedState): void {
     this.#states.set(userId, cached);
+  }
+
+  /** The user's profile settings as last read or written, so a turn reads them once per cache lifetime. */
+  profile(userId: string): ProfileSettings | undefined {
+    return this.#profiles.get(userId);
+  }
+
+  rememberProfile(userId: string, settings: ProfileSettings): void {
+    this.#profiles.set(userId, settings);
+  }
+
+  forgetProfile(userId: string): void {
+    this.#profiles.delete(userId);
   }
 
   /** The session's recent display messages, oldest first, or undefined when they must be loaded. */

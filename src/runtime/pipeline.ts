@@ -2,6 +2,7 @@ import { ChannelError, IdentityError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { InboundRecord, Session } from '../domain/model.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
+import { resetUserState } from './context/reset.js';
 import { parseUserState } from './context/user-state.js';
 import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundMessage, StoredReply, TranscriptEntry } from '../domain/ports/channel.js';
 import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity } from '../domain/ports/identity.js';
@@ -391,7 +392,7 @@ export class Pipeline {
     }
   }
 
-  /** `/reset`: the model sees the conversation afresh from here; the Responses chain goes, the role stays. */
+  /** `/reset`: the model sees the conversation afresh from here; the Responses chain goes, the role as config says. */
   async #reset(channel: Channel, accountId: string, conversationId: string): Promise<void> {
     const { store, cache } = this.#deps;
     const session = await this.#ownSession(channel, accountId, conversationId);
@@ -399,7 +400,7 @@ export class Pipeline {
     cache.forgetHistory(session.id);
     const record = await store.userState.get(session.userId);
     const { state } = parseUserState(record?.raw);
-    await store.userState.save(session.userId, { ...state, responseChainId: null });
+    await store.userState.save(session.userId, resetUserState(state, this.#deps.agent.resetKeepsRole));
     cache.forgetState(session.userId);
   }
 

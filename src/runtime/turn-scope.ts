@@ -1,20 +1,24 @@
 import { newId } from '../domain/ids.js';
 import type { StoredMessage } from '../domain/model.js';
+import type { ProfileSettings } from '../domain/profile.js';
 import type { ReplyTarget, TurnProgress } from '../domain/ports/channel.js';
 import type { Logger } from '../observability/logger.js';
+import { buildUserAgentContext } from './context/user-context.js';
 import { parseUserState } from './context/user-state.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
 
 /**
- * Opens a turn for a batch: who is talking, in which language and zone, where the reply goes, and the user's state
- * (from the cache, else the store; a corrupt row is logged and replaced by an empty state).
+ * Opens a turn for a batch: who is talking (the user context, built once), in which languages and zone (from their
+ * profile), where the reply goes, and the user's state (from the cache, else the store; a corrupt row is logged and
+ * replaced by an empty state).
  */
 export async function openTurn(deps: TurnDependencies, request: TurnRequest): Promise<TurnScope> {
   const first = request.messages[0];
   const last = request.messages[request.messages.length - 1]!;
   const { channel, user, session } = first;
   const correlationId = first.inbound.correlationId;
-  const { state, version } = await loadUserState(deps, first.user.id, correlationId);
+  const [{ state, version }, profile] = await Promise.all([loadUserState(deps, first.user.id, correlationId), loadProfile(deps, first.user.id, last.inbound.languageHint, correlationId)]);
+  const userContext = buildUserAgentContext({ user, settings: profile, role: state.role ?? deps.agent.defaultRole, displayName: last.inbound.displayName });
   const target: ReplyTarget = {
     channel: channel.name,
     conversationId: session.conversationId,
@@ -23,6 +27,7 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     correlationId,
     sessionId: session.id,
   };
+  const billingCountry = profile.preferences.country ?? deps.billing.defaultCountry;
   const streams = channel.capabilities.streaming && channel.progress !== undefined;
   let log: Logger | undefined;
   let streamedText = '';
@@ -35,8 +40,13 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     messages: request.messages,
     lease: request.lease,
     correlationId,
-    language: last.inbound.languageHint ?? deps.agent.defaultLanguage,
-    timeZone: deps.agent.defaultTimeZone,
+    language: profile.preferences.aiLanguage,
+    interfaceLanguage: profile.preferences.interfaceLanguage,
+    timeZone: profile.preferences.timeZone,
+    billingCountry,
+    currency: deps.billing.currencyOf(billingCountry),
+    profile,
+    userContext,
     target,
     get log() {
       return (log ??= deps.logger.child({ correlationId, sessionId: session.id, userId: user.id }));
@@ -71,6 +81,29 @@ async function loadUserState(deps: TurnDependencies, userId: string, correlation
   const { state, problem } = parseUserState(record?.raw);
   if (problem) deps.logger.warn({ correlationId, userId, problem }, 'user state unreadable; continuing with an empty state');
   return { state, version: record?.version ?? 0 };
+}
+
+/**
+ * The user's profile: from the cache, else the store. A person without one gets one seeded from the channel's
+ * language hint, stored once (a profile written meanwhile, by another channel's first turn or an update, wins). A
+ * corrupt stored profile is logged and the defaults stand in for it; the row is left for a person to look at.
+ */
+async function loadProfile(deps: TurnDependencies, userId: string, languageHint: string | null, correlationId: string): Promise<ProfileSettings> {
+  const cached = deps.cache.profile(userId);
+  if (cached) return cached;
+  let record = await deps.store.profiles.get(userId);
+  if (record === undefined) {
+    const seeded = deps.profiles.seed(languageHint);
+    if (await deps.store.profiles.saveIfAbsent(userId, JSON.stringify(seeded))) {
+      deps.cache.rememberProfile(userId, seeded);
+      return seeded;
+    }
+    record = await deps.store.profiles.get(userId);
+  }
+  const { settings, problem } = record === undefined ? { settings: deps.profiles.seed(languageHint), problem: undefined } : deps.profiles.parse(record.raw);
+  if (problem) deps.logger.warn({ correlationId, userId, problem }, 'profile unreadable; continuing with the default settings');
+  deps.cache.rememberProfile(userId, settings);
+  return settings;
 }
 
 /**

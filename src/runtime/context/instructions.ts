@@ -32,19 +32,19 @@ export function loadInstructionLibrary(dir: string): InstructionLibrary {
   return { base, roles };
 }
 
+/** What changes with the clock: the person's current date and time. */
 export interface RuntimeFacts {
   readonly now: Date;
   readonly timeZone: string;
-  readonly language: string;
-  readonly displayName: string | null;
 }
 
 /**
- * Composes the instructions of one model call: base, role, runtime facts, then internal service data.
+ * Composes the instructions of one model call: the person's section first (every flow's instructions start with
+ * who they talk to and in which language and zone), then base, role, runtime facts and internal service data.
  * The service-data block is for the model only; the person never sees it.
  */
-export function composeInstructions(library: InstructionLibrary, role: string | null, facts: RuntimeFacts, state: UserState): string {
-  const parts = [library.base];
+export function composeInstructions(library: InstructionLibrary, role: string | null, facts: RuntimeFacts, state: UserState, userSection = ''): string {
+  const parts = [userSection, library.base];
   const roleText = role ? library.roles.get(role) : undefined;
   if (roleText) parts.push(roleText);
   parts.push(renderRuntimeFacts(facts));
@@ -65,13 +65,13 @@ function localTimeFormatter(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
-/** The last facts rendered per person, by their zone, language and name: the text changes once a minute. */
+/** The last facts rendered per zone: the text changes once a minute. */
 const renderedFacts = new Map<string, { readonly minute: number; readonly text: string }>();
 const MAX_RENDERED_FACTS = 1024;
 
 export function renderRuntimeFacts(facts: RuntimeFacts): string {
   const minute = Math.floor(facts.now.getTime() / 60_000);
-  const key = `${facts.timeZone}\u0000${facts.language}\u0000${facts.displayName ?? ''}`;
+  const key = facts.timeZone;
   const cached = renderedFacts.get(key);
   if (cached?.minute === minute) return cached.text;
   const text = formatRuntimeFacts(facts);
@@ -82,13 +82,7 @@ export function renderRuntimeFacts(facts: RuntimeFacts): string {
 
 function formatRuntimeFacts(facts: RuntimeFacts): string {
   const local = localTimeFormatter(facts.timeZone).format(facts.now);
-  const lines = [
-    '## Runtime facts',
-    `- Current date and time for the person: ${local} (${facts.timeZone})`,
-    `- Reply in the person's language: ${facts.language}`,
-  ];
-  if (facts.displayName) lines.push(`- The person's name on this channel: ${facts.displayName}`);
-  return lines.join('\n');
+  return ['## Runtime facts', `- Current date and time for the person: ${local} (${facts.timeZone})`].join('\n');
 }
 
 function renderServiceData(role: string | null, state: UserState): string {
