@@ -266,6 +266,71 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('costs', () => {
+      it('keeps cached input tokens per message and in the session totals, never more than the input', async () => {
+        const session = await givenSession();
+        const [reply] = await store.messages.append(session.id, [text('cached', { role: 'assistant', inputTokens: 1000, cachedInputTokens: 400, outputTokens: 10, cost: '0.000156', currency: 'USD' })], {
+          usage: { inputTokens: 1000, cachedInputTokens: 400, outputTokens: 10, cost: '0.000156', currency: 'USD' },
+        });
+        await store.sessions.addUsage(session.id, { inputTokens: 50, cachedInputTokens: 50, outputTokens: 1, cost: '0.000004', currency: 'USD' });
+        expect((await store.messages.listRecent(session.id, { limit: 1 }))[0]).toEqual(reply);
+        expect(reply).toMatchObject({ inputTokens: 1000, cachedInputTokens: 400 });
+        expect(await store.sessions.findById(session.id)).toMatchObject({ inputTokens: 1050, cachedInputTokens: 450, cost: '0.00016' });
+        await expectStoreError(store.sessions.addUsage(session.id, { inputTokens: 5, cachedInputTokens: 6, outputTokens: 0, cost: '0', currency: 'USD' }), 'invalid_usage');
+        await expectStoreError(store.messages.append(session.id, [text('x')], { usage: { inputTokens: 5, cachedInputTokens: 6, outputTokens: 0, cost: '0', currency: 'USD' } }), 'invalid_usage');
+      });
+
+      it('keeps one currency per session: a message carrying a cost in another currency is refused with its whole append', async () => {
+        const session = await givenSession();
+        await store.messages.append(session.id, [text('yuan', { role: 'assistant', cost: '0.71', currency: 'CNY' })], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.71', currency: 'CNY' } });
+        // The money may come on a message alone, without usage for the session: still the session's currency only.
+        await expectStoreError(store.messages.append(session.id, [text('dollars', { role: 'assistant', cost: '0.1', currency: 'USD' })]), 'currency_mismatch');
+        await expectStoreError(store.messages.append(session.id, [text('dollars', { role: 'assistant', cost: '0.1', currency: 'USD' })], { status: 'completed' }), 'currency_mismatch');
+        // Messages and usage of one append that disagree are refused before anything is written.
+        await expectStoreError(
+          store.messages.append(session.id, [text('mixed', { role: 'assistant', cost: '0.1', currency: 'USD' })], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.71', currency: 'CNY' } }),
+          'currency_mismatch',
+        );
+        // Unpriced messages name any currency: they carry no money.
+        await store.messages.append(session.id, [text('free', { role: 'assistant', cost: '0', currency: 'USD' })], { status: 'completed' });
+        await store.messages.append(session.id, [text('more yuan', { role: 'assistant', cost: '0.5', currency: 'CNY' })]);
+        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.content)).toEqual(['yuan', 'free', 'more yuan']);
+        expect(await store.sessions.findById(session.id)).toMatchObject({ cost: '0.71', currency: 'CNY', status: 'completed' });
+      });
+
+      it('refuses money in another currency from concurrent appends once one of them fixed the session currency', async () => {
+        const session = await givenSession();
+        const usage = (currency: string) => ({ inputTokens: 1, outputTokens: 1, cost: '1', currency });
+        const results = await Promise.allSettled(
+          Array.from({ length: 10 }, (_, index) => store.messages.append(session.id, [text(`m${index}`)], { usage: usage(index % 2 === 0 ? 'USD' : 'CNY') })),
+        );
+        const stored = await store.sessions.findById(session.id);
+        const accepted = results.filter((result) => result.status === 'fulfilled').length;
+        expect(accepted).toBe(5);
+        expect(stored).toMatchObject({ cost: '5', inputTokens: 5 });
+        for (const result of results) if (result.status === 'rejected') expect((result.reason as StoreError).code).toBe('currency_mismatch');
+        const messages = await store.messages.listRecent(session.id, { limit: 20 });
+        expect(new Set(messages.map((message) => Number(message.content.slice(1)) % 2))).toEqual(new Set([stored!.currency === 'USD' ? 0 : 1]));
+      });
+
+      it('sums a user\'s daily spend exactly, per day and currency', async () => {
+        const user = await givenUser();
+        const other = await givenUser();
+        expect(await store.spend.daily(user.id, '2026-03-01')).toEqual([]);
+        await Promise.all(Array.from({ length: 10 }, () => store.spend.addDaily(user.id, '2026-03-01', '0.100001', 'CNY')));
+        await store.spend.addDaily(user.id, '2026-03-01', '0.2', 'USD');
+        await store.spend.addDaily(user.id, '2026-03-01', '0', 'EUR');
+        await store.spend.addDaily(user.id, '2026-03-02', '3', 'CNY');
+        await store.spend.addDaily(other.id, '2026-03-01', '7', 'CNY');
+        expect(await store.spend.daily(user.id, '2026-03-01')).toEqual([
+          { currency: 'CNY', cost: '1.00001' },
+          { currency: 'USD', cost: '0.2' },
+        ]);
+        expect(await store.spend.daily(user.id, '2026-03-02')).toEqual([{ currency: 'CNY', cost: '3' }]);
+        await expectStoreError(store.spend.addDaily(user.id, '2026-03-01', '1e-3', 'CNY'), 'invalid_decimal');
+      });
+    });
+
     describe('messages', () => {
       it('assigns consecutive seq numbers per session', async () => {
         const session = await givenSession();
