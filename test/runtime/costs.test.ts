@@ -1,0 +1,180 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Palaver } from '../../src/app.js';
+import type { ModelScript, ScriptedReply } from '../../src/testing/index.js';
+import { defineTool } from '../../src/tools/define-tool.js';
+import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'shipped' }) });
+
+// The token counts the scripted model reports, per call.
+const TOOL_CALL = { input: 1200, cached: 1000, output: 30 };
+const ANSWER = { input: 1500, cached: 1200, output: 80 };
+const FOLLOW_UP = { input: 100, output: 20 };
+
+/** "order?" → a lookup, then an answer from its result; anything else is answered at once. */
+const orderScript: ModelScript = (call): ScriptedReply => {
+  const last = call.messages[call.messages.length - 1];
+  if (last?.type === 'tool_result') return { text: `Result: ${last.output}`, usage: ANSWER };
+  if (lastUserText(call) === 'order?') return { toolCalls: [{ name: 'lookup', arguments: { id: 7 } }], usage: TOOL_CALL };
+  return { text: 'You are welcome.', usage: FOLLOW_UP };
+};
+
+// Prices of the scripted model in USD per million tokens; cached input at its own price.
+const PRICES = { scripted: { input: '2.50', cachedInput: '1.25', output: '10' } };
+// A rate with enough digits that rounding to 6 places shows.
+const BILLING = { usdRates: { CNY: '7.1235' } };
+
+/** The internal id of the user behind a chat() user id. */
+async function userIdOf(palaver: Palaver, accountId: string): Promise<string> {
+  return (await palaver.store.users.resolveAccount({ channel: 'api', accountId })).user.id;
+}
+
+async function livingIn(palaver: Palaver, accountId: string, preferences: Record<string, unknown>): Promise<string> {
+  const userId = await userIdOf(palaver, accountId);
+  expect((await palaver.profiles.update(userId, { preferences })).ok).toBe(true);
+  return userId;
+}
+
+describe('costs', () => {
+  it('match a hand-computed table for a CN and a US user across two model calls with a tool round, and sum per session', async () => {
+    harness = await createHarness(orderScript);
+    const palaver = await harness.start({ model: { prices: PRICES }, billing: BILLING }, { tools: [lookup] });
+    await livingIn(palaver, 'li', { country: 'CN' });
+    await livingIn(palaver, 'ann', { country: 'US' });
+
+    // Per call, USD = (uncached input × 2.50 + cached × 1.25 + output × 10) / 10^6:
+    //   tool call:  (200 × 2.50 + 1000 × 1.25 +  30 × 10) / 10^6 = (500 + 1250 + 300) / 10^6 = 0.00205
+    //   answer:     (300 × 2.50 + 1200 × 1.25 +  80 × 10) / 10^6 = (750 + 1500 + 800) / 10^6 = 0.00305
+    //   follow-up:  (100 × 2.50 +    0        +  20 × 10) / 10^6 = (250 + 200) / 10^6         = 0.00045
+    // Message 1 = 0.00205 + 0.00305 = 0.0051 USD; in CNY 0.0051 × 7.1235 = 0.03632985 → 0.036330 (half-up at 6 places)
+    // Message 2 = 0.00045 USD;                      in CNY 0.00045 × 7.1235 = 0.003205575 → 0.003206
+    // Session CN = 0.03633 + 0.003206 = 0.039536 CNY; session US = 0.0051 + 0.00045 = 0.00555 USD
+    const table = [
+      { user: 'li', currency: 'CNY', first: '0.03633', second: '0.003206', session: '0.039536' },
+      { user: 'ann', currency: 'USD', first: '0.0051', second: '0.00045', session: '0.00555' },
+    ];
+    for (const row of table) {
+      const first = await palaver.chat({ userId: row.user, text: 'order?' });
+      expect(first.usage).toEqual({ inputTokens: 2700, outputTokens: 110, cost: row.first, currency: row.currency });
+      const second = await palaver.chat({ userId: row.user, text: 'thanks' });
+      expect(second.usage).toEqual({ inputTokens: 100, outputTokens: 20, cost: row.second, currency: row.currency });
+
+      const messages = await palaver.store.messages.listRecent(first.sessionId, { limit: 10 });
+      const replies = messages.filter((message) => message.role === 'assistant' && message.audience === 'display');
+      expect(replies.map(({ inputTokens, cachedInputTokens, outputTokens, cost, currency }) => ({ inputTokens, cachedInputTokens, outputTokens, cost, currency }))).toEqual([
+        { inputTokens: 2700, cachedInputTokens: 2200, outputTokens: 110, cost: row.first, currency: row.currency },
+        { inputTokens: 100, cachedInputTokens: 0, outputTokens: 20, cost: row.second, currency: row.currency },
+      ]);
+      expect(await palaver.store.sessions.findById(first.sessionId)).toMatchObject({
+        inputTokens: 2800,
+        cachedInputTokens: 2200,
+        outputTokens: 130,
+        cost: row.session,
+        currency: row.currency,
+      });
+    }
+    expect(harness.model.calls).toHaveLength(6);
+  });
+
+  it('reads cached tokens from the Responses API too', async () => {
+    harness = await createHarness(orderScript);
+    const palaver = await harness.start({ model: { provider: 'openai-responses', prices: PRICES } }, { tools: [lookup] });
+    const reply = await palaver.chat({ userId: 'ann', text: 'order?' });
+    // The same two calls as above, in USD (no country: the default currency).
+    expect(reply.usage).toEqual({ inputTokens: 2700, outputTokens: 110, cost: '0.0051', currency: 'USD' });
+    expect(await palaver.store.sessions.findById(reply.sessionId)).toMatchObject({ cachedInputTokens: 2200, cost: '0.0051' });
+  });
+
+  describe('prices', () => {
+    const usage = { input: 10_000, cached: 4_000, output: 1_000 };
+
+    it('come from the maintained price table for a known model, cached input at its own price', async () => {
+      harness = await createHarness(() => ({ text: 'hi', usage }));
+      const palaver = await harness.start({ model: { name: 'gpt-4o-mini' } });
+      const reply = await palaver.chat({ userId: 'ann', text: 'hello' });
+      // gpt-4o-mini's published prices: $0.15 input, $0.075 cached input, $0.60 output per million tokens:
+      // (6000 × 0.15 + 4000 × 0.075 + 1000 × 0.60) / 10^6 = (900 + 300 + 600) / 10^6 = 0.0018
+      expect(reply.usage).toMatchObject({ cost: '0.0018', currency: 'USD' });
+    });
+
+    it('from model.prices beat the table', async () => {
+      harness = await createHarness(() => ({ text: 'hi', usage }));
+      const palaver = await harness.start({ model: { name: 'gpt-4o-mini', prices: { 'gpt-4o-mini': { input: '1', output: '2' } } } });
+      const reply = await palaver.chat({ userId: 'ann', text: 'hello' });
+      // No cachedInput override: cached tokens at the input price. (10000 × 1 + 1000 × 2) / 10^6 = 0.012
+      expect(reply.usage).toMatchObject({ cost: '0.012', currency: 'USD' });
+    });
+
+    it('of an unknown model are 0, with one warning for the model', async () => {
+      harness = await createHarness(() => ({ text: 'hi', usage }));
+      const palaver = await harness.start({ model: { name: 'no-such-model-anywhere' } });
+      expect((await palaver.chat({ userId: 'ann', text: 'hello' })).usage.cost).toBe('0');
+      expect((await palaver.chat({ userId: 'bob', text: 'hello' })).usage.cost).toBe('0');
+      const warnings = harness.logs.filter((line) => line['level'] === 40 && line['model'] === 'no-such-model-anywhere');
+      expect(warnings).toHaveLength(1);
+      expect(String(warnings[0]!['msg'])).toContain('no price');
+    });
+  });
+
+  describe('budgets', () => {
+    it('per session: over the cap the person gets the notice in their language and no model is called', async () => {
+      harness = await createHarness(orderScript);
+      const palaver = await harness.start({ model: { prices: PRICES }, budgets: { perSession: '0.005' } }, { tools: [lookup] });
+      await livingIn(palaver, 'ann', { country: 'US', interfaceLanguage: 'ru' });
+      // 0.00205 spent before the answer's call, below 0.005: the turn runs; it ends at 0.0051, above it.
+      const first = await palaver.chat({ userId: 'ann', text: 'order?' });
+      expect(first.text).toBe('Result: {"id":7,"status":"shipped"}');
+      expect(harness.model.calls).toHaveLength(2);
+
+      const refused = await palaver.chat({ userId: 'ann', text: 'thanks' });
+      expect(refused.status).toBe('completed');
+      expect(refused.text).toBe('Извините, лимит расходов на наш разговор исчерпан, поэтому сейчас я больше не могу отвечать. Пожалуйста, попробуйте позже.');
+      expect(harness.model.calls).toHaveLength(2);
+      expect(await palaver.store.sessions.findById(refused.sessionId)).toMatchObject({ status: 'completed', cost: '0.0051' });
+      const [notice] = await palaver.store.messages.listRecent(refused.sessionId, { limit: 1 });
+      expect(notice).toMatchObject({ content: refused.text, cost: '0', meta: { budget: 'perSession' } });
+
+      // Another conversation is another session: its own budget.
+      const elsewhere = await palaver.chat({ userId: 'ann', text: 'thanks', conversationId: 'second' });
+      expect(elsewhere.text).toBe('You are welcome.');
+      expect(harness.model.calls).toHaveLength(3);
+    });
+
+    it('per user and day: stops the next model call mid-turn and across conversations, counted in the user\'s day', async () => {
+      harness = await createHarness(orderScript);
+      // 23:30 UTC is already the next day in Shanghai.
+      const now = () => new Date('2026-03-01T23:30:00Z');
+      const palaver = await harness.start({ model: { prices: PRICES }, billing: BILLING, budgets: { perUserPerDay: '0.01', currency: 'CNY' } }, { tools: [lookup], now });
+      const userId = await livingIn(palaver, 'li', { country: 'CN', timeZone: 'Asia/Shanghai', interfaceLanguage: 'zh' });
+
+      // The tool call costs 0.00205 USD = 0.014603175 CNY, above 0.01: the tool runs, the answer's call is refused.
+      const first = await palaver.chat({ userId: 'li', text: 'order?' });
+      expect(first.text).toBe('抱歉，本次对话的费用已达上限，我现在无法继续回答。请稍后再试。');
+      expect(harness.model.calls).toHaveLength(1);
+      expect(first.usage).toEqual({ inputTokens: 1200, outputTokens: 30, cost: '0.014603', currency: 'CNY' });
+      const stored = await palaver.store.messages.listRecent(first.sessionId, { limit: 10 });
+      expect(stored.map((message) => [message.role, message.audience])).toEqual([
+        ['user', 'display'],
+        ['tool', 'audit'],
+        ['assistant', 'display'],
+      ]);
+      expect(await palaver.store.spend.daily(userId, '2026-03-02')).toEqual([{ currency: 'CNY', cost: '0.014603' }]);
+
+      // The same day in another conversation: still over, no model call.
+      const elsewhere = await palaver.chat({ userId: 'li', text: 'hello', conversationId: 'second' });
+      expect(elsewhere.text).toBe(first.text);
+      expect(harness.model.calls).toHaveLength(1);
+
+      // Another user has their own day.
+      expect((await palaver.chat({ userId: 'ann', text: 'hello' })).text).toBe('You are welcome.');
+      expect(harness.model.calls).toHaveLength(2);
+    });
+  });
+});
