@@ -59,7 +59,7 @@ async function packagesLoadedBy(body: string): Promise<string[]> {
 }
 
 /** Packages that only an adapter the config names may load. */
-const ADAPTERS = [/^openai$/, /^@modelcontextprotocol\//, /^kysely$/, /^pg$/, /^pg-/, /^better-sqlite3$/, /^hono$/, /^@hono\//, /^@ag-ui\//, /^yaml$/, /^jose$/];
+const ADAPTERS = [/^openai$/, /^@modelcontextprotocol\//, /^kysely$/, /^pg$/, /^pg-/, /^better-sqlite3$/, /^hono$/, /^@hono\//, /^@ag-ui\//, /^yaml$/, /^jose$/, /^@pydantic\/genai-prices$/];
 const adaptersIn = (packages: readonly string[], allowed: readonly RegExp[] = []): string[] =>
   packages.filter((name) => ADAPTERS.some((pattern) => pattern.test(name)) && !allowed.some((pattern) => pattern.test(name)));
 

@@ -17,7 +17,9 @@ describe('config', () => {
     const config = parseConfig({ model: { name: 'gpt-4.1-mini' } });
     expect(config.database.url).toBe('sqlite:./data/palaver.db');
     expect(config.server).toMatchObject({ host: '127.0.0.1', port: 3000 });
-    expect(config.model).toMatchObject({ provider: 'openai-chat', maxRetries: 2, currency: 'USD' });
+    expect(config.model).toMatchObject({ provider: 'openai-chat', maxRetries: 2 });
+    expect(config.billing).toEqual({ currencyByCountry: { CN: 'CNY' }, defaultCurrency: 'USD', usdRates: { CNY: '7.10' }, priceTable: true });
+    expect(config.budgets).toEqual({});
     expect(config.agent.historyLimit).toBe(20);
   });
 
@@ -169,6 +171,19 @@ describe('config', () => {
     const config = parseConfig({ model: { name: 'm', prices: { m: { input: '0.40', output: '1.60' } } } });
     expect(config.model.prices.m).toEqual({ input: '0.40', output: '1.60' });
     expect(() => parseConfig({ model: { name: 'm', prices: { m: { input: 0.4, output: '1' } } } })).toThrow(/model\.prices\.m\.input/);
+  });
+
+  it('takes a cached input price, and refuses a currency Palaver would bill or budget in without a USD rate', () => {
+    const config = parseConfig({ model: { name: 'm', prices: { m: { input: '0.40', cachedInput: '0.10', output: '1.60' } } }, budgets: { perUserPerDay: '2.5', currency: 'USD' } });
+    expect(config.model.prices.m).toEqual({ input: '0.40', cachedInput: '0.10', output: '1.60' });
+    expect(config.budgets).toEqual({ perUserPerDay: '2.5', currency: 'USD' });
+    expect(() => parseConfig({ model: { name: 'm' }, billing: { currencyByCountry: { DE: 'EUR' } } })).toThrow(/billing\.currencyByCountry\.DE.*no USD rate for EUR/s);
+    expect(() => parseConfig({ model: { name: 'm' }, billing: { usdRates: {} } })).toThrow(/no USD rate for CNY/);
+    expect(() => parseConfig({ model: { name: 'm' }, billing: { defaultCurrency: 'EUR' } })).toThrow(/billing\.defaultCurrency/);
+    expect(() => parseConfig({ model: { name: 'm' }, budgets: { perSession: '1', currency: 'GBP' } })).toThrow(/budgets\.currency/);
+    expect(() => parseConfig({ model: { name: 'm' }, budgets: { perSession: 1 } })).toThrow(/budgets\.perSession/);
+    expect(() => parseConfig({ model: { name: 'm' }, billing: { usdRates: { CNY: '0' } } })).toThrow(/billing\.usdRates\.CNY/);
+    expect(parseConfig({ model: { name: 'm' }, billing: { currencyByCountry: { DE: 'EUR' }, usdRates: { EUR: '0.92' }, defaultCountry: 'DE' } }).billing).toMatchObject({ defaultCountry: 'DE' });
   });
 
   it('refuses MCP settings Palaver cannot honour, saying why', () => {

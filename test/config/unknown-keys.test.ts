@@ -33,7 +33,7 @@ describe('unknown config keys', () => {
     const server = { label: 'docs', url: 'http://127.0.0.1:9/mcp' };
     expect(configError({ model, mcp: { servers: [server, { ...server, bearer: 'x' }] } }).message).toContain('Unknown key "bearer" in mcp.servers.1');
     expect(configError({ model: { name: 'm', prices: { m: { input: '1', output: '1', cached: '0.5' } } } }).message).toContain(
-      'Unknown key "cached" in model.prices.m; known keys: input, output',
+      'Unknown key "cached" in model.prices.m; known keys: input, output, cachedInput',
     );
     expect(configError({ model, roles: { definitions: { client: { tool: ['a'] } } } }).message).toContain('Unknown key "tool" in roles.definitions.client; did you mean "tools"?');
   });
