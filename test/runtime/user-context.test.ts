@@ -147,6 +147,14 @@ describe('reset triggers', () => {
     expect(stored.map((message) => message.content)).toEqual(['my name is Ada', 'saw my name is Ada', trigger.trim(), systemText(language, 'reset.done'), 'what is my name?', 'saw what is my name?']);
   });
 
+  it('has the default triggers of all four languages and keeps the role unless told otherwise', async () => {
+    const { parseConfig } = await import('../../src/config/index.js');
+    expect(parseConfig({ model: { name: 'm' } }).reset).toEqual({
+      triggers: { en: ['/reset', 'start over'], ru: ['начать заново'], uk: ['почати заново'], zh: ['重新开始'] },
+      keepRole: true,
+    });
+  });
+
   it('does not trigger on a message that only contains a trigger phrase', async () => {
     const { chat } = await start();
     const reply = await chat.reply(await chat.say('how do I start over with my order?', { accountId: 'eve' }));
@@ -168,5 +176,15 @@ describe('reset triggers', () => {
     expect(notTrigger.outcome.reply).toBe('ok');
     await chat3.reply(await chat3.say('Begin again', { accountId: 'rick' }));
     expect(JSON.parse((await again.store.userState.get(userId))!.raw)).toMatchObject({ role: null, responseChainId: null });
+  });
+});
+
+describe('Palaver\'s own texts follow the interface language', () => {
+  it.each(['en', 'ru', 'uk', 'zh'])('apologises in %s when the model fails', async (language) => {
+    harness = await createHarness(() => ({ error: { status: 500, message: 'down' } }));
+    const { chat } = await start();
+    const reply = await chat.reply(await chat.say('hello', { accountId: 'pat', languageHint: language }));
+    expect(reply.outcome.status).toBe('failed');
+    expect(reply.outcome.reply.startsWith(systemText(language, 'turn.apology'))).toBe(true);
   });
 });
