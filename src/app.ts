@@ -11,6 +11,7 @@ import type { ToolDispatcher } from './domain/ports/tool-dispatch.js';
 import type { ToolHost } from './domain/ports/tool-host.js';
 import { LocalIdentityResolver } from './identity/local-identity.js';
 import { findPhoneInText } from './identity/phones.js';
+import { IdentityAdmin } from './identity/identity-admin.js';
 import { ProfileService } from './identity/profile-service.js';
 import { profileCodec, profileDefaultsFrom } from './identity/profile-settings.js';
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
@@ -76,6 +77,8 @@ export interface Palaver {
   chat(input: { userId: string; text: string; conversationId?: string }): Promise<ChatReply>;
   /** People's profile settings (languages, time zone, country): read and update; a turn follows an update at once. */
   readonly profiles: ProfileService;
+  /** Identities by hand (what the admin API serves): users, accounts, profiles, phones, roles, relinks — audited. */
+  readonly admin: IdentityAdmin;
   /** Checks the database; backs `/health`. */
   health(): Promise<Record<string, { ok: boolean; detail?: string }>>;
   /**
@@ -252,6 +255,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     return checks;
   }
 
+  const profileService = new ProfileService(store, profiles, cache);
+  const admin = new IdentityAdmin({ store, profiles: profileService, cache, roleNames: Object.keys(config.roles.definitions), defaultRegion });
   return {
     config,
     store,
@@ -259,7 +264,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     logger,
     tools,
     channels,
-    profiles: new ProfileService(store, profiles, cache),
+    profiles: profileService,
+    admin,
     async chat({ userId, text, conversationId }) {
       const said = await api.say(text, { accountId: userId, conversationId: conversationId ?? userId });
       if (said.status === 'duplicate') {
@@ -276,6 +282,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     },
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
+      const { adminRoutes } = await import('./server/admin-routes.js');
       const app = createHttpApp({
         health: checkHealth,
         apiKey: config.server.apiKey,
@@ -283,6 +290,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
         extraRoutes: (http) => {
+          http.route('/admin', adminRoutes(admin));
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
           http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
         },

@@ -7,6 +7,7 @@ export const TEST_SECRETS = {
   modelApiKey: 'sk-test-model-key-7f3a9c2e51d4',
   fallbackApiKey: 'sk-test-fallback-key-0b8e6d4a2c91',
   serverApiKey: 'test-server-api-key-4d2c8e1f',
+  adminToken: 'test-admin-token-5b9d1f3a7c2e',
   mcpBearerToken: 'test-mcp-bearer-token-9a1b7c3d',
   /** Reserved for the Telegram channel, web cookie and user-token secrets as they arrive. */
   telegramToken: '123456789:test-telegram-token-AAE5f0c2b7',

@@ -1,0 +1,179 @@
+import { StoreError } from '../domain/errors.js';
+import type { ChannelAccount, User } from '../domain/model.js';
+import type { ProfileSettings, ProfileUpdateResult } from '../domain/profile.js';
+import type { IdentityEvent, Store } from '../domain/ports/store.js';
+import { parseUserState } from '../runtime/context/user-state.js';
+import type { ProfileService } from './profile-service.js';
+import { normalisePhone } from './phones.js';
+
+/** What the admin may forget in the turn's caches after a change, so the next message follows it at once. */
+export interface AdminCache {
+  forgetAccount(channel: string, accountId: string): void;
+  forgetState(userId: string): void;
+}
+
+export interface IdentityAdminOptions {
+  readonly store: Store;
+  readonly profiles: ProfileService;
+  readonly cache: AdminCache;
+  /** The roles `roles.definitions` names; a role outside them is refused. */
+  readonly roleNames: readonly string[];
+  /** Region for numbers written without a country code (`identity.phones.defaultRegion`). */
+  readonly defaultRegion?: string | undefined;
+}
+
+/** Who made an admin change, for the audit: the admin API's caller as far as the server knows it. */
+export interface AdminActor {
+  readonly remoteAddress?: string | undefined;
+  readonly requestId?: string | undefined;
+}
+
+/** A user as the admin API shows them. */
+export interface AdminUserView {
+  readonly user: User;
+  readonly accounts: readonly ChannelAccount[];
+  readonly role: string | null;
+  readonly profile: ProfileSettings;
+  /** False while the user has no stored profile (the defaults and channel hints apply). */
+  readonly profileStored: boolean;
+}
+
+export type AdminResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: AdminRefusal };
+
+/** Why an admin change was refused; the HTTP layer maps each to a status. */
+export type AdminRefusal =
+  | { readonly code: 'not_found'; readonly message: string }
+  | { readonly code: 'invalid'; readonly message: string; readonly fields?: readonly { readonly path: string; readonly message: string }[] }
+  | { readonly code: 'conflict'; readonly message: string; readonly holderUserId?: string };
+
+/**
+ * The admin's view of identities: read a user (accounts, role, profile, audit), change their profile, phone and
+ * role, and move an account to another user by hand. Every change is written to the identity audit with actor
+ * `admin` in the same transaction as the change, and the turn's caches forget what changed.
+ */
+export class IdentityAdmin {
+  readonly #options: IdentityAdminOptions;
+
+  constructor(options: IdentityAdminOptions) {
+    this.#options = options;
+  }
+
+  async user(userId: string): Promise<AdminUserView | undefined> {
+    const { store, profiles } = this.#options;
+    const user = await store.users.findById(userId);
+    if (!user) return undefined;
+    const [accounts, state, profile] = await Promise.all([store.users.listAccounts(userId), store.userState.get(userId), profiles.get(userId)]);
+    return { user, accounts, role: parseUserState(state?.raw).state.role, profile: profile.settings, profileStored: profile.stored };
+  }
+
+  /** The user behind a channel account. */
+  async userOfAccount(channel: string, accountId: string): Promise<User | undefined> {
+    return this.#options.store.users.findByAccount(channel, accountId);
+  }
+
+  async events(userId: string, limit?: number): Promise<AdminResult<readonly IdentityEvent[]>> {
+    if (!(await this.#options.store.users.findById(userId))) return notFound(userId);
+    return { ok: true, value: await this.#options.store.identityEvents.listByUser(userId, limit) };
+  }
+
+  async updateProfile(userId: string, input: unknown, actor: AdminActor): Promise<AdminResult<ProfileSettings>> {
+    const { store, profiles } = this.#options;
+    if (!(await store.users.findById(userId))) return notFound(userId);
+    const result: ProfileUpdateResult = await profiles.update(userId, input);
+    if (!result.ok) return { ok: false, error: { code: 'invalid', message: 'The profile update is invalid; nothing was changed.', fields: result.errors } };
+    await store.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: 'profile', fields: changedFields(input), ...actorDetails(actor) } });
+    return { ok: true, value: result.settings };
+  }
+
+  /** Sets the user's phone (verified: the admin vouches for it) or, with null, removes it. */
+  async setPhone(userId: string, phone: string | null, actor: AdminActor): Promise<AdminResult<{ readonly phone: string | null }>> {
+    const { store } = this.#options;
+    let digits: string | null = null;
+    if (phone !== null) {
+      const normalised = await normalisePhone(phone, this.#options.defaultRegion, { plusOptional: true });
+      if (!normalised.ok) return { ok: false, error: { code: 'invalid', message: normalised.message, fields: [{ path: 'phone', message: normalised.message }] } };
+      digits = normalised.digits;
+    }
+    try {
+      return await store.transaction(async (tx) => {
+        if (!(await tx.users.findById(userId))) return notFound(userId);
+        if (digits !== null) {
+          const holder = await tx.users.findPhoneHolder(digits);
+          if (holder && holder.user.id !== userId) {
+            return { ok: false, error: { code: 'conflict', message: 'Another user holds that phone number; move their accounts with POST /admin/relink, or remove it from them first.', holderUserId: holder.user.id } };
+          }
+        }
+        await tx.users.setPhone(userId, digits, 'admin');
+        await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: digits === null ? 'phone_removed' : 'phone_set', ...actorDetails(actor) } });
+        return { ok: true, value: { phone: digits } };
+      });
+    } catch (error) {
+      // A concurrent link took the number between our look and our write: the unique constraint decided.
+      if (error instanceof StoreError && error.code === 'conflict') return { ok: false, error: { code: 'conflict', message: 'Another user took that phone number at the same moment; nothing was changed.' } };
+      throw error;
+    }
+  }
+
+  /** Sets the user's role (null: none, the default role applies); the Responses chain starts afresh with it. */
+  async setRole(userId: string, role: string | null, actor: AdminActor): Promise<AdminResult<{ readonly role: string | null }>> {
+    const { store, cache, roleNames } = this.#options;
+    if (role !== null && !roleNames.includes(role)) {
+      const known = roleNames.length > 0 ? roleNames.join(', ') : 'none are configured';
+      return { ok: false, error: { code: 'invalid', message: `Unknown role "${role}" (known roles: ${known}).`, fields: [{ path: 'role', message: 'not a configured role' }] } };
+    }
+    const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly role: string | null }>> => {
+      if (!(await tx.users.findById(userId))) return notFound(userId);
+      const record = await tx.userState.get(userId);
+      const { state } = parseUserState(record?.raw);
+      await tx.userState.save(userId, { ...state, role, responseChainId: null });
+      await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: 'role', from: state.role, to: role, ...actorDetails(actor) } });
+      return { ok: true, value: { role } };
+    });
+    if (result.ok) cache.forgetState(userId);
+    return result;
+  }
+
+  /** Moves a channel account, with its conversations on that channel, to another user. */
+  async relink(input: { readonly channel: string; readonly accountId: string; readonly toUserId: string }, actor: AdminActor): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> {
+    const { store, cache } = this.#options;
+    const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> => {
+      const current = await tx.users.findByAccount(input.channel, input.accountId);
+      if (!current) return { ok: false, error: { code: 'not_found', message: `There is no account ${input.accountId} on channel ${input.channel}.` } };
+      if (!(await tx.users.findById(input.toUserId))) return notFound(input.toUserId);
+      if (current.id === input.toUserId) return { ok: true, value: { fromUserId: current.id, toUserId: current.id } };
+      await tx.users.relinkAccount({ channel: input.channel, accountId: input.accountId, userId: input.toUserId, carrySessions: true });
+      await tx.identityEvents.add({
+        userId: input.toUserId,
+        kind: 'relink',
+        channel: input.channel,
+        accountId: input.accountId,
+        fromUserId: current.id,
+        toUserId: input.toUserId,
+        actor: 'admin',
+        details: actorDetails(actor),
+      });
+      return { ok: true, value: { fromUserId: current.id, toUserId: input.toUserId } };
+    });
+    if (result.ok) {
+      cache.forgetAccount(input.channel, input.accountId);
+      cache.forgetState(result.value.fromUserId);
+    }
+    return result;
+  }
+}
+
+function notFound(userId: string): { ok: false; error: AdminRefusal } {
+  return { ok: false, error: { code: 'not_found', message: `There is no user ${userId}.` } };
+}
+
+/** The top-level fields an update named (values stay out of the audit: they are personal data). */
+function changedFields(input: unknown): string[] {
+  if (!input || typeof input !== 'object') return [];
+  return Object.entries(input as Record<string, unknown>).flatMap(([key, value]) =>
+    value && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value).map((inner) => `${key}.${inner}`) : [key],
+  );
+}
+
+function actorDetails(actor: AdminActor): Record<string, string> {
+  return { ...(actor.remoteAddress ? { remoteAddress: actor.remoteAddress } : {}), ...(actor.requestId ? { requestId: actor.requestId } : {}) };
+}
