@@ -57,6 +57,16 @@ describe('OpenAIChatProvider', () => {
     expect(body['tools']).toEqual([{ type: 'function', function: { name: 'lookup', description: lookupTool.description, parameters: lookupTool.parameters } }]);
   });
 
+  it('reads cached prompt tokens, within the input, streamed or not', async () => {
+    server.setScript(() => ({ text: 'ok', usage: { input: 900, cached: 512, output: 7 } }));
+    const expected = { inputTokens: 900, outputTokens: 7, cachedInputTokens: 512 };
+    expect((await model().complete(userSays('Hi'))).usage).toEqual(expected);
+    expect((await model().complete(userSays('Hi', { onTextDelta: () => {} }))).usage).toEqual(expected);
+    server.setScript(() => ({ text: 'ok', usage: { input: 9, output: 7 } }));
+    expect((await model().complete(userSays('Hi'))).usage).toEqual({ inputTokens: 9, outputTokens: 7 });
+    server.setScript(() => ({ text: 'ok' }));
+  });
+
   it('has no response chains and no hosted MCP', () => {
     expect(model().capabilities).toEqual({ responseChains: false, hostedMcp: false });
     expect(model().kind).toBe('openai-chat');
