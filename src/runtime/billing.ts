@@ -85,13 +85,13 @@ export class Billing {
     if (usage.inputTokens === 0 && usage.outputTokens === 0) return '0';
     const override = this.#settings.overrides[model];
     if (override !== undefined) return costOf(override, usage);
+    // The table does not change while Palaver runs: a model it did not know is not looked up again.
+    if (this.#unpriced.has(model)) return '0';
     const { table } = this.#settings;
     const prices = table === undefined ? undefined : await table.pricesOf(model, usage, at);
     if (prices !== undefined) return costOf(prices, usage);
-    if (!this.#unpriced.has(model)) {
-      this.#unpriced.add(model);
-      this.#logger.warn({ model }, 'no price for this model (not in model.prices nor in the price table): its calls cost 0');
-    }
+    this.#unpriced.add(model);
+    this.#logger.warn({ model }, 'no price for this model (not in model.prices nor in the price table): its calls cost 0');
     return '0';
   }
 }

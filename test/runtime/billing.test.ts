@@ -39,6 +39,13 @@ describe('billing', () => {
     expect(table.asked).toEqual(['listed']);
   });
 
+  it('asks the table about an unknown model once: it costs 0 from then on', async () => {
+    const table = countingTable({});
+    const bill = billing({ table });
+    for (let index = 0; index < 3; index += 1) expect(await bill.usdCostOf(call('unknown', { inputTokens: 10, outputTokens: 10 }), AT)).toBe('0');
+    expect(table.asked).toEqual(['unknown']);
+  });
+
   it('prices a call once, however often its cost is asked for', async () => {
     const table = countingTable({ listed: { input: '1', output: '1' } });
     const bill = billing({ table });
