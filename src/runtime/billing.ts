@@ -1,3 +1,4 @@
+import type { Session } from '../domain/model.js';
 import { convertCost, costOf, roundBilled, sumCosts, type PriceTable } from '../domain/money.js';
 import type { ModelCallRecord } from '../domain/ports/flow.js';
 import type { PriceLookup } from '../domain/ports/price-table.js';
@@ -42,8 +43,12 @@ export class Billing {
     this.#logger = logger;
   }
 
-  /** The currency a user of `country` (ISO 3166-1 alpha-2, or null when unknown) is billed in. */
-  currencyOf(country: string | null): string {
+  /**
+   * The currency a user of `country` (ISO 3166-1 alpha-2, or null when unknown) is billed in. A session that already
+   * holds money keeps its currency (the store allows one per session), also after the user's country changed.
+   */
+  currencyOf(country: string | null, session?: Pick<Session, 'cost' | 'currency'>): string {
+    if (session !== undefined && session.cost !== '0') return session.currency;
     return (country === null ? undefined : this.#settings.currencyByCountry[country]) ?? this.#settings.defaultCurrency;
   }
 

@@ -106,8 +106,8 @@ export interface TurnScope {
   readonly timeZone: string;
   /** The country the user is billed for (their profile's, else `billing.defaultCountry`), and its currency. */
   readonly billingCountry: string | null;
-  /** The currency this turn's costs are stored in. */
-  readonly currency: string;
+  /** The currency this turn's costs are stored in; the session's, when it already holds money in another one. */
+  currency: string;
   /** The person's settings at the start of the turn. */
   readonly profile: ProfileSettings;
   /** Who the agent talks to, built once for the turn; its section comes first in every flow's instructions. */

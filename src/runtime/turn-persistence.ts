@@ -1,3 +1,4 @@
+import { StoreError } from '../domain/errors.js';
 import type { NewMessage, StoredMessage } from '../domain/model.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
@@ -17,7 +18,11 @@ import type { TurnScope } from './turn-context.js';
  * Stores a completed turn in one transaction: the flow's audit records, the reply with its usage, cost and model
  * path, the session totals and status, and the user's state. Resolves with the answer to deliver.
  */
-export async function persistReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[]): Promise<Answer> {
+export function persistReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[]): Promise<Answer> {
+  return inSessionCurrency(scope, () => storeReply(scope, flow, text, parts, failures, earlier));
+}
+
+async function storeReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[]): Promise<Answer> {
   const { deps } = scope;
   const usage = await usageOf(scope, flow.modelCalls);
   const last = flow.modelCalls[flow.modelCalls.length - 1];
@@ -57,7 +62,11 @@ export async function persistReply(scope: TurnScope, flow: FlowResult, text: str
  * failed: the tool calls that ran (their side effects are real) and the tokens of the model calls that answered.
  * @throws the store's error when even that cannot be stored: then nothing is sent.
  */
-export async function persistFailure(scope: TurnScope, failures: ModelFailures, errorId: string): Promise<Answer> {
+export function persistFailure(scope: TurnScope, failures: ModelFailures, errorId: string): Promise<Answer> {
+  return inSessionCurrency(scope, () => storeFailure(scope, failures, errorId));
+}
+
+async function storeFailure(scope: TurnScope, failures: ModelFailures, errorId: string): Promise<Answer> {
   const { deps } = scope;
   // The store is the truth after a failure: the next turn reloads what it needs.
   deps.cache.forgetHistory(scope.session.id);
@@ -93,7 +102,11 @@ export async function persistFailure(scope: TurnScope, failures: ModelFailures, 
  * Stores the notice that a spend cap is reached as the reply: the turn ends cleanly (session completed), keeping the
  * record of what it did before the refused model call — the tool calls that ran and the calls that answered.
  */
-export async function persistBudgetNotice(scope: TurnScope, failures: ModelFailures, budget: BudgetKind): Promise<Answer> {
+export function persistBudgetNotice(scope: TurnScope, failures: ModelFailures, budget: BudgetKind): Promise<Answer> {
+  return inSessionCurrency(scope, () => storeBudgetNotice(scope, failures, budget));
+}
+
+async function storeBudgetNotice(scope: TurnScope, failures: ModelFailures, budget: BudgetKind): Promise<Answer> {
   const { deps } = scope;
   deps.cache.forgetHistory(scope.session.id);
   deps.cache.forgetState(scope.user.id);
@@ -166,6 +179,24 @@ async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise
   if (version !== false) return version;
   scope.log.warn({ expectedVersion: scope.stateVersion }, 'user state changed elsewhere during the turn; saving this turn\'s state over it');
   return (await tx.userState.save(scope.user.id, state)) as number;
+}
+
+/**
+ * Stores the turn in its billing currency; when the session turns out to hold money in another one (its row was read
+ * before the user's country changed, or before another turn fixed its currency), once more in the session's: a
+ * session keeps one currency, and the person still gets their answer.
+ */
+async function inSessionCurrency(scope: TurnScope, store: () => Promise<Answer>): Promise<Answer> {
+  try {
+    return await store();
+  } catch (error) {
+    if (!(error instanceof StoreError) || error.code !== 'currency_mismatch') throw error;
+    const session = await scope.deps.store.sessions.findById(scope.session.id);
+    if (session === undefined || session.currency === scope.currency) throw error;
+    scope.log.info({ currency: session.currency, billingCurrency: scope.currency }, 'session holds another currency; storing the turn in it');
+    scope.currency = session.currency;
+    return store();
+  }
 }
 
 /** Tokens and cost of the turn's model calls, in the user's billing currency (6 places). */

@@ -44,7 +44,7 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     interfaceLanguage: profile.preferences.interfaceLanguage,
     timeZone: profile.preferences.timeZone,
     billingCountry,
-    currency: deps.billing.currencyOf(billingCountry),
+    currency: deps.billing.currencyOf(billingCountry, session),
     profile,
     userContext,
     target,

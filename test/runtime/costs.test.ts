@@ -83,6 +83,20 @@ describe('costs', () => {
     expect(harness.model.calls).toHaveLength(6);
   });
 
+  it('keep the currency of a session that holds money when the user moves to another country', async () => {
+    harness = await createHarness(orderScript);
+    const palaver = await harness.start({ model: { prices: PRICES }, billing: BILLING }, { tools: [lookup] });
+    await livingIn(palaver, 'li', { country: 'CN' });
+    const first = await palaver.chat({ userId: 'li', text: 'order?' });
+    expect(first.usage).toMatchObject({ cost: '0.03633', currency: 'CNY' });
+    await livingIn(palaver, 'li', { country: 'US' });
+    // The session stays in CNY (0.003206, as in the table above); a new conversation is billed in USD.
+    const second = await palaver.chat({ userId: 'li', text: 'thanks' });
+    expect(second).toMatchObject({ status: 'completed', usage: { cost: '0.003206', currency: 'CNY' } });
+    const elsewhere = await palaver.chat({ userId: 'li', text: 'thanks', conversationId: 'new' });
+    expect(elsewhere.usage).toMatchObject({ cost: '0.00045', currency: 'USD' });
+  });
+
   it('reads cached tokens from the Responses API too', async () => {
     harness = await createHarness(orderScript);
     const palaver = await harness.start({ model: { provider: 'openai-responses', prices: PRICES } }, { tools: [lookup] });
