@@ -68,6 +68,8 @@ export interface StoredMessage {
   readonly outputTokens: number;
   /** Of `inputTokens`, those read from a prompt cache. */
   readonly cachedInputTokens: number;
+  /** What this message is estimated to cost in a model's input (`estimateTokens`), computed once when stored. */
+  readonly tokenEstimate: number;
   readonly cost: string;
   readonly currency: string;
   readonly correlationId: string | null;
@@ -87,7 +89,7 @@ export interface ToolCallRef {
  * A message to append; the session is given to `append`, the rest has defaults. `id` may be chosen by the caller (a
  * reply streamed under its id before it is stored keeps it); otherwise the store makes one.
  */
-export type NewMessage = { readonly id?: string } & Omit<StoredMessage, 'id' | 'sessionId' | 'seq' | 'createdAt' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
+export type NewMessage = { readonly id?: string } & Omit<StoredMessage, 'id' | 'sessionId' | 'seq' | 'createdAt' | 'tokenEstimate' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
   Partial<Pick<StoredMessage, 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'>>;
 
 export type ToolCallStatus = 'running' | 'succeeded' | 'failed';

@@ -5,7 +5,7 @@ import { ConversationCache } from '../../src/runtime/conversation-cache.js';
 function message(seq: number, audience: 'display' | 'audit' = 'display'): StoredMessage {
   return {
     id: `m${seq}`, sessionId: 's1', seq, role: seq % 2 ? 'user' : 'assistant', audience, content: `#${seq}`, toolCalls: null, toolCallId: null,
-    model: null, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cost: '0', currency: 'USD', correlationId: null, meta: null, createdAt: new Date(0),
+    model: null, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, tokenEstimate: 5, cost: '0', currency: 'USD', correlationId: null, meta: null, createdAt: new Date(0),
   };
 }
 

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/domain/errors.js';
 import type { NewMessage, Session, User } from '../../src/domain/model.js';
 import type { Store } from '../../src/domain/ports/store.js';
+import { estimateTokens } from '../../src/domain/token-estimate.js';
 
 /** What an adapter's test file hands the contract: a ready (migrated) store and how to dispose of it. */
 export type MakeStore = () => Promise<{ store: Store; cleanup(): Promise<void> }>;
@@ -417,6 +418,23 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect((await store.messages.listRecent(session.id, { limit: 100, audience: 'audit' })).map((m) => m.seq)).toEqual([2, 4, 6, 8, 10]);
         expect(await store.messages.listRecent(session.id, { limit: 0 })).toEqual([]);
         expect(await store.messages.listRecent(randomUUID(), { limit: 5 })).toEqual([]);
+      });
+
+      it('estimates each message\'s tokens once, when it is stored, and hands the estimate back when listed', async () => {
+        const session = await givenSession();
+        const english = 'Could you move my haircut to Friday at five?';
+        const chinese = '请把我的理发改到星期五下午五点。';
+        const stored = await store.messages.append(session.id, [
+          text(english),
+          text(chinese, { role: 'assistant' }),
+          text('', { role: 'assistant', audience: 'audit', toolCalls: [{ callId: 'call_1', name: 'reschedule', arguments: '{"id":7,"at":"2025-01-03T17:00"}' }] }),
+        ]);
+        expect(stored.map((message) => message.tokenEstimate)).toEqual([estimateTokens(english), estimateTokens(chinese), estimateTokens('', JSON.stringify(stored[2]!.toolCalls))]);
+        // About a token per Chinese character, about four English characters per token, plus the message's framing.
+        expect(stored[0]!.tokenEstimate).toBe(4 + Math.ceil(english.length / 4));
+        expect(stored[1]!.tokenEstimate).toBe(4 + chinese.length);
+        expect(stored[2]!.tokenEstimate).toBeGreaterThan(4 + 10);
+        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.tokenEstimate)).toEqual(stored.map((message) => message.tokenEstimate));
       });
 
       it('concurrent appends to one session get distinct seqs', async () => {

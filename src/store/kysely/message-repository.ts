@@ -2,6 +2,7 @@ import { sql, type InsertObject, type Insertable, type Kysely, type RawBuilder }
 import { newId } from '../../domain/ids.js';
 import type { Audience, NewMessage, StoredMessage } from '../../domain/model.js';
 import { fromStoredCost, isZeroCost, toStoredCost } from '../../domain/money.js';
+import { estimateTokens } from '../../domain/token-estimate.js';
 import type { MessageRepository, SessionChange } from '../../domain/ports/store.js';
 import { strategyOf, type DialectStrategy } from './dialect-strategy.js';
 import { prepared, preparedBatch } from './prepared-query.js';
@@ -155,6 +156,7 @@ export function columnsOf(row: MessageValues, seq: number | RawBuilder<number> =
     input_tokens: row.input_tokens,
     output_tokens: row.output_tokens,
     cached_input_tokens: row.cached_input_tokens,
+    token_estimate: row.token_estimate,
     cost: row.cost,
     currency: row.currency,
     correlation_id: row.correlation_id,
@@ -197,6 +199,7 @@ async function refuseOtherCurrency(trx: Kysely<Database>, sessionId: string, cur
 }
 
 function prepare(sessionId: string, message: NewMessage, now: number): PreparedRow {
+  const toolCalls = message.toolCalls === undefined || message.toolCalls === null ? null : JSON.stringify(message.toolCalls);
   const stored: PreparedRow['message'] = {
     id: message.id ?? newId(),
     sessionId,
@@ -210,6 +213,7 @@ function prepare(sessionId: string, message: NewMessage, now: number): PreparedR
     inputTokens: message.inputTokens ?? 0,
     outputTokens: message.outputTokens ?? 0,
     cachedInputTokens: message.cachedInputTokens ?? 0,
+    tokenEstimate: estimateTokens(message.content, toolCalls),
     cost: message.cost === undefined || message.cost === '0' ? '0' : toStoredCost(message.cost),
     currency: message.currency ?? DEFAULT_CURRENCY,
     correlationId: message.correlationId ?? null,
@@ -225,12 +229,13 @@ function prepare(sessionId: string, message: NewMessage, now: number): PreparedR
       role: stored.role,
       audience: stored.audience,
       content: stored.content,
-      tool_calls: stored.toolCalls === null ? null : JSON.stringify(stored.toolCalls),
+      tool_calls: toolCalls,
       tool_call_id: stored.toolCallId,
       model: stored.model,
       input_tokens: stored.inputTokens,
       output_tokens: stored.outputTokens,
       cached_input_tokens: stored.cachedInputTokens,
+      token_estimate: stored.tokenEstimate,
       cost: stored.cost,
       currency: stored.currency,
       correlation_id: stored.correlationId,

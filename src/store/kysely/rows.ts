@@ -13,6 +13,7 @@ import type {
   UserStateRecord,
 } from '../../domain/model.js';
 import { fromStoredCost } from '../../domain/money.js';
+import { estimateTokens } from '../../domain/token-estimate.js';
 import type { ChannelAccountsTable, MessagesTable, SessionsTable, ToolCallsTable, UsersTable, UserStateTable } from './schema.js';
 
 // Row → record mapping, shared by the repositories. Every conversion that differs by driver (int8 as string on pg,
@@ -63,6 +64,8 @@ export function toMessage(row: Selectable<MessagesTable>): StoredMessage {
     inputTokens: Number(row.input_tokens),
     outputTokens: Number(row.output_tokens),
     cachedInputTokens: Number(row.cached_input_tokens),
+    // 0 only on rows stored before migration 0008: estimated now, as the insert would have.
+    tokenEstimate: Number(row.token_estimate) || estimateTokens(row.content, row.tool_calls),
     cost: fromStoredCost(row.cost),
     currency: row.currency,
     correlationId: row.correlation_id,

@@ -92,6 +92,8 @@ export interface MessagesTable {
   input_tokens: number;
   output_tokens: number;
   cached_input_tokens: ColumnType<number, number | undefined, number>;
+  /** Estimated input tokens (`estimateTokens`), set at insert; 0 on rows stored before it existed. */
+  token_estimate: ColumnType<number, number | undefined, number>;
   cost: DecimalText;
   currency: string;
   correlation_id: string | null;

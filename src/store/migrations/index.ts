@@ -9,6 +9,7 @@ import { outboxAndChannelStateMigration } from './0004-outbox-and-channel-state.
 import { profilesMigration } from './0005-profiles.js';
 import { identityAuditMigration } from './0006-identity-audit.js';
 import { cachedTokensAndDailySpendMigration } from './0007-cached-tokens-and-daily-spend.js';
+import { messageTokenEstimateMigration } from './0008-message-token-estimate.js';
 import { focusMigration } from './0009-focus.js';
 
 /**
@@ -27,6 +28,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0005_profiles': profilesMigration(dialect),
     '0006_identity_audit': identityAuditMigration(dialect),
     '0007_cached_tokens_and_daily_spend': cachedTokensAndDailySpendMigration(dialect),
+    '0008_message_token_estimate': messageTokenEstimateMigration(dialect),
     '0009_focus': focusMigration(dialect),
   };
 }
