@@ -23,6 +23,7 @@ import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { resetTriggerSet } from './runtime/context/reset.js';
 import { ConversationCache } from './runtime/conversation-cache.js';
 import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js';
+import { CLASSIFIER_MODELS } from './runtime/context/stage-classifier.js';
 import { singleFlow } from './runtime/flows/single-flow.js';
 import { Pipeline } from './runtime/pipeline.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
@@ -112,9 +113,11 @@ function focusSettings(config: PalaverConfig['focus'], tools: readonly LocalTool
       entity.idArguments[tool.name] = [...new Set([...(entity.idArguments[tool.name] ?? []), argument])];
     }
   }
+  const { classifier } = config;
   return {
     stages: config.stages,
     entities,
+    ...(classifier.enabled ? { classifier: { recentMessages: classifier.recentMessages, ...(classifier.model === undefined ? {} : { models: CLASSIFIER_MODELS }) } } : {}),
     emptyReplies: Object.fromEntries(config.stages.flatMap((stage) => (stage.emptyReply === undefined ? [] : [[stage.id, stage.emptyReply]]))),
   };
 }
@@ -146,6 +149,15 @@ async function configuredFlow(config: PalaverConfig): Promise<{ flow: Flow; name
     names[stage] = name;
   }
   return { flow: createStagedFlow({ models: names, prompts: config.staged.prompts }), namedModels };
+}
+
+/** The flow's named model sets plus the stage classifier's own model (`focus.classifier.model`), when it has one. */
+async function withClassifierModels(config: PalaverConfig, named: ReadonlyMap<string, ModelSet>): Promise<ReadonlyMap<string, ModelSet>> {
+  const { classifier } = config.focus;
+  if (!classifier.enabled || classifier.model === undefined || config.focus.stages.length === 0) return named;
+  const { createModelSet } = await import('./models/create-model-set.js');
+  const own = Object.fromEntries(Object.entries(classifier.model).filter(([, value]) => value !== undefined));
+  return new Map([...named, [CLASSIFIER_MODELS, createModelSet({ ...config.model, ...own })]]);
 }
 
 /**
@@ -182,7 +194,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     {
       store,
       models,
-      namedModels: agentFlow.namedModels,
+      namedModels: await withClassifierModels(config, agentFlow.namedModels),
       flow: config.focus.stages.length === 0 ? agentFlow.flow : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
@@ -195,6 +207,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       agent: {
         defaultRole: config.agent.defaultRole,
         historyLimit: config.agent.historyLimit,
+        historyTokenLimit: config.agent.historyTokenLimit,
         maxToolRounds: config.agent.maxToolRounds,
         maxToolCallsPerTurn: config.agent.maxToolCallsPerTurn,
         maxCallsPerTool: config.agent.maxCallsPerTool,

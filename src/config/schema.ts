@@ -49,6 +49,11 @@ export const configSchema = z.strictObject({
       defaultRole: z.string().min(1).nullable().default(null),
       /** How many earlier display messages of the conversation the model sees. */
       historyLimit: z.number().int().min(0).max(1000).default(20),
+      /**
+       * Estimated tokens (each message's stored `tokenEstimate`) the earlier display messages the model sees may
+       * take together: the newest that fit both this and `historyLimit`, whole messages only. 0: no token bound.
+       */
+      historyTokenLimit: z.number().int().min(0).default(8000),
       /** Model ⇄ tool rounds per turn before the loop stops. */
       maxToolRounds: z.number().int().min(1).max(50).default(8),
       /** IANA zone for users without a profile zone. */
@@ -85,7 +90,7 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   /**
-   * Conversation stages and entities in focus (hidden context): the stage is found by rules; a stage that `needs`
+   * Conversation stages and entities in focus (hidden context): the stage is found by rules (or `classifier`); a stage that `needs`
    * an entity type has it loaded with its tool and shown to the model only, and tool arguments named in
    * `idArguments` must be ids from it.
    */
@@ -95,6 +100,8 @@ export const configSchema = z.strictObject({
         .array(
           z.strictObject({
             id: z.string().regex(/^[a-z][a-z0-9_-]*$/, 'lower-case letters, digits, _ or -'),
+            /** What the stage is about, shown to the classification call (`classifier`). */
+            description: z.string().min(1).optional(),
             keywords: z.array(z.string().min(1)).default([]),
             afterTools: z.array(z.string().min(1)).default([]),
             scenario: z.string().min(1).optional(),
@@ -117,6 +124,18 @@ export const configSchema = z.strictObject({
           }),
         )
         .default([]),
+      /**
+       * A cheap classification call (structured output, no tools) that picks the stage when no keyword or last-tool
+       * rule matched; on its failure the default stage applies. `model` inherits the rest from `model`.
+       */
+      classifier: z
+        .strictObject({
+          enabled: z.boolean().default(false),
+          model: stageModelSchema.optional(),
+          /** How many of the last messages of the conversation it sees. */
+          recentMessages: z.number().int().min(1).max(50).default(6),
+        })
+        .prefault({}),
     })
     .superRefine((focus, ctx) => {
       const types = new Set(focus.entities.map((entity) => entity.type));

@@ -1,8 +1,9 @@
-import type { Flow, FlowContext, FlowRequest, FlowResult } from '../../domain/ports/flow.js';
+import type { Flow, FlowContext, FlowRequest, FlowResult, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { ModelToolCall } from '../../domain/ports/model-provider.js';
 import { systemText } from '../../i18n/index.js';
 import { FocusKeeper, focusIsEmpty, hiddenFocusBlock, type FocusEntityType, type FocusSnapshot, type FocusStore } from './focus.js';
-import { detectStage, withScenario, type StageDefinition } from './stages.js';
+import { classifyStage, type StageClassifierSettings } from './stage-classifier.js';
+import { detectStage, withScenario, type DetectedStage, type StageDefinition } from './stages.js';
 
 /** Stages and focus of one agent, as config gives them. */
 export interface FocusSettings {
@@ -10,10 +11,12 @@ export interface FocusSettings {
   readonly entities: readonly FocusEntityType[];
   /** Per stage id, the fixed reply of a viewing stage with nothing to show, per language; else Palaver's own text. */
   readonly emptyReplies?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /** When set, a cheap classification call picks the stage when no keyword or last-tool rule matched. */
+  readonly classifier?: StageClassifierSettings;
 }
 
 /**
- * Wraps a flow with stages and entities in focus: finds the stage by its rules, loads the focus the stage needs
+ * Wraps a flow with stages and entities in focus: finds the stage by its rules (or the classifier), loads the focus the stage needs
  * (through the same tool path as the model, so for the bound user only), answers an empty viewing stage with a
  * fixed reply and no model call, and otherwise runs the flow with the stage's scenario and the hidden block in its
  * instructions and every tool call checked against the focus.
@@ -25,7 +28,13 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
       const keeper = new FocusKeeper(settings.entities, store, () => context.now().getTime());
       const text = request.newItems.map((item) => (item.type === 'message' && item.role === 'user' ? item.content : '')).join('\n');
       const lastTool = request.state.recentToolCalls.at(-1)?.name;
-      const detected = detectStage(settings.stages, { text, ...(lastTool === undefined ? {} : { lastToolCalled: lastTool }) });
+      let detected: DetectedStage | undefined = detectStage(settings.stages, { text, ...(lastTool === undefined ? {} : { lastToolCalled: lastTool }) });
+      const classifierCalls: ModelCallRecord[] = [];
+      if (settings.classifier !== undefined && settings.stages.length > 1 && (detected === undefined || detected.by === 'default')) {
+        const classified = await classifyStage(settings.stages, request, context, settings.classifier);
+        classifierCalls.push(...classified.calls);
+        if (classified.stage !== undefined) detected = { stage: classified.stage, by: 'classifier' };
+      }
       const stage = detected?.stage;
       if (detected !== undefined) context.log.info({ stage: detected.stage.id, by: detected.by }, 'conversation stage');
 
@@ -40,7 +49,7 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
       if (stage?.viewing === true && focusIsEmpty(focus)) {
         const configured = settings.emptyReplies?.[stage.id];
         const reply = configured?.[request.language] ?? configured?.[request.language.split('-')[0]!] ?? systemText(request.language, 'focus.nothingToShow');
-        return { text: reply, audit: [], modelCalls: [], state: request.state };
+        return { text: reply, audit: [], modelCalls: classifierCalls, state: request.state };
       }
 
       const block = hiddenFocusBlock(focus);
@@ -51,7 +60,7 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
         },
         now: () => context.now(),
         toolsFor: (currentRole) => context.toolsFor(currentRole),
-        callModel: (modelRequest, transcript) => context.callModel(modelRequest, transcript),
+        callModel: (modelRequest, transcript, choice) => context.callModel(modelRequest, transcript, choice),
         progress: (event) => context.progress(event),
         limitReached: (limit, tool) => context.limitReached(limit, tool),
         streaming: context.streaming,
@@ -68,7 +77,9 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
           return result;
         },
       };
-      return inner.run(request, focusedContext);
+      const result = await inner.run(request, focusedContext);
+      // The classification is part of the turn: its tokens are priced and summed with the flow's.
+      return classifierCalls.length === 0 ? result : { ...result, modelCalls: [...classifierCalls, ...result.modelCalls] };
     },
   };
 }

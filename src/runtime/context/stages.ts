@@ -1,6 +1,7 @@
 /**
  * Conversation stages: what the person is doing right now (viewing their appointments, cancelling one, chatting),
- * found by rules before the model is called. Each stage may add its own scenario text to the prompt and may need
+ * found by rules before the model is called (or, when no rule matches, by a cheap classification call: see
+ * stage-classifier.ts). Each stage may add its own scenario text to the prompt and may need
  * entities in focus (see focus.ts).
  */
 
@@ -11,6 +12,8 @@ export interface StageDefinition {
   readonly keywords?: readonly string[];
   /** Selects this stage when the last tool called in the conversation is one of these. */
   readonly afterTools?: readonly string[];
+  /** What the stage is about, for the classification call. */
+  readonly description?: string;
   /** Added to the instructions while the conversation is in this stage. */
   readonly scenario?: string;
   /** Entity types this stage needs in focus (hidden context). */
@@ -28,7 +31,7 @@ export interface StageSignals {
 export interface DetectedStage {
   readonly stage: StageDefinition;
   /** Which rule chose it, for logs and tests. */
-  readonly by: 'keyword' | 'last_tool' | 'default';
+  readonly by: 'keyword' | 'last_tool' | 'default' | 'classifier';
 }
 
 /**

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../../src/tools/define-tool.js';
-import type { ScriptedCall } from '../../../src/testing/index.js';
+import type { ScriptedCall, ScriptedReply } from '../../../src/testing/index.js';
 import { createHarness, lastUserText, type Harness } from '../../support/palaver-harness.js';
 
 let harness: Harness | undefined;
@@ -132,5 +132,88 @@ describe('entities in focus, end to end', () => {
     const palaver = await harness.start(focusConfig, { tools });
     expect((await palaver.chat({ userId: 'carol', text: 'Show my appointments' })).text).toBe('You have nothing booked right now.');
     expect(harness.model.calls).toHaveLength(0);
+  });
+});
+
+describe('the stage classification call, end to end', () => {
+  const classified = {
+    focus: {
+      ...focusConfig.focus,
+      stages: [
+        { ...focusConfig.focus.stages[0], description: 'The person wants to see their appointments' },
+        { ...focusConfig.focus.stages[1], description: 'The person wants to call off an appointment' },
+        { id: 'chat', description: 'Anything else' },
+      ],
+      classifier: { enabled: true, model: { name: 'cheap-classifier' }, recentMessages: 2 },
+    },
+  };
+
+  /** The classifier answers with `classify`; the agent's model cancels what the hidden block calls the haircut, or greets. */
+  function classifyingModel(classify: (call: ScriptedCall) => string) {
+    const cancelling = cancellingModel();
+    const agent = (call: ScriptedCall): ScriptedReply => (call.instructions.includes('## Current stage: cancel') ? cancelling(call) : { text: 'Hello!' });
+    return (call: ScriptedCall): ScriptedReply =>
+      call.output?.name === 'conversation_stage' ? { text: classify(call), usage: { input: 30, output: 3 } } : { ...agent(call), usage: { input: 10, output: 2 } };
+  }
+
+  it('picks a stage no keyword matches: its scenario and focus reach the main call, and its tokens count with the turn', async () => {
+    const { tools, cancelled } = salon({ alice: [{ id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' }] });
+    harness = await createHarness(classifyingModel((call) => JSON.stringify({ stage: lastUserText(call)?.includes('drop') ? 'cancel' : 'chat' })));
+    const palaver = await harness.start(classified, { tools });
+    await palaver.chat({ userId: 'alice', text: 'Hello there' });
+    harness.model.calls.length = 0;
+    const reply = await palaver.chat({ userId: 'alice', text: "I can't make it tomorrow, drop the haircut" });
+
+    expect(cancelled).toEqual([42]);
+    const [classifier, main] = harness.model.calls;
+    expect(classifier).toMatchObject({ model: 'cheap-classifier', toolNames: [], stream: false, output: { name: 'conversation_stage' } });
+    expect(classifier!.output!.schema).toMatchObject({ properties: { stage: { enum: ['view', 'cancel', 'chat'] } } });
+    expect(classifier!.instructions).toContain('- cancel: The person wants to call off an appointment');
+    // Only the last few messages, and none of the agent's instructions.
+    expect(classifier!.messages.map((item) => (item.type === 'message' ? item.content : item.type))).toEqual(['Hello!', "I can't make it tomorrow, drop the haircut"]);
+    expect(classifier!.instructions).not.toContain('You are a test agent.');
+    expect(main!.model).toBe('scripted');
+    expect(main!.instructions).toContain('Cancel the appointment the person means.');
+    expect(main!.instructions).toContain('- id 42: Haircut with Anna');
+
+    const stored = await palaver.store.messages.listRecent(reply.sessionId, { limit: 20 });
+    const replyRow = stored.at(-1)!;
+    // The classifier (30 in, 3 out) and the agent's two calls (10 in, 2 out each).
+    expect([replyRow.inputTokens, replyRow.outputTokens]).toEqual([50, 7]);
+    expect(replyRow.meta?.['models']).toEqual(['cheap-classifier', 'scripted']);
+  });
+
+  it('makes no classification call when a rule matches', async () => {
+    const { tools, cancelled } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }] });
+    harness = await createHarness(classifyingModel(() => JSON.stringify({ stage: 'view' })));
+    const palaver = await harness.start(classified, { tools });
+    expect((await palaver.chat({ userId: 'alice', text: 'Please cancel the haircut' })).text).toBe('done: cancelled');
+    expect(cancelled).toEqual([42]);
+    expect(harness.model.calls.some((call) => call.output !== undefined)).toBe(false);
+  });
+
+  it('an answer invalid twice, or a failed call, leaves the default stage, and the turn completes', async () => {
+    const { tools } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }] });
+    let failCall = false;
+    harness = await createHarness((call) => {
+      if (call.output?.name === 'conversation_stage') return failCall ? { error: { status: 500, message: 'classifier down' } } : { text: '{"stage": "refund"}', usage: { input: 30, output: 3 } };
+      return { text: `answered in ${/## Current stage: (\w+)/.exec(call.instructions)?.[1] ?? 'the default stage'}`, usage: { input: 10, output: 2 } };
+    });
+    const palaver = await harness.start(classified, { tools });
+    const reply = await palaver.chat({ userId: 'alice', text: 'What a lovely day' });
+
+    expect(reply.text).toBe('answered in the default stage');
+    expect(harness.model.calls.map((call) => call.output?.name)).toEqual(['conversation_stage', 'conversation_stage', undefined]);
+    // The repair told the model what was wrong with its first answer.
+    expect(lastUserText(harness.model.calls[1]!)).toMatch(/did not match the required "conversation_stage" JSON schema \(stage: /);
+    expect(harness.logs.some((line) => line['msg'] === 'stage classification failed; using the default stage')).toBe(true);
+    const stored = await palaver.store.messages.listRecent(reply.sessionId, { limit: 20 });
+    expect([stored.at(-1)!.inputTokens, stored.at(-1)!.outputTokens]).toEqual([70, 8]);
+    expect((await palaver.store.sessions.findById(reply.sessionId))?.status).toBe('completed');
+
+    failCall = true;
+    harness.model.calls.length = 0;
+    expect((await palaver.chat({ userId: 'alice', text: 'And tomorrow?' })).text).toBe('answered in the default stage');
+    expect(harness.model.calls.map((call) => call.output?.name)).toEqual(['conversation_stage', undefined]);
   });
 });
