@@ -20,6 +20,8 @@ import type { ToolRegistry } from './tools/tool-registry.js';
 export interface AgentSettings {
   readonly defaultRole: string | null;
   readonly historyLimit: number;
+  /** Estimated tokens the earlier history may take; 0 for no token bound. */
+  readonly historyTokenLimit: number;
   readonly maxToolRounds: number;
   readonly maxToolCallsPerTurn: number;
   readonly maxCallsPerTool: number;

@@ -3,6 +3,7 @@ import type { StoredMessage } from '../domain/model.js';
 import type { ProfileSettings } from '../domain/profile.js';
 import type { ReplyTarget, TurnProgress } from '../domain/ports/channel.js';
 import type { Logger } from '../observability/logger.js';
+import { boundHistory } from './context/history.js';
 import { buildUserAgentContext } from './context/user-context.js';
 import { parseUserState } from './context/user-state.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
@@ -107,10 +108,13 @@ async function loadProfile(deps: TurnDependencies, userId: string, languageHint:
 }
 
 /**
- * The recent conversation before this turn, oldest first: the stored display messages (the new ones are still in
- * the inbox; they join the conversation with the reply).
+ * The recent conversation before this turn, oldest first: the newest stored display messages within the agent's
+ * message and token bounds (the new ones are still in the inbox; they join the conversation with the reply, outside
+ * these bounds). Cached or read by one indexed query of at most `historyLimit` rows, so it costs the same however
+ * long the conversation has grown.
  */
 export async function loadEarlierHistory(scope: TurnScope): Promise<readonly StoredMessage[]> {
   const { deps, session } = scope;
-  return deps.cache.history(session.id) ?? (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display', sinceContextStart: true }));
+  const recent = deps.cache.history(session.id) ?? (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display', sinceContextStart: true }));
+  return boundHistory(recent, deps.agent);
 }

@@ -21,6 +21,7 @@ describe('config', () => {
     expect(config.billing).toEqual({ currencyByCountry: { CN: 'CNY' }, defaultCurrency: 'USD', usdRates: { CNY: '7.10' }, priceTable: true });
     expect(config.budgets).toEqual({});
     expect(config.agent.historyLimit).toBe(20);
+    expect(config.agent.historyTokenLimit).toBe(8000);
   });
 
   it('reads a YAML file and lets environment variables override it', () => {
