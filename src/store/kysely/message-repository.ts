@@ -87,7 +87,11 @@ export class KyselyMessageRepository implements MessageRepository {
     });
   }
 
-  /** Up to `limit` latest messages, oldest first; a non-positive limit returns none. */
+  /**
+   * Up to `limit` latest messages, oldest first; a non-positive limit returns none. Every variant walks the
+   * (session_id, seq) key backwards and stops after `limit` matches (passing only the audit rows between them), so
+   * its cost does not grow with the session's length; the query plans are checked on both dialects.
+   */
   listRecent(sessionId: string, options: { limit: number; audience?: Audience; sinceContextStart?: boolean }): Promise<StoredMessage[]> {
     return storeOperation('messages.listRecent', async () => {
       const limit = Math.trunc(options.limit);

@@ -1,0 +1,83 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CompiledQuery, Kysely, PostgresDialect, type Compilable, type KyselyPlugin } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { KyselyStore, migrateToLatest, openSqliteDatabase, type Database, type StoreDialect } from '../../src/store/index.js';
+import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
+
+// The history a turn sends must cost the same for a conversation of 10 messages as for one of 100,000: listRecent
+// has to walk the (session_id, seq) key backwards and stop after LIMIT rows, never scan or sort the session.
+
+let dir: string;
+const postgres: TestPostgresDatabase[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'palaver-plan-'));
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+  await Promise.all(postgres.map((database) => database.drop()));
+});
+
+const backends: Record<StoreDialect, { open(): Promise<Kysely<Database>>; explain: string; planOf(rows: readonly Record<string, unknown>[]): string }> = {
+  sqlite: {
+    open: async () => openSqliteDatabase(`sqlite:${join(dir, 'plan.db')}`),
+    explain: 'explain query plan ',
+    planOf: (rows) => rows.map((row) => String(row.detail)).join('\n'),
+  },
+  postgres: {
+    async open() {
+      const database = await createTestPostgresDatabase();
+      postgres.push(database);
+      return new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }) });
+    },
+    explain: 'explain ',
+    planOf: (rows) => rows.map((row) => String(row['QUERY PLAN'])).join('\n'),
+  },
+};
+
+// A plugin makes prepared queries go through Kysely's executeQuery, where the test can see the query they run.
+const passThrough: KyselyPlugin = { transformQuery: ({ node }) => node, transformResult: async ({ result }) => result };
+
+describe.each(Object.keys(backends) as StoreDialect[])('recent history query plan on %s', (dialect) => {
+  it('walks the session key backwards up to the limit, with no scan of the session and no sort', async () => {
+    const backend = backends[dialect];
+    const base = await backend.open();
+    try {
+      await migrateToLatest(base);
+      const db = base.withPlugin(passThrough);
+      const store = new KyselyStore(db);
+      const { user } = await store.users.resolveAccount({ channel: 'console', accountId: 'ada' });
+      const sessions = [];
+      for (const conversationId of ['long', 'other']) {
+        const session = await store.sessions.open({ userId: user.id, channel: 'console', conversationId });
+        // Every third message an audit record, as tool calls leave them between the display messages.
+        await store.messages.append(session.id, Array.from({ length: 3000 }, (_, i) => ({ role: 'user', audience: i % 3 === 2 ? 'audit' : 'display', content: `m${i}` })));
+        sessions.push(session);
+      }
+      // Statistics as a long-running database has them, so the planner chooses as it would in production.
+      await base.executeQuery(CompiledQuery.raw('analyze'));
+
+      const execute = vi.spyOn(db, 'executeQuery');
+      const variants = [{}, { audience: 'display' as const }, { audience: 'display' as const, sinceContextStart: true }];
+      for (const variant of variants) {
+        execute.mockClear();
+        expect(await store.messages.listRecent(sessions[0]!.id, { limit: 20, ...variant })).toHaveLength(20);
+        const query = (execute.mock.calls[0]![0] as Compilable<unknown>).compile();
+        const plan = backend.planOf((await base.executeQuery<Record<string, unknown>>(CompiledQuery.raw(backend.explain + query.sql, [...query.parameters]))).rows);
+        if (dialect === 'sqlite') {
+          expect(plan).toMatch(/SEARCH messages USING (INDEX sqlite_autoindex_messages_1|PRIMARY KEY) \(session_id=\?/);
+          expect(plan).not.toMatch(/SCAN messages|TEMP B-TREE/);
+        } else {
+          expect(plan).toMatch(/Limit[\s\S]*Index Scan Backward using messages_pk on messages/);
+          expect(plan).not.toMatch(/Seq Scan on messages|Bitmap Heap Scan on messages|Sort/);
+        }
+      }
+    } finally {
+      await base.destroy();
+    }
+  });
+});
