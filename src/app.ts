@@ -57,6 +57,8 @@ export interface ChatReply {
   /** The reply as the channel received it: one part, or several when it was split. */
   readonly parts: readonly string[];
   readonly status: 'completed' | 'failed' | 'duplicate';
+  /** With status `failed`: the error id the apology shows and the log carries. */
+  readonly errorId?: string;
   readonly sessionId: string;
   readonly correlationId: string;
   readonly usage: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: string; readonly currency: string };
@@ -285,7 +287,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         return { text: '', parts: [], status: 'duplicate', sessionId: '', correlationId: said.correlationId, usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: config.billing.defaultCurrency } };
       }
       const { outcome, parts } = await api.reply(said);
-      return { text: outcome.reply, parts, status: outcome.status, sessionId: outcome.sessionId, correlationId: outcome.correlationId, usage: outcome.usage };
+      return { text: outcome.reply, parts, status: outcome.status, ...(outcome.errorId === undefined ? {} : { errorId: outcome.errorId }), sessionId: outcome.sessionId, correlationId: outcome.correlationId, usage: outcome.usage };
     },
     async diagnose() {
       const missingFiles = Object.keys(config.roles.definitions)

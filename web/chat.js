@@ -219,7 +219,8 @@
           }
           case 'RUN_ERROR':
             run.ended = true;
-            showError(event.message || 'The agent could not answer.');
+            // A failed turn's apology, with the error reference to quote, is already on screen as a message.
+            if (!(event.metadata && event.metadata.errorId)) showError(event.message || 'The agent could not answer.');
             break;
           case 'RUN_FINISHED':
             run.ended = true;

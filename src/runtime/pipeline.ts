@@ -230,7 +230,9 @@ export class Pipeline {
     if (identity.phone !== undefined) this.#notePhone(identity.phone, message, correlationId);
     const session = await this.#deps.store.transaction(async (tx) => {
       const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
-      if (session.title === null) await tx.sessions.setTitle(session.id, titleFrom(text));
+      // Set once, from the first input with text; never changed later.
+      const title = session.title === null ? titleFrom(text) : '';
+      if (title !== '') await tx.sessions.setTitle(session.id, title);
       return session;
     });
     // A direct conversation is its opener's (and their linked accounts'): nobody else writes into it or reads it.
@@ -314,12 +316,14 @@ export class Pipeline {
     if (record.state !== 'answered' || record.replySeq === null) return undefined;
     const reply = await this.#deps.store.messages.findBySeq(record.sessionId, record.replySeq);
     if (!reply) return undefined;
+    const errorId = reply.meta?.['errorId'];
     return {
       sessionId: record.sessionId,
       correlationId: record.correlationId,
       replyMessageId: reply.id,
       text: reply.content,
       status: reply.meta?.['error'] === true ? 'failed' : 'completed',
+      ...(typeof errorId === 'string' ? { errorId } : {}),
     };
   }
 
@@ -463,7 +467,22 @@ function conversationKey(channel: string, conversationId: string): string {
   return `${channel}\u0000${conversationId}`;
 }
 
-function titleFrom(text: string): string {
-  const line = text.split('\n')[0]!.trim();
-  return line.length <= 60 ? line : `${line.slice(0, 59)}…`;
+/** Longest session title, in characters (code points), the ellipsis included. */
+export const MAX_TITLE_CHARS = 255;
+
+/**
+ * A session's title from its first input: the first line with text, cut on a word boundary with an ellipsis when it
+ * is longer than {@link MAX_TITLE_CHARS} (a hard cut when the line has no space late enough, e.g. Chinese text).
+ * Empty when the input has no text, so a later input may give the title instead.
+ */
+export function titleFrom(text: string): string {
+  const line = text.split(/\r?\n/).map((candidate) => candidate.trim()).find((candidate) => candidate !== '') ?? '';
+  const chars = [...line];
+  if (chars.length <= MAX_TITLE_CHARS) return line;
+  const head = chars.slice(0, MAX_TITLE_CHARS - 1);
+  const nextIsSpace = /\s/u.test(chars[MAX_TITLE_CHARS - 1]!);
+  const lastSpace = head.findLastIndex((char) => /\s/u.test(char));
+  // A word boundary in the first half would throw away too much: then the cut goes mid-word.
+  const cut = nextIsSpace ? head : lastSpace >= MAX_TITLE_CHARS / 2 ? head.slice(0, lastSpace) : head;
+  return `${cut.join('').trimEnd()}…`;
 }

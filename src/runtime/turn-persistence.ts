@@ -95,7 +95,7 @@ async function storeFailure(scope: TurnScope, failures: ModelFailures, errorId: 
     return addToOutbox(scope, tx, stored, parts);
   });
   deps.metrics.turns.inc({ status: 'failed' });
-  return { outcome: outcome(scope, 'failed', apology, usage), parts, deliveries };
+  return { outcome: { ...outcome(scope, 'failed', apology, usage), errorId }, parts, deliveries };
 }
 
 /**

@@ -58,7 +58,8 @@ export class AguiView {
         break;
       }
       case 'RUN_ERROR':
-        this.errors.push(String(event.message));
+        // A failed turn's apology (it carries `metadata.errorId`) is already shown as a message.
+        if ((event.metadata as { errorId?: string } | undefined)?.errorId === undefined) this.errors.push(String(event.message));
         run.ended = true;
         break;
       case 'RUN_FINISHED':

@@ -159,6 +159,22 @@ describe('AguiTranslator', () => {
     expect(out.at(-1)).toMatchObject({ code: 'model_unreachable', message: 'The model could not be reached.' });
   });
 
+  it('ends a failed turn, whose apology was sent, with RUN_ERROR carrying the error id; a retried run of it says the same', () => {
+    const apology = 'Sorry, I cannot answer right now. Please try again in a moment.\nError reference: 0A1B2C3D';
+    const out = translateAll([{ send: apology }], outcome({ status: 'failed', reply: apology, errorId: '0A1B2C3D' }));
+    expect(out.map((e) => e.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_ERROR']);
+    expect(visible(out)).toEqual([apology]);
+    expect(out.at(-1)).toMatchObject({
+      code: 'turn_failed',
+      message: apology,
+      metadata: { correlationId: 'corr-1', sessionId: 'session-1', status: 'failed', replyMessageId: 'msg-1', errorId: '0A1B2C3D' },
+    });
+
+    const replay = new AguiTranslator(run).replay({ sessionId: 'session-1', correlationId: 'corr-1', replyMessageId: 'msg-1', text: apology, status: 'failed', errorId: '0A1B2C3D' });
+    replay.forEach(assertValidAguiEvent);
+    expect(replay.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'duplicate', replyStatus: 'failed', errorId: '0A1B2C3D' } });
+  });
+
   it('hides the text of unexpected errors', () => {
     const out = translateAll([], new Error('connect ECONNREFUSED 10.0.0.5:5432 password=hunter2'));
     const error = out.at(-1) as { code: string; message: string };

@@ -19,6 +19,9 @@ import { INTERNAL_ERROR_CODE } from './web-constants.js';
 
 export { INTERNAL_ERROR_CODE };
 
+/** RUN_ERROR code of a run whose turn failed and was answered with an apology (session status `failed`). */
+export const TURN_FAILED_CODE = 'turn_failed';
+
 /** Name of the AG-UI CUSTOM event that tells the page to remove a streamed message; `value` is `{ messageId }`. */
 export const DISCARD_EVENT_NAME = 'palaver.discard';
 
@@ -40,7 +43,9 @@ export const DISCARD_EVENT_NAME = 'palaver.discard';
  *   streamed message is closed once all of it was sent); otherwise the part is a new text message. Streamed text that
  *   is not the reply (a `discard`, a part that differs, text left over at the end, a failed turn) is withdrawn with
  *   TEXT_MESSAGE_END and a CUSTOM `palaver.discard` event `{ messageId }`, and the sent text follows as new messages.
- * - The run ends with RUN_FINISHED (`result`: correlation id, session id, status, reply message id) or RUN_ERROR.
+ * - The run ends as the session's turn did: RUN_FINISHED (`result`: correlation id, session id, status `completed`,
+ *   reply message id) when it answered; RUN_ERROR (code `turn_failed`, `metadata` with the ids and the `errorId` the
+ *   apology shows) when it failed and the apology was sent; RUN_ERROR without an `errorId` when nothing could be sent.
  *
  * @example
  * const t = new AguiTranslator({ threadId, runId });
@@ -166,7 +171,10 @@ export class AguiTranslator {
     return { events: out, messageId };
   }
 
-  /** Events that end the run that carried the reply: withdrawn text if the stream showed more than was sent, then RUN_FINISHED. */
+  /**
+   * Events that end the run that carried the reply: withdrawn text if the stream showed more than was sent, then
+   * RUN_FINISHED for a completed turn, or RUN_ERROR with the error id for a failed one (its apology was sent as text).
+   */
   finish(outcome: TurnOutcome): AGUIEvent[] {
     if (this.#ended) return [];
     const out: AGUIEvent[] = [];
@@ -178,13 +186,13 @@ export class AguiTranslator {
     }
     this.#closeText(out);
     this.#ended = true;
-    out.push({
-      type: EventType.RUN_FINISHED,
-      threadId: this.#run.threadId,
-      runId: this.#run.runId,
-      // A failed turn still ends normally here: the person got an apology as text, the status tells clients why.
-      result: { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, replyMessageId: outcome.replyMessageId },
-    });
+    const ids = { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, replyMessageId: outcome.replyMessageId };
+    if (outcome.status === 'failed') {
+      // The person already got the apology as text; the error carries it again with the id they can quote.
+      out.push({ type: EventType.RUN_ERROR, message: outcome.reply, code: TURN_FAILED_CODE, metadata: { ...ids, ...(outcome.errorId === undefined ? {} : { errorId: outcome.errorId }) } });
+    } else {
+      out.push({ type: EventType.RUN_FINISHED, threadId: this.#run.threadId, runId: this.#run.runId, result: ids });
+    }
     return out;
   }
 
@@ -219,8 +227,8 @@ export class AguiTranslator {
 
   /**
    * Events for a retried run whose turn already completed: the stored reply again, as one text message (its id is
-   * the stored reply's message id), then RUN_FINISHED with status `duplicate`, the ids and the reply's own status.
-   * Nothing new was stored or asked of the model.
+   * the stored reply's message id), then RUN_FINISHED with status `duplicate`, the ids and the reply's own status
+   * (with its `errorId` when it was an apology). Nothing new was stored or asked of the model.
    */
   replay(stored: StoredReply): AGUIEvent[] {
     if (this.#ended) return [];
@@ -232,7 +240,14 @@ export class AguiTranslator {
       type: EventType.RUN_FINISHED,
       threadId: this.#run.threadId,
       runId: this.#run.runId,
-      result: { correlationId: stored.correlationId, sessionId: stored.sessionId, status: 'duplicate', replyStatus: stored.status, replyMessageId: stored.replyMessageId },
+      result: {
+        correlationId: stored.correlationId,
+        sessionId: stored.sessionId,
+        status: 'duplicate',
+        replyStatus: stored.status,
+        replyMessageId: stored.replyMessageId,
+        ...(stored.errorId === undefined ? {} : { errorId: stored.errorId }),
+      },
     });
     return out;
   }

@@ -53,6 +53,8 @@ export interface StoredReply {
   readonly replyMessageId: string;
   readonly text: string;
   readonly status: 'completed' | 'failed';
+  /** A failed reply's error id (the apology's "Error reference"). */
+  readonly errorId?: string;
 }
 
 /** One conversation of an account, for a channel that lists them (the web page's sidebar). */
@@ -172,6 +174,8 @@ export interface TurnOutcome {
   readonly reply: string;
   readonly replyMessageId: string;
   readonly status: 'completed' | 'failed';
+  /** A failed turn's error id: the one the apology shows the person ("Error reference: …") and the log carries. */
+  readonly errorId?: string;
   readonly usage: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: string; readonly currency: string };
 }
 
