@@ -110,7 +110,19 @@ export async function startExample(options: Omit<RunOptions, 'mode' | 'conversat
       ...loaded,
       mcp: { servers: loaded.mcp.servers.map((server) => (server.label === MCP_LABEL ? { ...server, url: mcp.url } : server)) },
       ...(model
-        ? { model: { ...loaded.model, provider: 'openai-chat', name: 'logistics-script', baseUrl: model.baseUrl, apiKey: 'not-needed', maxRetries: 0, fallback: undefined } }
+        ? {
+            model: {
+              ...loaded.model,
+              provider: 'openai-chat',
+              name: 'logistics-script',
+              baseUrl: model.baseUrl,
+              apiKey: 'not-needed',
+              maxRetries: 0,
+              fallback: undefined,
+              // The scripted model is free; without a price Palaver would look it up in the price table and warn.
+              prices: { 'logistics-script': { input: '0', output: '0' } },
+            },
+          }
         : {}),
       ...(options.dataDir ? { database: { url: `sqlite:${join(options.dataDir, 'logistics.db')}` } } : {}),
     };

@@ -95,8 +95,11 @@ export class Billing {
     const { table } = this.#settings;
     const prices = table === undefined ? undefined : await table.pricesOf(model, usage, at);
     if (prices !== undefined) return costOf(prices, usage);
-    this.#unpriced.add(model);
-    this.#logger.warn({ model }, 'no price for this model (not in model.prices nor in the price table): its calls cost 0');
+    // Calls of one turn are priced together: only the first to learn the model is unknown says so.
+    if (!this.#unpriced.has(model)) {
+      this.#unpriced.add(model);
+      this.#logger.warn({ model }, 'no price for this model (not in model.prices nor in the price table): its calls cost 0');
+    }
     return '0';
   }
 }

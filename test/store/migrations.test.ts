@@ -36,28 +36,57 @@ describe.each(Object.keys(backends) as StoreDialect[])('migrations on %s', (dial
     try {
       const migrator = migratorFor(db);
       expect((await migrator.migrateTo('0001_initial')).error).toBeUndefined();
-      const before = new KyselyStore(db, { dialect });
-      const { user } = await before.users.resolveAccount({ channel: 'console', accountId: 'ada' });
-      const session = await before.sessions.open({ userId: user.id, channel: 'console', conversationId: 'c' });
-      const written = await before.messages.append(session.id, [
-        { role: 'user', audience: 'display', content: 'first' },
-        { role: 'tool', audience: 'audit', content: 'looked up', toolCallId: 'call_1', meta: { isError: false } },
-        { role: 'assistant', audience: 'display', content: 'second', inputTokens: 3, outputTokens: 4, cost: '0.25', currency: 'EUR' },
-      ]);
+      // Rows as Palaver wrote them under the first schema (today's store writes columns that schema lacks).
+      const raw = db as unknown as Kysely<any>;
+      await raw.insertInto('users').values({ id: 'u1', display_name: 'Ada', phone: null, created_at: 1 }).execute();
+      await raw.insertInto('channel_accounts').values({ channel: 'console', account_id: 'ada', user_id: 'u1', created_at: 1 }).execute();
+      await raw.insertInto('sessions').values({ id: 's1', user_id: 'u1', channel: 'console', conversation_id: 'c', status: 'completed', last_seq: 3, created_at: 1, updated_at: 1 }).execute();
+      const row = (seq: number, values: Record<string, unknown>) => ({
+        id: `m${seq}`,
+        session_id: 's1',
+        seq,
+        tool_calls: null,
+        tool_call_id: null,
+        model: null,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost: '0',
+        currency: 'EUR',
+        correlation_id: null,
+        meta: null,
+        created_at: seq,
+        ...values,
+      });
+      await raw
+        .insertInto('messages')
+        .values([
+          row(1, { role: 'user', audience: 'display', content: 'first' }),
+          row(2, { role: 'tool', audience: 'audit', content: 'looked up', tool_call_id: 'call_1', meta: '{"isError":false}' }),
+          row(3, { role: 'assistant', audience: 'display', content: 'second', input_tokens: 3, output_tokens: 4, cost: '0.25' }),
+        ])
+        .execute();
 
       expect((await migrator.migrateToLatest()).error).toBeUndefined();
       const after = new KyselyStore(db, { dialect });
-      expect(await after.messages.listRecent(session.id, { limit: 10 })).toEqual(written);
-      const [next] = await after.messages.append(session.id, [{ role: 'user', audience: 'display', content: 'third' }]);
-      expect(next!.seq).toBe(written.at(-1)!.seq + 1);
-      expect((await after.messages.listRecent(session.id, { limit: 2, audience: 'display' })).map((m) => m.content)).toEqual(['second', 'third']);
-      expect((await after.sessions.listByUser(user.id)).map((s) => s.id)).toEqual([session.id]);
+      const read = await after.messages.listRecent('s1', { limit: 10 });
+      expect(read.map((m) => [m.seq, m.role, m.audience, m.content])).toEqual([
+        [1, 'user', 'display', 'first'],
+        [2, 'tool', 'audit', 'looked up'],
+        [3, 'assistant', 'display', 'second'],
+      ]);
+      expect(read[1]).toMatchObject({ toolCallId: 'call_1', meta: { isError: false } });
+      expect(read[2]).toMatchObject({ inputTokens: 3, outputTokens: 4, cost: '0.25', currency: 'EUR' });
+      const [next] = await after.messages.append('s1', [{ role: 'user', audience: 'display', content: 'third' }]);
+      expect(next!.seq).toBe(4);
+      expect((await after.messages.listRecent('s1', { limit: 2, audience: 'display' })).map((m) => m.content)).toEqual(['second', 'third']);
+      expect((await after.sessions.listByUser('u1')).map((s) => s.id)).toEqual(['s1']);
       // The key is (session, seq) now: a second message with a taken seq is refused.
-      const duplicate = sql`insert into messages (id, session_id, seq, role, audience, content, currency, created_at) values ('x', ${session.id}, ${next!.seq}, 'user', 'display', 'dup', 'USD', 0)`;
+      const duplicate = sql`insert into messages (id, session_id, seq, role, audience, content, currency, created_at) values ('x', 's1', ${next!.seq}, 'user', 'display', 'dup', 'USD', 0)`;
       await expect(duplicate.execute(db)).rejects.toThrow();
 
       expect((await migrator.migrateTo('0001_initial')).error).toBeUndefined();
-      expect((await new KyselyStore(db, { dialect }).messages.listRecent(session.id, { limit: 10 })).map((m) => m.content)).toEqual(['first', 'looked up', 'second', 'third']);
+      const down = await raw.selectFrom('messages').select('content').where('session_id', '=', 's1').orderBy('seq').execute();
+      expect(down.map((m) => m.content)).toEqual(['first', 'looked up', 'second', 'third']);
       expect((await migrator.migrateToLatest()).error).toBeUndefined();
     } finally {
       await db.destroy();
