@@ -217,3 +217,20 @@ describe('the stage classification call, end to end', () => {
     expect(harness.model.calls.map((call) => call.output?.name)).toEqual(['conversation_stage', undefined]);
   });
 });
+
+describe('focus around the staged flow', () => {
+  it('each stage still calls its own model, with the stage scenario in its instructions', async () => {
+    const { tools } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }] });
+    harness = await createHarness((call) => {
+      if (call.output?.name === 'intent') return { text: JSON.stringify({ direct: true, answer: 'You have a haircut with Anna.', intent: 'see appointments', details: '' }) };
+      return { text: 'unexpected call' };
+    });
+    const palaver = await harness.start(
+      { ...focusConfig, agent: { flow: 'staged', type: 'salon' }, staged: { types: { salon: { intent: { name: 'intent-model' }, execution: { name: 'execution-model' }, organization: { name: 'organization-model' } } } } },
+      { tools },
+    );
+    expect((await palaver.chat({ userId: 'alice', text: 'show my appointments' })).text).toBe('You have a haircut with Anna.');
+    expect(harness.model.calls.map((call) => call.model)).toEqual(['intent-model']);
+    expect(harness.model.calls[0]!.instructions).toContain('List the appointments briefly.');
+  });
+});
