@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { runWorkers } from './stats.js';
-import { BASE_INSTRUCTIONS, HISTORY_LIMIT, lookupTool, USER_TEXT } from './workload.js';
+import { BASE_INSTRUCTIONS, BENCH_PRICES, HISTORY_LIMIT, lookupTool, USER_TEXT } from './workload.js';
 
 const side = process.argv[2] ?? 'palaver';
 const turns = Number(process.argv[3] ?? 2000);
@@ -44,7 +44,7 @@ if (side === 'palaver') {
   writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
   const palaver = await createPalaver(
     {
-      model: { name: 'scripted', baseUrl, maxRetries: 0, timeoutMs: 60_000 },
+      model: { name: 'scripted', baseUrl, maxRetries: 0, timeoutMs: 60_000, prices: BENCH_PRICES },
       database: { url: `sqlite:${join(dir, 'palaver.db')}` },
       agent: { instructionsDir: join(dir, 'instructions'), historyLimit: HISTORY_LIMIT },
       limits: { maxConcurrentModelCalls: Math.max(64, concurrency * 2) },

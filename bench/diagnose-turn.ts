@@ -14,7 +14,7 @@ import { silentLogger } from '../src/observability/logger.js';
 import { renderRuntimeFacts } from '../src/runtime/context/instructions.js';
 import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
 import { runWorkers } from './stats.js';
-import { BASE_INSTRUCTIONS, lookupTool, USER_TEXT } from './workload.js';
+import { BASE_INSTRUCTIONS, BENCH_PRICES, lookupTool, USER_TEXT } from './workload.js';
 
 const turns = Number(process.argv[2] ?? 400);
 const concurrency = Number(process.argv[3] ?? 8);
@@ -68,7 +68,7 @@ writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
 const model = await startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100 });
 const palaver = await createPalaver(
   {
-    model: { name: 'scripted', baseUrl: model.baseUrl, maxRetries: 0, timeoutMs: 60_000 },
+    model: { name: 'scripted', baseUrl: model.baseUrl, maxRetries: 0, timeoutMs: 60_000, prices: BENCH_PRICES },
     database: { url: `sqlite:${join(dir, 'palaver.db')}` },
     agent: { instructionsDir: join(dir, 'instructions') },
     limits: { maxConcurrentModelCalls: 128 },

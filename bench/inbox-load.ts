@@ -83,7 +83,7 @@ async function measureInChild(options: { conversations: number; bursts: number; 
 
   const palaver = await createPalaver(
     {
-      model: { name: 'scripted', baseUrl: options.baseUrl, maxRetries: 0, timeoutMs: 120_000 },
+      model: { name: 'scripted', baseUrl: options.baseUrl, maxRetries: 0, timeoutMs: 120_000, prices: { scripted: { input: '0.40', output: '1.60' } } },
       database: { url: `sqlite:${join(dir, 'palaver.db')}` },
       agent: { instructionsDir: join(dir, 'instructions') },
       channels: { web: { enabled: false } },

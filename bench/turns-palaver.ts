@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runWorkers, scenarioArgs, serveChunks } from './stats.js';
-import { BASE_INSTRUCTIONS, HISTORY_LIMIT, lookupTool, USER_TEXT, type TurnScenarioArgs } from './workload.js';
+import { BASE_INSTRUCTIONS, BENCH_PRICES, HISTORY_LIMIT, lookupTool, USER_TEXT, type TurnScenarioArgs } from './workload.js';
 
 const args = scenarioArgs<TurnScenarioArgs>();
 const { createPalaver, silentLogger } = (await import(new URL('../dist/index.js', import.meta.url).href)) as typeof import('../src/index.js');
@@ -19,7 +19,7 @@ writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
 
 const palaver = await createPalaver(
   {
-    model: { name: 'scripted', baseUrl: args.baseUrl, maxRetries: 0, timeoutMs: 60_000 },
+    model: { name: 'scripted', baseUrl: args.baseUrl, maxRetries: 0, timeoutMs: 60_000, prices: BENCH_PRICES },
     database: { url: `sqlite:${join(dir, 'palaver.db')}` },
     agent: { instructionsDir: join(dir, 'instructions'), historyLimit: HISTORY_LIMIT },
     limits: { maxConcurrentModelCalls: Math.max(64, args.concurrency * 2) },

@@ -9,6 +9,12 @@ export const USER_TEXT = 'What is the status of item 1?';
 /** Display messages of history each model call sees (Palaver's default `agent.historyLimit`). */
 export const HISTORY_LIMIT = 20;
 
+/**
+ * The scripted model priced as a production agent prices its model (`model.prices`): every turn computes its cost in
+ * decimal, and the 16 MB price table is not loaded for a model it cannot know.
+ */
+export const BENCH_PRICES = { scripted: { input: '0.40', output: '1.60' } };
+
 export const lookupInput = z.object({ id: z.number().int().describe('Item id') });
 
 export function lookupItem(id: number): { id: number; name: string; status: string; priceEur: number } {
