@@ -6,6 +6,8 @@
  * 2. MCP round trip: `McpToolHost.call` to the example logistics server vs an in-process `LocalToolHost` call.
  * 3. Start-up and idle memory of `palaver start --demo` (bench/start-demo.ts): spawn → first 200 from /health, then
  *    RSS after 100 web conversations over real HTTP (AG-UI, SSE) and a few seconds of idleness.
+ * 4. Turn time against the conversation's length (bench/history-turns.ts): a session of 10 stored messages against one
+ *    of 100,000, turns interleaved, with the conversation cache as shipped and expiring after every turn.
  *
  * Every scenario runs in its own child process (`node --import tsx bench/<scenario>.ts`), so its peak RSS is its
  * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
@@ -13,7 +15,7 @@
  * chunks of about a second, so both see the same moments of a machine whose speed drifts.
  *
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
- *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start
+ *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -26,7 +28,8 @@ import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
 import { measureInboxLoad, type InboxLoadResult } from './inbox-load.js';
 import { measureStartDemo, type StartDemoResult } from './start-demo.js';
 import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
-import { mergeMeasurements, scenarioResult, type ChunkCommand, type ChunkReply, type RunMeasurement, type ScenarioResult } from './stats.js';
+import type { HistoryRunSample, HistoryScenarioResult } from './history-turns.js';
+import { mergeMeasurements, scenarioResult, summarize, type ChunkCommand, type ChunkReply, type RunMeasurement, type ScenarioResult } from './stats.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(benchDir, '..');
@@ -36,7 +39,7 @@ interface Options {
   turns: number | undefined;
   runs: number;
   concurrency: number[];
-  only: 'turns' | 'mcp' | 'start' | 'inbox' | undefined;
+  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | undefined;
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
@@ -69,7 +72,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox') throw new Error('--only takes turns, mcp, start or inbox');
+        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history') throw new Error('--only takes turns, mcp, start, inbox or history');
         options.only = only;
         break;
       }
@@ -81,7 +84,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox] [--json file] [--cpu-prof]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history] [--json file] [--cpu-prof]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -409,6 +412,50 @@ if (options.only === undefined || options.only === 'inbox') {
   }
 }
 
+const historyResults: HistoryScenarioResult[] = [];
+if (options.only === undefined || options.only === 'history') {
+  const stored: [number, number] = [10, 100_000];
+  const turns = options.turns ?? (options.quick ? 30 : 150);
+  const warmupTurns = options.warmup ?? (options.quick ? 20 : 150);
+  console.log(`\nTurn time at ${stored[0]} vs ${stored[1].toLocaleString('en')} stored messages (${options.runs} run(s) of ${turns} turns per user, the users' turns interleaved):`);
+  const server = await startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100, maxStoredResponses: 100 });
+  try {
+    for (const [label, cacheTtlMs] of [['cache as shipped', 300_000], ['cache expiring: history read from the store every turn', 1]] as const) {
+      const result = (await runChild('history-turns.ts', { baseUrl: server.baseUrl, stored, runs: options.runs, turns, warmupTurns, cacheTtlMs })) as unknown as HistoryScenarioResult;
+      historyResults.push(result);
+      console.log(`  ${label} (set-up ${(result.setupMs / 1000).toFixed(1)} s; at each turn's start ${result.sessions.map((s) => `${s.stored} stored, ${s.historySent} sent`).join(' / ')}${result.failed ? `; FAILED ${result.failed}` : ''}):`);
+      for (let run = 1; run <= options.runs; run += 1) {
+        const [small, large] = stored.map((count) => result.samples.find((sample) => sample.stored === count && sample.run === run)!);
+        console.log(`    run ${run}: p50 ${ms(middle(small!.turnMs))} vs ${ms(middle(large!.turnMs))} ms (×${(middle(large!.turnMs) / middle(small!.turnMs)).toFixed(3)}), CPU ${ms(small!.cpuMs / small!.turnMs.length)} vs ${ms(large!.cpuMs / large!.turnMs.length)} ms/turn`);
+      }
+    }
+  } finally {
+    await server.close();
+  }
+  const rows: string[][] = [];
+  const verdicts: string[] = [];
+  historyResults.forEach((result) => {
+    const label = result.cacheTtlMs === 1 ? 'cache expiring every turn' : 'cache as shipped';
+    const perRun = (count: number, value: (sample: HistoryRunSample) => number): number[] => result.samples.filter((sample) => sample.stored === count).sort((a, b) => a.run - b.run).map(value);
+    const p50 = (sample: HistoryRunSample): number => middle(sample.turnMs);
+    const cpu = (sample: HistoryRunSample): number => sample.cpuMs / sample.turnMs.length;
+    for (const count of stored) {
+      rows.push([label, count.toLocaleString('en'), String(perRun(count, (s) => s.turnMs.length).reduce((a, b) => a + b, 0)), ms(middle(perRun(count, p50))), ms(middle(perRun(count, (s) => summarize(s.turnMs).p99Ms))), ms(middle(perRun(count, cpu)))]);
+    }
+    const ratios = perRun(stored[1], p50).map((value, index) => value / perRun(stored[0], p50)[index]!);
+    const cpuRatios = perRun(stored[1], cpu).map((value, index) => value / perRun(stored[0], cpu)[index]!);
+    const ratio = middle(ratios);
+    verdicts.push(
+      `${label}: turn time at ${stored[1].toLocaleString('en')} / at ${stored[0]} = ${ratio.toFixed(3)}, median of per-run ratios of p50 (by run: ${ratios.map((r) => r.toFixed(3)).join(', ')}); ` +
+        `CPU per turn ${middle(cpuRatios).toFixed(3)}× (goal within 10 %: ${Math.abs(ratio - 1) <= 0.1 ? 'met' : 'NOT met'})`,
+    );
+  });
+  console.log(`\nTurn time against stored messages (median of ${options.runs} run(s)):\n`);
+  console.log(table(['history', 'stored messages', 'turns', 'p50 ms', 'p99 ms', 'CPU ms/turn'], rows));
+  console.log('');
+  for (const line of verdicts) console.log(line);
+}
+
 if (startRecords.length > 0) {
   const startup = middle(startRecords.map((r) => r.startupMs));
   const idle = middle(startRecords.map((r) => r.idleRssMb));
@@ -427,6 +474,6 @@ if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node -
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }
