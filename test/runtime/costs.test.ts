@@ -83,6 +83,53 @@ describe('costs', () => {
     expect(harness.model.calls).toHaveLength(6);
   });
 
+  it('match a hand-computed table across the stages of a staged flow, each on its own model and price, with a tool round', async () => {
+    const stagedScript: ModelScript = (call): ScriptedReply => {
+      const stage = call.output?.name;
+      if (stage === 'intent') return { text: JSON.stringify({ direct: false, answer: null, intent: 'order status', details: 'order 7' }), usage: { input: 1000, output: 50 } };
+      if (stage === 'execution') {
+        if (call.messages.at(-1)?.type !== 'tool_result') return { toolCalls: [{ name: 'lookup', arguments: { id: 7 } }], usage: { input: 2000, cached: 1500, output: 40 } };
+        return { text: JSON.stringify({ status: 'done', summary: 'order 7 shipped', facts: ['7'] }), usage: { input: 2500, cached: 2000, output: 60 } };
+      }
+      return { text: JSON.stringify({ reply: 'Order 7 has shipped.' }), usage: { input: 800, output: 100 } };
+    };
+    harness = await createHarness(stagedScript);
+    const palaver = await harness.start(
+      {
+        agent: { flow: 'staged', type: 'shop' },
+        staged: { types: { shop: { intent: { name: 'intent-model' }, execution: { name: 'execution-model' }, organization: { name: 'organization-model' } } } },
+        model: {
+          prices: {
+            'intent-model': { input: '0.40', output: '1.60' },
+            'execution-model': { input: '2.50', cachedInput: '1.25', output: '10' },
+            'organization-model': { input: '0.40', output: '1.60' },
+          },
+        },
+        billing: BILLING,
+      },
+      { tools: [lookup] },
+    );
+    await livingIn(palaver, 'li', { country: 'CN' });
+    await livingIn(palaver, 'ann', { country: 'US' });
+
+    // USD per call = (uncached input × input price + cached × cached price + output × output price) / 10^6:
+    //   intent        (1000 × 0.40 + 50 × 1.60) / 10^6                  = 0.00048
+    //   execution 1   (500 × 2.50 + 1500 × 1.25 + 40 × 10) / 10^6        = 0.003525   (the tool call)
+    //   execution 2   (500 × 2.50 + 2000 × 1.25 + 60 × 10) / 10^6        = 0.00435    (the work report)
+    //   organization  (800 × 0.40 + 100 × 1.60) / 10^6                   = 0.00048
+    // The reply = 0.008835 USD; in CNY 0.008835 × 7.1235 = 0.0629361225 → 0.062936 (half-up at 6 places)
+    for (const row of [
+      { user: 'li', cost: '0.062936', currency: 'CNY' },
+      { user: 'ann', cost: '0.008835', currency: 'USD' },
+    ]) {
+      const reply = await palaver.chat({ userId: row.user, text: 'where is my order?' });
+      expect(reply.text).toBe('Order 7 has shipped.');
+      expect(reply.usage).toEqual({ inputTokens: 6300, outputTokens: 250, cost: row.cost, currency: row.currency });
+      expect(await palaver.store.sessions.findById(reply.sessionId)).toMatchObject({ inputTokens: 6300, cachedInputTokens: 3500, outputTokens: 250, cost: row.cost, currency: row.currency });
+    }
+    expect(harness.model.calls.map((call) => call.model)).toEqual([...Array(2)].flatMap(() => ['intent-model', 'execution-model', 'execution-model', 'organization-model']));
+  });
+
   it('keep the currency of a session that holds money when the user moves to another country', async () => {
     harness = await createHarness(orderScript);
     const palaver = await harness.start({ model: { prices: PRICES }, billing: BILLING }, { tools: [lookup] });
