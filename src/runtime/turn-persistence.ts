@@ -68,34 +68,19 @@ export function persistFailure(scope: TurnScope, failures: ModelFailures, errorI
 
 async function storeFailure(scope: TurnScope, failures: ModelFailures, errorId: string): Promise<Answer> {
   const { deps } = scope;
-  // The store is the truth after a failure: the next turn reloads what it needs.
-  deps.cache.forgetHistory(scope.session.id);
-  deps.cache.forgetState(scope.user.id);
   const apology = [
     systemText(scope.interfaceLanguage, 'turn.apology', undefined, deps.agent.defaultLanguage),
     systemText(scope.interfaceLanguage, 'turn.errorReference', { errorId }, deps.agent.defaultLanguage),
   ].join('\n');
-  const usage = await usageOf(scope, scope.modelCalls);
-  const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
-  const state: UserState = { ...scope.initialState, responseChainId: null };
-  const parts = splitReply(apology, scope.channel.capabilities.maxMessageChars);
-  const deliveries = await deps.store.transaction(async (tx) => {
-    const stored = await tx.messages.append(
-      scope.session.id,
-      [
-        ...newMessages(scope),
-        ...audit,
-        { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: apology, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { error: true, errorId, ...(failures.length > 0 ? { failures } : {}) } },
-      ],
-      { status: 'failed', ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
-    );
-    await markAnswered(scope, tx, stored);
-    await recordDailySpend(scope, tx, usage.cost);
-    await tx.userState.save(scope.user.id, state);
-    return addToOutbox(scope, tx, stored, parts);
+  const answer = await storeOwnReply(scope, {
+    text: apology,
+    status: 'failed',
+    meta: { error: true, errorId, ...(failures.length > 0 ? { failures } : {}) },
+    // A failed turn's chain may point at a response that never got its tool results: the next turn starts afresh.
+    state: { ...scope.initialState, responseChainId: null },
   });
   deps.metrics.turns.inc({ status: 'failed' });
-  return { outcome: { ...outcome(scope, 'failed', apology, usage), errorId }, parts, deliveries };
+  return { ...answer, outcome: { ...answer.outcome, errorId } };
 }
 
 /**
@@ -103,33 +88,45 @@ async function storeFailure(scope: TurnScope, failures: ModelFailures, errorId: 
  * record of what it did before the refused model call — the tool calls that ran and the calls that answered.
  */
 export function persistBudgetNotice(scope: TurnScope, failures: ModelFailures, budget: BudgetKind): Promise<Answer> {
-  return inSessionCurrency(scope, () => storeBudgetNotice(scope, failures, budget));
+  return inSessionCurrency(scope, async () => {
+    const notice = systemText(scope.interfaceLanguage, 'budget.exceeded', undefined, scope.deps.agent.defaultLanguage);
+    const answer = await storeOwnReply(scope, { text: notice, status: 'completed', meta: { budget, ...(failures.length > 0 ? { failures } : {}) } });
+    scope.deps.metrics.turns.inc({ status: 'completed' });
+    return answer;
+  });
 }
 
-async function storeBudgetNotice(scope: TurnScope, failures: ModelFailures, budget: BudgetKind): Promise<Answer> {
+/**
+ * Stores a reply Palaver wrote itself (an apology, a notice) in place of the model's, with what the turn did before:
+ * the tool calls that ran (their side effects are real) and the tokens of the model calls that answered.
+ */
+async function storeOwnReply(
+  scope: TurnScope,
+  reply: { readonly text: string; readonly status: 'completed' | 'failed'; readonly meta: Record<string, unknown>; readonly state?: UserState },
+): Promise<Answer> {
   const { deps } = scope;
+  // The store is the truth after a turn that did not end as planned: the next turn reloads what it needs.
   deps.cache.forgetHistory(scope.session.id);
   deps.cache.forgetState(scope.user.id);
-  const notice = systemText(scope.interfaceLanguage, 'budget.exceeded', undefined, deps.agent.defaultLanguage);
   const usage = await usageOf(scope, scope.modelCalls);
   const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
-  const parts = splitReply(notice, scope.channel.capabilities.maxMessageChars);
+  const parts = splitReply(reply.text, scope.channel.capabilities.maxMessageChars);
   const deliveries = await deps.store.transaction(async (tx) => {
     const stored = await tx.messages.append(
       scope.session.id,
       [
         ...newMessages(scope),
         ...audit,
-        { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: notice, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { budget, ...(failures.length > 0 ? { failures } : {}) } },
+        { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: reply.text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: reply.meta },
       ],
-      { status: 'completed', ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
+      { status: reply.status, ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
     );
     await markAnswered(scope, tx, stored);
     await recordDailySpend(scope, tx, usage.cost);
+    if (reply.state) await tx.userState.save(scope.user.id, reply.state);
     return addToOutbox(scope, tx, stored, parts);
   });
-  deps.metrics.turns.inc({ status: 'completed' });
-  return { outcome: outcome(scope, 'completed', notice, usage), parts, deliveries };
+  return { outcome: outcome(scope, reply.status, reply.text, usage), parts, deliveries };
 }
 
 /** The person's messages this turn answers, as they join the conversation. */
