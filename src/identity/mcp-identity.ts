@@ -1,6 +1,4 @@
 import { setMaxListeners } from 'node:events';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
@@ -9,6 +7,7 @@ import type { User } from '../domain/model.js';
 import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain/ports/identity.js';
 import type { Store } from '../domain/ports/store.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
+import type { McpConnection } from '../tools/mcp/mcp-connection.js';
 import { normalisePhone } from './phones.js';
 
 export interface McpIdentityResolverOptions {
@@ -39,15 +38,10 @@ const DEFAULT_CACHE_SIZE = 10_000;
 const DEFAULT_CACHE_TTL_SECONDS = 300;
 /** The first attempt on the current session, the second on a fresh client: a restarted server drops sessions. */
 const ATTEMPTS = 2;
-/** `close()` asks the server to end the session, but does not wait on a server that is gone. */
-const TERMINATE_SESSION_MS = 1_000;
 const MAX_USER_ID_CHARS = 200;
 const CLIENT_INFO = { name: 'palaver-identity', version: '0.1.0' };
 
-interface Connection {
-  readonly client: Client;
-  readonly transport: StreamableHTTPClientTransport;
-}
+type Connection = McpConnection;
 
 /** A user id as a directory may write it: a non-empty string, or an integer (turned into its decimal string). */
 const userIdSchema = z.union([
@@ -231,27 +225,25 @@ export class McpIdentityResolver implements IdentityResolver {
   }
 
   async #open(): Promise<Connection> {
-    const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
-      import('@modelcontextprotocol/sdk/client/index.js'),
-      import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
-    ]);
-    const transport = new StreamableHTTPClientTransport(this.#url, { requestInit: { headers: this.#headers }, fetch: this.#fetch });
-    const client = new Client(CLIENT_INFO);
-    client.onerror = (error) => this.#logger.debug({ reason: this.#redact(describe(error)) }, 'identity directory transport error');
-    try {
-      await client.connect(transport, { timeout: this.#timeoutMs });
-    } catch (error) {
-      await client.close().catch(() => undefined);
-      throw error;
-    }
-    return { client, transport };
+    // The MCP SDK loads with the first lookup, not at start-up.
+    const { openMcpConnection } = await import('../tools/mcp/mcp-connection.js');
+    return openMcpConnection({
+      url: this.#url,
+      headers: this.#headers,
+      fetch: this.#fetch,
+      timeoutMs: this.#timeoutMs,
+      clientInfo: CLIENT_INFO,
+      configure: (client) => {
+        client.onerror = (error) => this.#logger.debug({ reason: this.#redact(describe(error)) }, 'identity directory transport error');
+      },
+    });
   }
 
   async #dispose(connecting: Promise<Connection> | undefined): Promise<void> {
     const connection = await connecting?.catch(() => undefined);
     if (!connection) return;
-    await withDeadline(connection.transport.terminateSession().catch(() => undefined), TERMINATE_SESSION_MS);
-    await connection.client.close().catch(() => undefined);
+    const { closeMcpConnection } = await import('../tools/mcp/mcp-connection.js');
+    await closeMcpConnection(connection);
   }
 }
 
@@ -295,12 +287,3 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message.slice(0, 300) : String(error).slice(0, 300);
 }
 
-async function withDeadline(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  await Promise.race([work, deadline]);
-  clearTimeout(timer);
-}

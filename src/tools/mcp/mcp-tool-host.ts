@@ -1,7 +1,5 @@
 import { setMaxListeners } from 'node:events';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ConfigError, ToolError } from '../../domain/errors.js';
@@ -9,6 +7,7 @@ import type { JsonSchema } from '../../domain/ports/model-provider.js';
 import type { ToolCallContext, ToolDescriptor, ToolHost, ToolResult } from '../../domain/ports/tool-host.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { classifyMcpError } from './classify-mcp-error.js';
+import { closeMcpConnection, openMcpConnection, type McpConnection } from './mcp-connection.js';
 import { errorResult, mapCallResult } from './map-call-result.js';
 
 export interface McpToolHostOptions {
@@ -41,8 +40,6 @@ const DEFAULT_LIST_CACHE_MS = 60_000;
 const DEFAULT_MAX_RESULT_CHARS = 20_000;
 /** Guards against a server whose `nextCursor` never ends. */
 const MAX_LIST_PAGES = 50;
-/** `close()` asks the server to end the session, but does not wait on a server that is gone. */
-const TERMINATE_SESSION_MS = 1_000;
 /** Attempts to open a session before the server counts as unreachable; the first retry is immediate. */
 const CONNECT_ATTEMPTS = 3;
 const CONNECT_RETRY_DELAY_MS = 100;
@@ -55,10 +52,7 @@ const REFUSED_OTHER_USER = 'Refused: this tool acts only for the current user';
  */
 const correlation = new AsyncLocalStorage<string>();
 
-interface Connection {
-  readonly client: Client;
-  readonly transport: StreamableHTTPClientTransport;
-}
+type Connection = McpConnection;
 
 interface Catalog {
   readonly descriptors: readonly ToolDescriptor[];
@@ -206,9 +200,7 @@ export class McpToolHost implements ToolHost {
     this.catalog = undefined;
     const connection = await connecting?.catch(() => undefined);
     if (!connection) return;
-    // Ending the session lets the server free it now rather than at its idle timeout; bounded, the server may be gone.
-    await withDeadline(connection.transport.terminateSession().catch(() => undefined), TERMINATE_SESSION_MS);
-    await connection.client.close().catch(() => undefined);
+    await closeMcpConnection(connection);
   }
 
   private assertOpen(): void {
@@ -229,24 +221,27 @@ export class McpToolHost implements ToolHost {
   }
 
   private async open(): Promise<Connection> {
-    // The SDK sends `mcp-session-id` and, after initialize, `mcp-protocol-version` itself; we add only auth.
-    const transport = new StreamableHTTPClientTransport(this.url, { requestInit: { headers: this.headers }, fetch: this.fetch });
-    const client = new Client(CLIENT_INFO);
-    const connection: Connection = { client, transport };
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      this.catalogGeneration += 1;
-      this.catalog = undefined;
+    let opened: Connection | undefined;
+    const connection = await openMcpConnection({
+      url: this.url,
+      headers: this.headers,
+      fetch: this.fetch,
+      timeoutMs: this.timeoutMs,
+      clientInfo: CLIENT_INFO,
+      configure: (client) => {
+        client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+          this.catalogGeneration += 1;
+          this.catalog = undefined;
+        });
+        // Transport errors also surface as rejected requests; the SDK additionally reports background ones (the
+        // optional GET stream) here, which are worth no more than a debug line.
+        client.onerror = (error) => this.logger.debug({ reason: this.redact(describe(error)) }, 'MCP transport error');
+        client.onclose = () => {
+          if (opened) this.forget(opened);
+        };
+      },
     });
-    // Transport errors also surface as rejected requests; the SDK additionally reports background ones (the
-    // optional GET stream) here, which are worth no more than a debug line.
-    client.onerror = (error) => this.logger.debug({ reason: this.redact(describe(error)) }, 'MCP transport error');
-    client.onclose = () => this.forget(connection);
-    try {
-      await client.connect(transport, { timeout: this.timeoutMs });
-    } catch (error) {
-      await client.close().catch(() => undefined);
-      throw error;
-    }
+    opened = connection;
     this.connection = connection;
     return connection;
   }
@@ -319,7 +314,7 @@ export class McpToolHost implements ToolHost {
     return this.loadingCatalog;
   }
 
-  private async fetchCatalog(client: Client): Promise<Catalog> {
+  private async fetchCatalog(client: McpConnection['client']): Promise<Catalog> {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page += 1) {
@@ -418,12 +413,3 @@ function delay(ms: number): Promise<void> {
   return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function withDeadline(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  await Promise.race([work, deadline]);
-  clearTimeout(timer);
-}
