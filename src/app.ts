@@ -29,6 +29,7 @@ import { Pipeline } from './runtime/pipeline.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
 import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
+import type { Transcriber } from './models/openai-transcription.js';
 import type { RunningHttpServer } from './server/http-server.js';
 import { MemoryChannel } from './channels/memory/memory-channel.js';
 import { genaiPriceLookup } from './models/genai-price-lookup.js';
@@ -362,14 +363,20 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
   const telegram = config.channels.telegram;
   if (telegram.enabled && telegram.token) {
     const { TelegramBotChannel } = await import('./channels/telegram-bot/telegram-bot-channel.js');
-    const { createTranscriber } = await import('./models/openai-transcription.js');
     // Voice messages go to the model's endpoint unless channels.telegram.transcription names another.
     const transcriptionKey = telegram.transcription.apiKey ?? (telegram.transcription.baseUrl === undefined ? config.model.apiKey : undefined);
-    const { transcribe } = createTranscriber({
-      baseUrl: telegram.transcription.baseUrl ?? config.model.baseUrl ?? 'https://api.openai.com/v1',
-      model: telegram.transcription.model,
-      ...(transcriptionKey === undefined ? {} : { apiKey: transcriptionKey }),
-    });
+    // The transcriber (and the openai SDK under it) loads with the first voice message, not at start-up.
+    let transcriber: Promise<Transcriber> | undefined;
+    const transcribe: Transcriber['transcribe'] = async (audio, options) => {
+      transcriber ??= import('./models/openai-transcription.js').then(({ createTranscriber }) =>
+        createTranscriber({
+          baseUrl: telegram.transcription.baseUrl ?? config.model.baseUrl ?? 'https://api.openai.com/v1',
+          model: telegram.transcription.model,
+          ...(transcriptionKey === undefined ? {} : { apiKey: transcriptionKey }),
+        }),
+      );
+      return (await transcriber).transcribe(audio, options);
+    };
     channels.push(
       new TelegramBotChannel({
         token: telegram.token,

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startFakeTelegram } from '../src/testing/index.js';
 
 const root = new URL('..', import.meta.url);
 const entry = new URL('src/index.ts', root).href;
@@ -94,6 +95,31 @@ describe('loading only what is used', () => {
     // The model SDK and the SQLite engine are what this config uses (better-sqlite3 on Node 20, node:sqlite later).
     expect(adaptersIn(loaded, [/^openai$/, /^kysely$/, /^better-sqlite3$/])).toEqual([]);
     expect(loaded).toContain('kysely');
+  });
+
+  it('the Telegram channel starts without the model SDK: voice transcription loads it with the first voice message', async () => {
+    const telegram = await startFakeTelegram();
+    try {
+      const instructions = join(work, 'instructions');
+      mkdirSync(instructions, { recursive: true });
+      writeFileSync(join(instructions, 'base.md'), 'You are a test agent.');
+      const loaded = await packagesLoadedBy(`
+        const { createPalaver, silentLogger } = await import(entry);
+        const palaver = await createPalaver(
+          {
+            model: { name: 'scripted', baseUrl: 'http://127.0.0.1:9/v1' },
+            database: { url: ${JSON.stringify(`sqlite:${join(work, 'telegram', 'palaver.db')}`)} },
+            agent: { instructionsDir: ${JSON.stringify(instructions)} },
+            channels: { web: { enabled: false }, telegram: { token: ${JSON.stringify(telegram.token)}, apiRoot: ${JSON.stringify(telegram.apiRoot)} } },
+          },
+          { logger: silentLogger() },
+        );
+        await palaver.close();`);
+      expect(loaded).toContain('grammy');
+      expect(adaptersIn(loaded, [/^kysely$/, /^better-sqlite3$/])).toEqual([]);
+    } finally {
+      await telegram.close();
+    }
   });
 
   it('loading a JSON config loads no YAML parser', async () => {
