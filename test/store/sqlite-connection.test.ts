@@ -285,6 +285,24 @@ describe('SQLite checkpoints', () => {
     }
   });
 
+  it('end their thread while the database is idle, handing checkpoints back, and start it again with the next write', async () => {
+    const { db, store } = await givenStore({ checkpoints: { intervalMs: 5, idleStopMs: 50 } });
+    const autocheckpoint = async () => (await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db)).rows[0]?.wal_autocheckpoint;
+    try {
+      const session = await givenSession(store, 'idle');
+      // Running: the worker has taken the checkpoints over (until it is ready SQLite's default, 1000, applies).
+      await expect.poll(autocheckpoint, { timeout: 5_000 }).toBe(0);
+      // Idle: the worker ends (its exit hands checkpoints back) and the main connection checkpoints for itself again.
+      await expect.poll(autocheckpoint, { timeout: 5_000 }).toBe(1000);
+      // A write wakes it: checkpoints leave the main connection again.
+      await store.messages.append(session.id, [say('wake up')]);
+      await expect.poll(autocheckpoint, { timeout: 5_000 }).toBe(0);
+      expect((await store.messages.listRecent(session.id, { limit: 1 }))[0]?.content).toBe('wake up');
+    } finally {
+      await store.close();
+    }
+  });
+
   /** A checkpointer on `path` that records what it asks of the main connection and the warnings it emits. */
   function watchedCheckpointer(path: string) {
     const settings: number[] = [];

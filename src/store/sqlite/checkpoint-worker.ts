@@ -13,6 +13,8 @@ export interface CheckpointWorkerData {
   readonly intervalMs: number;
   /** WAL frames after which the worker asks for a quiet moment to start the WAL over. */
   readonly restartFrames: number;
+  /** The worker ends after this long without new WAL frames (an idle database needs no thread); 0: never. */
+  readonly idleStopMs: number;
 }
 
 /** Messages from the worker to the main thread. */
@@ -20,6 +22,7 @@ export type CheckpointWorkerEvent =
   | { readonly type: 'ready' }
   | { readonly type: 'quiet-please' }
   | { readonly type: 'restarted' }
+  | { readonly type: 'idle' }
   | { readonly type: 'failed'; readonly message: string };
 
 /** Messages from the main thread: `quiet` grants the quiet moment, `stop` closes the connection and ends. */
@@ -66,11 +69,24 @@ function run(port: NonNullable<typeof parentPort>, data: CheckpointWorkerData): 
   const database = db;
   const checkpoint = (mode: 'PASSIVE' | 'RESTART'): { log: number } => database.prepare(`PRAGMA wal_checkpoint(${mode})`).get() as { log: number };
   let waitingForQuiet = false;
+  const idleRounds = data.idleStopMs > 0 ? Math.max(1, Math.ceil(data.idleStopMs / data.intervalMs)) : Infinity;
+  let lastLog = -1;
+  let quietRounds = 0;
   timer = setInterval(() => {
     if (waitingForQuiet) return;
     try {
       // Copies what it can without waiting for anyone.
       const { log } = checkpoint('PASSIVE');
+      quietRounds = log === lastLog ? quietRounds + 1 : 0;
+      lastLog = log;
+      if (quietRounds >= idleRounds) {
+        // Nothing written for a while: end the thread; the next commit starts another.
+        clearInterval(timer);
+        database.close();
+        post({ type: 'idle' });
+        port.close();
+        return;
+      }
       if (log >= data.restartFrames) {
         waitingForQuiet = true;
         post({ type: 'quiet-please' });

@@ -81,6 +81,9 @@ export function openSqliteDatabase(url: string, options: SqliteDatabaseOptions =
         }
       },
     });
+    // A worker that ended while the database was idle starts again with the next write.
+    const idle = checkpointer;
+    connection.onWrite = () => idle.wake();
   }
   return db;
 }
@@ -89,6 +92,6 @@ export function openSqliteDatabase(url: string, options: SqliteDatabaseOptions =
 export interface SqliteDatabaseOptions {
   readonly driver?: SqliteDriver;
   /** How often the checkpointer runs and when it resets the WAL; the defaults suit production. */
-  readonly checkpoints?: { readonly intervalMs?: number; readonly restartFrames?: number };
+  readonly checkpoints?: { readonly intervalMs?: number; readonly restartFrames?: number; readonly idleStopMs?: number };
 }
 

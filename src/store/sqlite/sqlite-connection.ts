@@ -72,6 +72,9 @@ export class SqliteConnection implements DatabaseConnection {
     this.flush().catch(() => {});
   };
 
+  /** Told after every statement that writes (the WAL checkpointer wakes its worker with it); cheap, never throws. */
+  onWrite: (() => void) | undefined;
+
   constructor(database: SqliteDatabase, gate: ConnectionGate) {
     this.#database = database;
     this.#gate = gate;
@@ -87,6 +90,7 @@ export class SqliteConnection implements DatabaseConnection {
     const statement = this.#database.prepare(query.sql);
     if (statement.reader) return { rows: statement.all(query.parameters) as R[] };
     const { changes, lastInsertRowid } = statement.run(query.parameters);
+    this.onWrite?.();
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
 

@@ -27,7 +27,12 @@ export interface WalCheckpointerOptions {
   readonly whileWritesPaused: (fn: () => Promise<void>) => Promise<void>;
   readonly intervalMs?: number;
   readonly restartFrames?: number;
+  /** The thread ends after this long without writes and starts again with the next commit; 0 keeps it. */
+  readonly idleStopMs?: number;
 }
+
+/** How long the worker runs on without new WAL frames before it ends (an idle server then holds no thread). */
+export const IDLE_STOP_MS = 30_000;
 
 /** SQLite's default `wal_autocheckpoint`, restored on the main connection when the worker is gone. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
@@ -55,46 +60,64 @@ function workerEntry(): { readonly entry: URL | string; readonly eval: boolean }
  * connection's own checkpoints are turned back on.
  */
 export class WalCheckpointer {
-  readonly #worker: Worker;
   readonly #options: WalCheckpointerOptions;
+  readonly #workerData: CheckpointWorkerData;
+  #worker: Worker | undefined;
   #active = false;
-  #exited = false;
+  /** The worker could not run here (a failure, not an idle end): checkpoints stay with the main connection. */
+  #failed = false;
   #stopping: Promise<void> | undefined;
 
   constructor(options: WalCheckpointerOptions) {
     this.#options = options;
-    const workerData: CheckpointWorkerData = {
+    this.#workerData = {
       path: options.path,
       binding: options.binding,
       intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
       restartFrames: options.restartFrames ?? RESTART_FRAMES,
+      idleStopMs: options.idleStopMs ?? IDLE_STOP_MS,
     };
+    this.#start();
+  }
+
+  /**
+   * Called after each commit of the main connection: starts the worker again if it ended while the database was
+   * idle. A field check when it runs.
+   */
+  wake(): void {
+    if (this.#worker === undefined && this.#stopping === undefined && !this.#failed) this.#start();
+  }
+
+  #start(): void {
     const { entry, eval: isBootstrap } = workerEntry();
-    this.#worker = new Worker(entry, {
+    const worker = new Worker(entry, {
       eval: isBootstrap,
-      workerData,
+      workerData: this.#workerData,
       // The worker needs none of the parent's flags (loaders, inspector).
       execArgv: [],
       stdout: false,
       stderr: false,
     });
+    this.#worker = worker;
     // A forgotten close() must not keep the process alive.
-    this.#worker.unref();
-    this.#worker.on('message', (message: CheckpointWorkerEvent) => {
+    worker.unref();
+    worker.on('message', (message: CheckpointWorkerEvent) => {
       if (message.type === 'ready' && this.#stopping === undefined) {
         this.#active = true;
-        options.setAutoCheckpoint(0);
+        this.#options.setAutoCheckpoint(0);
       } else if (message.type === 'quiet-please') {
-        void this.#restartWhileQuiet();
+        void this.#restartWhileQuiet(worker);
       } else if (message.type === 'failed') {
+        this.#failed = true;
         process.emitWarning(`Palaver's SQLite checkpointer stopped (${message.message}); the database checkpoints on commit instead.`);
       }
     });
-    this.#worker.on('error', (error) => {
+    worker.on('error', (error) => {
+      this.#failed = true;
       process.emitWarning(`Palaver's SQLite checkpointer failed (${error.message}); the database checkpoints on commit instead.`);
     });
-    this.#worker.on('exit', () => {
-      this.#exited = true;
+    worker.on('exit', () => {
+      if (this.#worker === worker) this.#worker = undefined;
       this.#handBack();
     });
   }
@@ -106,41 +129,39 @@ export class WalCheckpointer {
 
   /** Closes the worker's connection and ends the thread; the main connection checkpoints again. */
   stop(): Promise<void> {
-    this.#stopping ??= this.#exited
-      ? Promise.resolve()
-      : new Promise<void>((resolve) => {
-          // Keeps the process alive until the worker has closed its connection.
-          this.#worker.ref();
-          this.#worker.once('exit', () => resolve());
-          this.#post('stop');
-        });
+    const worker = this.#worker;
+    this.#stopping ??=
+      worker === undefined
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            // Keeps the process alive until the worker has closed its connection.
+            worker.ref();
+            worker.once('exit', () => resolve());
+            worker.postMessage('stop' satisfies CheckpointWorkerCommand);
+          });
     return this.#stopping;
   }
 
-  async #restartWhileQuiet(): Promise<void> {
+  async #restartWhileQuiet(worker: Worker): Promise<void> {
     await this.#options.whileWritesPaused(async () => {
-      if (this.#exited) return;
+      if (this.#worker !== worker) return;
       const done = new Promise<void>((resolve) => {
         const onMessage = (message: CheckpointWorkerEvent) => {
           if (message.type !== 'restarted') return;
-          this.#worker.off('message', onMessage);
-          this.#worker.off('exit', onExit);
+          worker.off('message', onMessage);
+          worker.off('exit', onExit);
           resolve();
         };
         const onExit = () => {
-          this.#worker.off('message', onMessage);
+          worker.off('message', onMessage);
           resolve();
         };
-        this.#worker.on('message', onMessage);
-        this.#worker.once('exit', onExit);
+        worker.on('message', onMessage);
+        worker.once('exit', onExit);
       });
-      this.#post('quiet');
+      worker.postMessage('quiet' satisfies CheckpointWorkerCommand);
       await done;
     });
-  }
-
-  #post(command: CheckpointWorkerCommand): void {
-    this.#worker.postMessage(command);
   }
 
   #handBack(): void {
