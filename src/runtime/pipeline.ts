@@ -232,7 +232,7 @@ export class Pipeline {
       const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
       // Set once, from the first input with text; never changed later.
       const title = session.title === null ? titleFrom(text) : '';
-      if (title !== '') await tx.sessions.setTitle(session.id, title);
+      if (title !== '') await tx.sessions.setTitle(session.id, title, { ifUntitled: true });
       return session;
     });
     // A direct conversation is its opener's (and their linked accounts'): nobody else writes into it or reads it.

@@ -188,6 +188,23 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await expectStoreError(store.sessions.setStatus(randomUUID(), 'failed'), 'not_found');
       });
 
+      it('sets a first title once, whichever of two first messages comes first', async () => {
+        const session = await givenSession();
+        const results = await Promise.all([
+          store.sessions.setTitle(session.id, 'first words', { ifUntitled: true }),
+          store.sessions.setTitle(session.id, 'other words', { ifUntitled: true }),
+        ]);
+        expect(results.filter(Boolean)).toHaveLength(1);
+        const title = (await store.sessions.findById(session.id))!.title;
+        expect(['first words', 'other words']).toContain(title);
+        expect(await store.sessions.setTitle(session.id, 'later', { ifUntitled: true })).toBe(false);
+        expect((await store.sessions.findById(session.id))!.title).toBe(title);
+        // Without the option a title is replaced (an admin renaming a conversation).
+        expect(await store.sessions.setTitle(session.id, 'renamed')).toBe(true);
+        expect((await store.sessions.findById(session.id))!.title).toBe('renamed');
+        await expectStoreError(store.sessions.setTitle(randomUUID(), 'x', { ifUntitled: true }), 'not_found');
+      });
+
       it('ends a turn in one write: usage added and status set together', async () => {
         const session = await givenSession();
         await store.sessions.setStatus(session.id, 'running');

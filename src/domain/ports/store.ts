@@ -83,7 +83,11 @@ export interface SessionRepository {
   findByConversation(channel: string, conversationId: string): Promise<Session | undefined>;
   listByUser(userId: string, limit?: number): Promise<Session[]>;
   setStatus(sessionId: string, status: SessionStatus): Promise<void>;
-  setTitle(sessionId: string, title: string): Promise<void>;
+  /**
+   * Sets the title; with `ifUntitled` only when the session has none yet (a first message's title, decided by the
+   * database, so two first messages at once cannot both set it). Resolves whether the title was written.
+   */
+  setTitle(sessionId: string, title: string, options?: { readonly ifUntitled?: boolean }): Promise<boolean>;
   /** Starts the conversation afresh for the model: later `listRecent(…, { sinceContextStart })` skips what came before. Nothing is deleted. */
   resetContext(sessionId: string): Promise<void>;
   /**

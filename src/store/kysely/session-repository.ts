@@ -92,10 +92,14 @@ export class KyselySessionRepository implements SessionRepository {
   }
 
   /** @throws StoreError `not_found` for an unknown session. */
-  setTitle(sessionId: string, title: string): Promise<void> {
+  setTitle(sessionId: string, title: string, options: { readonly ifUntitled?: boolean } = {}): Promise<boolean> {
     return storeOperation('sessions.setTitle', async () => {
-      const result = await setTitleQuery.execute(this.#ctx.db, { id: sessionId, title, now: this.#ctx.now() });
-      if (result.numAffectedRows === 0n) throw sessionNotFound(sessionId);
+      const query = options.ifUntitled ? setFirstTitleQuery : setTitleQuery;
+      const result = await query.execute(this.#ctx.db, { id: sessionId, title, now: this.#ctx.now() });
+      if (result.numAffectedRows !== 0n) return true;
+      // Nothing written: a titled session (with ifUntitled), or none at all.
+      if (options.ifUntitled && (await this.findById(sessionId)) !== undefined) return false;
+      throw sessionNotFound(sessionId);
     });
   }
 
@@ -159,5 +163,9 @@ const setStatusQuery = prepared((db, $: { id: string; status: SessionStatus; now
 
 const setTitleQuery = prepared((db, $: { id: string; title: string; now: number }) =>
   db.updateTable('sessions').set({ title: $.title, updated_at: $.now }).where('id', '=', $.id),
+);
+
+const setFirstTitleQuery = prepared((db, $: { id: string; title: string; now: number }) =>
+  db.updateTable('sessions').set({ title: $.title, updated_at: $.now }).where('id', '=', $.id).where('title', 'is', null),
 );
 
