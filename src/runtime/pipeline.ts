@@ -89,6 +89,7 @@ export class Pipeline {
       conversations: (accountId, options) => this.#conversations(channel, accountId, options?.limit ?? 50),
       transcript: (accountId, conversationId, options) => this.#transcript(channel, accountId, conversationId, options?.limit ?? 200),
       reset: (accountId, conversationId) => this.#reset(channel, accountId, conversationId),
+      interfaceLanguage: (accountId, hint) => this.#interfaceLanguage(channel, accountId, hint),
       state: {
         get: (key) => this.#deps.store.channelState.get(channel.name, key),
         set: (key, value) => this.#deps.store.channelState.set(channel.name, key, value),
@@ -406,6 +407,19 @@ export class Pipeline {
     const { state } = parseUserState(record?.raw);
     await store.userState.save(session.userId, resetUserState(state, this.#deps.agent.resetKeepsRole));
     cache.forgetState(session.userId);
+  }
+
+  /** The interface language of the person behind an account: their profile's, else the channel's hint, else the default. */
+  async #interfaceLanguage(channel: Channel, accountId: string, hint: string | undefined): Promise<string> {
+    const { store, cache, profiles, agent } = this.#deps;
+    const user = await store.users.findByAccount(channel.name, accountId);
+    if (user) {
+      const cached = cache.profile(user.id);
+      if (cached) return cached.preferences.interfaceLanguage;
+      const record = await store.profiles.get(user.id);
+      if (record) return profiles.parse(record.raw).settings.preferences.interfaceLanguage;
+    }
+    return hint ?? agent.defaultLanguage;
   }
 
   /** The session of a conversation, if it belongs to the account. */

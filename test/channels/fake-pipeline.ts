@@ -57,6 +57,10 @@ export class FakeChannelContext implements ChannelContext {
   /** Resets nothing: the fake keeps no model history. */
   async reset(): Promise<void> {}
 
+  async interfaceLanguage(_accountId: string, hint?: string): Promise<string> {
+    return hint ?? 'en';
+  }
+
   /** A channel's key-value state, in memory. */
   readonly state = memoryState();
 

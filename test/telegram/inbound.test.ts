@@ -100,6 +100,19 @@ describe('telegram bot: what it understands', () => {
     expect(after.text).toBe('history: who am I?');
   });
 
+  it('confirms /reset in the interface language of the person\'s profile, not the Telegram app\'s', async () => {
+    rig = await createTelegramRig(echo, { quietWindowMs: 50 });
+    const { telegram, palaver } = rig;
+    const from = { id: 32, first_name: 'Olena', language_code: 'en' };
+    telegram.sendText({ chatId: 32, text: 'hello', from });
+    await telegram.waitForMessages(1, { chatId: 32 });
+    const user = (await palaver.store.users.findByAccount('telegram-bot', '32'))!;
+    expect((await palaver.profiles.update(user.id, { preferences: { interfaceLanguage: 'uk' } })).ok).toBe(true);
+    telegram.sendText({ chatId: 32, text: '/reset', from });
+    const confirmation = (await telegram.waitForMessages(2, { chatId: 32 }))[1]!;
+    expect(confirmation.text).toBe('Готово: починаємо заново. Попередніх повідомлень я більше не бачу.');
+  });
+
   it('tells the person, in their language, when a message is too long', async () => {
     rig = await createTelegramRig(echo, { quietWindowMs: 50 });
     const { telegram, harness } = rig;

@@ -337,8 +337,8 @@ export class TelegramBotChannel implements Channel {
     };
     const command = commandOf(message, me);
     if (shared && !isAddressedToBot(message, me) && (this.#options.groupAnswer ?? 'mention') === 'mention') return;
-    if (command === 'start') return this.#tell(address, from.language_code, 'telegram.greeting');
-    if (command === 'reset') return this.#reset(address, String(from.id), from.language_code);
+    if (command === 'start') return this.#tell(address, personOf(from), 'telegram.greeting');
+    if (command === 'reset') return this.#reset(address, personOf(from));
     await this.#handle(message, address);
   }
 
@@ -364,7 +364,7 @@ export class TelegramBotChannel implements Channel {
     let read = readMessage(message, this.#bot.botInfo);
     if (!read) return;
     if (read.audio) {
-      const transcript = await this.#transcribe(read, address, from.language_code);
+      const transcript = await this.#transcribe(read, address, personOf(from));
       if (transcript === undefined) return;
       read = { ...read, text: read.text.replace(AUDIO_PLACEHOLDER, transcript) };
     }
@@ -395,15 +395,16 @@ export class TelegramBotChannel implements Channel {
         identity_unrecognised: 'identity.unrecognised',
       };
       const key = texts[error.code];
-      if (key && error.code !== 'forbidden') await this.#tell(address, from.language_code, key);
+      if (key && error.code !== 'forbidden') await this.#tell(address, personOf(from), key);
     }
   }
 
   /** The transcript of a voice or audio message, or undefined after telling the person it could not be heard. */
-  async #transcribe(read: ReadMessage, address: ChatAddress, language: string | undefined): Promise<string | undefined> {
+  async #transcribe(read: ReadMessage, address: ChatAddress, person: Person): Promise<string | undefined> {
     const audio = read.audio!;
+    const language = person.hint;
     if (!this.#options.transcribe) {
-      await this.#tell(address, language, 'telegram.voiceOff');
+      await this.#tell(address, person, 'telegram.voiceOff');
       return undefined;
     }
     try {
@@ -419,24 +420,28 @@ export class TelegramBotChannel implements Channel {
       return text;
     } catch (error) {
       this.#logger.warn({ err: error, chatId: address.chatId }, 'telegram voice message could not be transcribed; the person was asked to write');
-      await this.#tell(address, language, 'telegram.voiceFailed');
+      await this.#tell(address, person, 'telegram.voiceFailed');
       return undefined;
     }
   }
 
-  async #reset(address: ChatAddress, accountId: string, language: string | undefined): Promise<void> {
+  async #reset(address: ChatAddress, person: Person): Promise<void> {
     try {
-      await this.#context?.reset(accountId, conversationIdOf(address));
+      await this.#context?.reset(person.accountId, conversationIdOf(address));
     } catch (error) {
       if (!(error instanceof ChannelError)) throw error;
-      if (error.code === 'forbidden') return this.#tell(address, language, 'reset.forbidden');
+      if (error.code === 'forbidden') return this.#tell(address, person, 'reset.forbidden');
       // not_found: nothing to forget yet; the person still gets the confirmation.
     }
-    await this.#tell(address, language, 'reset.done');
+    await this.#tell(address, person, 'reset.done');
   }
 
-  /** A message of the channel's own (greeting, confirmation, refusal), in the person's language; failures are logged. */
-  async #tell(address: ChatAddress, language: string | undefined, key: SystemTextKey): Promise<void> {
+  /**
+   * A message of the channel's own (greeting, confirmation, refusal), in the person's interface language (their
+   * profile's, else Telegram's `language_code`); failures are logged.
+   */
+  async #tell(address: ChatAddress, person: Person, key: SystemTextKey): Promise<void> {
+    const language = (await this.#context?.interfaceLanguage(person.accountId, person.hint).catch(() => undefined)) ?? person.hint;
     try {
       await this.#bot.api.sendMessage(address.chatId, systemText(language, key, { name: this.#options.agentName ?? this.#bot.botInfo.first_name }), {
         ...(address.threadId === undefined ? {} : { message_thread_id: address.threadId }),
@@ -491,4 +496,14 @@ function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Who a notice of the channel's own goes to: the sender's account and Telegram's guess at their language. */
+interface Person {
+  readonly accountId: string;
+  readonly hint: string | undefined;
+}
+
+function personOf(from: { readonly id: number; readonly language_code?: string }): Person {
+  return { accountId: String(from.id), hint: from.language_code };
 }

@@ -99,6 +99,12 @@ export interface ChannelContext {
    * @throws ChannelError `forbidden` / `not_found` as `transcript`.
    */
   reset(accountId: string, conversationId: string): Promise<void>;
+  /**
+   * The language Palaver's own texts to `accountId` are written in (a greeting, a confirmation, a refusal the channel
+   * sends itself): the interface language of the person's profile, else `hint` (the channel's own guess, such as
+   * Telegram's `language_code`), else the agent's default.
+   */
+  interfaceLanguage(accountId: string, hint?: string): Promise<string>;
   /** Small values the channel keeps across restarts (a polling offset, business connections), per channel. */
   readonly state: ChannelStateStore;
 }
