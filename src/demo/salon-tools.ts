@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { defineTool, type LocalTool } from '../tools/define-tool.js';
 
-/** The few better-sqlite3 calls the salon uses (loaded lazily: only the salon demo needs it). */
+/** The few SQLite calls the salon uses, the same in `node:sqlite` and better-sqlite3. */
 interface SalonDatabase {
   exec(sql: string): void;
   prepare(sql: string): { run(...params: unknown[]): { changes: number }; all(...params: unknown[]): unknown[]; get(...params: unknown[]): unknown };
@@ -40,8 +40,7 @@ export interface SalonTools {
 export function createSalonTools(options: { file: string; now?: () => Date }): SalonTools {
   const now = options.now ?? (() => new Date());
   mkdirSync(dirname(options.file), { recursive: true });
-  const Database = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => SalonDatabase;
-  const db = new Database(options.file);
+  const db = openSalonDatabase(options.file);
   db.exec(SCHEMA);
 
   const welcome = (userId: string) => {
@@ -99,4 +98,16 @@ export function createSalonTools(options: { file: string; now?: () => Date }): S
     }),
   ];
   return { tools, close: () => db.close() };
+}
+
+/**
+ * `node:sqlite` where Node has it (22.5+), as Palaver's own store does; better-sqlite3, loaded only here, on Node 20.
+ * On Node 24, better-sqlite3's statements can abort the process when the garbage collector finalizes them after
+ * their database closed (a Node assertion in the addon's destructor), and the salon prepares a statement per call.
+ */
+function openSalonDatabase(file: string): SalonDatabase {
+  const nodeSqlite = process.getBuiltinModule?.('node:sqlite') as { DatabaseSync: new (file: string) => SalonDatabase } | undefined;
+  if (nodeSqlite) return new nodeSqlite.DatabaseSync(file);
+  const Database = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => SalonDatabase;
+  return new Database(file);
 }
