@@ -59,6 +59,23 @@ async function packagesLoadedBy(body: string): Promise<string[]> {
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as string[];
 }
 
+/** The packages a Palaver created from `config` (over a scripted model and a SQLite file in `name`) loads, then closed. */
+async function packagesLoadedByPalaver(name: string, config: Record<string, unknown>): Promise<string[]> {
+  const instructions = join(work, 'instructions');
+  mkdirSync(instructions, { recursive: true });
+  writeFileSync(join(instructions, 'base.md'), 'You are a test agent.');
+  const full = {
+    model: { name: 'scripted', baseUrl: 'http://127.0.0.1:9/v1' },
+    database: { url: `sqlite:${join(work, name, 'palaver.db')}` },
+    agent: { instructionsDir: instructions },
+    ...config,
+  };
+  return packagesLoadedBy(`
+    const { createPalaver, silentLogger } = await import(entry);
+    const palaver = await createPalaver(${JSON.stringify(full)}, { logger: silentLogger() });
+    await palaver.close();`);
+}
+
 /** Packages that only an adapter the config names may load. */
 const ADAPTERS = [/^openai$/, /^@modelcontextprotocol\//, /^kysely$/, /^pg$/, /^pg-/, /^better-sqlite3$/, /^hono$/, /^@hono\//, /^@ag-ui\//, /^yaml$/, /^jose$/, /^@pydantic\/genai-prices$/];
 const adaptersIn = (packages: readonly string[], allowed: readonly RegExp[] = []): string[] =>
@@ -81,17 +98,7 @@ describe('loading only what is used', () => {
   });
 
   it('createPalaver on SQLite without MCP servers or the web channel loads no pg, MCP SDK, hono or AG-UI', async () => {
-    const db = join(work, 'sqlite-only', 'palaver.db');
-    const instructions = join(work, 'instructions');
-    mkdirSync(instructions, { recursive: true });
-    writeFileSync(join(instructions, 'base.md'), 'You are a test agent.');
-    const loaded = await packagesLoadedBy(`
-      const { createPalaver, silentLogger } = await import(entry);
-      const palaver = await createPalaver(
-        { model: { name: 'scripted', baseUrl: 'http://127.0.0.1:9/v1' }, database: { url: ${JSON.stringify(`sqlite:${db}`)} }, agent: { instructionsDir: ${JSON.stringify(instructions)} }, channels: { web: { enabled: false } } },
-        { logger: silentLogger() },
-      );
-      await palaver.close();`);
+    const loaded = await packagesLoadedByPalaver('sqlite-only', { channels: { web: { enabled: false } } });
     // The model SDK and the SQLite engine are what this config uses (better-sqlite3 on Node 20, node:sqlite later).
     expect(adaptersIn(loaded, [/^openai$/, /^kysely$/, /^better-sqlite3$/])).toEqual([]);
     expect(loaded).toContain('kysely');
@@ -100,21 +107,7 @@ describe('loading only what is used', () => {
   it('the Telegram channel starts without the model SDK: voice transcription loads it with the first voice message', async () => {
     const telegram = await startFakeTelegram();
     try {
-      const instructions = join(work, 'instructions');
-      mkdirSync(instructions, { recursive: true });
-      writeFileSync(join(instructions, 'base.md'), 'You are a test agent.');
-      const loaded = await packagesLoadedBy(`
-        const { createPalaver, silentLogger } = await import(entry);
-        const palaver = await createPalaver(
-          {
-            model: { name: 'scripted', baseUrl: 'http://127.0.0.1:9/v1' },
-            database: { url: ${JSON.stringify(`sqlite:${join(work, 'telegram', 'palaver.db')}`)} },
-            agent: { instructionsDir: ${JSON.stringify(instructions)} },
-            channels: { web: { enabled: false }, telegram: { token: ${JSON.stringify(telegram.token)}, apiRoot: ${JSON.stringify(telegram.apiRoot)} } },
-          },
-          { logger: silentLogger() },
-        );
-        await palaver.close();`);
+      const loaded = await packagesLoadedByPalaver('telegram', { channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot } } });
       expect(loaded).toContain('grammy');
       expect(adaptersIn(loaded, [/^kysely$/, /^better-sqlite3$/])).toEqual([]);
     } finally {
