@@ -1,5 +1,6 @@
 import { lookup } from 'bcp-47-match';
-import { IntlMessageFormat } from 'intl-messageformat';
+import { createRequire } from 'node:module';
+import type { IntlMessageFormat } from 'intl-messageformat';
 import { en, type Catalogue, type SystemTextKey } from './catalogues/en.js';
 import { partialCatalogues } from './catalogues/partial.js';
 import { ru } from './catalogues/ru.js';
@@ -46,6 +47,16 @@ export function fullCatalogue(language: SystemTextLanguage): Catalogue {
   return FULL[language];
 }
 
+/**
+ * The ICU message parser, required with the first text that has a placeholder (an ES module required synchronously,
+ * which Node 20.19+ allows): a server that has sent no such text has not loaded it.
+ */
+let IntlMessageFormatClass: typeof IntlMessageFormat | undefined;
+function messageFormat(): typeof IntlMessageFormat {
+  IntlMessageFormatClass ??= (createRequire(import.meta.url)('intl-messageformat') as typeof import('intl-messageformat')).IntlMessageFormat;
+  return IntlMessageFormatClass;
+}
+
 // Compiled messages, by language and key: a handful of texts, each parsed once.
 const compiled = new Map<string, IntlMessageFormat>();
 
@@ -54,7 +65,7 @@ function format(language: string, key: SystemTextKey, text: string, values: Syst
   if (!text.includes('{') && !text.includes("'")) return text;
   const id = `${language}\u0000${key}`;
   let message = compiled.get(id);
-  if (!message) compiled.set(id, (message = new IntlMessageFormat(text, language)));
+  if (!message) compiled.set(id, (message = new (messageFormat())(text, language)));
   const result = message.format(values);
   return typeof result === 'string' ? result : String(result);
 }

@@ -33,11 +33,14 @@ let zoneSpellings: Map<string, string> | undefined;
  */
 export function canonicalTimeZone(zone: string): string | undefined {
   if (!/^[A-Za-z]/.test(zone)) return undefined;
+  let resolved: string;
   try {
-    new Intl.DateTimeFormat(undefined, { timeZone: zone });
+    resolved = new Intl.DateTimeFormat(undefined, { timeZone: zone }).resolvedOptions().timeZone;
   } catch {
     return undefined;
   }
+  // Already spelled as Intl spells it (the usual case, and every start's defaults): no list of all zones needed.
+  if (resolved === zone) return zone;
   zoneSpellings ??= new Map(['UTC', ...Intl.supportedValuesOf('timeZone')].map((name) => [name.toLowerCase(), name]));
   return zoneSpellings.get(zone.toLowerCase()) ?? zone;
 }
