@@ -58,7 +58,7 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
     toolsFor: async (role) => (await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'))).specs,
     async callModel(request, transcript, choice) {
       // Over a spend cap no model is called: the turn answers with the budget notice instead.
-      await checkBudget(scope);
+      if (deps.budgets !== undefined) await checkBudget(scope);
       const toolsAvailable = request.tools.length > 0 || (request.hostedMcp?.length ?? 0) > 0;
       const call = await callerFor(toolsAvailable, choice?.models)(request, transcript);
       scope.modelCalls.push(call.record);

@@ -10,6 +10,7 @@ import { systemText } from '../i18n/index.js';
 import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
 import { runTurn } from './turn.js';
+import { loadProfile } from './turn-scope.js';
 import type { AcceptedMessage, TurnDependencies } from './turn-context.js';
 
 export interface PipelineOptions {
@@ -273,7 +274,8 @@ export class Pipeline {
    * through the channel, not through the outbox: after a crash it may be lost or, on a redelivery, sent again.
    */
   async #tellPhoneConflict(channel: Channel, message: InboundMessage, participant: Participant, correlationId: string): Promise<void> {
-    const text = systemText(message.languageHint, 'identity.phoneConflict', undefined, this.#deps.agent.defaultLanguage);
+    const language = await this.#interfaceLanguage(channel, message.accountId, message.languageHint);
+    const text = systemText(language, 'identity.phoneConflict', undefined, this.#deps.agent.defaultLanguage);
     const target = {
       channel: message.channel,
       conversationId: message.conversationId,
@@ -411,15 +413,10 @@ export class Pipeline {
 
   /** The interface language of the person behind an account: their profile's, else the channel's hint, else the default. */
   async #interfaceLanguage(channel: Channel, accountId: string, hint: string | undefined): Promise<string> {
-    const { store, cache, profiles, agent } = this.#deps;
-    const user = await store.users.findByAccount(channel.name, accountId);
-    if (user) {
-      const cached = cache.profile(user.id);
-      if (cached) return cached.preferences.interfaceLanguage;
-      const record = await store.profiles.get(user.id);
-      if (record) return profiles.parse(record.raw).settings.preferences.interfaceLanguage;
-    }
-    return hint ?? agent.defaultLanguage;
+    const user = await this.#deps.store.users.findByAccount(channel.name, accountId);
+    if (!user) return hint ?? this.#deps.agent.defaultLanguage;
+    // Read as a turn reads it (cache, store, or seeded from the hint once): a later turn sees the same language.
+    return (await loadProfile(this.#deps, user.id, hint ?? null, newId())).preferences.interfaceLanguage;
   }
 
   /** The session of a conversation, if it belongs to the account. */

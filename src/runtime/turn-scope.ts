@@ -89,7 +89,7 @@ async function loadUserState(deps: TurnDependencies, userId: string, correlation
  * language hint, stored once (a profile written meanwhile, by another channel's first turn or an update, wins). A
  * corrupt stored profile is logged and the defaults stand in for it; the row is left for a person to look at.
  */
-async function loadProfile(deps: TurnDependencies, userId: string, languageHint: string | null, correlationId: string): Promise<ProfileSettings> {
+export async function loadProfile(deps: TurnDependencies, userId: string, languageHint: string | null, correlationId: string): Promise<ProfileSettings> {
   const cached = deps.cache.profile(userId);
   if (cached) return cached;
   let record = await deps.store.profiles.get(userId);
