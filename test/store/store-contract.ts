@@ -620,10 +620,12 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.identityEvents.listByUser(randomUUID())).toEqual([]);
       });
 
-      it('keeps only the latest events up to the limit', async () => {
+      it('lists events in the order they were written, also within one millisecond, the latest up to the limit', async () => {
         const user = await givenUser();
-        for (let index = 0; index < 3; index += 1) await store.identityEvents.add({ userId: user.id, kind: 'admin_change', actor: 'admin', details: { index } });
-        expect(await store.identityEvents.listByUser(user.id, 2)).toHaveLength(2);
+        // Written back to back (as the events of one phone link are), most share a millisecond.
+        for (let index = 0; index < 8; index += 1) await store.identityEvents.add({ userId: user.id, kind: 'admin_change', actor: 'admin', details: { index } });
+        expect((await store.identityEvents.listByUser(user.id)).map((event) => event.details['index'])).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+        expect((await store.identityEvents.listByUser(user.id, 2)).map((event) => event.details['index'])).toEqual([6, 7]);
       });
 
       it('writes an event with the change it records, or not at all', async () => {

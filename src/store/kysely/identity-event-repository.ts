@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { newId } from '../../domain/ids.js';
+import { nextArrival } from './arrival.js';
 import type { IdentityEvent, IdentityEventKind, IdentityEventRepository, NewIdentityEvent } from '../../domain/ports/store.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
@@ -18,6 +19,7 @@ export class KyselyIdentityEventRepository implements IdentityEventRepository {
 
   add(event: NewIdentityEvent): Promise<IdentityEvent> {
     return storeOperation('identityEvents.add', async () => {
+      const now = this.#ctx.now();
       const row = {
         id: newId(),
         user_id: event.userId,
@@ -28,7 +30,8 @@ export class KyselyIdentityEventRepository implements IdentityEventRepository {
         to_user_id: event.toUserId ?? null,
         actor: event.actor,
         details: JSON.stringify(event.details ?? {}),
-        created_at: this.#ctx.now(),
+        created_at: now,
+        arrival: nextArrival(now),
       };
       await this.#ctx.db.insertInto('identity_events').values(row).execute();
       return toIdentityEvent(row);
@@ -41,8 +44,7 @@ export class KyselyIdentityEventRepository implements IdentityEventRepository {
         .selectFrom('identity_events')
         .selectAll()
         .where((eb) => eb.or([eb('user_id', '=', userId), eb('from_user_id', '=', userId), eb('to_user_id', '=', userId)]))
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
+        .orderBy('arrival', 'desc')
         .limit(limit)
         .execute();
       return rows.reverse().map(toIdentityEvent);

@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { InboundRecord, NewInboundRecord } from '../../domain/model.js';
 import type { InboundRepository } from '../../domain/ports/store.js';
+import { nextArrival } from './arrival.js';
 import { prepared } from './prepared-query.js';
 import { claimExpired, renewLeases } from './leases.js';
 import type { RepositoryContext } from './repository-context.js';
@@ -145,13 +146,6 @@ const markAnsweredQuery = prepared((db, $: { id: string; replyId: string; replyS
   db.updateTable('inbound_messages').set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null }).where('id', '=', $.id),
 );
 
-let lastArrival = 0;
-
-/** Epoch microseconds, strictly increasing in this process: messages stored within one millisecond keep their order. */
-function nextArrival(nowMs: number): number {
-  lastArrival = Math.max(nowMs * 1000, lastArrival + 1);
-  return lastArrival;
-}
 
 function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
   return {

@@ -217,6 +217,8 @@ export interface IdentityEventsTable {
   /** JSON object. */
   details: string;
   created_at: EpochMillis;
+  /** Order of writing (epoch microseconds, strictly increasing per writing process). */
+  arrival: ColumnType<number | string, number, number>;
 }
 
 /** Kysely's own bookkeeping, declared so the migration tables can be inspected with typed queries. */

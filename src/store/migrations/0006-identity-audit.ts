@@ -24,8 +24,10 @@ export function identityAuditMigration(_dialect: StoreDialect): Migration {
         .addColumn('actor', 'text', (col) => col.notNull())
         .addColumn('details', 'text', (col) => col.notNull())
         .addColumn('created_at', 'bigint', (col) => col.notNull())
+        // Events of one transaction share a millisecond: this keeps them in the order they happened.
+        .addColumn('arrival', 'bigint', (col) => col.notNull())
         .execute();
-      await db.schema.createIndex('identity_events_user_idx').on('identity_events').columns(['user_id', 'created_at']).execute();
+      await db.schema.createIndex('identity_events_user_idx').on('identity_events').columns(['user_id', 'arrival']).execute();
       await db.schema.createIndex('identity_events_from_user_idx').on('identity_events').column('from_user_id').execute();
       await db.schema.createIndex('identity_events_to_user_idx').on('identity_events').column('to_user_id').execute();
     },
