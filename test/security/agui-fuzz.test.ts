@@ -1,10 +1,10 @@
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningHttpServer } from '../../src/server/index.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
 import { assertValidAguiEvent } from '../server/sse.js';
 import { events, newVisitor, send } from './attack-kit.js';
+import { readSqliteFile } from '../support/sqlite-file.js';
 
 // Property: whatever body reaches POST /agui, the server answers with a 2xx stream or a 4xx error (never 5xx), and
 // every message it accepted is in the database once the run ended — none accepted and lost. Refused ones leave no
@@ -88,21 +88,11 @@ describe('POST /agui under random input', () => {
   /** Inbound records stored for this conversation and message id (the run id). */
   function storedRuns(threadId: unknown, runId: unknown): number {
     if (typeof threadId !== 'string' || typeof runId !== 'string') return 0;
-    const db = new Database(harness.databaseUrl.replace(/^sqlite:/, ''), { readonly: true });
-    try {
-      return (db.prepare('SELECT count(*) AS n FROM inbound_messages WHERE conversation_id = ? AND message_id = ?').get(threadId, runId) as { n: number }).n;
-    } finally {
-      db.close();
-    }
+    return readSqliteFile(harness.databaseUrl, (db) => Number(db.get<{ n: number }>('SELECT count(*) AS n FROM inbound_messages WHERE conversation_id = ? AND message_id = ?', threadId, runId)?.n));
   }
 
   function inboundTotal(): number {
-    const db = new Database(harness.databaseUrl.replace(/^sqlite:/, ''), { readonly: true });
-    try {
-      return (db.prepare('SELECT count(*) AS n FROM inbound_messages').get() as { n: number }).n;
-    } finally {
-      db.close();
-    }
+    return readSqliteFile(harness.databaseUrl, (db) => Number(db.get<{ n: number }>('SELECT count(*) AS n FROM inbound_messages')?.n));
   }
 
   it('never answers 5xx, and everything it accepts is stored', async () => {

@@ -1,9 +1,9 @@
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import Database from 'better-sqlite3';
 import { SignJWT } from 'jose';
 import type { ScriptedCall } from '../../src/testing/index.js';
 import { parseSse } from '../server/sse.js';
+import { readSqliteFile } from '../support/sqlite-file.js';
 
 /** What an attacker sees of a response. */
 export interface RawResponse {
@@ -80,26 +80,20 @@ const COUNTED = ['users', 'channel_accounts', 'sessions', 'messages', 'inbound_m
 
 /** Rows per table of a SQLite file, read on a separate read-only connection. */
 export function rowCounts(databaseUrl: string): Record<(typeof COUNTED)[number], number> {
-  const db = new Database(databaseUrl.replace(/^sqlite:/, ''), { readonly: true, fileMustExist: true });
-  try {
+  return readSqliteFile(databaseUrl, (db) => {
     const out = {} as Record<(typeof COUNTED)[number], number>;
-    for (const table of COUNTED) out[table] = (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    for (const table of COUNTED) out[table] = Number(db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)?.n);
     return out;
-  } finally {
-    db.close();
-  }
+  });
 }
 
 /** Texts of every stored message (user and assistant), for "nothing of the attack was stored". */
 export function storedTexts(databaseUrl: string): string[] {
-  const db = new Database(databaseUrl.replace(/^sqlite:/, ''), { readonly: true, fileMustExist: true });
-  try {
-    const messages = db.prepare('SELECT content AS text FROM messages').all() as { text: string }[];
-    const inbound = db.prepare('SELECT text FROM inbound_messages').all() as { text: string }[];
+  return readSqliteFile(databaseUrl, (db) => {
+    const messages = db.all<{ text: string }>('SELECT content AS text FROM messages');
+    const inbound = db.all<{ text: string }>('SELECT text FROM inbound_messages');
     return [...messages, ...inbound].map((row) => row.text);
-  } finally {
-    db.close();
-  }
+  });
 }
 
 /** The model echoes the last user text it saw, so a reply tells whose history answered. */

@@ -1,6 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
@@ -9,6 +8,7 @@ import type { Store } from '../../src/domain/ports/store.js';
 import { KyselyStore, migrateToLatest, openSqliteDatabase, type Database } from '../../src/store/index.js';
 import { engineOf } from '../../src/store/kysely/store-engine.js';
 import { WalCheckpointer } from '../../src/store/sqlite/wal-checkpointer.js';
+import { openSqliteFile } from '../support/sqlite-file.js';
 
 let dir: string;
 let files = 0;
@@ -23,15 +23,9 @@ afterAll(async () => {
 
 /** A second connection to the same file, the way another process would see it. */
 function otherConnection(path: string): { count(table: string): number; close(): void } {
-  const builtin = process.getBuiltinModule?.('node:sqlite') as
-    | { DatabaseSync: new (path: string) => { prepare(sql: string): { get(): unknown }; close(): void } }
-    | undefined;
-  // better-sqlite3 only where Palaver uses it (Node 20); on Node 24 its finaliser can abort the process.
-  const database = builtin
-    ? new builtin.DatabaseSync(path)
-    : new (createRequire(import.meta.url)('better-sqlite3') as typeof import('better-sqlite3'))(path);
+  const database = openSqliteFile(path, { writable: true });
   return {
-    count: (table) => Number((database.prepare(`select count(*) as n from ${table}`).get() as { n: number | bigint }).n),
+    count: (table) => Number(database.get<{ n: number | bigint }>(`select count(*) as n from ${table}`)?.n),
     close: () => database.close(),
   };
 }
