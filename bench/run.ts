@@ -8,6 +8,9 @@
  *    RSS after 100 web conversations over real HTTP (AG-UI, SSE) and a few seconds of idleness.
  * 4. Turn time against the conversation's length (bench/history-turns.ts): a session of 10 stored messages against one
  *    of 100,000, turns interleaved, with the conversation cache as shipped and expiring after every turn.
+ * 5. The inbox under load (bench/inbox-load.ts): 10,000 conversations at once, and bursts against the quiet window.
+ * 6. Telegram idle memory (bench/telegram-idle.ts): `palaver start --demo` with the Telegram channel on against a
+ *    local fake Bot API, 100 chats answered, then the resident set after 3 s and 40 s of idleness.
  *
  * Every scenario runs in its own child process (`node --import tsx bench/<scenario>.ts`), so its peak RSS is its
  * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
@@ -15,7 +18,7 @@
  * chunks of about a second, so both see the same moments of a machine whose speed drifts.
  *
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
- *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history
+ *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -27,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
 import { measureInboxLoad, type InboxLoadResult } from './inbox-load.js';
 import { measureStartDemo, type StartDemoResult } from './start-demo.js';
+import { measureTelegramIdle, type TelegramIdleResult } from './telegram-idle.js';
 import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
 import type { HistoryRunSample, HistoryScenarioResult } from './history-turns.js';
 import { mergeMeasurements, scenarioResult, summarize, type ChunkCommand, type ChunkReply, type RunMeasurement, type ScenarioResult } from './stats.js';
@@ -39,7 +43,7 @@ interface Options {
   turns: number | undefined;
   runs: number;
   concurrency: number[];
-  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | undefined;
+  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | undefined;
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
@@ -72,7 +76,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history') throw new Error('--only takes turns, mcp, start, inbox or history');
+        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram') throw new Error('--only takes turns, mcp, start, inbox, history or telegram');
         options.only = only;
         break;
       }
@@ -84,7 +88,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history] [--json file] [--cpu-prof]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram] [--json file] [--cpu-prof]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -470,6 +474,23 @@ if (options.only === undefined || options.only === 'history') {
   for (const line of verdicts) console.log(line);
 }
 
+const telegramRecords: (TelegramIdleResult & { run: number })[] = [];
+if (options.only === undefined || options.only === 'telegram') {
+  const conversations = options.quick ? 20 : 100;
+  console.log(`\nTelegram idle memory of \`palaver start --demo\` with the Telegram channel on (${conversations} chats answered, then idle):`);
+  for (let run = 1; run <= options.runs; run += 1) {
+    const result = await measureTelegramIdle(conversations);
+    telegramRecords.push({ ...result, run });
+    console.log(
+      `  run ${run}: ${result.answered}/${result.conversations} chats answered; RSS ${result.rssAfterStartMb.toFixed(0)} MB after start, ${result.idle3sRssMb.toFixed(0)} MB after 3 s idle, ` +
+        `${result.idle40sRssMb.toFixed(0)} MB after 40 s idle (${result.idle40sAnonMb.toFixed(0)} MB allocated, ${result.idle40sFileMb.toFixed(0)} MB mapped files), peak ${result.peakRssMb.toFixed(0)} MB`,
+    );
+  }
+  const idle = middle(telegramRecords.map((r) => r.idle40sRssMb));
+  const worst = Math.max(...telegramRecords.map((r) => r.idle40sRssMb));
+  console.log(`Telegram idle after 40 s: median ${idle.toFixed(0)} MB, worst ${worst.toFixed(0)} MB (goal < 120 MB: ${worst < 120 ? 'met in every run' : idle < 120 ? 'met in the median, NOT in every run' : 'NOT met'})`);
+}
+
 if (startRecords.length > 0) {
   const startup = middle(startRecords.map((r) => r.startupMs));
   const idle = middle(startRecords.map((r) => r.idleRssMb));
@@ -488,6 +509,6 @@ if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node -
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }

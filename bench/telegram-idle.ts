@@ -21,6 +21,9 @@ export interface TelegramIdleResult {
   readonly rssAfterStartMb: number;
   readonly idle3sRssMb: number;
   readonly idle40sRssMb: number;
+  /** Of the 40 s figure: memory the process allocated (heap, malloc) and pages of files it mapped (node's binary, ICU data). */
+  readonly idle40sAnonMb: number;
+  readonly idle40sFileMb: number;
   readonly peakRssMb: number;
 }
 
@@ -46,7 +49,17 @@ export async function measureTelegramIdle(conversations = 100): Promise<Telegram
     await new Promise((resolveTimer) => setTimeout(resolveTimer, 3_000));
     const idle3sRssMb = procStatusMb(child.pid!, 'VmRSS');
     await new Promise((resolveTimer) => setTimeout(resolveTimer, 37_000));
-    return { conversations, answered, rssAfterStartMb, idle3sRssMb, idle40sRssMb: procStatusMb(child.pid!, 'VmRSS'), peakRssMb: procStatusMb(child.pid!, 'VmHWM') };
+    const pid = child.pid!;
+    return {
+      conversations,
+      answered,
+      rssAfterStartMb,
+      idle3sRssMb,
+      idle40sRssMb: procStatusMb(pid, 'VmRSS'),
+      idle40sAnonMb: procStatusMb(pid, 'RssAnon'),
+      idle40sFileMb: procStatusMb(pid, 'RssFile'),
+      peakRssMb: procStatusMb(pid, 'VmHWM'),
+    };
   } finally {
     const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
     child.kill('SIGTERM');
