@@ -6,6 +6,7 @@ import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
 import type { Demo } from './demo.js';
 import { limitHeapGrowth } from './heap-growth.js';
+import { releaseMemoryWhenIdle } from './idle-memory.js';
 import { redactUrl } from './redact-url.js';
 
 interface CommonOptions {
@@ -32,12 +33,14 @@ export async function main(argv: readonly string[]): Promise<void> {
     .action(async (options: CommonOptions & { port?: number }) => {
       const { palaver, demo } = await boot(options, { processMetrics: true });
       limitHeapGrowth(palaver.config.limits.heapGrowthPercent);
+      const stopIdleWatch = releaseMemoryWhenIdle();
       for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
       const server = await palaver.serve(options.port === undefined ? {} : { port: options.port });
       if (demo) console.log(`\n${demo.banner(palaver.config)}\n`);
       console.log(`Palaver is listening on ${server.url}  (web chat: ${server.url}/, AG-UI: POST ${server.url}/agui)`);
       await waitForSignal();
       console.log('Shutting down…');
+      stopIdleWatch?.();
       await server.close();
       await palaver.close();
       await demo?.close();

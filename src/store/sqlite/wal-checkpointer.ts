@@ -32,7 +32,7 @@ export interface WalCheckpointerOptions {
 }
 
 /** How long the worker runs on without new WAL frames before it ends (an idle server then holds no thread). */
-export const IDLE_STOP_MS = 30_000;
+export const IDLE_STOP_MS = 10_000;
 
 /** SQLite's default `wal_autocheckpoint`, restored on the main connection when the worker is gone. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
