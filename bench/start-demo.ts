@@ -31,6 +31,11 @@ export interface StartDemoResult {
   readonly rssAfterStartMb: number;
   /** RSS after the conversations and `idleMs` of idleness, in MB. */
   readonly idleRssMb: number;
+  /**
+   * RSS after `settledMs` of idleness (default 40 s), in MB: a server that stays quiet gives the heap it grew under
+   * load back, which takes V8 (and Palaver's idle hint) several seconds.
+   */
+  readonly settledRssMb: number;
   /** Peak RSS of the process (VmHWM), in MB. */
   readonly peakRssMb: number;
   readonly conversations: number;
@@ -43,6 +48,8 @@ export interface StartDemoOptions {
   readonly conversations?: number;
   readonly concurrency?: number;
   readonly idleMs?: number;
+  /** Idle time before the settled RSS is read (default 40 s). */
+  readonly settledMs?: number;
   /** The Palaver checkout whose bin/palaver.js is run (default: this one); to compare with another commit's build. */
   readonly root?: string;
 }
@@ -89,6 +96,7 @@ export async function measureStartDemo(options: StartDemoOptions = {}): Promise<
   const conversations = options.conversations ?? 100;
   const concurrency = options.concurrency ?? 4;
   const idleMs = options.idleMs ?? 3000;
+  const settledMs = Math.max(options.settledMs ?? 40_000, idleMs);
   const cwd = mkdtempSync(join(tmpdir(), 'palaver-bench-start-'));
   const env = { ...process.env };
   for (const name of Object.keys(env)) if (name.startsWith('PALAVER_') || name === 'NODE_OPTIONS') delete env[name];
@@ -132,7 +140,10 @@ export async function measureStartDemo(options: StartDemoOptions = {}): Promise<
     );
     const conversationsMs = performance.now() - conversationsStarted;
     await new Promise((resolveTimer) => setTimeout(resolveTimer, idleMs));
-    return { startupMs, startupCpuMs, listeningMs, rssAfterStartMb, idleRssMb: procStatusMb(child.pid!, 'VmRSS'), peakRssMb: procStatusMb(child.pid!, 'VmHWM'), conversations, conversationsMs, failed };
+    const idleRssMb = procStatusMb(child.pid!, 'VmRSS');
+    await new Promise((resolveTimer) => setTimeout(resolveTimer, settledMs - idleMs));
+    const settledRssMb = procStatusMb(child.pid!, 'VmRSS');
+    return { startupMs, startupCpuMs, listeningMs, rssAfterStartMb, idleRssMb, settledRssMb, peakRssMb: procStatusMb(child.pid!, 'VmHWM'), conversations, conversationsMs, failed };
   } finally {
     const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
     child.kill('SIGTERM');
