@@ -33,6 +33,8 @@ let zoneSpellings: Map<string, string> | undefined;
  */
 export function canonicalTimeZone(zone: string): string | undefined {
   if (!/^[A-Za-z]/.test(zone)) return undefined;
+  // The default zone, checked at every start: asking Intl the first time loads ICU's zone data (~30 ms).
+  if (zone === 'UTC') return zone;
   let resolved: string;
   try {
     resolved = new Intl.DateTimeFormat(undefined, { timeZone: zone }).resolvedOptions().timeZone;
