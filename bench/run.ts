@@ -308,9 +308,9 @@ console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) p
 
 if (options.only !== 'mcp') {
   // The turn and start-up scenarios runs Palaver's compiled output, as an application would; compile the current sources first.
-  console.log('Compiling Palaver (tsc -p tsconfig.build.json, then the Kysely bundle: npm run build) …');
+  console.log('Compiling Palaver (tsc -p tsconfig.build.json, then the vendor bundles: npm run build) …');
   execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: 'inherit' });
-  execFileSync(process.execPath, [join(repoRoot, 'scripts', 'bundle-kysely.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(repoRoot, 'scripts', 'bundle-vendor.mjs')], { cwd: repoRoot, stdio: 'inherit' });
 }
 
 const turnRecords: RunRecord[] = [];

@@ -2,7 +2,8 @@ import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
 
 // prom-client (CommonJS, about 4 MB of heap and 30 ms to load) is required when the first PalaverMetrics is made,
-// so that importing the package entry (which exports this class) does not load it.
+// so that importing the package entry (which exports this class) does not load it. In dist the require points at a
+// one-file bundle of it (scripts/bundle-vendor.mjs).
 const require = createRequire(import.meta.url);
 
 /**

@@ -1,11 +1,11 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { killAll, REPO_ROOT, spawnTs, typeLines } from './child-process.js';
 
-// The published package runs dist/, which `npm run build` compiles and in which scripts/bundle-kysely.mjs puts
-// Kysely into one module (`npm test` builds first). These tests run that build, not src/.
+// The published package runs dist/, which `npm run build` compiles and in which scripts/bundle-vendor.mjs puts
+// Kysely and prom-client into one module each (`npm test` builds first). These tests run that build, not src/.
 const DIST = join(REPO_ROOT, 'dist');
 const dirs: string[] = [];
 afterEach(async () => {
@@ -14,12 +14,26 @@ afterEach(async () => {
 });
 
 describe('the built package', () => {
-  it('imports Kysely only through its one-module bundle', () => {
-    const compiled = readdirSync(DIST, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.js') && file !== join('vendor', 'kysely.js'));
-    const importers = compiled.filter((file) => readFileSync(join(DIST, file), 'utf8').includes('/vendor/kysely.js'));
-    const bare = compiled.filter((file) => /\bfrom\s*['"]kysely['"]|\bimport\s*\(\s*['"]kysely['"]/.test(readFileSync(join(DIST, file), 'utf8')));
-    expect(importers.length).toBeGreaterThan(10);
+  it('uses Kysely and prom-client only through their one-module bundles', () => {
+    const compiled = readdirSync(DIST, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.js') && !file.startsWith(`vendor${sep}`));
+    const read = (file: string): string => readFileSync(join(DIST, file), 'utf8');
+    expect(compiled.filter((file) => read(file).includes('/vendor/kysely.js')).length).toBeGreaterThan(10);
+    expect(compiled.filter((file) => read(file).includes('/vendor/prom-client.cjs'))).toEqual([join('observability', 'metrics.js')]);
+    const bare = compiled.filter((file) => /\bfrom\s*['"]kysely['"]|\bimport\s*\(\s*['"]kysely['"]|\brequire\s*\(\s*['"]prom-client['"]/.test(read(file)));
     expect(bare).toEqual([]);
+  });
+
+  it('serves the demo with its metrics, process metrics included', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'palaver-dist-'));
+    dirs.push(cwd);
+    const server = spawnTs(join(REPO_ROOT, 'bin', 'palaver.js'), ['start', '--demo', '--port', '0'], { cwd });
+    const url = (await server.waitForOutput(/Palaver is listening on (http:\/\/[^\s]+)/, 30_000))[1]!;
+    const metrics = await fetch(`${url}/metrics`);
+    expect(metrics.status).toBe(200);
+    const text = await metrics.text();
+    expect(text).toContain('palaver_turns_total');
+    expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes \d/m);
   });
 
   it('chats in the terminal on a fresh SQLite file and keeps the notes across a restart (migrations, turns and history through the bundle)', async () => {
