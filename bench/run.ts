@@ -12,7 +12,7 @@
  * 6. Telegram idle memory (bench/telegram-idle.ts): `palaver start --demo` with the Telegram channel on against a
  *    local fake Bot API, 100 chats answered, then the resident set after 3 s and 40 s of idleness.
  *
- * Every scenario runs in its own child process (`node --import tsx bench/<scenario>.ts`), so its peak RSS is its
+ * Every scenario runs in its own child process (bench/<scenario>.ts bundled into .bench/<scenario>.mjs, run with plain `node`), so its peak RSS is its
  * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
  * The two turn scenarios of a run live side by side: both warm up, then run their measured turns in alternating
  * chunks of about a second, so both see the same moments of a machine whose speed drifts.
@@ -22,6 +22,7 @@
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { buildSync } from 'esbuild';
 import { createRequire } from 'node:module';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
@@ -122,11 +123,29 @@ interface RunRecord extends ScenarioResult {
   readonly loadAfter: number;
 }
 
+/**
+ * The scenario child as plain JavaScript: bench/<file>.ts with the bench's own TypeScript bundled by esbuild into
+ * .bench/<file>.mjs (node_modules and Palaver's dist stay outside, loaded as they ship). Children run under plain
+ * `node`: under tsx's loader every compiled dist module Palaver loads got an inline source map attached and kept,
+ * which the bare loop (all in node_modules, which tsx leaves alone) never paid.
+ */
+const compiledChildren = new Map<string, string>();
+function childEntry(file: string): string {
+  let entry = compiledChildren.get(file);
+  if (entry === undefined) {
+    // .bench/ sits beside bench/, so `new URL('../dist/…', import.meta.url)` in a child still finds dist.
+    entry = join(repoRoot, '.bench', file.replace(/\.ts$/, '.mjs'));
+    buildSync({ entryPoints: [join(benchDir, file)], outfile: entry, bundle: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', logLevel: 'warning' });
+    compiledChildren.set(file, entry);
+  }
+  return entry;
+}
+
 /** Spawns one scenario child and resolves with what it reports. */
 function runChild(file: string, params: unknown): Promise<ScenarioResult> {
   const withProfile = profileDir ? { ...(params as object), profileDir } : params;
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', join(benchDir, file), JSON.stringify(withProfile)], {
+    const child = spawn(process.execPath, ['--no-warnings', childEntry(file), JSON.stringify(withProfile)], {
       cwd: repoRoot,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -171,7 +190,7 @@ class ChunkedScenario {
 
   constructor(file: string, params: unknown) {
     const withProfile = profileDir ? { ...(params as object), profileDir } : params;
-    this.#child = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', join(benchDir, file), JSON.stringify(withProfile)], {
+    this.#child = spawn(process.execPath, ['--no-warnings', childEntry(file), JSON.stringify(withProfile)], {
       cwd: repoRoot,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
