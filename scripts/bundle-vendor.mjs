@@ -55,7 +55,7 @@ for (const vendored of VENDORED) {
       await writeFile(file, changed);
       rewritten += 1;
     }
-    if (changed.includes(`'${target}'`)) pointing += 1;
+    if (changed.includes(target)) pointing += 1;
   }
   // tsc leaves unchanged outputs alone, so a second build may find them already pointing at the bundle.
   if (pointing === 0) throw new Error(`bundle-vendor: no compiled module uses ${vendored.name}; is dist built?`);
