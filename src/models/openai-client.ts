@@ -1,6 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ModelEndpointConfig } from '../config/schema.js';
 import { ModelError } from '../domain/errors.js';
+import { sharedHttpTransport } from './http-transport.js';
 
 /** OpenAI's own endpoint, used when `baseUrl` is not configured. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -15,7 +16,7 @@ export const PLACEHOLDER_API_KEY = 'not-needed';
 export interface OpenAIClientOptions {
   /** Headers sent on every request (e.g. an `OpenAI-Organization` or a gateway tag). */
   readonly defaultHeaders?: Readonly<Record<string, string>>;
-  /** A `fetch` to use instead of the global one (tests, proxies). */
+  /** A `fetch` to use instead of Palaver's HTTP transport (tests, proxies). */
   readonly fetch?: typeof fetch;
 }
 
@@ -24,7 +25,8 @@ export interface OpenAIClientOptions {
  * 5xx and connection errors `maxRetries` times with backoff (honouring `retry-after(-ms)`), which is our bounded retry.
  *
  * Every option the SDK would otherwise read from `process.env` (`OPENAI_BASE_URL`, `OPENAI_ORG_ID`, …) is set
- * explicitly, so config stays the only source of truth.
+ * explicitly, so config stays the only source of truth. Requests go over Palaver's keep-alive transport on
+ * `node:http` (see `http-transport.ts`) unless the caller passes a `fetch`.
  */
 export function createOpenAIClient(config: ModelEndpointConfig, options: OpenAIClientOptions = {}): OpenAI {
   return new OpenAI({
@@ -37,7 +39,7 @@ export function createOpenAIClient(config: ModelEndpointConfig, options: OpenAIC
     timeout: config.timeoutMs,
     maxRetries: config.maxRetries,
     defaultHeaders: { ...options.defaultHeaders },
-    ...(options.fetch ? { fetch: options.fetch } : {}),
+    fetch: options.fetch ?? sharedHttpTransport().fetch,
   });
 }
 
@@ -108,7 +110,12 @@ export function toModelError(error: unknown, model: string, secret?: string): Mo
   return new ModelError('invalid_output', model, `Model ${model} failed unexpectedly: ${scrub(message)}`, { cause: error });
 }
 
+/** The innermost cause's message: `fetch failed` says less than the `connect ECONNREFUSED 127.0.0.1:8080` under it. */
 function causeText(error: Error): string {
-  const cause = error.cause;
-  return cause instanceof Error && cause.message ? cause.message : error.message;
+  let text = error.message;
+  let cause = error.cause;
+  for (let depth = 0; cause instanceof Error && depth < 5; depth++, cause = cause.cause) {
+    if (cause.message) text = cause.message;
+  }
+  return text;
 }
