@@ -1,8 +1,10 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import module from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { killAll, REPO_ROOT, spawnTs, typeLines } from './child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnTs, typeLines } from './child-process.js';
 
 // The published package runs dist/, which `npm run build` compiles and in which scripts/bundle-vendor.mjs puts
 // Kysely and prom-client into one module each (`npm test` builds first). These tests run that build, not src/.
@@ -21,6 +23,25 @@ describe('the built package', () => {
     expect(compiled.filter((file) => read(file).includes('/vendor/prom-client.cjs'))).toEqual([join('observability', 'metrics.js')]);
     const bare = compiled.filter((file) => /\bfrom\s*['"]kysely['"]|\bimport\s*\(\s*['"]kysely['"]|\brequire\s*\(\s*['"]prom-client['"]/.test(read(file)));
     expect(bare).toEqual([]);
+  });
+
+  it('keeps its compiled code for the next start where Node can (22.1+), and runs the same without (Node 20)', () => {
+    const temp = mkdtempSync(join(tmpdir(), 'palaver-cache-'));
+    dirs.push(temp);
+    const env = cleanEnv({ TMPDIR: temp });
+    delete env.NODE_COMPILE_CACHE;
+    delete env.NODE_DISABLE_COMPILE_CACHE;
+    // Plain node, as a person runs the installed command: no tsx loader in between.
+    const run = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'palaver.js'), '--help'], { cwd: temp, env, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('start the HTTP server');
+    const cache = join(temp, 'node-compile-cache');
+    if (typeof (module as { enableCompileCache?: unknown }).enableCompileCache === 'function') {
+      const cached = readdirSync(cache, { recursive: true, encoding: 'utf8' });
+      expect(cached.length).toBeGreaterThan(0);
+    } else {
+      expect(existsSync(cache)).toBe(false);
+    }
   });
 
   it('serves the demo with its metrics, process metrics included', async () => {
