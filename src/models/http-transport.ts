@@ -90,13 +90,88 @@ async function receive(response: IncomingMessage, method: string, signal: AbortS
   if (headers.get('content-type')?.includes('text/event-stream')) {
     return new Response(Readable.toWeb(decoded) as ReadableStream<Uint8Array>, init);
   }
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of decoded) chunks.push(chunk as Buffer);
-  } catch (error) {
+  const bytes = await readWhole(decoded).catch((error: unknown) => {
     throw signal?.aborted ? abortReason(signal) : new TypeError('fetch failed', { cause: error });
+  });
+  return new BufferedResponse(bytes, init) as unknown as Response;
+}
+
+/** The whole body, with plain stream events: an async iterator per answer cost more than the reading. */
+function readWhole(stream: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    stream.once('error', reject);
+    // A socket closed before the end of the body ends the response without an error of its own.
+    stream.once('close', () => {
+      if (!stream.readableEnded) reject(new Error('the connection closed before the answer was complete'));
+    });
+  });
+}
+
+// The DOM typings declare Response's members as properties, which a subclass may not define as methods or accessors;
+// the class is therefore typed against a bare constructor, and is a real Response at run time.
+const ResponseBase = Response as unknown as new (body: null, init: ResponseInit) => { readonly headers: Headers; readonly status: number; readonly statusText: string };
+
+/**
+ * A `Response` whose body is already in memory. `text()` and `json()` read the bytes directly: a standard `Response`
+ * copies them into a web stream first, which took more CPU per model call than the rest of this transport. `body`
+ * is still a `ReadableStream` for whoever asks (made then).
+ */
+class BufferedResponse extends ResponseBase {
+  readonly #bytes: Buffer;
+  #used = false;
+  #stream: ReadableStream<Uint8Array> | null | undefined;
+
+  constructor(bytes: Buffer, init: ResponseInit) {
+    super(null, init);
+    this.#bytes = bytes;
   }
-  return new Response(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), init);
+
+  /** The bytes, once: a body is read at most once, as with any `Response`. */
+  #take(): Buffer {
+    if (this.bodyUsed) throw new TypeError('Body is unusable: Body has already been read');
+    this.#used = true;
+    return this.#bytes;
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    return (this.#stream ??= new Response(this.#bytes).body);
+  }
+
+  get bodyUsed(): boolean {
+    return this.#used || this.#stream?.locked === true;
+  }
+
+  text(): Promise<string> {
+    try {
+      const bytes = this.#take();
+      // As fetch does, a UTF-8 byte order mark is not part of the text.
+      const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+      return Promise.resolve(bytes.toString('utf8', start));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(await this.text()) as unknown;
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const bytes = this.#take();
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  }
+
+  async blob(): Promise<Blob> {
+    return new Blob([this.#take()], { type: this.headers.get('content-type') ?? '' });
+  }
+
+  clone(): Response {
+    if (this.#used) throw new TypeError('Response.clone: Body has already been consumed.');
+    return new BufferedResponse(this.#bytes, { status: this.status, statusText: this.statusText, headers: this.headers }) as unknown as Response;
+  }
 }
 
 function decode(response: IncomingMessage, encoding: string | null): Readable {

@@ -65,9 +65,24 @@ describe('the model HTTP transport', () => {
       expect(response.status).toBe(201);
       expect(response.headers.get('x-request-id')).toBe('req_1');
       expect(await response.json()).toEqual({ ok: true });
+      // Read once, as any Response.
+      expect(response.bodyUsed).toBe(true);
+      await expect(response.text()).rejects.toBeInstanceOf(TypeError);
     }
     expect(seen).toEqual(Array.from({ length: 3 }, () => ({ length: '7', chunked: undefined, body: '{"n":1}' })));
     expect(connections()).toBe(1);
+  });
+
+  it('gives the answer as a stream, a clone or bytes to whoever reads it so, and drops a byte order mark from text', async () => {
+    const { url } = await serve((_request, _body, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":"é"}')]));
+    });
+    const { fetch } = transport();
+    const response = await fetch(`${url}/x`);
+    const copy = response.clone();
+    expect(await copy.json()).toEqual({ a: 'é' });
+    expect(new TextDecoder('utf-8', { ignoreBOM: true }).decode(await new Response(response.body).arrayBuffer())).toBe('\ufeff{"a":"é"}');
+    expect(response.bodyUsed).toBe(true);
   });
 
   it('decodes a gzip-compressed answer, as a compressing gateway sends it', async () => {
