@@ -392,9 +392,15 @@ if (turnRecords.length > 0) {
     const cpuRatio = pairedRatio(turnRecords, concurrency, (r) => r.mainThreadCpuMsPerOp ?? r.cpuMsPerOp);
     if (ratio === undefined || cpuRatio === undefined) continue;
     const byRun = runRatios(turnRecords, concurrency, (r) => r.perSecond).map((value) => (value * 100).toFixed(0));
+    // Issue 8's goals: hold 0.76× the bare loop at one conversation and 0.80× at many, Palaver's peak RSS at most 40 MB above.
+    const goal = concurrency === 1 ? 0.76 : 0.8;
+    const palaverRss = median(turnRecords, 'palaver', concurrency)?.peakRssMb;
+    const bareRss = median(turnRecords, 'bare', concurrency)?.peakRssMb;
+    const rssAbove = palaverRss !== undefined && bareRss !== undefined ? palaverRss - bareRss : undefined;
     console.log(
-      `Palaver / bare at c=${concurrency}: ${(ratio * 100).toFixed(0)}% of the throughput, median of per-run ratios (goal ≥ 70%: ${ratio >= 0.7 ? 'met' : 'NOT met'}; ` +
-        `by run: ${byRun.join(', ')} %); main-thread CPU per turn ${cpuRatio.toFixed(2)}× the bare loop's`,
+      `Palaver / bare at c=${concurrency}: ${(ratio * 100).toFixed(0)}% of the throughput, median of per-run ratios (goal ≥ ${goal * 100}%: ${ratio >= goal ? 'met' : 'NOT met'}; ` +
+        `by run: ${byRun.join(', ')} %); main-thread CPU per turn ${cpuRatio.toFixed(2)}× the bare loop's` +
+        (rssAbove === undefined ? '' : `; peak RSS ${rssAbove >= 0 ? '+' : ''}${rssAbove.toFixed(0)} MB against the bare loop (goal ≤ +40 MB: ${rssAbove <= 40 ? 'met' : 'NOT met'})`),
     );
   }
 }
