@@ -20,6 +20,7 @@
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
  *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
+ *        --bare-transport (the bare loop's SDK over Palaver's HTTP transport: what Palaver's own work costs per turn)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { buildSync } from 'esbuild';
@@ -48,10 +49,12 @@ interface Options {
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
+  /** The bare loop's SDK gets Palaver's HTTP transport instead of the global fetch: Palaver's own cost per turn. */
+  bareTransport: boolean;
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { quick: false, turns: undefined, runs: 3, concurrency: [1, 64], only: undefined, json: undefined, cpuProf: false, warmup: undefined };
+  const options: Options = { quick: false, turns: undefined, runs: 3, concurrency: [1, 64], only: undefined, json: undefined, cpuProf: false, warmup: undefined, bareTransport: false };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
     const value = (): string => {
@@ -87,9 +90,12 @@ function parseOptions(argv: readonly string[]): Options {
       case '--cpu-prof':
         options.cpuProf = true;
         break;
+      case '--bare-transport':
+        options.bareTransport = true;
+        break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram] [--json file] [--cpu-prof]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram] [--json file] [--cpu-prof] [--bare-transport]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -238,7 +244,7 @@ async function measureTurnPair(concurrency: number, run: number): Promise<RunRec
   const turns = turnsFor(concurrency);
   const chunks = Math.max(1, Math.round(turns / chunkTurns(concurrency)));
   const servers = await Promise.all(SIDES.map(() => startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100, maxStoredResponses: 100 })));
-  const children = SIDES.map((side, index) => new ChunkedScenario(`turns-${side}.ts`, { baseUrl: servers[index]!.baseUrl, concurrency, turns, warmupTurns }));
+  const children = SIDES.map((side, index) => new ChunkedScenario(`turns-${side}.ts`, { baseUrl: servers[index]!.baseUrl, concurrency, turns, warmupTurns, ...(options.bareTransport ? { palaverTransport: true } : {}) }));
   try {
     const loadBefore = loadavg()[0]!;
     // Warm-up runs in both at once: it is not measured.

@@ -10,7 +10,12 @@ import { runWorkers, scenarioArgs, serveChunks } from './stats.js';
 import { BASE_INSTRUCTIONS, HISTORY_LIMIT, lookupInput, lookupItem, USER_TEXT, type TurnScenarioArgs } from './workload.js';
 
 const args = scenarioArgs<TurnScenarioArgs>();
-const client = new OpenAI({ baseURL: args.baseUrl, apiKey: 'not-needed', maxRetries: 0, timeout: 60_000 });
+// As a team writes it, the SDK brings its own wire (the global fetch); with --bare-transport it gets Palaver's, so the
+// difference left is Palaver's own work per turn.
+const transport = args.palaverTransport
+  ? ((await import(new URL('../dist/models/http-transport.js', import.meta.url).href)) as typeof import('../src/models/http-transport.js')).createHttpTransport()
+  : undefined;
+const client = new OpenAI({ baseURL: args.baseUrl, apiKey: 'not-needed', maxRetries: 0, timeout: 60_000, ...(transport ? { fetch: transport.fetch } : {}) });
 
 // About as long as Palaver's composed instructions (base text plus the runtime-facts block).
 const instructions = `${BASE_INSTRUCTIONS}\n\n## Runtime facts\n- Current date and time for the person: Sunday 22 November 2026 at 01:00 GMT (UTC)\n- Reply in the person's language: en`;

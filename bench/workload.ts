@@ -36,4 +36,6 @@ export interface TurnScenarioArgs {
   readonly warmupTurns: number;
   /** When set, the measured phase is CPU-profiled into this folder. */
   readonly profileDir?: string;
+  /** The bare loop's SDK runs over Palaver's HTTP transport (`--bare-transport`), not the global fetch. */
+  readonly palaverTransport?: boolean;
 }
