@@ -13,7 +13,7 @@ const args = scenarioArgs<TurnScenarioArgs>();
 // As a team writes it, the SDK brings its own wire (the global fetch); with --bare-transport it gets Palaver's, so the
 // difference left is Palaver's own work per turn.
 const transport = args.palaverTransport
-  ? ((await import(new URL('../dist/models/http-transport.js', import.meta.url).href)) as typeof import('../src/models/http-transport.js')).createHttpTransport()
+  ? ((await import(new URL('../dist/http-client/http-transport.js', import.meta.url).href)) as typeof import('../src/http-client/http-transport.js')).createHttpTransport()
   : undefined;
 const client = new OpenAI({ baseURL: args.baseUrl, apiKey: 'not-needed', maxRetries: 0, timeout: 60_000, ...(transport ? { fetch: transport.fetch } : {}) });
 

@@ -6,6 +6,7 @@ import { ConfigError, IdentityError } from '../domain/errors.js';
 import type { User } from '../domain/model.js';
 import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain/ports/identity.js';
 import type { Store } from '../domain/ports/store.js';
+import { sharedHttpTransport } from '../http-client/http-transport.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { McpConnection } from '../tools/mcp/mcp-connection.js';
 import { normalisePhone } from './phones.js';
@@ -28,7 +29,7 @@ export interface McpIdentityResolverOptions {
   /** Region for a verified phone written without its country code (`identity.phones.defaultRegion`). */
   readonly phoneRegion?: string;
   readonly logger?: Logger;
-  /** Custom fetch (proxies, tests). Default: the global `fetch`. */
+  /** Custom fetch (proxies, tests). Default: Palaver's keep-alive HTTP transport (`src/http-client/`). */
   readonly fetch?: FetchLike;
 }
 
@@ -96,7 +97,7 @@ export class McpIdentityResolver implements IdentityResolver {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#phoneRegion = options.phoneRegion;
     this.#logger = (options.logger ?? silentLogger()).child({ identityResolver: `mcp:${this.#url.host}` });
-    const baseFetch = options.fetch ?? fetch;
+    const baseFetch = options.fetch ?? (sharedHttpTransport().fetch as FetchLike);
     this.#fetch = (url, init) => {
       // The SDK hands one long-lived AbortSignal to every request of a session (see McpToolHost).
       if (init?.signal) setMaxListeners(0, init.signal);

@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ModelEndpointConfig } from '../config/schema.js';
 import { ModelError } from '../domain/errors.js';
-import { sharedHttpTransport } from './http-transport.js';
+import { sharedHttpTransport } from '../http-client/http-transport.js';
 
 /** OpenAI's own endpoint, used when `baseUrl` is not configured. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -26,7 +26,7 @@ export interface OpenAIClientOptions {
  *
  * Every option the SDK would otherwise read from `process.env` (`OPENAI_BASE_URL`, `OPENAI_ORG_ID`, …) is set
  * explicitly, so config stays the only source of truth. Requests go over Palaver's keep-alive transport on
- * `node:http` (see `http-transport.ts`) unless the caller passes a `fetch`.
+ * `node:http` (see `src/http-client/http-transport.ts`) unless the caller passes a `fetch`.
  */
 export function createOpenAIClient(config: ModelEndpointConfig, options: OpenAIClientOptions = {}): OpenAI {
   return new OpenAI({

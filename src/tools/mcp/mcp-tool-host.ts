@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { sharedHttpTransport } from '../../http-client/http-transport.js';
 import { ConfigError, ToolError } from '../../domain/errors.js';
 import type { JsonSchema } from '../../domain/ports/model-provider.js';
 import type { ToolCallContext, ToolDescriptor, ToolHost, ToolResult } from '../../domain/ports/tool-host.js';
@@ -29,7 +30,7 @@ export interface McpToolHostOptions {
    * hides it from the schema the model sees, and refuses a call whose arguments name another user.
    */
   readonly userIdArgument?: string;
-  /** Custom fetch (proxies, tests). Default: the global `fetch`. */
+  /** Custom fetch (proxies, tests). Default: Palaver's keep-alive HTTP transport (`src/http-client/`). */
   readonly fetch?: FetchLike;
   /** Clock for the list cache. Default `Date.now`. */
   readonly now?: () => number;
@@ -115,7 +116,7 @@ export class McpToolHost implements ToolHost {
     this.userIdArgument = options.userIdArgument;
     this.logger = (options.logger ?? silentLogger()).child({ toolHost: this.name });
     this.now = options.now ?? Date.now;
-    const baseFetch = options.fetch ?? fetch;
+    const baseFetch = options.fetch ?? (sharedHttpTransport().fetch as FetchLike);
     this.fetch = (url, init) => {
       // The SDK hands one long-lived AbortSignal to every request of a session; Node's fetch detaches its listener
       // from it only when the request is garbage-collected, so concurrent calls trip the 10-listener warning

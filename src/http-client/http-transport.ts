@@ -4,21 +4,21 @@ import { pipeline, Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 
 /**
- * The `fetch` the model SDK is given: one request over `node:http(s)` with keep-alive connections, answered as a
- * standard `Response`.
+ * The `fetch` Palaver hands the SDKs it calls out with (the `openai` SDK for model endpoints, the MCP SDK for MCP
+ * servers): one request over `node:http(s)` with keep-alive connections, answered as a standard `Response`.
  *
  * Why not the global `fetch`: undici's WHATWG fetch builds a Request, a Headers list and web streams for every body
  * both ways. Measured under the turn benchmark, that was about 0.3 ms of CPU per model call on the turn's thread,
- * more than Palaver's own work around the call. The SDK keeps everything else it does (retries with backoff,
- * timeouts, error types, streaming); only the wire under it changes.
+ * more than Palaver's own work around the call. The SDKs keep everything else they do (retries with backoff,
+ * timeouts, error types, streaming); only the wire under them changes.
  *
  * What it does like `fetch`: keep-alive pooling, `content-length` for string and byte bodies, gzip/deflate/br bodies
  * decoded, the caller's `AbortSignal` (before and during the response), a network failure rejected as a `TypeError`
  * whose `cause` is the socket's error. What it does differently: a JSON or text answer is read whole before the
- * promise resolves (the SDK reads it whole anyway, and so the SDK's timeout covers the body too); an event stream
- * (`text/event-stream`) is handed over as it arrives. Redirects are not followed (an API endpoint does not send one;
- * the SDK then reports the status). Anything it was not made for — a `Request` object, a form or stream body, a
- * scheme other than http(s) — goes to the global `fetch` unchanged.
+ * promise resolves (the SDKs read it whole anyway, and so their timeouts cover the body too); an event stream
+ * (`text/event-stream`) is handed over as it arrives. Redirects are not followed (the caller sees the 3xx, as with
+ * `redirect: 'manual'`). Anything it was not made for — a `Request` object, a form or stream body, a scheme other
+ * than http(s) — goes to the global `fetch` unchanged.
  */
 export interface HttpTransport {
   readonly fetch: typeof fetch;
@@ -28,7 +28,7 @@ export interface HttpTransport {
 
 let shared: HttpTransport | undefined;
 
-/** The process's transport: model clients of the same host share its pooled connections. */
+/** The process's transport: clients calling the same host share its pooled connections. */
 export function sharedHttpTransport(): HttpTransport {
   return (shared ??= createHttpTransport());
 }

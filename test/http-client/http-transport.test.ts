@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEndpointProvider } from '../../src/models/create-model-set.js';
-import { createHttpTransport, type HttpTransport } from '../../src/models/http-transport.js';
+import { createHttpTransport, type HttpTransport } from '../../src/http-client/http-transport.js';
 
 type Handler = (request: IncomingMessage, body: string, response: ServerResponse) => void;
 
