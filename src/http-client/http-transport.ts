@@ -75,7 +75,7 @@ async function receive(response: IncomingMessage, method: string, signal: AbortS
   const headers = new Headers();
   const raw = response.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
-  const init: ResponseInit = { status, statusText: response.statusMessage ?? '', headers };
+  const init: ResponseInit = { status, statusText: reasonPhrase(response.statusMessage), headers };
   // These statuses carry no body, and `Response` refuses one for them.
   if (method === 'HEAD' || status === 204 || status === 205 || status === 304) {
     response.resume();
@@ -192,6 +192,11 @@ function decoderFor(encoding: string | null): Transform | undefined {
     default:
       return undefined;
   }
+}
+
+/** `Response` refuses a status text outside HTTP's reason-phrase characters; fetch keeps such an answer, so does this. */
+function reasonPhrase(text: string | undefined): string {
+  return text !== undefined && /^[\t\x20-\x7e\x80-\xff]*$/.test(text) ? text : '';
 }
 
 function toHeaderRecord(headers: RequestInit['headers']): OutgoingHttpHeaders {

@@ -164,6 +164,17 @@ describe('the model HTTP transport', () => {
     await expect(fetch(`${url}/x`, { method: 'POST', body: 'x', signal: late.signal })).rejects.toMatchObject({ name: 'AbortError' });
   });
 
+  it('keeps an answer whose status text is not a valid reason phrase, as fetch does', async () => {
+    const { url } = await serve((request, _body, response) => {
+      // Written raw: Node's server would refuse such a status text itself.
+      request.socket.end('HTTP/1.1 200 O\u0001K\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{"ok":true}');
+      void response;
+    });
+    const answer = await transport().fetch(`${url}/x`);
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ ok: true });
+  });
+
   it('answers a 204 without a body, and passes a form body on to the global fetch', async () => {
     const { url } = await serve((request, body, response) => {
       if (request.url === '/empty') response.writeHead(204).end();
