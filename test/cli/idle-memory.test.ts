@@ -40,8 +40,10 @@ describe('idle memory of the server process', () => {
 
     // V8's memory reducer looks every 8 s; the look after the hint's first quiet interval shrinks the heap.
     const shrunk = await firstReport(hinted, (report) => report.mb < busy.mb / 3, 20_000);
-    // The same process without the hint still holds its heap by then.
+    // The same process without the hint holds more by then. V8 alone keeps most of it as a rule, but its memory
+    // reducer sometimes gives part back on its own (a CI run on Node 24 saw 234 → 141 MB), so the control is held to
+    // "more than the hinted process", not to its peak.
     const aloneThen = await firstReport(alone, (report) => report.at >= shrunk.at, 20_000);
-    expect(aloneThen.mb).toBeGreaterThan(busy.mb * 0.66);
+    expect(aloneThen.mb).toBeGreaterThan(shrunk.mb * 1.5);
   }, 45_000);
 });
