@@ -2,6 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { pipeline, Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { nodeUsesEnvProxy } from '../config/env-proxy.js';
 
 /**
  * The `fetch` Palaver hands the SDKs it calls out with (the `openai` SDK for model endpoints, the MCP SDK for MCP
@@ -28,12 +29,17 @@ export interface HttpTransport {
 
 let shared: HttpTransport | undefined;
 
-/** The process's transport: clients calling the same host share its pooled connections. */
+/**
+ * The process's transport: clients calling the same host share its pooled connections. When Node was told to use
+ * the proxy in HTTP(S)_PROXY (`NODE_USE_ENV_PROXY=1`), which it applies to the global fetch only, it is the global
+ * fetch, so that requests keep going through the proxy.
+ */
 export function sharedHttpTransport(): HttpTransport {
-  return (shared ??= createHttpTransport());
+  return (shared ??= createHttpTransport({ globalFetch: nodeUsesEnvProxy() }));
 }
 
-export function createHttpTransport(): HttpTransport {
+export function createHttpTransport(options: { readonly globalFetch?: boolean } = {}): HttpTransport {
+  if (options.globalFetch) return { fetch: (input, init) => globalThis.fetch(input, init), close: () => {} };
   // Sockets kept for the next call are unref'd by Node's agent, so an idle pool holds no process open.
   const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
   const transportFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEndpointProvider } from '../../src/models/create-model-set.js';
+import { nodeUsesEnvProxy } from '../../src/config/env-proxy.js';
 import { createHttpTransport, type HttpTransport } from '../../src/http-client/http-transport.js';
 
 type Handler = (request: IncomingMessage, body: string, response: ServerResponse) => void;
@@ -173,6 +174,22 @@ describe('the model HTTP transport', () => {
     const answer = await transport().fetch(`${url}/x`);
     expect(answer.status).toBe(200);
     expect(await answer.json()).toEqual({ ok: true });
+  });
+
+  it('steps aside for the global fetch when Node was told to use the proxy in HTTP(S)_PROXY, which only that fetch honours', async () => {
+    expect(nodeUsesEnvProxy({ NODE_USE_ENV_PROXY: '1' }, [])).toBe(true);
+    expect(nodeUsesEnvProxy({}, ['--use-env-proxy'])).toBe(true);
+    expect(nodeUsesEnvProxy({ NODE_OPTIONS: '--max-old-space-size=512 --use-env-proxy' }, [])).toBe(true);
+    expect(nodeUsesEnvProxy({ HTTPS_PROXY: 'http://proxy:3128' }, [])).toBe(false);
+    // Told apart by what each sends unasked: undici's fetch names itself, node:http sends no user agent.
+    const agents: (string | undefined)[] = [];
+    const { url } = await serve((request, _body, response) => {
+      agents.push(request.headers['user-agent']);
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await (await transport().fetch(`${url}/x`)).json();
+    await (await createHttpTransport({ globalFetch: true }).fetch(`${url}/x`)).json();
+    expect(agents).toEqual([undefined, 'node']);
   });
 
   it('answers a 204 without a body, and passes a form body on to the global fetch', async () => {
