@@ -31,8 +31,8 @@ let shared: HttpTransport | undefined;
 
 /**
  * The process's transport: clients calling the same host share its pooled connections. When Node was told to use
- * the proxy in HTTP(S)_PROXY (`NODE_USE_ENV_PROXY=1`), which it applies to the global fetch only, it is the global
- * fetch, so that requests keep going through the proxy.
+ * the proxy in HTTP(S)_PROXY (`NODE_USE_ENV_PROXY=1`), which it applies to its own global fetch and agents but not to
+ * this pool, it is the global fetch, so that requests keep going through the proxy.
  */
 export function sharedHttpTransport(): HttpTransport {
   return (shared ??= createHttpTransport({ globalFetch: nodeUsesEnvProxy() }));

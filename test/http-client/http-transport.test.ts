@@ -176,7 +176,7 @@ describe('the model HTTP transport', () => {
     expect(await answer.json()).toEqual({ ok: true });
   });
 
-  it('steps aside for the global fetch when Node was told to use the proxy in HTTP(S)_PROXY, which only that fetch honours', async () => {
+  it('steps aside for the global fetch when Node was told to use the proxy in HTTP(S)_PROXY, which Node applies to its own fetch, not to this pool', async () => {
     expect(nodeUsesEnvProxy({ NODE_USE_ENV_PROXY: '1' }, [])).toBe(true);
     expect(nodeUsesEnvProxy({}, ['--use-env-proxy'])).toBe(true);
     expect(nodeUsesEnvProxy({ NODE_OPTIONS: '--max-old-space-size=512 --use-env-proxy' }, [])).toBe(true);
