@@ -175,7 +175,7 @@ class BufferedResponse extends ResponseBase {
   }
 
   clone(): Response {
-    if (this.#used) throw new TypeError('Response.clone: Body has already been consumed.');
+    if (this.bodyUsed) throw new TypeError('Response.clone: Body has already been consumed.');
     return new BufferedResponse(this.#bytes, { status: this.status, statusText: this.statusText, headers: this.headers }) as unknown as Response;
   }
 }
