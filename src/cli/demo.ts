@@ -16,7 +16,8 @@ const DEMO_MODEL = 'palaver-demo-script';
 export interface Demo {
   readonly server: ScriptedModelServer;
   readonly overrides: PalaverConfigInput;
-  readonly tools: LocalTool[];
+  /** The demo agent's tools, for the config loaded with `overrides` (the notes tools tell time in its time zone). */
+  toolsFor(config: PalaverConfig): LocalTool[];
   /** Releases what the demo's tools hold. */
   close(): Promise<void>;
   /** What the person is talking to: the scripted model, or a real one named by PALAVER_* variables. */
@@ -30,7 +31,7 @@ export type DemoAgent = (typeof DEMO_AGENTS)[number];
 /** The scripted model costs nothing: priced by override, so the demo never loads the price table. */
 const FREE_DEMO_MODEL = { [DEMO_MODEL]: { input: '0', output: '0' } };
 
-export async function startDemo(timeZone: string, agent: DemoAgent = 'notes'): Promise<Demo> {
+export async function startDemo(agent: DemoAgent = 'notes'): Promise<Demo> {
   if (agent === 'salon') return startSalonDemo();
   const server = await startScriptedModelServer({ script: demoScript, models: [DEMO_MODEL] });
   return {
@@ -39,7 +40,7 @@ export async function startDemo(timeZone: string, agent: DemoAgent = 'notes'): P
       agent: { name: 'Palaver demo', instructionsDir: join(PACKAGE_ROOT, 'examples', 'demo', 'instructions') },
       model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0, prices: FREE_DEMO_MODEL },
     },
-    tools: createDemoTools({ timeZone }),
+    toolsFor: (config) => createDemoTools({ timeZone: config.agent.timezone }),
     close: () => server.close(),
     banner: (config) =>
       [demoBanner(config), config.channels.telegram.enabled && config.channels.telegram.token ? 'Telegram: the demo agent answers your bot too (TELEGRAM_BOT_TOKEN); open the bot in Telegram and send /start.' : '']
@@ -74,7 +75,7 @@ async function startSalonDemo(): Promise<Demo> {
       focus: example.focus,
       model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0, prices: FREE_DEMO_MODEL },
     },
-    tools: salon.tools,
+    toolsFor: () => salon.tools,
     close: async () => {
       await server.close();
       salon.close();

@@ -22,7 +22,7 @@ export async function runDoctor(
   try {
     let config: PalaverConfig;
     try {
-      demo = options.demo ? await startDemo('UTC') : undefined;
+      demo = options.demo ? await startDemo() : undefined;
       const loaded = deps.loadConfig(demo?.overrides);
       config = loaded.config;
       report('config', { ok: true, detail: loaded.file ? `read ${loaded.file}` : 'no config file; using defaults and environment' });
@@ -53,7 +53,7 @@ export async function runDoctor(
 async function checkAgent(config: PalaverConfig, demo: Demo | undefined): Promise<Check> {
   let palaver;
   try {
-    palaver = await createPalaver(config, { logger: silentLogger(), ...(demo ? { tools: demo.tools } : {}) });
+    palaver = await createPalaver(config, { logger: silentLogger(), ...(demo ? { tools: demo.toolsFor(config) } : {}) });
   } catch (error) {
     return { ok: false, detail: (error as Error).message };
   }

@@ -107,11 +107,10 @@ async function boot(
 ): Promise<{ palaver: Palaver; demo: Demo | undefined }> {
   let demo: Demo | undefined;
   try {
-    const probe = options.demo ? loadConfigOrExit(options, { model: { name: 'palaver-demo-script' } }).config : undefined;
-    if (options.demo) demo = await (await import('./demo.js')).startDemo(probe!.agent.timezone, options.demo === true ? 'notes' : options.demo);
+    if (options.demo) demo = await (await import('./demo.js')).startDemo(options.demo === true ? 'notes' : options.demo);
     const { config } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides });
     const palaverOptions: PalaverOptions = {
-      ...(demo ? { tools: demo.tools } : {}),
+      ...(demo ? { tools: demo.toolsFor(config) } : {}),
       ...(extra.channels ? { channels: extra.channels } : {}),
       ...(extra.processMetrics ? { processMetrics: true } : {}),
       // The terminal chat keeps logs to warnings on stderr so they do not mix with the conversation.
