@@ -24,7 +24,6 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { buildSync } from 'esbuild';
-import { createRequire } from 'node:module';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -333,9 +332,8 @@ console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) p
 
 if (options.only !== 'mcp') {
   // The turn and start-up scenarios runs Palaver's compiled output, as an application would; compile the current sources first.
-  console.log('Compiling Palaver (tsc -p tsconfig.build.json, then the vendor bundles: npm run build) …');
-  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: 'inherit' });
-  execFileSync(process.execPath, [join(repoRoot, 'scripts', 'bundle-vendor.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+  console.log('Building Palaver (npm run build: the types, then the bundle of src/ and dist/vendor/) …');
+  execFileSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
 }
 
 const turnRecords: RunRecord[] = [];

@@ -1,4 +1,16 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The package's root folder, from `src/` (tsx, tests) and from `dist/` alike. */
-export const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url));
+/**
+ * The package's root folder: the nearest folder above this code with a package.json. This module may run from
+ * `src/` (tsx, tests), or bundled into an entry point or a shared chunk of `dist/` at any depth.
+ */
+export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
+
+function findPackageRoot(start: string): string {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`Palaver cannot find its package.json above ${start}`);
+  }
+}

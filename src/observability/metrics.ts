@@ -3,7 +3,7 @@ import type * as PromClient from 'prom-client';
 
 // prom-client (CommonJS, about 4 MB of heap and 30 ms to load) is required when the first PalaverMetrics is made,
 // so that importing the package entry (which exports this class) does not load it. In dist the require points at a
-// one-file bundle of it (scripts/bundle-vendor.mjs).
+// one-file bundle of it (scripts/build.mjs).
 const require = createRequire(import.meta.url);
 
 /**

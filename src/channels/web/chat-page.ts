@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PalaverError } from '../../domain/errors.js';
 import type { ChannelRoute } from '../../domain/ports/channel.js';
+import { PACKAGE_ROOT } from '../../package-root.js';
 
-/** `web/` of the package: `../../../web` from both `src/channels/web/` and `dist/channels/web/`. */
-export const DEFAULT_WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url));
+/** `web/` of the package. */
+export const DEFAULT_WEB_DIR = join(PACKAGE_ROOT, 'web');
 
 const FILES = [
   { path: '/', file: 'chat.html', type: 'text/html; charset=utf-8' },

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { CheckpointWorkerCommand, CheckpointWorkerData, CheckpointWorkerEvent } from './checkpoint-worker.js';
+import { PACKAGE_ROOT } from '../../package-root.js';
 
 /** How often the checkpointer copies the WAL back into the database file, in ms. */
 export const CHECKPOINT_INTERVAL_MS = 100;
@@ -38,12 +39,13 @@ export const IDLE_STOP_MS = 10_000;
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 
 /**
- * How to start the worker's module. Compiled (dist), it is the `.js` beside this file. Run from source (vitest, tsx)
+ * How to start the worker's module. Built, it is dist/store/sqlite/checkpoint-worker.js, an entry point of its own
+ * (this code itself may sit in a shared chunk, so the path comes from the package root). Run from source (vitest, tsx)
  * only the `.ts` exists: the thread then registers tsx before importing it (on Node 20 a worker's `--import tsx`
  * registers its hooks too late for the worker's own entry, hence this one-line bootstrap).
  */
 function workerEntry(): { readonly entry: URL | string; readonly eval: boolean } {
-  if (!import.meta.url.endsWith('.ts')) return { entry: new URL('./checkpoint-worker.js', import.meta.url), eval: false };
+  if (!import.meta.url.endsWith('.ts')) return { entry: pathToFileURL(join(PACKAGE_ROOT, 'dist', 'store', 'sqlite', 'checkpoint-worker.js')), eval: false };
   const tsxPackage = createRequire(import.meta.url).resolve('tsx/package.json');
   const tsxApi = pathToFileURL(join(dirname(tsxPackage), 'dist/esm/api/index.mjs')).href;
   const worker = new URL('./checkpoint-worker.ts', import.meta.url).href;
