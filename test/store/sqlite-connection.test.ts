@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/domain/ports/store.js';
 import { KyselyStore, migrateToLatest, openSqliteDatabase, type Database } from '../../src/store/index.js';
 import { engineOf } from '../../src/store/kysely/store-engine.js';
-import { WalCheckpointer } from '../../src/store/sqlite/wal-checkpointer.js';
+import { WalCheckpointer, type WalCheckpointerOptions } from '../../src/store/sqlite/wal-checkpointer.js';
 import { openSqliteFile } from '../support/sqlite-file.js';
 
 let dir: string;
@@ -249,10 +249,16 @@ describe('SQLite group commit, decided by the connection', () => {
 });
 
 describe('SQLite checkpoints', () => {
-  it('are taken off the main connection while the database is open, and the WAL is removed on close', async () => {
+  it('stay with SQLite while writes are few, move to the worker once they are frequent, and the WAL is removed on close', async () => {
     const { path, db, store } = await givenStore();
+    const autocheckpoint = async () => (await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db)).rows[0]?.wal_autocheckpoint;
     try {
-      await expect.poll(async () => (await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db)).rows[0]?.wal_autocheckpoint).toBe(0);
+      const session = await givenSession(store, 'rate');
+      for (let i = 0; i < 20; i += 1) await store.messages.append(session.id, [say(`few ${i}`)]);
+      expect(await autocheckpoint()).toBe(1000);
+      // 3000 writes within seconds, as a busy server makes: the worker takes the checkpoints over.
+      for (let i = 0; i < 3_000; i += 1) await store.messages.append(session.id, [say(`many ${i}`)]);
+      await expect.poll(autocheckpoint, { timeout: 5_000 }).toBe(0);
     } finally {
       await store.close();
     }
@@ -261,7 +267,7 @@ describe('SQLite checkpoints', () => {
 
   it('start the WAL over once it is long, so it does not grow without end under steady writes', async () => {
     const restartFrames = 200;
-    const { path, store } = await givenStore({ checkpoints: { intervalMs: 5, restartFrames } });
+    const { path, store } = await givenStore({ checkpoints: { intervalMs: 5, restartFrames, startAfter: { writes: 0, withinMs: 0 } } });
     const session = await givenSession(store, 'a');
     try {
       for (let round = 0; round < 60; round += 1) {
@@ -279,8 +285,8 @@ describe('SQLite checkpoints', () => {
     }
   });
 
-  it('end their thread while the database is idle, handing checkpoints back, and start it again with the next write', async () => {
-    const { db, store } = await givenStore({ checkpoints: { intervalMs: 5, idleStopMs: 50 } });
+  it('end their thread while the database is idle, handing checkpoints back, and start it again when writes come', async () => {
+    const { db, store } = await givenStore({ checkpoints: { intervalMs: 5, idleStopMs: 50, startAfter: { writes: 1, withinMs: 1_000 } } });
     const autocheckpoint = async () => (await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db)).rows[0]?.wal_autocheckpoint;
     try {
       const session = await givenSession(store, 'idle');
@@ -298,7 +304,7 @@ describe('SQLite checkpoints', () => {
   });
 
   /** A checkpointer on `path` that records what it asks of the main connection and the warnings it emits. */
-  function watchedCheckpointer(path: string) {
+  function watchedCheckpointer(path: string, options: Partial<WalCheckpointerOptions> = {}) {
     const settings: number[] = [];
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(warning.message);
@@ -309,6 +315,8 @@ describe('SQLite checkpoints', () => {
       intervalMs: 5,
       setAutoCheckpoint: (pages) => settings.push(pages),
       whileWritesPaused: (fn) => fn(),
+      startAfter: { writes: 0, withinMs: 0 },
+      ...options,
     });
     return {
       checkpointer,
@@ -320,6 +328,30 @@ describe('SQLite checkpoints', () => {
       },
     };
   }
+
+  it('start their thread only when enough writes come within the window', async () => {
+    const { path, store } = await givenStore();
+    await store.close();
+    let now = 0;
+    const watched = watchedCheckpointer(path, { startAfter: { writes: 3, withinMs: 1_000 }, now: () => now });
+    try {
+      watched.checkpointer.wake();
+      now = 500;
+      watched.checkpointer.wake();
+      // The third write comes after the window: counting starts over.
+      now = 1_600;
+      watched.checkpointer.wake();
+      now = 1_700;
+      watched.checkpointer.wake();
+      expect(watched.checkpointer.running).toBe(false);
+      now = 1_800;
+      watched.checkpointer.wake();
+      expect(watched.checkpointer.running).toBe(true);
+      await expect.poll(() => watched.settings).toEqual([0]);
+    } finally {
+      await watched.stop();
+    }
+  });
 
   it('leave checkpoints to the main connection when the worker cannot start, and say so', async () => {
     const notADatabase = join(dir, 'not-a-database.sqlite');

@@ -7,7 +7,7 @@ import { ConnectionGate } from './connection-gate.js';
 import { createGatedSqliteKysely } from './gated-sqlite-kysely.js';
 import { ADD_COST_FUNCTION, nodeSqlite, openWithBetterSqlite3, openWithNodeSqlite, type OpenedSqlite, type SqliteDriver } from './sqlite-bindings.js';
 import { withStatementCache } from './statement-cache.js';
-import { WalCheckpointer } from './wal-checkpointer.js';
+import { WalCheckpointer, type WalCheckpointerOptions } from './wal-checkpointer.js';
 
 export type { SqliteDriver } from './sqlite-bindings.js';
 
@@ -63,7 +63,7 @@ export function openSqliteDatabase(url: string, options: SqliteDatabaseOptions =
     },
     { addCostFunction: ADD_COST_FUNCTION },
   );
-  // An in-memory database has no WAL; a file gets its checkpoints from a worker thread.
+  // An in-memory database has no WAL; a file gets its checkpoints from a worker thread once writes are frequent.
   if (path !== ':memory:') {
     checkpointer = new WalCheckpointer({
       ...options.checkpoints,
@@ -81,7 +81,7 @@ export function openSqliteDatabase(url: string, options: SqliteDatabaseOptions =
         }
       },
     });
-    // A worker that ended while the database was idle starts again with the next write.
+    // Each write counts towards starting the worker (again, after it ended while the database was idle).
     const idle = checkpointer;
     connection.onWrite = () => idle.wake();
   }
@@ -92,6 +92,6 @@ export function openSqliteDatabase(url: string, options: SqliteDatabaseOptions =
 export interface SqliteDatabaseOptions {
   readonly driver?: SqliteDriver;
   /** How often the checkpointer runs and when it resets the WAL; the defaults suit production. */
-  readonly checkpoints?: { readonly intervalMs?: number; readonly restartFrames?: number; readonly idleStopMs?: number };
+  readonly checkpoints?: Pick<WalCheckpointerOptions, 'intervalMs' | 'restartFrames' | 'idleStopMs' | 'startAfter'>;
 }
 

@@ -28,9 +28,26 @@ export interface WalCheckpointerOptions {
   readonly whileWritesPaused: (fn: () => Promise<void>) => Promise<void>;
   readonly intervalMs?: number;
   readonly restartFrames?: number;
-  /** The thread ends after this long without writes and starts again with the next commit; 0 keeps it. */
+  /** The thread ends after this long without writes and starts again when writes are frequent again; 0 keeps it. */
   readonly idleStopMs?: number;
+  /**
+   * How frequent writes must be for the thread to start: `writes` statements that changed the database within
+   * `withinMs` (default {@link START_WRITES} within {@link START_WINDOW_MS}). `writes: 0` starts it at once.
+   */
+  readonly startAfter?: { readonly writes: number; readonly withinMs: number };
+  /** The clock the write rate is measured with, in ms (tests pass their own). */
+  readonly now?: () => number;
 }
+
+/**
+ * Writes within {@link START_WINDOW_MS} that start the thread: 600 a second. A turn writes some 12 WAL pages with
+ * about 6 statements, so SQLite's own checkpoint, inside the commit that crosses 1000 pages, comes every ~500 writes
+ * and costs that commit about 4 ms: below this rate under 0.5 % of the time, against a thread that holds 10–20 MB
+ * (more on Node 24) and takes CPU to start. Busier (the turn benchmark writes ~4000 a second at c=1), those
+ * checkpoints cost about 5 % of the throughput, and the thread pays for itself.
+ */
+export const START_WRITES = 3_000;
+export const START_WINDOW_MS = 5_000;
 
 /** How long the worker runs on without new WAL frames before it ends (an idle server then holds no thread). */
 export const IDLE_STOP_MS = 10_000;
@@ -56,10 +73,11 @@ function workerEntry(): { readonly entry: URL | string; readonly eval: boolean }
  * Checkpoints a SQLite database's write-ahead log from a worker thread, with a connection of its own.
  *
  * Left to itself, SQLite checkpoints inside the commit that crosses 1000 WAL pages: that commit copies the pages into
- * the database file and waits for two fsyncs, on the thread that runs every turn. Here the main connection never
- * checkpoints; the worker does, every {@link CHECKPOINT_INTERVAL_MS}, beside the writer (a passive checkpoint waits
- * for nobody), and resets the WAL at {@link RESTART_FRAMES}. If the worker cannot start or fails, the main
- * connection's own checkpoints are turned back on.
+ * the database file and waits for two fsyncs, on the thread that runs every turn. Once writes are frequent
+ * ({@link START_WRITES} within {@link START_WINDOW_MS}) the main connection stops checkpointing and the worker does,
+ * every {@link CHECKPOINT_INTERVAL_MS}, beside the writer (a passive checkpoint waits for nobody), and resets the WAL
+ * at {@link RESTART_FRAMES}. It ends after {@link IDLE_STOP_MS} without writes. If the worker cannot start or fails,
+ * the main connection's own checkpoints are turned back on.
  */
 export class WalCheckpointer {
   readonly #options: WalCheckpointerOptions;
@@ -69,6 +87,11 @@ export class WalCheckpointer {
   /** The worker could not run here (a failure, not an idle end): checkpoints stay with the main connection. */
   #failed = false;
   #stopping: Promise<void> | undefined;
+  readonly #startAfter: { readonly writes: number; readonly withinMs: number };
+  readonly #now: () => number;
+  /** Writes counted in the current window, while no thread runs. */
+  #writes = 0;
+  #windowStart = Number.NEGATIVE_INFINITY;
 
   constructor(options: WalCheckpointerOptions) {
     this.#options = options;
@@ -79,18 +102,34 @@ export class WalCheckpointer {
       restartFrames: options.restartFrames ?? RESTART_FRAMES,
       idleStopMs: options.idleStopMs ?? IDLE_STOP_MS,
     };
-    this.#start();
+    this.#startAfter = options.startAfter ?? { writes: START_WRITES, withinMs: START_WINDOW_MS };
+    this.#now = options.now ?? (() => performance.now());
+    if (this.#startAfter.writes <= 0) this.#start();
   }
 
   /**
-   * Called after each commit of the main connection: starts the worker again if it ended while the database was
-   * idle. A field check when it runs.
+   * Called after each statement of the main connection that writes: counts it, and starts the worker once writes are
+   * frequent (again, after it ended while the database was idle). A field check while the worker runs.
    */
   wake(): void {
-    if (this.#worker === undefined && this.#stopping === undefined && !this.#failed) this.#start();
+    if (this.#worker !== undefined || this.#stopping !== undefined || this.#failed) return;
+    const now = this.#now();
+    if (now - this.#windowStart > this.#startAfter.withinMs) {
+      this.#windowStart = now;
+      this.#writes = 0;
+    }
+    this.#writes += 1;
+    if (this.#writes >= this.#startAfter.writes) this.#start();
+  }
+
+  /** True from the moment the worker thread is started until it has ended. */
+  get running(): boolean {
+    return this.#worker !== undefined;
   }
 
   #start(): void {
+    this.#writes = 0;
+    this.#windowStart = Number.NEGATIVE_INFINITY;
     const { entry, eval: isBootstrap } = workerEntry();
     const worker = new Worker(entry, {
       eval: isBootstrap,
