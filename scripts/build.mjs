@@ -2,12 +2,12 @@
 // `npm run build`: dist/ as the package ships it.
 //   1. Types: `tsc -p tsconfig.build.json` writes only the declarations (dist/**/*.d.ts), one per source file.
 //   2. JavaScript: esbuild bundles src/ from the package's entry points (its `exports`, the CLI, the SQLite
-//      checkpointer's worker, and three internal modules the benchmarks load) into those same paths, with the code they share split into dist/chunks/. Every module
-//      still exists once, so `palaver` and `palaver/server` hand out the same classes; code behind a dynamic
-//      import stays behind it (createPalaver still loads only the adapters its config names).
-//      Why: Node's ES module loader pays for every file (resolve, read, compile, link). `palaver start` loaded
-//      ~130 of Palaver's own files plus ~300 of its dependencies; as chunks it starts ~40 ms sooner on this
-//      project's CI machine (BENCHMARKS.md, "start-up").
+//      checkpointer's worker, and three internal modules the benchmarks load) into those same paths, with the code
+//      they share split into dist/chunks/. Every module still exists once, so `palaver` and `palaver/server` hand
+//      out the same classes; code behind a dynamic import stays behind it (createPalaver still loads only the
+//      adapters its config names).
+//      Why: Node's ES module loader pays for every file (resolve, read, compile, link). `palaver start` opened 134
+//      of Palaver's own files, now 38; it answers ~40 ms sooner on this project's CI machine (BENCHMARKS.md).
 //   3. Dependencies loaded as many small files become one module each in dist/vendor/, and the bundle imports them
 //      from there: Kysely (262 ES modules, ~175 ms one by one on Node 20, ~30 ms as one), the HTTP server (hono,
 //      @hono/node-server: 45 modules, ~18 ms, ~4 ms as one) and prom-client (CommonJS, 32 files and
@@ -98,12 +98,11 @@ const outputs = Object.keys(result.metafile.outputs)
   .map((file) => join(root, file));
 
 for (const vendored of VENDORED) {
-  const bundle = join(dist, 'vendor', vendored.file);
   await build({
     ...(vendored.contents
       ? { stdin: { contents: vendored.contents, resolveDir: root, sourcefile: `${vendored.name}-entry.js` } }
       : { entryPoints: [fileURLToPath(import.meta.resolve(vendored.name))] }),
-    outfile: bundle,
+    outfile: join(dist, 'vendor', vendored.file),
     bundle: true,
     format: vendored.format,
     platform: 'node',
@@ -114,17 +113,25 @@ for (const vendored of VENDORED) {
     banner: { js: `// ${vendored.name} and its dependencies (see their licenses in node_modules), bundled into one module by scripts/build.mjs.` },
     logLevel: 'warning',
   });
-  let pointing = 0;
-  for (const file of outputs) {
-    const source = readFileSync(file, 'utf8');
-    let target = relative(dirname(file), bundle).split('\\').join('/');
+}
+
+// Points the compiled code at the vendored modules, by a path relative to each output file (chunks and entry points
+// sit at different depths).
+const pointing = new Map(VENDORED.map((vendored) => [vendored.name, 0]));
+for (const file of outputs) {
+  const source = readFileSync(file, 'utf8');
+  let changed = source;
+  for (const vendored of VENDORED) {
+    let target = relative(dirname(file), join(dist, 'vendor', vendored.file)).split('\\').join('/');
     if (!target.startsWith('.')) target = `./${target}`;
-    const changed = source.replace(vendored.reference, (_match, before, quote) => `${before}${quote}${target}${quote}`);
-    if (changed === source) continue;
-    writeFileSync(file, changed);
-    pointing += 1;
+    const next = changed.replace(vendored.reference, (_match, before, quote) => `${before}${quote}${target}${quote}`);
+    if (next !== changed) pointing.set(vendored.name, pointing.get(vendored.name) + 1);
+    changed = next;
   }
-  if (pointing === 0) throw new Error(`build: no compiled module uses ${vendored.name}; did the way src/ loads it change?`);
+  if (changed !== source) writeFileSync(file, changed);
+}
+for (const [name, files] of pointing) {
+  if (files === 0) throw new Error(`build: no compiled module uses ${name}; did the way src/ loads it change?`);
 }
 
 console.log(`dist: ${entryPoints.length} entry points and ${outputs.length - entryPoints.length} shared chunks from src/, types from tsc, ${VENDORED.length} bundled dependencies in dist/vendor/.`);
