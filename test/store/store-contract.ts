@@ -644,25 +644,47 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
     });
 
     describe('focus', () => {
-      it('saves, replaces and clears the entities in focus per session and type', async () => {
+      const ownerOf = (session: Session) => ({ sessionId: session.id, userId: session.userId });
+
+      it('saves, replaces and clears the entities in focus per session, person and type', async () => {
         const session = await givenSession();
         const other = await givenSession();
-        expect(await store.focus.get(session.id, 'appointment')).toBeUndefined();
-        await store.focus.save(session.id, { entityType: 'appointment', entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }], loadedAt: 1_700_000_000_000 });
-        await store.focus.save(other.id, { entityType: 'appointment', entities: [], loadedAt: 5 });
-        expect(await store.focus.get(session.id, 'appointment')).toEqual({ entityType: 'appointment', entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }], loadedAt: 1_700_000_000_000 });
+        const mine = ownerOf(session);
+        expect(await store.focus.get(mine, 'appointment')).toBeUndefined();
+        await store.focus.save(mine, { entityType: 'appointment', entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }], loadedAt: 1_700_000_000_000 });
+        await store.focus.save(ownerOf(other), { entityType: 'appointment', entities: [], loadedAt: 5 });
+        expect(await store.focus.get(mine, 'appointment')).toEqual({ entityType: 'appointment', entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }], loadedAt: 1_700_000_000_000 });
 
-        await store.focus.save(session.id, { entityType: 'appointment', entities: [{ id: 'b-2', description: 'Manicure' }], loadedAt: 1_700_000_000_001 });
-        expect(await store.focus.get(session.id, 'appointment')).toMatchObject({ entities: [{ id: 'b-2' }], loadedAt: 1_700_000_000_001 });
-        expect(await store.focus.get(session.id, 'master')).toBeUndefined();
+        await store.focus.save(mine, { entityType: 'appointment', entities: [{ id: 'b-2', description: 'Manicure' }], loadedAt: 1_700_000_000_001 });
+        expect(await store.focus.get(mine, 'appointment')).toMatchObject({ entities: [{ id: 'b-2' }], loadedAt: 1_700_000_000_001 });
+        expect(await store.focus.get(mine, 'master')).toBeUndefined();
 
-        await store.focus.clear(session.id, 'appointment');
-        expect(await store.focus.get(session.id, 'appointment')).toBeUndefined();
-        expect(await store.focus.get(other.id, 'appointment')).toEqual({ entityType: 'appointment', entities: [], loadedAt: 5 });
+        await store.focus.clear(mine, 'appointment');
+        expect(await store.focus.get(mine, 'appointment')).toBeUndefined();
+        expect(await store.focus.get(ownerOf(other), 'appointment')).toEqual({ entityType: 'appointment', entities: [], loadedAt: 5 });
       });
 
-      it('refuses focus for a session that does not exist', async () => {
-        await expectStoreError(store.focus.save(randomUUID(), { entityType: 'appointment', entities: [], loadedAt: 1 }), 'foreign_key');
+      it('keeps each member of a group conversation their own focus: saving, reading and clearing one leaves the other', async () => {
+        const group = await givenSession();
+        const member = await givenUser('Ben');
+        const first = ownerOf(group);
+        const second = { sessionId: group.id, userId: member.id };
+        await store.focus.save(first, { entityType: 'appointment', entities: [{ id: 42, description: 'Haircut' }], loadedAt: 1 });
+        expect(await store.focus.get(second, 'appointment')).toBeUndefined();
+
+        await store.focus.save(second, { entityType: 'appointment', entities: [{ id: 7, description: 'Beard trim' }], loadedAt: 2 });
+        expect(await store.focus.get(first, 'appointment')).toMatchObject({ entities: [{ id: 42 }] });
+        expect(await store.focus.get(second, 'appointment')).toMatchObject({ entities: [{ id: 7 }] });
+
+        await store.focus.clear(second, 'appointment');
+        expect(await store.focus.get(second, 'appointment')).toBeUndefined();
+        expect(await store.focus.get(first, 'appointment')).toMatchObject({ entities: [{ id: 42 }] });
+      });
+
+      it('refuses focus for a session or a person that does not exist', async () => {
+        const session = await givenSession();
+        await expectStoreError(store.focus.save({ sessionId: randomUUID(), userId: session.userId }, { entityType: 'appointment', entities: [], loadedAt: 1 }), 'foreign_key');
+        await expectStoreError(store.focus.save({ sessionId: session.id, userId: randomUUID() }, { entityType: 'appointment', entities: [], loadedAt: 1 }), 'foreign_key');
       });
     });
 

@@ -253,18 +253,29 @@ export interface ChannelStateRepository {
   delete(channel: string, key: string): Promise<void>;
 }
 
-/** The entities one conversation is about, of one type, and when they were loaded (epoch milliseconds). */
+/** The entities one person in one conversation is about, of one type, and when they were loaded (epoch milliseconds). */
 export interface FocusRecord {
   readonly entityType: string;
   readonly entities: readonly { readonly id: number | string; readonly description: string }[];
   readonly loadedAt: number;
 }
 
-/** Entities in focus (hidden context) per session and entity type; saving replaces, clearing forgets. */
+/**
+ * Whose focus: one person in one conversation. A group is one session with several people in it, and each of them
+ * has their own entities in focus (their own appointments), so focus is never keyed by the session alone.
+ */
+export interface FocusOwner {
+  readonly sessionId: string;
+  /** The user the server bound to the turn, never one a message names. */
+  readonly userId: string;
+}
+
+/** Entities in focus (hidden context) per (session, user) and entity type; saving replaces, clearing forgets. */
 export interface FocusRepository {
-  get(sessionId: string, entityType: string): Promise<FocusRecord | undefined>;
-  save(sessionId: string, record: FocusRecord): Promise<void>;
-  clear(sessionId: string, entityType: string): Promise<void>;
+  get(owner: FocusOwner, entityType: string): Promise<FocusRecord | undefined>;
+  /** @throws StoreError `foreign_key` when the session or the user does not exist. */
+  save(owner: FocusOwner, record: FocusRecord): Promise<void>;
+  clear(owner: FocusOwner, entityType: string): Promise<void>;
 }
 
 /** A user's stored profile settings: the JSON text as written (read it through the settings schema) and when. */

@@ -1,12 +1,13 @@
 /**
- * Entities in focus: a short-term, per-conversation memory of what the person is talking about (their upcoming
- * appointments, with ids and human descriptions). It is given to the model as a hidden block that is never stored
+ * Entities in focus: a short-term memory, per person in a conversation, of what they are talking about (their upcoming
+ * appointments, with ids and human descriptions). Per person, not per conversation: in a group each member has
+ * their own, so one member's turn never sees another's entities nor passes the id check with their ids. It is given to the model as a hidden block that is never stored
  * as a display message nor streamed, and Palaver checks tool arguments declared as ids of a focused type against it,
  * so "cancel the haircut" can only cancel one of the person's own appointments.
  */
 import { z } from 'zod';
 import type { ModelToolCall } from '../../domain/ports/model-provider.js';
-import type { FocusRecord, FocusRepository } from '../../domain/ports/store.js';
+import type { FocusOwner, FocusRecord, FocusRepository } from '../../domain/ports/store.js';
 import type { ToolResult } from '../flows/agent-loop.js';
 
 /** One entity as the loading tool describes it. */
@@ -16,10 +17,10 @@ export const focusEntitySchema = z.strictObject({
 });
 export type FocusEntity = z.infer<typeof focusEntitySchema>;
 
-/** What is in focus for one entity type of one conversation, and when it was loaded. */
+/** What is in focus for one entity type of one person in one conversation, and when it was loaded. */
 export type FocusSnapshot = FocusRecord;
 
-/** Where focus is kept so that it survives a restart (the store's `focus` repository); keyed by session. */
+/** Where focus is kept so that it survives a restart (the store's `focus` repository); keyed by session and user. */
 export type FocusStore = FocusRepository;
 
 /** How one entity type is kept in focus. */
@@ -59,11 +60,11 @@ export class FocusKeeper {
    *
    * @throws FocusError when the loading tool fails or returns something other than a list of entities.
    */
-  async load(sessionId: string, needs: readonly string[], runLoader: FocusLoader): Promise<FocusSnapshot[]> {
+  async load(owner: FocusOwner, needs: readonly string[], runLoader: FocusLoader): Promise<FocusSnapshot[]> {
     const snapshots: FocusSnapshot[] = [];
     for (const entityType of needs) {
       const type = this.#type(entityType);
-      const stored = await this.#store.get(sessionId, entityType);
+      const stored = await this.#store.get(owner, entityType);
       if (stored !== undefined && this.#now() - stored.loadedAt < type.ttlMs) {
         snapshots.push(stored);
         continue;
@@ -71,16 +72,16 @@ export class FocusKeeper {
       const result = await runLoader(type.loadTool);
       if (result.isError) throw new FocusError(`Loading ${entityType} with ${type.loadTool} failed: ${result.content}`);
       const snapshot: FocusSnapshot = { entityType, entities: parseEntities(type, result.content), loadedAt: this.#now() };
-      await this.#store.save(sessionId, snapshot);
+      await this.#store.save(owner, snapshot);
       snapshots.push(snapshot);
     }
     return snapshots;
   }
 
   /** After a tool succeeded: forgets every type it changes, so that the next turn loads it again. */
-  async afterTool(sessionId: string, toolName: string): Promise<void> {
+  async afterTool(owner: FocusOwner, toolName: string): Promise<void> {
     for (const type of this.#types) {
-      if (type.refreshAfter.includes(toolName)) await this.#store.clear(sessionId, type.type);
+      if (type.refreshAfter.includes(toolName)) await this.#store.clear(owner, type.type);
     }
   }
 
@@ -158,19 +159,19 @@ function parseEntities(type: FocusEntityType, content: string): FocusEntity[] {
 export class MemoryFocusStore implements FocusStore {
   readonly #snapshots = new Map<string, FocusSnapshot>();
 
-  async get(sessionId: string, entityType: string): Promise<FocusSnapshot | undefined> {
-    return this.#snapshots.get(key(sessionId, entityType));
+  async get(owner: FocusOwner, entityType: string): Promise<FocusSnapshot | undefined> {
+    return this.#snapshots.get(key(owner, entityType));
   }
 
-  async save(sessionId: string, snapshot: FocusSnapshot): Promise<void> {
-    this.#snapshots.set(key(sessionId, snapshot.entityType), snapshot);
+  async save(owner: FocusOwner, snapshot: FocusSnapshot): Promise<void> {
+    this.#snapshots.set(key(owner, snapshot.entityType), snapshot);
   }
 
-  async clear(sessionId: string, entityType: string): Promise<void> {
-    this.#snapshots.delete(key(sessionId, entityType));
+  async clear(owner: FocusOwner, entityType: string): Promise<void> {
+    this.#snapshots.delete(key(owner, entityType));
   }
 }
 
-function key(sessionId: string, entityType: string): string {
-  return `${sessionId}\u0000${entityType}`;
+function key(owner: FocusOwner, entityType: string): string {
+  return `${owner.sessionId}\u0000${owner.userId}\u0000${entityType}`;
 }

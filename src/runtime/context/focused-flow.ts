@@ -39,9 +39,11 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
       if (detected !== undefined) context.log.info({ stage: detected.stage.id, by: detected.by }, 'conversation stage');
 
       const role = request.state.role ?? context.settings.defaultRole;
+      // The person this turn answers (the user the server bound), not the conversation: a group has several.
+      const owner = { sessionId: request.session.id, userId: request.user.id };
       let focus: FocusSnapshot[] = [];
       if (stage?.needs !== undefined && stage.needs.length > 0) {
-        focus = await keeper.load(request.session.id, stage.needs, async (loadTool) =>
+        focus = await keeper.load(owner, stage.needs, async (loadTool) =>
           context.runTool({ callId: `focus-${loadTool}-${request.correlationId}`, name: loadTool, arguments: '{}' }, role, request.state),
         );
       }
@@ -73,7 +75,7 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
           const refusal = keeper.check(call, focus);
           if (refusal !== undefined) return { callId: call.callId, ...refusal, effects: {}, durationMs: 0 };
           const result = await context.runTool(call, currentRole, state);
-          if (!result.isError) await keeper.afterTool(request.session.id, call.name);
+          if (!result.isError) await keeper.afterTool(owner, call.name);
           return result;
         },
       };

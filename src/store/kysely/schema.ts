@@ -118,6 +118,8 @@ export interface ProfilesTable {
 
 export interface FocusTable {
   session_id: string;
+  /** Whose focus it is: in a group every member has their own. */
+  user_id: string;
   entity_type: string;
   /** JSON array of {id, description}. */
   entities: string;

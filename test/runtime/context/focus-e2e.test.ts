@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { Palaver } from '../../../src/app.js';
+import { MemoryChannel } from '../../../src/channels/memory/memory-channel.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
 import type { ScriptedCall, ScriptedReply } from '../../../src/testing/index.js';
 import { createHarness, lastUserText, type Harness } from '../../support/palaver-harness.js';
@@ -39,6 +41,11 @@ function salon(initial: Record<string, { id: number; what: string }[]>) {
     }),
   ];
   return { tools, loads, cancelled, book };
+}
+
+/** The focus key of a direct conversation: its session and its owner. */
+async function ownerOf(palaver: Palaver, sessionId: string) {
+  return { sessionId, userId: (await palaver.store.sessions.findById(sessionId))!.userId };
 }
 
 const focusConfig = {
@@ -81,7 +88,7 @@ describe('entities in focus, end to end', () => {
     expect(stored.filter((message) => message.audience === 'display').map((message) => message.content)).toEqual(['Please cancel the haircut', 'done: cancelled']);
     expect(stored.some((message) => message.content.includes('Hidden context'))).toBe(false);
     // The cancel changed the appointments: the next turn that needs them loads them afresh.
-    expect(await palaver.store.focus.get(reply.sessionId, 'appointment')).toBeUndefined();
+    expect(await palaver.store.focus.get(await ownerOf(palaver, reply.sessionId), 'appointment')).toBeUndefined();
   });
 
   it('an id not in focus is refused back to the model and the tool does not run', async () => {
@@ -119,7 +126,7 @@ describe('entities in focus, end to end', () => {
     const second = await harness.start(focusConfig, { tools, now: () => new Date(now) });
     await second.chat({ userId: 'alice', text: 'show my appointments' });
     expect(loads).toEqual(['alice']); // still fresh: read from the focus table, not loaded again
-    expect(await second.store.focus.get(sessionId, 'appointment')).toMatchObject({ entities: [{ id: 42 }, { id: 43 }] });
+    expect(await second.store.focus.get(await ownerOf(second, sessionId), 'appointment')).toMatchObject({ entities: [{ id: 42 }, { id: 43 }] });
 
     now += 61_000;
     await second.chat({ userId: 'alice', text: 'show my appointments' });
@@ -232,5 +239,32 @@ describe('focus around the staged flow', () => {
     expect((await palaver.chat({ userId: 'alice', text: 'show my appointments' })).text).toBe('You have a haircut with Anna.');
     expect(harness.model.calls.map((call) => call.model)).toEqual(['intent-model']);
     expect(harness.model.calls[0]!.instructions).toContain('List the appointments briefly.');
+  });
+});
+
+describe('focus in a group conversation', () => {
+  it("belongs to each member: one member's turn never sees another's entities nor passes their ids", async () => {
+    const { tools, cancelled, loads } = salon({ ann: [{ id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' }], ben: [{ id: 7, what: 'Beard trim with Oleg' }] });
+    harness = await createHarness((call) => {
+      const last = call.messages.at(-1);
+      if (last?.type === 'tool_result') return { text: `done: ${last.output}` };
+      // Ben's turn tries Ann's appointment id, as a confused (or persuaded) model would.
+      if (call.instructions.includes('## Current stage: cancel')) return { toolCalls: [{ name: 'cancel_appointment_by_id', arguments: { appointment_id: 42 } }] };
+      return { text: 'here they are' };
+    });
+    const group = new MemoryChannel({ name: 'group' });
+    await harness.start(focusConfig, { tools, channels: [group] });
+    const say = (accountId: string, text: string) => group.say(text, { accountId, conversationId: 'family-chat', conversationKind: 'shared' });
+
+    await group.reply(await say('ann', 'show my appointments'));
+    expect(harness.model.calls[0]!.instructions).toContain('- id 42: Haircut with Anna');
+    const fromBen = await group.reply(await say('ben', 'cancel the haircut'));
+
+    const bensCall = harness.model.calls[1]!;
+    expect(bensCall.instructions).not.toContain('Haircut with Anna');
+    expect(bensCall.instructions).toContain('- id 7: Beard trim with Oleg');
+    expect(loads).toEqual(['ann', 'ben']);
+    expect(cancelled).toEqual([]);
+    expect(fromBen.outcome.reply).toMatch(/^done: Error: Refused: appointment_id=42 is not the id .* \(ids in focus: 7\)/);
   });
 });

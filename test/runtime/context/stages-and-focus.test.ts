@@ -46,6 +46,9 @@ describe('focus', () => {
     { id: 9, description: 'Manicure with Olga, 2026-12-03 15:30' },
   ];
 
+  const s1 = { sessionId: 's1', userId: 'u1' };
+  const s2 = { sessionId: 's2', userId: 'u1' };
+
   function setup() {
     let now = 1_000;
     let loads = 0;
@@ -60,29 +63,29 @@ describe('focus', () => {
 
   it('is loaded once, kept while younger than its TTL, and reloaded after it', async () => {
     const { keeper, loader, loads, advance } = setup();
-    await keeper.load('s1', ['appointment'], loader);
+    await keeper.load(s1, ['appointment'], loader);
     advance(59_999);
-    await keeper.load('s1', ['appointment'], loader);
+    await keeper.load(s1, ['appointment'], loader);
     expect(loads()).toBe(1);
     advance(1);
-    await keeper.load('s1', ['appointment'], loader);
+    await keeper.load(s1, ['appointment'], loader);
     expect(loads()).toBe(2);
   });
 
   it('is reloaded after a tool that changes the entities', async () => {
     const { keeper, loader, loads } = setup();
-    await keeper.load('s1', ['appointment'], loader);
-    await keeper.afterTool('s1', 'get_my_appointments');
-    await keeper.load('s1', ['appointment'], loader);
+    await keeper.load(s1, ['appointment'], loader);
+    await keeper.afterTool(s1, 'get_my_appointments');
+    await keeper.load(s1, ['appointment'], loader);
     expect(loads()).toBe(1);
-    await keeper.afterTool('s1', 'cancel_appointment_by_id');
-    await keeper.load('s1', ['appointment'], loader);
+    await keeper.afterTool(s1, 'cancel_appointment_by_id');
+    await keeper.load(s1, ['appointment'], loader);
     expect(loads()).toBe(2);
   });
 
   it('the hidden block carries ids and the rule; an id not in focus is refused', async () => {
     const { keeper, loader } = setup();
-    const focus = await keeper.load('s1', ['appointment'], loader);
+    const focus = await keeper.load(s1, ['appointment'], loader);
     const block = hiddenFocusBlock(focus);
     expect(block).toContain('- id 7: Haircut with Anna');
     expect(block).toContain('take the id from this list');
@@ -95,9 +98,9 @@ describe('focus', () => {
 
   it('an empty list is empty focus; a loader that returns no list is a clear error', async () => {
     const { keeper } = setup();
-    const focus = await keeper.load('s1', ['appointment'], async () => ({ content: '[]', isError: false }));
+    const focus = await keeper.load(s1, ['appointment'], async () => ({ content: '[]', isError: false }));
     expect(focusIsEmpty(focus)).toBe(true);
-    await expect(keeper.load('s2', ['appointment'], async () => ({ content: 'no', isError: false }))).rejects.toThrow(FocusError);
-    await expect(keeper.load('s2', ['appointment'], async () => ({ content: '[{"id":1}]', isError: false }))).rejects.toThrow(/description/);
+    await expect(keeper.load(s2, ['appointment'], async () => ({ content: 'no', isError: false }))).rejects.toThrow(FocusError);
+    await expect(keeper.load(s2, ['appointment'], async () => ({ content: '[{"id":1}]', isError: false }))).rejects.toThrow(/description/);
   });
 });
