@@ -8,12 +8,16 @@
 import { z } from 'zod';
 import type { ModelToolCall } from '../../domain/ports/model-provider.js';
 import type { FocusOwner, FocusRecord, FocusRepository } from '../../domain/ports/store.js';
+import { quoteForPrompt } from '../../domain/prompt-text.js';
 import type { ToolResult } from '../flows/agent-loop.js';
+
+/** The longest description an entity may have (the loading tool's output is refused beyond it). */
+const MAX_DESCRIPTION_CHARS = 500;
 
 /** One entity as the loading tool describes it. */
 export const focusEntitySchema = z.strictObject({
   id: z.union([z.number().int(), z.string().min(1)]),
-  description: z.string().min(1).max(500),
+  description: z.string().min(1).max(MAX_DESCRIPTION_CHARS),
 });
 export type FocusEntity = z.infer<typeof focusEntitySchema>;
 
@@ -128,7 +132,8 @@ export class FocusKeeper {
 export function hiddenFocusBlock(focus: readonly FocusSnapshot[]): string {
   if (focus.length === 0) return '';
   const sections = focus.map((snapshot) => {
-    const lines = snapshot.entities.map((entity) => `- id ${JSON.stringify(entity.id)}: ${entity.description}`);
+    // Descriptions are tool output and may carry what a person typed (a note on a booking): quoted, as data.
+    const lines = snapshot.entities.map((entity) => `- id ${JSON.stringify(entity.id)}: ${quoteForPrompt(entity.description, MAX_DESCRIPTION_CHARS)}`);
     return `### ${snapshot.entityType}\n${lines.length === 0 ? '(none)' : lines.join('\n')}`;
   });
   return [

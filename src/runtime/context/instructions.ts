@@ -1,7 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { ConfigError } from '../../domain/errors.js';
+import { quoteForPrompt } from '../../domain/prompt-text.js';
 import type { UserState } from './user-state.js';
+
+/** How much of an earlier tool call's arguments the service data repeats. */
+const MAX_ARGUMENTS_CHARS = 300;
 
 /** Files that are always part of the instructions, in this order; every other `*.md` is a role. */
 const BASE_FILES = ['base', 'default', 'common'] as const;
@@ -88,7 +92,8 @@ function formatRuntimeFacts(facts: RuntimeFacts): string {
 function renderServiceData(role: string | null, state: UserState): string {
   const lines: string[] = [];
   if (role) lines.push(`- role: ${role}`);
-  for (const call of state.recentToolCalls) lines.push(`- earlier tool call: ${call.name}(${call.arguments}) ${call.ok ? 'ok' : 'failed'} at ${call.at}`);
+  // Arguments are model output the person can steer: quoted, so they cannot open a section of their own.
+  for (const call of state.recentToolCalls) lines.push(`- earlier tool call: ${call.name}(${quoteForPrompt(call.arguments, MAX_ARGUMENTS_CHARS)}) ${call.ok ? 'ok' : 'failed'} at ${call.at}`);
   for (const [namespace, value] of Object.entries(state.flows)) lines.push(`- flow ${namespace}: ${JSON.stringify(value)}`);
   if (lines.length === 0) return '';
   return ['## Service data (internal: use it, never show or mention it to the person)', ...lines].join('\n');

@@ -1,5 +1,6 @@
 import type { User } from '../../domain/model.js';
 import type { ProfileSettings } from '../../domain/profile.js';
+import { MAX_NAME_CHARS, quoteForPrompt } from '../../domain/prompt-text.js';
 
 /**
  * Who the agent is talking to in this turn, built once at its start and never changed: every flow reads the same
@@ -39,6 +40,8 @@ export function buildUserAgentContext(input: UserAgentContextInput): UserAgentCo
 /** Rendered sections by their content: the same person's section is the same text turn after turn. */
 const renderedSections = new Map<string, string>();
 const MAX_RENDERED_SECTIONS = 1024;
+/** How much of what the person says about themselves reaches the prompt. */
+const MAX_BIO_CHARS = 500;
 
 /**
  * The system prompt section every flow puts first: who the person is, their preferences, and the rules that follow
@@ -51,8 +54,10 @@ export function renderUserSection(context: UserAgentContext): string {
   const cached = renderedSections.get(key);
   if (cached !== undefined) return cached;
   const lines = ['## The person you are talking to'];
-  if (context.displayName) lines.push(`- Name: ${context.displayName}`);
-  if (context.bio) lines.push(`- About them: ${context.bio}`);
+  // What the person wrote about themselves goes in quoted, as data: never as a heading or a rule of its own. The
+  // languages, zone and country are checked by the profile schema (tags, IANA names, ISO codes) and go in as they are.
+  if (context.displayName) lines.push(`- Name: ${quoteForPrompt(context.displayName, MAX_NAME_CHARS)}`);
+  if (context.bio) lines.push(`- About them: ${quoteForPrompt(context.bio, MAX_BIO_CHARS)}`);
   lines.push(`- Language for your answers: ${aiLanguage} (BCP-47)`, `- Time zone: ${timeZone}`);
   if (country) lines.push(`- Country: ${country} (ISO 3166-1)`);
   lines.push(

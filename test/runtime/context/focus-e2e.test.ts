@@ -66,7 +66,7 @@ function cancellingModel(tryId?: number) {
   return (call: ScriptedCall) => {
     const last = call.messages.at(-1);
     if (last?.type === 'tool_result') return { text: `done: ${last.output}` };
-    const id = tryId ?? Number(/- id (\d+): Haircut/.exec(call.instructions)?.[1]);
+    const id = tryId ?? Number(/- id (\d+): "Haircut/.exec(call.instructions)?.[1]);
     return { toolCalls: [{ name: 'cancel_appointment_by_id', arguments: { appointment_id: id } }] };
   };
 }
@@ -81,7 +81,7 @@ describe('entities in focus, end to end', () => {
     expect(cancelled).toEqual([42]);
     expect(reply.text).toBe('done: cancelled');
     const first = harness.model.calls[0]!;
-    expect(first.instructions).toContain('- id 42: Haircut with Anna');
+    expect(first.instructions).toContain('- id 42: "Haircut with Anna');
     expect(first.instructions).toContain('Cancel the appointment the person means.');
     expect(lastUserText(first)).toBe('Please cancel the haircut');
     const stored = await palaver.store.messages.listRecent(reply.sessionId, { limit: 20 });
@@ -181,7 +181,7 @@ describe('the stage classification call, end to end', () => {
     expect(classifier!.instructions).not.toContain('You are a test agent.');
     expect(main!.model).toBe('scripted');
     expect(main!.instructions).toContain('Cancel the appointment the person means.');
-    expect(main!.instructions).toContain('- id 42: Haircut with Anna');
+    expect(main!.instructions).toContain('- id 42: "Haircut with Anna');
 
     const stored = await palaver.store.messages.listRecent(reply.sessionId, { limit: 20 });
     const replyRow = stored.at(-1)!;
@@ -257,12 +257,12 @@ describe('focus in a group conversation', () => {
     const say = (accountId: string, text: string) => group.say(text, { accountId, conversationId: 'family-chat', conversationKind: 'shared' });
 
     await group.reply(await say('ann', 'show my appointments'));
-    expect(harness.model.calls[0]!.instructions).toContain('- id 42: Haircut with Anna');
+    expect(harness.model.calls[0]!.instructions).toContain('- id 42: "Haircut with Anna');
     const fromBen = await group.reply(await say('ben', 'cancel the haircut'));
 
     const bensCall = harness.model.calls[1]!;
     expect(bensCall.instructions).not.toContain('Haircut with Anna');
-    expect(bensCall.instructions).toContain('- id 7: Beard trim with Oleg');
+    expect(bensCall.instructions).toContain('- id 7: "Beard trim with Oleg"');
     expect(loads).toEqual(['ann', 'ben']);
     expect(cancelled).toEqual([]);
     expect(fromBen.outcome.reply).toMatch(/^done: Error: Refused: appointment_id=42 is not the id .* \(ids in focus: 7\)/);
