@@ -129,9 +129,19 @@ async function storeOwnReply(
   return { outcome: outcome(scope, reply.status, reply.text, usage), parts, deliveries };
 }
 
-/** The person's messages this turn answers, as they join the conversation. */
+/**
+ * The person's messages this turn answers, as they join the conversation. In a group each keeps its sender (the
+ * bound user and the name they wrote under), so later turns can label it for the model.
+ */
 function newMessages(scope: TurnScope): NewMessage[] {
-  return scope.messages.map(({ inbound }) => ({ role: 'user', audience: 'display', content: inbound.text, correlationId: inbound.correlationId }));
+  const { sender } = scope.userContext;
+  return scope.messages.map(({ inbound }) => ({
+    role: 'user',
+    audience: 'display',
+    content: inbound.text,
+    correlationId: inbound.correlationId,
+    ...(sender === null ? {} : { meta: { sender: { userId: sender.userId, name: inbound.displayName ?? sender.name } } }),
+  }));
 }
 
 /** The inbox's record that these messages are answered, by the reply (the last message stored). */

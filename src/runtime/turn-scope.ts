@@ -19,7 +19,7 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
   const { channel, user, session } = first;
   const correlationId = first.inbound.correlationId;
   const [{ state, version }, profile] = await Promise.all([loadUserState(deps, first.user.id, correlationId), loadProfile(deps, first.user.id, last.inbound.languageHint, correlationId)]);
-  const userContext = buildUserAgentContext({ user, settings: profile, role: state.role ?? deps.agent.defaultRole, displayName: last.inbound.displayName });
+  const userContext = buildUserAgentContext({ user, settings: profile, role: state.role ?? deps.agent.defaultRole, displayName: last.inbound.displayName, group: last.inbound.conversationKind === 'shared' });
   const target: ReplyTarget = {
     channel: channel.name,
     conversationId: session.conversationId,

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { ModelInputItem } from '../domain/ports/model-provider.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import { BudgetExceeded } from './budget.js';
-import { historyToInput } from './context/history.js';
+import { historyToInput, newMessagesToInput } from './context/history.js';
 import { isResetTrigger } from './context/reset.js';
 import { startDelivery, type Answer } from './delivery.js';
 import { createFlowContext, type ModelFailures } from './flow-context.js';
@@ -48,9 +47,12 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     if (isResetTrigger(scope.messages[scope.messages.length - 1]!.inbound.text, scope.deps.agent.resetTriggers)) return await persistReset(scope);
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
     const earlier = await loadEarlierHistory(scope);
-    const newItems = scope.messages.map((message): ModelInputItem => ({ type: 'message', role: 'user', content: message.inbound.text }));
+    // In a group every message is labelled with its sender (the user context's), so no member's words pass as another's.
+    const { sender } = scope.userContext;
+    const newTexts = scope.messages.map((message) => message.inbound.text);
+    const newItems = newMessagesToInput(newTexts, sender ?? undefined);
     const flow = await scope.deps.flow.run(
-      { user: scope.user, session: scope.session, correlationId: scope.correlationId, language: scope.language, timeZone: scope.timeZone, history: historyToInput(earlier), newItems, state: scope.initialState, ...(scope.signal ? { signal: scope.signal } : {}) },
+      { user: scope.user, session: scope.session, correlationId: scope.correlationId, language: scope.language, timeZone: scope.timeZone, history: historyToInput(earlier, sender !== null), newItems, newTexts, state: scope.initialState, ...(scope.signal ? { signal: scope.signal } : {}) },
       createFlowContext(scope, failures),
     );
     // 3. The reply: model output is checked before it can reach the person, and split to the channel's limit.

@@ -9,6 +9,8 @@ afterEach(async () => {
   rig = undefined;
 });
 
+/** A reply's text without the sender label the echoed group message carried. */
+const unlabelled = (text: string) => text.replace(/\[from "[^"]*" #[0-9a-f]{6}\] /, '');
 const echo = (call: Parameters<Parameters<typeof createTelegramRig>[0]>[0]) => ({ text: `seen: ${userTexts(call).at(-1)}` });
 
 describe('telegram bot: what it understands', () => {
@@ -51,20 +53,21 @@ describe('telegram bot: what it understands', () => {
     const [reply] = await telegram.waitForMessages(1, { chatId: -1001 });
     await sleep(300);
     expect(harness.model.calls).toHaveLength(1);
-    expect(userTexts(harness.model.calls[0]!)).toEqual(['what is on the menu?']);
+    // A group's messages reach the model labelled with their sender.
+    expect(userTexts(harness.model.calls[0]!)).toEqual([expect.stringMatching(/^\[from "Bob" #[0-9a-f]{6}\] what is on the menu\?$/)]);
     // The reply quotes whom it answers.
     expect(reply!.replyToMessageId).toBe((asked['message'] as { message_id: number }).message_id);
 
     // A reply to the bot's message counts as addressed; Alice joins the same shared conversation.
     telegram.sendGroupText({ chatId: -1001, from: alice, text: 'and for dessert?', replyTo: { messageId: reply!.messageId, text: reply!.text } });
     await telegram.waitForMessages(2, { chatId: -1001 });
-    expect(userTexts(harness.model.calls[1]!).at(-1)).toContain('and for dessert?');
+    expect(userTexts(harness.model.calls[1]!).at(-1)).toMatch(/^\[from "Alice" #[0-9a-f]{6}\] [^]*and for dessert\?$/);
 
     // Forum topics are conversations of their own, answered in their topic.
     telegram.sendGroupText({ chatId: -1002, from: bob, threadId: 11, text: 'topic eleven', mention: true });
     telegram.sendGroupText({ chatId: -1002, from: bob, threadId: 12, text: 'topic twelve', mention: true });
     const topics = await telegram.waitForMessages(2, { chatId: -1002 });
-    expect(Object.fromEntries(topics.map((m) => [m.threadId, m.text]))).toEqual({ 11: 'seen: topic eleven', 12: 'seen: topic twelve' });
+    expect(Object.fromEntries(topics.map((m) => [m.threadId, unlabelled(m.text)]))).toEqual({ 11: 'seen: topic eleven', 12: 'seen: topic twelve' });
   });
 
   it('never answers a group message without a mention in mention mode, and every one in all mode', async () => {
@@ -81,7 +84,7 @@ describe('telegram bot: what it understands', () => {
     await rig.start({ groups: { answer: 'all' } });
     telegram.sendGroupText({ chatId: -2001, text: 'anyone there?' });
     const [reply] = await telegram.waitForMessages(1, { chatId: -2001 });
-    expect(reply!.text).toBe('seen: anyone there?');
+    expect(unlabelled(reply!.text)).toBe('seen: anyone there?');
   });
 
   it('greets on /start and starts afresh on /reset, confirming it', async () => {

@@ -45,8 +45,13 @@ export interface FlowRequest {
   readonly timeZone: string;
   /** The earlier conversation, oldest first: display messages only. */
   readonly history: readonly ModelInputItem[];
-  /** The new messages this turn answers, oldest first. */
+  /** The new messages this turn answers, oldest first (in a group, each labelled with its sender). */
   readonly newItems: readonly ModelInputItem[];
+  /**
+   * The new messages' texts as the person wrote them, without labels: for rules that read what they said (stage
+   * keywords). Absent: read from `newItems`.
+   */
+  readonly newTexts?: readonly string[];
   /** The user's state when the turn began. */
   readonly state: FlowState;
   readonly signal?: AbortSignal;

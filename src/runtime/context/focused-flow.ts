@@ -26,7 +26,8 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
     name: inner.name,
     async run(request: FlowRequest, context: FlowContext): Promise<FlowResult> {
       const keeper = new FocusKeeper(settings.entities, store, () => context.now().getTime());
-      const text = request.newItems.map((item) => (item.type === 'message' && item.role === 'user' ? item.content : '')).join('\n');
+      // The person's own words: a sender label (a group member's name) must not match a stage keyword.
+      const text = (request.newTexts ?? request.newItems.map((item) => (item.type === 'message' && item.role === 'user' ? item.content : ''))).join('\n');
       const lastTool = request.state.recentToolCalls.at(-1)?.name;
       let detected: DetectedStage | undefined = detectStage(settings.stages, { text, ...(lastTool === undefined ? {} : { lastToolCalled: lastTool }) });
       const classifierCalls: ModelCallRecord[] = [];

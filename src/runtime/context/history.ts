@@ -1,18 +1,26 @@
 import type { StoredMessage } from '../../domain/model.js';
 import type { ModelInputItem } from '../../domain/ports/model-provider.js';
+import { labelled, senderOf, type MessageSender } from './sender-label.js';
 
 /**
  * The conversation the model sees: display messages only (audit records, tool traffic and hidden context stay
- * out), as plain user/assistant turns.
+ * out), as plain user/assistant turns. In a group (`group`), each user message carries its sender's label, so that
+ * no member's words read as another's; a direct chat's messages go as they are.
  */
-export function historyToInput(messages: readonly StoredMessage[]): ModelInputItem[] {
+export function historyToInput(messages: readonly StoredMessage[], group = false): ModelInputItem[] {
   const items: ModelInputItem[] = [];
   for (const message of messages) {
     if (message.audience !== 'display') continue;
     if (message.role !== 'user' && message.role !== 'assistant') continue;
-    items.push({ type: 'message', role: message.role, content: message.content });
+    const content = group && message.role === 'user' ? labelled(message.content, senderOf(message.meta)) : message.content;
+    items.push({ type: 'message', role: message.role, content });
   }
   return items;
+}
+
+/** The messages a turn answers, as the model sees them: labelled with their sender in a group (`sender` given). */
+export function newMessagesToInput(texts: readonly string[], sender?: MessageSender): ModelInputItem[] {
+  return texts.map((text) => ({ type: 'message', role: 'user', content: sender === undefined ? text : labelled(text, sender) }));
 }
 
 /** How much earlier history a turn sends: by message count and by estimated tokens (0: no token bound). */

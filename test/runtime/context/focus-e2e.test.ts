@@ -243,6 +243,16 @@ describe('focus around the staged flow', () => {
 });
 
 describe('focus in a group conversation', () => {
+  it("picks the stage from what the member wrote, not from their name's label", async () => {
+    const { tools, loads } = salon({ ann: [{ id: 42, what: 'Haircut with Anna' }] });
+    harness = await createHarness((call) => ({ text: /## Current stage: (\w+)/.exec(call.instructions)?.[1] ?? 'no stage scenario' }));
+    const group = new MemoryChannel({ name: 'group' });
+    await harness.start(focusConfig, { tools, channels: [group] });
+    const said = await group.say('hello all', { accountId: 'ann', displayName: 'Please cancel', conversationId: 'family-chat', conversationKind: 'shared' });
+    expect((await group.reply(said)).outcome.reply).toBe('no stage scenario');
+    expect(loads).toEqual([]);
+  });
+
   it("belongs to each member: one member's turn never sees another's entities nor passes their ids", async () => {
     const { tools, cancelled, loads } = salon({ ann: [{ id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' }], ben: [{ id: 7, what: 'Beard trim with Oleg' }] });
     harness = await createHarness((call) => {
