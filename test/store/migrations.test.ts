@@ -92,4 +92,27 @@ describe.each(Object.keys(backends) as StoreDialect[])('migrations on %s', (dial
       await db.destroy();
     }
   });
+
+  it('0011 keys focus by session and person: the session-only rows of before are dropped, as a cache may be', async () => {
+    const db = await backends[dialect]();
+    try {
+      const migrator = migratorFor(db);
+      expect((await migrator.migrateTo('0009_focus')).error).toBeUndefined();
+      const raw = db as unknown as Kysely<any>;
+      await raw.insertInto('users').values({ id: 'u1', display_name: 'Ann', phone: null, created_at: 1 }).execute();
+      await raw.insertInto('sessions').values({ id: 's1', user_id: 'u1', channel: 'group', conversation_id: 'c', status: 'completed', last_seq: 0, created_at: 1, updated_at: 1 }).execute();
+      await raw.insertInto('focus').values({ session_id: 's1', entity_type: 'appointment', entities: '[{"id":42,"description":"Haircut"}]', loaded_at: 1 }).execute();
+
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+      const store = new KyselyStore(db, { dialect });
+      const ann = { sessionId: 's1', userId: 'u1' };
+      expect(await store.focus.get(ann, 'appointment')).toBeUndefined();
+      await store.focus.save(ann, { entityType: 'appointment', entities: [{ id: 7, description: 'Trim' }], loadedAt: 2 });
+      expect(await store.focus.get(ann, 'appointment')).toMatchObject({ entities: [{ id: 7 }] });
+      expect((await migrator.migrateTo('0009_focus')).error).toBeUndefined();
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    } finally {
+      await db.destroy();
+    }
+  });
 });
