@@ -30,8 +30,12 @@ export function senderOf(meta: Readonly<Record<string, unknown>> | null): Messag
  * and it does not show the id itself.
  */
 export function senderLabel(sender: MessageSender): string {
-  const ref = createHash('sha256').update(sender.userId).digest('hex').slice(0, 6);
-  return `${quoteForPrompt(sender.name ?? 'a member', MAX_NAME_CHARS)} #${ref}`;
+  return `${quoteForPrompt(sender.name ?? 'a member', MAX_NAME_CHARS)} ${senderRef(sender)}`;
+}
+
+/** `#3f9a1c`: the part of a label that names the person for good (their name may change between messages). */
+export function senderRef(sender: MessageSender): string {
+  return `#${createHash('sha256').update(sender.userId).digest('hex').slice(0, 6)}`;
 }
 
 /** A group message's text with its sender's label in front; an unknown sender (stored before labels) says so. */
