@@ -69,7 +69,8 @@ export interface UserRepository {
   setPhone(userId: string, phone: string | null, source?: PhoneSource): Promise<void>;
   /**
    * Moves a channel account to another user (relink). Returns the previous user id. With `carrySessions`, the
-   * previous user's sessions on the account's channel move along, so the person keeps their conversations there.
+   * account's own conversations on its channel move along, so the person keeps them: the previous user's sessions the
+   * account wrote in, except those another account of the previous user wrote in too (they stay, unread by the new user).
    */
   relinkAccount(input: { channel: string; accountId: string; userId: string; carrySessions?: boolean }): Promise<string | undefined>;
   listAccounts(userId: string): Promise<ChannelAccount[]>;
