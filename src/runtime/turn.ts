@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ModelInputItem } from '../domain/ports/model-provider.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
-import { BudgetExceeded } from './budget.js';
+import { BudgetExceeded, reserveBudget } from './budget.js';
 import { historyToInput } from './context/history.js';
 import { isResetTrigger } from './context/reset.js';
 import { startDelivery, type Answer } from './delivery.js';
@@ -46,6 +46,8 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
   try {
     // A reset trigger is answered by Palaver itself: no model call, no flow.
     if (isResetTrigger(scope.messages[scope.messages.length - 1]!.inbound.text, scope.deps.agent.resetTriggers)) return await persistReset(scope);
+    // Over a spend cap the turn is refused here, before any model call; one that starts always ends.
+    await reserveBudget(scope);
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
     const earlier = await loadEarlierHistory(scope);
     const newItems = scope.messages.map((message): ModelInputItem => ({ type: 'message', role: 'user', content: message.inbound.text }));
@@ -63,7 +65,7 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     // 4. Persist reply, audit records, usage and state together.
     return await persistReply(scope, flow, reply.text, reply.parts, failures, earlier);
   } catch (error) {
-    // A spend cap refused the next model call: not a failure, the person is told why and the turn ends.
+    // A spend cap refused the turn: not a failure, the person is told why and no model is called.
     if (error instanceof BudgetExceeded) {
       scope.log.info({ budget: error.budget }, error.message);
       return persistBudgetNotice(scope, failures, error.budget);
