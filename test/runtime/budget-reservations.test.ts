@@ -1,8 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { Palaver } from '../../src/app.js';
 import { fullCatalogue } from '../../src/i18n/index.js';
 import { sumCosts } from '../../src/domain/money.js';
 import type { ModelScript, ScriptedReply } from '../../src/testing/index.js';
+import { defineTool } from '../../src/tools/define-tool.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
@@ -120,8 +122,6 @@ describe.each(backends)('budgets on $name', ({ database }) => {
       return { text: JSON.stringify({ reply: 'Order 7 has shipped.' }), usage: { input: 800, output: 100 } };
     };
     harness = await createHarness(staged);
-    const { defineTool } = await import('../../src/tools/define-tool.js');
-    const { z } = await import('zod');
     const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'shipped' }) });
     const palaver = await harness.start(
       {
