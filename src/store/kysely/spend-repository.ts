@@ -1,8 +1,7 @@
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
-import { addCosts, compareCosts, fromStoredCost, sumCosts, toStoredCost } from '../../domain/money.js';
-import type { BudgetCaps, BudgetReservation, DailySpend, ReservationOutcome, SpendCap, SpendRepository } from '../../domain/ports/store.js';
+import { addCosts, toStoredCost, fromStoredCost } from '../../domain/money.js';
+import type { BudgetCaps, BudgetReservation, DailySpend, ReservationOutcome, SpendRepository } from '../../domain/ports/store.js';
+import { releaseReservation, reserveAgainstCaps } from './budget-reservations.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
-import type { Database } from './schema.js';
 import { storeOperation } from './store-errors.js';
 
 /**
@@ -45,49 +44,11 @@ export class KyselySpendRepository implements SpendRepository {
   }
 
   reserve(reservation: BudgetReservation, caps: BudgetCaps): Promise<ReservationOutcome> {
-    return storeOperation('spend.reserve', () => {
-      const amount = toStoredCost(reservation.amount, 'amount');
-      return atomically(this.#ctx.db, async (db) => {
-        const now = this.#ctx.now();
-        // One reservation of a user at a time: on PostgreSQL the user's row is locked (turns closing meanwhile still
-        // write their spend); a SQLite transaction holds the only connection.
-        await this.#ctx.dialect.lockForUpdate(db.selectFrom('users').select('id').where('id', '=', reservation.userId), { allowReferences: true }).execute();
-        // This turn's earlier claim (it runs again) is replaced; the user's dead ones are swept.
-        await db
-          .deleteFrom('budget_reservations')
-          .where((eb) => eb.or([eb('turn_id', '=', reservation.turnId), eb.and([eb('user_id', '=', reservation.userId), eb.not(isLive(eb, now))])]))
-          .execute();
-        const committed = await committedAgainst(db, reservation, caps, now);
-        const wanted = caps.inCapCurrency(amount, reservation.currency);
-        for (const cap of CAPS) {
-          const limit = caps[cap];
-          if (limit === undefined) continue;
-          const total = sumCosts(committed[cap].map((row) => caps.inCapCurrency(fromStoredCost(row.amount), row.currency)));
-          // Up to the cap itself is allowed: a turn may bring the spend to exactly the cap, not beyond.
-          if (compareCosts(sumCosts([total, wanted]), limit) > 0) return { reserved: false, cap, committed: total };
-        }
-        await db
-          .insertInto('budget_reservations')
-          .values({
-            turn_id: reservation.turnId,
-            owner: reservation.owner,
-            user_id: reservation.userId,
-            day: reservation.day,
-            session_id: reservation.sessionId,
-            amount,
-            currency: reservation.currency,
-            created_at: now,
-          })
-          .execute();
-        return { reserved: true };
-      });
-    });
+    return storeOperation('spend.reserve', () => reserveAgainstCaps(this.#ctx, reservation, caps));
   }
 
   release(turnId: string): Promise<void> {
-    return storeOperation('spend.release', async () => {
-      await this.#ctx.db.deleteFrom('budget_reservations').where('turn_id', '=', turnId).execute();
-    });
+    return storeOperation('spend.release', () => releaseReservation(this.#ctx.db, turnId));
   }
 
   daily(userId: string, day: string): Promise<DailySpend[]> {
@@ -96,59 +57,4 @@ export class KyselySpendRepository implements SpendRepository {
       return rows.map((row) => ({ currency: row.currency, cost: fromStoredCost(row.cost) }));
     });
   }
-}
-
-const CAPS: readonly SpendCap[] = ['perUserPerDay', 'perSession'];
-
-interface CommittedRow {
-  readonly cap: SpendCap;
-  readonly currency: string;
-  readonly amount: string;
-}
-
-/**
- * A reservation is live while its turn's first message is queued under the lease of the process that reserved: once
- * answered (the closing transaction also deletes the reservation), or once the lease ran out (the process died, and
- * another one may take the message over and reserve afresh), it no longer counts.
- */
-function isLive(eb: ExpressionBuilder<Database, 'budget_reservations'>, now: number) {
-  return eb.exists(
-    eb
-      .selectFrom('inbound_messages as i')
-      .select('i.id')
-      .whereRef('i.id', '=', 'budget_reservations.turn_id')
-      .where('i.state', '=', 'queued')
-      .whereRef('i.owner', '=', 'budget_reservations.owner')
-      .where('i.lease_until', '>', now),
-  );
-}
-
-/**
- * What counts against each configured cap, per currency: the user's spend of the day and the session's, each with the
- * live reservations of other turns. One statement, so that it reads one snapshot: a turn closing meanwhile (its spend
- * added, its reservation dropped) is seen either wholly or not at all.
- */
-async function committedAgainst(db: Kysely<Database>, reservation: BudgetReservation, caps: BudgetCaps, now: number): Promise<Record<SpendCap, CommittedRow[]>> {
-  const label = (cap: SpendCap) => sql<SpendCap>`${sql.lit(cap)}`.as('cap');
-  const reserved = (cap: SpendCap) => db.selectFrom('budget_reservations').select([label(cap), 'currency', 'amount']).where((eb) => isLive(eb, now));
-  const parts = [
-    ...(caps.perUserPerDay === undefined
-      ? []
-      : [
-          db.selectFrom('daily_spend').select([label('perUserPerDay'), 'currency', 'cost as amount']).where('user_id', '=', reservation.userId).where('day', '=', reservation.day),
-          reserved('perUserPerDay').where('user_id', '=', reservation.userId).where('day', '=', reservation.day),
-        ]),
-    ...(caps.perSession === undefined
-      ? []
-      : [
-          db.selectFrom('sessions').select([label('perSession'), 'currency', 'cost as amount']).where('id', '=', reservation.sessionId),
-          reserved('perSession').where('session_id', '=', reservation.sessionId),
-        ]),
-  ];
-  const committed: Record<SpendCap, CommittedRow[]> = { perUserPerDay: [], perSession: [] };
-  const [first, ...rest] = parts;
-  if (first === undefined) return committed;
-  const rows = (await rest.reduce((union, part) => union.unionAll(part as typeof first), first).execute()) as CommittedRow[];
-  for (const row of rows) committed[row.cap].push(row);
-  return committed;
 }
