@@ -464,7 +464,12 @@ function createBilling(config: PalaverConfig, logger: Logger): Billing {
 
 /** The spend caps, or undefined when none is set (then a turn reads nothing for them). */
 function budgetSettings(config: PalaverConfig): BudgetSettings | undefined {
-  const { perUserPerDay, perSession, currency } = config.budgets;
+  const { perUserPerDay, perSession, reservePerTurn, currency } = config.budgets;
   if (perUserPerDay === undefined && perSession === undefined) return undefined;
-  return { ...(perUserPerDay === undefined ? {} : { perUserPerDay }), ...(perSession === undefined ? {} : { perSession }), currency: currency ?? config.billing.defaultCurrency };
+  return {
+    ...(perUserPerDay === undefined ? {} : { perUserPerDay }),
+    ...(perSession === undefined ? {} : { perSession }),
+    ...(reservePerTurn === undefined ? {} : { reservePerTurn }),
+    currency: currency ?? config.billing.defaultCurrency,
+  };
 }

@@ -247,13 +247,18 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   /**
-   * Spend caps in `currency` (default `billing.defaultCurrency`), checked before every model call: once reached, the
-   * person is told so and no model is called. A user's day is the calendar day in their time zone.
+   * Spend caps in `currency` (default `billing.defaultCurrency`), checked when a turn starts: a turn reserves
+   * `reservePerTurn` against them atomically, and one that would exceed a cap is refused before any model call (the
+   * person is told so). A turn that starts always ends. A user's day is the calendar day in their time zone.
    */
   budgets: z
     .strictObject({
       perUserPerDay: decimalString('1.50').optional(),
       perSession: decimalString('0.50').optional(),
+      /** Reserved per turn while it runs (see "Costs and budgets"); default a twentieth of the smallest cap. */
+      reservePerTurn: decimalString('0.02')
+        .refine((amount) => Number(amount) > 0, 'an amount above zero')
+        .optional(),
       currency: currencyCode.optional(),
     })
     .prefault({}),

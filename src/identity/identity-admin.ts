@@ -133,7 +133,7 @@ export class IdentityAdmin {
     return result;
   }
 
-  /** Moves a channel account, with its conversations on that channel, to another user. */
+  /** Moves a channel account, with its own conversations on that channel (see `UserRepository.relinkAccount`), to another user. */
   async relink(input: { readonly channel: string; readonly accountId: string; readonly toUserId: string }, actor: AdminActor): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> {
     const { store, cache } = this.#options;
     const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> => {

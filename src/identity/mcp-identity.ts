@@ -181,7 +181,7 @@ export class McpIdentityResolver implements IdentityResolver {
     if (bound?.id === userId) return bound;
     return this.#store.transaction(async (tx) => {
       const { user } = await tx.users.ensureUser({ id: userId, displayName: claim.displayName ?? null });
-      // The account's conversations on this channel follow it, so the person keeps them.
+      // The account's own conversations on this channel follow it, so the person keeps them.
       const previous = await tx.users.relinkAccount({ channel: claim.channel, accountId: claim.accountId, userId, carrySessions: true });
       if (previous !== undefined && previous !== userId) {
         await tx.identityEvents.add({

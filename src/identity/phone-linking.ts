@@ -39,7 +39,7 @@ const ATTEMPTS = 3;
  * - A verified number nobody holds becomes the user's (replacing a number they had). Held by someone who only typed
  *   it, it is taken from them unless `trustTyped`: otherwise whoever types a victim's number first would receive the
  *   victim's account when the victim verifies it.
- * - A verified number another user holds: `relink` moves the account (and the previous user's sessions on that
+ * - A verified number another user holds: `relink` moves the account (and its own sessions on that
  *   channel) to the holder, whose role and state then apply; `conflict` leaves everything and says so.
  *
  * All of it runs in one store transaction with its audit events. The unique constraint on `users.phone` is the final

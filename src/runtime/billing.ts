@@ -34,7 +34,7 @@ export interface BilledUsage {
 export class Billing {
   readonly #settings: BillingSettings;
   readonly #logger: Logger;
-  // A call is priced once: when it is made (for the budget) and again when the turn stores it.
+  // A call is priced once, however often the turn asks (storing it again in the session's currency, say).
   readonly #costs = new WeakMap<ModelCallRecord, Promise<string>>();
   readonly #unpriced = new Set<string>();
 

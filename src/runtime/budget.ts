@@ -1,5 +1,5 @@
-import { compareCosts, sumCosts } from '../domain/money.js';
-import type { Store } from '../domain/ports/store.js';
+import { COST_SCALE, MoneyDecimal } from '../domain/money.js';
+import type { SpendCap, Store } from '../domain/ports/store.js';
 import type { TurnScope } from './turn-context.js';
 
 /** Spend caps (config `budgets`), in `currency`. */
@@ -7,75 +7,90 @@ export interface BudgetSettings {
   /** Per user and calendar day in the user's time zone. */
   readonly perUserPerDay?: string;
   readonly perSession?: string;
+  /**
+   * What a turn reserves against the caps before its first model call; default a twentieth of the smallest cap
+   * ({@link reservationOf}).
+   */
+  readonly reservePerTurn?: string;
   readonly currency: string;
 }
 
-export type BudgetKind = 'perUserPerDay' | 'perSession';
+export type BudgetKind = SpendCap;
 
-/** A model call refused because a spend cap is reached: the turn tells the person and calls no model. */
+/** A turn refused at its start because a spend cap is reached: the turn tells the person and calls no model. */
 export class BudgetExceeded extends Error {
   override readonly name = 'BudgetExceeded';
   readonly budget: BudgetKind;
 
-  constructor(budget: BudgetKind, spent: string, cap: string, currency: string) {
-    super(`Budget ${budget} reached: ${spent} of ${cap} ${currency} spent`);
+  constructor(budget: BudgetKind, committed: string, cap: string, currency: string) {
+    super(`Budget ${budget} reached: ${committed} of ${cap} ${currency} spent or reserved`);
     this.budget = budget;
   }
 }
 
-/** What was spent before this turn, in the budget currency: read once per turn, at its first model call. */
-interface Baseline {
-  readonly session: string;
-  readonly day: string;
-}
-
-const baselines = new WeakMap<TurnScope, Promise<Baseline>>();
-
 /**
- * Refuses the next model call when a cap is reached: what the session (or the user today) spent before this turn
- * plus what this turn's calls cost so far. A call that is allowed may end above the cap; the next one is refused.
- * Without budgets this reads nothing.
+ * Reserves the turn's expected cost against the caps, before its first model call, in one atomic store operation:
+ * refused when what the user spent today (or the session spent), plus what turns running meanwhile reserved, plus
+ * this reservation would exceed a cap. A turn that starts is never stopped half-way (the person would have paid for
+ * nothing); its real cost replaces the reservation when it closes ({@link settleBudget}).
+ *
+ * So a user's spend of a day stays at most the cap plus, for the turns admitted while others ran, what each cost
+ * above its reservation; with `reservePerTurn` at or above a turn's real cost, at most the cap. Without budgets this
+ * does nothing.
  *
  * @throws BudgetExceeded naming the cap reached.
  */
-export async function checkBudget(scope: TurnScope): Promise<void> {
-  const { budgets, billing } = scope.deps;
+export async function reserveBudget(scope: TurnScope): Promise<void> {
+  const { budgets, billing, store } = scope.deps;
   if (budgets === undefined) return;
-  let baseline = baselines.get(scope);
-  if (baseline === undefined) {
-    baseline = loadBaseline(scope, budgets);
-    baselines.set(scope, baseline);
-  }
-  const before = await baseline;
-  const now = scope.deps.now();
-  const thisTurn = scope.modelCalls.length === 0 ? '0' : billing.convert((await billing.usageOf(scope.modelCalls, scope.currency, now)).cost, scope.currency, budgets.currency);
-  if (budgets.perSession !== undefined) refuseAbove('perSession', sumCosts([before.session, thisTurn]), budgets.perSession, budgets.currency);
-  if (budgets.perUserPerDay !== undefined) refuseAbove('perUserPerDay', sumCosts([before.day, thisTurn]), budgets.perUserPerDay, budgets.currency);
+  const outcome = await store.spend.reserve(
+    {
+      turnId: turnIdOf(scope),
+      owner: scope.lease.owner,
+      userId: scope.user.id,
+      day: dayIn(scope.timeZone, scope.deps.now()),
+      sessionId: scope.session.id,
+      amount: reservationOf(budgets),
+      currency: budgets.currency,
+    },
+    {
+      ...(budgets.perUserPerDay === undefined ? {} : { perUserPerDay: budgets.perUserPerDay }),
+      ...(budgets.perSession === undefined ? {} : { perSession: budgets.perSession }),
+      inCapCurrency: (amount, currency) => billing.convert(amount, currency, budgets.currency),
+    },
+  );
+  if (!outcome.reserved) throw new BudgetExceeded(outcome.cap, outcome.committed, budgets[outcome.cap]!, budgets.currency);
 }
 
 /**
- * Keeps the user's spend of the day, in the turn's closing transaction, while a daily cap is configured (then the
- * check is one key read instead of a sum over messages).
+ * Settles the turn's reservation in its closing transaction: the reservation goes, and the real cost joins the user's
+ * spend of the day while a daily cap is configured (the session's spend is the session's own total).
  */
-export async function recordDailySpend(scope: TurnScope, tx: Store, cost: string): Promise<void> {
-  if (scope.deps.budgets?.perUserPerDay === undefined || cost === '0') return;
+export async function settleBudget(scope: TurnScope, tx: Store, cost: string): Promise<void> {
+  const { budgets } = scope.deps;
+  if (budgets === undefined) return;
+  await tx.spend.release(turnIdOf(scope));
+  if (budgets.perUserPerDay === undefined || cost === '0') return;
   await tx.spend.addDaily(scope.user.id, dayIn(scope.timeZone, scope.deps.now()), cost, scope.currency);
 }
 
-function refuseAbove(budget: BudgetKind, spent: string, cap: string, currency: string): void {
-  if (compareCosts(spent, cap) >= 0) throw new BudgetExceeded(budget, spent, cap, currency);
+/**
+ * What a turn reserves: `reservePerTurn`, else a twentieth of the smallest cap — up to twenty turns of one user may
+ * then run at once, and the last twentieth of a cap is left unstarted rather than overspent. Never zero: a turn must
+ * claim something, or a cap already reached (a cap of 0 too) would still admit turns.
+ */
+export function reservationOf(budgets: BudgetSettings): string {
+  const caps = [budgets.perUserPerDay, budgets.perSession].filter((cap): cap is string => cap !== undefined);
+  const amount = budgets.reservePerTurn ?? MoneyDecimal.min(...caps).div(20);
+  return MoneyDecimal.max(amount, SMALLEST_AMOUNT).toDecimalPlaces(COST_SCALE, MoneyDecimal.ROUND_UP).toFixed();
 }
 
-async function loadBaseline(scope: TurnScope, budgets: BudgetSettings): Promise<Baseline> {
-  const { store, billing } = scope.deps;
-  const [session, day] = await Promise.all([
-    budgets.perSession === undefined ? undefined : store.sessions.findById(scope.session.id),
-    budgets.perUserPerDay === undefined ? [] : store.spend.daily(scope.user.id, dayIn(scope.timeZone, scope.deps.now())),
-  ]);
-  return {
-    session: session === undefined ? '0' : billing.convert(session.cost, session.currency, budgets.currency),
-    day: sumCosts(day.map((spend) => billing.convert(spend.cost, spend.currency, budgets.currency))),
-  };
+/** The smallest amount of money the store keeps. */
+const SMALLEST_AMOUNT = new MoneyDecimal(10).pow(-COST_SCALE);
+
+/** A turn is known by its first message: the same when it runs again after a failure or a crash. */
+function turnIdOf(scope: TurnScope): string {
+  return scope.messages[0].inbound.id;
 }
 
 const dayFormats = new Map<string, Intl.DateTimeFormat>();

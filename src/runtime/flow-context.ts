@@ -1,6 +1,5 @@
 import { ConfigError, ModelError } from '../domain/errors.js';
 import type { FlowContext } from '../domain/ports/flow.js';
-import { checkBudget } from './budget.js';
 import { composeInstructions } from './context/instructions.js';
 import { renderUserSection } from './context/user-context.js';
 import { createModelCaller } from './model-policy.js';
@@ -57,8 +56,6 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
     instructions: (role, state) => composeInstructions(deps.instructions, role, { timeZone: scope.timeZone, now: deps.now() }, state, userSection),
     toolsFor: async (role) => (await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'))).specs,
     async callModel(request, transcript, choice) {
-      // Over a spend cap no model is called: the turn answers with the budget notice instead.
-      if (deps.budgets !== undefined) await checkBudget(scope);
       const toolsAvailable = request.tools.length > 0 || (request.hostedMcp?.length ?? 0) > 0;
       const call = await callerFor(toolsAvailable, choice?.models)(request, transcript);
       scope.modelCalls.push(call.record);

@@ -11,7 +11,7 @@ import { splitReply } from './reply.js';
 import { toolAuditRecords } from './tools/tool-call.js';
 import type { Answer } from './delivery.js';
 import type { BilledUsage } from './billing.js';
-import { recordDailySpend, type BudgetKind } from './budget.js';
+import { settleBudget, type BudgetKind } from './budget.js';
 import type { TurnScope } from './turn-context.js';
 
 /**
@@ -46,7 +46,7 @@ async function storeReply(scope: TurnScope, flow: FlowResult, text: string, part
     // The new messages join the conversation with their answer, in the order the model saw them.
     const stored = await tx.messages.append(scope.session.id, [...newMessages(scope), ...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: scope.currency } });
     await markAnswered(scope, tx, stored);
-    await recordDailySpend(scope, tx, usage.cost);
+    await settleBudget(scope, tx, usage.cost);
     return { stored, version: await saveState(scope, tx, flow.state), deliveries: await addToOutbox(scope, tx, stored, parts) };
   });
   deps.cache.rememberState(scope.user.id, { version, state: flow.state });
@@ -84,8 +84,8 @@ async function storeFailure(scope: TurnScope, failures: ModelFailures, errorId: 
 }
 
 /**
- * Stores the notice that a spend cap is reached as the reply: the turn ends cleanly (session completed), keeping the
- * record of what it did before the refused model call — the tool calls that ran and the calls that answered.
+ * Stores the notice that a spend cap is reached as the reply, in place of a turn that was refused at its start: the
+ * turn ends cleanly (session completed), with no model called.
  */
 export function persistBudgetNotice(scope: TurnScope, failures: ModelFailures, budget: BudgetKind): Promise<Answer> {
   return inSessionCurrency(scope, async () => {
@@ -122,7 +122,7 @@ async function storeOwnReply(
       { status: reply.status, ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
     );
     await markAnswered(scope, tx, stored);
-    await recordDailySpend(scope, tx, usage.cost);
+    await settleBudget(scope, tx, usage.cost);
     if (reply.state) await tx.userState.save(scope.user.id, reply.state);
     return addToOutbox(scope, tx, stored, parts);
   });

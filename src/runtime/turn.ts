@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { TurnOutcome } from '../domain/ports/channel.js';
-import { BudgetExceeded } from './budget.js';
+import { BudgetExceeded, reserveBudget } from './budget.js';
 import { historyToInput, newMessagesToInput } from './context/history.js';
 import { isResetTrigger } from './context/reset.js';
 import { startDelivery, type Answer } from './delivery.js';
@@ -45,6 +45,8 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
   try {
     // A reset trigger is answered by Palaver itself: no model call, no flow.
     if (isResetTrigger(scope.messages[scope.messages.length - 1]!.inbound.text, scope.deps.agent.resetTriggers)) return await persistReset(scope);
+    // Over a spend cap the turn is refused here, before any model call; one that starts always ends.
+    await reserveBudget(scope);
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
     const earlier = await loadEarlierHistory(scope);
     // In a group every message is labelled with its sender (the user context's), so no member's words pass as another's.
@@ -65,7 +67,7 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     // 4. Persist reply, audit records, usage and state together.
     return await persistReply(scope, flow, reply.text, reply.parts, failures, earlier);
   } catch (error) {
-    // A spend cap refused the next model call: not a failure, the person is told why and the turn ends.
+    // A spend cap refused the turn: not a failure, the person is told why and no model is called.
     if (error instanceof BudgetExceeded) {
       scope.log.info({ budget: error.budget }, error.message);
       return persistBudgetNotice(scope, failures, error.budget);

@@ -18,7 +18,7 @@ const limitQuery = z.coerce.number().int().min(1).max(1000).optional();
  * - `PUT    /admin/users/:userId/phone`      `{ "phone": "+380 67 123 45 67" | null }`
  * - `PUT    /admin/users/:userId/role`       `{ "role": "driver" | null }`
  * - `GET    /admin/accounts/:channel/:accountId`   the user behind an account
- * - `POST   /admin/relink`                   `{ channel, accountId, toUserId }`: move an account and its conversations
+ * - `POST   /admin/relink`                   `{ channel, accountId, toUserId }`: move an account and its own conversations
  */
 export function adminRoutes(admin: IdentityAdmin): Hono {
   const app = new Hono();

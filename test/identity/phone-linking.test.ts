@@ -99,6 +99,11 @@ describe.each(BACK_ENDS)('phone linking on %s', (_name, open) => {
     await store.users.setPhone(owner.userId, phone.digits, 'admin');
     const telegram = await account('telegram');
     const chat = await store.sessions.open({ userId: telegram.userId, channel: 'telegram', conversationId: `chat-${randomUUID()}` });
+    // The account's own conversation: it wrote there.
+    await store.inbound.accept(
+      { channel: 'telegram', conversationId: chat.conversationId, accountId: telegram.accountId, userId: telegram.userId, sessionId: chat.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: randomUUID(), languageHint: null, displayName: null, conversationKind: 'direct' },
+      { owner: 'test', leaseMs: 60_000 },
+    );
 
     const outcome = await linkPhone(store, { ...telegram, phone: phone.digits, source: 'channel' }, RELINK);
     expect(outcome).toEqual({ status: 'relinked', fromUserId: telegram.userId, toUserId: owner.userId });

@@ -208,34 +208,40 @@ describe('costs', () => {
       expect(harness.model.calls).toHaveLength(3);
     });
 
-    it('per user and day: stops the next model call mid-turn and across conversations, counted in the user\'s day', async () => {
+    it('per user and day: a turn that starts under the cap ends; the next, in any conversation, is refused, counted in the user\'s day', async () => {
       harness = await createHarness(orderScript);
       // 23:30 UTC is already the next day in Shanghai.
       const now = () => new Date('2026-03-01T23:30:00Z');
       const palaver = await harness.start({ model: { prices: PRICES }, billing: BILLING, budgets: { perUserPerDay: '0.01', currency: 'CNY' } }, { tools: [lookup], now });
       const userId = await livingIn(palaver, 'li', { country: 'CN', timeZone: 'Asia/Shanghai', interfaceLanguage: 'zh' });
 
-      // The tool call costs 0.00205 USD = 0.014603175 CNY, above 0.01: the tool runs, the answer's call is refused.
+      // The turn starts at 0 spent: it runs to its answer, although the tool call alone (0.00205 USD = 0.014603175
+      // CNY) passes 0.01. The person does not pay for a turn that then tells them nothing.
       const first = await palaver.chat({ userId: 'li', text: 'order?' });
-      expect(first.text).toBe('抱歉，本次对话的费用已达上限，我现在无法继续回答。请稍后再试。');
-      expect(harness.model.calls).toHaveLength(1);
-      expect(first.usage).toEqual({ inputTokens: 1200, outputTokens: 30, cost: '0.014603', currency: 'CNY' });
-      const stored = await palaver.store.messages.listRecent(first.sessionId, { limit: 10 });
-      expect(stored.map((message) => [message.role, message.audience])).toEqual([
-        ['user', 'display'],
-        ['tool', 'audit'],
-        ['assistant', 'display'],
+      expect(first.text).toBe('Result: {"id":7,"status":"shipped"}');
+      expect(harness.model.calls).toHaveLength(2);
+      // 0.0051 USD × 7.1235 = 0.03632985 → 0.03633 CNY
+      expect(first.usage).toEqual({ inputTokens: 2700, outputTokens: 110, cost: '0.03633', currency: 'CNY' });
+      expect(await palaver.store.spend.daily(userId, '2026-03-02')).toEqual([{ currency: 'CNY', cost: '0.03633' }]);
+
+      const refused = await palaver.chat({ userId: 'li', text: 'order?' });
+      expect(refused.text).toBe('抱歉，本次对话的费用已达上限，我现在无法继续回答。请稍后再试。');
+      expect(refused.usage).toEqual({ inputTokens: 0, outputTokens: 0, cost: '0', currency: 'CNY' });
+      expect(harness.model.calls).toHaveLength(2);
+      const stored = await palaver.store.messages.listRecent(refused.sessionId, { limit: 2 });
+      expect(stored.map((message) => [message.role, message.audience, message.meta?.['budget']])).toEqual([
+        ['user', 'display', undefined],
+        ['assistant', 'display', 'perUserPerDay'],
       ]);
-      expect(await palaver.store.spend.daily(userId, '2026-03-02')).toEqual([{ currency: 'CNY', cost: '0.014603' }]);
 
       // The same day in another conversation: still over, no model call.
       const elsewhere = await palaver.chat({ userId: 'li', text: 'hello', conversationId: 'second' });
-      expect(elsewhere.text).toBe(first.text);
-      expect(harness.model.calls).toHaveLength(1);
+      expect(elsewhere.text).toBe(refused.text);
+      expect(harness.model.calls).toHaveLength(2);
 
       // Another user has their own day.
       expect((await palaver.chat({ userId: 'ann', text: 'hello' })).text).toBe('You are welcome.');
-      expect(harness.model.calls).toHaveLength(2);
+      expect(harness.model.calls).toHaveLength(3);
     });
   });
 });

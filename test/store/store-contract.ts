@@ -588,16 +588,38 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect((await store.users.findPhoneHolder(claim))?.verified).toBe(true);
       });
 
-      it('carries the previous user\'s sessions on the account\'s channel along with a relink, and only those', async () => {
+      it('carries along with a relink the account\'s own sessions on its channel, and only those', async () => {
         const accountId = unique('tg');
+        const otherAccount = unique('tg');
         const { user: previous } = await store.users.resolveAccount({ channel: 'telegram', accountId });
+        await store.users.relinkAccount({ channel: 'telegram', accountId: otherAccount, userId: previous.id });
         const target = await givenUser('Target');
-        const onChannel = await store.sessions.open({ userId: previous.id, channel: 'telegram', conversationId: unique('chat') });
-        const elsewhere = await store.sessions.open({ userId: previous.id, channel: 'web', conversationId: unique('chat') });
+        const session = (channel: string) => store.sessions.open({ userId: previous.id, channel, conversationId: unique('chat') });
+        const wrote = (on: Session, from: string, userId = previous.id) =>
+          store.inbound.accept(
+            { channel: on.channel, conversationId: on.conversationId, accountId: from, userId, sessionId: on.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: unique('corr'), languageHint: null, displayName: null, conversationKind: 'direct' },
+            { owner: 'p', leaseMs: 60_000 },
+          );
+        const own = await session('telegram');
+        await wrote(own, accountId);
+        const ofTheOtherAccount = await session('telegram');
+        await wrote(ofTheOtherAccount, otherAccount);
+        const sharedWithTheOtherAccount = await session('telegram');
+        await wrote(sharedWithTheOtherAccount, accountId);
+        await wrote(sharedWithTheOtherAccount, otherAccount);
+        const group = await session('telegram');
+        await wrote(group, accountId);
+        await wrote(group, unique('tg'), target.id);
+        const unwritten = await session('telegram');
+        const elsewhere = await session('web');
+        await wrote(elsewhere, accountId);
 
         expect(await store.users.relinkAccount({ channel: 'telegram', accountId, userId: target.id, carrySessions: true })).toBe(previous.id);
-        expect((await store.sessions.findById(onChannel.id))?.userId).toBe(target.id);
-        expect((await store.sessions.findById(elsewhere.id))?.userId).toBe(previous.id);
+        const ownerOf = async (moved: Session) => (await store.sessions.findById(moved.id))?.userId;
+        expect(await ownerOf(own)).toBe(target.id);
+        // Other people's words in a group are no secret of the previous user's: the group moves.
+        expect(await ownerOf(group)).toBe(target.id);
+        for (const kept of [ofTheOtherAccount, sharedWithTheOtherAccount, unwritten, elsewhere]) expect(await ownerOf(kept)).toBe(previous.id);
       });
     });
 

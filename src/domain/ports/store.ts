@@ -69,7 +69,8 @@ export interface UserRepository {
   setPhone(userId: string, phone: string | null, source?: PhoneSource): Promise<void>;
   /**
    * Moves a channel account to another user (relink). Returns the previous user id. With `carrySessions`, the
-   * previous user's sessions on the account's channel move along, so the person keeps their conversations there.
+   * account's own conversations on its channel move along, so the person keeps them: the previous user's sessions the
+   * account wrote in, except those another account of the previous user wrote in too (they stay, unread by the new user).
    */
   relinkAccount(input: { channel: string; accountId: string; userId: string; carrySessions?: boolean }): Promise<string | undefined>;
   listAccounts(userId: string): Promise<ChannelAccount[]>;
@@ -300,13 +301,54 @@ export interface DailySpend {
   readonly cost: string;
 }
 
+/** A spend cap (config `budgets`). */
+export type SpendCap = 'perUserPerDay' | 'perSession';
+
+/** A turn's claim on its user's budget of the day (and its session's), made before the turn's first model call. */
+export interface BudgetReservation {
+  /**
+   * The turn's first accepted message (`InboundRecord.id`). The reservation counts while that message is queued under
+   * `owner`'s live lease: a crashed process's claims stop counting when its leases run out. A second reservation
+   * under the same id (the turn run again) replaces the first.
+   */
+  readonly turnId: string;
+  /** The process running the turn: the owner of its messages' lease. */
+  readonly owner: string;
+  readonly userId: string;
+  /** The user's calendar day, YYYY-MM-DD. */
+  readonly day: string;
+  readonly sessionId: string;
+  /** What the turn is expected to cost, a decimal string in `currency`. */
+  readonly amount: string;
+  readonly currency: string;
+}
+
+/** The caps a reservation must fit under, in one currency. */
+export interface BudgetCaps {
+  readonly perUserPerDay?: string;
+  readonly perSession?: string;
+  /** Converts an amount stored in `currency` into the caps' currency, exactly. */
+  inCapCurrency(amount: string, currency: string): string;
+}
+
+/** A reservation made, or refused naming the cap and what was committed against it (spent plus reserved). */
+export type ReservationOutcome = { readonly reserved: true } | { readonly reserved: false; readonly cap: SpendCap; readonly committed: string };
+
 /**
  * Running totals of what each user spent per day (`day` is the user's calendar day, YYYY-MM-DD), kept by the turn in
- * its closing transaction while a daily budget is configured: checking the budget is then one key read.
+ * its closing transaction while a daily budget is configured, and the reservations of the turns running meanwhile.
  */
 export interface SpendRepository {
   /** Adds `cost` (a decimal string) to the user's spend of `day` in `currency`, exactly and atomically. */
   addDaily(userId: string, day: string, cost: string, currency: string): Promise<void>;
   /** The user's spend of `day`, one entry per currency (none when nothing was spent). */
   daily(userId: string, day: string): Promise<DailySpend[]>;
+  /**
+   * Reserves `reservation.amount` in one atomic step: refused when, for a configured cap, what is committed (the
+   * user's spend of the day, or the session's, plus the live reservations of other turns) plus the amount would
+   * exceed it. Reservations of one user are serialised, so turns running at once cannot all pass on the same spend.
+   */
+  reserve(reservation: BudgetReservation, caps: BudgetCaps): Promise<ReservationOutcome>;
+  /** Drops the turn's reservation (in its closing transaction, beside the actual cost); none is fine. */
+  release(turnId: string): Promise<void>;
 }

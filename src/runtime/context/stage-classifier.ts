@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { FlowContext, FlowRequest, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { ModelInputItem } from '../../domain/ports/model-provider.js';
-import { BudgetExceeded } from '../budget.js';
 import { callForStructured, stageOutput } from '../flows/structured-output.js';
 import type { StageDefinition } from './stages.js';
 
@@ -69,7 +68,7 @@ export async function classifyStage(
     );
     return { stage: stages.find((stage) => stage.id === answer.value.stage), calls };
   } catch (error) {
-    if (error instanceof BudgetExceeded || request.signal?.aborted) throw error;
+    if (request.signal?.aborted) throw error;
     context.log.warn({ err: error }, 'stage classification failed; using the default stage');
     return { stage: undefined, calls };
   }

@@ -53,8 +53,12 @@ export interface DialectStrategy {
    */
   upsert<QB extends InsertQueryBuilder<Database, any, any>>(insert: QB, keys: readonly string[], update: { readonly replace: readonly string[]; readonly increment?: string }): QB;
 
-  /** Locks the rows a SELECT reads until the transaction ends, where the dialect has concurrent writers. */
-  lockForUpdate<QB extends SelectQueryBuilder<Database, any, any>>(select: QB): QB;
+  /**
+   * Locks the rows a SELECT reads until the transaction ends, where the dialect has concurrent writers. With
+   * `allowReferences`, other transactions may still insert rows that reference the locked ones meanwhile (their
+   * foreign key checks do not wait for it): a lock that serialises its takers without holding up anybody else.
+   */
+  lockForUpdate<QB extends SelectQueryBuilder<Database, any, any>>(select: QB, options?: { readonly allowReferences?: boolean }): QB;
 }
 
 /** Where `InsertQueryBuilder` has `onConflict`: SQLite and PostgreSQL spell upserts the same way. */

@@ -25,7 +25,7 @@ export const postgresStrategy: DialectStrategy = {
   },
   costSql: () => numericCost,
   ...onConflictUpserts,
-  lockForUpdate: (select) => select.forUpdate() as typeof select,
+  lockForUpdate: (select, options) => (options?.allowReferences ? select.forNoKeyUpdate() : select.forUpdate()) as typeof select,
 };
 
 /**

@@ -23,6 +23,7 @@ export interface Database {
   readonly focus: FocusTable;
   readonly profiles: ProfilesTable;
   readonly daily_spend: DailySpendTable;
+  readonly budget_reservations: BudgetReservationsTable;
   readonly identity_events: IdentityEventsTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
@@ -132,6 +133,20 @@ export interface DailySpendTable {
   day: string;
   currency: string;
   cost: DecimalText;
+}
+
+/** A running turn's claim on its user's daily budget (and its session's), until its closing transaction settles it. */
+export interface BudgetReservationsTable {
+  /** The turn's first accepted message (`inbound_messages.id`). */
+  turn_id: string;
+  /** The process that reserved: the reservation counts while the turn's message is queued under its lease. */
+  owner: string;
+  user_id: string;
+  day: string;
+  session_id: string;
+  amount: DecimalText;
+  currency: string;
+  created_at: EpochMillis;
 }
 
 export interface ToolCallsTable {

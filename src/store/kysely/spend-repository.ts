@@ -1,9 +1,13 @@
 import { addCosts, toStoredCost, fromStoredCost } from '../../domain/money.js';
-import type { DailySpend, SpendRepository } from '../../domain/ports/store.js';
+import type { BudgetCaps, BudgetReservation, DailySpend, ReservationOutcome, SpendRepository } from '../../domain/ports/store.js';
+import { releaseReservation, reserveAgainstCaps } from './budget-reservations.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { storeOperation } from './store-errors.js';
 
-/** Per-user daily spend: running totals kept beside the session totals while a daily budget is configured. */
+/**
+ * Per-user daily spend: running totals kept beside the session totals while a daily budget is configured, and the
+ * reservations of the turns running meanwhile.
+ */
 export class KyselySpendRepository implements SpendRepository {
   readonly #ctx: RepositoryContext;
 
@@ -37,6 +41,14 @@ export class KyselySpendRepository implements SpendRepository {
         if (inserted.numInsertedOrUpdatedRows === 0n) await add();
       });
     });
+  }
+
+  reserve(reservation: BudgetReservation, caps: BudgetCaps): Promise<ReservationOutcome> {
+    return storeOperation('spend.reserve', () => reserveAgainstCaps(this.#ctx, reservation, caps));
+  }
+
+  release(turnId: string): Promise<void> {
+    return storeOperation('spend.release', () => releaseReservation(this.#ctx.db, turnId));
   }
 
   daily(userId: string, day: string): Promise<DailySpend[]> {

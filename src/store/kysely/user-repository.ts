@@ -127,9 +127,7 @@ export class KyselyUserRepository implements UserRepository {
               .where('channel', '=', input.channel)
               .where('account_id', '=', input.accountId)
               .execute();
-            if (input.carrySessions === true) {
-              await db.updateTable('sessions').set({ user_id: input.userId }).where('user_id', '=', current.user_id).where('channel', '=', input.channel).execute();
-            }
+            if (input.carrySessions === true) await carryAccountSessions(db, { ...input, previousUserId: current.user_id });
           }
           return current.user_id;
         });
@@ -155,6 +153,36 @@ export class KyselyUserRepository implements UserRepository {
       return rows.map(toChannelAccount);
     });
   }
+}
+
+/**
+ * Moves the account's own conversations on its channel to the user it now belongs to: the previous user's sessions
+ * the account wrote in, where no other account of the previous user wrote. A conversation the previous user also had
+ * through another account stays theirs, so the new owner never reads what the previous one wrote elsewhere. Who wrote
+ * is the durable inbox's record (`inbound_messages`: account, and the user it was then); a conversation with nothing
+ * there (stored before the inbox existed) stays too.
+ */
+async function carryAccountSessions(db: Kysely<Database>, move: { channel: string; accountId: string; userId: string; previousUserId: string }): Promise<void> {
+  await db
+    .updateTable('sessions')
+    .set({ user_id: move.userId })
+    .where('user_id', '=', move.previousUserId)
+    .where('channel', '=', move.channel)
+    .where(({ exists, selectFrom }) =>
+      exists(selectFrom('inbound_messages as i').select('i.id').whereRef('i.session_id', '=', 'sessions.id').where('i.account_id', '=', move.accountId)),
+    )
+    .where(({ exists, not, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('inbound_messages as i')
+            .select('i.id')
+            .whereRef('i.session_id', '=', 'sessions.id')
+            .where('i.user_id', '=', move.previousUserId)
+            .where('i.account_id', '<>', move.accountId),
+        ),
+      ),
+    )
+    .execute();
 }
 
 const findAccountQuery = prepared((db, $: { channel: string; accountId: string }) =>

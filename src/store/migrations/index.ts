@@ -12,6 +12,7 @@ import { cachedTokensAndDailySpendMigration } from './0007-cached-tokens-and-dai
 import { messageTokenEstimateMigration } from './0008-message-token-estimate.js';
 import { focusMigration } from './0009-focus.js';
 import { focusPerPersonMigration } from './0011-focus-per-person.js';
+import { budgetReservationsMigration } from './0012-budget-reservations.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -32,6 +33,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0008_message_token_estimate': messageTokenEstimateMigration(dialect),
     '0009_focus': focusMigration(dialect),
     '0011_focus_per_person': focusPerPersonMigration(dialect),
+    '0012_budget_reservations': budgetReservationsMigration(dialect),
   };
 }
 
