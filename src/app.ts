@@ -299,19 +299,21 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
+      const host = serveOptions.host ?? config.server.host;
       const app = createHttpApp({
         health: checkHealth,
         apiKey: config.server.apiKey,
         adminToken: config.server.adminToken,
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
+        hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
           http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
         },
       });
-      return startHttpServer(app, { host: serveOptions.host ?? config.server.host, port: serveOptions.port ?? config.server.port });
+      return startHttpServer(app, { host, port: serveOptions.port ?? config.server.port });
     },
     health: checkHealth,
     close() {

@@ -290,6 +290,12 @@ export const configSchema = z.strictObject({
       adminToken: z.string().min(16, 'use at least 16 characters').optional(),
       /** Send tool arguments and results to web clients. Off: they may carry hidden context. */
       showToolDetails: z.boolean().default(false),
+      /**
+       * Host names (optionally with :port) /health and /metrics answer to, besides loopback names, IP addresses,
+       * `host` and `channels.web.allowedHosts`; any other `Host` gets 421 (DNS rebinding). Add the name a scraper
+       * uses.
+       */
+      allowedHosts: z.array(z.string().regex(/^[a-z0-9.-]+(:\d{1,5})?$/i, 'a host name, optionally with :port')).default([]),
     })
     .refine((server) => server.adminToken === undefined || server.adminToken !== server.apiKey, {
       message: 'must differ from server.apiKey',
