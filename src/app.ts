@@ -238,7 +238,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const channels: Channel[] = [api, ...(await configuredChannels(config, logger, secrets)), ...(options.channels ?? [])];
+  const channels: Channel[] = [api, ...(await configuredChannels(config, logger, secrets, metrics)), ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
     if (names.has(channel.name)) throw new ConfigError(`Two channels are named "${channel.name}"; channel names must be unique`, [{ path: 'channels', message: 'duplicate name' }]);
@@ -355,7 +355,7 @@ async function directoryResolver(
  * The channels `config.channels` turns on; each adapter loads only when enabled. A secret a channel comes to hold
  * (a generated cookie secret) joins `secrets`, which the log scrubber reads.
  */
-async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>): Promise<Channel[]> {
+async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics): Promise<Channel[]> {
   const channels: Channel[] = [];
   if (config.channels.web.enabled) {
     const { WebChannel } = await import('./channels/web/web-channel.js');
@@ -390,6 +390,8 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
         ...(telegram.maxWaitMs === undefined ? {} : { maxWaitMs: telegram.maxWaitMs }),
         groupAnswer: telegram.groups.answer,
         drafts: telegram.drafts,
+        maxUpdateAttempts: telegram.maxUpdateAttempts,
+        onDeadLetter: (reason) => metrics.deadLetters.inc({ channel: 'telegram-bot', reason }),
         transcribe,
         agentName: config.agent.name,
         logger: logger.child({ channel: 'telegram-bot' }),

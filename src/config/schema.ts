@@ -417,6 +417,8 @@ export const configSchema = z.strictObject({
             .prefault({}),
           /** Stream the reply as a live draft in private chats (sendMessageDraft, Bot API 9.5+). */
           drafts: z.boolean().default(true),
+          /** Attempts at handling one update before it is kept as a dead letter and skipped (polling goes on). */
+          maxUpdateAttempts: z.number().int().min(1).max(100).default(3),
           /** OpenAI-compatible /audio/transcriptions for voice and audio messages; defaults to the model's endpoint. */
           transcription: z
             .strictObject({
