@@ -26,6 +26,7 @@ import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js
 import { CLASSIFIER_MODELS } from './runtime/context/stage-classifier.js';
 import { singleFlow } from './runtime/flows/single-flow.js';
 import { Pipeline } from './runtime/pipeline.js';
+import { settlesWithin } from './runtime/settles-within.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
 import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
@@ -95,8 +96,12 @@ export interface Palaver {
    * to `config.server`). Closing the returned server does not close the Palaver.
    */
   serve(options?: { host?: string; port?: number }): Promise<RunningHttpServer>;
-  /** Stops the channels, waits for running turns, then releases the database and tool connections. Safe to call twice. */
-  close(): Promise<void>;
+  /**
+   * Stops the channels (no new messages), waits for running turns and replies being sent for at most `graceMs`
+   * (default `server.shutdownGraceMs`), then releases the database and tool connections. Work left when the grace
+   * period ends stays leased and is answered, once, after the next start. Safe to call twice.
+   */
+  close(options?: { readonly graceMs?: number }): Promise<void>;
 }
 
 /**
@@ -316,11 +321,17 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       return startHttpServer(app, { host, port: serveOptions.port ?? config.server.port });
     },
     health: checkHealth,
-    close() {
+    close(closeOptions = {}) {
       closing ??= (async () => {
-        // No new messages first; then every accepted one is answered before the connections go.
-        await Promise.allSettled(channels.map((channel) => channel.stop()));
-        await pipeline.close();
+        const graceMs = closeOptions.graceMs ?? config.server.shutdownGraceMs;
+        const deadline = Date.now() + graceMs;
+        // No new messages first; then accepted ones are answered, as far as the grace period allows. Both are
+        // bounded: a channel may be finishing a call to an API that does not answer, a turn may wait on a model.
+        const stopped = await settlesWithin(Promise.allSettled(channels.map((channel) => channel.stop())), graceMs);
+        const drained = await pipeline.close({ graceMs: Math.max(0, deadline - Date.now()) });
+        if (!stopped || !drained) {
+          logger.warn({ graceMs }, 'shutdown grace period over: work still running is left to the next start (its messages stay leased and are answered once)');
+        }
         await dispatcher.close();
         await identity.close?.();
         await store.close();

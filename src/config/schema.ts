@@ -296,6 +296,11 @@ export const configSchema = z.strictObject({
        * uses.
        */
       allowedHosts: z.array(z.string().regex(/^[a-z0-9.-]+(:\d{1,5})?$/i, 'a host name, optionally with :port')).default([]),
+      /**
+       * On SIGTERM / SIGINT (and `Palaver.close()`), how long running turns and replies still being sent may take
+       * before the process goes anyway; what is left stays leased and is answered after the next start.
+       */
+      shutdownGraceMs: z.number().int().min(0).max(600_000).default(10_000),
     })
     .refine((server) => server.adminToken === undefined || server.adminToken !== server.apiKey, {
       message: 'must differ from server.apiKey',
