@@ -99,6 +99,11 @@ export class WebChannel implements Channel {
   #stopped = false;
   /** Open streams by conversation and run id: a run id is only unique within its thread. */
   readonly #streams = new Map<string, AguiStream>();
+  /**
+   * Runs whose client left before the run ended, by stream key, until their turn settles: a retry of one is attached
+   * to the turn still running instead of being told `duplicate` with nothing to show.
+   */
+  readonly #orphaned = new Set<string>();
 
   /**
    * @throws PalaverError `web_assets_missing` when the chat page's files cannot be read; `cookie_secret_unreadable`
@@ -158,6 +163,7 @@ export class WebChannel implements Channel {
   }
 
   settle(target: ReplyTarget, end: TurnEnd): void {
+    for (const runId of target.inReplyTo) this.#orphaned.delete(streamKey(target.conversationId, runId));
     const stream = this.#streamFor(target);
     if (!stream) return;
     for (const runId of target.inReplyTo) {
@@ -167,6 +173,15 @@ export class WebChannel implements Channel {
     }
     if (end.kind === 'answered') stream.write(stream.translator.finish(end.outcome));
     else stream.write(stream.translator.fail(end.error, end.correlationId));
+  }
+
+  /** Remembers a run left by its client; the oldest are forgotten past 10 000 (their turns never settled here). */
+  #orphan(key: string): void {
+    this.#orphaned.add(key);
+    for (const oldest of this.#orphaned) {
+      if (this.#orphaned.size <= 10_000) break;
+      this.#orphaned.delete(oldest);
+    }
   }
 
   /** The stream of the last answered run that is still open. */
@@ -223,18 +238,23 @@ export class WebChannel implements Channel {
     const message: InboundMessage = { ...parsed.message, accountId: account.accountId };
 
     const log = this.#logger.child({ threadId, runId });
+    const key = streamKey(threadId, runId);
+    let registered = false;
     const stream = new AguiStream(
       { threadId, runId },
       {
         showToolDetails: this.#options.showToolDetails ?? false,
         keepAliveMs: this.#options.keepAliveMs ?? 15_000,
         clientSignal: request.signal,
-        onClientGone: () => log.info('client disconnected before the run ended'),
+        onClientGone: () => {
+          log.info('client disconnected before the run ended');
+          if (registered) this.#orphan(key);
+        },
       },
     );
-    const key = streamKey(threadId, runId);
     // A run id already streaming is a retry: it will be recognised as a duplicate and must not take over the stream.
     if (!this.#streams.has(key)) {
+      registered = true;
       this.#streams.set(key, stream);
       stream.onClose(() => {
         if (this.#streams.get(key) === stream) this.#streams.delete(key);
@@ -242,10 +262,12 @@ export class WebChannel implements Channel {
     }
     stream.correlationId = message.correlationId;
 
-    // The message is stored (or refused) before the stream starts, so a refusal is an HTTP status, not a run.
+    // The message is stored (or refused) before the stream starts, so a refusal is an HTTP status, not a run. No
+    // abort signal: a client that disconnects (a dropped connection, a closed tab) does not cancel its turn, whose
+    // reply is stored and given to the retried run.
     let acceptance: Acceptance;
     try {
-      acceptance = await context.accept(message, { signal: stream.abort.signal });
+      acceptance = await context.accept(message);
     } catch (error) {
       stream.dispose();
       return this.#refused(error, log, message.correlationId, cors);
@@ -253,6 +275,11 @@ export class WebChannel implements Channel {
     stream.correlationId = acceptance.correlationId;
     if (acceptance.status === 'accepted') {
       stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
+    } else if (this.#streams.get(key) === stream && this.#orphaned.has(key) && (acceptance.answered === undefined || stream.translator.isStarted)) {
+      // A retry whose first run's client is gone: this stream took its place, so the turn (still running, or
+      // writing its reply here already) streams to it and finishes it.
+      log.info({ correlationId: acceptance.correlationId }, 'retried run attached to its running turn');
+      stream.write(stream.translator.start({ correlationId: acceptance.correlationId }));
     } else if (acceptance.answered) {
       log.info({ correlationId: acceptance.correlationId }, 'retried run answered with its stored reply');
       stream.write(stream.translator.replay(acceptance.answered));
