@@ -64,6 +64,24 @@ describe('telegram bot: webhook mode', () => {
     expect(await rig.palaver.store.sessions.findByConversation('telegram-bot', 'undefined')).toBeUndefined();
   });
 
+  it('gives up on an update that keeps failing after maxUpdateAttempts deliveries: 500 until then, then kept as a dead letter and 200', async () => {
+    rig = await createTelegramRig(() => ({ text: 'Webhook reply.' }), { mode: 'webhook', webhookSecret: SECRET, quietWindowMs: 100, maxUpdateAttempts: 3 }, { start: false });
+    const { telegram, harness } = rig;
+    await rig.start();
+    server = await rig.palaver.serve({ host: '127.0.0.1', port: 0 });
+    await fetch(`${telegram.apiRoot}/bot${telegram.token}/setWebhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${server.url}/telegram/webhook`, secret_token: SECRET }) });
+    // A business connection whose stored record is corrupt: every message through it fails the same way.
+    await rig.palaver.store.channelState.set('telegram-bot', 'business-connection:bc-broken', '{not json');
+    const poison = telegram.businessMessage({ chatId: 79, text: 'through a broken connection', connectionId: 'bc-broken' });
+    expect(await telegram.deliverToWebhook(poison)).toBe(500);
+    expect(await telegram.deliverToWebhook(poison)).toBe(500);
+    expect(await telegram.deliverToWebhook(poison)).toBe(200);
+    const letter = JSON.parse((await rig.palaver.store.channelState.get('telegram-bot', `dead-letter:${poison.update_id}`))!);
+    expect(letter).toMatchObject({ reason: 'failed', attempts: 3, error: expect.stringMatching(/SyntaxError/), update: { update_id: poison.update_id } });
+    expect(logsWith(harness, 'telegram update dropped')).toHaveLength(1);
+    expect(harness.model.calls).toHaveLength(0);
+  });
+
   it('registers the webhook with its secret at start when webhookUrl is set', async () => {
     rig = await createTelegramRig(() => ({ text: 'x' }), { webhookUrl: 'https://bot.example/telegram/webhook', webhookSecret: SECRET });
     const { telegram } = rig;
