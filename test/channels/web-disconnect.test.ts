@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Palaver } from '../../src/app.js';
 import type { RunningHttpServer } from '../../src/server/index.js';
-import { events, postRun, runInput, shownText } from '../security/attack-kit.js';
+import { events, newVisitor, postRun, runInput, shownText } from '../security/attack-kit.js';
 import { parseSse } from '../server/sse.js';
 import { createHarness, userTexts, type Harness } from '../support/palaver-harness.js';
 
@@ -34,9 +34,9 @@ async function startHeld(): Promise<{ palaver: Palaver; base: string; modelCalle
 }
 
 /** Posts a run and drops the connection once the turn is waiting on the model. */
-async function postAndDisconnect(base: string, input: Record<string, unknown>, modelCalled: Promise<void>): Promise<void> {
+async function postAndDisconnect(base: string, input: Record<string, unknown>, modelCalled: Promise<void>, headers: Record<string, string> = {}): Promise<void> {
   const abort = new AbortController();
-  const response = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input), signal: abort.signal });
+  const response = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(input), signal: abort.signal });
   expect(response.status).toBe(200);
   await modelCalled;
   abort.abort();
@@ -74,6 +74,25 @@ describe('web channel: a client that disconnects mid-turn', () => {
     expect(retry.status).toBe(200);
     expect(shownText(retry)).toBe('echo: tell me later');
     expect(events(retry).at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'duplicate', replyStatus: 'completed' } });
+    expect(harness!.model.calls).toHaveLength(1);
+  });
+
+  it("does not let someone else's retry of the left run read the turn: refused, and the owner's retry still gets the reply", async () => {
+    const { base, modelCalled } = await startHeld();
+    const owner = await newVisitor(base);
+    const other = await newVisitor(base);
+    const input = runInput('t-drop-3', 'my private question');
+    await postAndDisconnect(base, input, modelCalled, { cookie: owner.cookie });
+
+    const stranger = await postRun(base, input, { cookie: other.cookie });
+    expect(stranger.status).toBe(403);
+    expect(stranger.body).not.toContain('echo');
+
+    const retry = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: owner.cookie }, body: JSON.stringify(input) });
+    expect(retry.status).toBe(200);
+    release!();
+    const shown = parseSse(await retry.text());
+    expect(shown.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('echo: my private question');
     expect(harness!.model.calls).toHaveLength(1);
   });
 });

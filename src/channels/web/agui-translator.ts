@@ -87,11 +87,6 @@ export class AguiTranslator {
     return this.#ended;
   }
 
-  /** True once the run started (RUN_STARTED was written). */
-  get isStarted(): boolean {
-    return this.#started;
-  }
-
   /** RUN_STARTED, if it was not sent yet. */
   start(ids?: AguiRunIds): AGUIEvent[] {
     if (this.#ended) return [];

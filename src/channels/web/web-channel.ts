@@ -253,21 +253,37 @@ export class WebChannel implements Channel {
       },
     );
     // A run id already streaming is a retry: it will be recognised as a duplicate and must not take over the stream.
-    if (!this.#streams.has(key)) {
+    const register = (): boolean => {
+      if (this.#streams.has(key)) return this.#streams.get(key) === stream;
       registered = true;
       this.#streams.set(key, stream);
       stream.onClose(() => {
         if (this.#streams.get(key) === stream) this.#streams.delete(key);
       });
-    }
+      return true;
+    };
+    // A retry of a run whose client left: its turn may still be running, so the stream takes that run's place only
+    // once `accept` has confirmed the conversation is the caller's (until then, someone else's turn must not write
+    // to it). A new run is registered first, so nothing its turn streams before `accept` returns is lost.
+    const retryOfLeftRun = this.#orphaned.has(key);
+    if (!retryOfLeftRun) register();
     stream.correlationId = message.correlationId;
 
     // The message is stored (or refused) before the stream starts, so a refusal is an HTTP status, not a run. No
     // abort signal: a client that disconnects (a dropped connection, a closed tab) does not cancel its turn, whose
     // reply is stored and given to the retried run.
     let acceptance: Acceptance;
+    let attached = false;
     try {
       acceptance = await context.accept(message);
+      if (retryOfLeftRun && acceptance.status === 'duplicate' && acceptance.answered === undefined) {
+        attached = register();
+        // The turn settled between the store's answer and now: its reply is stored, ask for it.
+        if (attached && !this.#orphaned.has(key)) {
+          attached = false;
+          acceptance = await context.accept(message);
+        }
+      }
     } catch (error) {
       stream.dispose();
       return this.#refused(error, log, message.correlationId, cors);
@@ -275,9 +291,9 @@ export class WebChannel implements Channel {
     stream.correlationId = acceptance.correlationId;
     if (acceptance.status === 'accepted') {
       stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
-    } else if (this.#streams.get(key) === stream && this.#orphaned.has(key) && (acceptance.answered === undefined || stream.translator.isStarted)) {
-      // A retry whose first run's client is gone: this stream took its place, so the turn (still running, or
-      // writing its reply here already) streams to it and finishes it.
+    } else if (attached) {
+      // This stream took the place of the run whose client left: the turn still running streams its reply here
+      // and finishes it.
       log.info({ correlationId: acceptance.correlationId }, 'retried run attached to its running turn');
       stream.write(stream.translator.start({ correlationId: acceptance.correlationId }));
     } else if (acceptance.answered) {
