@@ -26,6 +26,7 @@ import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js
 import { CLASSIFIER_MODELS } from './runtime/context/stage-classifier.js';
 import { singleFlow } from './runtime/flows/single-flow.js';
 import { Pipeline } from './runtime/pipeline.js';
+import { settlesWithin } from './runtime/settles-within.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
 import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
@@ -95,8 +96,12 @@ export interface Palaver {
    * to `config.server`). Closing the returned server does not close the Palaver.
    */
   serve(options?: { host?: string; port?: number }): Promise<RunningHttpServer>;
-  /** Stops the channels, waits for running turns, then releases the database and tool connections. Safe to call twice. */
-  close(): Promise<void>;
+  /**
+   * Stops the channels (no new messages), waits for running turns and replies being sent for at most `graceMs`
+   * (default `server.shutdownGraceMs`), then releases the database and tool connections. Work left when the grace
+   * period ends stays leased and is answered, once, after the next start. Safe to call twice.
+   */
+  close(options?: { readonly graceMs?: number }): Promise<void>;
 }
 
 /**
@@ -238,7 +243,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const channels: Channel[] = [api, ...(await configuredChannels(config, logger, secrets)), ...(options.channels ?? [])];
+  const channels: Channel[] = [api, ...(await configuredChannels(config, logger, secrets, metrics)), ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
     if (names.has(channel.name)) throw new ConfigError(`Two channels are named "${channel.name}"; channel names must be unique`, [{ path: 'channels', message: 'duplicate name' }]);
@@ -299,26 +304,34 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
+      const host = serveOptions.host ?? config.server.host;
       const app = createHttpApp({
         health: checkHealth,
         apiKey: config.server.apiKey,
         adminToken: config.server.adminToken,
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
+        hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
           http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
         },
       });
-      return startHttpServer(app, { host: serveOptions.host ?? config.server.host, port: serveOptions.port ?? config.server.port });
+      return startHttpServer(app, { host, port: serveOptions.port ?? config.server.port });
     },
     health: checkHealth,
-    close() {
+    close(closeOptions = {}) {
       closing ??= (async () => {
-        // No new messages first; then every accepted one is answered before the connections go.
-        await Promise.allSettled(channels.map((channel) => channel.stop()));
-        await pipeline.close();
+        const graceMs = closeOptions.graceMs ?? config.server.shutdownGraceMs;
+        const deadline = Date.now() + graceMs;
+        // No new messages first; then accepted ones are answered, as far as the grace period allows. Both are
+        // bounded: a channel may be finishing a call to an API that does not answer, a turn may wait on a model.
+        const stopped = await settlesWithin(Promise.allSettled(channels.map((channel) => channel.stop())), graceMs);
+        const drained = await pipeline.close({ graceMs: Math.max(0, deadline - Date.now()) });
+        if (!stopped || !drained) {
+          logger.warn({ graceMs }, 'shutdown grace period over: work still running is left to the next start (its messages stay leased and are answered once)');
+        }
         await dispatcher.close();
         await identity.close?.();
         await store.close();
@@ -353,7 +366,7 @@ async function directoryResolver(
  * The channels `config.channels` turns on; each adapter loads only when enabled. A secret a channel comes to hold
  * (a generated cookie secret) joins `secrets`, which the log scrubber reads.
  */
-async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>): Promise<Channel[]> {
+async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics): Promise<Channel[]> {
   const channels: Channel[] = [];
   if (config.channels.web.enabled) {
     const { WebChannel } = await import('./channels/web/web-channel.js');
@@ -388,6 +401,8 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
         ...(telegram.maxWaitMs === undefined ? {} : { maxWaitMs: telegram.maxWaitMs }),
         groupAnswer: telegram.groups.answer,
         drafts: telegram.drafts,
+        maxUpdateAttempts: telegram.maxUpdateAttempts,
+        onDeadLetter: (reason) => metrics.deadLetters.inc({ channel: 'telegram-bot', reason }),
         transcribe,
         agentName: config.agent.name,
         logger: logger.child({ channel: 'telegram-bot' }),

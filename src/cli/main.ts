@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import { Command, Option } from 'commander';
 import { loadConfig, type PalaverConfig } from '../config/index.js';
 import type { Palaver, PalaverOptions } from '../app.js';
@@ -39,11 +40,20 @@ export async function main(argv: readonly string[]): Promise<void> {
       if (demo) console.log(`\n${demo.banner(palaver.config)}\n`);
       console.log(`Palaver is listening on ${server.url}  (web chat: ${server.url}/, AG-UI: POST ${server.url}/agui)`);
       await waitForSignal();
-      console.log('Shutting down…');
+      const graceMs = palaver.config.server.shutdownGraceMs;
+      console.log(`Shutting down… (at most ${graceMs} ms for running turns; a second Ctrl-C or SIGTERM exits at once)`);
+      // A backstop in case releasing the database or a tool connection hangs by itself.
+      setTimeout(() => {
+        console.error('Shutdown did not finish; exiting. Unanswered messages are answered after the next start.');
+        process.exit(1);
+      }, graceMs + 5_000).unref();
       stopIdleWatch?.();
       await server.close();
-      await palaver.close();
+      await palaver.close({ graceMs });
       await demo?.close();
+      // Calls still open to a model or an API that does not answer would keep Node running; their work is left to
+      // the next start (the inbox leases and the outbox make that safe).
+      process.exit(0);
     });
 
   program
@@ -134,9 +144,23 @@ function parsePort(value: string): number {
   return port;
 }
 
+/**
+ * Resolves on the first SIGINT or SIGTERM. A second one exits at once (128 + its number, as a shell reports a
+ * process killed by it): whoever sends it does not want to wait for the grace period.
+ */
 function waitForSignal(): Promise<void> {
   return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
+    let received = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (!received) {
+        received = true;
+        resolve();
+        return;
+      }
+      console.error(`${signal} again: exiting now. Unanswered messages are answered after the next start.`);
+      process.exit(128 + (constants.signals[signal] ?? 0));
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
   });
 }

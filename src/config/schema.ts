@@ -295,6 +295,17 @@ export const configSchema = z.strictObject({
       adminToken: z.string().min(16, 'use at least 16 characters').optional(),
       /** Send tool arguments and results to web clients. Off: they may carry hidden context. */
       showToolDetails: z.boolean().default(false),
+      /**
+       * Host names (optionally with :port) /health and /metrics answer to, besides loopback names, IP addresses,
+       * `host` and `channels.web.allowedHosts`; any other `Host` gets 421 (DNS rebinding). Add the name a scraper
+       * uses.
+       */
+      allowedHosts: z.array(z.string().regex(/^[a-z0-9.-]+(:\d{1,5})?$/i, 'a host name, optionally with :port')).default([]),
+      /**
+       * On SIGTERM / SIGINT (and `Palaver.close()`), how long running turns and replies still being sent may take
+       * before the process goes anyway; what is left stays leased and is answered after the next start.
+       */
+      shutdownGraceMs: z.number().int().min(0).max(600_000).default(10_000),
     })
     .refine((server) => server.adminToken === undefined || server.adminToken !== server.apiKey, {
       message: 'must differ from server.apiKey',
@@ -416,6 +427,8 @@ export const configSchema = z.strictObject({
             .prefault({}),
           /** Stream the reply as a live draft in private chats (sendMessageDraft, Bot API 9.5+). */
           drafts: z.boolean().default(true),
+          /** Attempts at handling one update before it is kept as a dead letter and skipped (polling goes on). */
+          maxUpdateAttempts: z.number().int().min(1).max(100).default(3),
           /** OpenAI-compatible /audio/transcriptions for voice and audio messages; defaults to the model's endpoint. */
           transcription: z
             .strictObject({

@@ -20,6 +20,7 @@ export class PalaverMetrics {
   readonly toolCalls: PromClient.Counter<'tool' | 'outcome'>;
   readonly toolLimits: PromClient.Counter<'limit'>;
   readonly duplicates: PromClient.Counter<string>;
+  readonly deadLetters: PromClient.Counter<'channel' | 'reason'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
@@ -32,6 +33,7 @@ export class PalaverMetrics {
     this.toolCalls = new prom.Counter({ name: 'palaver_tool_calls_total', help: 'Tool calls, by tool and outcome', labelNames: ['tool', 'outcome'] as const, registers: [registry] });
     this.toolLimits = new prom.Counter({ name: 'palaver_tool_limit_hits_total', help: 'Tool calls refused or loops ended by a limit', labelNames: ['limit'] as const, registers: [registry] });
     this.duplicates = new prom.Counter({ name: 'palaver_inbound_duplicates_total', help: 'Redelivered inbound messages ignored', registers: [registry] });
+    this.deadLetters = new prom.Counter({ name: 'palaver_channel_dead_letters_total', help: 'Inbound updates a channel gave up on (kept as dead letters), by reason', labelNames: ['channel', 'reason'] as const, registers: [registry] });
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   }
 }

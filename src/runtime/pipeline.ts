@@ -9,6 +9,7 @@ import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity
 import { systemText } from '../i18n/index.js';
 import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
+import { settlesWithin } from './settles-within.js';
 import { runTurn } from './turn.js';
 import { loadProfile } from './turn-scope.js';
 import type { AcceptedMessage, TurnDependencies } from './turn-context.js';
@@ -108,15 +109,19 @@ export class Pipeline {
   }
 
   /**
-   * Takes over nothing more, answers every queued message (its leases still renewed meanwhile), then stops. Call it
-   * after the channels stopped accepting.
+   * Takes over nothing more, answers every queued message (its leases still renewed meanwhile) for at most
+   * `graceMs` (default: as long as it takes), then stops renewing. Resolves true when everything was answered, false
+   * when the grace period ran out first: the turns still running are abandoned, not cancelled, and their messages
+   * keep leases that are no longer renewed, so the next process answers them (once) when the leases run out. Call
+   * it after the channels stopped accepting.
    */
-  async close(): Promise<void> {
+  async close(options: { readonly graceMs?: number } = {}): Promise<boolean> {
     this.#stopped = true;
-    await this.#maintaining;
-    await this.#inbox.drain();
+    const drained = this.#maintaining.then(() => this.#inbox.drain());
+    const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);
     clearInterval(this.#timer);
     this.#timer = undefined;
+    return done;
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import { adminTokenAuth, apiKeyAuth } from './api-key.js';
 import { errorBody } from './error-body.js';
 import { healthRoute, type HealthProbe } from './health-route.js';
+import { hostGuard, type HostCheckOptions } from './host-check.js';
 
 /** Body limit of a channel route that names none: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -29,6 +30,11 @@ export interface HttpAppOptions {
    * under `/admin` is already behind the admin-token guard.
    */
   readonly extraRoutes?: (app: Hono) => void;
+  /**
+   * Which `Host` names `/health` and `/metrics` answer to besides loopback names, IP addresses and `serverHost`
+   * (`server.allowedHosts`, `server.host`); any other name gets 421 `misdirected_host` (DNS rebinding).
+   */
+  readonly hosts?: HostCheckOptions;
 }
 
 /**
@@ -57,6 +63,11 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   const auth = apiKeyAuth({ apiKey: options.apiKey });
   // Hono's `/admin/*` also matches `/admin` itself.
   app.use('/admin/*', adminTokenAuth(options.adminToken));
+  // The server's own read-only routes need no credentials from loopback, so a browser on a rebound name must not
+  // reach them (channel routes check `Host` themselves; the admin API needs its token).
+  const ownHosts = hostGuard(options.hosts ?? {});
+  app.use('/health', ownHosts);
+  app.use('/metrics', ownHosts);
   app.get('/health', healthRoute({ health: options.health, logger }));
 
   const taken = new Set(['GET /health']);

@@ -58,6 +58,11 @@ export interface FakeTelegram {
   failNext(method: string, failure: { retryAfter: number } | { code: number; description: string }): void;
   /** While on, every getUpdates answers 409 Conflict (another poller holds the token). */
   setConflict(on: boolean): void;
+  /**
+   * While on, calls of `method` get no answer, as from an API that cannot be reached: each is recorded and held until
+   * `hang(method, false)` (then answered as usual) or until the caller gives up (then it had no effect).
+   */
+  hang(method: string, on?: boolean): void;
   /** Posts an update to the registered webhook as Telegram would (with its secret); resolves with the HTTP status. */
   deliverToWebhook(update: FakeUpdate, options?: { secretToken?: string | null }): Promise<number>;
   /** Resolves once at least `count` messages were sent (to `chatId` if given). */
@@ -146,6 +151,7 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
   let nextFileId = 1;
   let confirmedOffset = 0;
   let conflict = false;
+  const hanging = new Set<string>();
   let webhook: { url: string; secretToken: string | undefined } | undefined;
   /** The getUpdates request waiting for updates, if any: a new one terminates it with 409, as Telegram does. */
   let pendingPoll: { conflict: () => void } | undefined;
@@ -257,6 +263,13 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
     setConflict(on) {
       conflict = on;
       if (on) pendingPoll?.conflict();
+    },
+    hang(method, on = true) {
+      if (on) hanging.add(method);
+      else {
+        hanging.delete(method);
+        events.emit('released');
+      }
     },
     async deliverToWebhook(update, deliverOptions = {}) {
       if (!webhook) throw new Error('No webhook is registered (setWebhook was not called).');
@@ -440,9 +453,28 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
     events.emit('call');
     const aborted = new AbortController();
     res.on('close', () => aborted.abort());
+    if (hanging.has(method) && !(await released(method, aborted.signal))) return;
     const outcome = await answer(method, params, aborted.signal);
     if ('result' in outcome) return sendJson(res, 200, { ok: true, result: outcome.result });
     return sendJson(res, outcome.code, { ok: false, error_code: outcome.code, description: outcome.description, ...(outcome.parameters ? { parameters: outcome.parameters } : {}) });
+  }
+
+  /** Resolves true once `method` no longer hangs, false when the caller gave up first. */
+  function released(method: string, signal: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      const finish = (value: boolean) => {
+        events.off('released', onRelease);
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      };
+      const onRelease = () => {
+        if (!hanging.has(method)) finish(true);
+      };
+      const onAbort = () => finish(false);
+      if (signal.aborted) return resolve(false);
+      events.on('released', onRelease);
+      signal.addEventListener('abort', onAbort);
+    });
   }
 
   const server = createServer((req, res) => {

@@ -32,6 +32,7 @@ describe('attacks on the web channel (no API key: the default)', () => {
   beforeAll(async () => {
     harness = await createHarness(echoScript);
     palaver = await harness.start({
+      server: { allowedHosts: ['scrape.internal'] },
       channels: { web: { userTokens: { secret: TOKEN_SECRET, issuer: 'shop', audience: 'palaver-chat' }, allowedOrigins: [ALLOWED_ORIGIN] } },
     });
     server = await palaver.serve({ host: '127.0.0.1', port: 0 });
@@ -285,6 +286,20 @@ describe('attacks on the web channel (no API key: the default)', () => {
 
   it('keeps /metrics loopback-only while /agui decides for itself', async () => {
     expect((await send(base, { path: '/metrics' })).status).toBe(200);
+  });
+
+  it('refuses /health and /metrics to a rebound host name (DNS rebinding), and serves them by loopback name or IP', async () => {
+    const port = new URL(base).port;
+    for (const path of ['/health', '/metrics']) {
+      const rebound = await send(base, { path, headers: { host: `evil.example:${port}` } });
+      expect(rebound.status, path).toBe(421);
+      expect(JSON.parse(rebound.body), path).toMatchObject({ error: { code: 'misdirected_host' } });
+      expect(rebound.body, path).not.toContain('palaver_');
+      // A scraper by loopback name, by IP, or by a name in server.allowedHosts.
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `scrape.internal:${port}`]) {
+        expect((await send(base, { path, headers: { host } })).status, `${path} ${host}`).toBe(200);
+      }
+    }
   });
 });
 

@@ -46,6 +46,7 @@ describe('telegram bot: long polling', () => {
     const state = memoryState();
     const stored: number[] = [];
     let failing = true;
+    let giveUps = 0;
     const poller = () =>
       new DurablePoller({
         api: bot.api,
@@ -55,6 +56,13 @@ describe('telegram bot: long polling', () => {
           if (failing) throw new Error('database is down');
           stored.push(update.update_id);
         },
+        // With the database down a dead letter cannot be stored either: the update is kept, never skipped.
+        giveUp: async () => {
+          giveUps++;
+          if (failing) throw new Error('database is down');
+        },
+        maxAttempts: 2,
+        retryDelayMs: 20,
         allowedUpdates: ['message'],
         logger: createLogger({ level: 'silent' }),
         timeoutSeconds: 1,
@@ -63,7 +71,8 @@ describe('telegram bot: long polling', () => {
     const first = poller();
     const update = fake.sendText({ chatId: 1, text: 'keep me' });
     await first.start();
-    await sleep(700);
+    // Past maxAttempts more than once: each time the dead letter could not be stored either.
+    await waitUntil(() => giveUps >= 3);
     // The update could not be stored: no poll asked past it, and nothing was saved.
     expect(fake.callsOf('getUpdates').every((call) => Number(call.params['offset'] ?? 0) <= update.update_id)).toBe(true);
     expect(await state.get('offset:test')).toBeUndefined();
@@ -101,6 +110,67 @@ describe('telegram bot: long polling', () => {
     await second.close();
     telegram.setConflict(true);
     await expect(rig.start()).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/Only one poller per token may run/) });
+  });
+});
+
+describe('telegram bot: updates that cannot be handled', () => {
+  it('moves past a malformed update: stored as a dead letter, logged and counted, and the next message is answered', async () => {
+    rig = await createTelegramRig(echo, { quietWindowMs: 50 }, { start: false });
+    const { telegram, harness } = rig;
+    const from = { id: 61, is_bot: false, first_name: 'Pat' };
+    // A message without a chat (grammY's own code throws on it) and one whose chat id is not a number.
+    const chatless = telegram.enqueue({ message: { message_id: 1, date: 0, from, text: 'no chat at all' } });
+    const wordChat = telegram.enqueue({ message: { message_id: 2, date: 0, from, chat: { id: 'sixty-one', type: 'private' }, text: 'a chat id in words' } });
+    // The first poll (at start) takes both; the good message comes only after them.
+    await rig.start();
+    telegram.sendText({ chatId: 61, text: 'and now a real one' });
+    const [reply] = await telegram.waitForMessages(1, { chatId: 61 });
+    expect(reply!.text).toBe('seen: and now a real one');
+
+    for (const poison of [chatless, wordChat]) {
+      const stored = await rig.palaver.store.channelState.get('telegram-bot', `dead-letter:${poison.update_id}`);
+      expect(stored, `dead letter of ${poison.update_id}`).toBeDefined();
+      expect(JSON.parse(stored!)).toMatchObject({ reason: 'malformed', update: { update_id: poison.update_id } });
+    }
+    // Never stored as a message, never asked of the model.
+    expect(harness.model.calls.flatMap(userTexts)).toEqual(['and now a real one']);
+    expect(logsWith(harness, 'telegram update dropped')).toHaveLength(2);
+    expect(await rig.palaver.metrics.registry.getSingleMetricAsString('palaver_channel_dead_letters_total')).toContain('palaver_channel_dead_letters_total{channel="telegram-bot",reason="malformed"} 2');
+  });
+
+  it('gives up on an update whose handling keeps failing after maxAttempts: dead-lettered, and polling goes on past it', async () => {
+    fake = await startFakeTelegram();
+    const bot = new Bot(fake.token, { client: { apiRoot: fake.apiRoot } });
+    const state = memoryState();
+    const attempts = new Map<number, number>();
+    const handled: number[] = [];
+    const deadLetters: { updateId: number; attempts: number; error: string }[] = [];
+    const poison = fake.sendText({ chatId: 1, text: 'always fails' });
+    const poller = new DurablePoller({
+      api: bot.api,
+      state,
+      offsetKey: 'offset:test',
+      handle: async (update: Update) => {
+        attempts.set(update.update_id, (attempts.get(update.update_id) ?? 0) + 1);
+        if (update.update_id === poison.update_id) throw new TypeError('a bug this update always hits');
+        handled.push(update.update_id);
+      },
+      giveUp: async (update, failure) => void deadLetters.push({ updateId: update.update_id, attempts: failure.attempts, error: (failure.error as Error).message }),
+      maxAttempts: 3,
+      retryDelayMs: 5,
+      allowedUpdates: ['message'],
+      logger: createLogger({ level: 'silent' }),
+      timeoutSeconds: 1,
+      onFatal: () => {},
+    });
+    await poller.start();
+    const good = fake.sendText({ chatId: 2, text: 'fine' });
+    await fake.waitForCall('getUpdates', (call) => Number(call.params['offset']) === good.update_id + 1);
+    await poller.stop();
+    expect(attempts.get(poison.update_id)).toBe(3);
+    expect(deadLetters).toEqual([{ updateId: poison.update_id, attempts: 3, error: 'a bug this update always hits' }]);
+    expect(handled).toEqual([good.update_id]);
+    expect(await state.get('offset:test')).toBe(String(good.update_id + 1));
   });
 });
 

@@ -16,6 +16,15 @@ export interface DurablePollerOptions {
   readonly offsetKey: string;
   /** Stores one update (accept, or tell the person why not). Rejects when it could not be stored: it is retried. */
   readonly handle: (update: Update) => Promise<void>;
+  /**
+   * Keeps an update whose handling failed `maxAttempts` times (a dead letter); polling then goes on past it. Rejects
+   * when it could not keep it either (the database is down): then the update is retried, never skipped unkept.
+   */
+  readonly giveUp: (update: Update, failure: { readonly error: unknown; readonly attempts: number }) => Promise<void>;
+  /** Attempts at handling one update before it is given up. Default 3. */
+  readonly maxAttempts?: number;
+  /** The wait before the second attempt, doubled for each further one (at most 30 s). Default 500 ms. */
+  readonly retryDelayMs?: number;
   readonly allowedUpdates: readonly Exclude<keyof Update, 'update_id'>[];
   readonly logger: Logger;
   /** Long-poll timeout in seconds. Default 30. */
@@ -33,6 +42,8 @@ export interface DurablePollerOptions {
  * offset is saved: an update is acknowledged only after it is stored. Within a batch, updates are handled at once
  * (the runner's concurrent sink; the channel orders each chat's updates itself). An update that could not be stored
  * is retried with backoff; if polling stops meanwhile, the offset stays before it and the next start fetches it.
+ * After `maxAttempts` failures it is handed to `giveUp` (kept as a dead letter) and the offset moves past it, so one
+ * update that always fails (a bug, a shape nobody foresaw) cannot stall every later one.
  *
  * A 409 Conflict (another process polls this token, or a webhook is set) ends polling with a clear error instead of
  * fighting for updates; so does a 401 (the token was revoked).
@@ -139,13 +150,17 @@ export class DurablePoller {
     }
   }
 
-  /** Hands one update to the channel until it is stored; given up only when polling stops. */
+  /**
+   * Hands one update to the channel until it is stored, or kept as a dead letter after `maxAttempts` failures; left
+   * for the next start only when polling stops first.
+   */
   async #consume(update: Update): Promise<void> {
     const settle = this.#settle.get(update.update_id);
     this.#settle.delete(update.update_id);
-    let delayMs = 500;
+    const maxAttempts = this.#options.maxAttempts ?? 3;
+    let delayMs = this.#options.retryDelayMs ?? 500;
     try {
-      for (;;) {
+      for (let attempt = 1; ; attempt++) {
         try {
           await this.#options.handle(update);
           settle?.(true);
@@ -156,13 +171,28 @@ export class DurablePoller {
             settle?.(false);
             return;
           }
-          this.#options.logger.error({ err: error, updateId: update.update_id, retryInMs: delayMs }, 'telegram update could not be stored; retrying');
+          if (attempt >= maxAttempts && (await this.#giveUp(update, error, attempt))) {
+            settle?.(true);
+            return;
+          }
+          this.#options.logger.error({ err: error, updateId: update.update_id, attempt, retryInMs: delayMs }, 'telegram update could not be stored; retrying');
           await sleep(delayMs, this.#stopping.signal).catch(() => {});
           delayMs = Math.min(30_000, delayMs * 2);
         }
       }
     } finally {
       settle?.(false);
+    }
+  }
+
+  /** True once the update is kept as a dead letter; false when even that failed (it is then tried again). */
+  async #giveUp(update: Update, error: unknown, attempts: number): Promise<boolean> {
+    try {
+      await this.#options.giveUp(update, { error, attempts });
+      return true;
+    } catch (keepError) {
+      this.#options.logger.error({ err: keepError, updateId: update.update_id }, 'telegram update could not be kept as a dead letter either; retrying');
+      return false;
     }
   }
 }

@@ -21,10 +21,12 @@ import { addressOf, conversationIdOf, TELEGRAM_BOT_CHANNEL, type ChatAddress } f
 import { BusinessConnections } from './business.js';
 import { registerCommands } from './commands.js';
 import { systemText, type SystemTextKey } from '../../i18n/index.js';
+import { DeadLetters, type DeadLetterReason } from './dead-letters.js';
 import { DraftStreamer } from './drafts.js';
 import { toTelegramMessage } from './format.js';
 import { AUDIO_PLACEHOLDER, commandOf, isAddressedToBot, readMessage, type ReadMessage } from './inbound.js';
 import { DurablePoller, fatalError } from './polling.js';
+import { malformation } from './update-shape.js';
 
 /** Turns audio into text (an OpenAI-compatible `/audio/transcriptions` client); throws when it cannot. */
 export type Transcribe = (audio: Uint8Array, options: { readonly filename: string; readonly mimeType: string; readonly language?: string }) => Promise<string>;
@@ -58,6 +60,10 @@ export interface TelegramBotChannelOptions {
   readonly draftIntervalMs?: number;
   /** Timeout of each Bot API request, in seconds (must exceed the poll timeout). Default 75. */
   readonly requestTimeoutSeconds?: number;
+  /** Attempts at handling one update before it is kept as a dead letter and skipped. Default 3. */
+  readonly maxUpdateAttempts?: number;
+  /** Called for each update given up (after it is kept as a dead letter), e.g. to count it. */
+  readonly onDeadLetter?: (reason: DeadLetterReason) => void;
 }
 
 /** The updates this channel asks Telegram for. */
@@ -93,6 +99,9 @@ export class TelegramBotChannel implements Channel {
   #context: ChannelContext | undefined;
   #businesses: BusinessConnections | undefined;
   #poller: DurablePoller | undefined;
+  #deadLetters: DeadLetters | undefined;
+  /** Webhook deliveries of updates that failed, by update id, so a redelivered update is not retried forever. */
+  readonly #webhookAttempts = new Map<number, number>();
   #stopped = false;
   /** Turns whose first part went out (groups quote the message answered on the first part only). */
   readonly #quoted = new Set<string>();
@@ -140,6 +149,7 @@ export class TelegramBotChannel implements Channel {
     const me = this.#bot.botInfo;
     this.#logger.info({ botId: me.id, username: me.username, mode: this.#options.mode ?? 'polling' }, 'telegram bot connected');
     this.#businesses = new BusinessConnections(context.state, this.#bot.api, this.#logger);
+    this.#deadLetters = new DeadLetters(context.state);
     await registerCommands(this.#bot.api, context.state, me.id, this.#options.agentName ?? me.first_name, this.#logger);
 
     if (this.#options.mode === 'webhook') {
@@ -155,7 +165,9 @@ export class TelegramBotChannel implements Channel {
       api: this.#bot.api,
       state: context.state,
       offsetKey: `offset:${me.id}`,
-      handle: (update) => this.#bot.handleUpdate(update),
+      handle: (update) => this.#receive(update),
+      giveUp: (update, failure) => this.#giveUp(update, 'failed', errorText(failure.error), failure.attempts),
+      maxAttempts: this.#options.maxUpdateAttempts ?? 3,
       allowedUpdates: ALLOWED_UPDATES,
       logger: this.#logger,
       timeoutSeconds: this.#options.pollTimeoutSeconds ?? 30,
@@ -308,6 +320,23 @@ export class TelegramBotChannel implements Channel {
   }
 
   // ─── inbound ─────────────────────────────────────────────────────────────────────────────────────────────────
+
+  /** One polled update: a malformed one is kept as a dead letter at once (retrying cannot mend it), others handled. */
+  async #receive(update: Update): Promise<void> {
+    const problem = malformation(update);
+    if (problem !== undefined) return this.#giveUp(update, 'malformed', problem, 0);
+    await this.#bot.handleUpdate(update);
+  }
+
+  /** Keeps an update as a dead letter, then logs and counts it. @throws when it could not be kept. */
+  async #giveUp(update: Update, reason: DeadLetterReason, error: string, attempts: number): Promise<void> {
+    await this.#deadLetters?.keep(update.update_id, update, { reason, attempts, error });
+    this.#logger.error(
+      { updateId: update.update_id, reason, attempts, error },
+      `telegram update dropped (${reason === 'malformed' ? 'malformed' : `failed ${attempts} times`}); kept as dead-letter:${update.update_id} in the channel state`,
+    );
+    this.#options.onDeadLetter?.(reason);
+  }
 
   #installHandlers(): void {
     // One chat's updates in order (a burst must reach the inbox as written); different chats at once.
@@ -470,10 +499,28 @@ export class TelegramBotChannel implements Channel {
     } catch {
       return Response.json({ error: { code: 'invalid_update', message: 'The body is not a Telegram update.' } }, { status: 400 });
     }
+    const problem = malformation(update);
+    if (problem !== undefined) {
+      await this.#giveUp(update, 'malformed', problem, 0).catch((error: unknown) => this.#logger.error({ err: error, updateId: update.update_id }, 'malformed telegram update could not be kept as a dead letter'));
+      return Response.json({ error: { code: 'invalid_update', message: `The body is not a Telegram update: ${problem}` } }, { status: 400 });
+    }
     try {
       await this.#bot.handleUpdate(update);
+      this.#webhookAttempts.delete(update.update_id);
     } catch (error) {
-      this.#logger.error({ err: error, updateId: update.update_id }, 'telegram webhook update could not be stored; Telegram will deliver it again');
+      const attempts = (this.#webhookAttempts.get(update.update_id) ?? 0) + 1;
+      if (attempts >= (this.#options.maxUpdateAttempts ?? 3)) {
+        try {
+          await this.#giveUp(update, 'failed', errorText(error), attempts);
+          this.#webhookAttempts.delete(update.update_id);
+          // Given up and kept: Telegram must stop delivering it.
+          return Response.json({}, { status: 200 });
+        } catch (keepError) {
+          this.#logger.error({ err: keepError, updateId: update.update_id }, 'telegram update could not be kept as a dead letter either');
+        }
+      }
+      rememberAttempt(this.#webhookAttempts, update.update_id, attempts);
+      this.#logger.error({ err: error, updateId: update.update_id, attempts }, 'telegram webhook update could not be stored; Telegram will deliver it again');
       return Response.json({ error: { code: 'not_stored', message: 'The update could not be stored; deliver it again.' } }, { status: 500 });
     }
     return Response.json({}, { status: 200 });
@@ -486,6 +533,20 @@ function orderKey(update: Update): string | undefined {
   if (update.business_message) return `business:${update.business_message.business_connection_id}:${update.business_message.chat.id}`;
   if (update.business_connection) return `connection:${update.business_connection.id}`;
   return undefined;
+}
+
+/** Remembers a failed delivery's count; the oldest entries go past 1000 (ids Telegram no longer redelivers). */
+function rememberAttempt(attempts: Map<number, number>, updateId: number, count: number): void {
+  attempts.delete(updateId);
+  attempts.set(updateId, count);
+  for (const oldest of attempts.keys()) {
+    if (attempts.size <= 1_000) break;
+    attempts.delete(oldest);
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 function draftKey(target: ReplyTarget): string {

@@ -25,8 +25,6 @@ export class AguiStream {
   readonly translator: AguiTranslator;
   /** The response body. */
   readonly body: ReadableStream<Uint8Array>;
-  /** Aborted when the client leaves before the run ended: the signal handed to `accept`. */
-  readonly abort = new AbortController();
   /** The correlation id of the turn writing to this run, once known (for the `x-correlation-id` header). */
   correlationId: string | undefined;
   /** Resolves when the first event was written, or the stream closed. */
@@ -90,7 +88,6 @@ export class AguiStream {
     if (!this.#open) return;
     this.#close();
     this.#options.onClientGone();
-    this.abort.abort(new Error('The AG-UI client disconnected.'));
   };
 
   #close(): void {

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { HostCheck } from '../../server/host-check.js';
 
 export interface RequestGuardOptions {
   /**
@@ -45,20 +46,17 @@ const CORS_ALLOW_HEADERS = 'content-type, x-palaver-user-token, x-correlation-id
  */
 export class RequestGuard {
   readonly #origins: ReadonlySet<string>;
-  readonly #hosts: ReadonlySet<string>;
-  readonly #serverHost: string | undefined;
+  readonly #hosts: HostCheck;
 
   constructor(options: RequestGuardOptions = {}) {
     this.#origins = new Set((options.allowedOrigins ?? []).map((origin) => new URL(origin).origin));
-    this.#hosts = new Set((options.allowedHosts ?? []).map((host) => host.toLowerCase()));
-    const serverHost = options.serverHost?.toLowerCase();
-    this.#serverHost = serverHost === undefined || serverHost === '' || serverHost === '0.0.0.0' || serverHost === '::' ? undefined : serverHost;
+    this.#hosts = new HostCheck({ ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}), ...(options.serverHost === undefined ? {} : { serverHost: options.serverHost }) });
   }
 
   /** Only the `Host` check: for the page and its assets. */
   checkHost(request: Request): Refusal | undefined {
     const host = requestHost(request);
-    if (host !== undefined && this.#hostAllowed(host)) return undefined;
+    if (this.#hosts.allows(host)) return undefined;
     return {
       status: 421,
       code: 'misdirected_host',
@@ -116,16 +114,6 @@ export class RequestGuard {
     if (site === 'cross-site' || site === 'same-site') return crossOrigin(`a ${site} page`);
     return { ok: true, cors: {} };
   }
-
-  #hostAllowed(host: string): boolean {
-    if (this.#hosts.has(host)) return true;
-    const name = hostName(host);
-    if (name === undefined) return false;
-    if (this.#hosts.has(name)) return true;
-    if (name === 'localhost' || name.endsWith('.localhost')) return true;
-    if (isIP(name.replace(/^\[|\]$/g, '')) !== 0) return true;
-    return this.#serverHost !== undefined && (name === this.#serverHost || host === this.#serverHost);
-  }
 }
 
 /**
@@ -173,12 +161,6 @@ function requestHost(request: Request): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** `localhost:3000` → `localhost`, `[::1]:3000` → `[::1]`; undefined when malformed. */
-function hostName(host: string): string | undefined {
-  const match = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?$/.exec(host);
-  return match?.[1];
 }
 
 function normaliseOrigin(origin: string): string | undefined {

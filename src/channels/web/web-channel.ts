@@ -99,6 +99,11 @@ export class WebChannel implements Channel {
   #stopped = false;
   /** Open streams by conversation and run id: a run id is only unique within its thread. */
   readonly #streams = new Map<string, AguiStream>();
+  /**
+   * Runs whose client left before the run ended, by stream key, until their turn settles: a retry of one is attached
+   * to the turn still running instead of being told `duplicate` with nothing to show.
+   */
+  readonly #orphaned = new Set<string>();
 
   /**
    * @throws PalaverError `web_assets_missing` when the chat page's files cannot be read; `cookie_secret_unreadable`
@@ -158,6 +163,7 @@ export class WebChannel implements Channel {
   }
 
   settle(target: ReplyTarget, end: TurnEnd): void {
+    for (const runId of target.inReplyTo) this.#orphaned.delete(streamKey(target.conversationId, runId));
     const stream = this.#streamFor(target);
     if (!stream) return;
     for (const runId of target.inReplyTo) {
@@ -167,6 +173,15 @@ export class WebChannel implements Channel {
     }
     if (end.kind === 'answered') stream.write(stream.translator.finish(end.outcome));
     else stream.write(stream.translator.fail(end.error, end.correlationId));
+  }
+
+  /** Remembers a run left by its client; the oldest are forgotten past 10 000 (their turns never settled here). */
+  #orphan(key: string): void {
+    this.#orphaned.add(key);
+    for (const oldest of this.#orphaned) {
+      if (this.#orphaned.size <= 10_000) break;
+      this.#orphaned.delete(oldest);
+    }
   }
 
   /** The stream of the last answered run that is still open. */
@@ -223,29 +238,52 @@ export class WebChannel implements Channel {
     const message: InboundMessage = { ...parsed.message, accountId: account.accountId };
 
     const log = this.#logger.child({ threadId, runId });
+    const key = streamKey(threadId, runId);
+    let registered = false;
     const stream = new AguiStream(
       { threadId, runId },
       {
         showToolDetails: this.#options.showToolDetails ?? false,
         keepAliveMs: this.#options.keepAliveMs ?? 15_000,
         clientSignal: request.signal,
-        onClientGone: () => log.info('client disconnected before the run ended'),
+        onClientGone: () => {
+          log.info('client disconnected before the run ended');
+          if (registered) this.#orphan(key);
+        },
       },
     );
-    const key = streamKey(threadId, runId);
     // A run id already streaming is a retry: it will be recognised as a duplicate and must not take over the stream.
-    if (!this.#streams.has(key)) {
+    const register = (): boolean => {
+      if (this.#streams.has(key)) return this.#streams.get(key) === stream;
+      registered = true;
       this.#streams.set(key, stream);
       stream.onClose(() => {
         if (this.#streams.get(key) === stream) this.#streams.delete(key);
       });
-    }
+      return true;
+    };
+    // A retry of a run whose client left: its turn may still be running, so the stream takes that run's place only
+    // once `accept` has confirmed the conversation is the caller's (until then, someone else's turn must not write
+    // to it). A new run is registered first, so nothing its turn streams before `accept` returns is lost.
+    const retryOfLeftRun = this.#orphaned.has(key);
+    if (!retryOfLeftRun) register();
     stream.correlationId = message.correlationId;
 
-    // The message is stored (or refused) before the stream starts, so a refusal is an HTTP status, not a run.
+    // The message is stored (or refused) before the stream starts, so a refusal is an HTTP status, not a run. No
+    // abort signal: a client that disconnects (a dropped connection, a closed tab) does not cancel its turn, whose
+    // reply is stored and given to the retried run.
     let acceptance: Acceptance;
+    let attached = false;
     try {
-      acceptance = await context.accept(message, { signal: stream.abort.signal });
+      acceptance = await context.accept(message);
+      if (retryOfLeftRun && acceptance.status === 'duplicate' && acceptance.answered === undefined) {
+        attached = register();
+        // The turn settled between the store's answer and now: its reply is stored, ask for it.
+        if (attached && !this.#orphaned.has(key)) {
+          attached = false;
+          acceptance = await context.accept(message);
+        }
+      }
     } catch (error) {
       stream.dispose();
       return this.#refused(error, log, message.correlationId, cors);
@@ -253,6 +291,11 @@ export class WebChannel implements Channel {
     stream.correlationId = acceptance.correlationId;
     if (acceptance.status === 'accepted') {
       stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
+    } else if (attached) {
+      // This stream took the place of the run whose client left: the turn still running streams its reply here
+      // and finishes it.
+      log.info({ correlationId: acceptance.correlationId }, 'retried run attached to its running turn');
+      stream.write(stream.translator.start({ correlationId: acceptance.correlationId }));
     } else if (acceptance.answered) {
       log.info({ correlationId: acceptance.correlationId }, 'retried run answered with its stored reply');
       stream.write(stream.translator.replay(acceptance.answered));
