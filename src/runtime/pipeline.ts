@@ -1,5 +1,6 @@
 import { ChannelError, IdentityError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import { unstorableReason } from '../domain/storable-text.js';
 import type { InboundRecord, Session } from '../domain/model.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
 import { resetUserState } from './context/reset.js';
@@ -452,9 +453,6 @@ export class Pipeline {
   }
 }
 
-// NUL and unpaired surrogates: PostgreSQL refuses them in text, and no person types them.
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /** Refuses a message whose text or ids a database cannot store exactly, on every back end. */
 function checkStorable(message: InboundMessage, text: string): void {
   const fields: [string, string | null | undefined][] = [
@@ -468,7 +466,7 @@ function checkStorable(message: InboundMessage, text: string): void {
     ['correlation id', message.correlationId],
   ];
   for (const [name, value] of fields) {
-    if (value !== undefined && value !== null && UNSTORABLE.test(value)) {
+    if (value !== undefined && value !== null && unstorableReason(value) !== undefined) {
       throw new ChannelError('inbound_invalid', message.channel, `The ${name} holds a NUL character or a broken unicode surrogate; send plain text.`);
     }
   }
