@@ -214,6 +214,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         historyLimit: config.agent.historyLimit,
         historyTokenLimit: config.agent.historyTokenLimit,
         maxToolRounds: config.agent.maxToolRounds,
+        maxReplyChars: config.agent.maxReplyChars,
         maxToolCallsPerTurn: config.agent.maxToolCallsPerTurn,
         maxCallsPerTool: config.agent.maxCallsPerTool,
         defaultTimeZone: config.agent.timezone,
@@ -233,7 +234,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       now: options.now ?? (() => new Date()),
     },
     identity,
-    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
+    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxTurnAttempts: config.inbox.maxTurnAttempts, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
       ...(fromText ? { findPhoneInText: (text: string) => findPhoneInText(text, defaultRegion) } : {}),
     },
   );

@@ -11,6 +11,7 @@ import { systemText } from '../i18n/index.js';
 import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
 import { runTurn } from './turn.js';
+import { byAttempts, DEFAULT_MAX_TURN_ATTEMPTS, retryDelayMs } from './turn-attempts.js';
 import { loadProfile } from './turn-scope.js';
 import type { AcceptedMessage, TurnDependencies } from './turn-context.js';
 
@@ -22,6 +23,11 @@ export interface PipelineOptions {
    * process (or this one restarted) answers it once the lease ran out. Default 15 000.
    */
   readonly leaseMs?: number;
+  /**
+   * Turns that may take one message (first turn, retries after a failure to store, recoveries), counted in the store;
+   * then it is answered with an apology without the model. Default 3.
+   */
+  readonly maxTurnAttempts?: number;
   /** Turns running at once across all conversations (default: no limit). */
   readonly maxConcurrentTurns?: number;
   /**
@@ -332,6 +338,12 @@ export class Pipeline {
   }
 
   async #runBatch(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+    const { due, exhausted } = byAttempts(batch, this.#options.maxTurnAttempts ?? DEFAULT_MAX_TURN_ATTEMPTS);
+    if (isNonEmpty(exhausted)) await this.#giveUp(exhausted);
+    if (isNonEmpty(due)) await this.#answer(due);
+  }
+
+  async #answer(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
     const first = batch[0];
     if (batch.length > 1) {
       this.#deps.logger.info({ correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) }, 'messages answered together');
@@ -340,19 +352,55 @@ export class Pipeline {
     const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs } });
     const seconds = stop();
     if (!outcome) {
-      // Nothing could be stored (the database failed): the messages stay in the inbox and are tried again later
-      // (by this process while it runs; by the next one, through their leases, if it stops first).
-      const retry = setTimeout(() => {
-        // Checked when it fires: a Palaver closed meanwhile leaves them to its successor.
-        if (!this.#stopped) batch.forEach((item) => this.#queue(item.channel, item, item.inbound, undefined));
-      }, Math.max(50, Math.floor(this.#leaseMs / 3)));
-      retry.unref();
+      await this.#retryLater(batch);
       return;
     }
     this.#deps.logger.info(
       { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, ms: Math.round(seconds * 1000), inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens, cost: outcome.usage.cost },
       'turn finished',
     );
+  }
+
+  /**
+   * Nothing could be stored (the database failed or refused the turn): the messages stay in the inbox and are tried
+   * again after a backoff, the attempt counted in the store first (by this process while it runs; by the next one,
+   * through their leases and once the backoff passed, if it stops first).
+   */
+  async #retryLater(batch: readonly AcceptedMessage[]): Promise<void> {
+    const attempts = Math.max(...batch.map((item) => item.inbound.attempts));
+    const delayMs = retryDelayMs(this.#leaseMs, attempts);
+    try {
+      await this.#deps.store.inbound.retryLater(batch.map((item) => item.inbound.id), delayMs);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, correlationId: batch[0]?.inbound.correlationId }, 'could not record a failed turn attempt; trying again anyway');
+    }
+    const retry = setTimeout(() => {
+      // Checked when it fires: a Palaver closed meanwhile leaves them to its successor.
+      if (!this.#stopped) batch.forEach((item) => this.#queue(item.channel, item, { ...item.inbound, attempts: item.inbound.attempts + 1 }, undefined));
+    }, delayMs);
+    retry.unref();
+  }
+
+  /**
+   * Messages whose turns failed `maxTurnAttempts` times: answered with the stored apology, without the model. When
+   * not even that can be stored, they are marked abandoned so nobody takes them again; when the database cannot
+   * even do that, they are tried again later (still without the model).
+   */
+  async #giveUp(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+    const ids = batch.map((item) => item.inbound.id);
+    const where = { correlationId: batch[0].inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId), attempts: batch[0].inbound.attempts };
+    const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs }, attemptsExhausted: true });
+    if (!outcome) {
+      try {
+        await this.#deps.store.inbound.markAbandoned(ids);
+      } catch (error) {
+        this.#deps.logger.error({ ...where, err: error }, 'could not give up on a message; trying again later');
+        await this.#retryLater(batch);
+        return;
+      }
+      this.#deps.logger.error(where, 'message abandoned: neither an answer nor an apology could be stored');
+    }
+    this.#deps.metrics.turnsAbandoned.inc(batch.length);
   }
 
   /** One round of lease renewal and recovery; rounds never overlap. */
@@ -470,6 +518,10 @@ function checkStorable(message: InboundMessage, text: string): void {
       throw new ChannelError('inbound_invalid', message.channel, `The ${name} holds a NUL character or a broken unicode surrogate; send plain text.`);
     }
   }
+}
+
+function isNonEmpty<T>(items: readonly T[]): items is readonly [T, ...T[]] {
+  return items.length > 0;
 }
 
 function conversationKey(channel: string, conversationId: string): string {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ModelInputItem } from '../domain/ports/model-provider.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
+import { TurnError } from '../domain/errors.js';
 import { BudgetExceeded } from './budget.js';
 import { historyToInput } from './context/history.js';
 import { isResetTrigger } from './context/reset.js';
@@ -30,15 +31,24 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
   const delivery = startDelivery(scope);
   let answer: Answer;
   try {
-    answer = await answerTurn(scope);
+    answer = request.attemptsExhausted ? await apologise(scope) : await answerTurn(scope);
   } catch (error) {
-    scope.log.error({ err: error }, 'turn failed and could not be stored; nothing was sent');
-    delivery.fail(error);
+    const errorId = newErrorId();
+    scope.log.error({ err: error, errorId }, 'turn failed and could not be stored; nothing was sent');
+    // The store's own words (a driver error) are for the log, never for the person.
+    delivery.fail(new TurnError(`The agent could not answer this time (error ${errorId}); please try again later.`, { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }));
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.
   await delivery.deliver(answer);
   return answer.outcome;
+}
+
+/** The answer to messages whose turns kept failing: the apology, stored, with no model call. */
+function apologise(scope: TurnScope): Promise<Answer> {
+  const errorId = newErrorId();
+  scope.log.error({ errorId, attempts: Math.max(...scope.messages.map(({ inbound }) => inbound.attempts)) }, 'giving up on the message after its turns failed inbox.maxTurnAttempts times; answering with an apology');
+  return persistFailure(scope, [], errorId);
 }
 
 async function answerTurn(scope: TurnScope): Promise<Answer> {
