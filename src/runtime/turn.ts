@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { ModelInputItem } from '../domain/ports/model-provider.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import { TurnError } from '../domain/errors.js';
+import { systemText } from '../i18n/index.js';
 import { BudgetExceeded } from './budget.js';
 import { historyToInput } from './context/history.js';
 import { isResetTrigger } from './context/reset.js';
@@ -64,7 +65,12 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
       createFlowContext(scope, failures),
     );
     // 3. The reply: model output is checked before it can reach the person, and split to the channel's limit.
-    const reply = checkReply(flow.text, scope.channel.capabilities);
+    const { maxReplyChars, defaultLanguage } = scope.deps.agent;
+    const reply = checkReply(flow.text, scope.channel.capabilities, { maxChars: maxReplyChars, notice: () => systemText(scope.interfaceLanguage, 'reply.cut', undefined, defaultLanguage) });
+    if (reply.ok && reply.cutFrom !== undefined) {
+      scope.deps.metrics.repliesCut.inc();
+      scope.log.warn({ chars: reply.cutFrom, maxReplyChars }, 'model reply longer than agent.maxReplyChars; cut');
+    }
     if (!reply.ok) {
       const errorId = newErrorId();
       scope.log.error({ errorId, models: flow.modelCalls.map((call) => call.model), problem: reply.problem }, 'model output refused; sending an apology instead');
