@@ -60,7 +60,8 @@ const RECOVERY_BATCH = 100;
  *
  * Crash safety: each accepted message is leased to this process, and the lease is renewed while it lives. What a
  * process that died left unanswered is taken over once its lease ran out and answered once; `start` looks at once
- * and then every third of a lease.
+ * and then every third of a lease. A message whose turn could not be stored is tried again with a growing wait, and
+ * after `maxTurnAttempts` (counted in the store) answered with an apology without the model: a failure never loops.
  */
 export class Pipeline {
   readonly #deps: TurnDependencies;
