@@ -36,8 +36,10 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
   } catch (error) {
     const errorId = newErrorId();
     scope.log.error({ err: error, errorId }, 'turn failed and could not be stored; nothing was sent');
-    // The store's own words (a driver error) are for the log, never for the person.
-    delivery.fail(new TurnError(`The agent could not answer this time (error ${errorId}); please try again later.`, { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }));
+    // The store's own words (a driver error) are for the log, never for the person: they get the apology.
+    const { defaultLanguage } = scope.deps.agent;
+    const apology = `${systemText(scope.interfaceLanguage, 'turn.apology', undefined, defaultLanguage)} ${systemText(scope.interfaceLanguage, 'turn.errorReference', { errorId }, defaultLanguage)}`;
+    delivery.fail(new TurnError(apology, { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }));
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.

@@ -69,7 +69,7 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     // The person is told it failed, in words meant for them: never the store's own error text.
     const failure = first.settled[0]!.value as Extract<TurnEnd, { kind: 'error' }>;
     expect(failure.kind).toBe('error');
-    expect(String((failure.error as Error).message)).toMatch(/could not answer this time \(error [0-9A-F]{8}\)/);
+    expect(String((failure.error as Error).message)).toMatch(/^Sorry, I cannot answer right now\. .* Error reference: [0-9A-F]{8}$/);
     expect(String((failure.error as Error).message)).not.toMatch(/refused|messages\.append|insert/i);
     await before.close();
 
