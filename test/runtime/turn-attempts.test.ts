@@ -107,6 +107,7 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     const session = (await palaver.store.sessions.listByUser(user!.id, 10))[0]!;
     // Out of the queue: recovery (here or after a restart) has nothing to take.
     expect(await palaver.store.inbound.listQueued(session.id)).toEqual([]);
+    expect(await palaver.store.sessions.findById(session.id)).toMatchObject({ status: 'failed' });
     expect(await palaver.metrics.registry.getSingleMetricAsString('palaver_turns_abandoned_total')).toMatch(/palaver_turns_abandoned_total 1$/m);
     expect(harness.logs.find((line) => line['msg'] === 'message abandoned: neither an answer nor an apology could be stored')).toMatchObject({ correlationId: said.correlationId });
   });
