@@ -65,7 +65,8 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     await refuseRows(harness, 'unstorable result');
 
     const said = await first.say('hello', { accountId: 'ann' });
-    await expect.poll(() => first.settled.length, { timeout: 10_000 }).toBe(1);
+    // (A retry may follow within a third of a lease, before the restart.)
+    await expect.poll(() => first.settled.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
     // The person is told it failed, in words meant for them: never the store's own error text.
     const failure = first.settled[0]!.value as Extract<TurnEnd, { kind: 'error' }>;
     expect(failure.kind).toBe('error');
@@ -83,7 +84,7 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     // Three attempts, each a tool round: the model asked six times and the tool run three times, never more.
     expect(harness.model.calls).toHaveLength(6);
     expect(ran).toBe(3);
-    expect(chat.settled.map((end) => end.value.kind)).toEqual(['error', 'error', 'answered']);
+    expect([...first.settled, ...chat.settled].map((end) => end.value.kind)).toEqual(['error', 'error', 'error', 'answered']);
     expect(await after.store.inbound.listQueued(answered.outcome.sessionId)).toEqual([]);
     const stored = await after.store.messages.listRecent(answered.outcome.sessionId, { limit: 10, audience: 'display' });
     expect(stored.map((message) => message.content)).toEqual(['hello', answered.outcome.reply]);
