@@ -4,6 +4,7 @@ import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import type { TurnEnd } from '../../src/domain/ports/channel.js';
 import { z } from 'zod';
 import { defineTool } from '../../src/tools/define-tool.js';
+import { events, newVisitor, postRun, runInput } from '../security/attack-kit.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 import { openSqliteFile } from '../support/sqlite-file.js';
@@ -111,5 +112,25 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     expect(await palaver.store.sessions.findById(session.id)).toMatchObject({ status: 'failed' });
     expect(await palaver.metrics.registry.getSingleMetricAsString('palaver_turns_abandoned_total')).toMatch(/palaver_turns_abandoned_total 1$/m);
     expect(harness.logs.find((line) => line['msg'] === 'message abandoned: neither an answer nor an apology could be stored')).toMatchObject({ correlationId: said.correlationId });
+  });
+});
+
+describe('a web run whose turn cannot be stored', () => {
+  it('ends with RUN_ERROR carrying the apology and an error id, never the database\'s words', async () => {
+    const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({}), run: () => 'unstorable result' });
+    harness = await createHarness((call) => (call.messages.at(-1)?.type === 'tool_result' ? { text: 'found it' } : { toolCalls: [{ name: 'lookup', arguments: {} }] }));
+    const palaver = await harness.start(inbox, { tools: [lookup] });
+    await refuseOnSqlite(harness, 'unstorable result');
+    const server = await palaver.serve({ host: '127.0.0.1', port: 0 });
+    try {
+      const { cookie } = await newVisitor(server.url);
+      const response = await postRun(server.url, runInput('web-thread', 'look it up'), { cookie });
+      const end = events(response).at(-1)!;
+      expect(end).toMatchObject({ type: 'RUN_ERROR', code: 'turn_failed' });
+      expect(end['message']).toMatch(/^Sorry, I cannot answer right now\. .* Error reference: [0-9A-F]{8}$/);
+      expect(response.body).not.toMatch(/refused by the test|messages\.append|SQLITE/);
+    } finally {
+      await server.close();
+    }
   });
 });
