@@ -19,6 +19,7 @@ import { PalaverMetrics } from './observability/metrics.js';
 import { Billing } from './runtime/billing.js';
 import type { BudgetSettings } from './runtime/budget.js';
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls } from './runtime/call-wrappers.js';
+import { storableModelOutput, storableToolResults } from './runtime/untrusted-output.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { resetTriggerSet } from './runtime/context/reset.js';
 import { ConversationCache } from './runtime/conversation-cache.js';
@@ -206,10 +207,11 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       flow: config.focus.stages.length === 0 ? agentFlow.flow : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
-      invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls))], ({ provider, request }) =>
+      // Model output and tool results are made storable innermost, before any other wrapper or the turn sees them.
+      invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)), storableModelOutput()], ({ provider, request }) =>
         provider.complete(request),
       ),
-      dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics)], ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {})),
+      dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics), storableToolResults()], ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {})),
       hostedMcp,
       instructions,
       agent: {
@@ -217,6 +219,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         historyLimit: config.agent.historyLimit,
         historyTokenLimit: config.agent.historyTokenLimit,
         maxToolRounds: config.agent.maxToolRounds,
+        maxReplyChars: config.agent.maxReplyChars,
         maxToolCallsPerTurn: config.agent.maxToolCallsPerTurn,
         maxCallsPerTool: config.agent.maxCallsPerTool,
         defaultTimeZone: config.agent.timezone,
@@ -236,7 +239,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       now: options.now ?? (() => new Date()),
     },
     identity,
-    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
+    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxTurnAttempts: config.inbox.maxTurnAttempts, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
       ...(fromText ? { findPhoneInText: (text: string) => findPhoneInText(text, defaultRegion) } : {}),
     },
   );

@@ -56,6 +56,12 @@ export const configSchema = z.strictObject({
       historyTokenLimit: z.number().int().min(0).default(8000),
       /** Model ⇄ tool rounds per turn before the loop stops. */
       maxToolRounds: z.number().int().min(1).max(50).default(8),
+      /**
+       * Longest model reply in characters (UTF-16 units, as channels count them); a longer one is cut at a paragraph,
+       * sentence or word boundary and ends with a short notice. 16 000 is about four Telegram messages or 4 000
+       * tokens of prose: more than a chat answer needs, and a runaway model cannot flood a chat or the database.
+       */
+      maxReplyChars: z.number().int().min(200).max(1_000_000).default(16_000),
       /** IANA zone for users without a profile zone. */
       timezone: z.string().default('UTC'),
       /** BCP-47 language for users without a profile language. */
@@ -342,6 +348,12 @@ export const configSchema = z.strictObject({
   inbox: z
     .strictObject({
       leaseMs: z.number().int().min(100).max(600_000).default(15_000),
+      /**
+       * Turns that may take one message (a first turn, retries of turns that failed to store, recoveries after a
+       * crash), counted in the store across restarts. Retries wait a third of a lease, doubling each time; after the
+       * last attempt the message is answered with an apology without asking the model again.
+       */
+      maxTurnAttempts: z.number().int().min(1).max(20).default(3),
     })
     .prefault({}),
   /**

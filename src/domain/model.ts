@@ -119,8 +119,11 @@ export interface UserStateRecord {
   readonly updatedAt: Date;
 }
 
-/** Whether an accepted message still waits for its answer. */
-export type InboundState = 'queued' | 'answered';
+/**
+ * Whether an accepted message still waits for its answer: `abandoned` when its turns kept failing and not even an
+ * apology could be stored (`inbox.maxTurnAttempts`).
+ */
+export type InboundState = 'queued' | 'answered' | 'abandoned';
 
 /**
  * An accepted inbound message: stored before its turn, leased to the process that will answer it, and marked
@@ -146,10 +149,12 @@ export interface InboundRecord {
   readonly conversationKind: 'direct' | 'shared';
   readonly receivedAt: Date;
   readonly state: InboundState;
+  /** Turns that took the message so far, this one included (1 on accept); counted in the store across restarts. */
+  readonly attempts: number;
   /** The reply that answered it, once answered, and its place in the session. */
   readonly replyMessageId: string | null;
   readonly replySeq: number | null;
 }
 
 /** A message to accept; the store sets id, state, lease and time. */
-export type NewInboundRecord = Omit<InboundRecord, 'id' | 'receivedAt' | 'state' | 'replyMessageId' | 'replySeq'>;
+export type NewInboundRecord = Omit<InboundRecord, 'id' | 'receivedAt' | 'state' | 'attempts' | 'replyMessageId' | 'replySeq'>;

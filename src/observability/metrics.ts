@@ -21,6 +21,10 @@ export class PalaverMetrics {
   readonly toolLimits: PromClient.Counter<'limit'>;
   readonly duplicates: PromClient.Counter<string>;
   readonly deadLetters: PromClient.Counter<'channel' | 'reason'>;
+  /** Inbound messages given up on after `inbox.maxTurnAttempts` turns failed to store an answer. */
+  readonly turnsAbandoned: PromClient.Counter<string>;
+  /** Model replies cut to `agent.maxReplyChars`. */
+  readonly repliesCut: PromClient.Counter<string>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
@@ -34,6 +38,8 @@ export class PalaverMetrics {
     this.toolLimits = new prom.Counter({ name: 'palaver_tool_limit_hits_total', help: 'Tool calls refused or loops ended by a limit', labelNames: ['limit'] as const, registers: [registry] });
     this.duplicates = new prom.Counter({ name: 'palaver_inbound_duplicates_total', help: 'Redelivered inbound messages ignored', registers: [registry] });
     this.deadLetters = new prom.Counter({ name: 'palaver_channel_dead_letters_total', help: 'Inbound updates a channel gave up on (kept as dead letters), by reason', labelNames: ['channel', 'reason'] as const, registers: [registry] });
+    this.turnsAbandoned = new prom.Counter({ name: 'palaver_turns_abandoned_total', help: 'Inbound messages answered with an apology (or dropped) after their turns failed inbox.maxTurnAttempts times', registers: [registry] });
+    this.repliesCut = new prom.Counter({ name: 'palaver_replies_cut_total', help: 'Model replies cut to agent.maxReplyChars', registers: [registry] });
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   }
 }

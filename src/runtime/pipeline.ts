@@ -1,5 +1,6 @@
 import { ChannelError, IdentityError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import { unstorableReason } from '../domain/storable-text.js';
 import type { InboundRecord, Session } from '../domain/model.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
 import { resetUserState } from './context/reset.js';
@@ -11,6 +12,7 @@ import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
 import { settlesWithin } from './settles-within.js';
 import { runTurn } from './turn.js';
+import { byAttempts, DEFAULT_MAX_TURN_ATTEMPTS, retryDelayMs } from './turn-attempts.js';
 import { loadProfile } from './turn-scope.js';
 import type { AcceptedMessage, TurnDependencies } from './turn-context.js';
 
@@ -22,6 +24,11 @@ export interface PipelineOptions {
    * process (or this one restarted) answers it once the lease ran out. Default 15 000.
    */
   readonly leaseMs?: number;
+  /**
+   * Turns that may take one message (first turn, retries after a failure to store, recoveries), counted in the store;
+   * then it is answered with an apology without the model. Default 3.
+   */
+  readonly maxTurnAttempts?: number;
   /** Turns running at once across all conversations (default: no limit). */
   readonly maxConcurrentTurns?: number;
   /**
@@ -54,7 +61,8 @@ const RECOVERY_BATCH = 100;
  *
  * Crash safety: each accepted message is leased to this process, and the lease is renewed while it lives. What a
  * process that died left unanswered is taken over once its lease ran out and answered once; `start` looks at once
- * and then every third of a lease.
+ * and then every third of a lease. A message whose turn could not be stored is tried again with a growing wait, and
+ * after `maxTurnAttempts` (counted in the store) answered with an apology without the model: a failure never loops.
  */
 export class Pipeline {
   readonly #deps: TurnDependencies;
@@ -336,6 +344,12 @@ export class Pipeline {
   }
 
   async #runBatch(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+    const { due, exhausted } = byAttempts(batch, this.#options.maxTurnAttempts ?? DEFAULT_MAX_TURN_ATTEMPTS);
+    if (isNonEmpty(exhausted)) await this.#giveUp(exhausted);
+    if (isNonEmpty(due)) await this.#answer(due);
+  }
+
+  async #answer(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
     const first = batch[0];
     if (batch.length > 1) {
       this.#deps.logger.info({ correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) }, 'messages answered together');
@@ -344,19 +358,59 @@ export class Pipeline {
     const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs } });
     const seconds = stop();
     if (!outcome) {
-      // Nothing could be stored (the database failed): the messages stay in the inbox and are tried again later
-      // (by this process while it runs; by the next one, through their leases, if it stops first).
-      const retry = setTimeout(() => {
-        // Checked when it fires: a Palaver closed meanwhile leaves them to its successor.
-        if (!this.#stopped) batch.forEach((item) => this.#queue(item.channel, item, item.inbound, undefined));
-      }, Math.max(50, Math.floor(this.#leaseMs / 3)));
-      retry.unref();
+      await this.#retryLater(batch);
       return;
     }
     this.#deps.logger.info(
       { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, ms: Math.round(seconds * 1000), inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens, cost: outcome.usage.cost },
       'turn finished',
     );
+  }
+
+  /**
+   * Nothing could be stored (the database failed or refused the turn): the messages stay in the inbox and are tried
+   * again after a backoff, the attempt counted in the store first (by this process while it runs; by the next one,
+   * through their leases and once the backoff passed, if it stops first).
+   */
+  async #retryLater(batch: readonly AcceptedMessage[]): Promise<void> {
+    const attempts = Math.max(...batch.map((item) => item.inbound.attempts));
+    const delayMs = retryDelayMs(this.#leaseMs, attempts);
+    try {
+      await this.#deps.store.inbound.retryLater(batch.map((item) => item.inbound.id), delayMs);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, correlationId: batch[0]?.inbound.correlationId }, 'could not record a failed turn attempt; trying again anyway');
+    }
+    const retry = setTimeout(() => {
+      // Checked when it fires: a Palaver closed meanwhile leaves them to its successor.
+      if (!this.#stopped) batch.forEach((item) => this.#queue(item.channel, item, { ...item.inbound, attempts: item.inbound.attempts + 1 }, undefined));
+    }, delayMs);
+    retry.unref();
+  }
+
+  /**
+   * Messages whose turns failed `maxTurnAttempts` times: answered with the stored apology, without the model. When
+   * not even that can be stored, they are marked abandoned so nobody takes them again; when the database cannot
+   * even do that, they are tried again later (still without the model).
+   */
+  async #giveUp(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+    const ids = batch.map((item) => item.inbound.id);
+    const where = { correlationId: batch[0].inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId), attempts: batch[0].inbound.attempts };
+    const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs }, attemptsExhausted: true });
+    if (!outcome) {
+      try {
+        await this.#deps.store.inbound.markAbandoned(ids);
+      } catch (error) {
+        this.#deps.logger.error({ ...where, err: error }, 'could not give up on a message; trying again later');
+        await this.#retryLater(batch);
+        return;
+      }
+      this.#deps.logger.error(where, 'message abandoned: neither an answer nor an apology could be stored');
+      // Not left `running`: the conversation's last turn failed.
+      for (const sessionId of new Set(batch.map((item) => item.inbound.sessionId))) {
+        await this.#deps.store.sessions.setStatus(sessionId, 'failed').catch((error: unknown) => this.#deps.logger.warn({ ...where, err: error }, 'could not mark the session failed'));
+      }
+    }
+    this.#deps.metrics.turnsAbandoned.inc(batch.length);
   }
 
   /** One round of lease renewal and recovery; rounds never overlap. */
@@ -457,9 +511,6 @@ export class Pipeline {
   }
 }
 
-// NUL and unpaired surrogates: PostgreSQL refuses them in text, and no person types them.
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /** Refuses a message whose text or ids a database cannot store exactly, on every back end. */
 function checkStorable(message: InboundMessage, text: string): void {
   const fields: [string, string | null | undefined][] = [
@@ -473,10 +524,14 @@ function checkStorable(message: InboundMessage, text: string): void {
     ['correlation id', message.correlationId],
   ];
   for (const [name, value] of fields) {
-    if (value !== undefined && value !== null && UNSTORABLE.test(value)) {
+    if (value !== undefined && value !== null && unstorableReason(value) !== undefined) {
       throw new ChannelError('inbound_invalid', message.channel, `The ${name} holds a NUL character or a broken unicode surrogate; send plain text.`);
     }
   }
+}
+
+function isNonEmpty<T>(items: readonly T[]): items is readonly [T, ...T[]] {
+  return items.length > 0;
 }
 
 function conversationKey(channel: string, conversationId: string): string {

@@ -1,19 +1,37 @@
 import type { ChannelCapabilities } from '../domain/ports/channel.js';
 
-/** A reply that may leave: its whole text, and the parts it is sent in. */
+/** A reply that may leave: its whole text, and the parts it is sent in; `cutFrom`: its length before a cut. */
 export type CheckedReply =
-  | { readonly ok: true; readonly text: string; readonly parts: readonly string[] }
+  | { readonly ok: true; readonly text: string; readonly parts: readonly string[]; readonly cutFrom?: number }
   | { readonly ok: false; readonly problem: string };
 
+/** The longest reply, and the notice a longer one ends with after the cut (made only when needed). */
+export interface ReplyLimit {
+  readonly maxChars: number;
+  readonly notice: () => string;
+}
+
 /**
- * The reply step: model output is checked before it can reach the person, then split to the channel's limit.
- * Today a reply is text, and empty text is refused (the turn answers with an apology instead); validated JSON
- * action lists will be checked here too.
+ * The reply step: model output is checked before it can reach the person, cut to `limit`, then split to the
+ * channel's limit. Today a reply is text, and empty text is refused (the turn answers with an apology instead);
+ * validated JSON action lists will be checked here too.
  */
-export function checkReply(text: string, capabilities: ChannelCapabilities): CheckedReply {
+export function checkReply(text: string, capabilities: ChannelCapabilities, limit?: ReplyLimit): CheckedReply {
   const trimmed = text.trim();
   if (!trimmed) return { ok: false, problem: 'the model returned no text' };
-  return { ok: true, text: trimmed, parts: splitReply(trimmed, capabilities.maxMessageChars) };
+  const cut = limit === undefined || trimmed.length <= limit.maxChars ? undefined : cutReply(trimmed, limit.maxChars, limit.notice());
+  const reply = cut ?? trimmed;
+  return { ok: true, text: reply, parts: splitReply(reply, capabilities.maxMessageChars), ...(cut === undefined ? {} : { cutFrom: trimmed.length }) };
+}
+
+/**
+ * `text` cut to at most `max` characters with `notice` on a paragraph of its own at the end: at the last paragraph
+ * break, sentence end or space that fits (as {@link splitReply} cuts), so the person never gets half a word.
+ */
+export function cutReply(text: string, max: number, notice: string): string {
+  if (text.length <= max) return text;
+  const room = Math.max(1, max - notice.length - 2);
+  return `${text.slice(0, cutPoint(text, room)).trimEnd()}\n\n${notice}`;
 }
 
 // Made on the first reply long enough to split: building a segmenter loads ICU's sentence data (~15 ms).

@@ -23,6 +23,8 @@ export interface AgentSettings {
   /** Estimated tokens the earlier history may take; 0 for no token bound. */
   readonly historyTokenLimit: number;
   readonly maxToolRounds: number;
+  /** Longest reply in characters; a longer one is cut with a notice (`agent.maxReplyChars`). */
+  readonly maxReplyChars: number;
   readonly maxToolCallsPerTurn: number;
   readonly maxCallsPerTool: number;
   readonly defaultTimeZone: string;
@@ -83,6 +85,11 @@ export interface TurnRequest {
   readonly messages: readonly [AcceptedMessage, ...AcceptedMessage[]];
   /** The lease the reply's outbox parts are stored under (the pipeline's process). */
   readonly lease: { readonly owner: string; readonly leaseMs: number };
+  /**
+   * The messages' turns failed `inbox.maxTurnAttempts` times: answer them with the stored apology, without the model
+   * (the apology is Palaver's own text, so it stores where the model's answer would not).
+   */
+  readonly attemptsExhausted?: boolean;
 }
 
 /** A tool call this turn ran, with what came back, for idempotency within the turn and for the audit records. */

@@ -62,8 +62,13 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
       return streamedText;
     },
     progress(event: TurnProgress) {
-      if (event.type === 'text_delta') streamedText += event.delta;
-      else if (event.type === 'tool_call' || event.type === 'discard') streamedText = '';
+      if (event.type === 'text_delta') {
+        // Never more than a reply may hold (agent.maxReplyChars): a runaway model does not flood the person.
+        const room = deps.agent.maxReplyChars - streamedText.length;
+        if (room <= 0) return;
+        if (event.delta.length > room) event = { ...event, delta: event.delta.slice(0, room) };
+        streamedText += event.delta;
+      } else if (event.type === 'tool_call' || event.type === 'discard') streamedText = '';
       if (!streams) return;
       try {
         channel.progress!(target, event);

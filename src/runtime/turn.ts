@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TurnOutcome } from '../domain/ports/channel.js';
+import { TurnError } from '../domain/errors.js';
+import { systemText } from '../i18n/index.js';
 import { BudgetExceeded, reserveBudget } from './budget.js';
 import { historyToInput, newMessagesToInput } from './context/history.js';
 import { isResetTrigger } from './context/reset.js';
@@ -29,15 +31,26 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
   const delivery = startDelivery(scope);
   let answer: Answer;
   try {
-    answer = await answerTurn(scope);
+    answer = request.attemptsExhausted ? await apologise(scope) : await answerTurn(scope);
   } catch (error) {
-    scope.log.error({ err: error }, 'turn failed and could not be stored; nothing was sent');
-    delivery.fail(error);
+    const errorId = newErrorId();
+    scope.log.error({ err: error, errorId }, 'turn failed and could not be stored; nothing was sent');
+    // The store's own words (a driver error) are for the log, never for the person: they get the apology.
+    const { defaultLanguage } = scope.deps.agent;
+    const apology = `${systemText(scope.interfaceLanguage, 'turn.apology', undefined, defaultLanguage)} ${systemText(scope.interfaceLanguage, 'turn.errorReference', { errorId }, defaultLanguage)}`;
+    delivery.fail(new TurnError(apology, { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }));
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.
   await delivery.deliver(answer);
   return answer.outcome;
+}
+
+/** The answer to messages whose turns kept failing: the apology, stored, with no model call. */
+function apologise(scope: TurnScope): Promise<Answer> {
+  const errorId = newErrorId();
+  scope.log.error({ errorId, attempts: Math.max(...scope.messages.map(({ inbound }) => inbound.attempts)) }, 'giving up on the message after its turns failed inbox.maxTurnAttempts times; answering with an apology');
+  return persistFailure(scope, [], errorId);
 }
 
 async function answerTurn(scope: TurnScope): Promise<Answer> {
@@ -58,7 +71,12 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
       createFlowContext(scope, failures),
     );
     // 3. The reply: model output is checked before it can reach the person, and split to the channel's limit.
-    const reply = checkReply(flow.text, scope.channel.capabilities);
+    const { maxReplyChars, defaultLanguage } = scope.deps.agent;
+    const reply = checkReply(flow.text, scope.channel.capabilities, { maxChars: maxReplyChars, notice: () => systemText(scope.interfaceLanguage, 'reply.cut', undefined, defaultLanguage) });
+    if (reply.ok && reply.cutFrom !== undefined) {
+      scope.deps.metrics.repliesCut.inc();
+      scope.log.warn({ chars: reply.cutFrom, maxReplyChars }, 'model reply longer than agent.maxReplyChars; cut');
+    }
     if (!reply.ok) {
       const errorId = newErrorId();
       scope.log.error({ errorId, models: flow.modelCalls.map((call) => call.model), problem: reply.problem }, 'model output refused; sending an apology instead');

@@ -825,6 +825,31 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.inbound.claimExpired({ owner: 'd', leaseMs: 60_000, channels: [channel], limit: 10 })).toEqual([]);
       });
 
+      it('counts the turns that take a message, and recovery waits for a failed one\'s retry time', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const later = await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'later' });
+        const soon = await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'soon' });
+        const fresh = await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'fresh' });
+        expect(later).toMatchObject({ accepted: true, record: { attempts: 1 } });
+        const id = (accepted: typeof later) => (accepted.accepted ? accepted.record.id : '');
+        // Their turns failed: the next attempt is counted now, and taken only after the wait.
+        await store.inbound.retryLater([id(later)], 60_000);
+        await store.inbound.retryLater([id(soon)], 1);
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the 1 ms leases and the 1 ms wait run out
+        const claimed = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
+        // `soon`'s second attempt was counted by its failed turn; `fresh` is counted as it is taken over.
+        expect(claimed.map((record) => [record.text, record.attempts])).toEqual([
+          ['soon', 2],
+          ['fresh', 2],
+        ]);
+        await store.inbound.markAbandoned([id(fresh)]);
+        expect((await store.inbound.listQueued(session.id)).map((record) => [record.text, record.attempts])).toEqual([
+          ['later', 2],
+          ['soon', 2],
+        ]);
+      });
+
       it('renews the leases of one owner only, so a live process keeps its messages', async () => {
         const channel = unique('chan');
         const session = await givenSession();

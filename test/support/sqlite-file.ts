@@ -9,6 +9,8 @@ import { createRequire } from 'node:module';
 export interface SqliteReader {
   get<T>(sql: string, ...parameters: (string | number)[]): T | undefined;
   all<T>(sql: string, ...parameters: (string | number)[]): T[];
+  /** Runs statements that return nothing (DDL), on a writable connection. */
+  exec(sql: string): void;
   close(): void;
 }
 
@@ -16,7 +18,7 @@ interface NodeSqliteLike {
   readonly DatabaseSync: new (
     path: string,
     options?: { readOnly?: boolean },
-  ) => { prepare(sql: string): { get(...p: unknown[]): unknown; all(...p: unknown[]): unknown[] }; close(): void };
+  ) => { prepare(sql: string): { get(...p: unknown[]): unknown; all(...p: unknown[]): unknown[] }; exec(sql: string): void; close(): void };
   readonly StatementSync?: { readonly prototype?: { readonly columns?: unknown } };
 }
 
@@ -31,6 +33,9 @@ export function openSqliteFile(path: string, { writable = false } = {}): SqliteR
   return {
     get: <T>(sql: string, ...parameters: (string | number)[]) => database.prepare(sql).get(...parameters) as T | undefined,
     all: <T>(sql: string, ...parameters: (string | number)[]) => database.prepare(sql).all(...parameters) as T[],
+    exec: (sql: string) => {
+      database.exec(sql);
+    },
     close: () => database.close(),
   };
 }

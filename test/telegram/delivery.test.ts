@@ -38,6 +38,29 @@ describe('telegram bot: delivery', () => {
     expect(squash(sent.map((part) => part.text).join(' '))).toBe(squash(long));
   });
 
+  it('cuts a runaway reply of 400,000 characters to agent.maxReplyChars, with a notice, in a few messages', async () => {
+    const sentence = 'All work and no play makes a dull reply. ';
+    const runaway = sentence.repeat(Math.ceil(400_000 / sentence.length)).slice(0, 400_000);
+    rig = await createTelegramRig(() => ({ text: runaway }), { quietWindowMs: 100 });
+    const { telegram, harness } = rig;
+    telegram.sendText({ chatId: 7, text: 'say it all' });
+    // Parts are sent in order, and the notice ends the last one.
+    await expect.poll(() => telegram.sentTo(7).at(-1)?.text.endsWith('[This answer was too long and has been shortened.]'), { timeout: 10_000 }).toBe(true);
+    const sent = telegram.sentTo(7);
+    // 16,000 characters at 4,096 a message: four or five messages, not 98.
+    expect(sent.length).toBeGreaterThanOrEqual(4);
+    expect(sent.length).toBeLessThanOrEqual(5);
+    const [cut] = logsWith(harness, 'longer than agent.maxReplyChars');
+    expect(cut).toMatchObject({ chars: runaway.trim().length, maxReplyChars: 16_000 });
+    const [finished] = logsWith(harness, 'turn finished');
+    const [reply] = await rig.palaver.store.messages.listRecent(finished!['sessionId'] as string, { limit: 1, audience: 'display' });
+    expect(reply!.content.length).toBeLessThanOrEqual(16_000);
+    // Cut after a whole sentence, and stored exactly as it was sent.
+    expect(reply!.content).toMatch(/reply\.\n\n\[This answer was too long and has been shortened\.\]$/);
+    expect(squash(sent.map((part) => part.text).join(' '))).toBe(squash(reply!.content));
+    expect(await rig.palaver.metrics.registry.getSingleMetricAsString('palaver_replies_cut_total')).toMatch(/palaver_replies_cut_total 1$/m);
+  });
+
   it('sends Markdown as text with entities, never parse_mode', async () => {
     rig = await createTelegramRig(() => ({ text: 'Your order is **ready**: pick it up at `Desk 4`.' }), { quietWindowMs: 100 });
     const { telegram } = rig;

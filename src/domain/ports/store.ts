@@ -161,10 +161,19 @@ export interface InboundRepository {
   /** Extends the lease of every queued message `owner` holds; returns how many. */
   renewLeases(owner: string, leaseMs: number): Promise<number>;
   /**
-   * Takes over queued messages of `channels` whose lease ran out, oldest first, leasing them to `owner`. Two processes
+   * Takes over queued messages of `channels` whose lease ran out and that are due (see {@link retryLater}), oldest
+   * first, leasing them to `owner` and counting the attempt (the records come back with it counted). Two processes
    * never take the same message.
    */
   claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<InboundRecord[]>;
+  /**
+   * Records that the turn taking these messages failed and that its process takes them again after `delayMs`: the
+   * next attempt is counted now (so a crash meanwhile does not lose the count), and recovery by another process
+   * waits for the delay too.
+   */
+  retryLater(ids: readonly string[], delayMs: number): Promise<void>;
+  /** Gives up on queued messages that can be neither answered nor apologised for: nobody takes them again. */
+  markAbandoned(ids: readonly string[]): Promise<void>;
   /** The queued messages of a session, oldest first. */
   listQueued(sessionId: string): Promise<InboundRecord[]>;
 }

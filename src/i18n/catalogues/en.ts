@@ -22,6 +22,7 @@ export const en = {
   'telegram.commandReset': 'Start the conversation afresh',
   'telegram.description': '{name}: an assistant that answers in this chat. Write a message or send a voice message to begin.',
   'budget.exceeded': 'Sorry, the spending limit for our conversation has been reached, so I cannot answer more right now. Please try again later.',
+  'reply.cut': '[This answer was too long and has been shortened.]',
   'focus.nothingToShow': 'You have nothing booked right now.',
   'telegram.shortDescription': '{name}: an assistant that answers in this chat.',
 } as const satisfies Record<string, string>;

@@ -19,6 +19,7 @@ export const zh: Catalogue = {
   'telegram.commandReset': '重新开始对话',
   'telegram.description': '{name}：在这个聊天中回答问题的助手。发送文字或语音消息即可开始。',
   'budget.exceeded': '抱歉，本次对话的费用已达上限，我现在无法继续回答。请稍后再试。',
+  'reply.cut': '[回答过长，已被截短。]',
   'focus.nothingToShow': '您目前没有任何预约。',
   'telegram.shortDescription': '{name}：在这个聊天中回答问题的助手。',
 };

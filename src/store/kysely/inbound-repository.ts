@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { InboundRecord, NewInboundRecord } from '../../domain/model.js';
 import type { InboundRepository } from '../../domain/ports/store.js';
@@ -43,11 +43,11 @@ export class KyselyInboundRepository implements InboundRepository {
       };
       if (message.dedupeKey === null) {
         await insertQuery.execute(this.#ctx.db, row);
-        return { accepted: true as const, record: toInboundRecord({ ...row, state: 'queued', reply_message_id: null, reply_seq: null, answered_at: null }) };
+        return { accepted: true as const, record: toInboundRecord({ ...row, state: 'queued', attempts: 1, not_before: null, reply_message_id: null, reply_seq: null, answered_at: null }) };
       }
       const result = await this.#ctx.dialect.insertOrIgnore(this.#ctx.db.insertInto('inbound_messages').values(row), ['channel', 'conversation_id', 'dedupe_key']).executeTakeFirst();
       if (result.numInsertedOrUpdatedRows === 1n) {
-        return { accepted: true as const, record: toInboundRecord({ ...row, state: 'queued', reply_message_id: null, reply_seq: null, answered_at: null }) };
+        return { accepted: true as const, record: toInboundRecord({ ...row, state: 'queued', attempts: 1, not_before: null, reply_message_id: null, reply_seq: null, answered_at: null }) };
       }
       const existing = await this.#ctx.db
         .selectFrom('inbound_messages')
@@ -81,6 +81,26 @@ export class KyselyInboundRepository implements InboundRepository {
     });
   }
 
+
+  retryLater(ids: readonly string[], delayMs: number): Promise<void> {
+    return storeOperation('inbound.retryLater', async () => {
+      if (ids.length === 0) return;
+      const notBefore = this.#ctx.now() + delayMs;
+      await this.#ctx.db
+        .updateTable('inbound_messages')
+        .set({ attempts: sql`attempts + 1`, not_before: notBefore })
+        .where('id', 'in', [...ids])
+        .where('state', '=', 'queued')
+        .execute();
+    });
+  }
+
+  markAbandoned(ids: readonly string[]): Promise<void> {
+    return storeOperation('inbound.markAbandoned', async () => {
+      if (ids.length === 0) return;
+      await this.#ctx.db.updateTable('inbound_messages').set({ state: 'abandoned', owner: null }).where('id', 'in', [...ids]).where('state', '=', 'queued').execute();
+    });
+  }
 
   listQueued(sessionId: string): Promise<InboundRecord[]> {
     return storeOperation('inbound.listQueued', async () => {
@@ -163,7 +183,8 @@ function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
     displayName: row.display_name,
     conversationKind: row.conversation_kind === 'shared' ? 'shared' : 'direct',
     receivedAt: toDate(row.received_at),
-    state: row.state === 'answered' ? 'answered' : 'queued',
+    state: row.state === 'answered' || row.state === 'abandoned' ? row.state : 'queued',
+    attempts: Number(row.attempts),
     replyMessageId: row.reply_message_id,
     replySeq: row.reply_seq === null ? null : Number(row.reply_seq),
   };

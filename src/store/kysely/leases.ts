@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { DialectStrategy } from './dialect-strategy.js';
 import { atomically } from './repository-context.js';
 import type { Database } from './schema.js';
@@ -8,6 +8,17 @@ type LeasedTable = 'inbound_messages' | 'deliveries';
 
 /** The state a leased row is worked on in (`queued` messages, `pending` parts). */
 const OPEN_STATE: Record<LeasedTable, string> = { inbound_messages: 'queued', deliveries: 'pending' };
+
+/** Inbound messages count the turns that take them and may wait for a retry (`attempts`, `not_before`). */
+const COUNTS_ATTEMPTS: Record<LeasedTable, boolean> = { inbound_messages: true, deliveries: false };
+
+/**
+ * A message taken over counts one more attempt, unless its failed turn already counted the next one when it set
+ * `not_before` (see `InboundRepository.retryLater`): a process that stopped before retrying costs no attempt.
+ */
+function countAttempt(row: Selectable<Database['inbound_messages']>): Selectable<Database['inbound_messages']> {
+  return { ...row, attempts: Number(row.attempts) + (row.not_before === null ? 1 : 0), not_before: null };
+}
 
 /** Extends the lease of every open row `owner` holds; returns how many. */
 export async function renewLeases(db: Kysely<Database>, table: LeasedTable, owner: string, leaseUntil: number): Promise<number> {
@@ -35,18 +46,21 @@ export function claimExpired<T extends LeasedTable>(
     // The two tables share these columns; Kysely cannot type a query over "either table", hence the loose handle.
     const any = trx as Kysely<any>;
     let select = any.selectFrom(table as LeasedTable).selectAll().where('state', '=', OPEN_STATE[table]).where('lease_until', '<', input.now).where('channel', 'in', [...input.channels]);
+    // A message whose turn failed waits for its retry time, whoever takes it.
+    if (COUNTS_ATTEMPTS[table]) select = select.where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', input.now)]));
     for (const column of input.order) select = select.orderBy(column);
     const rows = (await dialect.lockForUpdate(select.limit(input.limit)).execute()) as Selectable<Database[T]>[];
     const claimed: Selectable<Database[T]>[] = [];
     for (const row of rows) {
       const taken = await any
         .updateTable(table as LeasedTable)
-        .set({ owner: input.owner, lease_until: input.leaseUntil })
+        .set({ owner: input.owner, lease_until: input.leaseUntil, ...(COUNTS_ATTEMPTS[table] ? { attempts: sql`case when not_before is null then attempts + 1 else attempts end`, not_before: null } : {}) })
         .where('id', '=', (row as { id: string }).id)
         .where('state', '=', OPEN_STATE[table])
         .where('lease_until', '<', input.now)
         .executeTakeFirst();
-      if (taken.numUpdatedRows === 1n) claimed.push(row);
+      if (taken.numUpdatedRows !== 1n) continue;
+      claimed.push(COUNTS_ATTEMPTS[table] ? (countAttempt(row as Selectable<Database['inbound_messages']>) as Selectable<Database[T]>) : row);
     }
     return claimed;
   });

@@ -180,8 +180,12 @@ export interface InboundMessagesTable {
   received_at: EpochMillis;
   /** Order of arrival (epoch microseconds, strictly increasing per writing process). */
   arrival: ColumnType<number | string, number, number>;
-  /** `queued` until the turn that answers it commits, then `answered`. */
+  /** `queued` until the turn that answers it commits, then `answered`; `abandoned` when given up on unanswered. */
   state: ColumnType<string, string | undefined, string>;
+  /** Turns that took the message (1 on accept). */
+  attempts: ColumnType<number | string, number | undefined, number>;
+  /** Epoch ms before which a failed message is not taken again; null when due. */
+  not_before: ColumnType<number | string | null, number | null | undefined, number | null>;
   /** The process holding the lease. */
   owner: string | null;
   lease_until: EpochMillis;

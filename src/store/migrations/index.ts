@@ -11,6 +11,7 @@ import { identityAuditMigration } from './0006-identity-audit.js';
 import { cachedTokensAndDailySpendMigration } from './0007-cached-tokens-and-daily-spend.js';
 import { messageTokenEstimateMigration } from './0008-message-token-estimate.js';
 import { focusMigration } from './0009-focus.js';
+import { inboundAttemptsMigration } from './0010-inbound-attempts.js';
 import { focusPerPersonMigration } from './0011-focus-per-person.js';
 import { budgetReservationsMigration } from './0012-budget-reservations.js';
 
@@ -32,6 +33,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0007_cached_tokens_and_daily_spend': cachedTokensAndDailySpendMigration(dialect),
     '0008_message_token_estimate': messageTokenEstimateMigration(dialect),
     '0009_focus': focusMigration(dialect),
+    '0010_inbound_attempts': inboundAttemptsMigration(dialect),
     '0011_focus_per_person': focusPerPersonMigration(dialect),
     '0012_budget_reservations': budgetReservationsMigration(dialect),
   };
