@@ -48,7 +48,7 @@ export async function checkBudget(scope: TurnScope): Promise<void> {
   }
   const before = await baseline;
   const now = scope.deps.now();
-  const thisTurn = scope.modelCalls.length === 0 ? '0' : billing.convert((await billing.usageOf(scope.modelCalls, scope.currency, now)).cost, scope.currency, budgets.currency);
+  const thisTurn = scope.journal.modelCalls.length === 0 ? '0' : billing.convert((await billing.usageOf(scope.journal.modelCalls, scope.currency, now)).cost, scope.currency, budgets.currency);
   if (budgets.perSession !== undefined) refuseAbove('perSession', sumCosts([before.session, thisTurn]), budgets.perSession, budgets.currency);
   if (budgets.perUserPerDay !== undefined) refuseAbove('perUserPerDay', sumCosts([before.day, thisTurn]), budgets.perUserPerDay, budgets.currency);
 }

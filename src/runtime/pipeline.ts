@@ -10,6 +10,7 @@ import { systemText } from '../i18n/index.js';
 import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
 import { runTurn } from './turn.js';
+import { formBatch } from './turn-batch.js';
 import { loadProfile } from './turn-scope.js';
 import type { AcceptedMessage, TurnDependencies } from './turn-context.js';
 
@@ -330,28 +331,47 @@ export class Pipeline {
     };
   }
 
-  async #runBatch(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+  async #runBatch(handedOver: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+    const lease = { owner: this.#owner, leaseMs: this.#leaseMs };
+    // A turn a crash cut off resumes with the batch it started with; the other messages wait for the next turn.
+    let formed: Awaited<ReturnType<typeof formBatch>>;
+    try {
+      formed = await formBatch(this.#deps.store, handedOver, lease);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, correlationId: handedOver[0].inbound.correlationId }, 'could not read the inbox; trying the turn again shortly');
+      this.#retryLater(handedOver);
+      return;
+    }
+    const { messages: batch, resume, later } = formed;
+    later.forEach((item) => this.#queue(item.channel, item, item.inbound, item.signal));
+    if (batch === undefined) return;
     const first = batch[0];
     if (batch.length > 1) {
       this.#deps.logger.info({ correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) }, 'messages answered together');
     }
+    if (resume) this.#deps.logger.warn({ correlationId: first.inbound.correlationId, turnId: resume.id }, 'resuming a turn a stopped process left unfinished');
     const stop = this.#deps.metrics.turnSeconds.startTimer();
-    const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs } });
+    const outcome = await runTurn(this.#deps, { messages: batch, lease, ...(resume ? { resume } : {}) });
     const seconds = stop();
     if (!outcome) {
       // Nothing could be stored (the database failed): the messages stay in the inbox and are tried again later
       // (by this process while it runs; by the next one, through their leases, if it stops first).
-      const retry = setTimeout(() => {
-        // Checked when it fires: a Palaver closed meanwhile leaves them to its successor.
-        if (!this.#stopped) batch.forEach((item) => this.#queue(item.channel, item, item.inbound, undefined));
-      }, Math.max(50, Math.floor(this.#leaseMs / 3)));
-      retry.unref();
+      this.#retryLater(batch);
       return;
     }
     this.#deps.logger.info(
       { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, ms: Math.round(seconds * 1000), inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens, cost: outcome.usage.cost },
       'turn finished',
     );
+  }
+
+  /** Queues a batch again after a third of a lease: its turn could not be stored (or begun) now. */
+  #retryLater(batch: readonly AcceptedMessage[]): void {
+    const retry = setTimeout(() => {
+      // Checked when it fires: a Palaver closed meanwhile leaves them to its successor.
+      if (!this.#stopped) batch.forEach((item) => this.#queue(item.channel, item, item.inbound, undefined));
+    }, Math.max(50, Math.floor(this.#leaseMs / 3)));
+    retry.unref();
   }
 
   /** One round of lease renewal and recovery; rounds never overlap. */

@@ -42,6 +42,7 @@ function context(overrides: Partial<ToolCallContext> = {}): ToolCallContext {
     conversationId: 'conversation-1',
     correlationId: 'corr-1',
     callId: 'call-1',
+    idempotencyKey: 'turn-1:call-1',
     signal: new AbortController().signal,
     role: null,
     setRole: () => undefined,

@@ -11,6 +11,7 @@ import { identityAuditMigration } from './0006-identity-audit.js';
 import { cachedTokensAndDailySpendMigration } from './0007-cached-tokens-and-daily-spend.js';
 import { messageTokenEstimateMigration } from './0008-message-token-estimate.js';
 import { focusMigration } from './0009-focus.js';
+import { turnJournalMigration } from './0014-turn-journal.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -30,6 +31,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0007_cached_tokens_and_daily_spend': cachedTokensAndDailySpendMigration(dialect),
     '0008_message_token_estimate': messageTokenEstimateMigration(dialect),
     '0009_focus': focusMigration(dialect),
+    '0014_turn_journal': turnJournalMigration(dialect),
   };
 }
 
