@@ -11,7 +11,7 @@ import type { ReplyTarget } from '../../src/domain/ports/channel.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 
-const { databaseUrl, modelUrl, instructionsDir, leaseMs, toolLog, holdSlot, toolDelayMs } = JSON.parse(process.argv[2]!) as {
+const { databaseUrl, modelUrl, instructionsDir, leaseMs, toolLog, holdSlot, toolDelayMs, agent, staged } = JSON.parse(process.argv[2]!) as {
   databaseUrl: string;
   modelUrl: string;
   instructionsDir: string;
@@ -22,6 +22,9 @@ const { databaseUrl, modelUrl, instructionsDir, leaseMs, toolLog, holdSlot, tool
   holdSlot?: string;
   /** `book` takes up to this long (random), so a kill may land while it runs. */
   toolDelayMs?: number;
+  /** More of the config's `agent` section (e.g. `flow: 'staged'`), and its `staged` section. */
+  agent?: Record<string, unknown>;
+  staged?: Record<string, unknown>;
 };
 
 /**
@@ -55,7 +58,8 @@ await createPalaver(
   {
     model: { name: 'scripted', baseUrl: modelUrl, maxRetries: 0, timeoutMs: 30_000 },
     database: { url: databaseUrl },
-    agent: { instructionsDir },
+    agent: { instructionsDir, ...agent },
+    ...(staged ? { staged } : {}),
     channels: { web: { enabled: false } },
     inbox: { leaseMs },
   },

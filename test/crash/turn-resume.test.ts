@@ -54,7 +54,7 @@ function bookingModel(options: { holdSecondCall: boolean }) {
 interface Run {
   readonly databaseUrl: string;
   readonly toolLog: string;
-  start(options?: { holdSlot?: string }): Promise<RunningChild>;
+  start(options?: { holdSlot?: string; agent?: Record<string, unknown>; staged?: Record<string, unknown> }): Promise<RunningChild>;
 }
 
 function prepare(databaseUrl: string): Run {
@@ -138,7 +138,53 @@ async function killWhileToolRunsAndRestart(databaseUrl: string): Promise<void> {
   expect(model.calls.map(toolResults)).toEqual([0, 1, 2]);
 }
 
+const STAGED = {
+  agent: { flow: 'staged', type: 'booking' },
+  staged: { types: { booking: { intent: { name: 'intent-model' }, execution: { name: 'execution-model' }, organization: { name: 'organization-model' } } } },
+};
+
+/** A staged booking: intent, execution (one tool call, then its report), organization (held the first time). */
+function stagedBookingModel() {
+  let hold = true;
+  return startScriptedModelServer({
+    script: async (call) => {
+      const usage = { input: 10, output: 5 };
+      switch (call.output?.name) {
+        case 'intent':
+          return { text: JSON.stringify({ direct: false, answer: null, intent: 'book slot a', details: 'slot a' }), usage };
+        case 'execution':
+          return toolResults(call) === 0
+            ? { toolCalls: [{ name: 'book', arguments: { slot: 'a' } }], usage }
+            : { text: JSON.stringify({ status: 'done', summary: 'Booked slot a', facts: ['slot a'] }), usage };
+        default:
+          if (hold) {
+            hold = false;
+            await new Promise((resolve) => setTimeout(resolve, 30_000));
+          }
+          return { text: JSON.stringify({ reply: 'Slot a is booked.' }), usage };
+      }
+    },
+  });
+}
+
 describe('a turn a SIGKILL cut off resumes, it does not start again', () => {
+  it('resumes a staged turn at the stage the kill cut off, on SQLite', async () => {
+    model = await stagedBookingModel();
+    const run = prepare(`sqlite:${join(mkdtempSync(join(tmpdir(), 'palaver-resume-db-')), 'palaver.db')}`);
+    const first = await run.start(STAGED);
+    first.process.stdin.write('alice book slot a\n');
+    await expect.poll(() => model!.calls.length, { timeout: 10_000 }).toBe(4);
+    expect((await first.stop('SIGKILL')).signal).toBe('SIGKILL');
+
+    const second = await run.start(STAGED);
+    await second.waitForOutput(/^sent Slot a is booked\.$/m, 15_000);
+    await second.stop('SIGTERM');
+    expect(sentLines(first, second)).toEqual(['sent Slot a is booked.']);
+    expect(toolLines(run).map((line) => line.replace(/ \S+ /, ' '))).toEqual(['start a', 'done a']);
+    // Intent and execution came from the journal; only the organization stage the kill cut off was asked again.
+    expect(model.calls.map((call) => call.output?.name)).toEqual(['intent', 'execution', 'execution', 'organization', 'organization']);
+  }, 60_000);
+
   it('does not run a finished tool call again nor ask the model again for a recorded call, on SQLite', async () => {
     await killAfterFirstToolAndRestart(`sqlite:${join(mkdtempSync(join(tmpdir(), 'palaver-resume-db-')), 'palaver.db')}`);
   }, 60_000);
