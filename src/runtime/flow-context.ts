@@ -63,6 +63,8 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
       if (recorded) return recorded;
       // Over a spend cap no model is called: the turn answers with the budget notice instead.
       if (deps.budgets !== undefined) await checkBudget(scope);
+      // The turn goes on: the call before this one is kept, so a crash from here on does not ask it again.
+      await journal.flush();
       const toolsAvailable = request.tools.length > 0 || (request.hostedMcp?.length ?? 0) > 0;
       const call = await callerFor(toolsAvailable, choice?.models)(request, transcript);
       await journal.recordModelCall(seq, choice?.models, call);

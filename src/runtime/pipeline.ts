@@ -67,6 +67,8 @@ export class Pipeline {
   readonly #leaseMs: number;
   #timer: NodeJS.Timeout | undefined;
   #maintaining: Promise<void> = Promise.resolve();
+  /** Messages accepted by this process whose first turn has not begun: no journal can hold them yet. */
+  readonly #fresh = new Set<string>();
   #stopped = false;
 
   constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
@@ -184,6 +186,7 @@ export class Pipeline {
       return { status: 'duplicate', correlationId: result.existing.correlationId, ...(answered ? { answered } : {}) };
     }
     if (joined.phone?.status === 'conflict') await this.#tellPhoneConflict(channel, message, participant, correlationId);
+    this.#fresh.add(result.record.id);
     this.#queue(channel, participant, result.record, signal);
     return { status: 'accepted', correlationId, sessionId: participant.session.id, userId: participant.user.id };
   }
@@ -334,9 +337,11 @@ export class Pipeline {
   async #runBatch(handedOver: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
     const lease = { owner: this.#owner, leaseMs: this.#leaseMs };
     // A turn a crash cut off resumes with the batch it started with; the other messages wait for the next turn.
+    // Messages this process just accepted belong to no turn yet: only others need the store's word.
+    const fresh = handedOver.map((item) => this.#fresh.delete(item.inbound.id)).every(Boolean);
     let formed: Awaited<ReturnType<typeof formBatch>>;
     try {
-      formed = await formBatch(this.#deps.store, handedOver, lease);
+      formed = fresh ? { messages: handedOver, later: [] } : await formBatch(this.#deps.store, handedOver, lease);
     } catch (error) {
       this.#deps.logger.error({ err: error, correlationId: handedOver[0].inbound.correlationId }, 'could not read the inbox; trying the turn again shortly');
       this.#retryLater(handedOver);

@@ -34,8 +34,9 @@ export interface JournalTurn {
  * response without asking the model (or paying for it again), a finished tool call returns its recorded result
  * without running, and a call cut off while running runs again under the same idempotency key.
  *
- * Nothing is written until the turn's first model call completes: a turn cut off before that has done nothing
- * worth keeping and simply starts again. Everything goes in the transaction that stores the reply ({@link end}).
+ * Nothing is written until the turn's first model call that asked for tools completes: a turn cut off before that
+ * has done nothing worth keeping and simply starts again, and a plain exchange (one model call, then the reply)
+ * writes no journal at all. Everything goes in the transaction that stores the reply ({@link end}).
  */
 export class TurnJournal {
   /** The turn's id, stable across a resume; its reply is stored (and streamed) under it. */
@@ -55,6 +56,8 @@ export class TurnJournal {
   /** The turn's record exists in the store (written with its first step, or found there on resume). */
   #open: boolean;
   #writes: Promise<unknown> = Promise.resolve();
+  /** A model call's record not written yet (see {@link recordModelCall}). */
+  #deferred: ((store: Store) => Promise<void>) | undefined;
   #streamedText = '';
 
   private constructor(store: Store, id: string, turn: JournalTurn, recorded: { modelCalls: readonly RecordedModelCall[]; tools: ReadonlyMap<string, ToolCallRecord> } | undefined) {
@@ -102,11 +105,23 @@ export class TurnJournal {
     return { seq };
   }
 
-  /** Stores a completed model call (its response and tokens) at its place in the turn. */
-  recordModelCall(seq: number, models: string | undefined, call: ModelCall): Promise<void> {
+  /**
+   * Stores a completed model call (its response and tokens) at its place in the turn. A call that asked for no tool
+   * (most often the turn's last) is written only when the turn goes on ({@link flush}): a turn whose reply follows at
+   * once stores nothing here, and a crash in between costs at most that one call again.
+   */
+  async recordModelCall(seq: number, models: string | undefined, call: ModelCall): Promise<void> {
     this.modelCalls.push(call.record);
-    const recorded: RecordedModelCall = { models: models ?? null, response: call.response, record: call.record };
-    return this.#write((store) => store.turns.recordModelCall(this.id, seq, JSON.stringify(recorded)));
+    const recorded = JSON.stringify({ models: models ?? null, response: call.response, record: call.record } satisfies RecordedModelCall);
+    const write = (store: Store) => store.turns.recordModelCall(this.id, seq, recorded);
+    // Tools the provider called itself (hosted MCP) acted already: such a call is kept at once, like a tool call.
+    if (call.response.toolCalls.length === 0 && (call.response.hostedToolCalls?.length ?? 0) === 0) this.#deferred = write;
+    else await this.#write(write);
+  }
+
+  /** Writes a model call kept back by {@link recordModelCall}: the turn goes on to another model call. */
+  flush(): Promise<void> {
+    return this.#deferred === undefined ? Promise.resolve() : this.#write(async () => {});
   }
 
   /**
@@ -166,10 +181,16 @@ export class TurnJournal {
    */
   #write(step: (store: Store) => Promise<void>): Promise<void> {
     const write = this.#writes.then(async () => {
-      if (this.#open) return step(this.#store);
+      const deferred = this.#deferred;
+      this.#deferred = undefined;
+      const steps = async (store: Store) => {
+        await deferred?.(store);
+        await step(store);
+      };
+      if (this.#open) return deferred === undefined ? step(this.#store) : this.#store.transaction(steps);
       await this.#store.transaction(async (tx) => {
         await tx.turns.open({ id: this.id, sessionId: this.#turn.sessionId, owner: this.#turn.owner, inboundIds: this.#turn.inboundIds });
-        await step(tx);
+        await steps(tx);
       });
       this.#open = true;
     });
