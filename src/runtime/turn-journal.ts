@@ -85,11 +85,6 @@ export class TurnJournal {
     });
   }
 
-  /** True when the turn continues from a stored record. */
-  get resumed(): boolean {
-    return this.#recordedModelCalls.length > 0 || this.#recordedTools.size > 0;
-  }
-
   /**
    * Where the next model call stands: its place in the turn, and the recorded call when the turn is replaying one
    * made before the crash (asked of the same model set). The first call that differs ends the replay.
