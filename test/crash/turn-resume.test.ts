@@ -7,6 +7,7 @@ import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startScriptedModelServer, type ScriptedCall, type ScriptedModelServer } from '../../src/testing/index.js';
 import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { userTexts } from '../support/palaver-harness.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
 const CHILD = fileURLToPath(new URL('./journal-child.ts', import.meta.url));
@@ -168,6 +169,57 @@ function stagedBookingModel() {
 }
 
 describe('a turn a SIGKILL cut off resumes, it does not start again', () => {
+  it('resumes a batch of two messages as one turn, though recovery hands them over one by one, on SQLite', async () => {
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    let holdSecondCall = true;
+    model = await startScriptedModelServer({
+      script: async (call) => {
+        const said = userTexts(call);
+        if (said.at(-1) === 'one') {
+          await firstHeld;
+          return { text: 'first answer' };
+        }
+        if (toolResults(call) === 0) return { toolCalls: [{ name: 'book', arguments: { slot: 'a' } }] };
+        if (holdSecondCall) {
+          holdSecondCall = false;
+          await new Promise((resolve) => setTimeout(resolve, 30_000));
+        }
+        return { text: `Booked a for ${said.slice(-2).join(' and ')}.` };
+      },
+    });
+    const run = prepare(`sqlite:${join(mkdtempSync(join(tmpdir(), 'palaver-resume-db-')), 'palaver.db')}`);
+    const first = await run.start();
+    first.process.stdin.write('alice one\n');
+    await expect.poll(() => model!.calls.length, { timeout: 10_000 }).toBe(1);
+    // Two more arrive while the first turn runs: the next turn answers them together.
+    first.process.stdin.write('alice two\nalice three\n');
+    await first.waitForOutput(/^accepted alice three$/m);
+    releaseFirst();
+    await expect.poll(() => model!.calls.length, { timeout: 10_000 }).toBe(3);
+    expect((await first.stop('SIGKILL')).signal).toBe('SIGKILL');
+
+    // The two were accepted at once: the batch holds them in the order the first process queued them.
+    const seen = userTexts(model.calls[1]!).slice(-2);
+    expect([...seen].sort()).toEqual(['three', 'two']);
+    const reply = `Booked a for ${seen.join(' and ')}.`;
+    const second = await run.start();
+    await second.waitForOutput(new RegExp(`^sent ${reply.replace('.', '\\.')}$`, 'm'), 15_000);
+    await second.stop('SIGTERM');
+    expect(sentLines(first, second)).toEqual(['sent first answer', `sent ${reply}`]);
+    expect(toolLines(run).map((line) => line.replace(/ \S+ /, ' '))).toEqual(['start a', 'done a']);
+    // The batch's first call came from the journal: asked once, with both messages.
+    expect(model.calls.filter((call) => toolResults(call) === 0 && userTexts(call).includes('two')).map(userTexts)).toEqual([['one', ...seen]]);
+    // The resumed turn answered the batch in the order its model saw it, and stored it so.
+    expect(userTexts(model.calls.at(-1)!)).toEqual(['one', ...seen]);
+    store = await openStore(run.databaseUrl, { migrate: false });
+    const user = await store.users.findByAccount('chat', 'alice');
+    const [session] = await store.sessions.listByUser(user!.id);
+    const messages = await store.messages.listRecent(session!.id, { limit: 20, audience: 'display' });
+    expect(messages.map((message) => `${message.role}: ${message.content}`)).toEqual(['user: one', 'assistant: first answer', ...seen.map((text) => `user: ${text}`), `assistant: ${reply}`]);
+    expect(await store.inbound.listQueued(session!.id)).toEqual([]);
+  }, 60_000);
+
   it('resumes a staged turn at the stage the kill cut off, on SQLite', async () => {
     model = await stagedBookingModel();
     const run = prepare(`sqlite:${join(mkdtempSync(join(tmpdir(), 'palaver-resume-db-')), 'palaver.db')}`);

@@ -154,7 +154,7 @@ export interface OpenTurnRecord {
   readonly sessionId: string;
   /** The lease owner (process) working on the turn. */
   readonly owner: string;
-  /** The inbound messages the turn answers. */
+  /** The inbound messages the turn answers, in the order its model saw them. */
   readonly inboundIds: readonly string[];
 }
 

@@ -159,10 +159,12 @@ export interface TurnsTable {
   created_at: EpochMillis;
 }
 
-/** The inbound messages an open turn answers: one open turn per message. */
+/** The inbound messages an open turn answers, in order: one open turn per message. */
 export interface TurnMessagesTable {
   inbound_id: string;
   turn_id: string;
+  /** The message's place in the turn's batch (the order the model saw them). */
+  position: number;
 }
 
 /** A model call of an open turn, by its place in the turn (0-based), with its response as JSON. */

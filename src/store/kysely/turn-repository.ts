@@ -16,7 +16,7 @@ export class KyselyTurnRepository implements TurnRepository {
         await db.insertInto('turns').values({ id: turn.id, session_id: turn.sessionId, owner: turn.owner, created_at: this.#ctx.now() }).execute();
         await db
           .insertInto('turn_messages')
-          .values(turn.inboundIds.map((inboundId) => ({ inbound_id: inboundId, turn_id: turn.id })))
+          .values(turn.inboundIds.map((inboundId, position) => ({ inbound_id: inboundId, turn_id: turn.id, position })))
           .execute();
       }),
     );
@@ -39,11 +39,9 @@ export class KyselyTurnRepository implements TurnRepository {
       const members = await db
         .selectFrom('turns as t')
         .innerJoin('turn_messages as tm', 'tm.turn_id', 't.id')
-        .innerJoin('inbound_messages as im', 'im.id', 'tm.inbound_id')
         .select(['t.id', 't.session_id', 't.owner', 'tm.inbound_id'])
         .where('t.id', '=', turnId)
-        .orderBy('im.arrival')
-        .orderBy('im.id')
+        .orderBy('tm.position')
         .execute();
       const first = members[0];
       const open: OpenTurnRecord | undefined =

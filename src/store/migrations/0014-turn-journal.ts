@@ -4,7 +4,7 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
 /**
  * The turn journal: a turn's progress, written as it happens so that a turn a crash cut off resumes instead of
  * starting again. `turns` holds an open turn (its reply not stored yet) and the process working on it;
- * `turn_messages` the inbound messages it answers (one open turn per message); `turn_model_calls` each model call's
+ * `turn_messages` the inbound messages it answers, in the order the model saw them (one open turn per message); `turn_model_calls` each model call's
  * response by its place in the turn; `tool_calls` (unused until now) gains the turn its calls belong to. All of a
  * turn's rows go in the transaction that stores its reply.
  */
@@ -22,6 +22,7 @@ export function turnJournalMigration(_dialect: StoreDialect): Migration {
         .createTable('turn_messages')
         .addColumn('inbound_id', 'text', (col) => col.primaryKey().references('inbound_messages.id').onDelete('cascade'))
         .addColumn('turn_id', 'text', (col) => col.notNull().references('turns.id').onDelete('cascade'))
+        .addColumn('position', 'integer', (col) => col.notNull())
         .execute();
       await db.schema.createIndex('turn_messages_turn_idx').on('turn_messages').column('turn_id').execute();
       await db.schema
