@@ -70,7 +70,7 @@ export class TurnJournal {
     this.#replaying = this.#recordedModelCalls.length > 0;
   }
 
-  /** A journal for a new turn; nothing is stored until its first model call completes. */
+  /** A journal for a new turn; nothing is stored until the turn goes on past a model call (see the class). */
   static start(store: Store, id: string, turn: JournalTurn): TurnJournal {
     return new TurnJournal(store, id, turn, undefined);
   }

@@ -15,8 +15,8 @@ const MESSAGES_EACH = 10;
 const LEASE_MS = 300;
 /** After this many kills the last process runs to the end, so the test ends even on a slow machine. */
 const MAX_KILLS = 10;
-/** The whole run, kills and restarts included, must answer everything within this. */
-const DEADLINE_MS = 170_000;
+/** The whole run, kills and restarts included, must answer everything within this (generous: a loaded machine starts processes slowly). */
+const DEADLINE_MS = 240_000;
 
 let model: ScriptedModelServer | undefined;
 let store: Store | undefined;
@@ -167,5 +167,5 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
     expect(keysBySlot.size).toBe(allTexts.length * 2);
     const runAgain = [...byKey.values()].filter((events) => events.length > 2).length;
     console.log(`chaos: ${byKey.size} tool calls, ${runAgain} cut off while running and run again under the same key`);
-  }, 240_000);
+  }, 300_000);
 });
