@@ -42,6 +42,7 @@ const context = (userId: string, callId: string): ToolCallContext => ({
   conversationId: userId,
   correlationId: callId,
   callId,
+  idempotencyKey: callId,
   signal: new AbortController().signal,
   role: null,
   setRole: () => {},

@@ -106,6 +106,8 @@ export interface ToolCallRecord {
   readonly result: string | null;
   readonly createdAt: Date;
   readonly finishedAt: Date | null;
+  /** The open turn whose journal holds the call, if any. */
+  readonly turnId?: string | null;
 }
 
 /**

@@ -42,7 +42,7 @@ export function startDelivery(scope: TurnScope): Delivery {
   }
   const stopTyping = () => clearInterval(typing);
   const discardStreamedText = (reply: string | undefined) => {
-    if (scope.streamedText !== '' && scope.streamedText.trim() !== reply) scope.progress({ type: 'discard', messageId: scope.replyMessageId });
+    if (scope.journal.streamedText !== '' && scope.journal.streamedText.trim() !== reply) scope.progress({ type: 'discard', messageId: scope.replyMessageId });
   };
 
   return {

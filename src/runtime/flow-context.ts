@@ -11,11 +11,11 @@ export type ModelFailures = { path: string; failure: string }[];
 
 /**
  * What the turn lends its flow: model calls under the model policy, tools under the role policy, instructions with
- * the runtime facts, progress to the channel. Every model call is recorded on the scope as it happens, so a turn
- * that fails half-way still knows what it spent.
+ * the runtime facts, progress to the channel. Every model call is recorded in the turn's journal as it completes,
+ * so a turn that fails half-way still knows what it spent, and one resumed after a crash replays it.
  */
 export function createFlowContext(scope: TurnScope, failures: ModelFailures): FlowContext {
-  const { deps } = scope;
+  const { deps, journal } = scope;
   const callers = new Map<string, ReturnType<typeof createModelCaller>>();
   const callerFor = (toolsAvailable: boolean, name: string | undefined) => {
     const key = `${toolsAvailable}:${name ?? ''}`;
@@ -30,7 +30,7 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
         onFailure: (error, path) => {
           failures.push({ path, failure: error instanceof ModelError ? error.failure : 'error' });
           // Text streamed by the attempt that failed will not be the reply: the person must not keep reading it.
-          if (scope.streamedText !== '') scope.progress({ type: 'discard', messageId: scope.replyMessageId });
+          if (scope.journal.streamedText !== '') scope.progress({ type: 'discard', messageId: scope.replyMessageId });
         },
       });
       callers.set(key, caller);
@@ -56,9 +56,15 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
     instructions: (role, state) => composeInstructions(deps.instructions, role, { timeZone: scope.timeZone, now: deps.now() }, state, userSection),
     toolsFor: async (role) => (await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'))).specs,
     async callModel(request, transcript, choice) {
+      // A resumed turn gets the calls it made before the crash back from its journal: the model is not asked (nor
+      // paid) again, and nothing is streamed (the person saw that text, or it was discarded, before the crash).
+      const { seq, recorded } = journal.nextModelCall(choice?.models);
+      if (recorded) return recorded;
+      // The turn goes on: the call before this one is kept, so a crash from here on does not ask it again.
+      await journal.flush();
       const toolsAvailable = request.tools.length > 0 || (request.hostedMcp?.length ?? 0) > 0;
       const call = await callerFor(toolsAvailable, choice?.models)(request, transcript);
-      scope.modelCalls.push(call.record);
+      await journal.recordModelCall(seq, choice?.models, call);
       return call;
     },
     runTool: (call, role, state) => runToolCall(scope, call, role, state),

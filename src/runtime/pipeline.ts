@@ -13,8 +13,9 @@ import { Inbox } from './inbox.js';
 import { settlesWithin } from './settles-within.js';
 import { runTurn } from './turn.js';
 import { byAttempts, DEFAULT_MAX_TURN_ATTEMPTS, retryDelayMs } from './turn-attempts.js';
+import { formBatch } from './turn-batch.js';
 import { loadProfile } from './turn-scope.js';
-import type { AcceptedMessage, TurnDependencies } from './turn-context.js';
+import type { AcceptedMessage, TurnDependencies, TurnRequest } from './turn-context.js';
 
 export interface PipelineOptions {
   /** Longest accepted inbound text in characters. */
@@ -75,6 +76,8 @@ export class Pipeline {
   readonly #leaseMs: number;
   #timer: NodeJS.Timeout | undefined;
   #maintaining: Promise<void> = Promise.resolve();
+  /** Messages accepted by this process whose first turn has not begun: no journal can hold them yet. */
+  readonly #fresh = new Set<string>();
   #stopped = false;
 
   constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
@@ -196,6 +199,7 @@ export class Pipeline {
       return { status: 'duplicate', correlationId: result.existing.correlationId, ...(answered ? { answered } : {}) };
     }
     if (joined.phone?.status === 'conflict') await this.#tellPhoneConflict(channel, message, participant, correlationId);
+    this.#fresh.add(result.record.id);
     this.#queue(channel, participant, result.record, signal);
     return { status: 'accepted', correlationId, sessionId: participant.session.id, userId: participant.user.id };
   }
@@ -343,19 +347,36 @@ export class Pipeline {
     };
   }
 
-  async #runBatch(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
-    const { due, exhausted } = byAttempts(batch, this.#options.maxTurnAttempts ?? DEFAULT_MAX_TURN_ATTEMPTS);
-    if (isNonEmpty(exhausted)) await this.#giveUp(exhausted);
-    if (isNonEmpty(due)) await this.#answer(due);
+  async #runBatch(handedOver: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+    const lease = { owner: this.#owner, leaseMs: this.#leaseMs };
+    // A turn a crash cut off resumes with the batch it started with; the other messages wait for the next turn.
+    // Messages this process just accepted belong to no turn yet: only others need the store's word.
+    const fresh = handedOver.map((item) => this.#fresh.delete(item.inbound.id)).every(Boolean);
+    let formed: Awaited<ReturnType<typeof formBatch>>;
+    try {
+      formed = fresh ? { messages: handedOver, later: [] } : await formBatch(this.#deps.store, handedOver, lease);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, correlationId: handedOver[0].inbound.correlationId }, 'could not read the inbox; trying the turn again shortly');
+      await this.#retryLater(handedOver);
+      return;
+    }
+    const { messages: formedBatch, resume, later } = formed;
+    later.forEach((item) => this.#queue(item.channel, item, item.inbound, item.signal));
+    if (formedBatch === undefined) return;
+    const { due, exhausted } = byAttempts(formedBatch, this.#options.maxTurnAttempts ?? DEFAULT_MAX_TURN_ATTEMPTS);
+    if (isNonEmpty(exhausted)) await this.#giveUp(exhausted, exhausted.length === formedBatch.length ? resume : undefined);
+    if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined);
   }
 
-  async #answer(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+  async #answer(batch: readonly [AcceptedMessage, ...AcceptedMessage[]], resume: TurnRequest['resume']): Promise<void> {
+    const lease = { owner: this.#owner, leaseMs: this.#leaseMs };
     const first = batch[0];
     if (batch.length > 1) {
       this.#deps.logger.info({ correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) }, 'messages answered together');
     }
+    if (resume) this.#deps.logger.warn({ correlationId: first.inbound.correlationId, turnId: resume.id }, 'resuming a turn a stopped process left unfinished');
     const stop = this.#deps.metrics.turnSeconds.startTimer();
-    const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs } });
+    const outcome = await runTurn(this.#deps, { messages: batch, lease, ...(resume ? { resume } : {}) });
     const seconds = stop();
     if (!outcome) {
       await this.#retryLater(batch);
@@ -392,10 +413,10 @@ export class Pipeline {
    * not even that can be stored, they are marked abandoned so nobody takes them again; when the database cannot
    * even do that, they are tried again later (still without the model).
    */
-  async #giveUp(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<void> {
+  async #giveUp(batch: readonly [AcceptedMessage, ...AcceptedMessage[]], resume: TurnRequest['resume']): Promise<void> {
     const ids = batch.map((item) => item.inbound.id);
     const where = { correlationId: batch[0].inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId), attempts: batch[0].inbound.attempts };
-    const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs }, attemptsExhausted: true });
+    const outcome = await runTurn(this.#deps, { messages: batch, lease: { owner: this.#owner, leaseMs: this.#leaseMs }, attemptsExhausted: true, ...(resume ? { resume } : {}) });
     if (!outcome) {
       try {
         await this.#deps.store.inbound.markAbandoned(ids);

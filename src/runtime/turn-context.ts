@@ -1,9 +1,8 @@
 import type { InboundRecord, Session, User } from '../domain/model.js';
 import type { Channel, ReplyTarget, TurnProgress } from '../domain/ports/channel.js';
-import type { Flow, ModelCallRecord } from '../domain/ports/flow.js';
-import type { HostedMcpSpec, ModelSet, ModelToolCall } from '../domain/ports/model-provider.js';
-import type { Store } from '../domain/ports/store.js';
-import type { ToolCallResult } from '../domain/ports/tool-dispatch.js';
+import type { Flow } from '../domain/ports/flow.js';
+import type { HostedMcpSpec, ModelSet } from '../domain/ports/model-provider.js';
+import type { OpenTurnRecord, Store } from '../domain/ports/store.js';
 import type { ProfileCodec, ProfileSettings } from '../domain/profile.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
@@ -15,6 +14,7 @@ import type { UserAgentContext } from './context/user-context.js';
 import type { UserState } from './context/user-state.js';
 import type { ConversationCache } from './conversation-cache.js';
 import type { ToolRegistry } from './tools/tool-registry.js';
+import type { TurnJournal } from './turn-journal.js';
 
 /** Agent settings a turn needs, taken from config once. */
 export interface AgentSettings {
@@ -90,15 +90,16 @@ export interface TurnRequest {
    * (the apology is Palaver's own text, so it stores where the model's answer would not).
    */
   readonly attemptsExhausted?: boolean;
+  /** The open turn these messages belong to, cut off by a crash or a failed store: it resumes from its journal. */
+  readonly resume?: OpenTurnRecord;
 }
 
-/** A tool call this turn ran, with what came back, for idempotency within the turn and for the audit records. */
-export interface ToolRun {
-  readonly call: ModelToolCall;
-  readonly result: ToolCallResult;
-}
+export type { ToolRun } from './turn-journal.js';
 
-/** What every step of one turn shares. */
+/**
+ * What every step of one turn shares: its dependencies and the facts it was opened with, which do not change while
+ * it runs. Its progress (model and tool calls, streamed text) is the {@link TurnJournal}, a stored record.
+ */
 export interface TurnScope {
   readonly deps: TurnDependencies;
   readonly channel: Channel;
@@ -132,12 +133,8 @@ export interface TurnScope {
   /** The user's state when the turn began, and the stored version it was loaded at (0: none yet). */
   readonly initialState: UserState;
   readonly stateVersion: number;
-  /** Tool calls run so far, by the model's call id. */
-  readonly toolRuns: Map<string, ToolRun>;
-  /** Model calls made so far: a failed turn still records what it spent. */
-  readonly modelCalls: ModelCallRecord[];
+  /** The turn's progress: model calls, tool runs and streamed text, written to the store as they happen. */
+  readonly journal: TurnJournal;
   /** Reports progress to the channel, when it streams. */
   progress(event: TurnProgress): void;
-  /** The text streamed to the channel since the last tool call: what the person sees as the reply so far. */
-  readonly streamedText: string;
 }

@@ -108,8 +108,8 @@ async function storeOwnReply(
   // The store is the truth after a turn that did not end as planned: the next turn reloads what it needs.
   deps.cache.forgetHistory(scope.session.id);
   deps.cache.forgetState(scope.user.id);
-  const usage = await usageOf(scope, scope.modelCalls);
-  const audit = toolAuditRecords([...scope.toolRuns.values()], [], scope.correlationId);
+  const usage = await usageOf(scope, scope.journal.modelCalls);
+  const audit = toolAuditRecords([...scope.journal.toolRuns.values()], [], scope.correlationId);
   const parts = splitReply(reply.text, scope.channel.capabilities.maxMessageChars);
   const deliveries = await deps.store.transaction(async (tx) => {
     const stored = await tx.messages.append(
@@ -119,7 +119,7 @@ async function storeOwnReply(
         ...audit,
         { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: reply.text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: reply.meta },
       ],
-      { status: reply.status, ...(scope.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
+      { status: reply.status, ...(scope.journal.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
     );
     await markAnswered(scope, tx, stored);
     await settleBudget(scope, tx, usage.cost);
@@ -144,9 +144,11 @@ function newMessages(scope: TurnScope): NewMessage[] {
   }));
 }
 
-/** The inbox's record that these messages are answered, by the reply (the last message stored). */
+/** The inbox's record that these messages are answered, by the reply (the last message stored); the journal goes. */
 async function markAnswered(scope: TurnScope, tx: Store, stored: readonly StoredMessage[]): Promise<void> {
   const reply = stored[stored.length - 1]!;
+  // The turn's progress is over with its reply: its journal goes in the same transaction.
+  await scope.journal.end(tx);
   await tx.inbound.markAnswered(
     scope.messages.map(({ inbound }) => inbound.id),
     { id: reply.id, seq: reply.seq },

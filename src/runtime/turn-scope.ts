@@ -6,6 +6,7 @@ import type { Logger } from '../observability/logger.js';
 import { boundHistory } from './context/history.js';
 import { buildUserAgentContext } from './context/user-context.js';
 import { parseUserState } from './context/user-state.js';
+import { TurnJournal } from './turn-journal.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
 
 /**
@@ -31,7 +32,8 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
   const billingCountry = profile.preferences.country ?? deps.billing.defaultCountry;
   const streams = channel.capabilities.streaming && channel.progress !== undefined;
   let log: Logger | undefined;
-  let streamedText = '';
+  const journalTurn = { sessionId: session.id, userId: user.id, correlationId, owner: request.lease.owner, inboundIds: request.messages.map(({ inbound }) => inbound.id) };
+  const journal = request.resume ? await TurnJournal.resume(deps.store, request.resume, journalTurn) : TurnJournal.start(deps.store, newId(), journalTurn);
   const scope: TurnScope = {
     deps,
     channel,
@@ -52,23 +54,20 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     get log() {
       return (log ??= deps.logger.child({ correlationId, sessionId: session.id, userId: user.id }));
     },
-    replyMessageId: newId(),
+    // One id for the turn and its reply: a resumed turn stores its reply under the id it streamed under.
+    replyMessageId: journal.id,
     signal: request.messages.length === 1 ? first.signal : undefined,
     initialState: state,
     stateVersion: version,
-    toolRuns: new Map(),
-    modelCalls: [],
-    get streamedText() {
-      return streamedText;
-    },
+    journal,
     progress(event: TurnProgress) {
       if (event.type === 'text_delta') {
         // Never more than a reply may hold (agent.maxReplyChars): a runaway model does not flood the person.
-        const room = deps.agent.maxReplyChars - streamedText.length;
+        const room = deps.agent.maxReplyChars - journal.streamedText.length;
         if (room <= 0) return;
         if (event.delta.length > room) event = { ...event, delta: event.delta.slice(0, room) };
-        streamedText += event.delta;
-      } else if (event.type === 'tool_call' || event.type === 'discard') streamedText = '';
+      }
+      journal.noteProgress(event);
       if (!streams) return;
       try {
         channel.progress!(target, event);

@@ -38,6 +38,7 @@ export function toolDispatcherContract(name: string, create: (registry: ToolRegi
     ];
     const request = (overrides: Partial<ToolCallRequest> = {}): ToolCallRequest => ({
       callId: 'call-1',
+      idempotencyKey: 'turn-1:call-1',
       tool: 'whoami',
       arguments: {},
       userId: 'user-7',

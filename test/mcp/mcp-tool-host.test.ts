@@ -42,6 +42,7 @@ function context(overrides: Partial<ToolCallContext> = {}): ToolCallContext {
     conversationId: 'conversation-1',
     correlationId: 'corr-1',
     callId: 'call-1',
+    idempotencyKey: 'turn-1:call-1',
     signal: new AbortController().signal,
     role: null,
     setRole: () => undefined,
@@ -271,13 +272,13 @@ describe('McpToolHost against the logistics example server', () => {
       .toBeGreaterThan(1);
   });
 
-  it('forwards the correlation id as _meta and as the x-correlation-id header', async () => {
+  it('forwards the correlation id as _meta and as the x-correlation-id header, and the idempotency key as _meta', async () => {
     const server = await startServer();
     const host = createHost(server);
 
-    await host.call('fail_tool', {}, context({ correlationId: 'corr-42' }));
+    await host.call('fail_tool', {}, context({ correlationId: 'corr-42', idempotencyKey: 'turn-9:call-3' }));
 
-    expect(server.calls[0]).toMatchObject({ meta: { correlationId: 'corr-42' }, correlationHeader: 'corr-42' });
+    expect(server.calls[0]).toMatchObject({ meta: { correlationId: 'corr-42', idempotencyKey: 'turn-9:call-3' }, correlationHeader: 'corr-42' });
   });
 
   it('can be closed twice, and rejects use after close', async () => {

@@ -23,6 +23,7 @@ export interface Store {
   readonly messages: MessageRepository;
   readonly userState: UserStateRepository;
   readonly toolCalls: ToolCallRepository;
+  readonly turns: TurnRepository;
   readonly inbound: InboundRepository;
   readonly deliveries: DeliveryRepository;
   readonly channelState: ChannelStateRepository;
@@ -132,9 +133,9 @@ export interface UserStateRepository {
 }
 
 /**
- * The idempotency records of tool calls handed to another process (a queue of tool workers): a call is started
- * once, whoever sees it again, and its outcome is kept once. Calls run within the turn are recorded as the turn's
- * audit messages instead.
+ * The idempotency records of tool calls: a call is started once, whoever sees it again, and its outcome is kept
+ * once. A turn's calls are its journal's (`turnId`, keyed by their idempotency key) and go when its reply is stored;
+ * the turn's audit messages keep the lasting record.
  */
 export interface ToolCallRepository {
   /** Records a call as running. Returns false when the call id is already recorded (idempotency). */
@@ -143,6 +144,46 @@ export interface ToolCallRepository {
   finish(callId: string, outcome: { status: 'succeeded' | 'failed'; result: string }): Promise<void>;
   findByCallId(callId: string): Promise<ToolCallRecord | undefined>;
   listBySession(sessionId: string): Promise<ToolCallRecord[]>;
+  /** The calls of an open turn's journal, by start time. */
+  listByTurn(turnId: string): Promise<ToolCallRecord[]>;
+}
+
+/** An open turn: the batch of inbound messages it answers and the process working on it. */
+export interface OpenTurnRecord {
+  /** The turn's id, which is also its reply's message id. */
+  readonly id: string;
+  readonly sessionId: string;
+  /** The lease owner (process) working on the turn. */
+  readonly owner: string;
+  /** The inbound messages the turn answers, in the order its model saw them. */
+  readonly inboundIds: readonly string[];
+}
+
+/**
+ * The turn journal: an open turn (its reply not stored yet), the inbound messages it answers, and its model calls
+ * as they complete (its tool calls are in {@link ToolCallRepository}, by turn). A turn a crash cut off is found by
+ * its messages and resumed from here; everything of a turn goes in the transaction that stores its reply.
+ */
+export interface TurnRepository {
+  /** Records an open turn with the messages it answers. @throws StoreError `conflict` when a message already has one. */
+  open(turn: OpenTurnRecord): Promise<void>;
+  /**
+   * Where these inbound messages stand: those still queued (not answered by any turn), and the open turn one of
+   * them belongs to (the oldest such turn, with all its messages).
+   */
+  lookup(inboundIds: readonly string[]): Promise<{ readonly queued: ReadonlySet<string>; readonly open: OpenTurnRecord | undefined }>;
+  /**
+   * Takes an open turn over from the process `from` (gone: its lease ran out) for `owner`, with the leases of all its
+   * queued messages. Succeeds only while the turn is still `from`'s and `owner` holds the lease of one of its messages,
+   * so of two processes each holding part of a turn, one gets all of it. Resolves whether `owner` has it now.
+   */
+  takeOver(turnId: string, input: { readonly from: string; readonly owner: string; readonly leaseMs: number }): Promise<boolean>;
+  /** Records the `seq`-th model call of a turn (JSON), replacing one recorded there before. */
+  recordModelCall(turnId: string, seq: number, call: string): Promise<void>;
+  /** The turn's recorded model calls, in order. */
+  listModelCalls(turnId: string): Promise<string[]>;
+  /** Forgets the turn and its journal (in the transaction that stores its reply). */
+  close(turnId: string): Promise<void>;
 }
 
 /**

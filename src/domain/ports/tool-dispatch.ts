@@ -8,6 +8,11 @@
 export interface ToolCallRequest {
   /** The model's call id; a dispatcher treats a repeated id as the same call (idempotency). */
   readonly callId: string;
+  /**
+   * Stable across a resume: a call the turn runs again after a crash (cut off while running) carries the same key.
+   * The tool uses it for the side effects it makes elsewhere (`ToolCallContext.idempotencyKey`).
+   */
+  readonly idempotencyKey: string;
   readonly tool: string;
   /** Parsed arguments, as the model wrote them (a bound user argument is checked by the host). */
   readonly arguments: Readonly<Record<string, unknown>>;

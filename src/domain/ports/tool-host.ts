@@ -21,6 +21,12 @@ export interface ToolCallContext {
   readonly conversationId: string;
   readonly correlationId: string;
   readonly callId: string;
+  /**
+   * The key for the side effects this call makes elsewhere (a booking, a payment, a message): the same every time
+   * the turn runs this call, including after a crash that cut it off while running. Pass it to the service as its
+   * idempotency key (or store it beside the effect and look it up first), so a call run again does not act twice.
+   */
+  readonly idempotencyKey: string;
   readonly signal: AbortSignal;
   /** The user's current role, if any. */
   readonly role: string | null;

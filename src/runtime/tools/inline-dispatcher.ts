@@ -26,6 +26,7 @@ export class InlineToolDispatcher implements ToolDispatcher {
       conversationId: request.conversationId,
       correlationId: request.correlationId,
       callId: request.callId,
+      idempotencyKey: request.idempotencyKey,
       // Without a turn signal, one of the call's own, so listeners a tool leaves behind go with the call; made only
       // for a tool that reads it (an AbortSignal is not cheap to make).
       get signal() {

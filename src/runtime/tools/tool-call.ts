@@ -8,15 +8,17 @@ import type { ToolRun, TurnScope } from '../turn-context.js';
  * Runs one tool call the model asked for, by the core's rules: the arguments must be a JSON object, a tool outside
  * the role's allowlist is refused, the call goes to the dispatcher as data for the user the server bound to the
  * turn, and the configured role tool turns into a role effect when it succeeds. A call id the model repeats within
- * the turn gets the first call's result and does not run again. Never throws for the tool's own failure: the model
- * receives it as a tool error.
+ * the turn gets the first call's result and does not run again, and a call that finished before a crash is not run
+ * again when the turn resumes (its result comes from the turn's journal). Never throws for the tool's own failure:
+ * the model receives it as a tool error.
  */
 export async function runToolCall(scope: TurnScope, call: ModelToolCall, role: string | null, state: FlowState): Promise<ToolCallResult> {
   scope.progress({ type: 'tool_call', callId: call.callId, name: call.name, arguments: call.arguments });
 
-  const earlier = scope.toolRuns.get(call.callId);
+  const { journal } = scope;
+  const earlier = journal.toolRuns.get(call.callId);
   const result = earlier?.result ?? (await dispatch(scope, call, role, state));
-  if (!earlier) scope.toolRuns.set(call.callId, { call, result });
+  if (!earlier) journal.toolRuns.set(call.callId, { call, result });
 
   scope.progress({ type: 'tool_result', callId: call.callId, name: call.name, content: result.content, isError: result.isError });
   return result;
@@ -30,9 +32,10 @@ async function dispatch(scope: TurnScope, call: ModelToolCall, role: string | nu
   // A tool outside the role's allowlist is refused even if the model names it.
   if (!offered.has(call.name)) return refusal(call, `Tool ${call.name} is not available${role ? ` to role ${role}` : ''}.`);
 
-  const result = await deps.dispatchTool({
+  const result = await dispatchOnce(scope, call, {
     request: {
       callId: call.callId,
+      idempotencyKey: scope.journal.idempotencyKey(call.callId),
       tool: call.name,
       arguments: args,
       userId: scope.user.id,
@@ -50,6 +53,21 @@ async function dispatch(scope: TurnScope, call: ModelToolCall, role: string | nu
   if (!result.isError && result.effects.role === undefined && call.name === deps.agent.setRoleTool && typeof requested === 'string') {
     if (deps.agent.roleNames.length === 0 || deps.agent.roleNames.includes(requested)) return { ...result, effects: { ...result.effects, role: requested } };
   }
+  return result;
+}
+
+/**
+ * Dispatches a call once per turn, across a crash: a call the journal holds as finished returns its recorded result
+ * without running; any other is recorded as running before it goes out and with its result when it comes back. A
+ * call cut off while running goes out again, under the same idempotency key.
+ */
+async function dispatchOnce(scope: TurnScope, call: ModelToolCall, dispatchCall: Parameters<TurnScope['deps']['dispatchTool']>[0]): Promise<ToolCallResult> {
+  const { journal } = scope;
+  const finished = journal.finishedToolCall(call.callId);
+  if (finished) return finished;
+  await journal.toolStarted(call);
+  const result = await scope.deps.dispatchTool(dispatchCall);
+  await journal.toolFinished(call.callId, result);
   return result;
 }
 

@@ -90,5 +90,6 @@ export function toToolCall(row: Selectable<ToolCallsTable>): ToolCallRecord {
     result: row.result,
     createdAt: toDate(row.created_at),
     finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+    turnId: row.turn_id ?? null,
   };
 }

@@ -17,6 +17,9 @@ export interface Database {
   readonly messages: MessagesTable;
   readonly user_state: UserStateTable;
   readonly tool_calls: ToolCallsTable;
+  readonly turns: TurnsTable;
+  readonly turn_messages: TurnMessagesTable;
+  readonly turn_model_calls: TurnModelCallsTable;
   readonly inbound_messages: InboundMessagesTable;
   readonly deliveries: DeliveriesTable;
   readonly channel_state: ChannelStateTable;
@@ -160,6 +163,33 @@ export interface ToolCallsTable {
   result: string | null;
   created_at: EpochMillis;
   finished_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  /** The open turn the call belongs to (its journal); null for a call recorded outside a turn. */
+  turn_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** An open turn: its reply is not stored yet. Gone with its journal when the reply is stored. */
+export interface TurnsTable {
+  id: string;
+  session_id: string;
+  /** The process working on the turn (the lease owner of its messages). */
+  owner: string;
+  created_at: EpochMillis;
+}
+
+/** The inbound messages an open turn answers, in order: one open turn per message. */
+export interface TurnMessagesTable {
+  inbound_id: string;
+  turn_id: string;
+  /** The message's place in the turn's batch (the order the model saw them). */
+  position: number;
+}
+
+/** A model call of an open turn, by its place in the turn (0-based), with its response as JSON. */
+export interface TurnModelCallsTable {
+  turn_id: string;
+  seq: number;
+  call: string;
+  created_at: EpochMillis;
 }
 
 /** Accepted messages waiting for (or answered by) a turn: the durable inbox. */

@@ -24,6 +24,7 @@ export class KyselyToolCallRepository implements ToolCallRepository {
         correlationId: record.correlationId,
         name: record.name,
         arguments: record.arguments,
+        turnId: record.turnId ?? null,
         now: this.#ctx.now(),
       });
       return result.numAffectedRows === 1n;
@@ -66,10 +67,17 @@ export class KyselyToolCallRepository implements ToolCallRepository {
       return rows.map(toToolCall);
     });
   }
+
+  listByTurn(turnId: string): Promise<ToolCallRecord[]> {
+    return storeOperation('toolCalls.listByTurn', async () => {
+      const rows = await this.#ctx.db.selectFrom('tool_calls').selectAll().where('turn_id', '=', turnId).orderBy('created_at').orderBy('call_id').execute();
+      return rows.map(toToolCall);
+    });
+  }
 }
 
 const startQuery = prepared(
-  (db, $: { callId: string; sessionId: string; userId: string; correlationId: string; name: string; arguments: string; now: number }, dialect) =>
+  (db, $: { callId: string; sessionId: string; userId: string; correlationId: string; name: string; arguments: string; turnId: string | null; now: number }, dialect) =>
     dialect.insertOrIgnore(
       db.insertInto('tool_calls')
       .values({
@@ -83,6 +91,7 @@ const startQuery = prepared(
         result: null,
         created_at: $.now,
         finished_at: null,
+        turn_id: $.turnId,
       }),
       ['call_id'],
     ),

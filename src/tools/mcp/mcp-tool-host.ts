@@ -175,7 +175,7 @@ export class McpToolHost implements ToolHost {
         ({ client }) =>
           correlation.run(ctx.correlationId, () =>
             client.callTool(
-              { name, arguments: this.bindUser(tool, args, ctx.userId), _meta: { correlationId: ctx.correlationId } },
+              { name, arguments: this.bindUser(tool, args, ctx.userId), _meta: { correlationId: ctx.correlationId, idempotencyKey: ctx.idempotencyKey } },
               undefined,
               { timeout: this.timeoutMs, signal: ctx.signal },
             ),

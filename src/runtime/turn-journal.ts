@@ -1,0 +1,195 @@
+import type { ToolCallRecord } from '../domain/model.js';
+import type { TurnProgress } from '../domain/ports/channel.js';
+import type { ModelCall, ModelCallRecord } from '../domain/ports/flow.js';
+import type { ModelToolCall } from '../domain/ports/model-provider.js';
+import type { OpenTurnRecord, Store } from '../domain/ports/store.js';
+import type { ToolCallResult } from '../domain/ports/tool-dispatch.js';
+
+/** A tool call this turn ran, with what came back, for idempotency within the turn and for the audit records. */
+export interface ToolRun {
+  readonly call: ModelToolCall;
+  readonly result: ToolCallResult;
+}
+
+/** A model call as the journal keeps it: which model set it went to, and what came back. */
+interface RecordedModelCall extends ModelCall {
+  /** The named model set (`ModelChoice.models`), null for the agent's own. */
+  readonly models: string | null;
+}
+
+/** Who the journal writes for: the turn's batch and the person it answers. */
+export interface JournalTurn {
+  readonly sessionId: string;
+  readonly userId: string;
+  readonly correlationId: string;
+  /** The lease owner working on the turn. */
+  readonly owner: string;
+  readonly inboundIds: readonly string[];
+}
+
+/**
+ * A turn's progress, as a record that is written as it happens and read back after a crash: the model calls made
+ * (each response stored as it completes) and the tool calls run (stored `running` before they are dispatched, then
+ * with their result). A resumed turn re-runs its flow over this record: the n-th model call returns the n-th recorded
+ * response without asking the model (or paying for it again), a finished tool call returns its recorded result
+ * without running, and a call cut off while running runs again under the same idempotency key.
+ *
+ * Nothing is written until the turn's first model call that asked for tools completes: a turn cut off before that
+ * has done nothing worth keeping and simply starts again, and a plain exchange (one model call, then the reply)
+ * writes no journal at all. Everything goes in the transaction that stores the reply ({@link end}).
+ */
+export class TurnJournal {
+  /** The turn's id, stable across a resume; its reply is stored (and streamed) under it. */
+  readonly id: string;
+  /** Model calls made so far, replayed ones included: a failed turn still records what it spent, once. */
+  readonly modelCalls: ModelCallRecord[] = [];
+  /** Tool calls run so far, by the model's call id. */
+  readonly toolRuns = new Map<string, ToolRun>();
+  readonly #store: Store;
+  readonly #turn: JournalTurn;
+  readonly #recordedModelCalls: readonly RecordedModelCall[];
+  /** The journal's tool calls, by the model's call id. */
+  readonly #recordedTools: ReadonlyMap<string, ToolCallRecord>;
+  #nextModelCall = 0;
+  /** Whether the recorded model calls still match the flow's (a flow that asks otherwise ends the replay). */
+  #replaying: boolean;
+  /** The turn's record exists in the store (written with its first step, or found there on resume). */
+  #open: boolean;
+  #writes: Promise<unknown> = Promise.resolve();
+  /** A model call's record not written yet (see {@link recordModelCall}). */
+  #deferred: ((store: Store) => Promise<void>) | undefined;
+  #streamedText = '';
+
+  private constructor(store: Store, id: string, turn: JournalTurn, recorded: { modelCalls: readonly RecordedModelCall[]; tools: ReadonlyMap<string, ToolCallRecord> } | undefined) {
+    this.#store = store;
+    this.id = id;
+    this.#turn = turn;
+    this.#recordedModelCalls = recorded?.modelCalls ?? [];
+    this.#recordedTools = recorded?.tools ?? new Map();
+    this.#open = recorded !== undefined;
+    this.#replaying = this.#recordedModelCalls.length > 0;
+  }
+
+  /** A journal for a new turn; nothing is stored until the turn goes on past a model call (see the class). */
+  static start(store: Store, id: string, turn: JournalTurn): TurnJournal {
+    return new TurnJournal(store, id, turn, undefined);
+  }
+
+  /** The journal of an open turn a crash (or a failed store) cut off, read back to continue from. */
+  static async resume(store: Store, open: OpenTurnRecord, turn: JournalTurn): Promise<TurnJournal> {
+    const [calls, tools] = await Promise.all([store.turns.listModelCalls(open.id), store.toolCalls.listByTurn(open.id)]);
+    const prefix = `${open.id}:`;
+    return new TurnJournal(store, open.id, turn, {
+      modelCalls: calls.map((call) => JSON.parse(call) as RecordedModelCall),
+      tools: new Map(tools.map((record) => [record.callId.slice(prefix.length), record])),
+    });
+  }
+
+  /**
+   * Where the next model call stands: its place in the turn, and the recorded call when the turn is replaying one
+   * made before the crash (asked of the same model set). The first call that differs ends the replay.
+   */
+  nextModelCall(models: string | undefined): { readonly seq: number; readonly recorded?: ModelCall } {
+    const seq = this.#nextModelCall++;
+    const recorded = this.#replaying ? this.#recordedModelCalls[seq] : undefined;
+    if (recorded !== undefined && recorded.models === (models ?? null)) {
+      this.modelCalls.push(recorded.record);
+      return { seq, recorded: { response: recorded.response, record: recorded.record } };
+    }
+    this.#replaying = false;
+    return { seq };
+  }
+
+  /**
+   * Stores a completed model call (its response and tokens) at its place in the turn. A call that asked for no tool
+   * (most often the turn's last) is written only when the turn goes on ({@link flush}): a turn whose reply follows at
+   * once stores nothing here, and a crash in between costs at most that one call again.
+   */
+  async recordModelCall(seq: number, models: string | undefined, call: ModelCall): Promise<void> {
+    this.modelCalls.push(call.record);
+    const recorded = JSON.stringify({ models: models ?? null, response: call.response, record: call.record } satisfies RecordedModelCall);
+    const write = (store: Store) => store.turns.recordModelCall(this.id, seq, recorded);
+    // Tools the provider called itself (hosted MCP) acted already: such a call is kept at once, like a tool call.
+    if (call.response.toolCalls.length === 0 && (call.response.hostedToolCalls?.length ?? 0) === 0) this.#deferred = write;
+    else await this.#write(write);
+  }
+
+  /** Writes a model call kept back by {@link recordModelCall}: the turn goes on to another model call. */
+  flush(): Promise<void> {
+    return this.#deferred === undefined ? Promise.resolve() : this.#write(async () => {});
+  }
+
+  /**
+   * The key a tool uses for the side effects it makes elsewhere: the same for a call (by the model's call id) every
+   * time the turn runs, so a call cut off while running and run again is recognised by what it called.
+   */
+  idempotencyKey(callId: string): string {
+    return `${this.id}:${callId}`;
+  }
+
+  /** The recorded result of a tool call that finished before the turn was cut off; undefined when it must run. */
+  finishedToolCall(callId: string): ToolCallResult | undefined {
+    const record = this.#recordedTools.get(callId);
+    return record === undefined || record.status === 'running' || record.result === null ? undefined : (JSON.parse(record.result) as ToolCallResult);
+  }
+
+  /** Records that a tool call is about to be dispatched (a call recorded before keeps its record). */
+  toolStarted(call: ModelToolCall): Promise<void> {
+    return this.#write(async (store) => {
+      await store.toolCalls.start({
+        callId: this.idempotencyKey(call.callId),
+        sessionId: this.#turn.sessionId,
+        userId: this.#turn.userId,
+        correlationId: this.#turn.correlationId,
+        name: call.name,
+        arguments: call.arguments,
+        turnId: this.id,
+      });
+    });
+  }
+
+  /** Records a dispatched tool call's result. */
+  toolFinished(callId: string, result: ToolCallResult): Promise<void> {
+    return this.#write((store) => store.toolCalls.finish(this.idempotencyKey(callId), { status: result.isError ? 'failed' : 'succeeded', result: JSON.stringify(result) }));
+  }
+
+  /** Forgets the journal, in the transaction `tx` that stores the turn's reply. */
+  async end(tx: Store): Promise<void> {
+    await this.#writes.catch(() => undefined);
+    if (this.#open) await tx.turns.close(this.id);
+  }
+
+  /** The text streamed to the channel since the last tool call: what the person sees as the reply so far. */
+  get streamedText(): string {
+    return this.#streamedText;
+  }
+
+  /** Follows the text the person is shown, as progress reaches the channel. */
+  noteProgress(event: TurnProgress): void {
+    if (event.type === 'text_delta') this.#streamedText += event.delta;
+    else if (event.type === 'tool_call' || event.type === 'discard') this.#streamedText = '';
+  }
+
+  /**
+   * Runs journal writes one after another; the first one also records the turn with its batch, in the same
+   * transaction, so a stored step always has its turn.
+   */
+  #write(step: (store: Store) => Promise<void>): Promise<void> {
+    const write = this.#writes.then(async () => {
+      const deferred = this.#deferred;
+      this.#deferred = undefined;
+      const steps = async (store: Store) => {
+        await deferred?.(store);
+        await step(store);
+      };
+      if (this.#open) return deferred === undefined ? step(this.#store) : this.#store.transaction(steps);
+      await this.#store.transaction(async (tx) => {
+        await tx.turns.open({ id: this.id, sessionId: this.#turn.sessionId, owner: this.#turn.owner, inboundIds: this.#turn.inboundIds });
+        await steps(tx);
+      });
+      this.#open = true;
+    });
+    this.#writes = write.catch(() => undefined);
+    return write;
+  }
+}

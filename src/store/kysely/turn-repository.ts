@@ -1,0 +1,109 @@
+import type { OpenTurnRecord, TurnRepository } from '../../domain/ports/store.js';
+import { atomically, type RepositoryContext } from './repository-context.js';
+import { storeOperation } from './store-errors.js';
+
+/** The turn journal (see the port): open turns, the messages they answer, and their model calls. */
+export class KyselyTurnRepository implements TurnRepository {
+  readonly #ctx: RepositoryContext;
+
+  constructor(ctx: RepositoryContext) {
+    this.#ctx = ctx;
+  }
+
+  open(turn: OpenTurnRecord): Promise<void> {
+    return storeOperation('turns.open', () =>
+      atomically(this.#ctx.db, async (db) => {
+        await db.insertInto('turns').values({ id: turn.id, session_id: turn.sessionId, owner: turn.owner, created_at: this.#ctx.now() }).execute();
+        await db
+          .insertInto('turn_messages')
+          .values(turn.inboundIds.map((inboundId, position) => ({ inbound_id: inboundId, turn_id: turn.id, position })))
+          .execute();
+      }),
+    );
+  }
+
+  lookup(inboundIds: readonly string[]) {
+    return storeOperation('turns.lookup', async () => {
+      if (inboundIds.length === 0) return { queued: new Set<string>(), open: undefined };
+      const { db } = this.#ctx;
+      const rows = await db
+        .selectFrom('inbound_messages as im')
+        .leftJoin('turn_messages as tm', 'tm.inbound_id', 'im.id')
+        .select(['im.id', 'im.state', 'tm.turn_id'])
+        .where('im.id', 'in', [...inboundIds])
+        .execute();
+      const queued = new Set(rows.filter((row) => row.state === 'queued').map((row) => row.id));
+      // The oldest message's turn comes first: the batch is answered in order.
+      const turnId = inboundIds.map((id) => rows.find((row) => row.id === id)?.turn_id).find((id) => id !== null && id !== undefined);
+      if (turnId === undefined || turnId === null) return { queued, open: undefined };
+      const members = await db
+        .selectFrom('turns as t')
+        .innerJoin('turn_messages as tm', 'tm.turn_id', 't.id')
+        .select(['t.id', 't.session_id', 't.owner', 'tm.inbound_id'])
+        .where('t.id', '=', turnId)
+        .orderBy('tm.position')
+        .execute();
+      const first = members[0];
+      const open: OpenTurnRecord | undefined =
+        first === undefined ? undefined : { id: first.id, sessionId: first.session_id, owner: first.owner, inboundIds: members.map((member) => member.inbound_id) };
+      return { queued, open };
+    });
+  }
+
+  takeOver(turnId: string, input: { readonly from: string; readonly owner: string; readonly leaseMs: number }): Promise<boolean> {
+    return storeOperation('turns.takeOver', () =>
+      atomically(this.#ctx.db, async (db) => {
+        // One statement decides, so of two processes each holding part of the turn exactly one takes it.
+        const taken = await db
+          .updateTable('turns')
+          .set({ owner: input.owner })
+          .where('id', '=', turnId)
+          .where('owner', '=', input.from)
+          .where(({ exists, selectFrom }) =>
+            exists(
+              selectFrom('turn_messages as tm')
+                .innerJoin('inbound_messages as im', 'im.id', 'tm.inbound_id')
+                .select('im.id')
+                .where('tm.turn_id', '=', turnId)
+                .where('im.state', '=', 'queued')
+                .where('im.owner', '=', input.owner),
+            ),
+          )
+          .executeTakeFirst();
+        if (taken.numUpdatedRows !== 1n) return false;
+        await db
+          .updateTable('inbound_messages')
+          .set({ owner: input.owner, lease_until: this.#ctx.now() + input.leaseMs })
+          .where('state', '=', 'queued')
+          .where('id', 'in', (eb) => eb.selectFrom('turn_messages').select('inbound_id').where('turn_id', '=', turnId))
+          .execute();
+        return true;
+      }),
+    );
+  }
+
+  recordModelCall(turnId: string, seq: number, call: string): Promise<void> {
+    return storeOperation('turns.recordModelCall', async () => {
+      const { db, dialect } = this.#ctx;
+      await dialect.upsert(db.insertInto('turn_model_calls').values({ turn_id: turnId, seq, call, created_at: this.#ctx.now() }), ['turn_id', 'seq'], { replace: ['call', 'created_at'] }).execute();
+    });
+  }
+
+  listModelCalls(turnId: string): Promise<string[]> {
+    return storeOperation('turns.listModelCalls', async () => {
+      const rows = await this.#ctx.db.selectFrom('turn_model_calls').select('call').where('turn_id', '=', turnId).orderBy('seq').execute();
+      return rows.map((row) => row.call);
+    });
+  }
+
+  close(turnId: string): Promise<void> {
+    return storeOperation('turns.close', () =>
+      atomically(this.#ctx.db, async (db) => {
+        await db.deleteFrom('turn_model_calls').where('turn_id', '=', turnId).execute();
+        await db.deleteFrom('tool_calls').where('turn_id', '=', turnId).execute();
+        await db.deleteFrom('turn_messages').where('turn_id', '=', turnId).execute();
+        await db.deleteFrom('turns').where('id', '=', turnId).execute();
+      }),
+    );
+  }
+}
