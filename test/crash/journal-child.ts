@@ -11,11 +11,13 @@ import type { ReplyTarget } from '../../src/domain/ports/channel.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 
-const { databaseUrl, modelUrl, instructionsDir, leaseMs, toolLog, holdSlot, toolDelayMs, agent, staged } = JSON.parse(process.argv[2]!) as {
+const { databaseUrl, modelUrl, instructionsDir, leaseMs, maxTurnAttempts, toolLog, holdSlot, toolDelayMs, agent, staged } = JSON.parse(process.argv[2]!) as {
   databaseUrl: string;
   modelUrl: string;
   instructionsDir: string;
   leaseMs: number;
+  /** `inbox.maxTurnAttempts`: a turn taken over after a crash counts as an attempt. */
+  maxTurnAttempts?: number;
   /** The file `book` appends `start <idempotency key> <slot>` and `done <idempotency key> <slot>` to. */
   toolLog: string;
   /** `book` never finishes for this slot (the process is killed while it runs). */
@@ -61,7 +63,7 @@ await createPalaver(
     agent: { instructionsDir, ...agent },
     ...(staged ? { staged } : {}),
     channels: { web: { enabled: false } },
-    inbox: { leaseMs },
+    inbox: { leaseMs, ...(maxTurnAttempts === undefined ? {} : { maxTurnAttempts }) },
   },
   { channels: [chat], tools: [book], logger: createLogger({ level: 'warn', destination: process.stderr }) },
 );
