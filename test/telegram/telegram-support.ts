@@ -43,7 +43,6 @@ export function userTexts(call: ScriptedCall): string[] {
   return call.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content] : []));
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Log lines (parsed) whose `msg` contains `text`. */
 export function logsWith(harness: Harness, text: string): Record<string, unknown>[] {
