@@ -4,7 +4,7 @@ import type { RunningHttpServer } from '../../src/server/index.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
 import { assertValidAguiEvent } from '../server/sse.js';
 import { events, newVisitor, send } from './attack-kit.js';
-import { fuzzAsync } from '../support/fuzz.js';
+import { fuzzAsync, replaying } from '../support/fuzz.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
 
 // Property: whatever body reaches POST /agui, the server answers with a 2xx stream or a 4xx error (never 5xx) within
@@ -145,10 +145,12 @@ describe('POST /agui under random input', () => {
       }),
       { numRuns: 250, timeout: 15_000 },
     );
-    // The generators reach both sides of the boundary.
-    expect(accepted).toBeGreaterThan(10);
-    expect(finished).toBeGreaterThan(10);
-    expect(refused).toBeGreaterThan(10);
+    // The generators reach both sides of the boundary (not checked when one case is replayed).
+    if (!replaying) {
+      expect(accepted).toBeGreaterThan(10);
+      expect(finished).toBeGreaterThan(10);
+      expect(refused).toBeGreaterThan(10);
+    }
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
   }, 120_000);
 });

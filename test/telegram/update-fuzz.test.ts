@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningHttpServer } from '../../src/server/http-server.js';
-import { fuzzAsync } from '../support/fuzz.js';
+import { fuzzAsync, replaying } from '../support/fuzz.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
 import { createTelegramRig, inboxState, type TelegramRig } from './telegram-support.js';
 
@@ -25,7 +25,9 @@ const user = fc.record(
   { requiredKeys: ['id', 'first_name'] },
 );
 const chat = fc.oneof(
-  fc.record({ id: fc.integer({ min: 1, max: 2 ** 40 }), type: fc.constant('private'), first_name: anyText }),
+  // Below the ordinary messages' chats: a private chat belongs to the first account that wrote in it, so a random
+  // sender there would (rightly) make a later ordinary message a stranger's. Telegram never sends that.
+  fc.record({ id: fc.integer({ min: 1, max: 2 ** 39 }), type: fc.constant('private'), first_name: anyText }),
   fc.record({ id: fc.integer({ min: -(2 ** 40), max: -1 }), type: fc.constantFrom('group', 'supergroup', 'channel'), title: anyText, is_forum: fc.boolean() }, { requiredKeys: ['id', 'type'] }),
 );
 const entity = fc.record({ type: fc.constantFrom('bold', 'mention', 'bot_command', 'text_link', 'made_up'), offset: fc.integer({ min: -2, max: 50 }), length: fc.integer({ min: -1, max: 50 }) });
@@ -50,7 +52,7 @@ const anyMessage = fc.record(
   { requiredKeys: ['chat', 'date'] },
 );
 /** What a person writes in a private chat: the messages that must be stored and answered. */
-const ordinaryMessage = fc.record({ chatId: fc.integer({ min: 1, max: 2 ** 40 }), text: plainText }).map(({ chatId, text }) => ({
+const ordinaryMessage = fc.record({ chatId: fc.integer({ min: 2 ** 39 + 1, max: 2 ** 40 }), text: plainText }).map(({ chatId, text }) => ({
   chat: { id: chatId, type: 'private', first_name: 'Pat' },
   from: { id: chatId, is_bot: false, first_name: 'Pat', language_code: 'en' },
   date: 1_800_000_000,
@@ -94,8 +96,9 @@ function materialise(draft: Draft): Record<string, unknown> & { update_id: numbe
 }
 
 /** The bot's state once nothing is running: every stored message answered, every reply's part sent. */
-function answers(rig: TelegramRig): { unanswered: number; replies: number; sent: number } {
+function answers(rig: TelegramRig): { unanswered: number; replies: number; sent: number; failedParts: string[] } {
   const stored = readSqliteFile(rig.harness.databaseUrl, (db) => ({
+    failedParts: db.all<{ error: string }>("SELECT error FROM deliveries WHERE state = 'failed'").map((row) => row.error),
     unanswered: Number(db.get<{ n: number }>("SELECT count(*) AS n FROM inbound_messages WHERE state <> 'answered'")?.n),
     replies: Number(db.get<{ n: number }>('SELECT count(DISTINCT reply_message_id) AS n FROM inbound_messages WHERE reply_message_id IS NOT NULL')?.n),
   }));
@@ -111,6 +114,7 @@ async function settled(rig: TelegramRig): Promise<void> {
   const state = answers(rig);
   // Each turn's reply went out once (one part each: the reply is short), and no stored message waits for one.
   expect(state.unanswered).toBe(0);
+  expect(state.failedParts).toEqual([]);
   expect(state.sent).toBe(state.replies);
 }
 
@@ -157,7 +161,8 @@ describe('telegram updates under random input', () => {
         }),
         { numRuns: 60, timeout: 30_000 },
       );
-      expect(ordinary).toBeGreaterThan(10);
+      // The generator reaches the messages that must be answered (not checked when one case is replayed).
+      if (!replaying) expect(ordinary).toBeGreaterThan(10);
       // A body that is not an update at all is refused, not failed on.
       expect(await post('not json')).toBe(400);
       expect(await post('[]')).toBe(400);
@@ -201,7 +206,8 @@ describe('telegram updates under random input', () => {
         }),
         { numRuns: 60, timeout: 30_000 },
       );
-      expect(ordinary).toBeGreaterThan(10);
+      // The generator reaches the messages that must be answered (not checked when one case is replayed).
+      if (!replaying) expect(ordinary).toBeGreaterThan(10);
     }, 240_000);
   });
 });
