@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Palaver } from '../../src/app.js';
 import { defaultProfile, parseStoredProfile, profileSettingsSchema, validateProfileUpdate, type ProfileDefaults } from '../../src/identity/profile-settings.js';
 import type { RunningHttpServer } from '../../src/server/index.js';
-import { fuzz, fuzzAsync } from '../support/fuzz.js';
+import { fuzz, fuzzAsync, replaying } from '../support/fuzz.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
@@ -25,8 +25,19 @@ const preferences = fc.record(
   { interfaceLanguage: fieldValue, aiLanguage: fieldValue, timeZone: fieldValue, country: fc.oneof(fieldValue, fc.constant(null)), extra: fieldValue },
   { requiredKeys: [] },
 );
-/** Update bodies: mostly shaped like one, sometimes any JSON at all. */
+/** Updates the rules accept, in any spelling they allow. */
+const validPreferences = fc.record(
+  {
+    interfaceLanguage: fc.constantFrom('en', 'EN-us', 'pt_BR', 'zh-hant-tw', 'uk', ' de '),
+    aiLanguage: fc.constantFrom('en', 'ru', 'sr-latn', 'es-419'),
+    timeZone: fc.constantFrom('Europe/Kyiv', 'europe/kyiv', 'UTC', 'America/New_York', 'Etc/GMT+3'),
+    country: fc.constantFrom('ua', 'DE', null),
+  },
+  { requiredKeys: [] },
+);
+/** Update bodies: valid ones, ones shaped like an update with any values, and any JSON at all. */
 const updateBody = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ preferences: validPreferences }) },
   { weight: 4, arbitrary: fc.record({ version: fc.oneof(fc.constant(1), fc.jsonValue({ maxDepth: 0 })), preferences, privacy: fc.jsonValue({ maxDepth: 1 }) }, { requiredKeys: [] }) },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
 );
@@ -98,6 +109,8 @@ describe('profile settings under random input', () => {
     });
 
     it('answers 200 with exactly what the rules apply, or 400 naming the fields, never 5xx', async () => {
+      let applied = 0;
+      let refused = 0;
       const body = fc.oneof({ weight: 6, arbitrary: updateBody.map((value) => JSON.stringify(value)) }, { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) });
       await fuzzAsync(
         'admin profile update',
@@ -122,16 +135,23 @@ describe('profile settings under random input', () => {
           }
           const expected = validateProfileUpdate(parsed, before);
           if (response.status === 400) {
+            refused++;
             expect(answer.error?.message.length).toBeGreaterThan(0);
             expect(after).toEqual(before);
             return;
           }
+          applied++;
           expect(expected.ok).toBe(true);
           expect(answer.profile).toEqual(expected.ok ? expected.settings : undefined);
           expect(after).toEqual(expected.ok ? expected.settings : undefined);
         }),
         { numRuns: 150, timeout: 15_000 },
       );
+      // Both sides of the rules are reached (not checked when one case is replayed).
+      if (!replaying) {
+        expect(applied).toBeGreaterThan(5);
+        expect(refused).toBeGreaterThan(5);
+      }
     }, 120_000);
   });
 });
