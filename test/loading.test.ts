@@ -17,7 +17,12 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 // Registered after tsx, so it runs first and sees the final URL of every specifier.
 const HOOKS = `
 let port;
-export function initialize(data) { port = data.port; }
+export function initialize(data) {
+  port = data.port;
+  // Answers a flush: the port keeps order, so every URL posted before has arrived once the answer does.
+  port.on('message', (message) => { if (message === 'flush') port.postMessage('flushed'); });
+  port.unref();
+}
 export async function resolve(specifier, context, next) {
   const result = await next(specifier, context);
   port.postMessage(result.url);
@@ -33,8 +38,18 @@ port1.on('message', (url) => seen.add(url));
 port1.unref();
 register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOKS)}`)}, { data: { port: port2 }, transferList: [port2] });
 globalThis.__palaverLoaded = async () => {
-  // The hooks thread posts asynchronously: let its last messages arrive.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // The hooks thread posts asynchronously: wait for its answer to a flush, which comes after its last URL.
+  await new Promise((resolve) => {
+    const onFlushed = (message) => {
+      if (message !== 'flushed') return;
+      port1.off('message', onFlushed);
+      port1.unref();
+      resolve();
+    };
+    port1.on('message', onFlushed);
+    port1.ref();
+    port1.postMessage('flush');
+  });
   const urls = [...seen, ...Object.keys(createRequire(import.meta.url).cache).map((path) => 'file://' + path)];
   const packages = new Set();
   for (const url of urls) {

@@ -10,6 +10,8 @@ export interface ConversationCacheOptions {
   readonly ttlMs: number;
   /** Display messages kept per session: the history a turn sends. */
   readonly historyLimit: number;
+  /** The clock entries expire by, in milliseconds. Default `performance.now`; tests pass their own. */
+  readonly now?: () => number;
 }
 
 /** The user and session behind one channel conversation. Ids never change, so this is safe to keep. */
@@ -39,7 +41,8 @@ export class ConversationCache {
   readonly #historyLimit: number;
 
   constructor(options: ConversationCacheOptions) {
-    const settings = { max: options.maxEntries, ttl: options.ttlMs };
+    // lru-cache keeps a read of the clock for `ttlResolution` ms; a given clock is read every time instead.
+    const settings = { max: options.maxEntries, ttl: options.ttlMs, ...(options.now ? { perf: { now: options.now }, ttlResolution: 0 } : {}) };
     this.#participants = new LRUCache(settings);
     this.#states = new LRUCache(settings);
     this.#profiles = new LRUCache(settings);

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
  * description, parameters }`). One bot token per server. It keeps the updates people "send" (helpers below) for
  * `getUpdates` or pushes them to a registered webhook, records every call the bot makes, validates what Telegram
  * validates (text length, entity offsets), and can be told to fail once (429 with retry_after, 400 "can't parse
- * entities") or to answer every poll with 409 Conflict.
+ * entities"), to answer every poll with 409 Conflict, or to carry out a call and then lose or hold back its answer
+ * (the connection dropped after Telegram committed the call: the bot cannot tell whether it happened).
  *
  * Everything waits on events, not sleeps: `waitForMessages`, `waitForCall`.
  *
@@ -56,6 +57,16 @@ export interface FakeTelegram {
 
   /** The next call of `method` fails: 429 with `retryAfter` seconds, or a 400 with `description`. */
   failNext(method: string, failure: { retryAfter: number } | { code: number; description: string }): void;
+  /**
+   * The next call of `method` is carried out (a sendMessage reaches the chat), then its connection is cut before the
+   * answer is written: the bot sees a network error for a call Telegram did make.
+   */
+  loseResponseNext(method: string): void;
+  /**
+   * The next call of `method` is carried out, and its answer is held back until the returned `release` (or `close`).
+   * `applied` resolves once the call took effect: a test can kill the bot's process between the two.
+   */
+  holdResponseNext(method: string): { readonly applied: Promise<FakeCall>; release(): void };
   /** While on, every getUpdates answers 409 Conflict (another poller holds the token). */
   setConflict(on: boolean): void;
   /**
@@ -121,6 +132,10 @@ export interface FakeSentMessage {
   readonly at: number;
 }
 
+type AfterEffect =
+  | { readonly kind: 'lose' }
+  | { readonly kind: 'hold'; readonly applied: Promise<FakeCall>; readonly released: Promise<void>; onApplied(call: FakeCall): void; release(): void };
+
 interface Failure {
   readonly code: number;
   readonly description: string;
@@ -143,12 +158,15 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
   const sent: FakeSentMessage[] = [];
   const updates: FakeUpdate[] = [];
   const failures = new Map<string, Failure[]>();
+  /** What happens to the answer of a call already carried out, per method: cut, or held until released. */
+  const afterEffects = new Map<string, AfterEffect[]>();
   const files = new Map<string, { bytes: Uint8Array; path: string; mimeType: string }>();
   const commands = new Map<string, { command: string; description: string }[]>();
   const connections = new Map<string, { enabled: boolean }>();
   const nextMessageId = new Map<number, number>();
   let nextUpdateId = 700_000_001;
   let nextFileId = 1;
+  const holds = new Set<Extract<AfterEffect, { kind: 'hold' }>>();
   let confirmedOffset = 0;
   let conflict = false;
   const hanging = new Set<string>();
@@ -259,6 +277,23 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
       const list = failures.get(method) ?? [];
       list.push('retryAfter' in failure ? { code: 429, description: `Too Many Requests: retry after ${failure.retryAfter}`, parameters: { retry_after: failure.retryAfter } } : failure);
       failures.set(method, list);
+    },
+    loseResponseNext(method) {
+      afterEffects.set(method, [...(afterEffects.get(method) ?? []), { kind: 'lose' }]);
+    },
+    holdResponseNext(method) {
+      let applied!: (call: FakeCall) => void;
+      let release!: () => void;
+      const effect: AfterEffect = {
+        kind: 'hold',
+        applied: new Promise<FakeCall>((resolve) => (applied = resolve)),
+        released: new Promise<void>((resolve) => (release = resolve)),
+        onApplied: (call) => applied(call),
+        release: () => release(),
+      };
+      afterEffects.set(method, [...(afterEffects.get(method) ?? []), effect]);
+      holds.add(effect);
+      return { applied: effect.applied, release: effect.release };
     },
     setConflict(on) {
       conflict = on;
@@ -449,12 +484,24 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
         for (const [key, value] of form) if (typeof value === 'string') params[key] = parseField(value);
       }
     }
-    calls.push({ method, params, at: Date.now() });
+    const call: FakeCall = { method, params, at: Date.now() };
+    calls.push(call);
     events.emit('call');
     const aborted = new AbortController();
     res.on('close', () => aborted.abort());
     if (hanging.has(method) && !(await released(method, aborted.signal))) return;
     const outcome = await answer(method, params, aborted.signal);
+    const effect = 'result' in outcome ? afterEffects.get(method)?.shift() : undefined;
+    if (effect?.kind === 'lose') {
+      // Committed, and the answer never leaves: the client sees the connection close (a network error).
+      req.socket.destroy();
+      return;
+    }
+    if (effect?.kind === 'hold') {
+      effect.onApplied(call);
+      await effect.released;
+      holds.delete(effect);
+    }
     if ('result' in outcome) return sendJson(res, 200, { ok: true, result: outcome.result });
     return sendJson(res, outcome.code, { ok: false, error_code: outcome.code, description: outcome.description, ...(outcome.parameters ? { parameters: outcome.parameters } : {}) });
   }
@@ -493,6 +540,7 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
   Object.assign(fake, {
     apiRoot: `http://127.0.0.1:${port}`,
     close: () => {
+      for (const hold of holds) hold.release();
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -5,7 +5,29 @@ import type { ModelRequest, ModelResponse, ModelToolCall } from '../../src/domai
 import type { ToolCallResult } from '../../src/domain/ports/tool-dispatch.js';
 
 /** A model step of a script: what the model answers to the nth call. */
-type Step = Partial<ModelResponse> & { readonly deltas?: readonly string[] };
+export type Step = Partial<ModelResponse> & { readonly deltas?: readonly string[] };
+
+/**
+ * How a flow's model answers, in its own terms: the contract says "the model answers X" or "the model calls these
+ * tools, then answers X", and each flow turns that into the model calls it makes (one call, or a call per stage).
+ */
+export interface FlowScript {
+  /** The steps of a turn whose answer is `text`, streamed (when the channel streams) as `deltas` of it. */
+  answer(text: string, deltas?: readonly string[]): Step[];
+  /** The steps of a turn in which the model calls `calls` in one round and then answers `text`. */
+  toolsThenAnswer(calls: readonly ModelToolCall[], text: string): Step[];
+}
+
+/** A flow that asks the model once per round and shows its text as it is: the single flow. */
+export const plainScript: FlowScript = {
+  answer: (text, deltas) => [{ text, ...(deltas ? { deltas } : {}) }],
+  toolsThenAnswer: (calls, text) => [{ toolCalls: [...calls] }, { text }],
+};
+
+/** Gives every step its own token usage, so the records can be matched call by call. */
+function withUsage(steps: readonly Step[]): Step[] {
+  return steps.map((step, index) => ({ ...step, usage: { inputTokens: 100 + index * 50, outputTokens: 7 + index } }));
+}
 
 interface Recorded {
   readonly requests: ModelRequest[];
@@ -61,56 +83,62 @@ const toolCall = (callId: string, args = '{}'): ModelToolCall => ({ callId, name
 
 /**
  * The contract every `Flow` keeps: it answers through its context alone (models, tools, instructions, progress),
- * and returns a neutral result whose records account for everything it did.
+ * and returns a neutral result whose records account for everything it did. `script` says how the flow's model
+ * answers (default: one call per round, as the single flow asks).
  */
-export function flowContract(name: string, flow: Flow): void {
+export function flowContract(name: string, flow: Flow, script: FlowScript = plainScript): void {
   describe(`Flow contract: ${name}`, () => {
     it('answers with the model\'s text, having shown it the history and the new messages', async () => {
-      const { context, recorded } = scriptedContext([{ text: 'Hello Ada' }]);
+      const { context, recorded } = scriptedContext(script.answer('Hello Ada'));
       const result = await flow.run(request, context);
       expect(result.text).toBe('Hello Ada');
       expect(recorded.requests[0]!.input).toEqual([...request.history, ...request.newItems]);
     });
 
     it('accounts for every model call and its tokens', async () => {
-      const { context, recorded } = scriptedContext([{ toolCalls: [toolCall('a')], usage: { inputTokens: 100, outputTokens: 7 } }, { text: 'done', usage: { inputTokens: 150, outputTokens: 9 } }]);
+      const steps = withUsage(script.toolsThenAnswer([toolCall('a')], 'done'));
+      const { context, recorded } = scriptedContext(steps);
       const result = await flow.run(request, context);
-      expect(result.modelCalls).toHaveLength(recorded.requests.length);
-      expect(result.modelCalls.map((call) => call.usage)).toEqual([{ inputTokens: 100, outputTokens: 7 }, { inputTokens: 150, outputTokens: 9 }]);
+      expect(recorded.requests).toHaveLength(steps.length);
+      expect(result.modelCalls.map((call) => call.usage)).toEqual(steps.map((step) => step.usage));
     });
 
     it('runs tools only through the context, under the user\'s role, and keeps one audit record per call', async () => {
-      const { context, recorded } = scriptedContext([{ toolCalls: [toolCall('a', '{"q":1}'), toolCall('b')] }, { text: 'found it' }]);
+      const { context, recorded } = scriptedContext(script.toolsThenAnswer([toolCall('a', '{"q":1}'), toolCall('b')], 'found it'));
       const result = await flow.run(request, context);
       expect(recorded.tools.map((entry) => entry.call.callId)).toEqual(['a', 'b']);
-      expect(result.audit).toHaveLength(2);
+      expect(recorded.tools.map((entry) => entry.role)).toEqual([null, null]);
       expect(result.audit.every((record) => record.audience === 'audit')).toBe(true);
-      expect(result.audit[0]).toMatchObject({ content: 'result of lookup', toolCallId: 'a' });
+      const toolRecords = result.audit.filter((record) => record.role === 'tool');
+      expect(toolRecords).toHaveLength(2);
+      expect(toolRecords[0]).toMatchObject({ content: 'result of lookup', toolCallId: 'a' });
       // Tool traffic stays out of what the person is shown.
       expect(result.text).toBe('found it');
       expect(result.state.recentToolCalls.map((call) => call.name)).toEqual(['lookup', 'lookup']);
     });
 
     it('applies flow-state effects a tool sends back', async () => {
-      const { context } = scriptedContext([{ toolCalls: [toolCall('a')] }, { text: 'ok' }], { tool: () => ({ effects: { flowState: { cart: null, wizard: { step: 2 } } } }) });
+      const { context } = scriptedContext(script.toolsThenAnswer([toolCall('a')], 'ok'), { tool: () => ({ effects: { flowState: { cart: null, wizard: { step: 2 } } } }) });
       const result = await flow.run(request, context);
       expect(result.state.flows).toEqual({ wizard: { step: 2 } });
     });
 
-    it('re-runs once under a role a tool asked for, with that role\'s instructions', async () => {
-      const { context, recorded } = scriptedContext([{ toolCalls: [toolCall('a')] }, { text: 'as courier' }], { tool: () => ({ effects: { role: 'courier' } }) });
+    it('answers under a role a tool asked for, with that role\'s instructions', async () => {
+      const { context, recorded } = scriptedContext(script.toolsThenAnswer([toolCall('a')], 'as courier'), { tool: () => ({ effects: { role: 'courier' } }) });
       const result = await flow.run(request, context);
       expect(result.state.role).toBe('courier');
       expect(result.state.responseChainId).toBeNull();
       expect(recorded.instructionRoles.at(-1)).toBe('courier');
+      // The call that wrote the answer was given the courier's instructions.
+      expect(recorded.requests.at(-1)!.instructions).toContain('instructions for courier');
       expect(result.text).toBe('as courier');
     });
 
     it('streams text to the channel only when it streams', async () => {
-      const quiet = scriptedContext([{ text: 'Hi there', deltas: ['Hi ', 'there'] }]);
+      const quiet = scriptedContext(script.answer('Hi there', ['Hi ', 'there']));
       await flow.run(request, quiet.context);
       expect(quiet.recorded.progress).toEqual([]);
-      const live = scriptedContext([{ text: 'Hi there', deltas: ['Hi ', 'there'] }], { streaming: true });
+      const live = scriptedContext(script.answer('Hi there', ['Hi ', 'there']), { streaming: true });
       await flow.run(request, live.context);
       expect(live.recorded.progress.filter((event) => event.type === 'text_delta').map((event) => (event as { delta: string }).delta).join('')).toBe('Hi there');
     });

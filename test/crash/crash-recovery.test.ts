@@ -66,8 +66,7 @@ async function killMidTurnAndRestart(databaseUrl: string): Promise<void> {
   // Answered once the dead process's lease ran out.
   await expect.poll(async () => (await session())?.status, { timeout: 10_000, interval: 100 }).toBe('completed');
   const answered = await session();
-  // Another lease period later, still one answer: nobody takes it over again.
-  await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
+  // Answered and nothing left queued: no process has anything to take over, so this is the final count.
   const messages = await store.messages.listRecent(answered!.id, { limit: 10 });
   expect(messages.map((message) => `${message.role}: ${message.content}`)).toEqual(['user: are you there?', 'assistant: Yes, I am here.']);
   expect(await store.inbound.listQueued(answered!.id)).toEqual([]);
@@ -96,7 +95,12 @@ async function killMidDeliveryAndRestart(databaseUrl: string): Promise<void> {
   const second = spawnTs(CHILD, args(false), { cwd: REPO_ROOT, env: cleanEnv() });
   await second.waitForOutput(/^ready$/m, 20_000);
   await second.waitForOutput(/^sent "The second part of the answer\."$/m, 10_000);
-  await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
+  // Every part of the reply is marked sent: nothing is left for any process to send, so this is the final count.
+  store = await openStore(databaseUrl, { migrate: false });
+  const user = await store.users.findByAccount('chat', 'crash-tester');
+  const [session] = await store.sessions.listByUser(user!.id);
+  const [stored] = await store.messages.listRecent(session!.id, { limit: 1 });
+  await expect.poll(async () => (await store!.deliveries.listForReply(stored!.id)).map((part) => part.state), { timeout: 10_000, interval: 100 }).toEqual(['sent', 'sent']);
   const sent = second.stdout().split('\n').filter((line) => line.startsWith('sent '));
   expect(sent).toEqual(['sent "The first part of the answer."', 'sent "The second part of the answer."']);
   // The model was asked once: the reply was stored before the crash, only its sending was resumed.

@@ -22,11 +22,13 @@ describe('ConversationCache', () => {
     expect(cache.history('s1')).toEqual([]);
   });
 
-  it('forgets entries after their time to live, so other writers are seen', async () => {
-    const cache = new ConversationCache({ maxEntries: 10, ttlMs: 20, historyLimit: 5 });
+  it('forgets entries after their time to live, so other writers are seen', () => {
+    let now = 1_000;
+    const cache = new ConversationCache({ maxEntries: 10, ttlMs: 20, historyLimit: 5, now: () => now });
     cache.rememberState('u1', { version: 3, state: { role: null, responseChainId: null, recentToolCalls: [], flows: {} } });
+    now += 19;
     expect(cache.state('u1')?.version).toBe(3);
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    now += 2;
     expect(cache.state('u1')).toBeUndefined();
   });
 });

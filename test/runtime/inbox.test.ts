@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Inbox } from '../../src/runtime/inbox.js';
 
 /** A promise with its resolve, to hold a batch open until the test lets it go. */
@@ -53,35 +53,49 @@ describe('Inbox', () => {
     await inbox.drain();
   });
 
-  it('waits for a quiet window before answering a burst together', async () => {
-    const batches: string[][] = [];
-    const inbox = new Inbox<string>({ onError: () => {}, runBatch: async (_key, items) => void batches.push([...items]) });
-    // Generous against a busy machine: the gaps are 15 ms, the window 200.
-    const window = { quietWindowMs: 200, maxWaitMs: 5_000 };
-    inbox.submit('a', '1', window);
-    await new Promise((resolve) => setTimeout(resolve, 15));
-    inbox.submit('a', '2', window);
-    await new Promise((resolve) => setTimeout(resolve, 15));
-    inbox.submit('a', '3', window);
-    expect(batches).toEqual([]);
-    await inbox.drain();
-    expect(batches).toEqual([['1', '2', '3']]);
-  });
+  // The inbox's clock (setTimeout and performance.now) is faked: the windows are checked to the millisecond, however
+  // busy the machine.
+  describe('on a fake clock', () => {
+    beforeEach(() => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
 
-  it('stops waiting for quiet after the maximum wait, however often messages keep coming', async () => {
-    const started: number[] = [];
-    const inbox = new Inbox<number>({ onError: () => {}, runBatch: async (_key, items) => void started.push(items.length) });
-    const window = { quietWindowMs: 30, maxWaitMs: 80 };
-    const begin = performance.now();
-    // A message every 10 ms never leaves 30 ms of quiet; the turn starts anyway once 80 ms have passed.
-    let sent = 0;
-    while (started.length === 0 && performance.now() - begin < 1_000) {
-      inbox.submit('a', sent++, window);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    expect(started.length).toBe(1);
-    expect(performance.now() - begin).toBeLessThan(500);
-    await inbox.drain();
+    it('waits for a quiet window after the last message before answering a burst together', async () => {
+      const batches: string[][] = [];
+      const inbox = new Inbox<string>({ onError: () => {}, runBatch: async (_key, items) => void batches.push([...items]) });
+      const window = { quietWindowMs: 200, maxWaitMs: 5_000 };
+      inbox.submit('a', '1', window);
+      await vi.advanceTimersByTimeAsync(150);
+      inbox.submit('a', '2', window);
+      await vi.advanceTimersByTimeAsync(150);
+      inbox.submit('a', '3', window);
+      // 300 ms after the first message, but only 199 after the last: still waiting.
+      await vi.advanceTimersByTimeAsync(199);
+      expect(batches).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(batches).toEqual([['1', '2', '3']]);
+      await inbox.drain();
+    });
+
+    it('stops waiting for quiet after the maximum wait, however often messages keep coming', async () => {
+      const started: number[] = [];
+      const inbox = new Inbox<number>({ onError: () => {}, runBatch: async (_key, items) => void started.push(items.length) });
+      const window = { quietWindowMs: 30, maxWaitMs: 80 };
+      // A message every 10 ms never leaves 30 ms of quiet; the turn starts anyway 80 ms after the first one.
+      let elapsed = 0;
+      for (let sent = 0; started.length === 0 && elapsed <= 200; sent++) {
+        inbox.submit('a', sent, window);
+        await vi.advanceTimersByTimeAsync(10);
+        elapsed += 10;
+      }
+      expect(elapsed).toBe(80);
+      // The messages of the first 80 ms (0, 10, …, 70) made the batch.
+      expect(started).toEqual([8]);
+      await inbox.drain();
+    });
   });
 
   it('starts exactly one more turn for messages that came during a turn, after their own quiet window', async () => {

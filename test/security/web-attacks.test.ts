@@ -49,8 +49,8 @@ describe('attacks on the web channel (no API key: the default)', () => {
     const before = rowCounts(harness.databaseUrl);
     const calls = harness.model.calls.length;
     await attack();
-    // Give a wrongly accepted message the time to reach the model.
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // No wait needed: a run is stored before its request is answered, and an accepted run's stream (which the attack
+    // reads to its end) ends only after the model answered. A refused request therefore leaves nothing to come.
     expect(rowCounts(harness.databaseUrl)).toEqual(before);
     expect(harness.model.calls.length).toBe(calls);
   }
@@ -129,11 +129,15 @@ describe('attacks on the web channel (no API key: the default)', () => {
     expect(shownText(first)).toBe('echo: my secret plan');
 
     // b writes into a's thread while a's next turn is running (the model takes 600 ms on "slow").
-    const running = postRun(base, runInput('t-owned-by-a', 'slow question'), { cookie: a.cookie });
-    await new Promise((resolve) => setTimeout(resolve, 100));
     const callsBefore = harness.model.calls.length;
+    let aAnswered = false;
+    const running = postRun(base, runInput('t-owned-by-a', 'slow question'), { cookie: a.cookie }).finally(() => (aAnswered = true));
+    // a's turn is at the model (which holds "slow" answers for 600 ms) before b writes.
+    await expect.poll(() => harness.model.calls.slice(callsBefore).some((call) => JSON.stringify(call.messages).includes('slow question'))).toBe(true);
     const before = rowCounts(harness.databaseUrl);
     const intruder = await postRun(base, runInput('t-owned-by-a', 'what did a say? tell me the plan'), { cookie: b.cookie });
+    // The case is the one named: b was refused while a's turn still ran (a slow machine fails here, never skips).
+    expect(aAnswered, "a's turn had ended before b wrote; the case was not tested").toBe(false);
     expect(intruder.status).toBe(403);
     expect(intruder.body).not.toContain('secret plan');
     const answered = await running;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Channel, ReplyTarget } from '../../src/domain/ports/channel.js';
-import { createTelegramRig, logsWith, sleep, userTexts, type TelegramRig } from './telegram-support.js';
+import { createTelegramRig, logsWith, userTexts, waitUntilSettled, type TelegramRig } from './telegram-support.js';
 
 let rig: TelegramRig | undefined;
 afterEach(async () => {
@@ -35,7 +35,8 @@ describe('telegram bot: Telegram Business', () => {
     telegram.businessMessage({ chatId: CUSTOMER.id, from: OWNER, connectionId: 'bc-2', text: 'Hi Carl, the owner here.' });
     telegram.businessMessage({ chatId: CUSTOMER.id, from: CUSTOMER, connectionId: 'bc-2', text: 'Thanks!' });
     await telegram.waitForMessages(1, { chatId: CUSTOMER.id });
-    await sleep(300);
+    // The owner's message came first in that chat and was handled first: only the customer's is stored.
+    await waitUntilSettled(harness, 1);
     expect(harness.model.calls).toHaveLength(1);
     expect(userTexts(harness.model.calls[0]!)).toEqual(['Thanks!']);
     expect(telegram.callsOf('readBusinessMessage')).toHaveLength(0);
@@ -51,7 +52,7 @@ describe('telegram bot: Telegram Business', () => {
     await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) > (telegram.updates.at(-1)!.update_id));
     telegram.businessMessage({ chatId: CUSTOMER.id, from: CUSTOMER, connectionId: 'bc-3', text: 'second' });
     await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) > (telegram.updates.at(-1)!.update_id));
-    await sleep(300);
+    await waitUntilSettled(harness, 1);
     expect(harness.model.calls).toHaveLength(1);
     expect(telegram.sentTo(CUSTOMER.id)).toHaveLength(1);
     expect(logsWith(harness, 'connection is disabled')).toHaveLength(1);

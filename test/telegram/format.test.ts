@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { splitTelegramMessage, toTelegramMessage, type MessageEntity, type TelegramMessage } from '../../src/channels/telegram-bot/format.js';
+import { fuzz } from '../support/fuzz.js';
 
 type Case = readonly [name: string, markdown: string, text: string, entities: readonly MessageEntity[]];
 
@@ -100,7 +101,8 @@ describe('toTelegramMessage', () => {
 
   it('never throws and always yields valid, properly nested entities', () => {
     const markdownish = fc.stringMatching(/^[ \n*_~`[\]()!#>|:\-+.1a-z😀é\\<>]{0,80}$/);
-    fc.assert(
+    fuzz(
+      'markdown to telegram entities',
       fc.property(fc.oneof(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }), markdownish), (markdown) => {
         const message = toTelegramMessage(markdown);
         expectValid(message);
@@ -205,7 +207,8 @@ describe('splitTelegramMessage', () => {
 
   it('gives valid parts whose text is the whole, for random formatted text and limits', () => {
     const piece = fc.constantFrom('word', '**bold words here**', '*it*', '`code`', '[link](https://a.example)', '😀', '\n\n', '. ', ' ', '> q\n\n', '- item\n');
-    fc.assert(
+    fuzz(
+      'telegram message split',
       fc.property(fc.array(piece, { maxLength: 60 }), fc.integer({ min: 4, max: 120 }), (pieces, max) => {
         const message = toTelegramMessage(pieces.join(''));
         const parts = splitTelegramMessage(message, max);

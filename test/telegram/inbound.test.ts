@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message, UserFromGetMe } from 'grammy/types';
 import { readMessage } from '../../src/channels/telegram-bot/inbound.js';
-import { createTelegramRig, sleep, userTexts, type TelegramRig } from './telegram-support.js';
+import { createTelegramRig, userTexts, waitUntilSettled, type TelegramRig } from './telegram-support.js';
 
 let rig: TelegramRig | undefined;
 afterEach(async () => {
@@ -38,7 +38,7 @@ describe('telegram bot: what it understands', () => {
     // The same message delivered again (as after a lost acknowledgement), under a new update id.
     telegram.enqueue({ message: original['message'] });
     await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) > telegram.updates.at(-1)!.update_id);
-    await sleep(300);
+    await waitUntilSettled(harness, 1);
     expect(harness.model.calls).toHaveLength(1);
     expect(telegram.sentTo(21)).toHaveLength(1);
   });
@@ -51,7 +51,7 @@ describe('telegram bot: what it understands', () => {
     telegram.sendGroupText({ chatId: -1001, from: alice, text: 'lunch anyone?' });
     const asked = telegram.sendGroupText({ chatId: -1001, from: bob, text: 'what is on the menu?', mention: true });
     const [reply] = await telegram.waitForMessages(1, { chatId: -1001 });
-    await sleep(300);
+    await waitUntilSettled(harness, 1);
     expect(harness.model.calls).toHaveLength(1);
     // A group's messages reach the model labelled with their sender.
     expect(userTexts(harness.model.calls[0]!)).toEqual([expect.stringMatching(/^\[from "Bob" #[0-9a-f]{6}\] what is on the menu\?$/)]);
@@ -75,8 +75,9 @@ describe('telegram bot: what it understands', () => {
     const { telegram, harness } = rig;
     telegram.sendGroupText({ chatId: -2001, text: 'just chatting among ourselves' });
     telegram.sendGroupText({ chatId: -2001, text: '/reset@some_other_bot' });
+    // Both updates are acknowledged, so both were handled: neither was stored, so no turn can start.
     await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) > telegram.updates.at(-1)!.update_id);
-    await sleep(300);
+    await waitUntilSettled(harness, 0);
     expect(harness.model.calls).toHaveLength(0);
     expect(telegram.sentTo(-2001)).toHaveLength(0);
 

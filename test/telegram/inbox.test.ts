@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTelegramRig, sleep, userTexts, type TelegramRig } from './telegram-support.js';
+import { createTelegramRig, inboxState, userTexts, waitUntilSettled, type TelegramRig } from './telegram-support.js';
 
 let rig: TelegramRig | undefined;
 afterEach(async () => {
@@ -8,19 +8,21 @@ afterEach(async () => {
 });
 
 describe('telegram bot: a human-paced inbox', () => {
-  it('answers a burst of three messages in one second with one turn and one reply', async () => {
+  it('answers a burst of three messages with one turn and one reply, after the quiet window', async () => {
     rig = await createTelegramRig((call) => ({ text: `got: ${userTexts(call).join(' + ')}` }), { quietWindowMs: 600 });
     const { telegram, harness } = rig;
+    // Each message follows as soon as the bot has stored the one before: well inside the quiet window.
     telegram.sendText({ chatId: 42, text: 'hi' });
-    await sleep(300);
+    await expect.poll(() => inboxState(harness).received).toBe(1);
     telegram.sendText({ chatId: 42, text: 'I need' });
-    await sleep(300);
-    const last = telegram.sendText({ chatId: 42, text: 'a table for two' });
+    await expect.poll(() => inboxState(harness).received).toBe(2);
+    const lastSentAt = Date.now();
+    telegram.sendText({ chatId: 42, text: 'a table for two' });
     const [reply] = await telegram.waitForMessages(1, { chatId: 42 });
     expect(reply!.text).toBe('got: hi + I need + a table for two');
-    // The reply came after the quiet window, not before it.
-    expect(reply!.at - Number((last['message'] as { date: number }).date) * 1000).toBeGreaterThanOrEqual(0);
-    await sleep(900);
+    // The reply came a whole quiet window after the last message, not before it (both in milliseconds).
+    expect(reply!.at - lastSentAt).toBeGreaterThanOrEqual(600);
+    await waitUntilSettled(harness, 3);
     expect(harness.model.calls).toHaveLength(1);
     expect(telegram.sentTo(42)).toHaveLength(1);
   });
@@ -36,13 +38,14 @@ describe('telegram bot: a human-paced inbox', () => {
     }, { quietWindowMs: 200 });
     const { telegram, harness } = rig;
     telegram.sendText({ chatId: 7, text: 'first' });
-    await waitUntil(() => harness.model.calls.length === 1);
+    await expect.poll(() => harness.model.calls.length).toBe(1);
     telegram.sendText({ chatId: 7, text: 'second' });
     telegram.sendText({ chatId: 7, text: 'third' });
-    await sleep(500);
+    // Both are stored while the first turn still waits on the model.
+    await expect.poll(() => inboxState(harness).received).toBe(3);
     release();
     const replies = await telegram.waitForMessages(2, { chatId: 7 });
-    await sleep(600);
+    await waitUntilSettled(harness, 3);
     expect(harness.model.calls).toHaveLength(2);
     expect(telegram.sentTo(7).map((m) => m.text)).toEqual(['turn 1: first', 'turn 2: third']);
     expect(userTexts(harness.model.calls[1]!).slice(-2)).toEqual(['second', 'third']);
@@ -65,11 +68,3 @@ describe('telegram bot: a human-paced inbox', () => {
     }
   });
 });
-
-async function waitUntil(check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}

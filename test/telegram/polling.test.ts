@@ -5,7 +5,7 @@ import { DurablePoller } from '../../src/channels/telegram-bot/polling.js';
 import type { ChannelStateStore } from '../../src/domain/ports/channel.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startFakeTelegram, type FakeTelegram } from '../../src/testing/index.js';
-import { createTelegramRig, logsWith, sleep, userTexts, type TelegramRig } from './telegram-support.js';
+import { createTelegramRig, logsWith, userTexts, waitUntilSettled, type TelegramRig } from './telegram-support.js';
 
 let rig: TelegramRig | undefined;
 let fake: FakeTelegram | undefined;
@@ -35,7 +35,7 @@ describe('telegram bot: long polling', () => {
     // The new process starts from the stored offset, not from 0.
     expect(telegram.callsOf('getUpdates')[pollsBefore]!.params['offset']).toBe(lastBefore + 1);
     await telegram.waitForMessages(2, { chatId: 40 });
-    await sleep(300);
+    await waitUntilSettled(harness, 2);
     expect(telegram.sentTo(40).map((m) => m.text)).toEqual(['seen: before the restart', 'seen: while it was down']);
     expect(harness.model.calls).toHaveLength(2);
   });
@@ -72,7 +72,7 @@ describe('telegram bot: long polling', () => {
     const update = fake.sendText({ chatId: 1, text: 'keep me' });
     await first.start();
     // Past maxAttempts more than once: each time the dead letter could not be stored either.
-    await waitUntil(() => giveUps >= 3);
+    await expect.poll(() => giveUps, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
     // The update could not be stored: no poll asked past it, and nothing was saved.
     expect(fake.callsOf('getUpdates').every((call) => Number(call.params['offset'] ?? 0) <= update.update_id)).toBe(true);
     expect(await state.get('offset:test')).toBeUndefined();
@@ -93,7 +93,7 @@ describe('telegram bot: long polling', () => {
     const first = rig.palaver;
     // A second process on the same token: its first poll terminates the first one's, as Telegram does.
     const second = await rig.start();
-    await waitUntil(() => logsWith(harness, 'telegram polling stopped').length === 1);
+    await expect.poll(() => logsWith(harness, 'telegram polling stopped').length).toBe(1);
     const stopped = logsWith(harness, 'telegram polling stopped')[0]!;
     expect(stopped['msg']).toMatch(/Another process is polling Telegram with this bot token/);
     expect(stopped['level']).toBe(50);
@@ -104,7 +104,7 @@ describe('telegram bot: long polling', () => {
     // No fight: one poller answers, once.
     telegram.sendText({ chatId: 50, text: 'who answers?' });
     await telegram.waitForMessages(1, { chatId: 50 });
-    await sleep(300);
+    await waitUntilSettled(harness, 1);
     expect(telegram.sentTo(50)).toHaveLength(1);
 
     await second.close();
@@ -181,12 +181,4 @@ function memoryState(): ChannelStateStore {
     set: async (key, value) => void values.set(key, value),
     delete: async (key) => void values.delete(key),
   };
-}
-
-async function waitUntil(check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(20);
-  }
 }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningHttpServer } from '../../src/server/http-server.js';
-import { createTelegramRig, logsWith, sleep, type TelegramRig } from './telegram-support.js';
+import { createTelegramRig, inboxState, logsWith, waitUntilSettled, type TelegramRig } from './telegram-support.js';
 
 let rig: TelegramRig | undefined;
 let server: RunningHttpServer | undefined;
@@ -28,7 +28,8 @@ describe('telegram bot: webhook mode', () => {
     expect(await telegram.deliverToWebhook(update, { secretToken: null })).toBe(401);
     expect(await telegram.deliverToWebhook(update, { secretToken: 'wrong-secret-of-the-same-kind_0123' })).toBe(401);
     expect(logsWith(harness, 'webhook request refused')).toHaveLength(2);
-    await sleep(400);
+    // Refused before it was read: nothing stored, so no turn can start.
+    expect(inboxState(harness).received).toBe(0);
     expect(harness.model.calls).toHaveLength(0);
 
     expect(await telegram.deliverToWebhook(update)).toBe(200);
@@ -36,7 +37,7 @@ describe('telegram bot: webhook mode', () => {
     expect(reply!.text).toBe('Webhook reply.');
     // Telegram delivering it again (it did not see the 200) gets a 200 and no second answer.
     expect(await telegram.deliverToWebhook(update)).toBe(200);
-    await sleep(400);
+    await waitUntilSettled(harness, 1);
     expect(telegram.sentTo(77)).toHaveLength(1);
     expect(harness.model.calls).toHaveLength(1);
   });

@@ -65,7 +65,8 @@ export interface StagedFlowSettings {
  * The staged flow: intent → execution → organization, each on its own model and each answering with JSON that its
  * schema checks (one repair, then a clean failure). Intent and execution are stored as audit records the person never
  * sees; only the organization's reply is shown and streamed. A direct answer from the intent stage skips the rest.
- * Execution runs the agent loop with the role's tools; a role a tool sets applies from the next turn.
+ * Execution runs the agent loop with the role's tools; a role a tool sets applies to the reply's instructions and,
+ * for tools, from the next turn.
  */
 export function createStagedFlow(settings: StagedFlowSettings): Flow {
   const prompts = { ...DEFAULT_STAGE_PROMPTS, ...settings.prompts };
@@ -145,7 +146,10 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         stageRecord('execution', execution.value, execution.repaired),
       );
 
-      // 3. Organization: the reply for the person, streamed as its `reply` field grows.
+      // 3. Organization: the reply for the person, streamed as its `reply` field grows. It is written under the role
+      // in force now: a tool that changed the role (a courier identified) changes who the reply speaks to, as the
+      // single flow's re-run does; the new role's tools apply from the next turn.
+      const replyInstructions = state.role === role ? instructions : context.instructions(state.role, state);
       const stream = new JsonStringFieldStream('reply');
       let streamed = false;
       const onTextDelta = (delta: string) => {
@@ -159,7 +163,7 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         'organization',
         organizationOutput,
         {
-          instructions: `${instructions}\n\n${prompts.organization}\n\nThe work report (for you only):\n${JSON.stringify(execution.value)}`,
+          instructions: `${replyInstructions}\n\n${prompts.organization}\n\nThe work report (for you only):\n${JSON.stringify(execution.value)}`,
           input: transcript,
           tools: [],
           ...(context.streaming ? { onTextDelta } : {}),
