@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Inbox } from '../../src/runtime/inbox.js';
 
 /** A promise with its resolve, to hold a batch open until the test lets it go. */
@@ -151,5 +151,85 @@ describe('Inbox', () => {
     await inbox.drain();
     expect(started).toEqual(['a', 'b', 'c', 'd']);
     expect(maxSeen).toBe(2);
+  });
+});
+
+describe('Inbox timing and batching (fake clock)', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function recording<Item>(options: { sameBatch?: (first: Item, item: Item) => boolean } = {}) {
+    const batches: Item[][] = [];
+    const inbox = new Inbox<Item>({ onError: () => {}, runBatch: async (_key, items) => void batches.push([...items]), ...options });
+    return { inbox, batches };
+  }
+
+  it('starts a turn exactly one quiet window after the last message, not a moment before', async () => {
+    const { inbox, batches } = recording<string>();
+    const window = { quietWindowMs: 1_000, maxWaitMs: 10_000 };
+    inbox.submit('a', '1', window);
+    await vi.advanceTimersByTimeAsync(600);
+    inbox.submit('a', '2', window);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(batches).toEqual([]);
+    expect(inbox.waiting('a')).toBe(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(batches).toEqual([['1', '2']]);
+    expect(inbox.waiting('a')).toBe(0);
+  });
+
+  it('starts no later than the maximum wait after the first message, and never before the quiet window', async () => {
+    const { inbox, batches } = recording<number>();
+    const window = { quietWindowMs: 300, maxWaitMs: 1_000 };
+    for (let sent = 0; sent < 5; sent++) {
+      inbox.submit('a', sent, window);
+      await vi.advanceTimersByTimeAsync(200);
+    }
+    // 1,000 ms after the first message, though the last one came only 200 ms ago.
+    expect(batches).toEqual([[0, 1, 2, 3, 4]]);
+
+    // A maximum wait shorter than the quiet window does not cut the window short.
+    const short = recording<string>();
+    short.inbox.submit('b', 'x', { quietWindowMs: 500, maxWaitMs: 100 });
+    await vi.advanceTimersByTimeAsync(499);
+    expect(short.batches).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(short.batches).toEqual([['x']]);
+  });
+
+  it('never mixes senders in one batch: each run of one sender is its own turn, in arrival order', async () => {
+    const { inbox, batches } = recording<{ from: string; text: string }>({ sameBatch: (first, item) => first.from === item.from });
+    const window = { quietWindowMs: 100, maxWaitMs: 1_000 };
+    const texts = () => batches.map((batch) => batch.map((item) => item.text));
+    inbox.submit('group', { from: 'ann', text: 'hi' }, window);
+    inbox.submit('group', { from: 'ann', text: 'book me' }, window);
+    inbox.submit('group', { from: 'bob', text: 'me too' }, window);
+    inbox.submit('group', { from: 'ann', text: 'thanks' }, window);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(batches).toEqual([]);
+    expect(inbox.waiting('group')).toBe(4);
+    // Each later turn starts at once: the conversation has been quiet for a window already.
+    await vi.advanceTimersByTimeAsync(1);
+    await vi.runAllTimersAsync();
+    await inbox.drain();
+    expect(texts()).toEqual([['hi', 'book me'], ['me too'], ['thanks']]);
+  });
+
+  it('drain resolves at once when nothing waits, and only after the last waiting turn otherwise', async () => {
+    const { inbox, batches } = recording<string>();
+    await inbox.drain();
+    inbox.submit('a', 'x', { quietWindowMs: 1_000, maxWaitMs: 1_000 });
+    let drained = false;
+    const draining = inbox.drain().then(() => (drained = true));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(drained).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await draining;
+    expect(batches).toEqual([['x']]);
+    expect(inbox.waiting('a')).toBe(0);
   });
 });
