@@ -232,4 +232,62 @@ describe('Inbox timing and batching (fake clock)', () => {
     expect(batches).toEqual([['x']]);
     expect(inbox.waiting('a')).toBe(0);
   });
+
+  it('measures the maximum wait of messages that came during a turn from the first of them', async () => {
+    const started: number[] = [];
+    let release!: () => void;
+    const inbox = new Inbox<string>({
+      onError: () => {},
+      runBatch: async () => {
+        started.push(performance.now());
+        if (started.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      },
+    });
+    const begin = performance.now();
+    const window = { quietWindowMs: 100, maxWaitMs: 300 };
+    inbox.submit('a', 'first', window);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(started).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(800);
+    inbox.submit('a', 'during', window); // at 900 ms, while the first turn runs
+    await vi.advanceTimersByTimeAsync(100);
+    release();
+    // Messages keep coming every 50 ms: the second turn starts 300 ms after "during" arrived, not at once.
+    for (let at = 1_000; at < 1_400 && started.length === 1; at += 50) {
+      inbox.submit('a', `more at ${at}`, window);
+      await vi.advanceTimersByTimeAsync(50);
+    }
+    expect(started.map((at) => at - begin)).toEqual([100, 1_200]);
+  });
+
+  it('frees a finished turn\'s slot for later messages', async () => {
+    const batches: string[][] = [];
+    const inbox = new Inbox<string>({ onError: () => {}, maxRunning: 1, runBatch: async (key, items) => void batches.push([key, ...items]) });
+    inbox.submit('a', 'x');
+    await vi.advanceTimersByTimeAsync(0);
+    inbox.submit('b', 'y');
+    await vi.advanceTimersByTimeAsync(0);
+    inbox.submit('a', 'z');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batches).toEqual([['a', 'x'], ['b', 'y'], ['a', 'z']]);
+  });
+
+  it('drain waits for every conversation, not only the first to finish', async () => {
+    let release!: () => void;
+    const inbox = new Inbox<string>({
+      onError: () => {},
+      runBatch: async (key) => {
+        if (key === 'slow') await new Promise<void>((resolve) => (release = resolve));
+      },
+    });
+    inbox.submit('slow', 'x');
+    inbox.submit('quick', 'y', { quietWindowMs: 10, maxWaitMs: 10 });
+    let drained = false;
+    const draining = inbox.drain().then(() => (drained = true));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(drained).toBe(false);
+    release();
+    await draining;
+    expect(inbox.waiting('slow')).toBe(0);
+  });
 });
