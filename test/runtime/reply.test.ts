@@ -67,7 +67,7 @@ describe('reply step', () => {
   it('takes a break that lies exactly a quarter of the limit in', () => {
     const before = 'a'.repeat(20);
     // Paragraph break at 20 of 80, though a sentence ends later in the window.
-    expect(splitReply(`${before}\n\nBb. ${'c'.repeat(74)}`, 80)).toEqual([before, `Bb. ${'c'.repeat(74)}`]);
+    expect(splitReply(`${before}\n\nBb. ${'C'.repeat(74)}`, 80)).toEqual([before, `Bb. ${'C'.repeat(74)}`]);
     // Sentence end at 20 of 80, though a space comes later in the window.
     const sentence = `${'S'.repeat(18)}. `;
     const tail = Array.from({ length: 20 }, () => 'Word').join(' ');
@@ -78,7 +78,7 @@ describe('reply step', () => {
 
   it('takes a sentence that ends exactly at the limit', () => {
     const text = `First sentence is here. Then one ends now. ${'X'.repeat(50)}`;
-    expect(splitReply(text, 44)[0]).toBe('First sentence is here. Then one ends now.');
+    expect(splitReply(text, 43)[0]).toBe('First sentence is here. Then one ends now.');
   });
 
   it('cuts a word longer than the limit at the limit itself, moving only a split pair to the next part', () => {
