@@ -19,6 +19,10 @@ export default {
     'test/store/token-estimate.test.ts',
   ],
   coverageAnalysis: 'perTest',
+  // Mutants in module-level constants (the regular expressions of phones.ts, the inbox's default window) need their
+  // module evaluated afresh and then run every test file. With this runner they were never active here: each one
+  // survived, even those the tests demonstrably catch. Counted, they would only be false survivors at a high cost.
+  ignoreStatic: true,
 
   // Results are reused for every mutant whose code and covering tests did not change. The file is a cache of one
   // tree's results, kept beside the reports and out of git: committed, it would churn on every run and conflict on
