@@ -69,8 +69,14 @@ describe('normalisePhone', () => {
     // A German contact seen by a Ukrainian bot: read as international, separators and all.
     expect(await normalisePhone('4915123456789', 'UA', { plusOptional: true })).toEqual({ ok: true, digits: '4915123456789' });
     expect(await normalisePhone(' 49 (151) 2345-6789 ', 'UA', { plusOptional: true })).toEqual({ ok: true, digits: '4915123456789' });
+    // Digits that make no valid international number are read in the default region after all.
+    expect(await normalisePhone('6502530000', 'US', { plusOptional: true })).toEqual({ ok: true, digits: '16502530000' });
     // Without the option the same digits are a (too long) Ukrainian number.
     expect(await normalisePhone('4915123456789', 'UA')).toMatchObject({ ok: false, reason: 'too_long' });
+  });
+
+  it('takes a number only, not a sentence around one, when the region is known', async () => {
+    expect(await normalisePhone('call me at 067 123 45 67', 'UA')).toMatchObject({ ok: false, reason: 'not_a_number' });
   });
 
   it('tells the person which region a refused number was checked against', async () => {
