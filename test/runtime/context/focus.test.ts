@@ -47,6 +47,16 @@ describe('loading focus', () => {
     expect(loads).toEqual(['get_my_appointments', 'get_my_pets', 'get_my_pets']);
   });
 
+  it('answers from the store while the focus is younger than its TTL', async () => {
+    let now = 1_000;
+    const keeper = new FocusKeeper([appointment], new MemoryFocusStore(), () => now);
+    const first = await keeper.load('s1', ['appointment'], async () => ({ content: JSON.stringify([haircut]), isError: false }));
+    now += 30_000;
+    const again = await keeper.load('s1', ['appointment'], async () => ({ content: '[]', isError: false }));
+    expect(again).toEqual(first);
+    expect(again).toEqual([{ entityType: 'appointment', entities: [haircut], loadedAt: 1_000 }]);
+  });
+
   it('forgets only the types a successful tool changes', async () => {
     const { keeper, loader, store } = keeperWith();
     await keeper.load('s1', ['appointment', 'pet'], loader);
