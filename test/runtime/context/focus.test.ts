@@ -67,9 +67,10 @@ describe('loading focus', () => {
 
   it('fails clearly for an unconfigured type, a failing loader and output that is not a list of entities', async () => {
     const { keeper } = keeperWith();
-    await expect(keeper.load('s1', ['invoice'], async () => ({ content: '[]', isError: false }))).rejects.toThrow(
-      new FocusError('No entity type "invoice" is configured for focus.'),
-    );
+    await expect(keeper.load('s1', ['invoice'], async () => ({ content: '[]', isError: false }))).rejects.toMatchObject({
+      name: 'FocusError',
+      message: 'No entity type "invoice" is configured for focus.',
+    });
     await expect(keeper.load('s1', ['appointment'], async () => ({ content: 'calendar offline', isError: true }))).rejects.toThrow(
       new FocusError('Loading appointment with get_my_appointments failed: calendar offline'),
     );
@@ -114,12 +115,13 @@ describe('checking ids in tool calls', () => {
 describe('the hidden block', () => {
   it('is empty without focus, and lists each type with its ids, or says it has none', () => {
     expect(hiddenFocusBlock([])).toBe('');
-    expect(hiddenFocusBlock([snapshot('appointment', [haircut]), snapshot('pet', [rex]), snapshot('invoice', [])])).toBe(
+    expect(hiddenFocusBlock([snapshot('appointment', [haircut, { id: 9, description: 'Manicure' }]), snapshot('pet', [rex]), snapshot('invoice', [])])).toBe(
       [
         '## Hidden context (entities in focus; never show ids to the person)',
         'When a tool argument is the id of one of these entities, take the id from this list. Never ask the person for an id and never invent one.',
         '### appointment',
         '- id 7: Haircut with Anna, 2026-12-01 10:00',
+        '- id 9: Manicure',
         '### pet',
         '- id "rex-1": Rex, a beagle',
         '### invoice',
