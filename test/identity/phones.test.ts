@@ -45,6 +45,11 @@ const INVALID: readonly (readonly [string, string | undefined, PhoneProblem])[] 
   ['+86 138 0013 8000 0000', undefined, 'too_long'],
   ['07700 900123', 'GB', 'invalid_number'],
   ['+999 123456789', undefined, 'invalid_number'],
+  ['+', undefined, 'not_a_number'],
+  ['+1', undefined, 'too_short'],
+  ['1', 'UA', 'too_short'],
+  ['+1234567890123456789', undefined, 'too_long'],
+  ['+44 2222 2222', undefined, 'invalid_length'],
 ];
 
 describe('normalisePhone', () => {
@@ -61,6 +66,28 @@ describe('normalisePhone', () => {
   it('reads a bare international number from a channel that leaves the plus out, and still takes a national one', async () => {
     expect(await normalisePhone('380671234567', 'UA', { plusOptional: true })).toEqual({ ok: true, digits: '380671234567' });
     expect(await normalisePhone('0671234567', 'UA', { plusOptional: true })).toEqual({ ok: true, digits: '380671234567' });
+    // A German contact seen by a Ukrainian bot: read as international, separators and all.
+    expect(await normalisePhone('4915123456789', 'UA', { plusOptional: true })).toEqual({ ok: true, digits: '4915123456789' });
+    expect(await normalisePhone(' 49 (151) 2345-6789 ', 'UA', { plusOptional: true })).toEqual({ ok: true, digits: '4915123456789' });
+    // Digits that make no valid international number are read in the default region after all.
+    expect(await normalisePhone('6502530000', 'US', { plusOptional: true })).toEqual({ ok: true, digits: '16502530000' });
+    // Without the option the same digits are a (too long) Ukrainian number.
+    expect(await normalisePhone('4915123456789', 'UA')).toMatchObject({ ok: false, reason: 'too_long' });
+  });
+
+  it('takes a number only, not a sentence around one, when the region is known', async () => {
+    expect(await normalisePhone('call me at 067 123 45 67', 'UA')).toMatchObject({ ok: false, reason: 'not_a_number' });
+  });
+
+  it('tells the person which region a refused number was checked against', async () => {
+    expect(await normalisePhone('+49 1234')).toMatchObject({ reason: 'invalid_number', message: 'The number is not a valid phone number for DE.' });
+    expect(await normalisePhone('0301', 'de')).toMatchObject({ reason: 'invalid_number', message: 'The number is not a valid phone number for DE.' });
+    expect(await normalisePhone('+44 20 7946 001')).toMatchObject({ reason: 'invalid_number', message: 'The number is not a valid phone number.' });
+    expect(await normalisePhone('+44 2222 2222')).toMatchObject({ reason: 'invalid_length', message: 'The number has a length no number has.' });
+    expect(await normalisePhone('067 123 45 67', 'XX')).toMatchObject({
+      reason: 'unknown_region',
+      message: 'The region XX is not an ISO 3166-1 alpha-2 code with a numbering plan.',
+    });
   });
 });
 
@@ -69,6 +96,11 @@ describe('findPhoneInText', () => {
     expect(await findPhoneInText('my number is 067 123 45 67, call me', 'UA')).toBe('380671234567');
     expect(await findPhoneInText('tel +44 7700 900123 or rather 0671234567', 'UA')).toBe('380671234567');
     expect(await findPhoneInText('Мій номер +380671234567', undefined)).toBe('380671234567');
+    expect(await findPhoneInText('0671234567', 'UA')).toBe('380671234567');
+    expect(await findPhoneInText('(067) 123-45-67', 'ua')).toBe('380671234567');
+    // A default region with no numbering plan is ignored, not an error.
+    expect(await findPhoneInText('call +380671234567', 'XX')).toBe('380671234567');
+    expect(await findPhoneInText('call 0671234567', 'XX')).toBeUndefined();
   });
 
   it('finds nothing in text without a phone number', async () => {

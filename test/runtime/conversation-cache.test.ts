@@ -31,4 +31,40 @@ describe('ConversationCache', () => {
     now += 2;
     expect(cache.state('u1')).toBeUndefined();
   });
+
+  it('forgets a relinked account in every conversation, and no other account', () => {
+    const cache = new ConversationCache({ maxEntries: 10, ttlMs: 60_000, historyLimit: 5 });
+    const participant = (name: string) => ({ user: { id: name }, accounts: [], session: { id: `s-${name}` } }) as never;
+    cache.rememberParticipant('telegram', 'ada', 'chat-1', participant('ada-1'));
+    cache.rememberParticipant('telegram', 'ada', 'group-7', participant('ada-7'));
+    cache.rememberParticipant('telegram', 'adam', 'chat-1', participant('adam'));
+    cache.rememberParticipant('console', 'ada', 'chat-1', participant('console-ada'));
+    expect(cache.participant('telegram', 'ada', 'group-7')).toEqual(participant('ada-7'));
+    expect(cache.participant('telegram', 'ada', 'chat-2')).toBeUndefined();
+
+    cache.forgetAccount('telegram', 'ada');
+    expect(cache.participant('telegram', 'ada', 'chat-1')).toBeUndefined();
+    expect(cache.participant('telegram', 'ada', 'group-7')).toBeUndefined();
+    expect(cache.participant('telegram', 'adam', 'chat-1')).toEqual(participant('adam'));
+    expect(cache.participant('console', 'ada', 'chat-1')).toEqual(participant('console-ada'));
+  });
+
+  it('forgets a profile, a history or a state on its own, so the next turn reads it from the store', () => {
+    const cache = new ConversationCache({ maxEntries: 10, ttlMs: 60_000, historyLimit: 5 });
+    const settings = { version: 1, preferences: { interfaceLanguage: 'en', aiLanguage: 'en', timeZone: 'UTC', country: null }, privacy: {}, notification: {} } as const;
+    const state = { version: 1, state: { role: null, responseChainId: null, recentToolCalls: [], flows: {} } };
+    for (const user of ['u1', 'u2']) {
+      cache.rememberProfile(user, settings);
+      cache.rememberState(user, state);
+    }
+    cache.rememberHistory('s1', [message(1)]);
+    cache.rememberHistory('s2', [message(2)]);
+
+    cache.forgetProfile('u1');
+    expect([cache.profile('u1'), cache.profile('u2'), cache.state('u1')]).toEqual([undefined, settings, state]);
+    cache.forgetState('u1');
+    expect([cache.state('u1'), cache.state('u2')]).toEqual([undefined, state]);
+    cache.forgetHistory('s1');
+    expect([cache.history('s1'), cache.history('s2')?.length]).toEqual([undefined, 1]);
+  });
 });

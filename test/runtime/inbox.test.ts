@@ -167,3 +167,141 @@ describe('Inbox', () => {
     expect(maxSeen).toBe(2);
   });
 });
+
+describe('Inbox timing and batching (fake clock)', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function recording<Item>(options: { sameBatch?: (first: Item, item: Item) => boolean } = {}) {
+    const batches: Item[][] = [];
+    const inbox = new Inbox<Item>({ onError: () => {}, runBatch: async (_key, items) => void batches.push([...items]), ...options });
+    return { inbox, batches };
+  }
+
+  it('starts a turn exactly one quiet window after the last message, not a moment before', async () => {
+    const { inbox, batches } = recording<string>();
+    const window = { quietWindowMs: 1_000, maxWaitMs: 10_000 };
+    inbox.submit('a', '1', window);
+    await vi.advanceTimersByTimeAsync(600);
+    inbox.submit('a', '2', window);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(batches).toEqual([]);
+    expect(inbox.waiting('a')).toBe(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(batches).toEqual([['1', '2']]);
+    expect(inbox.waiting('a')).toBe(0);
+  });
+
+  it('starts no later than the maximum wait after the first message, and never before the quiet window', async () => {
+    const { inbox, batches } = recording<number>();
+    const window = { quietWindowMs: 300, maxWaitMs: 1_000 };
+    for (let sent = 0; sent < 5; sent++) {
+      inbox.submit('a', sent, window);
+      await vi.advanceTimersByTimeAsync(200);
+    }
+    // 1,000 ms after the first message, though the last one came only 200 ms ago.
+    expect(batches).toEqual([[0, 1, 2, 3, 4]]);
+
+    // A maximum wait shorter than the quiet window does not cut the window short.
+    const short = recording<string>();
+    short.inbox.submit('b', 'x', { quietWindowMs: 500, maxWaitMs: 100 });
+    await vi.advanceTimersByTimeAsync(499);
+    expect(short.batches).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(short.batches).toEqual([['x']]);
+  });
+
+  it('never mixes senders in one batch: each run of one sender is its own turn, in arrival order', async () => {
+    const { inbox, batches } = recording<{ from: string; text: string }>({ sameBatch: (first, item) => first.from === item.from });
+    const window = { quietWindowMs: 100, maxWaitMs: 1_000 };
+    const texts = () => batches.map((batch) => batch.map((item) => item.text));
+    inbox.submit('group', { from: 'ann', text: 'hi' }, window);
+    inbox.submit('group', { from: 'ann', text: 'book me' }, window);
+    inbox.submit('group', { from: 'bob', text: 'me too' }, window);
+    inbox.submit('group', { from: 'ann', text: 'thanks' }, window);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(batches).toEqual([]);
+    expect(inbox.waiting('group')).toBe(4);
+    // Each later turn starts at once: the conversation has been quiet for a window already.
+    await vi.advanceTimersByTimeAsync(1);
+    await vi.runAllTimersAsync();
+    await inbox.drain();
+    expect(texts()).toEqual([['hi', 'book me'], ['me too'], ['thanks']]);
+  });
+
+  it('drain resolves at once when nothing waits, and only after the last waiting turn otherwise', async () => {
+    const { inbox, batches } = recording<string>();
+    await inbox.drain();
+    inbox.submit('a', 'x', { quietWindowMs: 1_000, maxWaitMs: 1_000 });
+    let drained = false;
+    const draining = inbox.drain().then(() => (drained = true));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(drained).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await draining;
+    expect(batches).toEqual([['x']]);
+    expect(inbox.waiting('a')).toBe(0);
+  });
+
+  it('measures the maximum wait of messages that came during a turn from the first of them', async () => {
+    const started: number[] = [];
+    let release!: () => void;
+    const inbox = new Inbox<string>({
+      onError: () => {},
+      runBatch: async () => {
+        started.push(performance.now());
+        if (started.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      },
+    });
+    const begin = performance.now();
+    const window = { quietWindowMs: 100, maxWaitMs: 300 };
+    inbox.submit('a', 'first', window);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(started).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(800);
+    inbox.submit('a', 'during', window); // at 900 ms, while the first turn runs
+    await vi.advanceTimersByTimeAsync(100);
+    release();
+    // Messages keep coming every 50 ms: the second turn starts 300 ms after "during" arrived, not at once.
+    for (let at = 1_000; at < 1_400 && started.length === 1; at += 50) {
+      inbox.submit('a', `more at ${at}`, window);
+      await vi.advanceTimersByTimeAsync(50);
+    }
+    expect(started.map((at) => at - begin)).toEqual([100, 1_200]);
+  });
+
+  it('frees a finished turn\'s slot for later messages', async () => {
+    const batches: string[][] = [];
+    const inbox = new Inbox<string>({ onError: () => {}, maxRunning: 1, runBatch: async (key, items) => void batches.push([key, ...items]) });
+    inbox.submit('a', 'x');
+    await vi.advanceTimersByTimeAsync(0);
+    inbox.submit('b', 'y');
+    await vi.advanceTimersByTimeAsync(0);
+    inbox.submit('a', 'z');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batches).toEqual([['a', 'x'], ['b', 'y'], ['a', 'z']]);
+  });
+
+  it('drain waits for every conversation, not only the first to finish', async () => {
+    let release!: () => void;
+    const inbox = new Inbox<string>({
+      onError: () => {},
+      runBatch: async (key) => {
+        if (key === 'slow') await new Promise<void>((resolve) => (release = resolve));
+      },
+    });
+    inbox.submit('slow', 'x');
+    inbox.submit('quick', 'y', { quietWindowMs: 10, maxWaitMs: 10 });
+    let drained = false;
+    const draining = inbox.drain().then(() => (drained = true));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(drained).toBe(false);
+    release();
+    await draining;
+    expect(inbox.waiting('slow')).toBe(0);
+  });
+});

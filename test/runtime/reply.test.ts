@@ -48,4 +48,46 @@ describe('reply step', () => {
     }
     expect(() => splitReply('abc', 0)).toThrow(RangeError);
   });
+
+  it('sends a reply whole on a channel without a limit', () => {
+    const long = 'word '.repeat(5_000).trim();
+    expect(checkReply(long, caps(null))).toEqual({ ok: true, text: long, parts: [long] });
+    expect(() => splitReply('abc', 0)).toThrow('A message limit must be at least 1 character, got 0.');
+  });
+
+  it('keeps a remainder of exactly the limit as one part', () => {
+    expect(splitReply('12345678 abcd efghi', 10)).toEqual(['12345678', 'abcd efghi']);
+  });
+
+  it('never sends an empty part, whatever whitespace surrounds the text', () => {
+    expect(splitReply('          hello world', 5)).toEqual(['hello', 'world']);
+    expect(splitReply('abcdefghij          ', 10)).toEqual(['abcdefghij']);
+  });
+
+  it('takes a break that lies exactly a quarter of the limit in', () => {
+    const before = 'a'.repeat(20);
+    // Paragraph break at 20 of 80, though a sentence ends later in the window.
+    expect(splitReply(`${before}\n\nBb. ${'C'.repeat(74)}`, 80)).toEqual([before, `Bb. ${'C'.repeat(74)}`]);
+    // Sentence end at 20 of 80, though a space comes later in the window.
+    const sentence = `${'S'.repeat(18)}. `;
+    const tail = Array.from({ length: 20 }, () => 'Word').join(' ');
+    expect(splitReply(sentence + tail, 80)[0]).toBe(sentence.trim());
+    // Space at 20 of 80 rather than a cut through the long word after it.
+    expect(splitReply(`${before} ${'b'.repeat(70)}`, 80)).toEqual([before, 'b'.repeat(70)]);
+  });
+
+  it('takes a sentence that ends exactly at the limit', () => {
+    const text = `First sentence is here. Then one ends now. ${'X'.repeat(50)}`;
+    expect(splitReply(text, 43)[0]).toBe('First sentence is here. Then one ends now.');
+  });
+
+  it('cuts a word longer than the limit at the limit itself, moving only a split pair to the next part', () => {
+    expect(splitReply('abcdefghij', 4)).toEqual(['abcd', 'efgh', 'ij']);
+    // A high surrogate at the limit goes with its pair; a low one at the limit ends its pair in this part.
+    expect(splitReply('ab😀cd', 3)).toEqual(['ab', '😀c', 'd']);
+    expect(splitReply('a😀bc', 3)).toEqual(['a😀', 'bc']);
+    // The first and the last character outside the BMP: the whole range of high surrogates.
+    expect(splitReply('ab\u{10000}cd', 3)).toEqual(['ab', '\u{10000}c', 'd']);
+    expect(splitReply('ab\u{10FFFF}cd', 3)).toEqual(['ab', '\u{10FFFF}c', 'd']);
+  });
 });

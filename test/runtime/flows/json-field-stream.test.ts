@@ -35,4 +35,21 @@ describe('JsonStringFieldStream', () => {
   it('is not fooled by the key written inside another string value (its quotes are escaped there)', () => {
     expect(feed(json, 6).join('')).toBe(value);
   });
+
+  it('decodes \\u escapes as the model writes them, also split across fragments', () => {
+    const escaped = '{"reply": "caf\\u00e9 \\ud83d\\ude00 \\u041f"}'; // what a model writes with ASCII-only output
+    for (const size of [1, 3, 4, 7, escaped.length]) expect(feed(escaped, size).join(''), `fragments of ${size}`).toBe('café 😀 П');
+  });
+
+  it('reads nothing more once the value is closed, even where the key appears again', () => {
+    const stream = new JsonStringFieldStream('reply');
+    expect(stream.push('{"reply": "first", ')).toBe('first');
+    expect(stream.push('"reply": "second"}')).toBe('');
+    expect(stream.push(' more')).toBe('');
+  });
+
+  it('matches the field name literally and finds a key at the very start of the output', () => {
+    expect(feed('{"axb": "no", "a.b": "yes"}', 4, 'a.b').join('')).toBe('yes');
+    expect(feed('"reply":"bare"', 3).join('')).toBe('bare');
+  });
 });
