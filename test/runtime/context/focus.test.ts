@@ -16,6 +16,10 @@ const pet: FocusEntityType = {
   idArguments: { book: ['pet_id'], move: ['pet_id'] },
 };
 
+// Focus belongs to a (conversation, person) pair.
+const s1 = { sessionId: 's1', userId: 'ann' };
+const s2 = { sessionId: 's2', userId: 'ann' };
+
 const haircut = { id: 7, description: 'Haircut with Anna, 2026-12-01 10:00' };
 const rex = { id: 'rex-1', description: 'Rex, a beagle' };
 
@@ -36,48 +40,48 @@ function keeperWith(types: readonly FocusEntityType[] = [appointment, pet]) {
 describe('loading focus', () => {
   it('loads each needed type with its own tool, stamps it with the time, and keeps sessions apart', async () => {
     const { keeper, loader, loads, store } = keeperWith();
-    const focus = await keeper.load('s1', ['appointment', 'pet'], loader);
+    const focus = await keeper.load(s1, ['appointment', 'pet'], loader);
     expect(focus).toEqual([
       { entityType: 'appointment', entities: [haircut], loadedAt: 5_000 },
       { entityType: 'pet', entities: [rex], loadedAt: 5_000 },
     ]);
     expect(loads).toEqual(['get_my_appointments', 'get_my_pets']);
-    expect(await store.get('s2', 'appointment')).toBeUndefined();
-    await keeper.load('s2', ['pet'], loader);
+    expect(await store.get(s2, 'appointment')).toBeUndefined();
+    await keeper.load(s2, ['pet'], loader);
     expect(loads).toEqual(['get_my_appointments', 'get_my_pets', 'get_my_pets']);
   });
 
   it('answers from the store while the focus is younger than its TTL', async () => {
     let now = 1_000;
     const keeper = new FocusKeeper([appointment], new MemoryFocusStore(), () => now);
-    const first = await keeper.load('s1', ['appointment'], async () => ({ content: JSON.stringify([haircut]), isError: false }));
+    const first = await keeper.load(s1, ['appointment'], async () => ({ content: JSON.stringify([haircut]), isError: false }));
     now += 30_000;
-    const again = await keeper.load('s1', ['appointment'], async () => ({ content: '[]', isError: false }));
+    const again = await keeper.load(s1, ['appointment'], async () => ({ content: '[]', isError: false }));
     expect(again).toEqual(first);
     expect(again).toEqual([{ entityType: 'appointment', entities: [haircut], loadedAt: 1_000 }]);
   });
 
   it('forgets only the types a successful tool changes', async () => {
     const { keeper, loader, store } = keeperWith();
-    await keeper.load('s1', ['appointment', 'pet'], loader);
-    await keeper.afterTool('s1', 'book');
-    expect(await store.get('s1', 'appointment')).toBeUndefined();
-    expect(await store.get('s1', 'pet')).toMatchObject({ entities: [rex] });
+    await keeper.load(s1, ['appointment', 'pet'], loader);
+    await keeper.afterTool(s1, 'book');
+    expect(await store.get(s1, 'appointment')).toBeUndefined();
+    expect(await store.get(s1, 'pet')).toMatchObject({ entities: [rex] });
   });
 
   it('fails clearly for an unconfigured type, a failing loader and output that is not a list of entities', async () => {
     const { keeper } = keeperWith();
-    await expect(keeper.load('s1', ['invoice'], async () => ({ content: '[]', isError: false }))).rejects.toMatchObject({
+    await expect(keeper.load(s1, ['invoice'], async () => ({ content: '[]', isError: false }))).rejects.toMatchObject({
       name: 'FocusError',
       message: 'No entity type "invoice" is configured for focus.',
     });
-    await expect(keeper.load('s1', ['appointment'], async () => ({ content: 'calendar offline', isError: true }))).rejects.toThrow(
+    await expect(keeper.load(s1, ['appointment'], async () => ({ content: 'calendar offline', isError: true }))).rejects.toThrow(
       new FocusError('Loading appointment with get_my_appointments failed: calendar offline'),
     );
-    await expect(keeper.load('s1', ['appointment'], async () => ({ content: 'no', isError: false }))).rejects.toThrow(
+    await expect(keeper.load(s1, ['appointment'], async () => ({ content: 'no', isError: false }))).rejects.toThrow(
       new FocusError('get_my_appointments must return a JSON array of {id, description} for appointment; it returned text that is not JSON.'),
     );
-    await expect(keeper.load('s1', ['appointment'], async () => ({ content: '{"id":1}', isError: false }))).rejects.toThrow(
+    await expect(keeper.load(s1, ['appointment'], async () => ({ content: '{"id":1}', isError: false }))).rejects.toThrow(
       /^get_my_appointments must return a JSON array of \{id, description\} for appointment: /,
     );
   });
@@ -120,10 +124,10 @@ describe('the hidden block', () => {
         '## Hidden context (entities in focus; never show ids to the person)',
         'When a tool argument is the id of one of these entities, take the id from this list. Never ask the person for an id and never invent one.',
         '### appointment',
-        '- id 7: Haircut with Anna, 2026-12-01 10:00',
-        '- id 9: Manicure',
+        '- id 7: "Haircut with Anna, 2026-12-01 10:00"',
+        '- id 9: "Manicure"',
         '### pet',
-        '- id "rex-1": Rex, a beagle',
+        '- id "rex-1": "Rex, a beagle"',
         '### invoice',
         '(none)',
       ].join('\n'),
