@@ -14,7 +14,7 @@ import { focusMigration } from './0009-focus.js';
 import { inboundAttemptsMigration } from './0010-inbound-attempts.js';
 import { focusPerPersonMigration } from './0011-focus-per-person.js';
 import { budgetReservationsMigration } from './0012-budget-reservations.js';
-import { turnJournalMigration } from './0014-turn-journal.js';
+import { turnJournalMigration } from './0013-turn-journal.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -37,7 +37,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0010_inbound_attempts': inboundAttemptsMigration(dialect),
     '0011_focus_per_person': focusPerPersonMigration(dialect),
     '0012_budget_reservations': budgetReservationsMigration(dialect),
-    '0014_turn_journal': turnJournalMigration(dialect),
+    '0013_turn_journal': turnJournalMigration(dialect),
   };
 }
 
