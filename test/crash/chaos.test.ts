@@ -78,6 +78,14 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
     const sends = new Map<string, number>();
     /** Replies a kill caught after the channel took them and before they were marked sent: they may go out again. */
     const cutBeforeMarked = new Set<string>();
+    /**
+     * Tool calls Palaver knew as finished when a process was killed (their result in the journal, or their turn's reply
+     * sent), with the tool log's length then: nothing may start them again after that point. A call whose tool wrote
+     * `done` but whose result the kill kept from the journal was, for Palaver, cut off while running: it may run again,
+     * under the same key.
+     */
+    const finishedAt = new Map<string, number>();
+    const finishedSince = (name: string, offset: number) => finishedAt.set(name, Math.min(finishedAt.get(name) ?? offset, offset));
     const children: RunningChild[] = [];
     const started = Date.now();
     let kills = 0;
@@ -123,7 +131,12 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
       await new Promise((resolve) => setTimeout(resolve, next() * 400));
       await child.stop('SIGKILL');
       kills += 1;
-      const pending = new Set(new Database(databasePath, { readonly: true }).prepare("select text from deliveries where state = 'pending'").pluck().all() as string[]);
+      const logLength = statSync(toolLog).size;
+      const database = new Database(databasePath, { readonly: true });
+      for (const key of database.prepare("select call_id from tool_calls where status <> 'running'").pluck().all() as string[]) finishedSince(`key ${key}`, logLength);
+      for (const text of answered) for (const part of [1, 2]) finishedSince(`slot ${text}-${part}`, logLength);
+      const pending = new Set(database.prepare("select text from deliveries where state = 'pending'").pluck().all() as string[]);
+      database.close();
       for (const line of child.stdout().split('\n')) if (line.startsWith('sent ') && pending.has(line.slice(5))) cutBeforeMarked.add(line.slice('sent answer '.length));
     }
     console.log(`chaos: ${kills} kills, ${children.length} processes, ${Math.round((Date.now() - started) / 1000)} s, ${cutBeforeMarked.size} replies caught between send and mark`);
@@ -155,20 +168,26 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
     const duplicates = [...sends].filter(([text, count]) => count > (cutBeforeMarked.has(text) ? 2 : 1));
     expect(duplicates, `seed ${seed}`).toEqual([]);
 
-    // No finished tool call ran again: per idempotency key, starts only until the one `done`; one key per slot.
+    // No finished tool call ran again: nothing starts a call after Palaver knew it finished; one key per slot.
     const byKey = new Map<string, string[]>();
     const keysBySlot = new Map<string, Set<string>>();
+    const startedAfterFinished: string[] = [];
+    let offset = 0;
     for (const line of readFileSync(toolLog, 'utf8').trim().split('\n')) {
       const [event, key, slot] = line.split(' ') as [string, string, string];
+      const finished = Math.min(finishedAt.get(`key ${key}`) ?? Infinity, finishedAt.get(`slot ${slot}`) ?? Infinity);
+      if (event === 'start' && offset >= finished) startedAfterFinished.push(line);
+      offset += Buffer.byteLength(line) + 1;
       byKey.set(key, [...(byKey.get(key) ?? []), event]);
       keysBySlot.set(slot, (keysBySlot.get(slot) ?? new Set()).add(key));
     }
-    const rerunAfterDone = [...byKey].filter(([, events]) => events.indexOf('done') !== -1 && events.indexOf('done') !== events.length - 1);
-    expect(rerunAfterDone, `seed ${seed}`).toEqual([]);
+    expect(startedAfterFinished, `seed ${seed}`).toEqual([]);
+    // Calls a kill cut off between their tool's return and their record (they ran again under the same key).
+    const doneTwice = [...byKey].filter(([, events]) => events.filter((event) => event === 'done').length > 1).length;
     expect([...byKey].filter(([, events]) => !events.includes('done'))).toEqual([]);
     expect([...keysBySlot].filter(([, keys]) => keys.size !== 1)).toEqual([]);
     expect(keysBySlot.size).toBe(allTexts.length * 2);
     const runAgain = [...byKey.values()].filter((events) => events.length > 2).length;
-    console.log(`chaos: ${byKey.size} tool calls, ${runAgain} cut off while running and run again under the same key`);
+    console.log(`chaos: ${byKey.size} tool calls, ${runAgain} cut off while running and run again under the same key (${doneTwice} after their tool returned, before their record)`);
   }, 300_000);
 });
