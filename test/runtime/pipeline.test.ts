@@ -24,7 +24,7 @@ describe('pipeline', () => {
 
     const first = await chat.say('one', { accountId: 'ann' });
     // The first turn is with the model; these two arrive meanwhile.
-    await expect.poll(() => harness!.model.calls.length).toBe(1);
+    await expect.poll(() => harness!.model.calls.length, { timeout: 10_000 }).toBe(1);
     const second = await chat.say('two', { accountId: 'ann' });
     const third = await chat.say('three', { accountId: 'ann' });
     releaseFirst();
