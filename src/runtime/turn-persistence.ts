@@ -66,14 +66,22 @@ export function persistFailure(scope: TurnScope, failures: ModelFailures, errorI
   return inSessionCurrency(scope, () => storeFailure(scope, failures, errorId));
 }
 
+/**
+ * The apology for a failed turn in the person's interface language, with the error id the log holds too: its two
+ * sentences on two lines (a stored reply), or on one (an error message).
+ */
+export function apologyText(scope: TurnScope, errorId: string, separator: '\n' | ' ' = '\n'): string {
+  const { defaultLanguage } = scope.deps.agent;
+  return [
+    systemText(scope.interfaceLanguage, 'turn.apology', undefined, defaultLanguage),
+    systemText(scope.interfaceLanguage, 'turn.errorReference', { errorId }, defaultLanguage),
+  ].join(separator);
+}
+
 async function storeFailure(scope: TurnScope, failures: ModelFailures, errorId: string): Promise<Answer> {
   const { deps } = scope;
-  const apology = [
-    systemText(scope.interfaceLanguage, 'turn.apology', undefined, deps.agent.defaultLanguage),
-    systemText(scope.interfaceLanguage, 'turn.errorReference', { errorId }, deps.agent.defaultLanguage),
-  ].join('\n');
   const answer = await storeOwnReply(scope, {
-    text: apology,
+    text: apologyText(scope, errorId),
     status: 'failed',
     meta: { error: true, errorId, ...(failures.length > 0 ? { failures } : {}) },
     // A failed turn's chain may point at a response that never got its tool results: the next turn starts afresh.

@@ -9,7 +9,7 @@ import { startDelivery, type Answer } from './delivery.js';
 import { createFlowContext, type ModelFailures } from './flow-context.js';
 import { checkReply } from './reply.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
-import { persistBudgetNotice, persistFailure, persistReply, persistReset } from './turn-persistence.js';
+import { apologyText, persistBudgetNotice, persistFailure, persistReply, persistReset } from './turn-persistence.js';
 import { loadEarlierHistory, openTurn } from './turn-scope.js';
 
 export type { AgentSettings, TurnDependencies, TurnRequest } from './turn-context.js';
@@ -36,9 +36,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     const errorId = newErrorId();
     scope.log.error({ err: error, errorId }, 'turn failed and could not be stored; nothing was sent');
     // The store's own words (a driver error) are for the log, never for the person: they get the apology.
-    const { defaultLanguage } = scope.deps.agent;
-    const apology = `${systemText(scope.interfaceLanguage, 'turn.apology', undefined, defaultLanguage)} ${systemText(scope.interfaceLanguage, 'turn.errorReference', { errorId }, defaultLanguage)}`;
-    delivery.fail(new TurnError(apology, { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }));
+    delivery.fail(new TurnError(apologyText(scope, errorId, ' '), { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }));
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.
