@@ -63,12 +63,26 @@ export class ToolError extends PalaverError {
 }
 
 export class ChannelError extends PalaverError {
-  override readonly name = 'ChannelError';
+  override readonly name: string = 'ChannelError';
   readonly channel: string;
 
   constructor(code: string, channel: string, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.channel = channel;
+  }
+}
+
+/**
+ * The channel cannot send now and says when it can (a messenger's flood wait). A reply part refused this way stays
+ * in the outbox and is sent after `retryAfterMs`, never dropped and never shown to the person as a failure.
+ */
+export class ChannelRetryLaterError extends ChannelError {
+  override readonly name = 'ChannelRetryLaterError';
+  readonly retryAfterMs: number;
+
+  constructor(channel: string, retryAfterMs: number, message: string, options?: { cause?: unknown }) {
+    super('retry_later', channel, message, options);
+    this.retryAfterMs = retryAfterMs;
   }
 }
 

@@ -52,10 +52,10 @@ export function startDelivery(scope: TurnScope): Delivery {
       const sent: SentPart[] = [];
       try {
         for (const [index, part] of answer.parts.entries()) {
-          const receipt = await channel.send(target, part);
+          const record = answer.deliveries?.[index];
+          const receipt = await channel.send(target, part, { deliveryKey: record?.id ?? `${answer.outcome.replyMessageId}:${index}` });
           sent.push(receipt);
           // Marked at once: a crash from here on does not send this part again.
-          const record = answer.deliveries?.[index];
           if (record) await markSent(scope, record, receipt.messageId);
         }
       } catch (error) {

@@ -103,6 +103,8 @@ export class Pipeline {
       transcript: (accountId, conversationId, options) => this.#transcript(channel, accountId, conversationId, options?.limit ?? 200),
       reset: (accountId, conversationId) => this.#reset(channel, accountId, conversationId),
       interfaceLanguage: (accountId, hint) => this.#interfaceLanguage(channel, accountId, hint),
+      // Placeholder until the history-recording work lands (issue #20); never released like this.
+      record: () => Promise.reject(new ChannelError('unsupported', channel.name, 'recording history is not built yet')),
       state: {
         get: (key) => this.#deps.store.channelState.get(channel.name, key),
         set: (key, value) => this.#deps.store.channelState.set(channel.name, key, value),
@@ -471,7 +473,7 @@ export class Pipeline {
     const log = this.#deps.logger.child({ correlationId: part.correlationId });
     log.warn({ channel: part.channel, part: part.part }, 'sending a reply part left unsent by a stopped process');
     try {
-      const sent = await channel.send(target, part.text);
+      const sent = await channel.send(target, part.text, { deliveryKey: part.id });
       await this.#deps.store.deliveries.markSent(part.id, sent.messageId);
     } catch (error) {
       log.error({ err: error, channel: part.channel }, 'could not send a recovered reply part');

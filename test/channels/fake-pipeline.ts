@@ -5,6 +5,8 @@ import type {
   ChannelContext,
   ConversationSummary,
   InboundMessage,
+  RecordedConversation,
+  RecordedMessage,
   ReplyTarget,
   SentPart,
   StoredReply,
@@ -52,6 +54,20 @@ export class FakeChannelContext implements ChannelContext {
    */
   enforceOwnership(): void {
     this.#owners = new Map();
+  }
+
+  /** Messages stored through `record`, in order, deduplicated by conversation and message id as the pipeline does. */
+  readonly recorded: { readonly conversation: RecordedConversation; readonly message: RecordedMessage }[] = [];
+
+  async record(conversation: RecordedConversation, entries: readonly RecordedMessage[]): Promise<{ readonly stored: number }> {
+    let stored = 0;
+    for (const message of entries) {
+      const seen = this.recorded.some((r) => r.conversation.conversationId === conversation.conversationId && r.message.messageId === message.messageId);
+      if (seen) continue;
+      this.recorded.push({ conversation, message });
+      stored += 1;
+    }
+    return { stored };
   }
 
   /** Resets nothing: the fake keeps no model history. */

@@ -74,6 +74,11 @@ export class ScriptedPipeline implements ChannelContext {
   /** Resets nothing: the fake keeps no model history. */
   async reset(): Promise<void> {}
 
+  /** The web channel never records history without a turn. */
+  async record(): Promise<{ readonly stored: number }> {
+    throw new Error('the web channel does not record history');
+  }
+
   async interfaceLanguage(_accountId: string, hint?: string): Promise<string> {
     return hint ?? 'en';
   }

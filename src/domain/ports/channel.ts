@@ -105,8 +105,42 @@ export interface ChannelContext {
    * Telegram's `language_code`), else the agent's default.
    */
   interfaceLanguage(accountId: string, hint?: string): Promise<string>;
+  /**
+   * Stores messages in a conversation's history without answering them: history imported from the messenger, the
+   * account owner's own messages, messages that arrive while the owner has taken the conversation over. No turn
+   * runs, nothing is sent, nothing is paid; the next turn's model sees them. Each entry is deduplicated by its
+   * channel message id within the conversation (also against messages that came through `accept`), so importing the
+   * same history twice stores nothing new. Entries are stored in the order given.
+   * @returns how many entries were new.
+   * @throws ChannelError `forbidden` for a direct conversation that belongs to someone else; nothing is stored then.
+   */
+  record(conversation: RecordedConversation, entries: readonly RecordedMessage[]): Promise<{ readonly stored: number }>;
   /** Small values the channel keeps across restarts (a polling offset, business connections), per channel. */
   readonly state: ChannelStateStore;
+}
+
+/** The conversation `ChannelContext.record` stores into: the person on the other side, and the channel's chat. */
+export interface RecordedConversation {
+  /** The person's account (the other side of a private chat), as `InboundMessage.accountId`. */
+  readonly accountId: string;
+  readonly displayName?: string | null;
+  readonly conversationId: string;
+  readonly conversationKind?: 'direct' | 'shared';
+}
+
+/** One message stored without a turn. */
+export interface RecordedMessage {
+  /** `user`: the person wrote it; `assistant`: the account's own side did (its owner by hand, or an earlier reply). */
+  readonly role: 'user' | 'assistant';
+  readonly text: string;
+  /** The channel's id of the message (Telegram message id): the dedupe key within the conversation. */
+  readonly messageId: string;
+  readonly at: Date;
+  /**
+   * Why it is stored without a turn: `imported` (history sync), `owner` (the account's owner wrote it by hand),
+   * `held` (the person wrote it while the owner had taken the conversation over).
+   */
+  readonly source: 'imported' | 'owner' | 'held';
 }
 
 /** A channel's own key-value store, kept in Palaver's database. */
@@ -185,6 +219,16 @@ export interface TurnOutcome {
   readonly usage: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: string; readonly currency: string };
 }
 
+/** What the pipeline tells a channel about the part it sends. */
+export interface SendOptions {
+  /**
+   * Stable id of this part's delivery: the same on every attempt to send it, in this process or after a crash (the
+   * outbox record's id). A channel whose API takes an idempotency key (MTProto's `random_id`) derives it from this,
+   * so the messenger itself drops a repeat.
+   */
+  readonly deliveryKey: string;
+}
+
 /** One sent part of a reply, as the channel knows it. */
 export interface SentPart {
   /** The channel's id of the sent message (Telegram message id, …), kept with the reply's delivery record. */
@@ -225,6 +269,12 @@ export interface ChannelRoute {
 export interface Channel {
   /** Unique among the channels of one Palaver: `web`, `console`, `telegram-bot`, … */
   readonly name: string;
+  /**
+   * Whose account ids this channel's `accountId`s are, for identity: channels that see the same people under the
+   * same ids (a Telegram bot and a Telegram user account both see Telegram user ids) share one namespace, so one
+   * person is one user with one profile. Default: the channel's name.
+   */
+  readonly accountNamespace?: string;
   readonly capabilities: ChannelCapabilities;
   /** Routes to add to Palaver's HTTP server, when it serves. */
   readonly routes?: readonly ChannelRoute[];
@@ -232,8 +282,12 @@ export interface Channel {
   readonly inbox?: InboxPolicy;
   start(context: ChannelContext): Promise<void>;
   stop(): Promise<void>;
-  /** Sends one part of a reply to the conversation. */
-  send(target: ReplyTarget, text: string): Promise<SentPart>;
+  /**
+   * Sends one part of a reply to the conversation.
+   * @throws ChannelRetryLaterError when the messenger asks to wait (a flood wait): the part stays in the outbox and
+   *   is sent after `retryAfterMs`; any other error refuses the part for good.
+   */
+  send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart>;
   /** Shows that a reply is being written (`capabilities.typing`). */
   typing?(target: ReplyTarget): Promise<void>;
   /** Reacts to one of the answered messages (`capabilities.reactions`). */
