@@ -255,10 +255,11 @@ export interface DeliveryRepository {
    */
   postpone(ids: readonly string[], delayMs: number): Promise<void>;
   /**
-   * The latest time a postponed part of the conversation waits for, or undefined when it has none. A postponed part
-   * whose time came counts until recovery takes it, so the result may lie in the past.
+   * How long the conversation's postponed parts still wait, in ms (the longest), or undefined when it has none. A
+   * postponed part whose time came counts (as 0) until recovery takes it. Measured by the store's clock, as
+   * {@link postpone} is.
    */
-  postponedUntil(channel: string, conversationId: string): Promise<Date | undefined>;
+  postponedFor(channel: string, conversationId: string): Promise<number | undefined>;
   /** The parts of one reply, in order. */
   listForReply(replyMessageId: string): Promise<DeliveryRecord[]>;
   /**

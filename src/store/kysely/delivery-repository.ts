@@ -67,8 +67,8 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
     });
   }
 
-  postponedUntil(channel: string, conversationId: string): Promise<Date | undefined> {
-    return storeOperation('deliveries.postponedUntil', async () => {
+  postponedFor(channel: string, conversationId: string): Promise<number | undefined> {
+    return storeOperation('deliveries.postponedFor', async () => {
       const row = await this.#ctx.db
         .selectFrom('deliveries')
         .select((eb) => eb.fn.max('lease_until').as('until'))
@@ -77,7 +77,7 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
         .where('channel', '=', channel)
         .where('conversation_id', '=', conversationId)
         .executeTakeFirst();
-      return row?.until === null || row?.until === undefined ? undefined : new Date(Number(row.until));
+      return row?.until === null || row?.until === undefined ? undefined : Math.max(0, Number(row.until) - this.#ctx.now());
     });
   }
 
