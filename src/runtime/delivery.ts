@@ -54,8 +54,8 @@ export function startDelivery(scope: TurnScope): Delivery {
       const records = answer.deliveries;
       try {
         // Earlier replies of the conversation still wait in the outbox (a flood wait): this one goes after them.
-        const behind = records ? await postponedFor(scope) : undefined;
-        if (records && behind !== undefined) await postponeParts(scope.deps, scope.log, records, behind, 'earlier parts of the conversation wait in the outbox');
+        const behind = records ? await queuedAhead(scope, answer.outcome.replyMessageId) : undefined;
+        if (records && behind !== undefined) await postponeParts(scope.deps, scope.log, records, behind, 'earlier replies of the conversation wait in the outbox');
         else {
           for (const [index, part] of answer.parts.entries()) {
             const record = records?.[index];
@@ -91,10 +91,10 @@ export function startDelivery(scope: TurnScope): Delivery {
   };
 }
 
-/** How long the conversation's postponed parts still wait, or undefined when none do (or the store cannot say). */
-async function postponedFor(scope: TurnScope): Promise<number | undefined> {
+/** How long the conversation's earlier outbox parts still wait, or undefined when there are none (or the store cannot say). */
+async function queuedAhead(scope: TurnScope, replyMessageId: string): Promise<number | undefined> {
   try {
-    return await scope.deps.store.deliveries.postponedFor(scope.target.channel, scope.target.conversationId);
+    return await scope.deps.store.deliveries.queuedAhead({ channel: scope.target.channel, conversationId: scope.target.conversationId, replyMessageId });
   } catch (error) {
     scope.log.warn({ err: error }, 'could not look for postponed reply parts; sending the reply now');
     return undefined;

@@ -882,18 +882,23 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         // Leased to nobody: the process that postponed them does not keep them by renewing its leases.
         expect(await store.deliveries.renewLeases('sender', 60_000)).toBe(0);
         expect(await claim(channel)).toEqual([]);
-        const waiting = await store.deliveries.postponedFor(channel, 'conv');
+        // A new reply of the conversation finds them ahead of it, still waiting; their own reply does not.
+        const ahead = () => store.deliveries.queuedAhead({ channel, conversationId: 'conv', replyMessageId: 'a new reply' });
+        const waiting = await ahead();
         expect(waiting).toBeGreaterThan(0);
         expect(waiting).toBeLessThanOrEqual(150);
-        // Its time came, but nobody has taken it yet: it still holds the conversation, with nothing left to wait.
-        await expect.poll(() => store.deliveries.postponedFor(channel, 'conv'), { timeout: 5_000 }).toBe(0);
+        expect(await store.deliveries.queuedAhead({ channel, conversationId: 'conv', replyMessageId: first!.replyMessageId })).toBeUndefined();
+        // Its time came, but nobody has taken it yet: it is still ahead, with nothing left to wait for.
+        await expect.poll(ahead, { timeout: 5_000 }).toBe(0);
         await pause(2);
         const [b, c] = await Promise.all([claim(channel, 'b'), claim(channel, 'c')]);
         expect([...b, ...c]).toEqual(['p0', 'p1']);
         expect((await store.deliveries.listForReply(first!.replyMessageId)).map((part) => part.state)).toEqual(['pending', 'pending']);
-        // Taken: no longer postponed, and nobody else gets them while the new lease lives.
-        expect(await store.deliveries.postponedFor(channel, 'conv')).toBeUndefined();
+        // Taken: being sent (still ahead of a new reply, with no wait), and nobody else gets them while the lease lives.
+        expect(await ahead()).toBe(0);
         expect(await claim(channel, 'd')).toEqual([]);
+        for (const part of [first!, second!]) await store.deliveries.markSent(part.id, `tg-${part.part}`);
+        expect(await ahead()).toBeUndefined();
       });
 
       it('holds the later parts of a conversation behind a postponed one, and other conversations not at all', async () => {
@@ -908,7 +913,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await store.deliveries.postpone([held!.id], 60_000);
         await pause(5); // the 1 ms leases run out
         expect(await claim(channel)).toEqual(['c0']);
-        expect(await store.deliveries.postponedFor(channel, 'other')).toBeUndefined();
+        expect(await store.deliveries.queuedAhead({ channel, conversationId: 'quiet', replyMessageId: 'r' })).toBeUndefined();
         // Its time comes (postponed again with no wait): now both leave, in order.
         await store.deliveries.postpone([held!.id], 0);
         await pause(2);
@@ -927,7 +932,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
           ['sent', 'tg-9'],
           ['failed', null],
         ]);
-        expect(await store.deliveries.postponedFor(channel, 'conv')).toBeUndefined();
+        expect(await store.deliveries.queuedAhead({ channel, conversationId: 'conv', replyMessageId: 'a new reply' })).toBeUndefined();
       });
     });
 

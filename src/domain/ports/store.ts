@@ -255,11 +255,11 @@ export interface DeliveryRepository {
    */
   postpone(ids: readonly string[], delayMs: number): Promise<void>;
   /**
-   * How long the conversation's postponed parts still wait, in ms (the longest), or undefined when it has none. A
-   * postponed part whose time came counts (as 0) until recovery takes it. Measured by the store's clock, as
-   * {@link postpone} is.
+   * What a new reply of a conversation finds ahead of it in the outbox: undefined when no other reply's part is
+   * pending there (send at once); else how long the latest of them is still postponed, in ms — 0 when they are due,
+   * orphaned or being sent — so the reply can queue behind them. Measured by the store's clock, as {@link postpone}.
    */
-  postponedFor(channel: string, conversationId: string): Promise<number | undefined>;
+  queuedAhead(input: { readonly channel: string; readonly conversationId: string; readonly replyMessageId: string }): Promise<number | undefined>;
   /** The parts of one reply, in order. */
   listForReply(replyMessageId: string): Promise<DeliveryRecord[]>;
   /**

@@ -67,17 +67,19 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
     });
   }
 
-  postponedFor(channel: string, conversationId: string): Promise<number | undefined> {
-    return storeOperation('deliveries.postponedFor', async () => {
+  queuedAhead(input: { readonly channel: string; readonly conversationId: string; readonly replyMessageId: string }): Promise<number | undefined> {
+    return storeOperation('deliveries.queuedAhead', async () => {
       const row = await this.#ctx.db
         .selectFrom('deliveries')
-        .select((eb) => eb.fn.max('lease_until').as('until'))
+        // Only a postponed part (leased to nobody) has a time to wait for; the others are due or being sent.
+        .select((eb) => [eb.fn.countAll().as('parts'), eb.fn.max(eb.case().when('owner', 'is', null).then(eb.ref('lease_until')).else(0).end()).as('until')])
         .where('state', '=', 'pending')
-        .where('owner', 'is', null)
-        .where('channel', '=', channel)
-        .where('conversation_id', '=', conversationId)
+        .where('channel', '=', input.channel)
+        .where('conversation_id', '=', input.conversationId)
+        .where('reply_message_id', '<>', input.replyMessageId)
         .executeTakeFirst();
-      return row?.until === null || row?.until === undefined ? undefined : Math.max(0, Number(row.until) - this.#ctx.now());
+      if (!row || Number(row.parts) === 0) return undefined;
+      return Math.max(0, Number(row.until ?? 0) - this.#ctx.now());
     });
   }
 
