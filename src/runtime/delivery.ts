@@ -1,6 +1,7 @@
-import { ChannelError } from '../domain/errors.js';
+import { ChannelError, ChannelRetryLaterError } from '../domain/errors.js';
 import type { SentPart, TurnOutcome } from '../domain/ports/channel.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
+import { postponeParts } from './postponement.js';
 import type { TurnScope } from './turn-context.js';
 
 const DEFAULT_TYPING_INTERVAL_MS = 4_000;
@@ -50,21 +51,33 @@ export function startDelivery(scope: TurnScope): Delivery {
       // The person sees exactly the stored reply: text streamed that is not it goes first.
       discardStreamedText(answer.outcome.reply);
       const sent: SentPart[] = [];
+      const records = answer.deliveries;
       try {
-        for (const [index, part] of answer.parts.entries()) {
-          const record = answer.deliveries?.[index];
-          const receipt = await channel.send(target, part, { deliveryKey: record?.id ?? `${answer.outcome.replyMessageId}:${index}` });
-          sent.push(receipt);
-          // Marked at once: a crash from here on does not send this part again.
-          if (record) await markSent(scope, record, receipt.messageId);
+        // Earlier replies of the conversation still wait in the outbox (a flood wait): this one goes after them.
+        const behind = records ? await queuedAhead(scope, answer.outcome.replyMessageId) : undefined;
+        if (records && behind !== undefined) await postponeParts(scope.deps, scope.log, records, behind, 'earlier replies of the conversation wait in the outbox');
+        else {
+          for (const [index, part] of answer.parts.entries()) {
+            const record = records?.[index];
+            const receipt = await channel.send(target, part, { deliveryKey: record?.id ?? `${answer.outcome.replyMessageId}:${index}` });
+            sent.push(receipt);
+            // Marked at once: a crash from here on does not send this part again.
+            if (record) await markSent(scope, record, receipt.messageId);
+          }
         }
       } catch (error) {
-        // The channel refused the part for good (its own retries are behind it): it and the parts after it are not
-        // tried again, by this process or another.
-        await markUnsent(scope, answer.deliveries?.slice(sent.length) ?? [], error);
-        // A person who left mid-turn (a closed web run) is ordinary: the reply is stored and shown on their return.
-        const gone = error instanceof ChannelError && error.code === 'client_gone';
-        scope.log[gone ? 'info' : 'error']({ err: error, channel: channel.name, sentParts: sent.length, parts: answer.parts.length }, gone ? 'reply stored; its reader has left' : 'could not send the reply');
+        const unsent = records?.slice(sent.length) ?? [];
+        if (error instanceof ChannelRetryLaterError && unsent.length > 0) {
+          // The messenger asked to wait: this part and the ones after it stay in the outbox and are sent when allowed.
+          await postponeParts(scope.deps, scope.log, unsent, error.retryAfterMs, 'the channel asked to wait');
+        } else {
+          // The channel refused the part for good (its own retries are behind it), or cannot send later (no outbox):
+          // it and the parts after it are not tried again, by this process or another.
+          await markUnsent(scope, unsent, error);
+          // A person who left mid-turn (a closed web run) is ordinary: the reply is stored and shown on their return.
+          const gone = error instanceof ChannelError && error.code === 'client_gone';
+          scope.log[gone ? 'info' : 'error']({ err: error, channel: channel.name, sentParts: sent.length, parts: answer.parts.length }, gone ? 'reply stored; its reader has left' : 'could not send the reply');
+        }
       } finally {
         stopTyping();
       }
@@ -76,6 +89,16 @@ export function startDelivery(scope: TurnScope): Delivery {
       channel.settle?.(target, { kind: 'error', correlationId: scope.correlationId, error });
     },
   };
+}
+
+/** How long the conversation's earlier outbox parts still wait, or undefined when there are none (or the store cannot say). */
+async function queuedAhead(scope: TurnScope, replyMessageId: string): Promise<number | undefined> {
+  try {
+    return await scope.deps.store.deliveries.queuedAhead({ channel: scope.target.channel, conversationId: scope.target.conversationId, replyMessageId });
+  } catch (error) {
+    scope.log.warn({ err: error }, 'could not look for postponed reply parts; sending the reply now');
+    return undefined;
+  }
 }
 
 async function markUnsent(scope: TurnScope, parts: readonly DeliveryRecord[], error: unknown): Promise<void> {

@@ -1,4 +1,4 @@
-import { ChannelError, IdentityError } from '../domain/errors.js';
+import { ChannelError, ChannelRetryLaterError, IdentityError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { unstorableReason } from '../domain/storable-text.js';
 import type { InboundRecord, Session } from '../domain/model.js';
@@ -10,6 +10,7 @@ import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity
 import { systemText } from '../i18n/index.js';
 import type { Participant } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
+import { postponeParts } from './postponement.js';
 import { settlesWithin } from './settles-within.js';
 import { runTurn } from './turn.js';
 import { byAttempts, DEFAULT_MAX_TURN_ATTEMPTS, retryDelayMs } from './turn-attempts.js';
@@ -448,7 +449,7 @@ export class Pipeline {
         for (const record of claimed) await this.#recover(record);
         const offline = [...this.#channels.values()].filter((channel) => channel.capabilities.offlineDelivery).map((channel) => channel.name);
         const unsent = await deliveries.claimExpired({ owner: this.#owner, leaseMs: this.#leaseMs, channels: offline, limit: RECOVERY_BATCH });
-        for (const part of unsent) await this.#resend(part);
+        await this.#resendAll(unsent);
       } catch (error) {
         this.#deps.logger.error({ err: error }, 'inbox recovery failed; trying again shortly');
       }
@@ -465,19 +466,43 @@ export class Pipeline {
     this.#queue(channel, { user, accounts, session }, record, undefined);
   }
 
-  /** Sends a reply part a process that died stored but never sent (the outbox), and marks it. */
-  async #resend(part: DeliveryRecord): Promise<void> {
+  /**
+   * Sends the outbox parts one recovery round took, in their order. When the channel asks to wait for one, it and
+   * the later parts of its conversation in this round are postponed together; other conversations go on.
+   */
+  async #resendAll(parts: readonly DeliveryRecord[]): Promise<void> {
+    const conversationOf = (part: DeliveryRecord) => `${part.channel}\u0000${part.conversationId}`;
+    const held = new Set<string>();
+    for (const [index, part] of parts.entries()) {
+      const conversation = conversationOf(part);
+      if (held.has(conversation)) continue;
+      const retryAfterMs = await this.#resend(part);
+      if (retryAfterMs === undefined) continue;
+      held.add(conversation);
+      const waiting = parts.slice(index).filter((later) => conversationOf(later) === conversation);
+      await postponeParts(this.#deps, this.#deps.logger.child({ correlationId: part.correlationId }), waiting, retryAfterMs, 'the channel asked to wait');
+    }
+  }
+
+  /**
+   * Sends a reply part from the outbox (one a process that died stored but never sent, or one postponed), under the
+   * key its first attempt had, and marks it. Resolves with the wait the channel asked for, if it asked.
+   */
+  async #resend(part: DeliveryRecord): Promise<number | undefined> {
     const channel = this.#channels.get(part.channel);
-    if (!channel) return;
+    if (!channel) return undefined;
     const target = { channel: part.channel, conversationId: part.conversationId, accountId: part.accountId, inReplyTo: part.inReplyTo, correlationId: part.correlationId, sessionId: part.sessionId };
     const log = this.#deps.logger.child({ correlationId: part.correlationId });
-    log.warn({ channel: part.channel, part: part.part }, 'sending a reply part left unsent by a stopped process');
+    log.warn({ channel: part.channel, part: part.part }, 'sending a reply part from the outbox (left unsent by a stopped process, or postponed)');
     try {
       const sent = await channel.send(target, part.text, { deliveryKey: part.id });
       await this.#deps.store.deliveries.markSent(part.id, sent.messageId);
+      return undefined;
     } catch (error) {
+      if (error instanceof ChannelRetryLaterError) return error.retryAfterMs;
       log.error({ err: error, channel: part.channel }, 'could not send a recovered reply part');
       await this.#deps.store.deliveries.markFailed(part.id, error instanceof Error ? error.message : String(error));
+      return undefined;
     }
   }
 

@@ -3,7 +3,7 @@
 import { createInterface } from 'node:readline';
 import { createPalaver } from '../../src/app.js';
 import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
-import type { ReplyTarget } from '../../src/domain/ports/channel.js';
+import type { ReplyTarget, SendOptions } from '../../src/domain/ports/channel.js';
 import { createLogger } from '../../src/observability/logger.js';
 
 const { databaseUrl, modelUrl, instructionsDir, leaseMs, offline, blockSend } = JSON.parse(process.argv[2]!) as {
@@ -17,9 +17,10 @@ const { databaseUrl, modelUrl, instructionsDir, leaseMs, offline, blockSend } = 
   blockSend?: boolean;
 };
 
-/** Prints every part it is asked to send, so the parent can count deliveries. */
+/** Prints every part it is asked to send (and the delivery key it came with), so the parent can count deliveries. */
 class ReportingChannel extends MemoryChannel {
-  override async send(target: ReplyTarget, text: string) {
+  override async send(target: ReplyTarget, text: string, options?: SendOptions) {
+    console.log(`key ${options?.deliveryKey ?? '-'} ${JSON.stringify(text)}`);
     console.log(`sending ${JSON.stringify(text)}`);
     if (blockSend) await new Promise(() => {});
     const receipt = await super.send(target, text);

@@ -103,6 +103,13 @@ async function killMidDeliveryAndRestart(databaseUrl: string): Promise<void> {
   await expect.poll(async () => (await store!.deliveries.listForReply(stored!.id)).map((part) => part.state), { timeout: 10_000, interval: 100 }).toEqual(['sent', 'sent']);
   const sent = second.stdout().split('\n').filter((line) => line.startsWith('sent '));
   expect(sent).toEqual(['sent "The first part of the answer."', 'sent "The second part of the answer."']);
+  // The part the dead process was sending is sent again under the same delivery key (its outbox record's id), so a
+  // messenger that dedupes by it (MTProto's random_id) drops the repeat.
+  const keysOf = (child: RunningChild) => child.stdout().split('\n').filter((line) => line.startsWith('key '));
+  const [interrupted] = keysOf(first);
+  const records = await store.deliveries.listForReply(stored!.id);
+  expect(interrupted).toBe(`key ${records[0]!.id} "The first part of the answer."`);
+  expect(keysOf(second)).toEqual([interrupted, `key ${records[1]!.id} "The second part of the answer."`]);
   // The model was asked once: the reply was stored before the crash, only its sending was resumed.
   expect(model.calls).toHaveLength(1);
   await second.stop('SIGTERM');

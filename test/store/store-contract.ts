@@ -862,6 +862,80 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('outbox', () => {
+      /** The parts of one reply in a conversation, pending, leased to `owner` for `leaseMs`. */
+      async function givenReply(session: Session, channel: string, conversationId: string, texts: readonly string[], lease: { owner?: string; leaseMs?: number } = {}) {
+        const replyMessageId = unique('reply');
+        return store.deliveries.add(
+          texts.map((part, index) => ({ sessionId: session.id, replyMessageId, part: index, text: part, channel, conversationId, accountId: 'acct', inReplyTo: ['m1'], correlationId: unique('corr') })),
+          { owner: lease.owner ?? 'dead', leaseMs: lease.leaseMs ?? 1 },
+        );
+      }
+      const claim = (channel: string, owner = 'heir') => store.deliveries.claimExpired({ owner, leaseMs: 60_000, channels: [channel], limit: 10 }).then((parts) => parts.map((part) => part.text));
+      const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+      it('keeps a postponed part pending and hands it out only once its time came, to one new owner', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const [first, second] = await givenReply(session, channel, 'conv', ['p0', 'p1'], { owner: 'sender', leaseMs: 60_000 });
+        await store.deliveries.postpone([first!.id, second!.id], 150);
+        // Leased to nobody: the process that postponed them does not keep them by renewing its leases.
+        expect(await store.deliveries.renewLeases('sender', 60_000)).toBe(0);
+        expect(await claim(channel)).toEqual([]);
+        // A new reply of the conversation finds them ahead of it, still waiting; their own reply does not.
+        const ahead = () => store.deliveries.queuedAhead({ channel, conversationId: 'conv', replyMessageId: 'a new reply' });
+        const waiting = await ahead();
+        expect(waiting).toBeGreaterThan(0);
+        expect(waiting).toBeLessThanOrEqual(150);
+        expect(await store.deliveries.queuedAhead({ channel, conversationId: 'conv', replyMessageId: first!.replyMessageId })).toBeUndefined();
+        // Its time came, but nobody has taken it yet: it is still ahead, with nothing left to wait for.
+        await expect.poll(ahead, { timeout: 5_000 }).toBe(0);
+        await pause(2);
+        const [b, c] = await Promise.all([claim(channel, 'b'), claim(channel, 'c')]);
+        expect([...b, ...c]).toEqual(['p0', 'p1']);
+        expect((await store.deliveries.listForReply(first!.replyMessageId)).map((part) => part.state)).toEqual(['pending', 'pending']);
+        // Taken: being sent (still ahead of a new reply, with no wait), and nobody else gets them while the lease lives.
+        expect(await ahead()).toBe(0);
+        expect(await claim(channel, 'd')).toEqual([]);
+        for (const part of [first!, second!]) await store.deliveries.markSent(part.id, `tg-${part.part}`);
+        expect(await ahead()).toBeUndefined();
+      });
+
+      it('holds the later parts of a conversation behind a postponed one, and other conversations not at all', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const [, held] = await givenReply(session, channel, 'slow', ['a0', 'a1']);
+        await pause(2); // the next reply is stored later
+        await givenReply(session, channel, 'slow', ['b0']);
+        await givenReply(session, channel, 'other', ['c0']);
+        // a0 was sent; a1 got a long flood wait. b0 (a later reply, orphaned) must not overtake it.
+        await store.deliveries.markSent((await store.deliveries.listForReply(held!.replyMessageId))[0]!.id, 'tg-1');
+        await store.deliveries.postpone([held!.id], 60_000);
+        await pause(5); // the 1 ms leases run out
+        expect(await claim(channel)).toEqual(['c0']);
+        expect(await store.deliveries.queuedAhead({ channel, conversationId: 'quiet', replyMessageId: 'r' })).toBeUndefined();
+        // Its time comes (postponed again with no wait): now both leave, in order.
+        await store.deliveries.postpone([held!.id], 0);
+        await pause(2);
+        expect(await claim(channel)).toEqual(['a1', 'b0']);
+      });
+
+      it('leaves a part that is no longer pending alone', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const [sent, failed] = await givenReply(session, channel, 'conv', ['s', 'f'], { owner: 'sender', leaseMs: 60_000 });
+        await store.deliveries.markSent(sent!.id, 'tg-9');
+        await store.deliveries.markFailed(failed!.id, 'blocked');
+        await store.deliveries.postpone([sent!.id, failed!.id], 1);
+        await store.deliveries.postpone([], 1);
+        expect((await store.deliveries.listForReply(sent!.replyMessageId)).map((part) => [part.state, part.channelMessageId])).toEqual([
+          ['sent', 'tg-9'],
+          ['failed', null],
+        ]);
+        expect(await store.deliveries.queuedAhead({ channel, conversationId: 'conv', replyMessageId: 'a new reply' })).toBeUndefined();
+      });
+    });
+
     describe('lookups without creating', () => {
       it('finds a user by account and a session by conversation, and nothing for unknown ones', async () => {
         const accountId = unique('acct');

@@ -239,7 +239,8 @@ export interface DeliveryRecord {
 /**
  * The outbox of channels that deliver offline: a reply's parts are stored pending before they are sent, each is
  * marked sent with the channel's message id once the channel took it, and pending parts whose lease ran out (their
- * process died) are taken over and sent, in order.
+ * process died) are taken over and sent, in order. A part the messenger asked to wait for (a flood wait) is
+ * postponed: pending, leased to nobody until its time, then taken over like an orphaned one.
  */
 export interface DeliveryRepository {
   /** Stores the parts of a reply, pending, leased to `owner` (in the turn's closing transaction). */
@@ -248,9 +249,23 @@ export interface DeliveryRepository {
   /** The channel refused the part for good (blocked bot, deleted chat): never tried again. */
   markFailed(id: string, error: string): Promise<void>;
   renewLeases(owner: string, leaseMs: number): Promise<number>;
+  /**
+   * The channel asked to wait (`ChannelRetryLaterError`): the parts stay pending, leased to nobody, until `delayMs`
+   * from now; then {@link claimExpired} hands them out again. Parts no longer pending are left alone.
+   */
+  postpone(ids: readonly string[], delayMs: number): Promise<void>;
+  /**
+   * What a new reply of a conversation finds ahead of it in the outbox: undefined when no other reply's part is
+   * pending there (send at once); else how long the latest of them is still postponed, in ms — 0 when they are due,
+   * orphaned or being sent — so the reply can queue behind them. Measured by the store's clock, as {@link postpone}.
+   */
+  queuedAhead(input: { readonly channel: string; readonly conversationId: string; readonly replyMessageId: string }): Promise<number | undefined>;
   /** The parts of one reply, in order. */
   listForReply(replyMessageId: string): Promise<DeliveryRecord[]>;
-  /** Pending parts of `channels` whose lease ran out, in reply and part order, leased to `owner`. */
+  /**
+   * Pending parts of `channels` whose lease ran out, in reply and part order, leased to `owner`. A part is not handed
+   * out while an earlier part of its conversation is still postponed: a conversation's parts leave in order.
+   */
   claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<DeliveryRecord[]>;
 }
 

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { DeliveryRecord, DeliveryRepository } from '../../domain/ports/store.js';
 import { claimExpired, renewLeases } from './leases.js';
@@ -54,6 +54,34 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
     return storeOperation('deliveries.renewLeases', () => renewLeases(this.#ctx.db, 'deliveries', owner, this.#ctx.now() + leaseMs));
   }
 
+  postpone(ids: readonly string[], delayMs: number): Promise<void> {
+    return storeOperation('deliveries.postpone', async () => {
+      if (ids.length === 0) return;
+      // No owner: nobody renews the lease, so it runs out at the given time and recovery takes the part.
+      await this.#ctx.db
+        .updateTable('deliveries')
+        .set({ owner: null, lease_until: this.#ctx.now() + Math.max(0, Math.ceil(delayMs)) })
+        .where('id', 'in', [...ids])
+        .where('state', '=', 'pending')
+        .execute();
+    });
+  }
+
+  queuedAhead(input: { readonly channel: string; readonly conversationId: string; readonly replyMessageId: string }): Promise<number | undefined> {
+    return storeOperation('deliveries.queuedAhead', async () => {
+      const row = await this.#ctx.db
+        .selectFrom('deliveries')
+        // Only a postponed part (leased to nobody) has a time to wait for; the others are due or being sent.
+        .select((eb) => [eb.fn.countAll().as('parts'), eb.fn.max(eb.case().when('owner', 'is', null).then(eb.ref('lease_until')).else(0).end()).as('until')])
+        .where('state', '=', 'pending')
+        .where('channel', '=', input.channel)
+        .where('conversation_id', '=', input.conversationId)
+        .where('reply_message_id', '<>', input.replyMessageId)
+        .executeTakeFirst();
+      if (!row || Number(row.parts) === 0) return undefined;
+      return Math.max(0, Number(row.until ?? 0) - this.#ctx.now());
+    });
+  }
 
   listForReply(replyMessageId: string): Promise<DeliveryRecord[]> {
     return storeOperation('deliveries.listForReply', async () => {
@@ -66,11 +94,44 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
     return storeOperation('deliveries.claimExpired', async () => {
       if (input.channels.length === 0 || input.limit <= 0) return [];
       const now = this.#ctx.now();
-      const rows = await claimExpired(this.#ctx.db, this.#ctx.dialect, 'deliveries', { ...input, now, leaseUntil: now + input.leaseMs, order: ['created_at', 'reply_message_id', 'part'] });
+      const rows = await claimExpired(this.#ctx.db, this.#ctx.dialect, 'deliveries', {
+        ...input,
+        now,
+        leaseUntil: now + input.leaseMs,
+        order: ['created_at', 'reply_message_id', 'part'],
+        only: (select) => select.where((eb) => eb.not(eb.exists(earlierPostponed(eb, now)))),
+      });
       return rows.map(toDelivery);
     });
   }
 
+}
+
+/**
+ * A part of the same conversation, before this one in claim order (created, reply, part), that is postponed and whose
+ * time has not come: this one waits behind it.
+ */
+function earlierPostponed(eb: ExpressionBuilder<any, any>, now: number) {
+  return eb
+    .selectFrom('deliveries as earlier')
+    .select(sql.lit(1).as('one'))
+    .where('earlier.state', '=', 'pending')
+    .where('earlier.owner', 'is', null)
+    .where('earlier.lease_until', '>=', now)
+    .whereRef('earlier.channel', '=', 'deliveries.channel')
+    .whereRef('earlier.conversation_id', '=', 'deliveries.conversation_id')
+    .where((inner) =>
+      inner.or([
+        inner('earlier.created_at', '<', inner.ref('deliveries.created_at')),
+        inner.and([
+          inner('earlier.created_at', '=', inner.ref('deliveries.created_at')),
+          inner.or([
+            inner('earlier.reply_message_id', '<', inner.ref('deliveries.reply_message_id')),
+            inner.and([inner('earlier.reply_message_id', '=', inner.ref('deliveries.reply_message_id')), inner('earlier.part', '<', inner.ref('deliveries.part'))]),
+          ]),
+        ]),
+      ]),
+    );
 }
 
 function toDelivery(row: Selectable<DeliveriesTable>): DeliveryRecord {

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DialectStrategy } from './dialect-strategy.js';
 import { atomically } from './repository-context.js';
 import type { Database } from './schema.js';
@@ -40,7 +40,16 @@ export function claimExpired<T extends LeasedTable>(
   db: Kysely<Database>,
   dialect: DialectStrategy,
   table: T,
-  input: { readonly owner: string; readonly now: number; readonly leaseUntil: number; readonly channels: readonly string[]; readonly limit: number; readonly order: readonly string[] },
+  input: {
+    readonly owner: string;
+    readonly now: number;
+    readonly leaseUntil: number;
+    readonly channels: readonly string[];
+    readonly limit: number;
+    readonly order: readonly string[];
+    /** A further condition on the rows handed out (the table's own rule). */
+    readonly only?: (select: SelectQueryBuilder<any, any, any>) => SelectQueryBuilder<any, any, any>;
+  },
 ): Promise<Selectable<Database[T]>[]> {
   return atomically(db, async (trx) => {
     // The two tables share these columns; Kysely cannot type a query over "either table", hence the loose handle.
@@ -48,6 +57,7 @@ export function claimExpired<T extends LeasedTable>(
     let select = any.selectFrom(table as LeasedTable).selectAll().where('state', '=', OPEN_STATE[table]).where('lease_until', '<', input.now).where('channel', 'in', [...input.channels]);
     // A message whose turn failed waits for its retry time, whoever takes it.
     if (COUNTS_ATTEMPTS[table]) select = select.where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', input.now)]));
+    if (input.only) select = input.only(select);
     for (const column of input.order) select = select.orderBy(column);
     const rows = (await dialect.lockForUpdate(select.limit(input.limit)).execute()) as Selectable<Database[T]>[];
     const claimed: Selectable<Database[T]>[] = [];
