@@ -27,6 +27,8 @@ export class PalaverMetrics {
   readonly repliesCut: PromClient.Counter<string>;
   /** Reply parts left in the outbox because the channel asked to wait (a flood wait), or queued behind such parts. */
   readonly replyPartsPostponed: PromClient.Counter<'channel'>;
+  /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
+  readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
@@ -43,6 +45,7 @@ export class PalaverMetrics {
     this.turnsAbandoned = new prom.Counter({ name: 'palaver_turns_abandoned_total', help: 'Inbound messages answered with an apology (or dropped) after their turns failed inbox.maxTurnAttempts times', registers: [registry] });
     this.repliesCut = new prom.Counter({ name: 'palaver_replies_cut_total', help: 'Model replies cut to agent.maxReplyChars', registers: [registry] });
     this.replyPartsPostponed = new prom.Counter({ name: 'palaver_reply_parts_postponed_total', help: 'Reply parts kept in the outbox to be sent later because the channel asked to wait, by channel', labelNames: ['channel'] as const, registers: [registry] });
+    this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   }
 }
