@@ -53,7 +53,8 @@ export function startDelivery(scope: TurnScope): Delivery {
       const sent: SentPart[] = [];
       const records = answer.deliveries;
       try {
-        // Earlier replies of the conversation still wait in the outbox (a flood wait): this one goes after them.
+        // Earlier replies of the conversation are still in the outbox (postponed by a flood wait, or being resent):
+        // this one queues behind them rather than overtaking them.
         const behind = records ? await queuedAhead(scope, answer.outcome.replyMessageId) : undefined;
         if (records && behind !== undefined) await postponeParts(scope.deps, scope.log, records, behind, 'earlier replies of the conversation wait in the outbox');
         else {
@@ -96,7 +97,7 @@ async function queuedAhead(scope: TurnScope, replyMessageId: string): Promise<nu
   try {
     return await scope.deps.store.deliveries.queuedAhead({ channel: scope.target.channel, conversationId: scope.target.conversationId, replyMessageId });
   } catch (error) {
-    scope.log.warn({ err: error }, 'could not look for postponed reply parts; sending the reply now');
+    scope.log.warn({ err: error }, 'could not look for earlier reply parts in the outbox; sending the reply now');
     return undefined;
   }
 }
