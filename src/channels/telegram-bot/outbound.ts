@@ -1,0 +1,119 @@
+import { GrammyError, type Api } from 'grammy';
+import type { ReplyTarget, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
+import type { Logger } from '../../observability/logger.js';
+import { formatReplyPart } from '../telegram/index.js';
+import { addressOf } from './address.js';
+import type { BusinessConnections } from './business.js';
+import type { DraftStreamer } from './drafts.js';
+
+export interface BotOutboundOptions {
+  readonly api: Api;
+  readonly businesses: BusinessConnections;
+  /** Live drafts in private chats; undefined when drafts are off. */
+  readonly drafts: DraftStreamer | undefined;
+  readonly logger: Logger;
+}
+
+/**
+ * Outbound: replies are sent with entities from the Markdown formatter (plain text if Telegram still refuses them),
+ * through the business connection where there is one, typing through the same connection, business messages marked
+ * read when the connection has that right, reactions outside business chats, and live drafts in private chats.
+ * Everything is addressed from the conversation id alone (`address.ts`).
+ */
+export class BotOutbound {
+  readonly #api: Api;
+  readonly #businesses: BusinessConnections;
+  readonly #drafts: DraftStreamer | undefined;
+  readonly #logger: Logger;
+  /** Turns whose first part went out (groups quote the message answered on the first part only). */
+  readonly #quoted = new Set<string>();
+
+  constructor(options: BotOutboundOptions) {
+    this.#api = options.api;
+    this.#businesses = options.businesses;
+    this.#drafts = options.drafts;
+    this.#logger = options.logger;
+  }
+
+  /**
+   * Sends one part as a Telegram message with entities (plain text when Telegram refuses them).
+   * @throws ChannelError `business_connection_disabled` when the business connection was disabled or revoked.
+   */
+  async send(target: ReplyTarget, text: string): Promise<SentPart> {
+    const address = addressOf(target.conversationId);
+    const business = await this.#businesses.replyThrough(address, target.correlationId);
+    await this.#drafts?.finish(draftKey(target));
+    const other: Record<string, unknown> = {
+      ...(address.threadId === undefined ? {} : { message_thread_id: address.threadId }),
+      ...(business ? { business_connection_id: business } : {}),
+      link_preview_options: { is_disabled: true },
+    };
+    // In a group the first part quotes the message it answers, so members see whom the bot answers.
+    const answered = target.inReplyTo.at(-1);
+    if (address.shared && answered !== undefined && !this.#quoted.has(target.correlationId)) {
+      other['reply_parameters'] = { message_id: Number(answered), allow_sending_without_reply: true };
+    }
+    this.#quoted.add(target.correlationId);
+    const formatted = formatReplyPart(text, (error) => {
+      this.#logger.warn({ err: error, correlationId: target.correlationId }, 'markdown could not be turned into telegram entities; sent as plain text');
+    });
+    try {
+      const sent = await this.#api.sendMessage(address.chatId, formatted.text, { ...other, ...(formatted.entities.length > 0 ? { entities: formatted.entities } : {}) });
+      return { messageId: String(sent.message_id) };
+    } catch (error) {
+      if (error instanceof GrammyError && error.error_code === 400 && /entit/i.test(error.description) && formatted.entities.length > 0) {
+        this.#logger.warn({ err: error, correlationId: target.correlationId }, 'telegram refused the formatting; the part is sent as plain text');
+        const sent = await this.#api.sendMessage(address.chatId, text, other);
+        return { messageId: String(sent.message_id) };
+      }
+      throw await this.#businesses.explain(error, address, target.correlationId);
+    }
+  }
+
+  async typing(target: ReplyTarget): Promise<void> {
+    const address = addressOf(target.conversationId);
+    if (address.businessConnectionId !== undefined && !(await this.#businesses.canReply(address.businessConnectionId))) return;
+    await this.#api.sendChatAction(address.chatId, 'typing', {
+      ...(address.threadId === undefined ? {} : { message_thread_id: address.threadId }),
+      ...(address.businessConnectionId === undefined ? {} : { business_connection_id: address.businessConnectionId }),
+    });
+  }
+
+  /** Marks a business chat read up to the last answered message, when the connection has that right. */
+  async markRead(target: ReplyTarget): Promise<void> {
+    const address = addressOf(target.conversationId);
+    const last = target.inReplyTo.at(-1);
+    if (address.businessConnectionId === undefined || last === undefined) return;
+    if (!(await this.#businesses.canMarkRead(address.businessConnectionId))) return;
+    await this.#api.readBusinessMessage(address.businessConnectionId, address.chatId, Number(last));
+  }
+
+  async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
+    const address = addressOf(target.conversationId);
+    if (address.businessConnectionId !== undefined) return;
+    await this.#api.setMessageReaction(address.chatId, Number(messageId), [{ type: 'emoji', emoji: emoji as 'Ok' & string } as never]);
+  }
+
+  progress(target: ReplyTarget, event: TurnProgress): void {
+    if (!this.#drafts) return;
+    const address = addressOf(target.conversationId);
+    // Drafts exist in private chats only; a business chat is the owner's, not the bot's.
+    if (address.shared || address.businessConnectionId !== undefined) return;
+    if (event.type === 'text_delta') this.#drafts.append(draftKey(target), { chatId: address.chatId }, event.delta);
+    else if (event.type === 'discard') this.#drafts.discard(draftKey(target));
+  }
+
+  settle(target: ReplyTarget, _end: TurnEnd): void {
+    this.#drafts?.forget(draftKey(target));
+    this.#quoted.delete(target.correlationId);
+  }
+
+  /** Stops every draft (the channel stops). */
+  close(): void {
+    this.#drafts?.close();
+  }
+}
+
+function draftKey(target: ReplyTarget): string {
+  return `${target.conversationId}\u0000${target.correlationId}`;
+}
