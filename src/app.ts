@@ -407,6 +407,7 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
         groupAnswer: telegram.groups.answer,
         drafts: telegram.drafts,
         maxUpdateAttempts: telegram.maxUpdateAttempts,
+        floodWaitInlineMaxSeconds: telegram.floodWaitInlineMaxSeconds,
         onDeadLetter: (reason) => metrics.deadLetters.inc({ channel: 'telegram-bot', reason }),
         transcribe,
         agentName: config.agent.name,

@@ -441,6 +441,11 @@ export const configSchema = z.strictObject({
           drafts: z.boolean().default(true),
           /** Attempts at handling one update before it is kept as a dead letter and skipped (polling goes on). */
           maxUpdateAttempts: z.number().int().min(1).max(100).default(3),
+          /**
+           * The longest flood wait (429 retry_after, seconds) waited out inside a send; a longer one leaves the reply
+           * part in the outbox, sent when Telegram allows (the conversation's later replies queue behind it).
+           */
+          floodWaitInlineMaxSeconds: z.number().int().min(0).max(3_600).default(30),
           /** OpenAI-compatible /audio/transcriptions for voice and audio messages; defaults to the model's endpoint. */
           transcription: z
             .strictObject({

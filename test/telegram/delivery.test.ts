@@ -22,6 +22,26 @@ describe('telegram bot: delivery', () => {
     expect(telegram.sentTo(5)).toHaveLength(1);
   });
 
+  it('keeps a part in the outbox through a flood wait longer than it waits inline, and sends it once when allowed', async () => {
+    rig = await createTelegramRig(() => ({ text: 'Your table is booked.' }), {}, { start: false });
+    const { telegram, harness } = rig;
+    // Nothing is waited out inside the call; recovery rounds every 100 ms pick the part up when its time comes.
+    rig.palaver = await harness.start({
+      inbox: { leaseMs: 300 },
+      channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 100, drafts: false, floodWaitInlineMaxSeconds: 0 } },
+    });
+    telegram.failNext('sendMessage', { retryAfter: 2 });
+    telegram.sendText({ chatId: 8, text: 'book a table' });
+    const [reply] = await telegram.waitForMessages(1, { chatId: 8, timeoutMs: 15_000 });
+    expect(reply!.text).toBe('Your table is booked.');
+    const attempts = telegram.callsOf('sendMessage');
+    expect(attempts).toHaveLength(2);
+    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(1_950);
+    expect(logsWith(harness, 'reply parts stay in the outbox')).toHaveLength(1);
+    await waitUntilSettled(harness, 1);
+    expect(telegram.sentTo(8)).toHaveLength(1);
+  });
+
   it('delivers a reply of 10,000 characters whole, in parts Telegram accepts', async () => {
     const paragraph = (n: number) => `Paragraph ${n}. ${'All work and no play makes a dull reply. '.repeat(12).trim()}`;
     const long = Array.from({ length: 20 }, (_, i) => paragraph(i + 1)).join('\n\n').slice(0, 10_000);
@@ -52,6 +72,8 @@ describe('telegram bot: delivery', () => {
     expect(sent.length).toBeLessThanOrEqual(5);
     const [cut] = logsWith(harness, 'longer than agent.maxReplyChars');
     expect(cut).toMatchObject({ chars: runaway.trim().length, maxReplyChars: 16_000 });
+    // The turn's closing log line follows its last part.
+    await expect.poll(() => logsWith(harness, 'turn finished').length, { timeout: 10_000 }).toBe(1);
     const [finished] = logsWith(harness, 'turn finished');
     const [reply] = await rig.palaver.store.messages.listRecent(finished!['sessionId'] as string, { limit: 1, audience: 'display' });
     expect(reply!.content.length).toBeLessThanOrEqual(16_000);

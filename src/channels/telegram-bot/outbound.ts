@@ -1,8 +1,9 @@
 import { GrammyError, type Api } from 'grammy';
+import { ChannelRetryLaterError } from '../../domain/errors.js';
 import type { ReplyTarget, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
 import type { Logger } from '../../observability/logger.js';
 import { formatReplyPart } from '../telegram/index.js';
-import { addressOf } from './address.js';
+import { TELEGRAM_BOT_CHANNEL, addressOf } from './address.js';
 import type { BusinessConnections } from './business.js';
 import type { DraftStreamer } from './drafts.js';
 
@@ -66,6 +67,9 @@ export class BotOutbound {
         const sent = await this.#api.sendMessage(address.chatId, text, other);
         return { messageId: String(sent.message_id) };
       }
+      const retryAfter = error instanceof GrammyError && error.error_code === 429 ? error.parameters.retry_after : undefined;
+      // A flood wait longer than auto-retry waits out: the part stays in the outbox until Telegram allows it.
+      if (retryAfter !== undefined) throw new ChannelRetryLaterError(TELEGRAM_BOT_CHANNEL, retryAfter * 1000, `Telegram asks to wait ${retryAfter} s before sending`, { cause: error });
       throw await this.#businesses.explain(error, address, target.correlationId);
     }
   }

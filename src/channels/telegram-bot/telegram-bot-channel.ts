@@ -60,6 +60,11 @@ export interface TelegramBotChannelOptions {
   readonly requestTimeoutSeconds?: number;
   /** Attempts at handling one update before it is kept as a dead letter and skipped. Default 3. */
   readonly maxUpdateAttempts?: number;
+  /**
+   * The longest flood wait (a 429's retry_after) waited out inside a call, in seconds. A longer one leaves the reply
+   * part in the outbox, sent when Telegram allows. Default 30.
+   */
+  readonly floodWaitInlineMaxSeconds?: number;
   /** Called for each update given up (after it is kept as a dead letter), e.g. to count it. */
   readonly onDeadLetter?: (reason: DeadLetterReason) => void;
 }
@@ -164,7 +169,7 @@ export class TelegramBotChannel implements Channel {
     this.#bot.botInfo = await this.#getMe();
     // From here on a 429 is waited out (its retry_after) and 5xx and network errors are retried a few times, so no
     // reply is lost to a rate limit. Not for getMe above: a wrong token or API root must fail the start at once.
-    this.#bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
+    this.#bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: this.#options.floodWaitInlineMaxSeconds ?? 30 }));
     const me = this.#bot.botInfo;
     this.#logger.info({ botId: me.id, username: me.username, mode: this.#options.mode ?? 'polling' }, 'telegram bot connected');
     await registerCommands(this.#bot.api, context.state, me.id, this.#options.agentName ?? me.first_name, this.#logger);
