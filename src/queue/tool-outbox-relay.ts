@@ -95,7 +95,11 @@ export class ToolOutboxRelay {
     if (this.#closed) return;
     try {
       // PEXPIRE answers false for a key that is not there: the marker's absence is how a restart shows.
-      const renewed = await this.#options.redis.client.pExpire(this.#markerKey, this.#markerTtlMs);
+      // The response stream expires with the marker: a runtime that is gone leaves no stream behind.
+      const [renewed] = await Promise.all([
+        this.#options.redis.client.pExpire(this.#markerKey, this.#markerTtlMs),
+        this.#options.redis.client.pExpire(this.#options.redis.key(this.#options.responseChannel), this.#markerTtlMs),
+      ]);
       if (!renewed) await this.#recoverLostData();
       await this.#publishDue();
       await this.#options.outbox.removeExpired(this.#now() - this.#markerTtlMs);
