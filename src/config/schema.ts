@@ -516,6 +516,47 @@ export const configSchema = z.strictObject({
         .default({ kind: 'local' }),
     })
     .prefault({}),
+  /**
+   * Where tool calls run: `inline` (this process, the default) or `streams` (an outbox relays each call to a Redis
+   * stream; `palaver worker` processes in a consumer group run it and answer on this runtime's response stream). See
+   * docs/tool-workers.md.
+   */
+  tools: z
+    .strictObject({
+      dispatch: z.enum(['inline', 'streams']).default('inline'),
+      /** `streams`: how long a turn waits for one attempt's result before it publishes the call again. */
+      callTimeoutMs: z.number().int().min(100).max(600_000).default(15_000),
+      /** `streams`: attempts per call (the first included); after the last the model is told the tool failed. */
+      maxAttempts: z.number().int().min(1).max(20).default(3),
+      /**
+       * `streams`: a call a worker took and has not acknowledged for this long is taken over by another live worker
+       * (XAUTOCLAIM): the first worker is presumed dead. Keep it below `callTimeoutMs`, so a crashed worker's call is
+       * finished within the same attempt.
+       */
+      reclaimIdleMs: z.number().int().min(100).max(3_600_000).default(10_000),
+      /** `streams`: the stream tool calls are published to (under `redis.keyPrefix`). */
+      stream: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'letters, digits, ., _, : or -').default('events.plugins'),
+      /** `streams`: the workers' consumer group on `stream`. */
+      group: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'letters, digits, ., _, : or -').default('plugins-workers'),
+    })
+    .prefault({}),
+  /**
+   * The Redis server of `tools.dispatch: "streams"` (runtime and workers). Only read when something needs Redis.
+   */
+  redis: z
+    .strictObject({
+      /**
+       * `redis://[user:password@]host:port[/db]` or `rediss://…` for TLS (better: PALAVER_REDIS_URL). The password is
+       * scrubbed from logs; errors never show the URL.
+       */
+      url: z
+        .string()
+        .refine(isRedisUrl, 'a redis:// or rediss:// URL, e.g. redis://:password@127.0.0.1:6379/0')
+        .default('redis://127.0.0.1:6379'),
+      /** Put before every key and stream name, so several Palavers (and test runs) can share one Redis. */
+      keyPrefix: z.string().regex(/^[A-Za-z0-9._:-]{0,100}$/, 'letters, digits, ., _, : or -').default('palaver:'),
+    })
+    .prefault({}),
   log: z
     .strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -542,6 +583,16 @@ function isOrigin(value: string): boolean {
   try {
     const url = new URL(value);
     return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.replace(/\/$/, '').toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+/** `redis://…` or `rediss://…` with a host. Never echoes the value (it may hold a password). */
+function isRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
   } catch {
     return false;
   }

@@ -10,7 +10,7 @@ const SECRET_FIELD = /(?:apikey|token|secret|password)s?$/i;
 
 /**
  * Every secret value in a config, for the logger's scrubber (`createLogger({ secrets })`): the model and fallback
- * API keys, the server API key, MCP bearer tokens, the password in a PostgreSQL URL, and any later field whose name
+ * API keys, the server API key, MCP bearer tokens, the password in a PostgreSQL or Redis URL, and any later field whose name
  * says it is a credential (see {@link SECRET_FIELD}). Values are returned as configured, shortest included; the
  * logger decides which are long enough to scrub.
  *
@@ -21,6 +21,7 @@ export function secretsOf(config: PalaverConfig | Readonly<Record<string, unknow
   const found = new Set<string>();
   collect(config, found, false);
   for (const password of databasePassword((config as { database?: { url?: unknown } }).database?.url)) found.add(password);
+  for (const password of urlPassword((config as { redis?: { url?: unknown } }).redis?.url, /^rediss?:\/\//)) found.add(password);
   return [...found];
 }
 
@@ -40,7 +41,12 @@ function collect(value: unknown, found: Set<string>, isSecret: boolean): void {
 
 /** The password of a `postgres://user:password@host/db` URL, as written and decoded; none for SQLite. */
 function databasePassword(url: unknown): string[] {
-  if (typeof url !== 'string' || !/^postgres(ql)?:\/\//.test(url)) return [];
+  return urlPassword(url, /^postgres(ql)?:\/\//);
+}
+
+/** The password of a URL of the given scheme, as written and decoded (a `redis://:password@host` too). */
+function urlPassword(url: unknown, scheme: RegExp): string[] {
+  if (typeof url !== 'string' || !scheme.test(url)) return [];
   try {
     const written = new URL(url).password;
     if (!written) return [];

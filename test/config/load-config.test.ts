@@ -212,4 +212,30 @@ describe('config', () => {
     expect(() => parseConfig({ model, identity: { resolver: { kind: 'local', url: 'https://directory.example/mcp' } } })).toThrow(ConfigError);
     expect(() => parseConfig({ model, identity: { resolver: { kind: 'ldap' } } })).toThrow(ConfigError);
   });
+
+  it('dispatches tools inline by default; streams settings and the Redis URL (PALAVER_REDIS_URL) with its password kept secret', () => {
+    const model = { name: 'm' };
+    const plain = parseConfig({ model });
+    expect(plain.tools).toEqual({ dispatch: 'inline', callTimeoutMs: 15_000, maxAttempts: 3, reclaimIdleMs: 10_000, stream: 'events.plugins', group: 'plugins-workers' });
+    expect(plain.redis).toEqual({ url: 'redis://127.0.0.1:6379', keyPrefix: 'palaver:' });
+    expect(secretsOf(plain)).toEqual([]);
+
+    const dir = tempDir();
+    writeFileSync(join(dir, 'palaver.config.json'), JSON.stringify({ model, tools: { dispatch: 'streams', maxAttempts: 2 }, redis: { keyPrefix: 'shop-a:' } }));
+    const { config } = loadConfig({ cwd: dir, env: { PALAVER_REDIS_URL: 'rediss://worker:s3cret%2Fpass@redis.internal:6380/2' } });
+    expect(config.tools).toMatchObject({ dispatch: 'streams', maxAttempts: 2 });
+    expect(config.redis).toEqual({ url: 'rediss://worker:s3cret%2Fpass@redis.internal:6380/2', keyPrefix: 'shop-a:' });
+    expect(secretsOf(config).sort()).toEqual(['s3cret%2Fpass', 's3cret/pass']);
+
+    let error: unknown;
+    try {
+      parseConfig({ model, redis: { url: 'http://:hunter2-password@redis.internal' } });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toContain('redis.url');
+    expect((error as ConfigError).message).not.toContain('hunter2');
+    expect(() => parseConfig({ model, tools: { dispatch: 'kafka' } })).toThrow(/tools\.dispatch/);
+  });
 });
