@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLogisticsMcpServer, type LogisticsMcpServer } from '../../examples/logistics/mcp-server.js';
+import { checkToolStreams } from '../../src/cli/doctor-streams.js';
+import { parseConfig } from '../../src/config/index.js';
 import { parseEntry, toolCatalogue } from '../../src/queue/wire.js';
 import { killAll } from '../cli/child-process.js';
 import { connectStreamClient, effectsFile, GROUP, startWorker, STREAM, writeWorkerConfig, type StreamClient } from './stream-client.js';
@@ -173,3 +175,26 @@ describe('palaver worker', { timeout: 60_000 }, () => {
   });
 });
 
+
+describe('palaver doctor with tools.dispatch "streams"', { timeout: 60_000 }, () => {
+  const configFor = (prefix: string, url = 'redis://127.0.0.1:6379') => parseConfig({ model: { name: 'test-model' }, tools: { dispatch: 'streams', stream: STREAM, group: GROUP }, redis: { url, keyPrefix: prefix } });
+
+  it('says what is missing before a worker ran, then names the live worker', async () => {
+    client = await connectStreamClient();
+    const before = await checkToolStreams(configFor(client.prefix));
+    expect(before.map(({ name, ok }) => [name, ok])).toEqual([['redis', true], ['tool workers group', false], ['live tool workers', false]]);
+
+    const { workerId } = await startWorker(writeWorkerConfig(client.prefix));
+    const after = await checkToolStreams(configFor(client.prefix));
+    expect(after.every((check) => check.ok)).toBe(true);
+    expect(after.find((check) => check.name === 'live tool workers')?.detail).toBe(`${workerId} (4 tools)`);
+  });
+
+  it('fails the Redis check, without the password, when Redis cannot be reached', async () => {
+    const checks = await checkToolStreams(configFor('test:doctor:', 'redis://:hunter2-secret@127.0.0.1:1'));
+    expect(checks).toHaveLength(1);
+    expect(checks[0]).toMatchObject({ name: 'redis', ok: false });
+    expect(checks[0]!.detail).toContain('127.0.0.1:1');
+    expect(checks[0]!.detail).not.toContain('hunter2');
+  });
+});
