@@ -76,9 +76,11 @@ export function toolDispatcherContract(name: string, create: (registry: ToolRegi
 
     it('answers a failing tool, bad arguments and an unknown tool with an error result, never a rejection', async () => {
       const subject = await dispatcher();
-      expect(await subject.dispatch(request({ tool: 'explode' }))).toMatchObject({ isError: true, content: expect.stringContaining('disk on fire'), effects: {} });
-      expect(await subject.dispatch(request({ tool: 'become', arguments: { role: 5 } }))).toMatchObject({ isError: true, content: expect.stringContaining('Invalid arguments') });
-      expect(await subject.dispatch(request({ tool: 'teleport' }))).toMatchObject({ isError: true, content: expect.stringContaining('teleport') });
+      // Three calls, three call ids: a dispatcher may treat a repeated id as the same call (and answer it again).
+      const call = (callId: string, overrides: Partial<ToolCallRequest>) => request({ callId, idempotencyKey: `turn-1:${callId}`, ...overrides });
+      expect(await subject.dispatch(call('call-a', { tool: 'explode' }))).toMatchObject({ isError: true, content: expect.stringContaining('disk on fire'), effects: {} });
+      expect(await subject.dispatch(call('call-b', { tool: 'become', arguments: { role: 5 } }))).toMatchObject({ isError: true, content: expect.stringContaining('Invalid arguments') });
+      expect(await subject.dispatch(call('call-c', { tool: 'teleport' }))).toMatchObject({ isError: true, content: expect.stringContaining('teleport') });
     });
 
     it('is safe to close twice', async () => {

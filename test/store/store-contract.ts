@@ -754,6 +754,63 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('tool outbox', () => {
+      const entry = (channel: string, callKey = unique('turn') + ':call-1', attempt = 1) => ({ callKey, responseChannel: channel, payload: `{"attempt":${attempt}}`, attempt, deadline: Date.now() + 60_000 });
+
+      it('keeps a call due until its attempt is published; a new attempt is due again and a stale stamp does not hide it', async () => {
+        const channel = unique('rpc');
+        const first = entry(channel);
+        await store.toolOutbox.put(first);
+        expect(await store.toolOutbox.list(channel, { dueOnly: true, limit: 10 })).toEqual([{ ...first, publishedAt: null, createdAt: expect.any(Number) }]);
+        await store.toolOutbox.markPublished(first.callKey, 1);
+        expect(await store.toolOutbox.list(channel, { dueOnly: true, limit: 10 })).toEqual([]);
+        const waiting = await store.toolOutbox.list(channel, { dueOnly: false, limit: 10 });
+        expect(waiting).toHaveLength(1);
+        expect(waiting[0]!.publishedAt).toEqual(expect.any(Number));
+
+        await store.toolOutbox.put(entry(channel, first.callKey, 2));
+        await store.toolOutbox.markPublished(first.callKey, 1);
+        expect(await store.toolOutbox.list(channel, { dueOnly: true, limit: 10 })).toMatchObject([{ callKey: first.callKey, attempt: 2, payload: '{"attempt":2}', publishedAt: null }]);
+        expect(await store.toolOutbox.list(unique('rpc'), { dueOnly: false, limit: 10 })).toEqual([]);
+      });
+
+      it('lists oldest first up to the limit, and forgets answered and expired calls', async () => {
+        const channel = unique('rpc');
+        const calls = [entry(channel), entry(channel), entry(channel)];
+        for (const call of calls) {
+          await store.toolOutbox.put(call);
+          await new Promise((resolve) => setTimeout(resolve, 3));
+        }
+        expect((await store.toolOutbox.list(channel, { dueOnly: true, limit: 2 })).map((row) => row.callKey)).toEqual([calls[0]!.callKey, calls[1]!.callKey]);
+        await store.toolOutbox.remove(calls[0]!.callKey);
+        await store.toolOutbox.put({ ...entry(channel), deadline: 1 });
+        expect(await store.toolOutbox.removeExpired(2)).toBeGreaterThanOrEqual(1);
+        expect((await store.toolOutbox.list(channel, { dueOnly: false, limit: 10 })).map((row) => row.callKey)).toEqual([calls[1]!.callKey, calls[2]!.callKey]);
+      });
+
+      it('writes a call record and its outbox entry together or not at all', async () => {
+        const session = await givenSession();
+        const channel = unique('rpc');
+        const callKey = unique('turn') + ':call-1';
+        const record = { callId: callKey, sessionId: session.id, userId: session.userId, correlationId: 'corr-1', name: 'calendar.book', arguments: '{}' };
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.toolCalls.start(record);
+            await tx.toolOutbox.put(entry(channel, callKey));
+            throw new Error('crash before commit');
+          }),
+        ).rejects.toThrow('crash before commit');
+        expect(await store.toolCalls.findByCallId(callKey)).toBeUndefined();
+        expect(await store.toolOutbox.list(channel, { dueOnly: false, limit: 10 })).toEqual([]);
+        await store.transaction(async (tx) => {
+          await tx.toolCalls.start(record);
+          await tx.toolOutbox.put(entry(channel, callKey));
+        });
+        expect(await store.toolCalls.findByCallId(callKey)).toMatchObject({ status: 'running' });
+        expect(await store.toolOutbox.list(channel, { dueOnly: true, limit: 10 })).toHaveLength(1);
+      });
+    });
+
     describe('durable inbox', () => {
       async function givenInbound(session: Session, extra: { channel?: string; dedupeKey?: string | null; owner?: string; leaseMs?: number; text?: string } = {}) {
         return store.inbound.accept(

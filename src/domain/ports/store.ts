@@ -23,6 +23,7 @@ export interface Store {
   readonly messages: MessageRepository;
   readonly userState: UserStateRepository;
   readonly toolCalls: ToolCallRepository;
+  readonly toolOutbox: ToolOutboxRepository;
   readonly turns: TurnRepository;
   readonly inbound: InboundRepository;
   readonly deliveries: DeliveryRepository;
@@ -149,6 +150,39 @@ export interface ToolCallRepository {
 }
 
 /** An open turn: the batch of inbound messages it answers and the process working on it. */
+/** A tool call waiting for a worker's result (`tools.dispatch: "streams"`). */
+export interface ToolOutboxEntry {
+  /** The call's idempotency key: the key of its {@link ToolCallRepository} record. */
+  readonly callKey: string;
+  /** The stream the runtime that made the call reads results from. */
+  readonly responseChannel: string;
+  /** JSON of the wire's `ToolCallRequested` for the current attempt. */
+  readonly payload: string;
+  readonly attempt: number;
+  /** Epoch ms past which nobody waits for this attempt. */
+  readonly deadline: number;
+  /** When the relay last put it on the stream; null while it is due. */
+  readonly publishedAt: number | null;
+  readonly createdAt: number;
+}
+
+/**
+ * The tool outbox: calls due for (or waiting after) publication to the workers' stream. A row is written in the
+ * transaction that records its call, and deleted when its result is in or the runtime gives up on it.
+ */
+export interface ToolOutboxRepository {
+  /** Adds the call's entry, or replaces it with a new attempt; either way it is due for publication again. */
+  put(entry: Omit<ToolOutboxEntry, 'publishedAt' | 'createdAt'>): Promise<void>;
+  /** Stamps an attempt published; a newer attempt written meanwhile stays due. */
+  markPublished(callKey: string, attempt: number): Promise<void>;
+  /** A channel's entries, oldest first: only the due ones, or every one still waiting (after Redis lost its data). */
+  list(responseChannel: string, options: { readonly dueOnly: boolean; readonly limit: number }): Promise<ToolOutboxEntry[]>;
+  /** Forgets a call: answered, cancelled or given up on. */
+  remove(callKey: string): Promise<void>;
+  /** Forgets entries whose deadline passed before `before` (their runtime is gone); returns how many. */
+  removeExpired(before: number): Promise<number>;
+}
+
 export interface OpenTurnRecord {
   /** The turn's id, which is also its reply's message id. */
   readonly id: string;

@@ -17,6 +17,7 @@ import { storeOperation, toStoreError } from './store-errors.js';
 import { engineOf, type StoreEngine } from './store-engine.js';
 import { DIALECT_STRATEGIES } from './strategies.js';
 import { KyselyToolCallRepository } from './tool-call-repository.js';
+import { KyselyToolOutboxRepository } from './tool-outbox-repository.js';
 import { KyselyTurnRepository } from './turn-repository.js';
 import { KyselyUserRepository } from './user-repository.js';
 import { KyselyUserStateRepository } from './user-state-repository.js';
@@ -48,6 +49,7 @@ export class KyselyStore implements Store {
   readonly messages: KyselyMessageRepository;
   readonly userState: KyselyUserStateRepository;
   readonly toolCalls: KyselyToolCallRepository;
+  readonly toolOutbox: KyselyToolOutboxRepository;
   readonly turns: KyselyTurnRepository;
   readonly inbound: KyselyInboundRepository;
   readonly deliveries: KyselyDeliveryRepository;
@@ -73,6 +75,7 @@ export class KyselyStore implements Store {
     this.messages = new KyselyMessageRepository(this.#ctx);
     this.userState = new KyselyUserStateRepository(this.#ctx);
     this.toolCalls = new KyselyToolCallRepository(this.#ctx);
+    this.toolOutbox = new KyselyToolOutboxRepository(this.#ctx);
     this.turns = new KyselyTurnRepository(this.#ctx);
     this.inbound = new KyselyInboundRepository(this.#ctx);
     this.deliveries = new KyselyDeliveryRepository(this.#ctx);

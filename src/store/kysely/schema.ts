@@ -18,6 +18,7 @@ export interface Database {
   readonly user_state: UserStateTable;
   readonly tool_calls: ToolCallsTable;
   readonly turns: TurnsTable;
+  readonly tool_outbox: ToolOutboxTable;
   readonly turn_messages: TurnMessagesTable;
   readonly turn_model_calls: TurnModelCallsTable;
   readonly inbound_messages: InboundMessagesTable;
@@ -168,6 +169,18 @@ export interface ToolCallsTable {
 }
 
 /** An open turn: its reply is not stored yet. Gone with its journal when the reply is stored. */
+/** Tool calls waiting for a worker's result (`tools.dispatch: "streams"`). */
+export interface ToolOutboxTable {
+  call_key: string;
+  response_channel: string;
+  /** JSON of the wire's `ToolCallRequested`. */
+  payload: string;
+  attempt: number;
+  deadline: EpochMillis;
+  published_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  created_at: EpochMillis;
+}
+
 export interface TurnsTable {
   id: string;
   session_id: string;
