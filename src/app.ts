@@ -189,11 +189,19 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const models = createModelSet(config.model);
   const agentFlow = await configuredFlow(config);
   const moduleTools = config.agent.toolsModule ? await loadToolsModule(config.agent.toolsModule) : [];
-  const { hosts, hostedMcp } = await createToolHosts(config, models.primary, [...moduleTools, ...(options.tools ?? [])], logger);
-  const tools = new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], { roles: config.roles.definitions, withoutRole: config.roles.withoutRole });
-  const dispatcher: ToolDispatcher = new InlineToolDispatcher(tools);
   const { openStore } = await import('./store/open-store.js');
   const store = await openStore(config.database.url);
+  // `streams`: tools run on `palaver worker` processes; the runtime offers what live workers serve and builds no
+  // local or MCP hosts (hosted MCP stays: the model provider calls it). The role, focus and limit checks stay here.
+  const streams = config.tools.dispatch === 'streams' ? await startStreamsToolsOrClose(config, store, logger, metrics) : undefined;
+  const { hosts, hostedMcp } = await createToolHosts(config, models.primary, streams ? [] : [...moduleTools, ...(options.tools ?? [])], logger, streams !== undefined).catch(async (error: unknown) => {
+    await streams?.dispatcher.close();
+    await store.close();
+    throw error;
+  });
+  const policy = { roles: config.roles.definitions, withoutRole: config.roles.withoutRole };
+  const tools = streams ? new ToolRegistry([streams.catalogue], policy) : new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], policy);
+  const dispatcher: ToolDispatcher = streams ? streams.dispatcher : new InlineToolDispatcher(tools);
   const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger) : new LocalIdentityResolver(store, { phones: config.identity.phones });
   const { defaultRegion, fromText } = config.identity.phones;
 
@@ -260,6 +268,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     }
   } catch (error) {
     await Promise.allSettled(started.map((channel) => channel.stop()));
+    await streams?.dispatcher.close();
     await identity.close?.();
     await store.close();
     throw error;
@@ -276,6 +285,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     } catch (error) {
       checks.database = { ok: false, detail: error instanceof Error ? error.message : String(error) };
     }
+    if (streams) checks.redis = await streams.health();
     return checks;
   }
 
@@ -413,6 +423,16 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
     );
   }
   return channels;
+}
+
+async function startStreamsToolsOrClose(config: PalaverConfig, store: Store, logger: Logger, metrics: PalaverMetrics) {
+  const { startStreamsTools } = await import('./queue/streams-tools.js');
+  try {
+    return await startStreamsTools(config, store, logger, metrics);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
 }
 
 /** Prices and currencies from config: `model.prices` win over the price table, which loads on its first use. */

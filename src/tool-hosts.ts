@@ -12,9 +12,10 @@ import type { LocalTool } from './tools/define-tool.js';
 /**
  * The local tools and the MCP servers of `config.mcp.servers`. A `hosted` server is called by the model provider
  * itself, so it becomes a spec for the model, not a host; without a `primary` model (a tool worker) it is left out.
+ * `hostedOnly` (a runtime with streams dispatch): only the hosted servers, since the others are the workers'.
  * @throws ConfigError when a hosted server needs a provider that cannot call it.
  */
-export async function createToolHosts(config: PalaverConfig, primary: ModelProvider | undefined, localTools: readonly LocalTool[], logger: Logger) {
+export async function createToolHosts(config: PalaverConfig, primary: ModelProvider | undefined, localTools: readonly LocalTool[], logger: Logger, hostedOnly = false) {
   const hosts: ToolHost[] = [];
   const hostedMcp: HostedMcpSpec[] = [];
   if (localTools.length > 0) {
@@ -33,6 +34,7 @@ export async function createToolHosts(config: PalaverConfig, primary: ModelProvi
       hostedMcp.push(toHostedMcpSpec(server));
       continue;
     }
+    if (hostedOnly) continue;
     // The MCP SDK is loaded only by agents that use an MCP server.
     const { McpToolHost } = await import('./tools/mcp/mcp-tool-host.js');
     hosts.push(

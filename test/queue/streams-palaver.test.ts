@@ -1,0 +1,95 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { startLogisticsMcpServer } from '../../examples/logistics/mcp-server.js';
+import type { RedisSettings } from '../../src/queue/redis-connection.js';
+import { ToolRegistry } from '../../src/runtime/tools/tool-registry.js';
+import type { ModelScript } from '../../src/testing/index.js';
+import { defineTool } from '../../src/tools/define-tool.js';
+import { LocalToolHost } from '../../src/tools/local-tool-host.js';
+import { McpToolHost } from '../../src/tools/mcp/mcp-tool-host.js';
+import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
+import { dropTestKeys, testRedisSettings } from '../support/redis.js';
+import { startStandInWorker, type StandInWorker } from '../support/stand-in-tool-worker.js';
+
+const TOKEN = 'test-logistics-token';
+let harness: Harness | undefined;
+let mcp: Awaited<ReturnType<typeof startLogisticsMcpServer>> | undefined;
+let worker: StandInWorker | undefined;
+let redis: RedisSettings | undefined;
+afterEach(async () => {
+  await harness?.close();
+  await worker?.close();
+  await mcp?.close();
+  if (redis) await dropTestKeys(redis);
+  harness = mcp = worker = redis = undefined;
+});
+
+const roles = {
+  definitions: {
+    client: { tools: ['set_role', 'cargo_add', 'get_user_cargoes', 'shout'] },
+    transporter: { tools: ['set_role', 'find_cargoes'] },
+  },
+  withoutRole: ['set_role'],
+};
+
+/** A model that picks its role first, then acts with the tools that role offers. */
+const logisticsModel: ModelScript = (call) => {
+  const last = call.messages[call.messages.length - 1];
+  if (last?.type === 'tool_result') return { text: `Done: ${last.output}` };
+  const text = lastUserText(call) ?? '';
+  if (/sneak/.test(text)) return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 1 } }] };
+  if (call.toolNames.includes('shout') && /shout/.test(text)) return { toolCalls: [{ name: 'shout', arguments: { text: 'hello' } }] };
+  if (call.toolNames.includes('cargo_add') && /cargo/.test(text)) return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 120 } }] };
+  if (/client/.test(text) && call.toolNames.includes('set_role')) return { toolCalls: [{ name: 'set_role', arguments: { role: 'client' } }] };
+  return { text: `tools: ${call.toolNames.join(',')}` };
+};
+
+/** A worker serving the logistics MCP server and one local tool; the runtime itself has no tool host. */
+async function start(extraConfig: Record<string, unknown> = {}) {
+  mcp = await startLogisticsMcpServer({ port: 0, token: TOKEN });
+  redis = testRedisSettings();
+  const shout = defineTool({ name: 'shout', description: 'Says it loudly', input: z.object({ text: z.string() }), run: ({ text }) => text.toUpperCase() });
+  const registry = new ToolRegistry([new LocalToolHost([shout]), new McpToolHost({ name: 'logistics', url: mcp.url, bearerToken: TOKEN, userIdArgument: 'user_id', timeoutMs: 5_000 })]);
+  worker = await startStandInWorker({ redis, registry });
+  harness = await createHarness(logisticsModel, { client: 'You help clients ship cargo.' });
+  return harness.start({ roles, tools: { dispatch: 'streams', callTimeoutMs: 10_000 }, redis, ...extraConfig });
+}
+
+describe('a Palaver with tools.dispatch "streams"', () => {
+  it('offers what the worker serves through the role allowlist, and runs MCP and local tools on the worker for the bound user', async () => {
+    const palaver = await start();
+    const reply = await palaver.chat({ userId: 'olga', text: 'I am a client, add my cargo please' });
+    const [first, second] = harness!.model.calls;
+    expect(first!.toolNames).toEqual(['set_role']);
+    expect([...second!.toolNames].sort()).toEqual(['cargo_add', 'get_user_cargoes', 'set_role', 'shout']);
+    expect(reply.text).toMatch(/^Done: Cargo C-\d+ added: Kyiv → Lviv/);
+
+    const { user } = await palaver.store.users.resolveAccount({ channel: 'api', accountId: 'olga' });
+    expect(mcp!.calls.map((call) => [call.name, call.args.user_id])).toEqual([
+      ['set_role', user.id],
+      ['cargo_add', user.id],
+    ]);
+    expect(worker!.ran.map((call) => [call.toolName, call.userId, call.correlationId])).toEqual([
+      ['set_role', user.id, reply.correlationId],
+      ['cargo_add', user.id, reply.correlationId],
+    ]);
+    // The role the worker's set_role call set reached the runtime as an effect, and the next turn's call carries it.
+    const loud = await palaver.chat({ userId: 'olga', text: 'shout it' });
+    expect(loud.text).toBe('Done: HELLO');
+    expect(worker!.ran.at(-1)).toMatchObject({ toolName: 'shout', role: 'client' });
+
+    expect(await palaver.health()).toMatchObject({ database: { ok: true }, redis: { ok: true } });
+    const metrics = await palaver.metrics.registry.metrics();
+    expect(metrics).toMatch(/palaver_tool_dispatch_calls_total\{outcome="ok"\} 3/);
+    // The runtime's lines about a streamed call carry the turn's correlation id.
+    expect(harness!.logs.some((line) => line.msg === 'tool call answered by a worker' && line.correlationId === loud.correlationId)).toBe(true);
+  });
+
+  it('refuses a tool outside the role before it leaves the runtime: no worker sees it', async () => {
+    const palaver = await start();
+    const reply = await palaver.chat({ userId: 'ivan', text: 'sneak a cargo in' });
+    expect(reply.text).toContain('Tool cargo_add is not available');
+    expect(worker!.delivered).toEqual([]);
+    expect(mcp!.calls).toEqual([]);
+  });
+});
