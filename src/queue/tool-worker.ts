@@ -335,7 +335,7 @@ export class ToolWorker {
         for (const message of reply.messages) {
           if (message === null) continue;
           this.#metrics.reclaims.inc();
-          this.#logger.info({ entryId: message.id }, 'reclaimed a tool call entry from a stopped worker');
+          this.#logger.info({ entryId: message.id }, 'took over a tool call entry left idle past reclaimIdleMs');
           this.#track(this.#handle(message as StreamEntry));
         }
       } while (start !== '0-0' && !this.#stopping);
