@@ -9,6 +9,8 @@
  * 4. Turn time against the conversation's length (bench/history-turns.ts): a session of 10 stored messages against one
  *    of 100,000, turns interleaved, with the conversation cache as shipped and expiring after every turn.
  * 5. The inbox under load (bench/inbox-load.ts): 10,000 conversations at once, and bursts against the quiet window.
+ * 7. Tool calls over Redis Streams (bench/dispatch-calls.ts): round trip from XADD to the worker's result read back,
+ *    with one and two `palaver worker` processes (bench/dispatch-worker.ts) on the machine's Redis (127.0.0.1:6379).
  * 6. Telegram idle memory (bench/telegram-idle.ts): `palaver start --demo` with the Telegram channel on against a
  *    local fake Bot API, 100 chats answered, then the resident set after 3 s and 40 s of idleness.
  *
@@ -18,13 +20,13 @@
  * chunks of about a second, so both see the same moments of a machine whose speed drifts.
  *
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
- *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram
+ *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram|dispatch
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  *        --bare-transport (the bare loop's SDK over Palaver's HTTP transport: what Palaver's own work costs per turn)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { buildSync } from 'esbuild';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,7 +46,7 @@ interface Options {
   turns: number | undefined;
   runs: number;
   concurrency: number[];
-  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | undefined;
+  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | 'dispatch' | undefined;
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
@@ -79,7 +81,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram') throw new Error('--only takes turns, mcp, start, inbox, history or telegram');
+        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram' && only !== 'dispatch') throw new Error('--only takes turns, mcp, start, inbox, history, telegram or dispatch');
         options.only = only;
         break;
       }
@@ -94,7 +96,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram] [--json file] [--cpu-prof] [--bare-transport]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|dispatch] [--json file] [--cpu-prof] [--bare-transport]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -121,6 +123,8 @@ const turnsFor = (concurrency: number): number => options.turns ?? (options.quic
 const warmupTurns = options.warmup ?? (options.quick ? 20 : 500);
 const mcpCalls = (concurrency: number): number => (options.quick ? 200 : concurrency === 1 ? 1000 : 4000);
 const mcpConcurrency = [1, 16];
+const dispatchWorkers = [1, 2];
+const dispatchConcurrency = [1, 64];
 
 interface RunRecord extends ScenarioResult {
   readonly run: number;
@@ -330,7 +334,7 @@ console.log(`Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.totalMem
 console.log(`Load average at start (1/5/15 min): ${machine.loadAverage.join(' / ')}${machine.loadAverage[0]! > machine.cores * 0.5 ? '  ⚠ the machine is busy; numbers will be noisy' : ''}`);
 console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, the median run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`);
 
-if (options.only !== 'mcp') {
+if (options.only !== 'mcp' && options.only !== 'dispatch') {
   // The turn and start-up scenarios runs Palaver's compiled output, as an application would; compile the current sources first.
   console.log('Building Palaver (npm run build: the types, then the bundle of src/ and dist/vendor/) …');
   execFileSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
@@ -429,6 +433,70 @@ if (mcpRecords.length > 0) {
   console.log(table(['host', 'concurrency', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'CPU ms/call', 'peak RSS MB'], rows));
   console.log('');
   for (const line of overheads) console.log(line);
+}
+
+const dispatchRecords: RunRecord[] = [];
+if (options.only === 'dispatch') {
+  // Not part of the default run: it needs the Redis server at 127.0.0.1:6379 (see STACK.md, services on loopback).
+  const redisUrl = 'redis://127.0.0.1:6379';
+  const keyPrefix = `bench:${process.pid}-${Date.now()}:`;
+  const calls = (concurrency: number): number => options.turns ?? (options.quick ? 500 : concurrency === 1 ? 3_000 : 20_000);
+  console.log(`\nTool calls over Redis Streams (echo; round trip from XADD to the result read back; keys under ${keyPrefix}):`);
+  for (const workerCount of dispatchWorkers) {
+    const workers = Array.from({ length: workerCount }, () => spawn(process.execPath, ['--no-warnings', childEntry('dispatch-worker.ts'), JSON.stringify({ redisUrl, keyPrefix })], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+    try {
+      await Promise.all(workers.map((worker) => new Promise<void>((resolvePromise, reject) => {
+        worker.once('message', () => resolvePromise());
+        worker.once('exit', (code) => reject(new Error(`dispatch worker exited (${code}) before it was ready`)));
+      })));
+      for (const concurrency of dispatchConcurrency) {
+        for (let run = 1; run <= options.runs; run += 1) {
+          const params = { redisUrl, keyPrefix, workers: workerCount, concurrency, calls: calls(concurrency), warmupCalls: options.warmup ?? (options.quick ? 100 : 2_000) };
+          // The workers' CPU time per call: on a busy machine wall-clock figures say more about the neighbours.
+          const cpuBefore = workers.map((worker) => processCpuMs(worker.pid!));
+          const record = await measure(`workers=${workerCount} c=${concurrency}`, run, () => runChild('dispatch-calls.ts', params));
+          const workerCpuMs = workers.reduce((sum, worker, index) => sum + processCpuMs(worker.pid!) - cpuBefore[index]!, 0);
+          // Warm-up calls ran in the same window: count them too.
+          const workerCpuMsPerCall = workerCpuMs / (record.operations + params.warmupCalls);
+          console.log(`    workers' CPU: ${workerCpuMsPerCall.toFixed(3)} ms per call (all workers together)`);
+          dispatchRecords.push({ ...record, extra: { ...record.extra, workerCpuMsPerCall } });
+        }
+      }
+    } finally {
+      await Promise.all(workers.map((worker) => new Promise((resolvePromise) => {
+        if (worker.exitCode !== null) return resolvePromise(undefined);
+        worker.once('exit', resolvePromise);
+        worker.kill('SIGTERM');
+      })));
+    }
+  }
+  const { connectRedis } = await import('../src/queue/redis-connection.js');
+  const redis = await connectRedis({ url: redisUrl, keyPrefix });
+  for await (const keys of redis.client.scanIterator({ MATCH: `${keyPrefix}*`, COUNT: 1_000 })) if (keys.length > 0) await redis.client.del(keys);
+  await redis.close();
+
+  const rows: string[][] = [];
+  for (const workerCount of dispatchWorkers) {
+    for (const concurrency of dispatchConcurrency) {
+      const r = median(dispatchRecords, `workers=${workerCount}`, concurrency);
+      if (r) rows.push([String(workerCount), String(concurrency), String(r.operations), r.perSecond.toFixed(0), ms(r.latency.p50Ms), ms(r.latency.p99Ms), ms(r.cpuMsPerOp), ms(Number(r.extra?.workerCpuMsPerCall ?? 0))]);
+    }
+  }
+  console.log(`\nTool calls over Redis Streams (median of ${options.runs} run(s) of each):\n`);
+  console.log(table(['workers', 'concurrency', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'client CPU ms/call', 'workers CPU ms/call'], rows));
+  const one = median(dispatchRecords, 'workers=1', 1);
+  const best = Math.max(...dispatchConcurrency.map((concurrency) => median(dispatchRecords, 'workers=2', concurrency)?.perSecond ?? 0));
+  if (one) console.log(`\nGoals: p50 < 2 ms (${ms(one.latency.p50Ms)}: ${one.latency.p50Ms < 2 ? 'met' : 'NOT met'}), p99 < 10 ms (${ms(one.latency.p99Ms)}: ${one.latency.p99Ms < 10 ? 'met' : 'NOT met'}) at c=1; > 5,000 calls/s with 2 workers (${best.toFixed(0)}: ${best > 5_000 ? 'met' : 'NOT met'})`);
+}
+
+/** User + system CPU time of a process so far, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
 }
 
 const inboxRecords: (InboxLoadResult & { run: number })[] = [];
@@ -540,6 +608,6 @@ if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node -
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, dispatch: dispatchRecords }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }

@@ -1,10 +1,9 @@
-import { pathToFileURL } from 'node:url';
 import pLimit from 'p-limit';
 import { parseConfig, resolveConfigPaths, secretsOf, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
 import type { Channel } from './domain/ports/channel.js';
 import type { Flow } from './domain/ports/flow.js';
-import type { HostedMcpSpec, ModelProvider, ModelSet } from './domain/ports/model-provider.js';
+import type { ModelSet } from './domain/ports/model-provider.js';
 import type { IdentityResolver } from './domain/ports/identity.js';
 import type { Store } from './domain/ports/store.js';
 import type { ToolDispatcher } from './domain/ports/tool-dispatch.js';
@@ -29,6 +28,7 @@ import { singleFlow } from './runtime/flows/single-flow.js';
 import { Pipeline } from './runtime/pipeline.js';
 import { settlesWithin } from './runtime/settles-within.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
+import { createToolHosts, loadToolsModule } from './tool-hosts.js';
 import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
 import type { Transcriber } from './models/openai-transcription.js';
@@ -436,57 +436,6 @@ async function startStreamsToolsOrClose(config: PalaverConfig, store: Store, log
     await store.close();
     throw error;
   }
-}
-
-/** Tool hosts of this process; `hostedOnly` (streams dispatch): only the hosted MCP servers, local ones are the workers'. */
-async function createToolHosts(config: PalaverConfig, primary: ModelProvider, localTools: readonly LocalTool[], logger: Logger, hostedOnly = false) {
-  const hosts: ToolHost[] = [];
-  const hostedMcp: HostedMcpSpec[] = [];
-  if (localTools.length > 0) {
-    const { LocalToolHost } = await import('./tools/local-tool-host.js');
-    hosts.push(new LocalToolHost(localTools));
-  }
-  for (const server of config.mcp.servers) {
-    if (server.mode === 'hosted') {
-      if (!primary.capabilities.hostedMcp) {
-        throw new ConfigError(`MCP server ${server.label} is in hosted mode, which needs model.provider "openai-responses"`, [
-          { path: 'mcp.servers.mode', message: 'hosted needs openai-responses' },
-        ]);
-      }
-      const { toHostedMcpSpec } = await import('./tools/mcp/hosted-mcp.js');
-      hostedMcp.push(toHostedMcpSpec(server));
-      continue;
-    }
-    if (hostedOnly) continue;
-    // The MCP SDK is loaded only by agents that use an MCP server.
-    const { McpToolHost } = await import('./tools/mcp/mcp-tool-host.js');
-    hosts.push(
-      new McpToolHost({
-        name: server.label,
-        url: server.url,
-        timeoutMs: server.timeoutMs,
-        maxResultChars: server.maxResultChars,
-        logger,
-        ...(server.bearerToken ? { bearerToken: server.bearerToken } : {}),
-        ...(server.userIdArgument ? { userIdArgument: server.userIdArgument } : {}),
-      }),
-    );
-  }
-  return { hosts, hostedMcp };
-}
-
-async function loadToolsModule(path: string): Promise<LocalTool[]> {
-  let module: { tools?: unknown; default?: unknown };
-  try {
-    module = (await import(pathToFileURL(path).href)) as typeof module;
-  } catch (error) {
-    throw new ConfigError(`agent.toolsModule ${path} cannot be loaded: ${(error as Error).message}`, [{ path: 'agent.toolsModule', message: 'cannot be loaded' }], { cause: error });
-  }
-  const tools = module.tools ?? module.default;
-  if (!Array.isArray(tools)) {
-    throw new ConfigError(`agent.toolsModule ${path} must export \`tools\`: an array made with defineTool`, [{ path: 'agent.toolsModule', message: 'no tools export' }]);
-  }
-  return tools as LocalTool[];
 }
 
 /** Prices and currencies from config: `model.prices` win over the price table, which loads on its first use. */

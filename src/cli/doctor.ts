@@ -8,7 +8,8 @@ import { redactUrl } from './redact-url.js';
 type Check = { ok: true; detail: string } | { ok: false; detail: string };
 
 /**
- * `palaver doctor`: checks config, database, model endpoint and tools, printing one line per check in plain
+ * `palaver doctor`: checks config, database, model endpoint, tools and (with `tools.dispatch: "streams"`) Redis and
+ * the tool workers, printing one line per check in plain
  * words. Resolves false when something is wrong.
  */
 export async function runDoctor(
@@ -37,6 +38,13 @@ export async function runDoctor(
     report('model', model);
     if (config.model.fallback) report('fallback model', await checkModelEndpoint({ ...config, model: { ...config.model, ...config.model.fallback } }));
     ok = database.ok && model.ok;
+    if (config.tools.dispatch === 'streams') {
+      const { checkToolStreams } = await import('./doctor-streams.js');
+      for (const check of await checkToolStreams(config)) {
+        report(check.name, check);
+        ok &&= check.ok;
+      }
+    }
 
     if (database.ok) {
       const agent = await checkAgent(config, demo);

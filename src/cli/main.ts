@@ -76,6 +76,33 @@ export async function main(argv: readonly string[]): Promise<void> {
     });
 
   program
+    .command('worker')
+    .description('run tool calls from the Redis stream (tools.dispatch "streams"): same config file as start')
+    .addOption(configOption())
+    .option('--metrics-port <port>', 'serve /metrics and /health on this port', parsePort)
+    .option('--metrics-host <host>', 'interface for --metrics-port (default: server.host)')
+    .action(async (options: CommonOptions & { metricsPort?: number; metricsHost?: string }) => {
+      const { config } = loadConfigOrExit(options);
+      const { startToolWorker } = await import('../worker.js');
+      const worker = await startToolWorker(config, {
+        processMetrics: true,
+        ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
+        ...(options.metricsHost === undefined ? {} : { metricsHost: options.metricsHost }),
+      });
+      console.log(`Palaver worker ${worker.workerId} is running tool calls from ${config.redis.keyPrefix}${config.tools.stream} (group ${config.tools.group})${worker.metricsServer ? `; metrics at ${worker.metricsServer.url}/metrics` : ''}`);
+      await waitForSignal();
+      console.log('Stopping: no new calls; finishing the calls this worker holds… (a second Ctrl-C or SIGTERM exits at once)');
+      // A backstop for a tool that never returns: by then the runtime has given up on the call and published it again.
+      setTimeout(() => {
+        console.error('Held tool calls did not finish; exiting. Their entries stay pending and another worker takes them over.');
+        process.exit(1);
+      }, config.tools.callTimeoutMs + 5_000).unref();
+      await worker.stop();
+      console.log('Worker stopped.');
+      process.exit(0);
+    });
+
+  program
     .command('migrate')
     .description('apply database migrations (start does this too)')
     .addOption(configOption())
