@@ -15,6 +15,7 @@ import { inboundAttemptsMigration } from './0010-inbound-attempts.js';
 import { focusPerPersonMigration } from './0011-focus-per-person.js';
 import { budgetReservationsMigration } from './0012-budget-reservations.js';
 import { turnJournalMigration } from './0013-turn-journal.js';
+import { channelLeasesMigration } from './0016-channel-leases.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -38,6 +39,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0011_focus_per_person': focusPerPersonMigration(dialect),
     '0012_budget_reservations': budgetReservationsMigration(dialect),
     '0013_turn_journal': turnJournalMigration(dialect),
+    '0016_channel_leases': channelLeasesMigration(dialect),
   };
 }
 
