@@ -246,7 +246,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const configured = await configuredChannels(config, logger, secrets, metrics);
+  const configured = await configuredChannels(config, logger, secrets, metrics, store);
   const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
@@ -374,7 +374,7 @@ async function directoryResolver(
 /** A channel's own line in `/health`. */
 type ChannelHealthCheck = () => { ok: boolean; detail?: string };
 
-async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
+async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics, store: Store): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
   const channels: Channel[] = [];
   const healthChecks: Record<string, ChannelHealthCheck> = {};
   if (config.channels.web.enabled) {
@@ -421,7 +421,7 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
   const telegramUser = config.channels.telegramUser;
   if (telegramUserEnabled(telegramUser)) {
     const { telegramUserChannel } = await import('./channels/telegram-user/configured.js');
-    const channel = await telegramUserChannel(telegramUser, { logger: logger.child({ channel: 'telegram-user' }), metrics });
+    const channel = await telegramUserChannel(telegramUser, { logger: logger.child({ channel: 'telegram-user' }), metrics, leases: store.channelLeases });
     channels.push(channel);
     healthChecks['telegram-user'] = () => {
       const { state, detail } = channel.health;

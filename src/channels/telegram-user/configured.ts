@@ -1,10 +1,12 @@
-import { existsSync, statSync } from 'node:fs';
 import type { PalaverConfig } from '../../config/index.js';
 import { ChannelError } from '../../domain/errors.js';
+import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PalaverMetrics } from '../../observability/metrics.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import { CONNECTION_HEALTH_STATES } from './connection.js';
+import { SessionLease } from './session-lease.js';
+import { TelegramSessionFile } from './session-store.js';
 import { TelegramUserChannel } from './telegram-user-channel.js';
 
 /**
@@ -13,7 +15,7 @@ import { TelegramUserChannel } from './telegram-user-channel.js';
  */
 export async function telegramUserChannel(
   config: PalaverConfig['channels']['telegramUser'],
-  deps: { readonly logger: Logger; readonly metrics: PalaverMetrics },
+  deps: { readonly logger: Logger; readonly metrics: PalaverMetrics; readonly leases: ChannelLeaseRepository },
 ): Promise<TelegramUserChannel> {
   const { apiId, apiHash, sessionFile } = config;
   if (apiId === undefined || apiHash === undefined || sessionFile === undefined) {
@@ -26,7 +28,9 @@ export async function telegramUserChannel(
     apiId,
     apiHash,
     session: sessionFile,
-    checkSignedIn: () => requireSession(sessionFile),
+    // No network before this: a start without a session fails at once, naming `palaver telegram login`.
+    checkSignedIn: () => void new TelegramSessionFile(sessionFile).requireSignedIn(),
+    acquireLease: (onLost) => SessionLease.acquire({ leases: deps.leases, logger: deps.logger, onLost }),
     quietWindowMs: config.quietWindowMs,
     ...(config.maxWaitMs === undefined ? {} : { maxWaitMs: config.maxWaitMs }),
     floodWaitInlineMaxSeconds: config.floodWaitInlineMaxSeconds,
@@ -39,15 +43,3 @@ export async function telegramUserChannel(
   });
 }
 
-/**
- * Fails at once, before any network, when nobody signed in. PLACEHOLDER for h5's `TelegramSessionFile.requireSignedIn`
- * (which reads the signed-in user from the file): here only the file's presence is checked.
- */
-function requireSession(sessionFile: string): void {
-  if (existsSync(sessionFile) && statSync(sessionFile).size > 0) return;
-  throw new ChannelError(
-    'not_signed_in',
-    TELEGRAM_USER_CHANNEL,
-    `The Telegram user account is not signed in (no session in ${sessionFile}). Sign in once with: palaver telegram login`,
-  );
-}

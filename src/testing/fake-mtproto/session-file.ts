@@ -5,7 +5,7 @@ import type { FakeMtprotoLink } from './link.js';
 
 /**
  * Makes `file` a signed-in session of the fake's account, as `palaver telegram login` would leave it: mtcute's
- * SQLite storage with an auth key and the current user, and the update state of that moment (so a later start
+ * SQLite storage with an auth key (the link stores one) and the current user, and the update state of that moment (so a later start
  * catches up from there). Created owner-only.
  */
 export async function signInSessionFile(link: FakeMtprotoLink, file: string): Promise<void> {
@@ -15,8 +15,6 @@ export async function signInSessionFile(link: FakeMtprotoLink, file: string): Pr
   try {
     await client.start({ phone: '+15550100', code: () => Promise.resolve('12345') });
     await client.startUpdatesLoop();
-    // The fake never runs a key exchange, so nothing stored a key: store the one the link pretends to have.
-    await storage.authKeys.set(2, new Uint8Array(256));
   } finally {
     await client.destroy();
   }
