@@ -72,6 +72,7 @@ export class TelegramUserChannel implements Channel {
   #context: ChannelContext | undefined;
   #lease: { release(): Promise<void> } | undefined;
   #started = false;
+  readonly #inboundChains = new Map<number, Promise<void>>();
 
   constructor(options: TelegramUserChannelOptions) {
     this.#options = options;
@@ -168,10 +169,27 @@ export class TelegramUserChannel implements Channel {
     return this.#outbound.markRead(target);
   }
 
-  async #receive(message: Parameters<typeof handleIncomingMessage>[0], self: User): Promise<void> {
+  /**
+   * mtcute runs message handlers side by side (a catch-up delivers a chat's messages at once): each chat's messages
+   * are handed over one after another, in Telegram's order, so the inbox stores them in the order they were written.
+   */
+  #receive(message: Parameters<typeof handleIncomingMessage>[0], self: User): Promise<void> {
     const context = this.#context;
-    if (!context) return;
-    await handleIncomingMessage(message, { context, self, logger: this.#logger, notify: (chatId, accountId, key) => this.#notify(context, chatId, accountId, key) });
+    if (!context) return Promise.resolve();
+    const chatId = message.chat.id;
+    const previous = this.#inboundChains.get(chatId) ?? Promise.resolve();
+    const handled = previous.then(() =>
+      handleIncomingMessage(message, { context, self, logger: this.#logger, notify: (id, accountId, key) => this.#notify(context, id, accountId, key) }),
+    );
+    const chain = handled.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inboundChains.set(chatId, chain);
+    void chain.then(() => {
+      if (this.#inboundChains.get(chatId) === chain) this.#inboundChains.delete(chatId);
+    });
+    return handled.then(() => undefined);
   }
 
   /** One of Palaver's own texts to the person, in their interface language; failures are logged. */
