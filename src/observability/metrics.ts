@@ -25,6 +25,11 @@ export class PalaverMetrics {
   readonly turnsAbandoned: PromClient.Counter<string>;
   /** Model replies cut to `agent.maxReplyChars`. */
   readonly repliesCut: PromClient.Counter<string>;
+  /** Chats of the Telegram user account its owner took over by writing by hand (each start of a takeover). */
+  readonly telegramUserOwnerTakeovers: PromClient.Counter<string>;
+  /** Chats of the Telegram user account taken over right now, read from the sources `watchTakenOverChats` adds. */
+  readonly telegramUserTakenOverChats: PromClient.Gauge<string>;
+  readonly #takenOverSources = new Set<() => number>();
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
@@ -40,6 +45,24 @@ export class PalaverMetrics {
     this.deadLetters = new prom.Counter({ name: 'palaver_channel_dead_letters_total', help: 'Inbound updates a channel gave up on (kept as dead letters), by reason', labelNames: ['channel', 'reason'] as const, registers: [registry] });
     this.turnsAbandoned = new prom.Counter({ name: 'palaver_turns_abandoned_total', help: 'Inbound messages answered with an apology (or dropped) after their turns failed inbox.maxTurnAttempts times', registers: [registry] });
     this.repliesCut = new prom.Counter({ name: 'palaver_replies_cut_total', help: 'Model replies cut to agent.maxReplyChars', registers: [registry] });
+    this.telegramUserOwnerTakeovers = new prom.Counter({ name: 'palaver_telegram_user_owner_takeovers_total', help: 'Telegram user-account chats the owner took over by writing by hand (the agent steps back there)', registers: [registry] });
+    const takenOverSources = this.#takenOverSources;
+    this.telegramUserTakenOverChats = new prom.Gauge({
+      name: 'palaver_telegram_user_taken_over_chats',
+      help: 'Telegram user-account chats the owner has taken over right now (the agent answers nothing there)',
+      registers: [registry],
+      collect() {
+        let total = 0;
+        for (const source of takenOverSources) total += source();
+        this.set(total);
+      },
+    });
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
+  }
+
+  /** Adds a count of taken-over chats to the gauge (a user-account channel's); the returned function removes it. */
+  watchTakenOverChats(source: () => number): () => void {
+    this.#takenOverSources.add(source);
+    return () => this.#takenOverSources.delete(source);
   }
 }
