@@ -34,6 +34,8 @@ export interface ReplySource {
 }
 
 const MAX_QUOTE_CHARS = 1_000;
+/** The longest the update loop waits for the replied-to message; past it the message is read without the quote. */
+const QUOTE_FETCH_TIMEOUT_MS = 10_000;
 
 /**
  * Reads a message as text for the model, as the bot channel reads a Bot API message: a caption follows its media's
@@ -106,7 +108,7 @@ async function quoteOf(message: Message, replies: ReplySource | undefined): Prom
   let quoted: string | undefined;
   if (reply.isQuote && reply.quoteText) quoted = reply.quoteText;
   else if (reply.id !== null && replies) {
-    const replied = await replies.getReplyTo(message);
+    const replied = await withTimeout(replies.getReplyTo(message), QUOTE_FETCH_TIMEOUT_MS);
     if (replied) {
       const media = replied.media === null ? undefined : describeMedia(replied.media);
       quoted = media ? `${media} ${replied.text}`.trim() : replied.text;
@@ -118,6 +120,14 @@ async function quoteOf(message: Message, replies: ReplySource | undefined): Prom
     .split('\n')
     .map((line) => `> ${line}`)
     .join('\n');
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
