@@ -2,13 +2,11 @@ import type { FileDownloadLocation, FileDownloadParameters, Message, User } from
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelContext, InboundMessage, RecordedConversation } from '../../domain/ports/channel.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
-// The bot's transcriber type (an OpenAI-compatible /audio/transcriptions client): both channels are handed the same
-// one, built from channels.telegram.transcription. Moves to src/channels/telegram/ with the shared module.
-import type { Transcribe } from '../telegram-bot/telegram-bot-channel.js';
+import { describeMedia, transcribeAudio, withTranscript, type Transcribe } from '../telegram/index.js';
 import type { AnswerPolicy, NotAnswered } from './answer-policy.js';
 import type { OwnSends } from './own-sends.js';
 import type { OwnerTakeover } from './owner-takeover.js';
-import { AUDIO_PLACEHOLDER, readMessage, type ReadMessage, type ReplySource } from './read-message.js';
+import { readMessage, type ReadMessage, type ReplySource } from './read-message.js';
 
 /** The channel's name, in `InboundMessage.channel` and the dedupe keys. */
 export const TELEGRAM_USER_CHANNEL = 'telegram-user';
@@ -118,7 +116,7 @@ export class TelegramUserInbound {
     // The owner's voice is not transcribed (nobody is waiting for an answer to it); it is described.
     const read = await readMessage(message, this.#options.client, (error) => this.#quoteFailed(error, chatId));
     if (read === undefined) return { kind: 'ignored', reason: 'empty' };
-    const text = read.audio ? read.text.replace(AUDIO_PLACEHOLDER, read.audio.description) : read.text;
+    const text = read.audio ? withTranscript(read.text, describeMedia(read.audio.media)) : read.text;
     await this.#options.context.record(conversationOf(person, chatId), [{ role: 'assistant', text, messageId: String(message.id), at: message.date, source: 'owner' }]);
     const { until } = await this.#options.takeover.ownerWrote(chatId, message.date);
     this.#logger.info({ chatId, messageId: message.id, until: until.toISOString() }, 'the owner wrote by hand; stored as the account\'s side of the conversation');
@@ -130,34 +128,19 @@ export class TelegramUserInbound {
     const chatId = String(message.chat.id);
     const read = await readMessage(message, this.#options.client, (error) => this.#quoteFailed(error, chatId));
     if (read?.audio === undefined) return read;
-    const transcript = await this.#transcribe(read, person, chatId);
-    return { ...read, text: read.text.replace(AUDIO_PLACEHOLDER, transcript ?? read.audio.description) };
-  }
-
-  /**
-   * The transcript of the message's speech, or undefined when there is no transcriber or it failed (logged): the
-   * model then reads `[voice message]` and can ask the person to write, in its own words.
-   */
-  async #transcribe(read: ReadMessage, person: User, chatId: string): Promise<string | undefined> {
-    const audio = read.audio!;
-    const transcribe = this.#options.transcribe;
-    if (!transcribe) {
-      this.#logger.info({ chatId }, 'voice message not transcribed: no transcriber configured');
-      return undefined;
-    }
-    try {
-      const max = this.#options.maxAudioBytes ?? DEFAULT_MAX_AUDIO_BYTES;
-      if (audio.fileSize !== undefined && audio.fileSize > max) throw new Error(`the audio is ${audio.fileSize} bytes; at most ${max} are transcribed`);
-      const bytes = await this.#options.client.downloadAsBuffer(audio.location, { abortSignal: AbortSignal.timeout(60_000) });
-      if (bytes.byteLength > max) throw new Error(`the audio is ${bytes.byteLength} bytes; at most ${max} are transcribed`);
-      const language = person.language?.split(/[-_]/)[0];
-      const text = (await transcribe(bytes, { filename: audio.filename, mimeType: audio.mimeType, ...(language ? { language } : {}) })).trim();
-      if (text === '') throw new Error('the transcript is empty');
-      return text;
-    } catch (error) {
-      this.#logger.warn({ err: error, chatId }, 'telegram user voice message could not be transcribed; the model reads it as undescribed speech');
-      return undefined;
-    }
+    const { media, location } = read.audio;
+    const transcription = await transcribeAudio({
+      media,
+      transcribe: this.#options.transcribe,
+      download: () => this.#options.client.downloadAsBuffer(location, { abortSignal: AbortSignal.timeout(60_000) }),
+      languageHint: person.language ?? undefined,
+      maxBytes: this.#options.maxAudioBytes ?? DEFAULT_MAX_AUDIO_BYTES,
+    });
+    if (transcription.status === 'transcribed') return { ...read, text: withTranscript(read.text, transcription.text) };
+    // No notice from a person's account: the model reads `[voice message]` and can ask, in its own words, for text.
+    if (transcription.status === 'off') this.#logger.info({ chatId }, 'voice message not transcribed: no transcriber configured');
+    else this.#logger.warn({ err: transcription.error, chatId }, 'telegram user voice message could not be transcribed; the model reads it as undescribed speech');
+    return { ...read, text: withTranscript(read.text, describeMedia(media)) };
   }
 
   #quoteFailed(error: unknown, chatId: string): void {

@@ -1,50 +1,34 @@
 import type { FileDownloadLocation, Message, MessageMedia } from '@mtcute/core';
-import type { Message as BotApiMessage } from 'grammy/types';
-// The bot's wording for media, shared so both channels describe a photo alike. The lead re-points this at the shared
-// src/channels/telegram/ module once it exists.
-import { describeMedia as describeBotApiMedia } from '../telegram-bot/inbound.js';
+import { describeContent, quotedText, withQuote, type AudioMedia, type TelegramContent, type TelegramMedia } from '../telegram/index.js';
 
-/** What an MTProto message says to the model, before any voice is transcribed. */
+/** What an MTProto message says to the model, before any speech in it is transcribed. */
 export interface ReadMessage {
   /** The text for the model: the text or caption, media described by type, a quoted reply in front. */
   readonly text: string;
   /** The sender's own phone number, when they shared their own contact (Telegram vouches for it). */
   readonly phone?: string;
   /** Speech to transcribe (voice, audio file, round video); its transcript takes the place of `AUDIO_PLACEHOLDER`. */
-  readonly audio?: AudioToTranscribe;
+  readonly audio?: { readonly media: AudioMedia; readonly location: FileDownloadLocation };
 }
 
-export interface AudioToTranscribe {
-  /** What the client downloads (the document itself). */
-  readonly location: FileDownloadLocation;
-  readonly fileSize: number | undefined;
-  readonly mimeType: string;
-  /** The file name the transcription endpoint sees; its extension names the format. */
-  readonly filename: string;
-  /** How the message reads when the speech cannot be transcribed: `[voice message]`, `[video message]`. */
-  readonly description: string;
-}
-
-/** Where a transcript goes in `ReadMessage.text`. */
-export const AUDIO_PLACEHOLDER = '\u0000audio\u0000';
-
-/** The client calls reading needs: the replied-to message (for the quote). */
+/** The client call reading needs: the replied-to message (for the quote). */
 export interface ReplySource {
   getReplyTo(message: Message): Promise<Message | null>;
 }
 
-const MAX_QUOTE_CHARS = 1_000;
+/** Voice, audio files and round videos are all transcribed, as in the bot channel. */
+const TRANSCRIBED: readonly AudioMedia['kind'][] = ['voice', 'audio', 'video_note'];
 /** The longest the update loop waits for the replied-to message; past it the message is read without the quote. */
 const QUOTE_FETCH_TIMEOUT_MS = 10_000;
 
 /**
- * Reads a message as text for the model, as the bot channel reads a Bot API message: a caption follows its media's
- * description (`[photo] caption`), a reply carries the quoted text first (`> …` lines), voice, audio and round
- * video wait for their transcript, a contact card of the sender themselves hands over their phone. Returns
- * undefined for a message with nothing to read (a service message, an empty or unsupported one).
+ * Reads a message as text for the model, with the reader the bot channel uses (src/channels/telegram/): a caption
+ * follows its media's description (`[photo] caption`), a reply carries the quoted text first (`> …` lines), voice,
+ * audio and round video wait for their transcript, a contact card of the sender themselves hands over their phone.
+ * Returns undefined for a message with nothing to read (a service message, an empty or unsupported one).
  *
  * `replies` fetches the message a reply answers (MTProto sends only its id); without it, or when that fails, only a
- * partial quote the person selected is shown.
+ * part the person selected to quote is shown.
  */
 export async function readMessage(message: Message, replies?: ReplySource, onQuoteError?: (error: unknown) => void): Promise<ReadMessage | undefined> {
   const body = readBody(message);
@@ -53,73 +37,96 @@ export async function readMessage(message: Message, replies?: ReplySource, onQuo
     onQuoteError?.(error);
     return undefined;
   });
-  return quoted ? { ...body, text: `${quoted}\n\n${body.text}` } : body;
+  return { ...body, text: withQuote(quoted, body.text) };
 }
 
 /** The message itself, without the quote. */
 export function readBody(message: Message): ReadMessage | undefined {
   if (message.isService) return undefined;
-  const text = message.text;
-  const media = message.media;
-  if (media === null || media.type === 'webpage') return text.trim() === '' ? undefined : { text };
-  const caption = text === '' ? '' : ` ${text}`;
-  const audio = audioOf(media);
-  if (audio) return { text: `${AUDIO_PLACEHOLDER}${caption ? `\n\n${caption.trim()}` : ''}`, audio };
-  if (media.type === 'contact') {
-    const name = [media.firstName, media.lastName].filter(Boolean).join(' ');
-    // Only the sender's own card is their phone; a friend's card is just something they showed.
-    const own = media.userId !== 0 && media.userId === senderId(message);
-    return { text: `[contact: ${name}, ${media.phoneNumber}]`, ...(own ? { phone: media.phoneNumber } : {}) };
-  }
-  const described = describeMedia(media);
-  if (described === undefined) return text.trim() === '' ? undefined : { text };
-  return { text: `${described}${caption}` };
+  const content = contentOf(message);
+  const read = describeContent(content, { transcribed: TRANSCRIBED });
+  if (read === undefined || read.text.trim() === '') return undefined;
+  const location = message.media;
+  return {
+    text: read.text,
+    ...(read.phone ? { phone: read.phone } : {}),
+    ...(read.audio && isDownloadable(location) ? { audio: { media: read.audio, location } } : {}),
+  };
 }
 
-/** `[photo]`, `[sticker 😀]`, `[document: report.pdf]`… in the bot channel's words; undefined for other media. */
-export function describeMedia(media: MessageMedia): string | undefined {
+/** An mtcute message as the shared reader takes it: MTProto keeps text and caption in one field. */
+export function contentOf(message: Message): TelegramContent {
+  const media = mediaOf(message.media, message);
+  if (media === undefined) return { text: message.text };
+  return { media, ...(message.text === '' ? {} : { caption: message.text }) };
+}
+
+/** MTProto media in the shared shape; undefined for a link preview (the link is in the text) and media not described. */
+function mediaOf(media: MessageMedia, message: Message): TelegramMedia | undefined {
   if (media === null) return undefined;
-  return describeBotApiMedia(botApiShape(media));
+  switch (media.type) {
+    case 'photo':
+      return { kind: 'photo' };
+    case 'sticker':
+      return { kind: 'sticker', ...(media.emoji ? { emoji: media.emoji } : {}) };
+    case 'video':
+      if (media.isRound) return { kind: 'video_note', ...sizeOf(media.fileSize) };
+      if (media.isAnimation || media.isLegacyGif) return { kind: 'animation' };
+      return { kind: 'video' };
+    case 'document':
+      return { kind: 'document', ...(media.fileName ? { fileName: media.fileName } : {}) };
+    case 'voice':
+      return { kind: 'voice', ...(media.mimeType ? { mimeType: media.mimeType } : {}), ...sizeOf(media.fileSize) };
+    case 'audio':
+      return {
+        kind: 'audio',
+        ...(media.title ? { title: media.title } : {}),
+        ...(media.fileName ? { fileName: media.fileName } : {}),
+        ...(media.mimeType ? { mimeType: media.mimeType } : {}),
+        ...sizeOf(media.fileSize),
+      };
+    case 'venue':
+      return { kind: 'venue', title: media.title, address: media.address };
+    case 'location':
+    case 'live_location':
+      return { kind: 'location', latitude: media.latitude, longitude: media.longitude };
+    case 'poll':
+      return { kind: 'poll', question: media.question };
+    case 'dice':
+      return { kind: 'dice', emoji: media.emoji, value: media.value };
+    case 'contact': {
+      // Only the sender's own card is their phone; a friend's card is just something they showed.
+      const sender = message.sender;
+      const isSender = media.userId !== 0 && sender.type === 'user' && media.userId === sender.id;
+      return { kind: 'contact', firstName: media.firstName, ...(media.lastName ? { lastName: media.lastName } : {}), phone: media.phoneNumber, isSender };
+    }
+    case 'game':
+      return { kind: 'game', title: media.title };
+    case 'story':
+      return { kind: 'story' };
+    case 'paid':
+      return { kind: 'paid_media' };
+    default:
+      return undefined;
+  }
 }
 
-/** The speech in a voice message, an audio file or a round video; none for other media. */
-function audioOf(media: NonNullable<MessageMedia>): AudioToTranscribe | undefined {
-  if (media.type === 'voice') {
-    return { location: media, fileSize: media.fileSize, mimeType: media.mimeType || 'audio/ogg', filename: 'voice.ogg', description: '[voice message]' };
-  }
-  if (media.type === 'audio') {
-    return { location: media, fileSize: media.fileSize, mimeType: media.mimeType || 'audio/mpeg', filename: media.fileName ?? 'audio.mp3', description: describeMedia(media) ?? '[audio]' };
-  }
-  if (media.type === 'video' && media.isRound) {
-    return { location: media, fileSize: media.fileSize, mimeType: media.mimeType || 'video/mp4', filename: 'video.mp4', description: '[video message]' };
-  }
-  return undefined;
+function sizeOf(fileSize: number | undefined): { fileSize?: number } {
+  return typeof fileSize === 'number' ? { fileSize } : {};
 }
 
-function senderId(message: Message): number | undefined {
-  const sender = message.sender;
-  return sender.type === 'user' ? sender.id : undefined;
+function isDownloadable(media: MessageMedia): media is Extract<MessageMedia, { type: 'voice' | 'audio' | 'video' }> {
+  return media !== null && (media.type === 'voice' || media.type === 'audio' || media.type === 'video');
 }
 
-/** The text a reply quotes, as `> ` lines: the part the person selected, else the whole replied-to message. */
+/** The text a reply quotes: the part the person selected, else the whole replied-to message. */
 async function quoteOf(message: Message, replies: ReplySource | undefined): Promise<string | undefined> {
   const reply = message.replyToMessage;
   if (reply === null) return undefined;
-  let quoted: string | undefined;
-  if (reply.isQuote && reply.quoteText) quoted = reply.quoteText;
-  else if (reply.id !== null && replies) {
-    const replied = await withTimeout(replies.getReplyTo(message), QUOTE_FETCH_TIMEOUT_MS);
-    if (replied) {
-      const media = replied.media === null ? undefined : describeMedia(replied.media);
-      quoted = media ? `${media} ${replied.text}`.trim() : replied.text;
-    }
-  }
-  if (!quoted) return undefined;
-  const cut = quoted.length > MAX_QUOTE_CHARS ? `${quoted.slice(0, MAX_QUOTE_CHARS)}…` : quoted;
-  return cut
-    .split('\n')
-    .map((line) => `> ${line}`)
-    .join('\n');
+  if (reply.isQuote && reply.quoteText) return reply.quoteText;
+  if (reply.id === null || !replies) return undefined;
+  const replied = await withTimeout(replies.getReplyTo(message), QUOTE_FETCH_TIMEOUT_MS);
+  return replied ? quotedText(contentOf(replied)) : undefined;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
@@ -128,62 +135,4 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/**
- * The fields of a Bot API message the bot's `describeMedia` reads, filled from MTProto media: the two APIs name
- * the same media differently (a GIF is a video with the animation flag, a round video is `video_note`).
- */
-function botApiShape(media: NonNullable<MessageMedia>): BotApiMessage {
-  const shape: Record<string, unknown> = {};
-  switch (media.type) {
-    case 'photo':
-      shape['photo'] = [];
-      break;
-    case 'sticker':
-      shape['sticker'] = { emoji: media.emoji || undefined };
-      break;
-    case 'video':
-      if (media.isRound) shape['video_note'] = {};
-      else if (media.isAnimation || media.isLegacyGif) shape['animation'] = {};
-      else shape['video'] = {};
-      break;
-    case 'document':
-      shape['document'] = { file_name: media.fileName ?? undefined };
-      break;
-    case 'voice':
-      shape['voice'] = {};
-      break;
-    case 'audio':
-      shape['audio'] = { title: media.title ?? undefined };
-      break;
-    case 'venue':
-      shape['venue'] = { title: media.title, address: media.address };
-      break;
-    case 'location':
-    case 'live_location':
-      shape['location'] = { latitude: media.latitude, longitude: media.longitude };
-      break;
-    case 'poll':
-      shape['poll'] = { question: media.question };
-      break;
-    case 'dice':
-      shape['dice'] = { emoji: media.emoji, value: media.value };
-      break;
-    case 'contact':
-      shape['contact'] = { first_name: media.firstName };
-      break;
-    case 'game':
-      shape['game'] = { title: media.title };
-      break;
-    case 'story':
-      shape['story'] = {};
-      break;
-    case 'paid':
-      shape['paid_media'] = {};
-      break;
-    default:
-      break;
-  }
-  return shape as unknown as BotApiMessage;
 }
