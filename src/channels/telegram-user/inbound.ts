@@ -4,12 +4,11 @@ import type { ChannelContext, InboundMessage, RecordedConversation } from '../..
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { describeMedia, transcribeAudio, withTranscript, type Transcribe } from '../telegram/index.js';
 import type { AnswerPolicy, NotAnswered } from './answer-policy.js';
+import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import type { OwnSends } from './own-sends.js';
 import type { OwnerTakeover } from './owner-takeover.js';
 import { readMessage, type ReadMessage, type ReplySource } from './read-message.js';
 
-/** The channel's name, in `InboundMessage.channel` and the dedupe keys. */
-export const TELEGRAM_USER_CHANNEL = 'telegram-user';
 
 /** The client calls inbound needs: the replied-to message for quotes, and media downloads for transcription. */
 export interface InboundClient extends ReplySource {
