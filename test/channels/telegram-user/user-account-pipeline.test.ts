@@ -131,6 +131,31 @@ describe('telegram user account through the pipeline', () => {
     expect(harness.model.calls).toHaveLength(2);
   }, 40_000);
 
+  it('replaces a client that does not come back after a drop, and the new one catches up', async () => {
+    rig = await createUserAccountRig((call) => ({ text: `re: ${userTexts(call).at(-1)}` }), { quietWindowMs: 0, reconnect: { stallTimeoutMs: 300, initialDelayMs: 50, maxDelayMs: 200 } });
+    const { telegram, harness, channel } = rig;
+    const hal = telegram.addUser();
+    const first = channel.client;
+    telegram.dropConnection();
+    await expect.poll(() => channel.health.state, { timeout: 15_000 }).toBe('reconnecting');
+    telegram.incoming(hal.id, 'anyone?');
+    // Past the stall timeout the client is given up; its successor waits for the network like any connect.
+    const replaced = () => {
+      try {
+        return channel.client !== first;
+      } catch {
+        return false; // between the two clients
+      }
+    };
+    await expect.poll(replaced, { timeout: 15_000 }).toBe(true);
+    telegram.restoreConnection();
+    await expect.poll(() => channel.health.state, { timeout: 15_000 }).toBe('connected');
+    const [reply] = await telegram.waitForSent(1, { chatId: hal.id, timeoutMs: 20_000 });
+    expect(reply!.text).toBe('re: anyone?');
+    await waitUntilSettled(harness, 1);
+    expect(telegram.sent(hal.id)).toHaveLength(1);
+  }, 40_000);
+
   it('stops on a revoked session with a clear state, while other channels go on', async () => {
     const signedOut: string[] = [];
     rig = await createUserAccountRig((call) => ({ text: `ok: ${userTexts(call).at(-1)}` }), { quietWindowMs: 0, onSignedOut: (error) => void signedOut.push(error) });
