@@ -66,8 +66,8 @@ export async function main(argv: readonly string[]): Promise<void> {
     .action(async (options: CommonOptions & { conversation: string; toolDetails?: boolean }) => {
       const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation, showToolDetails: options.toolDetails === true });
       // The terminal is the only channel here: the web and Telegram channels belong to `start` (a second poller
-      // would take the bot's updates from the running server).
-      const { palaver, demo } = await boot(options, { quietLogs: true, channels: [channel], overrides: { channels: { web: { enabled: false }, telegram: { enabled: false } } } });
+      // would take the bot's updates from the running server, a second MTProto client would duplicate the session).
+      const { palaver, demo } = await boot(options, { quietLogs: true, channels: [channel], overrides: { channels: { web: { enabled: false }, telegram: { enabled: false }, telegramUser: { enabled: false } } } });
       if (demo) console.log(`${demo.banner(palaver.config)}\n`);
       console.log('Type a message and press Enter; /exit ends the chat.');
       await channel.done;

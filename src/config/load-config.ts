@@ -27,6 +27,8 @@ const ENV_OVERRIDES: readonly { variable: string; path: readonly string[]; parse
   { variable: 'TELEGRAM_API_ROOT', path: ['channels', 'telegram', 'apiRoot'] },
   { variable: 'TELEGRAM_WEBHOOK_URL', path: ['channels', 'telegram', 'webhookUrl'] },
   { variable: 'TELEGRAM_WEBHOOK_SECRET', path: ['channels', 'telegram', 'webhookSecret'] },
+  { variable: 'TELEGRAM_API_ID', path: ['channels', 'telegramUser', 'apiId'], parse: Number },
+  { variable: 'TELEGRAM_API_HASH', path: ['channels', 'telegramUser', 'apiHash'] },
 ];
 
 const CONFIG_FILES = ['palaver.config.json', 'palaver.config.yaml', 'palaver.config.yml'];

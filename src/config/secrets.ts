@@ -2,11 +2,11 @@ import type { PalaverConfig } from './schema.js';
 
 /**
  * Names of config fields that hold a credential: `apiKey`, `bearerToken`, `botToken`, `cookieSecret`, `jwtSecret`,
- * `password`, … (a trailing `s` for lists, e.g. rotated secrets). Matched on the field name, so a secret field added
+ * `password`, Telegram's `apiHash`, … (a trailing `s` for lists, e.g. rotated secrets). Matched on the field name, so a secret field added
  * to the schema later is covered without touching this file; `maxTokens`-style numbers are skipped (only strings
  * count).
  */
-const SECRET_FIELD = /(?:apikey|token|secret|password)s?$/i;
+const SECRET_FIELD = /(?:apikey|apihash|token|secret|password)s?$/i;
 
 /**
  * Every secret value in a config, for the logger's scrubber (`createLogger({ secrets })`): the model and fallback
