@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import pLimit from 'p-limit';
-import { parseConfig, resolveConfigPaths, secretsOf, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
+import { parseConfig, resolveConfigPaths, secretsOf, telegramUserEnabled, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
 import type { Channel } from './domain/ports/channel.js';
 import type { Flow } from './domain/ports/flow.js';
@@ -251,7 +251,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const channels: Channel[] = [api, ...(await configuredChannels(config, logger, secrets, metrics)), ...(options.channels ?? [])];
+  const configured = await configuredChannels(config, logger, secrets, metrics, store);
+  const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
     if (names.has(channel.name)) throw new ConfigError(`Two channels are named "${channel.name}"; channel names must be unique`, [{ path: 'channels', message: 'duplicate name' }]);
@@ -281,6 +282,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     } catch (error) {
       checks.database = { ok: false, detail: error instanceof Error ? error.message : String(error) };
     }
+    for (const [name, check] of Object.entries(configured.healthChecks)) checks[name] = check();
     return checks;
   }
 
@@ -374,8 +376,12 @@ async function directoryResolver(
  * The channels `config.channels` turns on; each adapter loads only when enabled. A secret a channel comes to hold
  * (a generated cookie secret) joins `secrets`, which the log scrubber reads.
  */
-async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics): Promise<Channel[]> {
+/** A channel's own line in `/health`. */
+type ChannelHealthCheck = () => { ok: boolean; detail?: string };
+
+async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics, store: Store): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
   const channels: Channel[] = [];
+  const healthChecks: Record<string, ChannelHealthCheck> = {};
   if (config.channels.web.enabled) {
     const { WebChannel } = await import('./channels/web/web-channel.js');
     const { enabled: _enabled, ...web } = config.channels.web;
@@ -417,7 +423,17 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
       }),
     );
   }
-  return channels;
+  const telegramUser = config.channels.telegramUser;
+  if (telegramUserEnabled(telegramUser)) {
+    const { telegramUserChannel } = await import('./channels/telegram-user/configured.js');
+    const channel = await telegramUserChannel(telegramUser, { logger: logger.child({ channel: 'telegram-user' }), metrics, leases: store.channelLeases });
+    channels.push(channel);
+    healthChecks['telegram-user'] = () => {
+      const { state, detail } = channel.health;
+      return { ok: state === 'connected', detail: detail === undefined || state === 'connected' ? state : `${state}: ${detail}` };
+    };
+  }
+  return { channels, healthChecks };
 }
 
 async function createToolHosts(config: PalaverConfig, primary: ModelProvider, localTools: readonly LocalTool[], logger: Logger) {

@@ -1,6 +1,7 @@
 import type { Message, User } from '@mtcute/node';
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelContext } from '../../domain/ports/channel.js';
+import type { SystemTextKey } from '../../i18n/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 
@@ -13,11 +14,21 @@ export interface InboundEnvironment {
   /** The signed-in account. */
   readonly self: User;
   readonly logger: Logger;
+  /** Sends the person one of Palaver's own texts (a refusal), in their interface language. */
+  readonly notify: (chatId: number, accountId: string, key: SystemTextKey) => Promise<void>;
 }
 
 export type InboundOutcome = 'accepted' | 'duplicate' | 'recorded' | 'ignored';
 
 const SERVICE_USER_ID = 777000;
+
+/** What the person is told when the pipeline refuses their message (as the bot does); `forbidden` is not told. */
+const REFUSAL_TEXTS: Partial<Record<string, (message: string) => SystemTextKey>> = {
+  busy: () => 'inbox.busy',
+  inbound_invalid: (message) => (/long/i.test(message) ? 'inbound.tooLong' : 'inbound.unreadable'),
+  identity_unreachable: () => 'identity.unavailable',
+  identity_unrecognised: () => 'identity.unrecognised',
+};
 
 /** Hands one new message to the pipeline (or not); resolves once it is stored, so the update may be acknowledged. */
 export async function handleIncomingMessage(message: Message, env: InboundEnvironment): Promise<InboundOutcome> {
@@ -41,7 +52,9 @@ export async function handleIncomingMessage(message: Message, env: InboundEnviro
   } catch (error) {
     // A message the pipeline refuses (too long, not this person's conversation) is skipped, not retried forever.
     if (error instanceof ChannelError) {
-      env.logger.warn({ err: error, chatId: chat.id, messageId: message.id }, 'telegram user-account message refused');
+      env.logger.info({ err: error, chatId: chat.id, messageId: message.id }, 'telegram user-account message refused');
+      const key = REFUSAL_TEXTS[error.code]?.(error.message);
+      if (key) await env.notify(chat.id, String(sender.id), key);
       return 'ignored';
     }
     throw error;

@@ -1,5 +1,6 @@
 import type { ITelegramStorageProvider, TelegramClient, User } from '@mtcute/node';
 import type { Channel, ChannelCapabilities, ChannelContext, InboxPolicy, ReplyTarget, SendOptions, SentPart } from '../../domain/ports/channel.js';
+import { systemText, type SystemTextKey } from '../../i18n/index.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import { createTelegramUserClient, type TelegramNetworkOverride } from './client-factory.js';
@@ -170,6 +171,16 @@ export class TelegramUserChannel implements Channel {
   async #receive(message: Parameters<typeof handleIncomingMessage>[0], self: User): Promise<void> {
     const context = this.#context;
     if (!context) return;
-    await handleIncomingMessage(message, { context, self, logger: this.#logger });
+    await handleIncomingMessage(message, { context, self, logger: this.#logger, notify: (chatId, accountId, key) => this.#notify(context, chatId, accountId, key) });
+  }
+
+  /** One of Palaver's own texts to the person, in their interface language; failures are logged. */
+  async #notify(context: ChannelContext, chatId: number, accountId: string, key: SystemTextKey): Promise<void> {
+    try {
+      const language = await context.interfaceLanguage(accountId).catch(() => 'en');
+      await this.#connection.client.sendText(chatId, systemText(language, key, { name: this.#connection.self?.displayName ?? '' }));
+    } catch (error) {
+      this.#logger.warn({ err: error, chatId, text: key }, 'telegram user-account notice could not be sent');
+    }
   }
 }
