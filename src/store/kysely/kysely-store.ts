@@ -11,6 +11,7 @@ import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
 import { KyselyProfileRepository } from './profile-repository.js';
+import { KyselyRecordedMessageRepository } from './recorded-message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
 import type { Database } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
@@ -51,6 +52,7 @@ export class KyselyStore implements Store {
   readonly toolCalls: KyselyToolCallRepository;
   readonly turns: KyselyTurnRepository;
   readonly inbound: KyselyInboundRepository;
+  readonly recorded: KyselyRecordedMessageRepository;
   readonly deliveries: KyselyDeliveryRepository;
   readonly channelState: KyselyChannelStateRepository;
   readonly channelLeases: KyselyChannelLeaseRepository;
@@ -77,6 +79,7 @@ export class KyselyStore implements Store {
     this.toolCalls = new KyselyToolCallRepository(this.#ctx);
     this.turns = new KyselyTurnRepository(this.#ctx);
     this.inbound = new KyselyInboundRepository(this.#ctx);
+    this.recorded = new KyselyRecordedMessageRepository(this.#ctx);
     this.deliveries = new KyselyDeliveryRepository(this.#ctx);
     this.channelState = new KyselyChannelStateRepository(this.#ctx);
     this.channelLeases = new KyselyChannelLeaseRepository(this.#ctx);

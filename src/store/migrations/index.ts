@@ -15,6 +15,8 @@ import { inboundAttemptsMigration } from './0010-inbound-attempts.js';
 import { focusPerPersonMigration } from './0011-focus-per-person.js';
 import { budgetReservationsMigration } from './0012-budget-reservations.js';
 import { turnJournalMigration } from './0013-turn-journal.js';
+import { accountNamespacesMigration } from './0014-account-namespaces.js';
+import { recordedMessagesMigration } from './0015-recorded-messages.js';
 import { channelLeasesMigration } from './0016-channel-leases.js';
 
 /**
@@ -39,6 +41,8 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0011_focus_per_person': focusPerPersonMigration(dialect),
     '0012_budget_reservations': budgetReservationsMigration(dialect),
     '0013_turn_journal': turnJournalMigration(dialect),
+    '0014_account_namespaces': accountNamespacesMigration(dialect),
+    '0015_recorded_messages': recordedMessagesMigration(dialect),
     '0016_channel_leases': channelLeasesMigration(dialect),
   };
 }
