@@ -197,6 +197,8 @@ async function withSessionClient<T>(setup: TelegramSetup, doing: string, fn: (cl
       ...(setup.network ? { network: setup.network } : {}),
       // mtcute's own lines would mix with the prompts; its errors reach the user through ours.
       logLevel: 0,
+      // The running channel's update state stays where it is: what arrived meanwhile is still news to it.
+      updates: false,
     });
     try {
       await built.client.connect();
