@@ -131,6 +131,20 @@ describe('palaver telegram (spawned)', () => {
     expect(after.stdout()).toContain('Signed in: no.');
   });
 
+  it('login --qr shows a QR code and signs in once the code is scanned on a phone', async () => {
+    const s = await setup();
+    const login = palaver(s, ['telegram', 'login', '--qr']);
+    await login.waitForOutput(/Scan this code in Telegram on your phone[\s\S]*tg:\/\/login\?token=/, 60_000);
+    // The code is drawn with Unicode half blocks.
+    expect(login.stdout()).toMatch(/[▀▄█]{10}/);
+    s.fake.scanQr();
+    const exit = await login.waitForExit(60_000);
+    expect(exit.code, login.stderr()).toBe(0);
+    expect(login.stdout()).toContain('Signed in as Front Desk (@front_desk, id 4300000123).');
+    expect(new TelegramSessionFile(s.sessionPath).isSignedIn()).toBe(true);
+    expect(s.fake.callsOf('auth.sendCode')).toEqual([]);
+  });
+
   it('a login code wrong three times fails clearly and leaves nobody signed in', async () => {
     const s = await setup();
     const login = palaver(s, ['telegram', 'login']);
