@@ -31,6 +31,11 @@ export class PalaverMetrics {
   readonly telegramUserSignedOut: PromClient.Counter<'error'>;
   /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
   readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
+  /** Chats of the Telegram user account its owner took over by writing by hand (each start of a takeover). */
+  readonly telegramUserOwnerTakeovers: PromClient.Counter<string>;
+  /** Chats of the Telegram user account taken over right now, read from the sources `watchTakenOverChats` adds. */
+  readonly telegramUserTakenOverChats: PromClient.Gauge<string>;
+  readonly #takenOverSources = new Set<() => number>();
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
@@ -49,6 +54,24 @@ export class PalaverMetrics {
     this.telegramUserConnection = new prom.Gauge({ name: 'palaver_telegram_user_connection', help: 'Telegram user account connection: 1 for the current state (connected, reconnecting, signed_out)', labelNames: ['state'] as const, registers: [registry] });
     this.telegramUserSignedOut = new prom.Counter({ name: 'palaver_telegram_user_signed_out_total', help: 'Times Telegram ended the user account session (the channel stopped), by error', labelNames: ['error'] as const, registers: [registry] });
     this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
+    this.telegramUserOwnerTakeovers = new prom.Counter({ name: 'palaver_telegram_user_owner_takeovers_total', help: 'Telegram user-account chats the owner took over by writing by hand (the agent steps back there)', registers: [registry] });
+    const takenOverSources = this.#takenOverSources;
+    this.telegramUserTakenOverChats = new prom.Gauge({
+      name: 'palaver_telegram_user_taken_over_chats',
+      help: 'Telegram user-account chats the owner has taken over right now (the agent answers nothing there)',
+      registers: [registry],
+      collect() {
+        let total = 0;
+        for (const source of takenOverSources) total += source();
+        this.set(total);
+      },
+    });
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
+  }
+
+  /** Adds a count of taken-over chats to the gauge (a user-account channel's); the returned function removes it. */
+  watchTakenOverChats(source: () => number): () => void {
+    this.#takenOverSources.add(source);
+    return () => this.#takenOverSources.delete(source);
   }
 }

@@ -1,5 +1,5 @@
 import type { Api } from 'grammy';
-import type { MessageEntity } from 'grammy/types';
+import type { TelegramEntity } from '../telegram/index.js';
 import type { Logger } from '../../observability/logger.js';
 
 export interface DraftTarget {
@@ -32,12 +32,12 @@ export class DraftStreamer {
   readonly #api: Api;
   readonly #logger: Logger;
   readonly #intervalMs: number;
-  readonly #format: (text: string) => { text: string; entities: MessageEntity[] };
+  readonly #format: (text: string) => { text: string; entities: TelegramEntity[] };
   readonly #drafts = new Map<string, Draft>();
   #nextDraftId = 1 + Math.floor(Math.random() * 1_000_000_000);
   #unsupported = false;
 
-  constructor(options: { api: Api; logger: Logger; intervalMs?: number; format: (text: string) => { text: string; entities: MessageEntity[] } }) {
+  constructor(options: { api: Api; logger: Logger; intervalMs?: number; format: (text: string) => { text: string; entities: TelegramEntity[] } }) {
     this.#api = options.api;
     this.#logger = options.logger;
     this.#intervalMs = options.intervalMs ?? 1_000;
@@ -110,7 +110,7 @@ export class DraftStreamer {
     if (text === draft.shown && text !== '') return;
     draft.lastAt = Date.now();
     draft.shown = text;
-    let message: { text: string; entities: MessageEntity[] };
+    let message: { text: string; entities: TelegramEntity[] };
     try {
       message = this.#format(tail(text));
     } catch {

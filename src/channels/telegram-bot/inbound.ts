@@ -1,4 +1,7 @@
 import type { Message, MessageEntity, UserFromGetMe } from 'grammy/types';
+import { describeContent, quotedText, withQuote, type AudioMedia, type TelegramContent, type TelegramMedia } from '../telegram/index.js';
+
+export { AUDIO_PLACEHOLDER } from '../telegram/index.js';
 
 /** What a Telegram message says to the model, before any voice is transcribed. */
 export interface ReadMessage {
@@ -6,96 +9,78 @@ export interface ReadMessage {
   readonly text: string;
   /** The sender's own phone number, when they shared their own contact. */
   readonly phone?: string;
-  /** A voice or audio message to transcribe; its transcript takes the place of `[voice message]` in `text`. */
-  readonly audio?: { readonly fileId: string; readonly fileSize: number | undefined; readonly mimeType: string; readonly filename: string };
+  /** A voice or audio message to transcribe (its Bot API file id); the transcript replaces `AUDIO_PLACEHOLDER` in `text`. */
+  readonly audio?: { readonly fileId: string; readonly media: AudioMedia };
 }
-
-/** Where a transcript goes in `ReadMessage.text`. */
-export const AUDIO_PLACEHOLDER = '\u0000audio\u0000';
-
-const MAX_QUOTE_CHARS = 1_000;
 
 /**
- * Reads a message as text for the model. A reply carries the quoted text first (`> …` lines), a caption follows
- * its media's description (`[photo] caption`), a command addressed `/cmd@bot` loses the suffix. Returns undefined for
- * messages with nothing to answer (service messages: members joining, pinned messages, topics created, …).
+ * Reads a message as text for the model (`describeContent` in `../telegram/`). A reply carries the quoted text first
+ * (`> …` lines), a caption follows its media's description (`[photo] caption`), a command addressed `/cmd@bot` loses
+ * the suffix. Voice and audio are left to transcribe. Returns undefined for messages with nothing to answer
+ * (service messages: members joining, pinned messages, topics created, …).
  */
 export function readMessage(message: Message, bot: UserFromGetMe): ReadMessage | undefined {
-  const body = describeBody(message, bot);
+  const body = describeContent(contentOf(message, bot), { transcribed: ['voice', 'audio'] });
   if (body === undefined) return undefined;
-  const quoted = quoteOf(message);
-  const text = quoted ? `${quoted}\n\n${body.text}` : body.text;
-  return { ...body, text };
+  const { audio, ...read } = body;
+  const text = withQuote(quoteOf(message), read.text);
+  const file = message.voice ?? message.audio;
+  return { ...read, text, ...(audio && file ? { audio: { fileId: file.file_id, media: audio } } : {}) };
 }
 
-function describeBody(message: Message, bot: UserFromGetMe): Omit<ReadMessage, 'text'> & { text: string } | undefined {
-  const caption = message.caption ? ` ${stripBotMention(message.caption, message.caption_entities, bot)}` : '';
-  if (message.text !== undefined) return { text: stripBotMention(message.text, message.entities, bot) };
-  if (message.voice) {
-    return {
-      text: `${AUDIO_PLACEHOLDER}${caption ? `\n\n${caption.trim()}` : ''}`,
-      audio: { fileId: message.voice.file_id, fileSize: message.voice.file_size, mimeType: message.voice.mime_type ?? 'audio/ogg', filename: 'voice.ogg' },
-    };
-  }
+/** The message as the shared reader takes it, without mentions of this bot in its text and caption. */
+function contentOf(message: Message, bot: UserFromGetMe): TelegramContent {
+  // Voice, audio and a contact come first: they are what the message is (its text or transcript, the phone).
+  const media = message.voice || message.audio || message.contact ? ownMediaOf(message) : mediaOf(message);
+  return {
+    text: message.text === undefined ? undefined : stripBotMention(message.text, message.entities, bot),
+    caption: message.caption ? stripBotMention(message.caption, message.caption_entities, bot) : undefined,
+    media,
+  };
+}
+
+function ownMediaOf(message: Message): TelegramMedia | undefined {
+  if (message.voice) return { kind: 'voice', mimeType: message.voice.mime_type, fileSize: message.voice.file_size };
   if (message.audio) {
-    return {
-      text: `${AUDIO_PLACEHOLDER}${caption ? `\n\n${caption.trim()}` : ''}`,
-      audio: {
-        fileId: message.audio.file_id,
-        fileSize: message.audio.file_size,
-        mimeType: message.audio.mime_type ?? 'audio/mpeg',
-        filename: message.audio.file_name ?? 'audio.mp3',
-      },
-    };
+    const { audio } = message;
+    return { kind: 'audio', title: audio.title, fileName: audio.file_name, mimeType: audio.mime_type, fileSize: audio.file_size };
   }
   if (message.contact) {
     const { contact } = message;
-    const name = [contact.first_name, contact.last_name].filter(Boolean).join(' ');
     // Only the sender's own contact is their phone; a friend's card is just something they showed.
-    const own = contact.user_id !== undefined && contact.user_id === message.from?.id;
-    return { text: `[contact: ${name}, ${contact.phone_number}]`, ...(own ? { phone: contact.phone_number } : {}) };
+    const isSender = contact.user_id !== undefined && contact.user_id === message.from?.id;
+    return { kind: 'contact', firstName: contact.first_name, lastName: contact.last_name, phone: contact.phone_number, isSender };
   }
-  const media = describeMedia(message);
-  if (media === undefined) return undefined;
-  return { text: `${media}${caption}` };
-}
-
-/** `[photo]`, `[sticker 😀]`, `[document: report.pdf]`…; undefined for a message that holds none of them. */
-export function describeMedia(message: Message): string | undefined {
-  if (message.photo) return '[photo]';
-  if (message.sticker) return `[sticker${message.sticker.emoji ? ` ${message.sticker.emoji}` : ''}]`;
-  if (message.animation) return '[GIF]';
-  if (message.video) return '[video]';
-  if (message.video_note) return '[video message]';
-  if (message.document) return `[document${message.document.file_name ? `: ${message.document.file_name}` : ''}]`;
-  if (message.voice) return '[voice message]';
-  if (message.audio) return `[audio${message.audio.title ? `: ${message.audio.title}` : ''}]`;
-  if (message.venue) return `[venue: ${message.venue.title}, ${message.venue.address}]`;
-  if (message.location) return `[location: ${message.location.latitude}, ${message.location.longitude}]`;
-  if (message.poll) return `[poll: ${message.poll.question}]`;
-  if (message.dice) return `[dice ${message.dice.emoji}: ${message.dice.value}]`;
-  if (message.contact) return `[contact: ${message.contact.first_name}]`;
-  if (message.game) return `[game: ${message.game.title}]`;
-  if (message.story) return '[story]';
-  if (message.paid_media) return '[paid media]';
   return undefined;
 }
 
-/** The text a reply quotes, as `> ` lines; none for a topic message whose "reply" is only the topic itself. */
+/** The medium of a Bot API message; an animation is checked before its `document` (the Bot API sets both). */
+export function mediaOf(message: Message): TelegramMedia | undefined {
+  if (message.photo) return { kind: 'photo' };
+  if (message.sticker) return { kind: 'sticker', emoji: message.sticker.emoji };
+  if (message.animation) return { kind: 'animation' };
+  if (message.video) return { kind: 'video' };
+  if (message.video_note) return { kind: 'video_note', fileSize: message.video_note.file_size };
+  if (message.document) return { kind: 'document', fileName: message.document.file_name };
+  if (message.voice || message.audio) return ownMediaOf(message);
+  if (message.venue) return { kind: 'venue', title: message.venue.title, address: message.venue.address };
+  if (message.location) return { kind: 'location', latitude: message.location.latitude, longitude: message.location.longitude };
+  if (message.poll) return { kind: 'poll', question: message.poll.question };
+  if (message.dice) return { kind: 'dice', emoji: message.dice.emoji, value: message.dice.value };
+  if (message.contact) return ownMediaOf(message);
+  if (message.game) return { kind: 'game', title: message.game.title };
+  if (message.story) return { kind: 'story' };
+  if (message.paid_media) return { kind: 'paid_media' };
+  return undefined;
+}
+
+/** The text a reply quotes; none for a topic message whose "reply" is only the topic itself. */
 function quoteOf(message: Message): string | undefined {
-  const replied = message.reply_to_message;
   const partial = message.quote?.text;
-  let quoted: string | undefined;
-  if (partial) quoted = partial;
-  else if (replied && !replied.forum_topic_created && !(message.is_topic_message && replied.message_id === message.message_thread_id)) {
-    quoted = replied.text ?? (replied.caption ? `${describeMedia(replied) ?? ''} ${replied.caption}`.trim() : describeMedia(replied));
-  }
-  if (!quoted) return undefined;
-  const cut = quoted.length > MAX_QUOTE_CHARS ? `${quoted.slice(0, MAX_QUOTE_CHARS)}…` : quoted;
-  return cut
-    .split('\n')
-    .map((line) => `> ${line}`)
-    .join('\n');
+  if (partial) return partial;
+  const replied = message.reply_to_message;
+  if (!replied || replied.forum_topic_created || (message.is_topic_message && replied.message_id === message.message_thread_id)) return undefined;
+  return quotedText({ text: replied.text, caption: replied.caption, media: mediaOf(replied) });
 }
 
 /**

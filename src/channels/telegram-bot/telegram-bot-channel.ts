@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { autoRetry } from '@grammyjs/auto-retry';
 import { sequentialize } from '@grammyjs/runner';
 import { Bot, GrammyError, type Api } from 'grammy';
-import type { Message, MessageEntity, Update, UserFromGetMe } from 'grammy/types';
+import type { Message, Update, UserFromGetMe } from 'grammy/types';
 import { ChannelError } from '../../domain/errors.js';
 import type {
   Channel,
@@ -23,13 +23,12 @@ import { registerCommands } from './commands.js';
 import { systemText, type SystemTextKey } from '../../i18n/index.js';
 import { DeadLetters, type DeadLetterReason } from './dead-letters.js';
 import { DraftStreamer } from './drafts.js';
-import { toTelegramMessage } from './format.js';
-import { AUDIO_PLACEHOLDER, commandOf, isAddressedToBot, readMessage, type ReadMessage } from './inbound.js';
+import { formatReplyPart, TELEGRAM_MAX_MESSAGE_CHARS, toTelegramMessage, transcribeAudio, withTranscript, type TelegramMessage, type Transcribe } from '../telegram/index.js';
+import { commandOf, isAddressedToBot, readMessage, type ReadMessage } from './inbound.js';
 import { DurablePoller, fatalError } from './polling.js';
 import { malformation } from './update-shape.js';
 
-/** Turns audio into text (an OpenAI-compatible `/audio/transcriptions` client); throws when it cannot. */
-export type Transcribe = (audio: Uint8Array, options: { readonly filename: string; readonly mimeType: string; readonly language?: string }) => Promise<string>;
+export type { Transcribe };
 
 export interface TelegramBotChannelOptions {
   /** The bot token from @BotFather. */
@@ -112,7 +111,7 @@ export class TelegramBotChannel implements Channel {
     this.#logger = options.logger ?? silentLogger();
     const drafts = options.drafts ?? true;
     this.capabilities = {
-      maxMessageChars: 4096,
+      maxMessageChars: TELEGRAM_MAX_MESSAGE_CHARS,
       streaming: drafts,
       typing: true,
       typingIntervalMs: 4_000,
@@ -231,14 +230,9 @@ export class TelegramBotChannel implements Channel {
       other['reply_parameters'] = { message_id: Number(answered), allow_sending_without_reply: true };
     }
     this.#quoted.add(target.correlationId);
-    let formatted: { text: string; entities: MessageEntity[] };
-    try {
-      formatted = toTelegramMessage(text);
-      if (formatted.text.trim() === '' || formatted.text.length > 4096) formatted = { text, entities: [] };
-    } catch (error) {
+    const formatted: TelegramMessage = formatReplyPart(text, (error) => {
       this.#logger.warn({ err: error, correlationId: target.correlationId }, 'markdown could not be turned into telegram entities; sent as plain text');
-      formatted = { text, entities: [] };
-    }
+    });
     try {
       const sent = await this.#bot.api.sendMessage(address.chatId, formatted.text, { ...other, ...(formatted.entities.length > 0 ? { entities: formatted.entities } : {}) });
       return { messageId: String(sent.message_id) };
@@ -396,7 +390,7 @@ export class TelegramBotChannel implements Channel {
     if (read.audio) {
       const transcript = await this.#transcribe(read, address, personOf(from));
       if (transcript === undefined) return;
-      read = { ...read, text: read.text.replace(AUDIO_PLACEHOLDER, transcript) };
+      read = { ...read, text: withTranscript(read.text, transcript) };
     }
     const conversationId = conversationIdOf(address);
     const inbound: InboundMessage = {
@@ -432,27 +426,27 @@ export class TelegramBotChannel implements Channel {
   /** The transcript of a voice or audio message, or undefined after telling the person it could not be heard. */
   async #transcribe(read: ReadMessage, address: ChatAddress, person: Person): Promise<string | undefined> {
     const audio = read.audio!;
-    const language = person.hint;
-    if (!this.#options.transcribe) {
-      await this.#tell(address, person, 'telegram.voiceOff');
-      return undefined;
-    }
-    try {
-      if (audio.fileSize !== undefined && audio.fileSize > MAX_DOWNLOAD_BYTES) throw new Error(`the audio is ${audio.fileSize} bytes; the Bot API hands out at most 20 MB`);
-      const file = await this.#bot.api.getFile(audio.fileId);
-      if (!file.file_path) throw new Error('Telegram gave no file_path for the audio');
-      const root = (this.#options.apiRoot ?? 'https://api.telegram.org').replace(/\/+$/, '');
-      const response = await fetch(`${root}/file/bot${this.#options.token}/${file.file_path}`, { signal: AbortSignal.timeout(60_000) });
-      if (!response.ok) throw new Error(`downloading the audio answered HTTP ${response.status}`);
-      const bytes = new Uint8Array(await response.arrayBuffer());
-      const text = (await this.#options.transcribe(bytes, { filename: audio.filename, mimeType: audio.mimeType, ...(language ? { language: language.split(/[-_]/)[0]! } : {}) })).trim();
-      if (text === '') throw new Error('the transcript is empty');
-      return text;
-    } catch (error) {
-      this.#logger.warn({ err: error, chatId: address.chatId }, 'telegram voice message could not be transcribed; the person was asked to write');
-      await this.#tell(address, person, 'telegram.voiceFailed');
-      return undefined;
-    }
+    const result = await transcribeAudio({
+      media: audio.media,
+      transcribe: this.#options.transcribe,
+      download: () => this.#download(audio.fileId),
+      languageHint: person.hint,
+      maxBytes: MAX_DOWNLOAD_BYTES,
+    });
+    if (result.status === 'transcribed') return result.text;
+    if (result.status === 'failed') this.#logger.warn({ err: result.error, chatId: address.chatId }, 'telegram voice message could not be transcribed; the person was asked to write');
+    await this.#tell(address, person, result.notice);
+    return undefined;
+  }
+
+  /** A file's bytes through the Bot API's file URL. */
+  async #download(fileId: string): Promise<Uint8Array> {
+    const file = await this.#bot.api.getFile(fileId);
+    if (!file.file_path) throw new Error('Telegram gave no file_path for the audio');
+    const root = (this.#options.apiRoot ?? 'https://api.telegram.org').replace(/\/+$/, '');
+    const response = await fetch(`${root}/file/bot${this.#options.token}/${file.file_path}`, { signal: AbortSignal.timeout(60_000) });
+    if (!response.ok) throw new Error(`downloading the audio answered HTTP ${response.status}`);
+    return new Uint8Array(await response.arrayBuffer());
   }
 
   async #reset(address: ChatAddress, person: Person): Promise<void> {

@@ -2,16 +2,18 @@ import { tl, type TelegramClient } from '@mtcute/node';
 import { ChannelError, ChannelRetryLaterError } from '../../domain/errors.js';
 import type { ReplyTarget, SentPart } from '../../domain/ports/channel.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
-import { toTelegramMessage, type MessageEntity } from '../telegram-bot/format.js';
+import { toTelegramMessage, toTlEntities, type TelegramEntity as MessageEntity } from '../telegram/index.js';
 import { randomIdOf } from './random-id.js';
-import { toTlEntities } from './tl-entities.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
+import type { OwnSends } from './own-sends.js';
 
 export interface TelegramUserOutboundOptions {
   /** The current client, or why there is none (the connection's `client`). */
   readonly client: () => TelegramClient;
   /** Whether Telegram ended the session (then nothing can be sent until someone signs in again). */
   readonly signedOut: () => boolean;
+  /** Where each send is noted, so its echo is not taken for the owner typing (set once the channel started). */
+  readonly ownSends?: () => OwnSends | undefined;
   readonly logger?: Logger;
   /** How long a part waits in the outbox while the session is signed out, before the next try. Default 10 min. */
   readonly signedOutRetryMs?: number;
@@ -49,12 +51,15 @@ export class TelegramUserOutbound {
     const formatted = format(text, this.#logger, target.correlationId);
     // Without a delivery key (a caller outside the outbox) the part still gets a random_id, just not a stable one.
     const randomId = deliveryKey === undefined ? undefined : randomIdOf(deliveryKey);
+    const ownKey = deliveryKey ?? `unkeyed:${target.correlationId}:${this.#now()}`;
+    await this.#noteOwn(target, (own) => own.willSend(String(chatId), ownKey, formatted.text));
     try {
       const sent = await this.#options.client().sendText(
         chatId,
         { text: formatted.text, entities: toTlEntities(formatted.entities) },
         { ...(randomId ? { randomId } : {}), disableWebPreview: true },
       );
+      await this.#noteOwn(target, (own) => own.sent(String(chatId), ownKey, sent.id));
       return { messageId: String(sent.id) };
     } catch (error) {
       throw this.#explain(error);
@@ -77,6 +82,20 @@ export class TelegramUserOutbound {
     const ids = target.inReplyTo.map(Number).filter((id) => Number.isSafeInteger(id) && id > 0);
     if (ids.length === 0) return;
     await this.#options.client().readHistory(chatIdOf(target.conversationId), { maxId: Math.max(...ids) });
+  }
+
+  /**
+   * Notes a send for OwnSends. A failure to note it is logged, never thrown: the part must not be refused (or, once
+   * Telegram took it, sent again) for it; at worst its echo after a crash is taken for the owner's message.
+   */
+  async #noteOwn(target: ReplyTarget, note: (own: OwnSends) => Promise<void>): Promise<void> {
+    const own = this.#options.ownSends?.();
+    if (!own) return;
+    try {
+      await note(own);
+    } catch (error) {
+      this.#logger.warn({ err: error, correlationId: target.correlationId }, 'could not note a sent part in the channel state; its echo may be taken for the owner');
+    }
   }
 
   #explain(error: unknown): unknown {

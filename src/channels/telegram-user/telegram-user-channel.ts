@@ -1,12 +1,15 @@
-import type { ITelegramStorageProvider, TelegramClient, User } from '@mtcute/node';
+import type { ITelegramStorageProvider, Message, TelegramClient, User } from '@mtcute/node';
 import type { Channel, ChannelCapabilities, ChannelContext, InboxPolicy, ReplyTarget, SendOptions, SentPart } from '../../domain/ports/channel.js';
-import { systemText, type SystemTextKey } from '../../i18n/index.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import { createTelegramUserClient, type TelegramNetworkOverride } from './client-factory.js';
 import { TelegramUserConnection, type ConnectionHealth } from './connection.js';
-import { handleIncomingMessage } from './inbound.js';
+import type { Transcribe } from '../telegram/index.js';
+import { AnswerPolicy, type AnswerSetting } from './answer-policy.js';
+import { TelegramUserInbound } from './inbound.js';
 import { TelegramUserOutbound } from './outbound.js';
+import { OwnSends } from './own-sends.js';
+import { DEFAULT_OWNER_TAKEOVER_MINUTES, OwnerTakeover } from './owner-takeover.js';
 
 export interface TelegramUserChannelOptions {
   /** From my.telegram.org. */
@@ -25,6 +28,18 @@ export interface TelegramUserChannelOptions {
    * session must stop here at once.
    */
   readonly acquireLease?: (onLost: () => void) => Promise<{ release(): Promise<void> }>;
+  /** Who is answered (`channels.telegramUser.answer`). Default `everyone` who writes. */
+  readonly answer?: AnswerSetting;
+  /** Minutes the agent steps back in a chat after its owner wrote there by hand; 0: never. Default 30. */
+  readonly ownerTakeoverMinutes?: number;
+  /** Voice, audio and round video are transcribed with it (the bot's transcriber); without it they are described. */
+  readonly transcribe?: Transcribe;
+  /** Counted once per owner takeover that starts (`palaver_telegram_user_owner_takeovers_total`). */
+  readonly onOwnerTakeover?: () => void;
+  /** Registers the count of chats taken over right now for a gauge; returns its removal (called in `stop`). */
+  readonly watchTakenOverChats?: (count: () => number) => () => void;
+  /** Epoch milliseconds, for owner takeover windows. Default `Date.now`. */
+  readonly now?: () => number;
   /** Quiet window of the inbox, ms. Default 2500. */
   readonly quietWindowMs?: number;
   readonly maxWaitMs?: number;
@@ -69,9 +84,12 @@ export class TelegramUserChannel implements Channel {
   readonly #logger: Logger;
   readonly #connection: TelegramUserConnection;
   readonly #outbound: TelegramUserOutbound;
-  #context: ChannelContext | undefined;
+  #inbound: TelegramUserInbound | undefined;
+  #ownSends: OwnSends | undefined;
+  #unwatchTakeovers: (() => void) | undefined;
   #lease: { release(): Promise<void> } | undefined;
   #started = false;
+  readonly #inboundChains = new Map<number, Promise<void>>();
 
   constructor(options: TelegramUserChannelOptions) {
     this.#options = options;
@@ -89,7 +107,7 @@ export class TelegramUserChannel implements Channel {
           ...(options.network ? { network: options.network } : {}),
           ...(options.mtcuteLogLevel === undefined ? {} : { logLevel: options.mtcuteLogLevel }),
         }),
-      onMessage: (message, self) => this.#receive(message, self),
+      onMessage: (message) => this.#receive(message),
       onHealth: (health, detail) => {
         if (health === 'signed_out' && detail !== undefined) options.onSignedOut?.(detail);
         options.onHealth?.(health, detail);
@@ -100,6 +118,7 @@ export class TelegramUserChannel implements Channel {
     this.#outbound = new TelegramUserOutbound({
       client: () => this.#connection.client,
       signedOut: () => this.#connection.health === 'signed_out',
+      ownSends: () => this.#ownSends,
       logger: this.#logger,
     });
   }
@@ -129,8 +148,8 @@ export class TelegramUserChannel implements Channel {
     if (this.#started) throw new Error('TelegramUserChannel.start was called twice; a channel is started once by createPalaver');
     this.#options.checkSignedIn?.();
     this.#started = true;
-    this.#context = context;
     try {
+      await this.#prepareInbound(context);
       this.#lease = await this.#options.acquireLease?.(() => {
         this.#logger.error('another process took the Telegram session lease: stopping the telegram-user channel here');
         void this.#connection.stop();
@@ -147,6 +166,8 @@ export class TelegramUserChannel implements Channel {
 
   async stop(): Promise<void> {
     await this.#connection.stop();
+    this.#unwatchTakeovers?.();
+    this.#unwatchTakeovers = undefined;
     const lease = this.#lease;
     this.#lease = undefined;
     await lease?.release();
@@ -168,19 +189,55 @@ export class TelegramUserChannel implements Channel {
     return this.#outbound.markRead(target);
   }
 
-  async #receive(message: Parameters<typeof handleIncomingMessage>[0], self: User): Promise<void> {
-    const context = this.#context;
-    if (!context) return;
-    await handleIncomingMessage(message, { context, self, logger: this.#logger, notify: (chatId, accountId, key) => this.#notify(context, chatId, accountId, key) });
+  /** The inbound side on the pipeline's context: who is answered, our own sends, owner takeovers (from the state). */
+  async #prepareInbound(context: ChannelContext): Promise<void> {
+    const options = this.#options;
+    const now = options.now ?? Date.now;
+    const ownSends = new OwnSends({ state: context.state, now });
+    const takeover = await OwnerTakeover.load({
+      state: context.state,
+      windowMs: (options.ownerTakeoverMinutes ?? DEFAULT_OWNER_TAKEOVER_MINUTES) * 60_000,
+      now,
+      logger: this.#logger,
+      ...(options.onOwnerTakeover ? { onTakeover: options.onOwnerTakeover } : {}),
+    });
+    this.#unwatchTakeovers = options.watchTakenOverChats?.(() => takeover.activeCount());
+    this.#ownSends = ownSends;
+    this.#inbound = new TelegramUserInbound({
+      context,
+      // The connection replaces its client after a stalled reconnect: always the current one.
+      client: {
+        getReplyTo: (message) => this.#connection.client.getReplyTo(message),
+        downloadAsBuffer: (location, params) => this.#connection.client.downloadAsBuffer(location, params),
+      },
+      policy: new AnswerPolicy(options.answer),
+      ownSends,
+      takeover,
+      ...(options.transcribe ? { transcribe: options.transcribe } : {}),
+      logger: this.#logger,
+    });
   }
 
-  /** One of Palaver's own texts to the person, in their interface language; failures are logged. */
-  async #notify(context: ChannelContext, chatId: number, accountId: string, key: SystemTextKey): Promise<void> {
-    try {
-      const language = await context.interfaceLanguage(accountId).catch(() => 'en');
-      await this.#connection.client.sendText(chatId, systemText(language, key, { name: this.#connection.self?.displayName ?? '' }));
-    } catch (error) {
-      this.#logger.warn({ err: error, chatId, text: key }, 'telegram user-account notice could not be sent');
-    }
+  /**
+   * One new message (live or caught up); resolves once it is stored, so mtcute may move the update state on.
+   * mtcute runs message handlers side by side (a catch-up delivers a chat's messages at once): each chat's messages
+   * are handed over one after another, in Telegram's order, so the inbox stores them in the order they were written.
+   */
+  #receive(message: Message): Promise<void> {
+    const chatId = message.chat.id;
+    const previous = this.#inboundChains.get(chatId) ?? Promise.resolve();
+    const handled = previous.then(async () => {
+      const outcome = await this.#inbound?.handle(message);
+      if (outcome) this.#logger.debug({ chatId, messageId: message.id, outcome: outcome.kind }, 'telegram user-account message handled');
+    });
+    const chain = handled.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inboundChains.set(chatId, chain);
+    void chain.then(() => {
+      if (this.#inboundChains.get(chatId) === chain) this.#inboundChains.delete(chatId);
+    });
+    return handled;
   }
 }

@@ -22,6 +22,8 @@ async function userAccountDriver(): Promise<ChannelDriver> {
     channel,
     manyConversations: true,
     acceptsWhileAnswering: true,
+    // Refusals are logged, not told: a canned notice from a person's own account would give the agent away.
+    tellsRefusals: false,
     conversationId: (name) => String(chat(name)),
     say: async (name, text) => void telegram.incoming(chat(name), text),
     replies: (name) => shown(name).filter((text) => !NOTICES.has(text)),
