@@ -1,7 +1,9 @@
 import type { Message, TelegramClient, User } from '@mtcute/node';
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelContext, RecordedMessage } from '../../domain/ports/channel.js';
+import { describeMedia, withTranscript } from '../telegram/index.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
+import { readBody } from './read-message.js';
 
 /** How many messages one `record` call stores: a page of history, one transaction, not the whole dialog at once. */
 const RECORD_BATCH = 100;
@@ -107,10 +109,15 @@ async function fetchNewestFirst(client: TelegramClient, user: User, options: His
   return entries;
 }
 
-/** A message as history: its text or caption, or what its media is; nothing for service messages and empty ones. */
+/**
+ * A message as history, read as the live channel reads it (caption after its media's description, a contact card, …;
+ * src/channels/telegram/ via read-message.ts), speech described rather than transcribed (nobody waits for an answer);
+ * nothing for service messages and empty ones. Replies are not quoted: that would cost one request per reply.
+ */
 function toRecorded(message: Message): RecordedMessage[] {
-  if (message.isService) return [];
-  const text = message.text.trim() || (message.media ? `[${message.media.type}]` : '');
+  const body = readBody(message);
+  if (body === undefined) return [];
+  const text = (body.audio ? withTranscript(body.text, describeMedia(body.audio.media)) : body.text).trim();
   if (text === '') return [];
   return [{ role: message.isOutgoing ? 'assistant' : 'user', text, messageId: String(message.id), at: message.date, source: 'imported' }];
 }

@@ -39,7 +39,8 @@ describe('Telegram history sync', () => {
     expect(first).toMatchObject({ user: { id: ann.id, displayName: 'Ann Lee', username: 'ann_lee' }, fetched: 251, stored: 251 });
     const texts = context.recorded.map((r) => r.message.text);
     expect(texts.slice(0, 4)).toEqual(['question 1', 'answer 1', 'question 2', 'answer 2']);
-    expect(texts.at(-1)).toBe('[contact]');
+    // Media read as the live channel reads it (the shared reader of src/channels/telegram/).
+    expect(texts.at(-1)).toBe('[contact: Bob, 15550123]');
     expect(context.recorded.map((r) => r.message.role).slice(0, 2)).toEqual(['user', 'assistant']);
     const ids = context.recorded.map((r) => Number(r.message.messageId));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
