@@ -220,6 +220,9 @@ export class TelegramUserChannel implements Channel {
   /** One new message (live or caught up); resolves once it is stored, so mtcute may move the update state on. */
   async #receive(message: Message): Promise<void> {
     const outcome = await this.#inbound?.handle(message);
-    if (outcome) this.#logger.debug({ chatId: message.chat.id, messageId: message.id, outcome: outcome.kind }, 'telegram user-account message handled');
+    if (outcome) {
+      const reason = outcome.kind === 'ignored' ? { reason: outcome.reason } : {};
+      this.#logger.debug({ chatId: message.chat.id, messageId: message.id, outcome: outcome.kind, ...reason }, 'telegram user-account message handled');
+    }
   }
 }
