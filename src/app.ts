@@ -280,7 +280,9 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   }
 
   const profileService = new ProfileService(store, profiles, cache);
-  const admin = new IdentityAdmin({ store, profiles: profileService, cache, roleNames: Object.keys(config.roles.definitions), defaultRegion });
+  // The admin API names accounts by namespace; a channel's name that has its own namespace is taken for it.
+  const accountNamespaces = new Map(channels.flatMap((channel) => (channel.accountNamespace === undefined ? [] : [[channel.name, channel.accountNamespace] as const])));
+  const admin = new IdentityAdmin({ store, profiles: profileService, cache, roleNames: Object.keys(config.roles.definitions), defaultRegion, accountNamespaces });
   return {
     config,
     store,

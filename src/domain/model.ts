@@ -138,6 +138,8 @@ export interface InboundRecord {
   readonly channel: string;
   readonly conversationId: string;
   readonly accountId: string;
+  /** The namespace identity binds the account under (`Channel.accountNamespace`, by default the channel's name). */
+  readonly accountNamespace: string;
   readonly userId: string;
   readonly sessionId: string;
   readonly text: string;
@@ -158,5 +160,7 @@ export interface InboundRecord {
   readonly replySeq: number | null;
 }
 
-/** A message to accept; the store sets id, state, lease and time. */
-export type NewInboundRecord = Omit<InboundRecord, 'id' | 'receivedAt' | 'state' | 'attempts' | 'replyMessageId' | 'replySeq'>;
+/** A message to accept; the store sets id, state, lease and time. `accountNamespace` defaults to the channel. */
+export type NewInboundRecord = Omit<InboundRecord, 'id' | 'receivedAt' | 'state' | 'attempts' | 'replyMessageId' | 'replySeq' | 'accountNamespace'> & {
+  readonly accountNamespace?: string;
+};

@@ -20,6 +20,12 @@ export interface IdentityAdminOptions {
   readonly roleNames: readonly string[];
   /** Region for numbers written without a country code (`identity.phones.defaultRegion`). */
   readonly defaultRegion?: string | undefined;
+  /**
+   * The account namespace of each channel that has its own (`Channel.accountNamespace`, e.g. `telegram-bot` →
+   * `telegram`): an account named by its channel's name is looked up under its namespace. A name not in it is taken
+   * as a namespace itself.
+   */
+  readonly accountNamespaces?: ReadonlyMap<string, string>;
 }
 
 /** Who made an admin change, for the audit: the admin API's caller as far as the server knows it. */
@@ -66,9 +72,14 @@ export class IdentityAdmin {
     return { user, accounts, role: parseUserState(state?.raw).state.role, profile: profile.settings, profileStored: profile.stored };
   }
 
-  /** The user behind a channel account. */
+  /** The user behind a channel account; `channel` is the account's namespace, or a channel's name that maps to one. */
   async userOfAccount(channel: string, accountId: string): Promise<User | undefined> {
-    return this.#options.store.users.findByAccount(channel, accountId);
+    return this.#options.store.users.findByAccount(this.#namespaceOf(channel), accountId);
+  }
+
+  /** The namespace accounts of `channel` are bound under: its own, when it is a channel's name that has one. */
+  #namespaceOf(channel: string): string {
+    return this.#options.accountNamespaces?.get(channel) ?? channel;
   }
 
   async events(userId: string, limit?: number): Promise<AdminResult<readonly IdentityEvent[]>> {
@@ -133,9 +144,14 @@ export class IdentityAdmin {
     return result;
   }
 
-  /** Moves a channel account, with its own conversations on that channel (see `UserRepository.relinkAccount`), to another user. */
-  async relink(input: { readonly channel: string; readonly accountId: string; readonly toUserId: string }, actor: AdminActor): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> {
+  /**
+   * Moves a channel account, with its own conversations on the channels of its namespace (see
+   * `UserRepository.relinkAccount`), to another user. `channel` is the account's namespace (`telegram`), or the name
+   * of a channel that maps to one (`telegram-bot`); the audit records the namespace.
+   */
+  async relink(request: { readonly channel: string; readonly accountId: string; readonly toUserId: string }, actor: AdminActor): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> {
     const { store, cache } = this.#options;
+    const input = { ...request, channel: this.#namespaceOf(request.channel) };
     const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> => {
       const current = await tx.users.findByAccount(input.channel, input.accountId);
       if (!current) return { ok: false, error: { code: 'not_found', message: `There is no account ${input.accountId} on channel ${input.channel}.` } };

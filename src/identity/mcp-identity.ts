@@ -53,7 +53,7 @@ const userIdSchema = z.union([
 const answerSchema = z.looseObject({ user_id: z.unknown().optional(), id: z.unknown().optional() });
 
 /**
- * Identity from the team's own directory: each (channel, account id) is looked up with an MCP tool (default
+ * Identity from the team's own directory: each (account namespace, account id) is looked up with an MCP tool (default
  * `verify_user`, arguments `{ channel, account_id, phone? }`, the phone only when the channel vouches for it) whose
  * answer names the user (`user_id` or `id`, in `structuredContent` or JSON text). The directory is the authority:
  * its user gets a row under its id in Palaver's store and the account is bound to it, moved from another user if
@@ -66,7 +66,7 @@ const answerSchema = z.looseObject({ user_id: z.unknown().optional(), id: z.unkn
  *
  * @example
  * const identity = new McpIdentityResolver(store, { url: 'https://directory.example/mcp', bearerToken });
- * const { user } = await identity.resolve({ channel: 'telegram-bot', accountId: '42' });
+ * const { user } = await identity.resolve({ channel: 'telegram', accountId: '42' });
  */
 export class McpIdentityResolver implements IdentityResolver {
   readonly #store: Store;

@@ -30,6 +30,8 @@ export class PalaverMetrics {
   /** Chats of the Telegram user account taken over right now, read from the sources `watchTakenOverChats` adds. */
   readonly telegramUserTakenOverChats: PromClient.Gauge<string>;
   readonly #takenOverSources = new Set<() => number>();
+  /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
+  readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
@@ -57,6 +59,7 @@ export class PalaverMetrics {
         this.set(total);
       },
     });
+    this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   }
 

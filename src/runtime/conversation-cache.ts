@@ -14,6 +14,17 @@ export interface ConversationCacheOptions {
   readonly now?: () => number;
 }
 
+/**
+ * One account in one conversation: the account under the namespace identity binds it in (`Channel.accountNamespace`,
+ * shared by channels that see the same people), the conversation on the channel it came through.
+ */
+export interface ParticipantKey {
+  readonly namespace: string;
+  readonly accountId: string;
+  readonly channel: string;
+  readonly conversationId: string;
+}
+
 /** The user and session behind one channel conversation. Ids never change, so this is safe to keep. */
 export interface Participant {
   readonly user: User;
@@ -50,17 +61,20 @@ export class ConversationCache {
     this.#historyLimit = options.historyLimit;
   }
 
-  participant(channel: string, accountId: string, conversationId: string): Participant | undefined {
-    return this.#participants.get(participantKey(channel, accountId, conversationId));
+  participant(key: ParticipantKey): Participant | undefined {
+    return this.#participants.get(participantKey(key));
   }
 
-  rememberParticipant(channel: string, accountId: string, conversationId: string, participant: Participant): void {
-    this.#participants.set(participantKey(channel, accountId, conversationId), participant);
+  rememberParticipant(key: ParticipantKey, participant: Participant): void {
+    this.#participants.set(participantKey(key), participant);
   }
 
-  /** Forgets who an account is in every conversation: the account now belongs to another user (a relink). */
-  forgetAccount(channel: string, accountId: string): void {
-    const prefix = participantKey(channel, accountId, '');
+  /**
+   * Forgets who an account (`namespace`: its account namespace) is in every conversation on every channel of the
+   * namespace: the account now belongs to another user (a relink).
+   */
+  forgetAccount(namespace: string, accountId: string): void {
+    const prefix = `${namespace}\u0000${accountId}\u0000`;
     // Rare (a relink), so a scan of the keys is fine.
     for (const key of [...this.#participants.keys()]) if (key.startsWith(prefix)) this.#participants.delete(key);
   }
@@ -106,7 +120,7 @@ export class ConversationCache {
   }
 }
 
-function participantKey(channel: string, accountId: string, conversationId: string): string {
+function participantKey(key: ParticipantKey): string {
   // NUL cannot appear in the parts a channel hands over, so the key is unambiguous.
-  return `${channel}\u0000${accountId}\u0000${conversationId}`;
+  return `${key.namespace}\u0000${key.accountId}\u0000${key.channel}\u0000${key.conversationId}`;
 }

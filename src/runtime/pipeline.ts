@@ -5,10 +5,10 @@ import type { InboundRecord, Session } from '../domain/model.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
 import { resetUserState } from './context/reset.js';
 import { parseUserState } from './context/user-state.js';
-import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundMessage, StoredReply, TranscriptEntry } from '../domain/ports/channel.js';
+import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundMessage, RecordedConversation, RecordedMessage, StoredReply, TranscriptEntry } from '../domain/ports/channel.js';
 import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity } from '../domain/ports/identity.js';
 import { systemText } from '../i18n/index.js';
-import type { Participant } from './conversation-cache.js';
+import type { Participant, ParticipantKey } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
 import { settlesWithin } from './settles-within.js';
 import { runTurn } from './turn.js';
@@ -48,6 +48,8 @@ export interface PipelineOptions {
 const DEFAULT_LEASE_MS = 15_000;
 /** Messages that may wait in one conversation unless its channel says otherwise. */
 const DEFAULT_MAX_WAITING = 50;
+/** Why a message may be stored without a turn (`RecordedMessage.source`). */
+const RECORDED_SOURCES: ReadonlySet<string> = new Set<RecordedMessage['source']>(['imported', 'owner', 'held']);
 /** Messages taken over per recovery round; the rest follow in the next rounds. */
 const RECOVERY_BATCH = 100;
 
@@ -103,8 +105,7 @@ export class Pipeline {
       transcript: (accountId, conversationId, options) => this.#transcript(channel, accountId, conversationId, options?.limit ?? 200),
       reset: (accountId, conversationId) => this.#reset(channel, accountId, conversationId),
       interfaceLanguage: (accountId, hint) => this.#interfaceLanguage(channel, accountId, hint),
-      // Placeholder until the history-recording work lands (issue #20); never released like this.
-      record: () => Promise.reject(new ChannelError('unsupported', channel.name, 'recording history is not built yet')),
+      record: (conversation, entries) => this.record(channel, conversation, entries),
       state: {
         get: (key) => this.#deps.store.channelState.get(channel.name, key),
         set: (key, value) => this.#deps.store.channelState.set(channel.name, key, value),
@@ -158,6 +159,70 @@ export class Pipeline {
     return limit ? limit(() => this.#store(channel, message, text, options.signal)) : this.#store(channel, message, text, options.signal);
   }
 
+  /**
+   * Stores messages in a conversation's history without a turn (see `ChannelContext.record`): who the person is is
+   * decided as for `accept` (identity, and a direct conversation only for its owner), each entry is checked as an
+   * inbound text is, and the new ones (by channel message id) are appended in order. No turn, no model call, no cost,
+   * nothing sent; the inbox never holds them, so recovery never answers them. The next turn reads them.
+   * @throws ChannelError `inbound_invalid` for an entry whose text is empty, too long or unstorable (nothing is
+   *   stored then), `forbidden` / `identity_*` as `accept`.
+   */
+  async record(channel: Channel, conversation: RecordedConversation, entries: readonly RecordedMessage[]): Promise<{ readonly stored: number }> {
+    const checked = entries.map((entry, index) => this.#checkRecorded(channel, entry, index));
+    const kind = conversation.conversationKind ?? 'direct';
+    const first = checked[0];
+    if (first === undefined) return { stored: 0 };
+    // The conversation as a message of its person would arrive: the same identity rules apply to it.
+    const message: InboundMessage = {
+      channel: channel.name,
+      accountId: conversation.accountId,
+      displayName: conversation.displayName ?? null,
+      conversationId: conversation.conversationId,
+      text: first.text,
+      conversationKind: kind,
+    };
+    checkStorable(message, first.text);
+    const participant = this.#deps.cache.participant(participantKey(channel, message)) ?? (await this.#join(channel, message, first.text, kind, newId())).participant;
+    const { user, session } = participant;
+    // In a group each user message keeps its sender, so later turns label it for the model as they label the others.
+    const sender = kind === 'shared' ? { userId: user.id, name: conversation.displayName ?? user.displayName } : undefined;
+    const stored = await this.#deps.store.recorded.append(
+      { channel: channel.name, conversationId: conversation.conversationId, sessionId: session.id, accountNamespace: accountNamespaceOf(channel), accountId: conversation.accountId, userId: user.id },
+      checked.map((entry) => ({
+        role: entry.role,
+        audience: 'display',
+        content: entry.text,
+        channelMessageId: entry.messageId,
+        meta: { recorded: entry.source, messageId: entry.messageId, at: entry.at.toISOString(), ...(sender !== undefined && entry.role === 'user' ? { sender } : {}) },
+      })),
+    );
+    if (stored.length > 0) {
+      // The next turn reads the history afresh from the store, these messages included.
+      this.#deps.cache.forgetHistory(session.id);
+      for (const entry of stored) this.#deps.metrics.recordedMessages.inc({ channel: channel.name, source: String(entry.meta?.['recorded'] ?? 'imported') });
+    }
+    this.#deps.logger.info({ channel: channel.name, conversationId: conversation.conversationId, sessionId: session.id, stored: stored.length, known: checked.length - stored.length }, 'messages recorded without a turn');
+    return { stored: stored.length };
+  }
+
+  /** A recorded entry under the inbound rules: trimmed text, not empty, not too long, storable; a valid time. */
+  #checkRecorded(channel: Channel, entry: RecordedMessage, index: number): RecordedMessage {
+    const where = `Recorded entry ${index} (message ${entry.messageId})`;
+    const text = entry.text.trim();
+    if (!text) throw new ChannelError('inbound_invalid', channel.name, `${where} has no text.`);
+    if (text.length > this.#options.maxInboundChars) {
+      throw new ChannelError('inbound_invalid', channel.name, `${where} is too long: ${text.length} characters, at most ${this.#options.maxInboundChars}.`);
+    }
+    if (unstorableReason(text) !== undefined || unstorableReason(entry.messageId) !== undefined) {
+      throw new ChannelError('inbound_invalid', channel.name, `${where} holds a NUL character or a broken unicode surrogate; send plain text.`);
+    }
+    if (!entry.messageId) throw new ChannelError('inbound_invalid', channel.name, `Recorded entry ${index} has no message id.`);
+    if (entry.role !== 'user' && entry.role !== 'assistant') throw new ChannelError('inbound_invalid', channel.name, `${where} has role ${String(entry.role)}; user or assistant.`);
+    if (!RECORDED_SOURCES.has(entry.source)) throw new ChannelError('inbound_invalid', channel.name, `${where} has source ${String(entry.source)}; imported, owner or held.`);
+    if (!(entry.at instanceof Date) || Number.isNaN(entry.at.getTime())) throw new ChannelError('inbound_invalid', channel.name, `${where} has no valid time.`);
+    return { ...entry, text };
+  }
+
   async #store(channel: Channel, message: InboundMessage, text: string, signal: AbortSignal | undefined): Promise<Acceptance> {
     // A conversation that floods faster than it is answered: refused before anything is stored.
     const maxWaiting = channel.inbox?.maxWaiting ?? DEFAULT_MAX_WAITING;
@@ -167,10 +232,10 @@ export class Pipeline {
     const kind = message.conversationKind ?? 'direct';
     const correlationId = message.correlationId ?? newId();
     const phone = await this.#phoneOf(message, text);
-    const cached = this.#deps.cache.participant(message.channel, message.accountId, message.conversationId);
+    const cached = this.#deps.cache.participant(participantKey(channel, message));
     // A phone goes through identity (it may change who this is), unless it is a claim that could not change anything.
     const phoneMatters = phone !== undefined && (phone.verified || (cached?.user.phone ?? null) === null);
-    const joined = cached && !phoneMatters ? { participant: cached } : await this.#join(message, text, kind, correlationId, phone);
+    const joined = cached && !phoneMatters ? { participant: cached } : await this.#join(channel, message, text, kind, correlationId, phone);
     const { participant } = joined;
 
     const result = await this.#deps.store.transaction(async (tx) => {
@@ -179,6 +244,7 @@ export class Pipeline {
           channel: message.channel,
           conversationId: message.conversationId,
           accountId: message.accountId,
+          accountNamespace: accountNamespaceOf(channel),
           userId: participant.user.id,
           sessionId: participant.session.id,
           text,
@@ -229,14 +295,16 @@ export class Pipeline {
    * conversation is theirs.
    */
   async #join(
+    channel: Channel,
     message: InboundMessage,
     text: string,
     kind: 'direct' | 'shared',
     correlationId: string,
     phone?: { readonly raw: string; readonly verified: boolean },
   ): Promise<{ readonly participant: Participant; readonly phone?: PhoneLinkOutcome }> {
+    // Identity knows accounts by their namespace: channels that see the same people share it.
     const claim: AccountClaim = {
-      channel: message.channel,
+      channel: accountNamespaceOf(channel),
       accountId: message.accountId,
       displayName: message.displayName ?? null,
       ...(phone === undefined ? {} : { phone: phone.raw, phoneVerified: phone.verified }),
@@ -248,7 +316,7 @@ export class Pipeline {
     }
     const identity = await this.#resolveIdentity(claim, message, correlationId);
     const { user, accounts } = identity;
-    if (identity.phone !== undefined) this.#notePhone(identity.phone, message, correlationId);
+    if (identity.phone !== undefined) this.#notePhone(identity.phone, claim.channel, message, correlationId);
     const session = await this.#deps.store.transaction(async (tx) => {
       const session = await tx.sessions.open({ userId: user.id, channel: message.channel, conversationId: message.conversationId });
       // Set once, from the first input with text; never changed later.
@@ -261,17 +329,18 @@ export class Pipeline {
     if (kind === 'direct' && session.userId !== user.id) throw this.#refuseStranger(message);
     const participant = { user, accounts, session };
     // Remembered only after the checks: a refused or rolled-back first contact must not be cached.
-    this.#deps.cache.rememberParticipant(message.channel, message.accountId, message.conversationId, participant);
+    this.#deps.cache.rememberParticipant(participantKey(channel, message), participant);
     return identity.phone === undefined ? { participant } : { participant, phone: identity.phone };
   }
 
   /** Logs what became of a phone (never the number) and forgets who the account was, when that changed. */
-  #notePhone(outcome: PhoneLinkOutcome, message: InboundMessage, correlationId: string): void {
+  #notePhone(outcome: PhoneLinkOutcome, namespace: string, message: InboundMessage, correlationId: string): void {
     const where = { correlationId, channel: message.channel, accountId: message.accountId };
     switch (outcome.status) {
       case 'relinked':
-        // Other conversations of this account (and this process only: others expire with the cache's TTL).
-        this.#deps.cache.forgetAccount(message.channel, message.accountId);
+        // Other conversations of this account, on every channel of its namespace (and this process only: others
+        // expire with the cache's TTL).
+        this.#deps.cache.forgetAccount(namespace, message.accountId);
         this.#deps.logger.info({ ...where, fromUserId: outcome.fromUserId, toUserId: outcome.toUserId }, 'account relinked to the owner of its verified phone');
         return;
       case 'conflict':
@@ -495,7 +564,7 @@ export class Pipeline {
 
   /** The interface language of the person behind an account: their profile's, else the channel's hint, else the default. */
   async #interfaceLanguage(channel: Channel, accountId: string, hint: string | undefined): Promise<string> {
-    const user = await this.#deps.store.users.findByAccount(channel.name, accountId);
+    const user = await this.#deps.store.users.findByAccount(accountNamespaceOf(channel), accountId);
     if (!user) return hint ?? this.#deps.agent.defaultLanguage;
     // Read as a turn reads it (cache, store, or seeded from the hint once): a later turn sees the same language.
     return (await loadProfile(this.#deps, user.id, hint ?? null, newId())).preferences.interfaceLanguage;
@@ -506,13 +575,13 @@ export class Pipeline {
     const { store } = this.#deps;
     const session = await store.sessions.findByConversation(channel.name, conversationId);
     if (!session) throw new ChannelError('not_found', channel.name, 'There is no such conversation.');
-    const user = await store.users.findByAccount(channel.name, accountId);
+    const user = await store.users.findByAccount(accountNamespaceOf(channel), accountId);
     if (!user || user.id !== session.userId) throw new ChannelError('forbidden', channel.name, 'This conversation belongs to someone else.');
     return session;
   }
 
   async #conversations(channel: Channel, accountId: string, limit: number): Promise<readonly ConversationSummary[]> {
-    const user = await this.#deps.store.users.findByAccount(channel.name, accountId);
+    const user = await this.#deps.store.users.findByAccount(accountNamespaceOf(channel), accountId);
     if (!user) return [];
     const sessions = await this.#deps.store.sessions.listByUser(user.id, limit);
     return sessions
@@ -526,7 +595,7 @@ export class Pipeline {
     const [stored, queued] = await Promise.all([store.messages.listRecent(session.id, { limit, audience: 'display' }), store.inbound.listQueued(session.id)]);
     return [
       ...stored.flatMap((message): TranscriptEntry[] =>
-        message.role === 'user' || message.role === 'assistant' ? [{ id: message.id, role: message.role, text: message.content, at: message.createdAt }] : [],
+        message.role === 'user' || message.role === 'assistant' ? [{ id: message.id, role: message.role, text: message.content, at: writtenAt(message) }] : [],
       ),
       // Accepted, not answered yet: the person sees their message.
       ...queued.map((record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt })),
@@ -551,6 +620,23 @@ function checkStorable(message: InboundMessage, text: string): void {
       throw new ChannelError('inbound_invalid', message.channel, `The ${name} holds a NUL character or a broken unicode surrogate; send plain text.`);
     }
   }
+}
+
+/** The namespace identity binds a channel's accounts under: channels that see the same people share one. */
+export function accountNamespaceOf(channel: Channel): string {
+  return channel.accountNamespace ?? channel.name;
+}
+
+function participantKey(channel: Channel, message: { readonly accountId: string; readonly conversationId: string }): ParticipantKey {
+  return { namespace: accountNamespaceOf(channel), accountId: message.accountId, channel: channel.name, conversationId: message.conversationId };
+}
+
+/** When a message was written: a recorded one keeps the messenger's time (`meta.at`), the others are stored as they come. */
+function writtenAt(message: { readonly createdAt: Date; readonly meta: Readonly<Record<string, unknown>> | null }): Date {
+  const at = message.meta?.['at'];
+  if (typeof at !== 'string') return message.createdAt;
+  const parsed = new Date(at);
+  return Number.isNaN(parsed.getTime()) ? message.createdAt : parsed;
 }
 
 function isNonEmpty<T>(items: readonly T[]): items is readonly [T, ...T[]] {

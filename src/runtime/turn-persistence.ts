@@ -5,6 +5,7 @@ import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
 import type { DeliveryRecord, Store } from '../domain/ports/store.js';
 import { systemText } from '../i18n/index.js';
 import { resetUserState } from './context/reset.js';
+import { chainPointAfter } from './context/response-chain.js';
 import type { UserState } from './context/user-state.js';
 import type { ModelFailures } from './flow-context.js';
 import { splitReply } from './reply.js';
@@ -18,11 +19,23 @@ import type { TurnScope } from './turn-context.js';
  * Stores a completed turn in one transaction: the flow's audit records, the reply with its usage, cost and model
  * path, the session totals and status, and the user's state. Resolves with the answer to deliver.
  */
-export function persistReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[]): Promise<Answer> {
-  return inSessionCurrency(scope, () => storeReply(scope, flow, text, parts, failures, earlier));
+export function persistReply(
+  scope: TurnScope,
+  flow: FlowResult,
+  text: string,
+  parts: readonly string[],
+  failures: ModelFailures,
+  earlier: readonly StoredMessage[],
+  seenUpTo: number | undefined,
+): Promise<Answer> {
+  return inSessionCurrency(scope, () => storeReply(scope, flow, text, parts, failures, earlier, seenUpTo));
 }
 
-async function storeReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[]): Promise<Answer> {
+/**
+ * `seenUpTo`: the seq of the newest stored message the turn had read (undefined: none). When the turn's messages do
+ * not follow on it, something was stored meanwhile (a recording): the cached history and the chain's place go.
+ */
+async function storeReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[], seenUpTo: number | undefined): Promise<Answer> {
   const { deps } = scope;
   const usage = await usageOf(scope, flow.modelCalls);
   const last = flow.modelCalls[flow.modelCalls.length - 1];
@@ -42,16 +55,20 @@ async function storeReply(scope: TurnScope, flow: FlowResult, text: string, part
       ...(failures.length > 0 ? { failures } : {}),
     },
   };
-  const { stored, version, deliveries } = await deps.store.transaction(async (tx) => {
+  const { stored, state, version, deliveries } = await deps.store.transaction(async (tx) => {
     // The new messages join the conversation with their answer, in the order the model saw them.
     const stored = await tx.messages.append(scope.session.id, [...newMessages(scope), ...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: scope.currency } });
     await markAnswered(scope, tx, stored);
     await settleBudget(scope, tx, usage.cost);
-    return { stored, version: await saveState(scope, tx, flow.state), deliveries: await addToOutbox(scope, tx, stored, parts) };
+    // The chain (if any) has seen the conversation up to this reply, unless something was stored in between.
+    const state = { ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) };
+    return { stored, state, version: await saveState(scope, tx, state), deliveries: await addToOutbox(scope, tx, stored, parts) };
   });
-  deps.cache.rememberState(scope.user.id, { version, state: flow.state });
-  // A role change resets the cached history (as the chain): the next turn reads it afresh from the store.
-  if (flow.state.role !== (scope.initialState.role ?? deps.agent.defaultRole)) deps.cache.forgetHistory(scope.session.id);
+  deps.cache.rememberState(scope.user.id, { version, state });
+  const followsOn = chainPointAfter(scope.session.id, stored, seenUpTo) !== null;
+  // A role change resets the cached history (as the chain): the next turn reads it afresh from the store. So does a
+  // recording that came in while the turn ran: the cache would miss it.
+  if (!followsOn || flow.state.role !== (scope.initialState.role ?? deps.agent.defaultRole)) deps.cache.forgetHistory(scope.session.id);
   else deps.cache.rememberHistory(scope.session.id, [...earlier, ...stored]);
   deps.metrics.turns.inc({ status: 'completed' });
   return { outcome: outcome(scope, 'completed', text, usage), parts, deliveries };

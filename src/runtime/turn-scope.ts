@@ -112,13 +112,13 @@ export async function loadProfile(deps: TurnDependencies, userId: string, langua
 }
 
 /**
- * The recent conversation before this turn, oldest first: the newest stored display messages within the agent's
- * message and token bounds (the new ones are still in the inbox; they join the conversation with the reply, outside
- * these bounds). Cached or read by one indexed query of at most `historyLimit` rows, so it costs the same however
- * long the conversation has grown.
+ * The recent conversation before this turn, oldest first: `recent`, the newest stored display messages (at most
+ * `historyLimit`), and `earlier`, those of them within the agent's token bound too, which the model is sent (the new
+ * ones are still in the inbox; they join the conversation with the reply, outside these bounds). Cached or read by
+ * one indexed query of at most `historyLimit` rows, so it costs the same however long the conversation has grown.
  */
-export async function loadEarlierHistory(scope: TurnScope): Promise<readonly StoredMessage[]> {
+export async function loadEarlierHistory(scope: TurnScope): Promise<{ readonly recent: readonly StoredMessage[]; readonly earlier: readonly StoredMessage[] }> {
   const { deps, session } = scope;
   const recent = deps.cache.history(session.id) ?? (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display', sinceContextStart: true }));
-  return boundHistory(recent, deps.agent);
+  return { recent, earlier: boundHistory(recent, deps.agent) };
 }

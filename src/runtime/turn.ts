@@ -5,6 +5,7 @@ import { systemText } from '../i18n/index.js';
 import { BudgetExceeded, reserveBudget } from './budget.js';
 import { historyToInput, newMessagesToInput } from './context/history.js';
 import { isResetTrigger } from './context/reset.js';
+import { chainContinues } from './context/response-chain.js';
 import { startDelivery, type Answer } from './delivery.js';
 import { createFlowContext, type ModelFailures } from './flow-context.js';
 import { checkReply } from './reply.js';
@@ -59,13 +60,17 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     // Over a spend cap the turn is refused here, before any model call; one that starts always ends.
     await reserveBudget(scope);
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
-    const earlier = await loadEarlierHistory(scope);
+    const { recent, earlier } = await loadEarlierHistory(scope);
+    const state = chainContinues(scope.initialState, scope.session.id, recent) ? scope.initialState : { ...scope.initialState, responseChainId: null, responseChainAt: null };
+    if (state !== scope.initialState && scope.initialState.responseChainId !== null) {
+      scope.log.info({ chainSessionId: scope.initialState.responseChainAt?.sessionId ?? null }, 'response chain not continued: it belongs to another conversation or has not seen its newest messages');
+    }
     // In a group every message is labelled with its sender (the user context's), so no member's words pass as another's.
     const { sender } = scope.userContext;
     const newTexts = scope.messages.map((message) => message.inbound.text);
     const newItems = newMessagesToInput(newTexts, sender ?? undefined);
     const flow = await scope.deps.flow.run(
-      { user: scope.user, session: scope.session, correlationId: scope.correlationId, language: scope.language, timeZone: scope.timeZone, history: historyToInput(earlier, sender !== null), newItems, newTexts, state: scope.initialState, ...(scope.signal ? { signal: scope.signal } : {}) },
+      { user: scope.user, session: scope.session, correlationId: scope.correlationId, language: scope.language, timeZone: scope.timeZone, history: historyToInput(earlier, sender !== null), newItems, newTexts, state, ...(scope.signal ? { signal: scope.signal } : {}) },
       createFlowContext(scope, failures),
     );
     // 3. The reply: model output is checked before it can reach the person, and split to the channel's limit.
@@ -81,7 +86,7 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
       return await persistFailure(scope, failures, errorId);
     }
     // 4. Persist reply, audit records, usage and state together.
-    return await persistReply(scope, flow, reply.text, reply.parts, failures, earlier);
+    return await persistReply(scope, flow, reply.text, reply.parts, failures, earlier, recent[recent.length - 1]?.seq);
   } catch (error) {
     // A spend cap refused the turn: not a failure, the person is told why and no model is called.
     if (error instanceof BudgetExceeded) {

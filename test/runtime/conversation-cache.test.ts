@@ -32,21 +32,26 @@ describe('ConversationCache', () => {
     expect(cache.state('u1')).toBeUndefined();
   });
 
-  it('forgets a relinked account in every conversation, and no other account', () => {
+  it('forgets a relinked account in every conversation on every channel of its namespace, and no other account', () => {
     const cache = new ConversationCache({ maxEntries: 10, ttlMs: 60_000, historyLimit: 5 });
     const participant = (name: string) => ({ user: { id: name }, accounts: [], session: { id: `s-${name}` } }) as never;
-    cache.rememberParticipant('telegram', 'ada', 'chat-1', participant('ada-1'));
-    cache.rememberParticipant('telegram', 'ada', 'group-7', participant('ada-7'));
-    cache.rememberParticipant('telegram', 'adam', 'chat-1', participant('adam'));
-    cache.rememberParticipant('console', 'ada', 'chat-1', participant('console-ada'));
-    expect(cache.participant('telegram', 'ada', 'group-7')).toEqual(participant('ada-7'));
-    expect(cache.participant('telegram', 'ada', 'chat-2')).toBeUndefined();
+    const key = (namespace: string, accountId: string, channel: string, conversationId: string) => ({ namespace, accountId, channel, conversationId });
+    cache.rememberParticipant(key('telegram', 'ada', 'telegram-bot', 'chat-1'), participant('ada-1'));
+    cache.rememberParticipant(key('telegram', 'ada', 'telegram-bot', 'group-7'), participant('ada-7'));
+    cache.rememberParticipant(key('telegram', 'ada', 'telegram-user', 'chat-1'), participant('ada-user'));
+    cache.rememberParticipant(key('telegram', 'adam', 'telegram-bot', 'chat-1'), participant('adam'));
+    cache.rememberParticipant(key('console', 'ada', 'console', 'chat-1'), participant('console-ada'));
+    expect(cache.participant(key('telegram', 'ada', 'telegram-bot', 'group-7'))).toEqual(participant('ada-7'));
+    // The same chat id on another channel of the namespace is another conversation.
+    expect(cache.participant(key('telegram', 'ada', 'telegram-user', 'chat-1'))).toEqual(participant('ada-user'));
+    expect(cache.participant(key('telegram', 'ada', 'telegram-bot', 'chat-2'))).toBeUndefined();
 
     cache.forgetAccount('telegram', 'ada');
-    expect(cache.participant('telegram', 'ada', 'chat-1')).toBeUndefined();
-    expect(cache.participant('telegram', 'ada', 'group-7')).toBeUndefined();
-    expect(cache.participant('telegram', 'adam', 'chat-1')).toEqual(participant('adam'));
-    expect(cache.participant('console', 'ada', 'chat-1')).toEqual(participant('console-ada'));
+    expect(cache.participant(key('telegram', 'ada', 'telegram-bot', 'chat-1'))).toBeUndefined();
+    expect(cache.participant(key('telegram', 'ada', 'telegram-bot', 'group-7'))).toBeUndefined();
+    expect(cache.participant(key('telegram', 'ada', 'telegram-user', 'chat-1'))).toBeUndefined();
+    expect(cache.participant(key('telegram', 'adam', 'telegram-bot', 'chat-1'))).toEqual(participant('adam'));
+    expect(cache.participant(key('console', 'ada', 'console', 'chat-1'))).toEqual(participant('console-ada'));
   });
 
   it('forgets a profile, a history or a state on its own, so the next turn reads it from the store', () => {

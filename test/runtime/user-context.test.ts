@@ -111,7 +111,7 @@ describe('the user agent context', () => {
     const palaver = await harness.start({ channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 0, drafts: false } } });
     telegram.sendText({ chatId: 77, text: '你好', from: { id: 77, is_bot: false, first_name: 'Li', language_code: 'zh-hans' } });
     await telegram.waitForMessages(1, { chatId: 77 });
-    const userId = await userIdOf(palaver, 'telegram-bot', '77');
+    const userId = await userIdOf(palaver, 'telegram', '77');
     expect((await palaver.profiles.get(userId)).settings.preferences).toMatchObject({ interfaceLanguage: 'zh-Hans', aiLanguage: 'zh-Hans' });
     expect(harness.model.calls[0]!.instructions).toContain('Answer in zh-Hans,');
   });

@@ -93,6 +93,51 @@ describe.each(Object.keys(backends) as StoreDialect[])('migrations on %s', (dial
     }
   });
 
+  it('0014 binds Telegram bot accounts under the telegram namespace, keeps sessions on the channel, and steps back down', async () => {
+    const db = await backends[dialect]();
+    try {
+      const migrator = migratorFor(db);
+      expect((await migrator.migrateTo('0013_turn_journal')).error).toBeUndefined();
+      const raw = db as unknown as Kysely<any>;
+      await raw.insertInto('users').values([{ id: 'u1', display_name: 'Olena', phone: '380671234567', created_at: 1 }, { id: 'u2', display_name: 'Ivan', phone: null, created_at: 1 }, { id: 'u3', display_name: 'Ada', phone: null, created_at: 1 }]).execute();
+      await raw
+        .insertInto('channel_accounts')
+        .values([
+          { channel: 'telegram-bot', account_id: '42', user_id: 'u1', created_at: 1 },
+          { channel: 'console', account_id: '42', user_id: 'u3', created_at: 1 },
+          // Already bound under `telegram` (a channel of that name): that binding stays.
+          { channel: 'telegram', account_id: '7', user_id: 'u2', created_at: 1 },
+          { channel: 'telegram-bot', account_id: '7', user_id: 'u3', created_at: 1 },
+        ])
+        .execute();
+      await raw.insertInto('sessions').values({ id: 's1', user_id: 'u1', channel: 'telegram-bot', conversation_id: '42', status: 'completed', last_seq: 0, created_at: 1, updated_at: 1 }).execute();
+      await raw
+        .insertInto('inbound_messages')
+        .values({ id: 'i1', channel: 'telegram-bot', conversation_id: '42', account_id: '42', user_id: 'u1', session_id: 's1', text: 'hello', message_id: '5', dedupe_key: null, correlation_id: 'c1', language_hint: null, display_name: null, received_at: 1, arrival: 1, owner: 'p', lease_until: 1 })
+        .execute();
+      await raw.insertInto('identity_events').values({ id: 'e1', user_id: 'u1', kind: 'phone_set', channel: 'telegram-bot', account_id: '42', from_user_id: null, to_user_id: null, actor: 'system', details: '{}', created_at: 1, arrival: 1 }).execute();
+
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+      const store = new KyselyStore(db, { dialect });
+      expect((await store.users.findByAccount('telegram', '42'))?.id).toBe('u1');
+      expect(await store.users.findByAccount('telegram-bot', '42')).toBeUndefined();
+      expect((await store.users.findByAccount('console', '42'))?.id).toBe('u3');
+      expect((await store.users.findByAccount('telegram', '7'))?.id).toBe('u2');
+      expect((await store.users.listAccounts('u1')).map((account) => [account.channel, account.accountId])).toEqual([['telegram', '42']]);
+      // The conversation stays on its channel; the inbox knows the namespace of who wrote.
+      expect((await store.sessions.findByConversation('telegram-bot', '42'))?.id).toBe('s1');
+      expect((await store.inbound.listQueued('s1')).map((record) => [record.channel, record.accountNamespace])).toEqual([['telegram-bot', 'telegram']]);
+      expect((await store.identityEvents.listByUser('u1')).map((event) => event.channel)).toEqual(['telegram']);
+
+      expect((await migrator.migrateTo('0013_turn_journal')).error).toBeUndefined();
+      const accounts = await raw.selectFrom('channel_accounts').select(['channel', 'account_id', 'user_id']).where('user_id', '=', 'u1').execute();
+      expect(accounts).toEqual([{ channel: 'telegram-bot', account_id: '42', user_id: 'u1' }]);
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    } finally {
+      await db.destroy();
+    }
+  });
+
   it('0011 keys focus by session and person: the session-only rows of before are dropped, as a cache may be', async () => {
     const db = await backends[dialect]();
     try {

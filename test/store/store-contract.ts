@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/domain/errors.js';
 import type { NewMessage, Session, User } from '../../src/domain/model.js';
-import type { Store } from '../../src/domain/ports/store.js';
+import type { RecordedNewMessage, Store } from '../../src/domain/ports/store.js';
 import { estimateTokens } from '../../src/domain/token-estimate.js';
 
 /** What an adapter's test file hands the contract: a ready (migrated) store and how to dispose of it. */
@@ -588,7 +588,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect((await store.users.findPhoneHolder(claim))?.verified).toBe(true);
       });
 
-      it('carries along with a relink the account\'s own sessions on its channel, and only those', async () => {
+      it('carries along with a relink the account\'s own sessions on the channels of its namespace, and only those', async () => {
         const accountId = unique('tg');
         const otherAccount = unique('tg');
         const { user: previous } = await store.users.resolveAccount({ channel: 'telegram', accountId });
@@ -613,12 +613,26 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const unwritten = await session('telegram');
         const elsewhere = await session('web');
         await wrote(elsewhere, accountId);
+        // Another channel of the account's namespace: the account wrote there too.
+        const sameNamespace = await session('telegram-user');
+        await store.inbound.accept(
+          { channel: 'telegram-user', accountNamespace: 'telegram', conversationId: sameNamespace.conversationId, accountId, userId: previous.id, sessionId: sameNamespace.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: unique('corr'), languageHint: null, displayName: null, conversationKind: 'direct' },
+          { owner: 'p', leaseMs: 60_000 },
+        );
+        // A conversation that holds only messages recorded without a turn, the account its person.
+        const recordedOnly = await session('telegram-user');
+        await store.recorded.append(
+          { channel: 'telegram-user', conversationId: recordedOnly.conversationId, sessionId: recordedOnly.id, accountNamespace: 'telegram', accountId, userId: previous.id },
+          [{ role: 'user', audience: 'display', content: 'imported', channelMessageId: '1' }],
+        );
 
         expect(await store.users.relinkAccount({ channel: 'telegram', accountId, userId: target.id, carrySessions: true })).toBe(previous.id);
         const ownerOf = async (moved: Session) => (await store.sessions.findById(moved.id))?.userId;
         expect(await ownerOf(own)).toBe(target.id);
         // Other people's words in a group are no secret of the previous user's: the group moves.
         expect(await ownerOf(group)).toBe(target.id);
+        expect(await ownerOf(sameNamespace)).toBe(target.id);
+        expect(await ownerOf(recordedOnly)).toBe(target.id);
         for (const kept of [ofTheOtherAccount, sharedWithTheOtherAccount, unwritten, elsewhere]) expect(await ownerOf(kept)).toBe(previous.id);
       });
     });
@@ -859,6 +873,59 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await new Promise((resolve) => setTimeout(resolve, 5));
         const claimed = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
         expect(claimed.map((record) => record.text)).toEqual(['lost']);
+      });
+    });
+
+    describe('recorded messages', () => {
+      /** A session and where recordings into it go; the conversation is on channel `console`. */
+      async function givenTarget() {
+        const session = await givenSession();
+        return { session, target: { channel: session.channel, conversationId: session.conversationId, sessionId: session.id, accountNamespace: 'console', accountId: unique('acct'), userId: session.userId } };
+      }
+      const entry = (channelMessageId: string, content: string, role: 'user' | 'assistant' = 'user'): RecordedNewMessage => ({ role, audience: 'display', content, channelMessageId, meta: { recorded: 'imported' } });
+
+      it('appends new messages in the order given and skips ids it has seen, also within one call', async () => {
+        const { session, target } = await givenTarget();
+        const first = await store.recorded.append(target, [entry('10', 'hi'), entry('11', 'hello, how can I help?', 'assistant'), entry('10', 'hi again under the same id')]);
+        expect(first.map((message) => [message.seq, message.role, message.content])).toEqual([
+          [1, 'user', 'hi'],
+          [2, 'assistant', 'hello, how can I help?'],
+        ]);
+        expect(first[0]!.meta).toEqual({ recorded: 'imported' });
+        // Imported again, with one message more: only that one is new.
+        const second = await store.recorded.append(target, [entry('10', 'hi'), entry('11', 'hello, how can I help?', 'assistant'), entry('12', 'a question')]);
+        expect(second.map((message) => [message.seq, message.content])).toEqual([[3, 'a question']]);
+        expect(await store.recorded.append(target, [entry('12', 'a question')])).toEqual([]);
+        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.content)).toEqual(['hi', 'hello, how can I help?', 'a question']);
+        // The same id in another conversation is another message.
+        const other = await givenTarget();
+        expect(await store.recorded.append(other.target, [entry('10', 'hi')])).toHaveLength(1);
+      });
+
+      it('skips a message that came through the inbox with that message id', async () => {
+        const { session, target } = await givenTarget();
+        await store.inbound.accept(
+          { channel: session.channel, conversationId: session.conversationId, accountId: target.accountId, userId: session.userId, sessionId: session.id, text: 'sent live', messageId: '20', dedupeKey: null, correlationId: unique('corr'), languageHint: null, displayName: null, conversationKind: 'direct' },
+          { owner: 'p', leaseMs: 60_000 },
+        );
+        const stored = await store.recorded.append(target, [entry('19', 'before'), entry('20', 'sent live'), entry('21', 'after')]);
+        expect(stored.map((message) => message.content)).toEqual(['before', 'after']);
+      });
+
+      it('stores each id once when two calls record it at the same time', async () => {
+        const { session, target } = await givenTarget();
+        const batch = Array.from({ length: 20 }, (_, index) => entry(String(index), `message ${index}`));
+        const [a, b] = await Promise.all([store.recorded.append(target, batch), store.recorded.append(target, batch)]);
+        expect(a.length + b.length).toBe(20);
+        const stored = await store.messages.listRecent(session.id, { limit: 50 });
+        expect(stored).toHaveLength(20);
+        expect(new Set(stored.map((message) => message.content)).size).toBe(20);
+      });
+
+      it('refuses an unknown session and stores nothing', async () => {
+        const { target } = await givenTarget();
+        await expectStoreError(store.recorded.append({ ...target, sessionId: randomUUID() }, [entry('1', 'lost')]), 'not_found');
+        expect(await store.recorded.append(target, [entry('1', 'kept')])).toHaveLength(1);
       });
     });
 

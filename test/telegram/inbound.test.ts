@@ -110,7 +110,7 @@ describe('telegram bot: what it understands', () => {
     const from = { id: 32, first_name: 'Olena', language_code: 'en' };
     telegram.sendText({ chatId: 32, text: 'hello', from });
     await telegram.waitForMessages(1, { chatId: 32 });
-    const user = (await palaver.store.users.findByAccount('telegram-bot', '32'))!;
+    const user = (await palaver.store.users.findByAccount('telegram', '32'))!;
     expect((await palaver.profiles.update(user.id, { preferences: { interfaceLanguage: 'uk' } })).ok).toBe(true);
     telegram.sendText({ chatId: 32, text: '/reset', from });
     const confirmation = (await telegram.waitForMessages(2, { chatId: 32 }))[1]!;

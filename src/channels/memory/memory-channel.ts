@@ -3,6 +3,8 @@ import type {
   Channel,
   ChannelCapabilities,
   ChannelContext,
+  RecordedConversation,
+  RecordedMessage,
   ReplyTarget,
   SentPart,
   TurnEnd,
@@ -13,6 +15,8 @@ import type {
 export interface MemoryChannelOptions {
   /** Channel name the messages carry (default `memory`). */
   readonly name?: string;
+  /** Whose account ids these are, for identity (`Channel.accountNamespace`); default the channel's name. */
+  readonly accountNamespace?: string;
   /** Default: no length limit, no streaming, no typing, reactions or read receipts. */
   readonly capabilities?: Partial<ChannelCapabilities>;
   /**
@@ -76,6 +80,7 @@ interface Waiter {
  */
 export class MemoryChannel implements Channel {
   readonly name: string;
+  readonly accountNamespace?: string;
   readonly capabilities: ChannelCapabilities;
   /** Every part sent, in order, with its target. */
   readonly sent: Array<Recorded<string>> = [];
@@ -99,6 +104,7 @@ export class MemoryChannel implements Channel {
 
   constructor(options: MemoryChannelOptions = {}) {
     this.name = options.name ?? 'memory';
+    if (options.accountNamespace !== undefined) this.accountNamespace = options.accountNamespace;
     this.#record = options.record ?? true;
     this.capabilities = { maxMessageChars: null, streaming: false, typing: false, reactions: false, readReceipts: false, ...options.capabilities };
   }
@@ -142,6 +148,18 @@ export class MemoryChannel implements Channel {
     );
     if (acceptance.status === 'duplicate') this.#duplicates.add(messageId);
     return { ...acceptance, messageId };
+  }
+
+  /**
+   * Stores messages in a conversation's history without a turn (`ChannelContext.record`): nothing is answered.
+   * @throws Error when the channel was not started or was stopped; ChannelError from the pipeline.
+   */
+  async recordHistory(conversation: RecordedConversation, entries: readonly RecordedMessage[]): Promise<{ readonly stored: number }> {
+    const context = this.#context;
+    if (!context || this.#stopped) {
+      throw new Error(`MemoryChannel "${this.name}" is ${this.#stopped ? 'stopped' : 'not started'}: add it to a running Palaver before recordHistory().`);
+    }
+    return context.record(conversation, entries);
   }
 
   /**

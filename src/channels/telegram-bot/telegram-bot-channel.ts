@@ -88,6 +88,7 @@ const MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024;
  */
 export class TelegramBotChannel implements Channel {
   readonly name = TELEGRAM_BOT_CHANNEL;
+  readonly accountNamespace = 'telegram';
   readonly capabilities: ChannelCapabilities;
   readonly inbox: InboxPolicy;
   readonly routes: readonly ChannelRoute[];

@@ -29,9 +29,22 @@ export interface FlowState {
   readonly role: string | null;
   /** Responses API chain: the response to continue from next turn, or null. */
   readonly responseChainId: string | null;
+  /**
+   * Where the chain stands: the conversation (session) it belongs to and the `seq` of the last message its responses
+   * saw (the reply that ended it). Set by the turn when it stores a reply; a flow leaves it as it is. The chain is
+   * continued only in that conversation and only while nothing was stored there since (messages recorded without a
+   * turn); otherwise the turn sends the whole history without it.
+   */
+  readonly responseChainAt?: ResponseChainPoint | null;
   readonly recentToolCalls: readonly RecentToolCall[];
   /** Namespaced flow state that tools and flows may set (e.g. `{ documents: { step: 2 } }`). */
   readonly flows: Readonly<Record<string, unknown>>;
+}
+
+/** The conversation and message a Responses chain reached. */
+export interface ResponseChainPoint {
+  readonly sessionId: string;
+  readonly seq: number;
 }
 
 /** What a flow is asked to answer. */

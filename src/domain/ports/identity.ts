@@ -2,6 +2,10 @@ import type { ChannelAccount, User } from '../model.js';
 
 /** A channel account as the channel vouches for it: the server decided who this is, not the message. */
 export interface AccountClaim {
+  /**
+   * The account's namespace: the channel's `accountNamespace`, by default its name (`telegram` for both Telegram
+   * channels). Channels that share it share their people.
+   */
   readonly channel: string;
   readonly accountId: string;
   readonly displayName?: string | null;

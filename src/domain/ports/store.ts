@@ -25,6 +25,7 @@ export interface Store {
   readonly toolCalls: ToolCallRepository;
   readonly turns: TurnRepository;
   readonly inbound: InboundRepository;
+  readonly recorded: RecordedMessageRepository;
   readonly deliveries: DeliveryRepository;
   readonly channelState: ChannelStateRepository;
   readonly focus: FocusRepository;
@@ -70,8 +71,10 @@ export interface UserRepository {
   setPhone(userId: string, phone: string | null, source?: PhoneSource): Promise<void>;
   /**
    * Moves a channel account to another user (relink). Returns the previous user id. With `carrySessions`, the
-   * account's own conversations on its channel move along, so the person keeps them: the previous user's sessions the
-   * account wrote in, except those another account of the previous user wrote in too (they stay, unread by the new user).
+   * account's own conversations on every channel of its namespace (an account's `channel` is its account namespace)
+   * move along, so the person keeps them: the previous user's sessions the account wrote in (through the inbox, or as
+   * the person of recorded messages), except those another account of the previous user wrote in too (they stay,
+   * unread by the new user).
    */
   relinkAccount(input: { channel: string; accountId: string; userId: string; carrySessions?: boolean }): Promise<string | undefined>;
   listAccounts(userId: string): Promise<ChannelAccount[]>;
@@ -217,6 +220,38 @@ export interface InboundRepository {
   markAbandoned(ids: readonly string[]): Promise<void>;
   /** The queued messages of a session, oldest first. */
   listQueued(sessionId: string): Promise<InboundRecord[]>;
+}
+
+/** The conversation messages are recorded into, and its person as identity bound them. */
+export interface RecordingTarget {
+  readonly channel: string;
+  readonly conversationId: string;
+  readonly sessionId: string;
+  /** The conversation's person: their account (under its namespace) and user, for a later relink to follow. */
+  readonly accountNamespace: string;
+  readonly accountId: string;
+  readonly userId: string;
+}
+
+/** A message to record: a display message with the channel's id of it. */
+export type RecordedNewMessage = NewMessage & {
+  /** The channel's id of the message: the dedupe key within the conversation. */
+  readonly channelMessageId: string;
+};
+
+/**
+ * Messages stored in a conversation without a turn (history imported from a messenger, the account owner's own
+ * words): each channel message id at most once per (channel, conversation).
+ */
+export interface RecordedMessageRepository {
+  /**
+   * Appends to the session, in the order given and in one transaction, the messages whose channel message id is new
+   * in the conversation: not recorded before, not accepted through the inbox with that `messageId`, and not earlier
+   * in the same call. Two calls at once with the same ids store each once.
+   * @returns the messages stored, in order (none when every one was known).
+   * @throws StoreError `not_found` for an unknown session.
+   */
+  append(target: RecordingTarget, messages: readonly RecordedNewMessage[]): Promise<StoredMessage[]>;
 }
 
 /** One part of a reply in the outbox. */

@@ -21,5 +21,5 @@ export function isResetTrigger(text: string, triggers: readonly string[]): boole
  * model would otherwise still see); the role stays unless `keepRole` is false; flow state stays.
  */
 export function resetUserState(state: UserState, keepRole: boolean): UserState {
-  return { ...state, responseChainId: null, recentToolCalls: [], ...(keepRole ? {} : { role: null }) };
+  return { ...state, responseChainId: null, responseChainAt: null, recentToolCalls: [], ...(keepRole ? {} : { role: null }) };
 }

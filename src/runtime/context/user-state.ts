@@ -26,6 +26,8 @@ export const userStateSchema = z.preprocess(
     role: z.string().nullable().default(null),
     /** Responses API chain: the last response id, kept only after a successful call with tools. */
     responseChainId: z.string().nullable().default(null),
+    /** Where the chain stands (see `FlowState.responseChainAt`); absent on rows of before, which then start afresh. */
+    responseChainAt: z.object({ sessionId: z.string(), seq: z.number().int() }).nullable().default(null),
     recentToolCalls: z.array(recentToolCallSchema).default([]),
     /** Namespaced flow state that tools and flows may set (e.g. `{ documents: { step: 2 } }`). */
     flows: z.record(z.string(), z.unknown()).default({}),
@@ -35,7 +37,7 @@ export const userStateSchema = z.preprocess(
 export type UserState = FlowState;
 
 export function emptyUserState(): UserState {
-  return { role: null, responseChainId: null, recentToolCalls: [], flows: {} };
+  return { role: null, responseChainId: null, responseChainAt: null, recentToolCalls: [], flows: {} };
 }
 
 /**

@@ -27,6 +27,7 @@ export class KyselyInboundRepository implements InboundRepository {
         channel: message.channel,
         conversation_id: message.conversationId,
         account_id: message.accountId,
+        account_namespace: message.accountNamespace ?? message.channel,
         user_id: message.userId,
         session_id: message.sessionId,
         text: message.text,
@@ -125,6 +126,7 @@ const insertQuery = prepared(
       channel: string;
       conversation_id: string;
       account_id: string;
+      account_namespace: string;
       user_id: string;
       session_id: string;
       text: string;
@@ -146,6 +148,7 @@ const insertQuery = prepared(
       channel: $.channel,
       conversation_id: $.conversation_id,
       account_id: $.account_id,
+      account_namespace: $.account_namespace,
       user_id: $.user_id,
       session_id: $.session_id,
       text: $.text,
@@ -173,6 +176,7 @@ function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
     channel: row.channel,
     conversationId: row.conversation_id,
     accountId: row.account_id,
+    accountNamespace: row.account_namespace ?? row.channel,
     userId: row.user_id,
     sessionId: row.session_id,
     text: row.text,

@@ -10,6 +10,7 @@ import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
 import { KyselyProfileRepository } from './profile-repository.js';
+import { KyselyRecordedMessageRepository } from './recorded-message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
 import type { Database } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
@@ -50,6 +51,7 @@ export class KyselyStore implements Store {
   readonly toolCalls: KyselyToolCallRepository;
   readonly turns: KyselyTurnRepository;
   readonly inbound: KyselyInboundRepository;
+  readonly recorded: KyselyRecordedMessageRepository;
   readonly deliveries: KyselyDeliveryRepository;
   readonly channelState: KyselyChannelStateRepository;
   readonly focus: KyselyFocusRepository;
@@ -75,6 +77,7 @@ export class KyselyStore implements Store {
     this.toolCalls = new KyselyToolCallRepository(this.#ctx);
     this.turns = new KyselyTurnRepository(this.#ctx);
     this.inbound = new KyselyInboundRepository(this.#ctx);
+    this.recorded = new KyselyRecordedMessageRepository(this.#ctx);
     this.deliveries = new KyselyDeliveryRepository(this.#ctx);
     this.channelState = new KyselyChannelStateRepository(this.#ctx);
     this.focus = new KyselyFocusRepository(this.#ctx);

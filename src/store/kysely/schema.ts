@@ -21,6 +21,7 @@ export interface Database {
   readonly turn_messages: TurnMessagesTable;
   readonly turn_model_calls: TurnModelCallsTable;
   readonly inbound_messages: InboundMessagesTable;
+  readonly recorded_messages: RecordedMessagesTable;
   readonly deliveries: DeliveriesTable;
   readonly channel_state: ChannelStateTable;
   readonly focus: FocusTable;
@@ -198,6 +199,8 @@ export interface InboundMessagesTable {
   channel: string;
   conversation_id: string;
   account_id: string;
+  /** The namespace identity bound the account under (`Channel.accountNamespace`); null only on rows of before 0014. */
+  account_namespace: ColumnType<string | null, string | undefined, string>;
   user_id: string;
   session_id: string;
   text: string;
@@ -222,6 +225,22 @@ export interface InboundMessagesTable {
   reply_message_id: string | null;
   reply_seq: ColumnType<number | string | null, number | null | undefined, number | null>;
   answered_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+}
+
+/** Messages stored without a turn (`ChannelContext.record`): one row per channel message id in a conversation. */
+export interface RecordedMessagesTable {
+  channel: string;
+  conversation_id: string;
+  /** The channel's id of the message: the dedupe key within the conversation. */
+  message_id: string;
+  session_id: string;
+  /** The row in `messages` it was stored as. */
+  stored_message_id: string;
+  /** The conversation's person, as identity bound them when it was recorded. */
+  account_namespace: string;
+  account_id: string;
+  user_id: string;
+  recorded_at: EpochMillis;
 }
 
 /** The outbox: one row per part of a reply of a channel that delivers offline. */

@@ -156,30 +156,55 @@ export class KyselyUserRepository implements UserRepository {
 }
 
 /**
- * Moves the account's own conversations on its channel to the user it now belongs to: the previous user's sessions
- * the account wrote in, where no other account of the previous user wrote. A conversation the previous user also had
- * through another account stays theirs, so the new owner never reads what the previous one wrote elsewhere. Who wrote
- * is the durable inbox's record (`inbound_messages`: account, and the user it was then); a conversation with nothing
- * there (stored before the inbox existed) stays too.
+ * Moves the account's own conversations to the user it now belongs to, on every channel of its namespace (the
+ * account's `channel` is its namespace, which several channels may share): the previous user's sessions the account
+ * wrote in, where no other account of the previous user wrote. A conversation the previous user also had through
+ * another account stays theirs, so the new owner never reads what the previous one wrote elsewhere. Who wrote is the
+ * durable inbox's record (`inbound_messages`: account, and the user it was then) and, for messages stored without a
+ * turn, `recorded_messages` (the conversation's person); a conversation with nothing in either (stored before the
+ * inbox existed) stays too.
  */
 async function carryAccountSessions(db: Kysely<Database>, move: { channel: string; accountId: string; userId: string; previousUserId: string }): Promise<void> {
   await db
     .updateTable('sessions')
     .set({ user_id: move.userId })
     .where('user_id', '=', move.previousUserId)
-    .where('channel', '=', move.channel)
-    .where(({ exists, selectFrom }) =>
-      exists(selectFrom('inbound_messages as i').select('i.id').whereRef('i.session_id', '=', 'sessions.id').where('i.account_id', '=', move.accountId)),
-    )
-    .where(({ exists, not, selectFrom }) =>
-      not(
+    .where(({ exists, or, selectFrom }) =>
+      or([
         exists(
           selectFrom('inbound_messages as i')
             .select('i.id')
             .whereRef('i.session_id', '=', 'sessions.id')
-            .where('i.user_id', '=', move.previousUserId)
-            .where('i.account_id', '<>', move.accountId),
+            .where('i.account_namespace', '=', move.channel)
+            .where('i.account_id', '=', move.accountId),
         ),
+        exists(
+          selectFrom('recorded_messages as r')
+            .select('r.message_id')
+            .whereRef('r.session_id', '=', 'sessions.id')
+            .where('r.account_namespace', '=', move.channel)
+            .where('r.account_id', '=', move.accountId),
+        ),
+      ]),
+    )
+    .where(({ exists, not, or, selectFrom }) =>
+      not(
+        or([
+          exists(
+            selectFrom('inbound_messages as i')
+              .select('i.id')
+              .whereRef('i.session_id', '=', 'sessions.id')
+              .where('i.user_id', '=', move.previousUserId)
+              .where((inner) => inner.or([inner('i.account_namespace', '<>', move.channel), inner('i.account_id', '<>', move.accountId)])),
+          ),
+          exists(
+            selectFrom('recorded_messages as r')
+              .select('r.message_id')
+              .whereRef('r.session_id', '=', 'sessions.id')
+              .where('r.user_id', '=', move.previousUserId)
+              .where((inner) => inner.or([inner('r.account_namespace', '<>', move.channel), inner('r.account_id', '<>', move.accountId)])),
+          ),
+        ]),
       ),
     )
     .execute();

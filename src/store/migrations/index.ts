@@ -15,6 +15,8 @@ import { inboundAttemptsMigration } from './0010-inbound-attempts.js';
 import { focusPerPersonMigration } from './0011-focus-per-person.js';
 import { budgetReservationsMigration } from './0012-budget-reservations.js';
 import { turnJournalMigration } from './0013-turn-journal.js';
+import { accountNamespacesMigration } from './0014-account-namespaces.js';
+import { recordedMessagesMigration } from './0015-recorded-messages.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -38,6 +40,8 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0011_focus_per_person': focusPerPersonMigration(dialect),
     '0012_budget_reservations': budgetReservationsMigration(dialect),
     '0013_turn_journal': turnJournalMigration(dialect),
+    '0014_account_namespaces': accountNamespacesMigration(dialect),
+    '0015_recorded_messages': recordedMessagesMigration(dialect),
   };
 }
 
