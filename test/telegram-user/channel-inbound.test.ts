@@ -7,7 +7,7 @@ import { createTranscriber } from '../../src/models/openai-transcription.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import { PalaverMetrics } from '../../src/observability/metrics.js';
 import { FakeMtproto, fakeMtprotoLink, SERVICE_USER_ID } from '../../src/testing/fake-mtproto/index.js';
-import type { ModelScript } from '../../src/testing/index.js';
+import { startFakeTelegram, type ModelScript } from '../../src/testing/index.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
@@ -181,24 +181,69 @@ describe('telegram user account: inbound end to end', () => {
   });
 });
 
-// Needs ChannelContext.record (h2): until it is merged the pipeline refuses to record and these cannot pass.
-describe.skip('telegram user account: owner takeover end to end (needs ChannelContext.record from h2)', () => {
+// Through ChannelContext.record (h2).
+describe('telegram user account: owner takeover end to end', () => {
   it('stores the owner\'s message as the account\'s side, holds the person\'s next one, answers again after the window', async () => {
-    const { fake, clock, harness } = await startChannel({ ownerTakeoverMinutes: 30 });
+    const logs = collectedLogger();
+    const metrics = new PalaverMetrics();
+    const { fake, clock, harness } = await startChannel({
+      ownerTakeoverMinutes: 30,
+      logger: logs.logger,
+      onOwnerTakeover: () => metrics.telegramUserOwnerTakeovers.inc(),
+      watchTakenOverChats: (count) => metrics.watchTakenOverChats(count),
+    });
+    const said = (line: string) => logs.lines.some((l) => String(l['msg']).includes(line));
     const vera = fake.addUser({ firstName: 'Vera' });
     fake.incoming(vera.id, 'Can I bring my dog?');
     await fake.waitForSent(1, { chatId: vera.id });
     fake.ownerWrites(vera.id, 'Olga here: of course, dogs are welcome!');
-    await expect.poll(() => harness.logs.some((l) => String(l['msg']).includes('the agent steps back there')), { timeout: 15_000 }).toBe(true);
+    await expect.poll(() => said('the agent steps back there'), { timeout: 15_000 }).toBe(true);
+    const during = await metrics.registry.metrics();
+    expect(during).toMatch(/^palaver_telegram_user_owner_takeovers_total 1$/m);
+    expect(during).toMatch(/^palaver_telegram_user_taken_over_chats 1$/m);
     fake.incoming(vera.id, 'Wonderful, thank you!');
-    await expect.poll(() => harness.logs.some((l) => String(l['msg']).includes('the owner has taken this chat over')), { timeout: 15_000 }).toBe(true);
+    await expect.poll(() => said('the owner has taken this chat over'), { timeout: 15_000 }).toBe(true);
     clock.now += 31 * MINUTE;
+    expect(await metrics.registry.metrics()).toMatch(/^palaver_telegram_user_taken_over_chats 0$/m);
     fake.incoming(vera.id, 'Is there parking?');
     const sent = await fake.waitForSent(2, { chatId: vera.id });
-    // The model saw the owner's words as the assistant's, and the held message, before the new one.
-    const call = harness.model.calls.at(-1)!;
-    const said = call.messages.flatMap((m) => (m.type === 'message' ? [`${m.role}: ${m.content}`] : []));
-    expect(said.slice(-4)).toEqual(['user: Can I bring my dog?', 'assistant: heard: Can I bring my dog?', 'assistant: Olga here: of course, dogs are welcome!', 'user: Wonderful, thank you!\n\nIs there parking?'].slice(-4));
     expect(sent.map((m) => m.text)).toEqual(['heard: Can I bring my dog?', 'heard: Is there parking?']);
+    // The model saw the owner's words as the account's side and the held message, in order, before the new one.
+    const call = harness.model.calls.at(-1)!;
+    const seen = call.messages.flatMap((m) => (m.type === 'message' ? [`${m.role}: ${m.content}`] : []));
+    expect(seen.slice(-4)).toEqual(['assistant: heard: Can I bring my dog?', 'assistant: Olga here: of course, dogs are welcome!', 'user: Wonderful, thank you!', 'user: Is there parking?']);
+  });
+});
+
+describe('telegram user account and the bot: one person', () => {
+  it('the same Telegram user writing to the bot and to the user account is one Palaver user, with one phone and two conversations', async () => {
+    harness = await createHarness(echo);
+    const botApi = await startFakeTelegram();
+    const fake = new FakeMtproto({ self: { id: 100, firstName: 'Olga' } });
+    const channel = new TelegramUserChannel({ apiId: 1, apiHash: '0123456789abcdef0123456789abcdef', session: new MemoryStorage(), network: fakeMtprotoLink(fake), quietWindowMs: 50, mtcuteLogLevel: 0 });
+    try {
+      const palaver = await harness.start(
+        { channels: { web: { enabled: false }, telegram: { token: botApi.token, apiRoot: botApi.apiRoot, quietWindowMs: 50, drafts: false } } },
+        { channels: [channel] },
+      );
+      await expect.poll(() => channel.health.state, { timeout: 15_000 }).toBe('connected');
+      const vera = fake.addUser({ id: 4242, firstName: 'Vera' });
+      botApi.sendText({ chatId: 4242, text: 'hello bot', from: { id: 4242, first_name: 'Vera' } });
+      await botApi.waitForMessages(1, { chatId: 4242 });
+      fake.incoming(vera.id, { media: contactMedia(vera.id, '+380671234567', 'Vera') });
+      await fake.waitForSent(1, { chatId: vera.id });
+      const viaBot = await palaver.store.sessions.findByConversation('telegram-bot', '4242');
+      const viaAccount = await palaver.store.sessions.findByConversation('telegram-user', '4242');
+      expect(viaBot).toBeDefined();
+      expect(viaAccount).toBeDefined();
+      expect(viaAccount!.id).not.toBe(viaBot!.id);
+      expect(viaAccount!.userId).toBe(viaBot!.userId);
+      // The phone shared with the user account is the bot user's phone too.
+      expect((await palaver.store.users.findById(viaBot!.userId))?.phone).toBe('380671234567');
+    } finally {
+      await harness.close();
+      harness = undefined;
+      await botApi.close();
+    }
   });
 });
