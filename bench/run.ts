@@ -11,6 +11,8 @@
  * 5. The inbox under load (bench/inbox-load.ts): 10,000 conversations at once, and bursts against the quiet window.
  * 6. Telegram idle memory (bench/telegram-idle.ts): `palaver start --demo` with the Telegram channel on against a
  *    local fake Bot API, 100 chats answered, then the resident set after 3 s and 40 s of idleness.
+ * 7. Telegram user account (bench/telegram-user.ts): `palaver start --demo` with the user-account channel on the fake
+ *    MTProto server: burst (three messages) → reply latency against the quiet window, and idle memory.
  *
  * Every scenario runs in its own child process (bench/<scenario>.ts bundled into .bench/<scenario>.mjs, run with plain `node`), so its peak RSS is its
  * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
@@ -18,7 +20,7 @@
  * chunks of about a second, so both see the same moments of a machine whose speed drifts.
  *
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
- *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram
+ *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram|telegram-user
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  *        --bare-transport (the bare loop's SDK over Palaver's HTTP transport: what Palaver's own work costs per turn)
  */
@@ -32,6 +34,7 @@ import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
 import { measureInboxLoad, type InboxLoadResult } from './inbox-load.js';
 import { measureStartDemo, type StartDemoResult } from './start-demo.js';
 import { measureTelegramIdle, type TelegramIdleResult } from './telegram-idle.js';
+import { measureTelegramUser, type TelegramUserResult } from './telegram-user.js';
 import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
 import type { HistoryRunSample, HistoryScenarioResult } from './history-turns.js';
 import { mergeMeasurements, scenarioResult, summarize, type ChunkCommand, type ChunkReply, type RunMeasurement, type ScenarioResult } from './stats.js';
@@ -44,7 +47,7 @@ interface Options {
   turns: number | undefined;
   runs: number;
   concurrency: number[];
-  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | undefined;
+  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | 'telegram-user' | undefined;
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
@@ -79,7 +82,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram') throw new Error('--only takes turns, mcp, start, inbox, history or telegram');
+        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram' && only !== 'telegram-user') throw new Error('--only takes turns, mcp, start, inbox, history, telegram or telegram-user');
         options.only = only;
         break;
       }
@@ -94,7 +97,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram] [--json file] [--cpu-prof] [--bare-transport]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|telegram-user] [--json file] [--cpu-prof] [--bare-transport]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -521,6 +524,25 @@ if (options.only === undefined || options.only === 'telegram') {
   console.log(`Telegram idle after 40 s: median ${idle.toFixed(0)} MB, worst ${worst.toFixed(0)} MB (goal < 120 MB: ${worst < 120 ? 'met in every run' : idle < 120 ? 'met in the median, NOT in every run' : 'NOT met'})`);
 }
 
+const telegramUserRecords: (TelegramUserResult & { run: number })[] = [];
+if (options.only === undefined || options.only === 'telegram-user') {
+  const bursts = options.quick ? 5 : 20;
+  const quietWindowMs = 500;
+  console.log(`\nTelegram user account (\`palaver start --demo\`, fake MTProto server over loopback): ${bursts} bursts of three messages, quiet window ${quietWindowMs} ms, then idle:`);
+  for (let run = 1; run <= options.runs; run += 1) {
+    const result = await measureTelegramUser(bursts, quietWindowMs);
+    telegramUserRecords.push({ ...result, run });
+    console.log(
+      `  run ${run}: ${result.answered}/${result.bursts} bursts answered; burst → reply p50 ${result.latencyP50Ms.toFixed(0)} ms, p95 ${result.latencyP95Ms.toFixed(0)} ms ` +
+        `(window + ${result.overheadP50Ms.toFixed(0)} / ${result.overheadP95Ms.toFixed(0)} ms); RSS ${result.rssAfterStartMb.toFixed(0)} MB after start, ` +
+        `${result.idle3sRssMb.toFixed(0)} MB after 3 s idle, ${result.idle40sRssMb.toFixed(0)} MB after 40 s idle, peak ${result.peakRssMb.toFixed(0)} MB`,
+    );
+  }
+  const overhead = middle(telegramUserRecords.map((r) => r.overheadP50Ms));
+  const idle = middle(telegramUserRecords.map((r) => r.idle40sRssMb));
+  console.log(`Telegram user account: burst → reply = quiet window + ${overhead.toFixed(0)} ms at p50 (goal + 50 ms: ${overhead <= 50 ? 'met' : 'NOT met'}); idle after 40 s ${idle.toFixed(0)} MB (goal < 120 MB on Node 24: ${idle < 120 ? 'met' : 'NOT met'} on ${process.version})`);
+}
+
 if (startRecords.length > 0) {
   const startup = middle(startRecords.map((r) => r.startupMs));
   const idle = middle(startRecords.map((r) => r.idleRssMb));
@@ -540,6 +562,6 @@ if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node -
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }

@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import pLimit from 'p-limit';
-import { parseConfig, resolveConfigPaths, secretsOf, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
+import { parseConfig, resolveConfigPaths, secretsOf, telegramUserEnabled, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
 import type { Channel } from './domain/ports/channel.js';
 import type { Flow } from './domain/ports/flow.js';
@@ -246,7 +246,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const channels: Channel[] = [api, ...(await configuredChannels(config, logger, secrets, metrics)), ...(options.channels ?? [])];
+  const configured = await configuredChannels(config, logger, secrets, metrics, store);
+  const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
     if (names.has(channel.name)) throw new ConfigError(`Two channels are named "${channel.name}"; channel names must be unique`, [{ path: 'channels', message: 'duplicate name' }]);
@@ -276,6 +277,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     } catch (error) {
       checks.database = { ok: false, detail: error instanceof Error ? error.message : String(error) };
     }
+    for (const [name, check] of Object.entries(configured.healthChecks)) checks[name] = check();
     return checks;
   }
 
@@ -371,8 +373,12 @@ async function directoryResolver(
  * The channels `config.channels` turns on; each adapter loads only when enabled. A secret a channel comes to hold
  * (a generated cookie secret) joins `secrets`, which the log scrubber reads.
  */
-async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics): Promise<Channel[]> {
+/** A channel's own line in `/health`. */
+type ChannelHealthCheck = () => { ok: boolean; detail?: string };
+
+async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics, store: Store): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
   const channels: Channel[] = [];
+  const healthChecks: Record<string, ChannelHealthCheck> = {};
   if (config.channels.web.enabled) {
     const { WebChannel } = await import('./channels/web/web-channel.js');
     const { enabled: _enabled, ...web } = config.channels.web;
@@ -381,20 +387,7 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
   const telegram = config.channels.telegram;
   if (telegram.enabled && telegram.token) {
     const { TelegramBotChannel } = await import('./channels/telegram-bot/telegram-bot-channel.js');
-    // Voice messages go to the model's endpoint unless channels.telegram.transcription names another.
-    const transcriptionKey = telegram.transcription.apiKey ?? (telegram.transcription.baseUrl === undefined ? config.model.apiKey : undefined);
-    // The transcriber (and the openai SDK under it) loads with the first voice message, not at start-up.
-    let transcriber: Promise<Transcriber> | undefined;
-    const transcribe: Transcriber['transcribe'] = async (audio, options) => {
-      transcriber ??= import('./models/openai-transcription.js').then(({ createTranscriber }) =>
-        createTranscriber({
-          baseUrl: telegram.transcription.baseUrl ?? config.model.baseUrl ?? 'https://api.openai.com/v1',
-          model: telegram.transcription.model,
-          ...(transcriptionKey === undefined ? {} : { apiKey: transcriptionKey }),
-        }),
-      );
-      return (await transcriber).transcribe(audio, options);
-    };
+    const transcribe = lazyTranscriber(telegram.transcription, config);
     channels.push(
       new TelegramBotChannel({
         token: telegram.token,
@@ -414,7 +407,38 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
       }),
     );
   }
-  return channels;
+  const telegramUser = config.channels.telegramUser;
+  if (telegramUserEnabled(telegramUser)) {
+    const { telegramUserChannel } = await import('./channels/telegram-user/configured.js');
+    // The bot's transcription settings unless channels.telegramUser.transcription names others.
+    const transcribe = lazyTranscriber(telegramUser.transcription ?? telegram.transcription, config);
+    const channel = await telegramUserChannel(telegramUser, { logger: logger.child({ channel: 'telegram-user' }), metrics, leases: store.channelLeases, transcribe });
+    channels.push(channel);
+    healthChecks['telegram-user'] = () => {
+      const { state, detail } = channel.health;
+      return { ok: state === 'connected', detail: detail === undefined || state === 'connected' ? state : `${state}: ${detail}` };
+    };
+  }
+  return { channels, healthChecks };
+}
+
+/**
+ * Speech to text for a Telegram channel: the model's endpoint (and key) unless `settings` names another endpoint.
+ * The transcriber (and the openai SDK under it) loads with the first voice message, not at start-up.
+ */
+function lazyTranscriber(settings: PalaverConfig['channels']['telegram']['transcription'], config: PalaverConfig): Transcriber['transcribe'] {
+  const apiKey = settings.apiKey ?? (settings.baseUrl === undefined ? config.model.apiKey : undefined);
+  let transcriber: Promise<Transcriber> | undefined;
+  return async (audio, options) => {
+    transcriber ??= import('./models/openai-transcription.js').then(({ createTranscriber }) =>
+      createTranscriber({
+        baseUrl: settings.baseUrl ?? config.model.baseUrl ?? 'https://api.openai.com/v1',
+        model: settings.model,
+        ...(apiKey === undefined ? {} : { apiKey }),
+      }),
+    );
+    return (await transcriber).transcribe(audio, options);
+  };
 }
 
 async function createToolHosts(config: PalaverConfig, primary: ModelProvider, localTools: readonly LocalTool[], logger: Logger) {

@@ -25,6 +25,10 @@ export class PalaverMetrics {
   readonly turnsAbandoned: PromClient.Counter<string>;
   /** Model replies cut to `agent.maxReplyChars`. */
   readonly repliesCut: PromClient.Counter<string>;
+  /** The Telegram user account's connection: 1 for its current state (connected, reconnecting, signed_out), 0 for the others. */
+  readonly telegramUserConnection: PromClient.Gauge<'state'>;
+  /** Times Telegram ended the user account's session (AUTH_KEY_UNREGISTERED, SESSION_REVOKED…), by error. */
+  readonly telegramUserSignedOut: PromClient.Counter<'error'>;
   /** Chats of the Telegram user account its owner took over by writing by hand (each start of a takeover). */
   readonly telegramUserOwnerTakeovers: PromClient.Counter<string>;
   /** Chats of the Telegram user account taken over right now, read from the sources `watchTakenOverChats` adds. */
@@ -47,6 +51,8 @@ export class PalaverMetrics {
     this.deadLetters = new prom.Counter({ name: 'palaver_channel_dead_letters_total', help: 'Inbound updates a channel gave up on (kept as dead letters), by reason', labelNames: ['channel', 'reason'] as const, registers: [registry] });
     this.turnsAbandoned = new prom.Counter({ name: 'palaver_turns_abandoned_total', help: 'Inbound messages answered with an apology (or dropped) after their turns failed inbox.maxTurnAttempts times', registers: [registry] });
     this.repliesCut = new prom.Counter({ name: 'palaver_replies_cut_total', help: 'Model replies cut to agent.maxReplyChars', registers: [registry] });
+    this.telegramUserConnection = new prom.Gauge({ name: 'palaver_telegram_user_connection', help: 'Telegram user account connection: 1 for the current state (connected, reconnecting, signed_out)', labelNames: ['state'] as const, registers: [registry] });
+    this.telegramUserSignedOut = new prom.Counter({ name: 'palaver_telegram_user_signed_out_total', help: 'Times Telegram ended the user account session (the channel stopped), by error', labelNames: ['error'] as const, registers: [registry] });
     this.telegramUserOwnerTakeovers = new prom.Counter({ name: 'palaver_telegram_user_owner_takeovers_total', help: 'Telegram user-account chats the owner took over by writing by hand (the agent steps back there)', registers: [registry] });
     const takenOverSources = this.#takenOverSources;
     this.telegramUserTakenOverChats = new prom.Gauge({

@@ -942,6 +942,57 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('channel leases', () => {
+      const TTL = 30_000;
+
+      it('gives a free lease to the first claimant and refuses a second holder, naming the first', async () => {
+        const channel = unique('telegram-user');
+        const first = await store.channelLeases.claim({ channel, holder: 'host-a:101:x', now: 1_000, ttlMs: TTL });
+        expect(first).toEqual({ channel, holder: 'host-a:101:x', acquiredAt: 1_000, expiresAt: 31_000 });
+        const second = await store.channelLeases.claim({ channel, holder: 'host-b:202:y', now: 2_000, ttlMs: TTL });
+        expect(second).toEqual(first);
+        expect(await store.channelLeases.get(channel)).toEqual(first);
+      });
+
+      it('lets the holder renew and re-claim (keeping when it took the lease), and nobody else renew', async () => {
+        const channel = unique('telegram-user');
+        await store.channelLeases.claim({ channel, holder: 'a', now: 1_000, ttlMs: TTL });
+        expect(await store.channelLeases.renew({ channel, holder: 'a', now: 20_000, ttlMs: TTL })).toBe(true);
+        expect(await store.channelLeases.renew({ channel, holder: 'b', now: 20_000, ttlMs: TTL })).toBe(false);
+        expect(await store.channelLeases.get(channel)).toMatchObject({ holder: 'a', acquiredAt: 1_000, expiresAt: 50_000 });
+        // Past the first expiry but within the renewed one: still a's.
+        expect(await store.channelLeases.claim({ channel, holder: 'b', now: 40_000, ttlMs: TTL })).toMatchObject({ holder: 'a' });
+        expect(await store.channelLeases.claim({ channel, holder: 'a', now: 45_000, ttlMs: TTL })).toEqual({ channel, holder: 'a', acquiredAt: 1_000, expiresAt: 75_000 });
+      });
+
+      it('hands an expired lease (a crashed holder) to the next claimant, and the old holder cannot renew it', async () => {
+        const channel = unique('telegram-user');
+        await store.channelLeases.claim({ channel, holder: 'crashed', now: 1_000, ttlMs: TTL });
+        const taken = await store.channelLeases.claim({ channel, holder: 'next', now: 31_000, ttlMs: TTL });
+        expect(taken).toEqual({ channel, holder: 'next', acquiredAt: 31_000, expiresAt: 61_000 });
+        expect(await store.channelLeases.renew({ channel, holder: 'crashed', now: 31_001, ttlMs: TTL })).toBe(false);
+      });
+
+      it('gives exactly one of many simultaneous claimants the lease', async () => {
+        const channel = unique('telegram-user');
+        const holders = Array.from({ length: 6 }, (_, index) => `racer-${index}`);
+        const results = await Promise.all(holders.map((holder) => store.channelLeases.claim({ channel, holder, now: 5_000, ttlMs: TTL })));
+        const winner = results[0]!.holder;
+        expect(holders).toContain(winner);
+        expect(results.every((lease) => lease.holder === winner)).toBe(true);
+      });
+
+      it('frees the lease on release by its holder only', async () => {
+        const channel = unique('telegram-user');
+        await store.channelLeases.claim({ channel, holder: 'a', now: 1_000, ttlMs: TTL });
+        await store.channelLeases.release(channel, 'b');
+        expect(await store.channelLeases.get(channel)).toMatchObject({ holder: 'a' });
+        await store.channelLeases.release(channel, 'a');
+        expect(await store.channelLeases.get(channel)).toBeUndefined();
+        expect(await store.channelLeases.claim({ channel, holder: 'b', now: 2_000, ttlMs: TTL })).toMatchObject({ holder: 'b', acquiredAt: 2_000 });
+      });
+    });
+
     describe('transactions', () => {
       it('commits the writes of a transaction together', async () => {
         const session = await givenSession();

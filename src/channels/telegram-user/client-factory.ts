@@ -1,4 +1,3 @@
-import { closeSync, openSync } from 'node:fs';
 import {
   networkMiddlewares,
   SqliteStorage,
@@ -7,6 +6,7 @@ import {
   type RpcCallMiddleware,
   type TelegramTransport,
 } from '@mtcute/node';
+import { TelegramSessionFile } from './session-store.js';
 
 /** The 401 answers after which the session is gone for good: only a new `palaver telegram login` helps. */
 export const SIGNED_OUT_ERRORS: ReadonlySet<string> = new Set([
@@ -103,8 +103,8 @@ export function createTelegramUserClient(options: TelegramUserClientOptions): Bu
 }
 
 function sqliteStorage(file: string): SqliteStorage {
-  // The session file holds the account's auth key: create it owner-only before SQLite opens (and keeps) it.
-  closeSync(openSync(file, 'a', 0o600));
+  // The session file holds the account's auth key: owner-only before SQLite opens (and keeps) it.
+  new TelegramSessionFile(file).ensure();
   return new SqliteStorage(file);
 }
 

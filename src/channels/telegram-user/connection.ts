@@ -134,9 +134,12 @@ export class TelegramUserConnection {
     try {
       await client.connect();
       this.#self = await client.getMe();
+      const caughtUp = this.#caughtUp(client);
       await client.startUpdatesLoop();
       // Messages that came while Palaver was down: mtcute catches up at start, this makes sure of it.
       this.catchUp();
+      // Until the first catch-up is done the client does not know which update state it counts from.
+      await caughtUp;
       if (this.#built !== built) return;
       this.#delayMs = this.#options.initialDelayMs ?? 1_000;
       this.#setHealth('connected');
@@ -147,6 +150,24 @@ export class TelegramUserConnection {
       this.#logger.warn({ err: error }, 'could not connect the Telegram user account; trying again');
       return this.#retryLater(error);
     }
+  }
+
+  /** Resolves once the client went through catch-up (`updating`) and back to `connected`, or after 30 s. */
+  #caughtUp(client: TelegramClient): Promise<void> {
+    return new Promise((resolve) => {
+      let updating = false;
+      const done = () => {
+        clearTimeout(timer);
+        client.onConnectionState.remove(listener);
+        resolve();
+      };
+      const listener = (state: ConnectionState) => {
+        if (state === 'updating') updating = true;
+        else if (state === 'connected' && updating) done();
+      };
+      const timer = setTimeout(done, 30_000);
+      client.onConnectionState.add(listener);
+    });
   }
 
   #onState(built: BuiltClient, state: ConnectionState): void {

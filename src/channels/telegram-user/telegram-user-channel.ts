@@ -89,6 +89,7 @@ export class TelegramUserChannel implements Channel {
   #unwatchTakeovers: (() => void) | undefined;
   #lease: { release(): Promise<void> } | undefined;
   #started = false;
+  readonly #inboundChains = new Map<number, Promise<void>>();
 
   constructor(options: TelegramUserChannelOptions) {
     this.#options = options;
@@ -217,12 +218,28 @@ export class TelegramUserChannel implements Channel {
     });
   }
 
-  /** One new message (live or caught up); resolves once it is stored, so mtcute may move the update state on. */
-  async #receive(message: Message): Promise<void> {
-    const outcome = await this.#inbound?.handle(message);
-    if (outcome) {
+  /**
+   * One new message (live or caught up); resolves once it is stored, so mtcute may move the update state on.
+   * mtcute runs message handlers side by side (a catch-up delivers a chat's messages at once): each chat's messages
+   * are handed over one after another, in Telegram's order, so the inbox stores them in the order they were written.
+   */
+  #receive(message: Message): Promise<void> {
+    const chatId = message.chat.id;
+    const previous = this.#inboundChains.get(chatId) ?? Promise.resolve();
+    const handled = previous.then(async () => {
+      const outcome = await this.#inbound?.handle(message);
+      if (!outcome) return;
       const reason = outcome.kind === 'ignored' ? { reason: outcome.reason } : {};
-      this.#logger.debug({ chatId: message.chat.id, messageId: message.id, outcome: outcome.kind, ...reason }, 'telegram user-account message handled');
-    }
+      this.#logger.debug({ chatId, messageId: message.id, outcome: outcome.kind, ...reason }, 'telegram user-account message handled');
+    });
+    const chain = handled.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inboundChains.set(chatId, chain);
+    void chain.then(() => {
+      if (this.#inboundChains.get(chatId) === chain) this.#inboundChains.delete(chatId);
+    });
+    return handled;
   }
 }

@@ -28,6 +28,7 @@ export interface Store {
   readonly recorded: RecordedMessageRepository;
   readonly deliveries: DeliveryRepository;
   readonly channelState: ChannelStateRepository;
+  readonly channelLeases: ChannelLeaseRepository;
   readonly focus: FocusRepository;
   readonly identityEvents: IdentityEventRepository;
   readonly spend: SpendRepository;
@@ -337,6 +338,33 @@ export interface ChannelStateRepository {
   get(channel: string, key: string): Promise<string | undefined>;
   set(channel: string, key: string, value: string): Promise<void>;
   delete(channel: string, key: string): Promise<void>;
+}
+
+/** Who holds a channel that must run in one process only, since when, and until when unless renewed (epoch ms). */
+export interface ChannelLease {
+  readonly channel: string;
+  readonly holder: string;
+  readonly acquiredAt: number;
+  readonly expiresAt: number;
+}
+
+/**
+ * Leases of channels that must run in one process only (a Telegram user account's session). `now` is the caller's
+ * clock in epoch milliseconds, as for the inbox leases.
+ */
+export interface ChannelLeaseRepository {
+  /**
+   * Takes the lease for `holder` until `now + ttlMs` when it is free, expired or already `holder`'s (then it is
+   * renewed and keeps its `acquiredAt`). Atomic: of processes claiming at once, one gets it.
+   * @returns the lease as it stands afterwards: `holder` is the caller's id when the claim succeeded.
+   */
+  claim(input: { readonly channel: string; readonly holder: string; readonly now: number; readonly ttlMs: number }): Promise<ChannelLease>;
+  /** Extends `holder`'s lease to `now + ttlMs`; false when `holder` no longer has it (another process took it over). */
+  renew(input: { readonly channel: string; readonly holder: string; readonly now: number; readonly ttlMs: number }): Promise<boolean>;
+  /** Gives the lease up if `holder` has it; nothing otherwise. */
+  release(channel: string, holder: string): Promise<void>;
+  /** The lease row, also an expired one (compare `expiresAt` with the time); undefined when nobody ever took it or it was released. */
+  get(channel: string): Promise<ChannelLease | undefined>;
 }
 
 /** The entities one person in one conversation is about, of one type, and when they were loaded (epoch milliseconds). */

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
 import type { Store } from '../../domain/ports/store.js';
 import { bindStrategy, dialectOf, type DialectStrategy, type StoreDialect } from './dialect-strategy.js';
+import { KyselyChannelLeaseRepository } from './channel-lease-repository.js';
 import { KyselyChannelStateRepository } from './channel-state-repository.js';
 import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyFocusRepository } from './focus-repository.js';
@@ -54,6 +55,7 @@ export class KyselyStore implements Store {
   readonly recorded: KyselyRecordedMessageRepository;
   readonly deliveries: KyselyDeliveryRepository;
   readonly channelState: KyselyChannelStateRepository;
+  readonly channelLeases: KyselyChannelLeaseRepository;
   readonly focus: KyselyFocusRepository;
   readonly identityEvents: KyselyIdentityEventRepository;
   readonly spend: KyselySpendRepository;
@@ -80,6 +82,7 @@ export class KyselyStore implements Store {
     this.recorded = new KyselyRecordedMessageRepository(this.#ctx);
     this.deliveries = new KyselyDeliveryRepository(this.#ctx);
     this.channelState = new KyselyChannelStateRepository(this.#ctx);
+    this.channelLeases = new KyselyChannelLeaseRepository(this.#ctx);
     this.focus = new KyselyFocusRepository(this.#ctx);
     this.identityEvents = new KyselyIdentityEventRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);

@@ -24,6 +24,7 @@ export interface Database {
   readonly recorded_messages: RecordedMessagesTable;
   readonly deliveries: DeliveriesTable;
   readonly channel_state: ChannelStateTable;
+  readonly channel_leases: ChannelLeasesTable;
   readonly focus: FocusTable;
   readonly profiles: ProfilesTable;
   readonly daily_spend: DailySpendTable;
@@ -272,6 +273,14 @@ export interface ChannelStateTable {
   key: string;
   value: string;
   updated_at: EpochMillis;
+}
+
+/** A channel that runs in one process only, and the process holding it (`host:pid:instance`) until `expires_at`. */
+export interface ChannelLeasesTable {
+  channel: string;
+  holder: string;
+  acquired_at: EpochMillis;
+  expires_at: EpochMillis;
 }
 
 /** The identity audit: phones set or taken, accounts relinked, links refused, admins' changes. */

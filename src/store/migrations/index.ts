@@ -17,6 +17,7 @@ import { budgetReservationsMigration } from './0012-budget-reservations.js';
 import { turnJournalMigration } from './0013-turn-journal.js';
 import { accountNamespacesMigration } from './0014-account-namespaces.js';
 import { recordedMessagesMigration } from './0015-recorded-messages.js';
+import { channelLeasesMigration } from './0016-channel-leases.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -42,6 +43,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0013_turn_journal': turnJournalMigration(dialect),
     '0014_account_namespaces': accountNamespacesMigration(dialect),
     '0015_recorded_messages': recordedMessagesMigration(dialect),
+    '0016_channel_leases': channelLeasesMigration(dialect),
   };
 }
 

@@ -38,6 +38,7 @@ export class FakeMtproto {
   private readonly log: { pts: number; update: tl.TypeUpdate }[] = [];
   private readonly failures = new Map<string, ScriptedFailure[]>();
   private readonly handlers = new Map<string, FakeMethodHandler>();
+  private readonly holds = new Map<string, { applied: (call: FakeMtprotoCall) => void; released: Promise<void> }[]>();
   private readonly events = new EventEmitter();
   private nextMessageId = 1;
   private nextUserId = 1000;
@@ -160,6 +161,21 @@ export class FakeMtproto {
     return this.online ? Promise.resolve() : new Promise((resolve) => this.onlineWaiters.push(resolve));
   }
 
+  /**
+   * The next call of `method` is carried out (a send reaches the chat), and its answer is held back until `release()`:
+   * `applied` resolves once it took effect, so a test can kill the caller's process between the two.
+   */
+  holdNext(method: string): { readonly applied: Promise<FakeMtprotoCall>; release(): void } {
+    let applied!: (call: FakeMtprotoCall) => void;
+    let release!: () => void;
+    const hold = { applied: (call: FakeMtprotoCall) => applied(call), released: new Promise<void>((resolve) => (release = resolve)) };
+    const appliedPromise = new Promise<FakeMtprotoCall>((resolve) => (applied = resolve));
+    const list = this.holds.get(method) ?? [];
+    list.push(hold);
+    this.holds.set(method, list);
+    return { applied: appliedPromise, release };
+  }
+
   /** Answers `method` with `handler` instead of the built-in behaviour (or adds a method the fake does not know). */
   on(method: string, handler: FakeMethodHandler): void {
     this.handlers.set(method, handler);
@@ -207,6 +223,11 @@ export class FakeMtproto {
     const custom = this.handlers.get(method);
     const result = custom ? await custom(request, this) : this.answer(request);
     this.events.emit('change');
+    const hold = this.holds.get(method)?.shift();
+    if (hold) {
+      hold.applied(call);
+      await hold.released;
+    }
     return result;
   }
 

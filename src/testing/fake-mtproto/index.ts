@@ -17,3 +17,4 @@ export { fakeMtprotoLink, type FakeMtprotoLink } from './link.js';
 export { remoteFakeMtprotoLink } from './remote-link.js';
 export { serveFakeMtproto, type FakeMtprotoServer } from './http-server.js';
 export { createFakeClient, fakeClientOptions, type FakeClientOptions } from './fake-client.js';
+export { signInSessionFile } from './session-file.js';

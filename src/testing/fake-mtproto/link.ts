@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { FakeConnection } from '@fuman/net';
 import { IntermediatePacketCodec, type ITelegramStorageProvider, type RpcCallMiddleware, type TelegramClient, type TelegramTransport } from '@mtcute/node';
 import type { FakeMtproto } from './fake-mtproto.js';
@@ -56,8 +57,19 @@ const AUTH_KEY = new Uint8Array(256);
 
 export function wrapStorage<S extends ITelegramStorageProvider>(storage: S): S {
   // mtcute asks storage for the DC's auth key before each connection: with one there, it goes straight to RPCs.
-  storage.authKeys.get = () => AUTH_KEY;
-  storage.authKeys.getTemp = () => AUTH_KEY;
+  // A DC without one gets a random key stored, as a real key exchange leaves one: a session file then looks like a
+  // real one (a key and, after login, a user), and tests can look for the key's bytes in output that must not hold it.
+  const keys = storage.authKeys;
+  const storedKey = keys.get.bind(keys);
+  const storeKey = keys.set.bind(keys);
+  keys.get = async (dc) => {
+    const key = await storedKey(dc);
+    if (key) return key;
+    const fresh = new Uint8Array(randomBytes(256));
+    await storeKey(dc, fresh);
+    return fresh;
+  };
+  keys.getTemp = () => AUTH_KEY;
   return storage;
 }
 

@@ -1,0 +1,51 @@
+import type { PalaverConfig } from '../../config/index.js';
+import { ChannelError } from '../../domain/errors.js';
+import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
+import type { Logger } from '../../observability/logger.js';
+import type { PalaverMetrics } from '../../observability/metrics.js';
+import type { Transcribe } from '../telegram/index.js';
+import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
+import { CONNECTION_HEALTH_STATES } from './connection.js';
+import { SessionLease } from './session-lease.js';
+import { TelegramSessionFile } from './session-store.js';
+import { TelegramUserChannel } from './telegram-user-channel.js';
+
+/**
+ * The user-account channel as `channels.telegramUser` configures it, its health on the
+ * `palaver_telegram_user_connection` gauge. Loaded only when the channel is on (mtcute is about 90 MB).
+ */
+export async function telegramUserChannel(
+  config: PalaverConfig['channels']['telegramUser'],
+  deps: { readonly logger: Logger; readonly metrics: PalaverMetrics; readonly leases: ChannelLeaseRepository; readonly transcribe?: Transcribe },
+): Promise<TelegramUserChannel> {
+  const { apiId, apiHash, sessionFile } = config;
+  if (apiId === undefined || apiHash === undefined || sessionFile === undefined) {
+    throw new ChannelError('not_configured', TELEGRAM_USER_CHANNEL, 'channels.telegramUser needs apiId, apiHash and a sessionFile');
+  }
+  // Tests only: the fake MTProto server of src/testing, over loopback, instead of Telegram.
+  const network = config.fakeServerUrl === undefined ? undefined : (await import('../../testing/fake-mtproto/remote-link.js')).remoteFakeMtprotoLink(config.fakeServerUrl);
+  const gauge = deps.metrics.telegramUserConnection;
+  return new TelegramUserChannel({
+    apiId,
+    apiHash,
+    session: sessionFile,
+    // No network before this: a start without a session fails at once, naming `palaver telegram login`.
+    checkSignedIn: () => void new TelegramSessionFile(sessionFile).requireSignedIn(),
+    acquireLease: (onLost) => SessionLease.acquire({ leases: deps.leases, logger: deps.logger, onLost }),
+    quietWindowMs: config.quietWindowMs,
+    ...(config.maxWaitMs === undefined ? {} : { maxWaitMs: config.maxWaitMs }),
+    floodWaitInlineMaxSeconds: config.floodWaitInlineMaxSeconds,
+    answer: config.answer,
+    ownerTakeoverMinutes: config.ownerTakeoverMinutes,
+    ...(deps.transcribe ? { transcribe: deps.transcribe } : {}),
+    onOwnerTakeover: () => deps.metrics.telegramUserOwnerTakeovers.inc(),
+    watchTakenOverChats: (count) => deps.metrics.watchTakenOverChats(count),
+    onHealth: (health) => {
+      for (const state of CONNECTION_HEALTH_STATES) gauge.set({ state }, state === health ? 1 : 0);
+    },
+    onSignedOut: (error) => deps.metrics.telegramUserSignedOut.inc({ error }),
+    ...(network ? { network } : {}),
+    logger: deps.logger,
+  });
+}
+

@@ -1,0 +1,21 @@
+import { closeSync, openSync } from 'node:fs';
+import { SqliteStorage } from '@mtcute/node';
+import { createFakeClient } from './fake-client.js';
+import type { FakeMtprotoLink } from './link.js';
+
+/**
+ * Makes `file` a signed-in session of the fake's account, as `palaver telegram login` would leave it: mtcute's
+ * SQLite storage with an auth key (the link stores one) and the current user, and the update state of that moment (so a later start
+ * catches up from there). Created owner-only.
+ */
+export async function signInSessionFile(link: FakeMtprotoLink, file: string): Promise<void> {
+  closeSync(openSync(file, 'a', 0o600));
+  const storage = new SqliteStorage(file);
+  const client = createFakeClient(link, { storage });
+  try {
+    await client.start({ phone: '+15550100', code: () => Promise.resolve('12345') });
+    await client.startUpdatesLoop();
+  } finally {
+    await client.destroy();
+  }
+}
