@@ -52,6 +52,11 @@ export interface PalaverOptions {
   readonly now?: () => Date;
   /** Collect Node's default process metrics too (on for the server, off for embedding). */
   readonly processMetrics?: boolean;
+  /**
+   * Default true. False: this Palaver never takes over messages a stopped process left unanswered, so no turn runs
+   * that its own channels did not start (`palaver telegram sync` uses it only to record history).
+   */
+  readonly serveInbox?: boolean;
 }
 
 /** A reply from `Palaver.chat`. */
@@ -266,7 +271,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     throw error;
   }
   // Now that every channel can deliver: answer what a stopped process left unanswered, and keep our leases alive.
-  pipeline.start();
+  if (options.serveInbox !== false) pipeline.start();
 
   let closing: Promise<void> | undefined;
   async function checkHealth(): Promise<Record<string, { ok: boolean; detail?: string }>> {

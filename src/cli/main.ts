@@ -9,6 +9,7 @@ import type { Demo } from './demo.js';
 import { limitHeapGrowth } from './heap-growth.js';
 import { releaseMemoryWhenIdle } from './idle-memory.js';
 import { redactUrl } from './redact-url.js';
+import { telegramCommand } from './telegram.js';
 
 interface CommonOptions {
   readonly config?: string;
@@ -98,6 +99,8 @@ export async function main(argv: readonly string[]): Promise<void> {
       const ok = await runDoctor({ demo: options.demo !== undefined && options.demo !== false }, { loadConfig: (overrides) => loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) }) });
       if (!ok) process.exitCode = 1;
     });
+
+  program.addCommand(telegramCommand(configOption));
 
   try {
     await program.parseAsync([...argv]);

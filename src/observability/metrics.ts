@@ -29,13 +29,13 @@ export class PalaverMetrics {
   readonly telegramUserConnection: PromClient.Gauge<'state'>;
   /** Times Telegram ended the user account's session (AUTH_KEY_UNREGISTERED, SESSION_REVOKED…), by error. */
   readonly telegramUserSignedOut: PromClient.Counter<'error'>;
+  /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
+  readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
   /** Chats of the Telegram user account its owner took over by writing by hand (each start of a takeover). */
   readonly telegramUserOwnerTakeovers: PromClient.Counter<string>;
   /** Chats of the Telegram user account taken over right now, read from the sources `watchTakenOverChats` adds. */
   readonly telegramUserTakenOverChats: PromClient.Gauge<string>;
   readonly #takenOverSources = new Set<() => number>();
-  /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
-  readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
@@ -53,6 +53,7 @@ export class PalaverMetrics {
     this.repliesCut = new prom.Counter({ name: 'palaver_replies_cut_total', help: 'Model replies cut to agent.maxReplyChars', registers: [registry] });
     this.telegramUserConnection = new prom.Gauge({ name: 'palaver_telegram_user_connection', help: 'Telegram user account connection: 1 for the current state (connected, reconnecting, signed_out)', labelNames: ['state'] as const, registers: [registry] });
     this.telegramUserSignedOut = new prom.Counter({ name: 'palaver_telegram_user_signed_out_total', help: 'Times Telegram ended the user account session (the channel stopped), by error', labelNames: ['error'] as const, registers: [registry] });
+    this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
     this.telegramUserOwnerTakeovers = new prom.Counter({ name: 'palaver_telegram_user_owner_takeovers_total', help: 'Telegram user-account chats the owner took over by writing by hand (the agent steps back there)', registers: [registry] });
     const takenOverSources = this.#takenOverSources;
     this.telegramUserTakenOverChats = new prom.Gauge({
@@ -65,7 +66,6 @@ export class PalaverMetrics {
         this.set(total);
       },
     });
-    this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   }
 

@@ -13,4 +13,6 @@ export const TEST_SECRETS = {
   telegramToken: '123456789:test-telegram-token-AAE5f0c2b7',
   cookieSecret: 'test-cookie-secret-6e4f2a8b0c1d3e5f',
   jwtSecret: 'test-jwt-secret-8c7b6a5d4e3f2a1b',
+  /** The Telegram user account's api_hash: 32 hex characters, as my.telegram.org gives it. */
+  telegramApiHash: 'c0ffee5e7a1b2d3c4e5f60718293a4b5',
 } as const;

@@ -44,6 +44,11 @@ export interface TelegramUserClientOptions {
   readonly network?: TelegramNetworkOverride;
   /** mtcute's own log level (0 silent … 5 verbose). Default 1 (errors). */
   readonly logLevel?: number;
+  /**
+   * Default true. False (the `palaver telegram` commands): no updates manager, so the client never fetches the
+   * difference and never moves the session's update state past messages the channel has not stored yet.
+   */
+  readonly updates?: boolean;
 }
 
 /** A client and how to dispose of it for good (a client is never reused after `disconnect`). */
@@ -83,7 +88,7 @@ export function createTelegramUserClient(options: TelegramUserClientOptions): Bu
     apiId: options.apiId,
     apiHash: options.apiHash,
     storage,
-    updates: { catchUp: true },
+    updates: options.updates === false ? false : { catchUp: true },
     network: { middlewares },
     ...(options.network ? { transport: options.network.transport } : {}),
     logLevel: options.logLevel ?? 1,

@@ -32,6 +32,7 @@ export async function telegramUserChannel(
     // No network before this: a start without a session fails at once, naming `palaver telegram login`.
     checkSignedIn: () => void new TelegramSessionFile(sessionFile).requireSignedIn(),
     acquireLease: (onLost) => SessionLease.acquire({ leases: deps.leases, logger: deps.logger, onLost }),
+    importHistoryOnFirstContact: config.importHistoryOnFirstContact,
     quietWindowMs: config.quietWindowMs,
     ...(config.maxWaitMs === undefined ? {} : { maxWaitMs: config.maxWaitMs }),
     floodWaitInlineMaxSeconds: config.floodWaitInlineMaxSeconds,

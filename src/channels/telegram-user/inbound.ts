@@ -26,6 +26,11 @@ export interface TelegramUserInboundOptions {
   readonly logger?: Logger;
   /** Longest audio downloaded for transcription, in bytes. Default 25 MB (what OpenAI's endpoint takes). */
   readonly maxAudioBytes?: number;
+  /**
+   * `importHistoryOnFirstContact`: stores a chat's earlier messages (before `beforeId`) the first time the chat is
+   * answered; once per chat (history-sync.ts keeps the mark). A failure is logged and the message answered anyway.
+   */
+  readonly importHistory?: (chatId: number, beforeId: number) => Promise<void>;
 }
 
 /** What became of one message, for the caller's logs and for tests. */
@@ -93,6 +98,10 @@ export class TelegramUserInbound {
       conversationKind: 'direct',
       ...(read.phone ? { phone: read.phone } : {}),
     };
+    if (this.#options.importHistory) {
+      // Before the message itself is accepted, so the first turn's model already reads what was said before.
+      await this.#options.importHistory(person.id, message.id).catch((error: unknown) => this.#logger.warn({ err: error, chatId, messageId: message.id }, 'could not import the chat\'s earlier history; answering without it'));
+    }
     try {
       const acceptance = await this.#options.context.accept(inbound);
       if (acceptance.status === 'duplicate') this.#logger.debug({ chatId, messageId: message.id }, 'telegram user message seen before; not answered again');

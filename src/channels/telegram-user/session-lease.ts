@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelLease, ChannelLeaseRepository } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';
-import { TELEGRAM_USER_CHANNEL } from './session-store.js';
+import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 
 /** How long a lease lasts without renewal: a crashed holder's session is free again after this. */
 export const SESSION_LEASE_TTL_MS = 30_000;

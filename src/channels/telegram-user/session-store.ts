@@ -3,10 +3,8 @@ import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import type { SqliteStorage } from '@mtcute/node';
 import { ChannelError } from '../../domain/errors.js';
+import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import { nodeSqlite } from '../../store/sqlite/sqlite-bindings.js';
-
-/** The channel's name, also the key of its session lease. */
-export const TELEGRAM_USER_CHANNEL = 'telegram-user';
 
 /** Who a session file says is signed in, read from the file alone (no network): the user id and usernames. */
 export interface StoredAccount {

@@ -6,6 +6,7 @@ import { createTelegramUserClient, type TelegramNetworkOverride } from './client
 import { TelegramUserConnection, type ConnectionHealth } from './connection.js';
 import type { Transcribe } from '../telegram/index.js';
 import { AnswerPolicy, type AnswerSetting } from './answer-policy.js';
+import { importOnFirstContact } from './history-sync.js';
 import { TelegramUserInbound } from './inbound.js';
 import { TelegramUserOutbound } from './outbound.js';
 import { OwnSends } from './own-sends.js';
@@ -32,6 +33,11 @@ export interface TelegramUserChannelOptions {
   readonly answer?: AnswerSetting;
   /** Minutes the agent steps back in a chat after its owner wrote there by hand; 0: never. Default 30. */
   readonly ownerTakeoverMinutes?: number;
+  /**
+   * `channels.telegramUser.importHistoryOnFirstContact`: this many of a chat's last messages are stored (no turn)
+   * before the first message of that chat is handed to the pipeline. Default 0: off.
+   */
+  readonly importHistoryOnFirstContact?: number;
   /** Voice, audio and round video are transcribed with it (the bot's transcriber); without it they are described. */
   readonly transcribe?: Transcribe;
   /** Counted once per owner takeover that starts (`palaver_telegram_user_owner_takeovers_total`). */
@@ -214,6 +220,9 @@ export class TelegramUserChannel implements Channel {
       ownSends,
       takeover,
       ...(options.transcribe ? { transcribe: options.transcribe } : {}),
+      ...((options.importHistoryOnFirstContact ?? 0) > 0
+        ? { importHistory: (chatId: number, beforeId: number) => importOnFirstContact(this.#connection.client, context, chatId, beforeId, options.importHistoryOnFirstContact!).then(() => undefined) }
+        : {}),
       logger: this.#logger,
     });
   }

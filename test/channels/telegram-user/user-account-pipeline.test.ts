@@ -147,4 +147,41 @@ describe('telegram user account through the pipeline', () => {
     // Palaver itself goes on: the API channel still answers.
     expect((await palaver.chat({ userId: 'api-user', text: 'still there?' })).text).toBe('ok: still there?');
   }, 30_000);
+  it('imports a chat\'s earlier messages before its first turn (importHistoryOnFirstContact), once', async () => {
+    const seen: string[][] = [];
+    rig = await createUserAccountRig((call) => {
+      seen.push(call.messages.flatMap((item) => (item.type === 'message' && item.content ? [`${item.role}: ${item.content}`] : [])));
+      return { text: 'Welcome back!' };
+    }, { quietWindowMs: 0, importHistoryOnFirstContact: 2 });
+    const { telegram, harness } = rig;
+    const ann = telegram.addUser({ firstName: 'Ann' });
+    // Message ids are per account: service messages elsewhere (never answered) move the counter past the earlier ones.
+    const bob = telegram.addUser({ firstName: 'Bob' });
+    for (let index = 0; index < 4; index += 1) telegram.serviceMessage(bob.id);
+    // What the chat held before Palaver ran: three earlier messages, served by getHistory (never pushed as new).
+    const earlier = [
+      { id: 1, out: false, text: 'Do you cut curly hair?' },
+      { id: 2, out: true, text: 'Yes, Marta does, on Fridays.' },
+      { id: 3, out: false, text: 'Lovely, I will think about it.' },
+    ].map((m) => ({ ...m, chatId: ann.id, fromUserId: m.out ? telegram.self.id : ann.id, entities: undefined, media: undefined, action: undefined, replyToId: undefined, randomId: undefined, date: 1_700_000_000 }));
+    telegram.on('messages.getHistory', (request) => {
+      const { maxId, limit } = request as { maxId: number; limit: number };
+      const page = earlier.filter((m) => maxId === 0 || m.id < maxId).reverse().slice(0, limit);
+      return { _: 'messages.messages', messages: page.map((m) => telegram.messageTl(m)), chats: [], users: [telegram.userTl(ann)] };
+    });
+    const first = telegram.incoming(ann.id, 'Is Friday still free?');
+    expect(first.id).toBeGreaterThan(3);
+    await waitUntilSettled(harness, 1);
+    expect(telegram.callsOf('messages.getHistory').map((call) => (call.request as { maxId: number }).maxId)).toEqual([first.id]);
+    telegram.incoming(ann.id, 'And Saturday?');
+    await waitUntilSettled(harness, 2);
+    // Once per chat: the second message fetched nothing.
+    expect(telegram.callsOf('messages.getHistory')).toHaveLength(1);
+    const firstTurn = seen[0]!;
+    const at = (text: string) => firstTurn.indexOf(text);
+    expect(at('user: Do you cut curly hair?')).toBe(-1);
+    expect(at('assistant: Yes, Marta does, on Fridays.')).toBeGreaterThanOrEqual(0);
+    expect(at('user: Lovely, I will think about it.')).toBeGreaterThan(at('assistant: Yes, Marta does, on Fridays.'));
+    expect(at('user: Is Friday still free?')).toBeGreaterThan(at('user: Lovely, I will think about it.'));
+  });
 });
