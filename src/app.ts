@@ -402,20 +402,7 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
   const telegram = config.channels.telegram;
   if (telegram.enabled && telegram.token) {
     const { TelegramBotChannel } = await import('./channels/telegram-bot/telegram-bot-channel.js');
-    // Voice messages go to the model's endpoint unless channels.telegram.transcription names another.
-    const transcriptionKey = telegram.transcription.apiKey ?? (telegram.transcription.baseUrl === undefined ? config.model.apiKey : undefined);
-    // The transcriber (and the openai SDK under it) loads with the first voice message, not at start-up.
-    let transcriber: Promise<Transcriber> | undefined;
-    const transcribe: Transcriber['transcribe'] = async (audio, options) => {
-      transcriber ??= import('./models/openai-transcription.js').then(({ createTranscriber }) =>
-        createTranscriber({
-          baseUrl: telegram.transcription.baseUrl ?? config.model.baseUrl ?? 'https://api.openai.com/v1',
-          model: telegram.transcription.model,
-          ...(transcriptionKey === undefined ? {} : { apiKey: transcriptionKey }),
-        }),
-      );
-      return (await transcriber).transcribe(audio, options);
-    };
+    const transcribe = lazyTranscriber(telegram.transcription, config);
     channels.push(
       new TelegramBotChannel({
         token: telegram.token,
@@ -439,7 +426,9 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
   const telegramUser = config.channels.telegramUser;
   if (telegramUserEnabled(telegramUser)) {
     const { telegramUserChannel } = await import('./channels/telegram-user/configured.js');
-    const channel = await telegramUserChannel(telegramUser, { logger: logger.child({ channel: 'telegram-user' }), metrics, leases: store.channelLeases });
+    // The bot's transcription settings unless channels.telegramUser.transcription names others.
+    const transcribe = lazyTranscriber(telegramUser.transcription ?? telegram.transcription, config);
+    const channel = await telegramUserChannel(telegramUser, { logger: logger.child({ channel: 'telegram-user' }), metrics, leases: store.channelLeases, transcribe });
     channels.push(channel);
     healthChecks['telegram-user'] = () => {
       const { state, detail } = channel.health;
@@ -447,6 +436,25 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
     };
   }
   return { channels, healthChecks };
+}
+
+/**
+ * Speech to text for a Telegram channel: the model's endpoint (and key) unless `settings` names another endpoint.
+ * The transcriber (and the openai SDK under it) loads with the first voice message, not at start-up.
+ */
+function lazyTranscriber(settings: PalaverConfig['channels']['telegram']['transcription'], config: PalaverConfig): Transcriber['transcribe'] {
+  const apiKey = settings.apiKey ?? (settings.baseUrl === undefined ? config.model.apiKey : undefined);
+  let transcriber: Promise<Transcriber> | undefined;
+  return async (audio, options) => {
+    transcriber ??= import('./models/openai-transcription.js').then(({ createTranscriber }) =>
+      createTranscriber({
+        baseUrl: settings.baseUrl ?? config.model.baseUrl ?? 'https://api.openai.com/v1',
+        model: settings.model,
+        ...(apiKey === undefined ? {} : { apiKey }),
+      }),
+    );
+    return (await transcriber).transcribe(audio, options);
+  };
 }
 
 async function startStreamsToolsOrClose(config: PalaverConfig, store: Store, logger: Logger, metrics: PalaverMetrics) {

@@ -3,6 +3,7 @@ import { ChannelError } from '../../domain/errors.js';
 import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PalaverMetrics } from '../../observability/metrics.js';
+import type { Transcribe } from '../telegram/index.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import { CONNECTION_HEALTH_STATES } from './connection.js';
 import { SessionLease } from './session-lease.js';
@@ -15,7 +16,7 @@ import { TelegramUserChannel } from './telegram-user-channel.js';
  */
 export async function telegramUserChannel(
   config: PalaverConfig['channels']['telegramUser'],
-  deps: { readonly logger: Logger; readonly metrics: PalaverMetrics; readonly leases: ChannelLeaseRepository },
+  deps: { readonly logger: Logger; readonly metrics: PalaverMetrics; readonly leases: ChannelLeaseRepository; readonly transcribe?: Transcribe },
 ): Promise<TelegramUserChannel> {
   const { apiId, apiHash, sessionFile } = config;
   if (apiId === undefined || apiHash === undefined || sessionFile === undefined) {
@@ -35,6 +36,11 @@ export async function telegramUserChannel(
     quietWindowMs: config.quietWindowMs,
     ...(config.maxWaitMs === undefined ? {} : { maxWaitMs: config.maxWaitMs }),
     floodWaitInlineMaxSeconds: config.floodWaitInlineMaxSeconds,
+    answer: config.answer,
+    ownerTakeoverMinutes: config.ownerTakeoverMinutes,
+    ...(deps.transcribe ? { transcribe: deps.transcribe } : {}),
+    onOwnerTakeover: () => deps.metrics.telegramUserOwnerTakeovers.inc(),
+    watchTakenOverChats: (count) => deps.metrics.watchTakenOverChats(count),
     onHealth: (health) => {
       for (const state of CONNECTION_HEALTH_STATES) gauge.set({ state }, state === health ? 1 : 0);
     },

@@ -237,7 +237,9 @@ export class TelegramUserChannel implements Channel {
     const previous = this.#inboundChains.get(chatId) ?? Promise.resolve();
     const handled = previous.then(async () => {
       const outcome = await this.#inbound?.handle(message);
-      if (outcome) this.#logger.debug({ chatId, messageId: message.id, outcome: outcome.kind }, 'telegram user-account message handled');
+      if (!outcome) return;
+      const reason = outcome.kind === 'ignored' ? { reason: outcome.reason } : {};
+      this.#logger.debug({ chatId, messageId: message.id, outcome: outcome.kind, ...reason }, 'telegram user-account message handled');
     });
     const chain = handled.then(
       () => undefined,
