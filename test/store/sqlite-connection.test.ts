@@ -347,7 +347,7 @@ describe('SQLite checkpoints', () => {
       now = 1_800;
       watched.checkpointer.wake();
       expect(watched.checkpointer.running).toBe(true);
-      await expect.poll(() => watched.settings).toEqual([0]);
+      await expect.poll(() => watched.settings, { timeout: 15_000 }).toEqual([0]);
     } finally {
       await watched.stop();
     }
@@ -358,7 +358,7 @@ describe('SQLite checkpoints', () => {
     await writeFile(notADatabase, 'this is plain text, not SQLite '.repeat(200));
     const watched = watchedCheckpointer(notADatabase);
     try {
-      await expect.poll(() => watched.warnings.some((message) => message.includes('checkpointer'))).toBe(true);
+      await expect.poll(() => watched.warnings.some((message) => message.includes('checkpointer')), { timeout: 15_000 }).toBe(true);
       expect(watched.settings).toEqual([]);
       expect(watched.checkpointer.active).toBe(false);
     } finally {
@@ -373,7 +373,7 @@ describe('SQLite checkpoints', () => {
     await store.close();
     const watched = watchedCheckpointer(path);
     try {
-      await expect.poll(() => watched.checkpointer.active).toBe(true);
+      await expect.poll(() => watched.checkpointer.active, { timeout: 15_000 }).toBe(true);
       expect(watched.warnings).toEqual([]);
     } finally {
       await watched.stop();
@@ -384,7 +384,7 @@ describe('SQLite checkpoints', () => {
     const { path, store } = await givenStore();
     await store.close();
     const watched = watchedCheckpointer(path);
-    await expect.poll(() => watched.settings).toEqual([0]);
+    await expect.poll(() => watched.settings, { timeout: 15_000 }).toEqual([0]);
     expect(watched.checkpointer.active).toBe(true);
     await watched.stop();
     expect(watched.settings).toEqual([0, 1000]);
