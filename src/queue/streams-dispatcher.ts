@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Store } from '../domain/ports/store.js';
 import type { ToolCallRequest, ToolCallResult, ToolDispatcher } from '../domain/ports/tool-dispatch.js';
 import type { Logger } from '../observability/logger.js';
@@ -63,6 +64,8 @@ export class StreamsToolDispatcher implements ToolDispatcher {
 
   private constructor(options: StreamsToolDispatcherOptions) {
     this.#options = options;
+    // Every waiting call listens for the close: as many listeners as calls in flight is expected, not a leak.
+    setMaxListeners(0, this.#closing.signal);
     this.#responseChannel = responseChannelOf(options.instanceId ?? randomUUID());
     this.#streamKey = options.redis.key(options.settings.stream);
     this.#relay = new ToolOutboxRelay({
@@ -141,6 +144,8 @@ export class StreamsToolDispatcher implements ToolDispatcher {
         if (payload === undefined) return failure(request, `The call to ${request.tool} could not be sent to a tool worker (its request is too large or malformed).`);
         const entry = { callKey: request.idempotencyKey, responseChannel: this.#responseChannel, payload: JSON.stringify(payload), attempt, deadline: payload.deadline };
         if (attempt === 1) {
+          // The same call settled a moment ago (a resumed turn sends it again): its pending removal must not take this entry.
+          await this.#relay.reopen(request.idempotencyKey);
           await store.transaction(async (tx) => {
             // The journal has usually recorded the call already; this keeps record and entry in one commit anyway.
             await tx.toolCalls.start({
@@ -164,7 +169,7 @@ export class StreamsToolDispatcher implements ToolDispatcher {
           metrics?.roundTripSeconds.observe((performance.now() - started) / 1000);
           metrics?.calls.inc({ outcome: result.isError ? 'error' : 'ok' });
           log.debug({ attempt, workerId: completed.workerId, isError: result.isError }, 'tool call answered by a worker');
-          await this.#forget(request.idempotencyKey, log);
+          this.#relay.settle(request.idempotencyKey);
           return result;
         }
         if (outcome === 'aborted') {
@@ -177,7 +182,7 @@ export class StreamsToolDispatcher implements ToolDispatcher {
         log.warn({ attempt, maxAttempts: settings.maxAttempts, timeoutMs: settings.callTimeoutMs }, 'no tool worker answered in time');
       }
       metrics?.calls.inc({ outcome: 'timeout' });
-      await this.#forget(request.idempotencyKey, log);
+      this.#relay.settle(request.idempotencyKey);
       const seconds = Math.round(settings.callTimeoutMs / 100) / 10;
       return failure(
         request,
@@ -233,17 +238,8 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     return parsed.success ? parsed.data : undefined;
   }
 
-  /** The call is settled: its outbox entry goes (a failure here only leaves an entry the sweep expires). */
-  async #forget(callKey: string, log: Logger): Promise<void> {
-    try {
-      await this.#options.store.toolOutbox.remove(callKey);
-    } catch (error) {
-      log.warn({ err: error }, 'tool outbox entry not removed; it expires');
-    }
-  }
-
   async #cancel(request: ToolCallRequest, log: Logger): Promise<void> {
-    await this.#forget(request.idempotencyKey, log);
+    this.#relay.settle(request.idempotencyKey);
     const cancelled: ToolCallCancelled = { eventType: 'PluginToolCallCancelled', correlationId: request.correlationId, toolCallId: request.callId };
     try {
       await this.#options.redis.client.xAdd(this.#streamKey, '*', { data: JSON.stringify(cancelled) });
