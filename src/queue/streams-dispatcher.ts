@@ -48,6 +48,7 @@ type Waiter = (completed: ToolCallCompleted) => void;
  * store cannot take the call.
  */
 export class StreamsToolDispatcher implements ToolDispatcher {
+  readonly recordsCalls = true;
   readonly #options: StreamsToolDispatcherOptions;
   readonly #responseChannel: string;
   readonly #streamKey: string;
@@ -141,22 +142,18 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     try {
       for (let attempt = 1; attempt <= settings.maxAttempts; attempt++) {
         const payload = this.#payload(request, attempt);
-        if (payload === undefined) return failure(request, `The call to ${request.tool} could not be sent to a tool worker (its request is too large or malformed).`);
+        if (payload === undefined) {
+          // Recorded all the same: the turn records its result, and this dispatcher is what records its calls.
+          if (attempt === 1) await store.transaction((tx) => this.#record(tx, request));
+          return failure(request, `The call to ${request.tool} could not be sent to a tool worker (its request is too large or malformed).`);
+        }
         const entry = { callKey: request.idempotencyKey, responseChannel: this.#responseChannel, payload: JSON.stringify(payload), attempt, deadline: payload.deadline };
         if (attempt === 1) {
           // The same call settled a moment ago (a resumed turn sends it again): its pending removal must not take this entry.
           await this.#relay.reopen(request.idempotencyKey);
+          // The call's record and its entry in one commit (the turn journal leaves the record to this dispatcher).
           await store.transaction(async (tx) => {
-            // The journal has usually recorded the call already; this keeps record and entry in one commit anyway.
-            await tx.toolCalls.start({
-              callId: request.idempotencyKey,
-              sessionId: request.sessionId,
-              userId: request.userId,
-              correlationId: request.correlationId,
-              name: request.tool,
-              arguments: JSON.stringify(request.arguments),
-              turnId: payload.turn,
-            });
+            await this.#record(tx, request);
             await tx.toolOutbox.put(entry);
           });
         } else {
@@ -193,6 +190,19 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     }
   }
 
+  /** Records the call as running (a call recorded before, e.g. by a turn resumed, keeps its record). */
+  async #record(tx: Pick<Store, 'toolCalls'>, request: ToolCallRequest): Promise<void> {
+    await tx.toolCalls.start({
+      callId: request.idempotencyKey,
+      sessionId: request.sessionId,
+      userId: request.userId,
+      correlationId: request.correlationId,
+      name: request.tool,
+      arguments: JSON.stringify(request.arguments),
+      turnId: turnOf(request),
+    });
+  }
+
   /** Waits for a result, the attempt's timeout, the turn's abort or the dispatcher's close, whichever comes first. */
   #wait(timeoutMs: number, signal: AbortSignal | undefined, setWake: (wake: () => void) => void, done: () => boolean): Promise<'done' | 'timeout' | 'aborted' | 'closing'> {
     if (done()) return Promise.resolve('done');
@@ -216,12 +226,11 @@ export class StreamsToolDispatcher implements ToolDispatcher {
   }
 
   #payload(request: ToolCallRequest, attempt: number): ToolCallRequested | undefined {
-    const suffix = `:${request.callId}`;
     const parsed = toolCallRequested.safeParse({
       eventType: 'PluginToolCallRequested',
       correlationId: request.correlationId,
       sessionId: request.sessionId,
-      turn: request.idempotencyKey.endsWith(suffix) ? request.idempotencyKey.slice(0, -suffix.length) : request.idempotencyKey,
+      turn: turnOf(request),
       toolCallId: request.callId,
       idempotencyKey: request.idempotencyKey,
       toolName: request.tool,
@@ -282,6 +291,12 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     if (waiter) waiter(completed);
     else this.#options.logger.debug({ correlationId: completed.correlationId, toolCallId: completed.toolCallId }, 'tool result for a call no longer waited for');
   }
+}
+
+/** The turn of a call: its idempotency key is `<turn>:<call id>`. */
+function turnOf(request: ToolCallRequest): string {
+  const suffix = `:${request.callId}`;
+  return request.idempotencyKey.endsWith(suffix) ? request.idempotencyKey.slice(0, -suffix.length) : request.idempotencyKey;
 }
 
 function routeOf(correlationId: string, toolCallId: string): string {

@@ -87,7 +87,7 @@ function sseReader(body: ReadableStream<Uint8Array>) {
 
 describe('a streamed tool call the worker has not answered yet', { timeout: 60_000 }, () => {
   it('is shown to the web page as a pending tool call before its result, which follows when the worker answers', async () => {
-    const { held } = await startHoldingWorker();
+    const { held: started } = await startHoldingWorker();
     harness = await createHarness(model);
     const palaver: Palaver = await harness.start({ tools: { dispatch: 'streams', callTimeoutMs: 30_000 }, redis });
     server = await palaver.serve({ host: '127.0.0.1', port: 0 });
@@ -95,13 +95,16 @@ describe('a streamed tool call the worker has not answered yet', { timeout: 60_0
     const response = await fetch(`${server.url}/agui`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(runInput('t-pending', 'track my parcel')) });
     expect(response.status).toBe(200);
     const stream = sseReader(response.body!);
-    await held;
+    await started;
     // The worker holds the call: the page already shows the tool, and no result yet.
     await expect.poll(() => stream.events.map((event) => event.type), { timeout: 15_000 }).toContain('TOOL_CALL_END');
     const types = stream.events.map((event) => event.type);
     expect(types).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_END']);
     expect(stream.events[1]).toMatchObject({ toolCallName: 'track' });
     expect(worker!.ran).toHaveLength(1);
+    // The turn's journal holds the call as running, recorded once (by the dispatcher, with its outbox entry).
+    const [held] = worker!.ran;
+    expect(await palaver.store.toolCalls.listByTurn(held!.turn)).toMatchObject([{ callId: held!.idempotencyKey, name: 'track', status: 'running' }]);
 
     release!();
     await stream.done;
