@@ -439,6 +439,7 @@ if (mcpRecords.length > 0) {
 }
 
 const dispatchRecords: RunRecord[] = [];
+const turnRatioRecords: RunRecord[] = [];
 if (options.only === 'dispatch') {
   // Not part of the default run: it needs the Redis server at 127.0.0.1:6379 (see STACK.md, services on loopback).
   const redisUrl = 'redis://127.0.0.1:6379';
@@ -454,15 +455,29 @@ if (options.only === 'dispatch') {
       })));
       for (const concurrency of dispatchConcurrency) {
         for (let run = 1; run <= options.runs; run += 1) {
-          const params = { redisUrl, keyPrefix, workers: workerCount, concurrency, calls: calls(concurrency), warmupCalls: options.warmup ?? (options.quick ? 100 : 2_000) };
-          // The workers' CPU time per call: on a busy machine wall-clock figures say more about the neighbours.
-          const cpuBefore = workers.map((worker) => processCpuMs(worker.pid!));
-          const record = await measure(`workers=${workerCount} c=${concurrency}`, run, () => runChild('dispatch-calls.ts', params));
-          const workerCpuMs = workers.reduce((sum, worker, index) => sum + processCpuMs(worker.pid!) - cpuBefore[index]!, 0);
-          // Warm-up calls ran in the same window: count them too.
-          const workerCpuMsPerCall = workerCpuMs / (record.operations + params.warmupCalls);
-          console.log(`    workers' CPU: ${workerCpuMsPerCall.toFixed(3)} ms per call (all workers together)`);
-          dispatchRecords.push({ ...record, extra: { ...record.extra, workerCpuMsPerCall } });
+          // The wire alone, then the runtime's path (dispatcher, outbox, relay) right after, in the same phase.
+          for (const via of ['wire', 'runtime'] as const) {
+            const params = { redisUrl, keyPrefix, workers: workerCount, concurrency, via, calls: calls(concurrency), warmupCalls: options.warmup ?? (options.quick ? 100 : 2_000) };
+            // The workers' CPU time per call: on a busy machine wall-clock figures say more about the neighbours.
+            const cpuBefore = workers.map((worker) => processCpuMs(worker.pid!));
+            const label = `${via === 'wire' ? '' : 'runtime '}workers=${workerCount}`;
+            const record = await measure(`${label} c=${concurrency}`, run, () => runChild('dispatch-calls.ts', params));
+            const workerCpuMs = workers.reduce((sum, worker, index) => sum + processCpuMs(worker.pid!) - cpuBefore[index]!, 0);
+            // Warm-up calls ran in the same window: count them too.
+            const workerCpuMsPerCall = workerCpuMs / (record.operations + params.warmupCalls);
+            console.log(`    workers' CPU: ${workerCpuMsPerCall.toFixed(3)} ms per call (all workers together)`);
+            dispatchRecords.push({ ...record, extra: { ...record.extra, workerCpuMsPerCall } });
+          }
+        }
+      }
+      if (workerCount === 1) {
+        // A turn with one streamed tool call against the inline turn (c=1, the two interleaved in one process).
+        for (let run = 1; run <= options.runs; run += 1) {
+          const params = { redisUrl, keyPrefix, workers: workerCount, turns: options.quick ? 100 : 500, warmupTurns: options.quick ? 20 : 100 };
+          const record = await measure('turn streams/inline', run, () => runChild('dispatch-turns.ts', params));
+          const extra = record.extra ?? {};
+          console.log(`    turn p50: inline ${ms(Number(extra['inlineP50Ms']))} ms, streams ${ms(Number(extra['streamsP50Ms']))} ms → ${Number(extra['ratioP50']).toFixed(2)}× (mean ${Number(extra['ratioMean']).toFixed(2)}×)`);
+          turnRatioRecords.push(record);
         }
       }
     } finally {
@@ -479,17 +494,27 @@ if (options.only === 'dispatch') {
   await redis.close();
 
   const rows: string[][] = [];
-  for (const workerCount of dispatchWorkers) {
-    for (const concurrency of dispatchConcurrency) {
-      const r = median(dispatchRecords, `workers=${workerCount}`, concurrency);
-      if (r) rows.push([String(workerCount), String(concurrency), String(r.operations), r.perSecond.toFixed(0), ms(r.latency.p50Ms), ms(r.latency.p99Ms), ms(r.cpuMsPerOp), ms(Number(r.extra?.workerCpuMsPerCall ?? 0))]);
+  for (const via of ['wire', 'runtime'] as const) {
+    for (const workerCount of dispatchWorkers) {
+      for (const concurrency of dispatchConcurrency) {
+        const r = median(dispatchRecords, `${via === 'wire' ? '' : 'runtime '}workers=${workerCount}`, concurrency);
+        if (r) rows.push([via, String(workerCount), String(concurrency), String(r.operations), r.perSecond.toFixed(0), ms(r.latency.p50Ms), ms(r.latency.p99Ms), ms(r.cpuMsPerOp), ms(Number(r.extra?.workerCpuMsPerCall ?? 0))]);
+      }
     }
   }
   console.log(`\nTool calls over Redis Streams (median of ${options.runs} run(s) of each):\n`);
-  console.log(table(['workers', 'concurrency', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'client CPU ms/call', 'workers CPU ms/call'], rows));
-  const one = median(dispatchRecords, 'workers=1', 1);
-  const best = Math.max(...dispatchConcurrency.map((concurrency) => median(dispatchRecords, 'workers=2', concurrency)?.perSecond ?? 0));
-  if (one) console.log(`\nGoals: p50 < 2 ms (${ms(one.latency.p50Ms)}: ${one.latency.p50Ms < 2 ? 'met' : 'NOT met'}), p99 < 10 ms (${ms(one.latency.p99Ms)}: ${one.latency.p99Ms < 10 ? 'met' : 'NOT met'}) at c=1; > 5,000 calls/s with 2 workers (${best.toFixed(0)}: ${best > 5_000 ? 'met' : 'NOT met'})`);
+  console.log(table(['path', 'workers', 'concurrency', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'client CPU ms/call', 'workers CPU ms/call'], rows));
+  for (const via of ['wire', 'runtime'] as const) {
+    const prefix = via === 'wire' ? '' : 'runtime ';
+    const one = median(dispatchRecords, `${prefix}workers=1`, 1);
+    const best = Math.max(...dispatchConcurrency.map((concurrency) => median(dispatchRecords, `${prefix}workers=2`, concurrency)?.perSecond ?? 0));
+    if (one) console.log(`Goals (${via}): p50 < 2 ms (${ms(one.latency.p50Ms)}: ${one.latency.p50Ms < 2 ? 'met' : 'NOT met'}), p99 < 10 ms (${ms(one.latency.p99Ms)}: ${one.latency.p99Ms < 10 ? 'met' : 'NOT met'}) at c=1; > 5,000 calls/s with 2 workers (${best.toFixed(0)}: ${best > 5_000 ? 'met' : 'NOT met'})`);
+  }
+  const ratios = turnRatioRecords.map((record) => Number(record.extra?.['ratioP50'])).sort((a, b) => a - b);
+  if (ratios.length > 0) {
+    const ratio = ratios[Math.floor((ratios.length - 1) / 2)]!;
+    console.log(`Goal: a turn with one streamed tool call within 1.2× the inline turn (p50 ratio, median of ${ratios.length} run(s): ${ratio.toFixed(2)}×: ${ratio <= 1.2 ? 'met' : 'NOT met'})`);
+  }
 }
 
 /** User + system CPU time of a process so far, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
@@ -630,6 +655,6 @@ if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node -
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords, dispatch: dispatchRecords }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords, dispatch: dispatchRecords, dispatchTurns: turnRatioRecords }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }

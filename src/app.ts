@@ -225,6 +225,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         provider.complete(request),
       ),
       dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics), storableToolResults()], ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {})),
+      dispatchRecordsCalls: dispatcher.recordsCalls === true,
       hostedMcp,
       instructions,
       agent: {

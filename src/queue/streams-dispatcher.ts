@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Store } from '../domain/ports/store.js';
 import type { ToolCallRequest, ToolCallResult, ToolDispatcher } from '../domain/ports/tool-dispatch.js';
 import type { Logger } from '../observability/logger.js';
@@ -47,6 +48,7 @@ type Waiter = (completed: ToolCallCompleted) => void;
  * store cannot take the call.
  */
 export class StreamsToolDispatcher implements ToolDispatcher {
+  readonly recordsCalls = true;
   readonly #options: StreamsToolDispatcherOptions;
   readonly #responseChannel: string;
   readonly #streamKey: string;
@@ -63,6 +65,8 @@ export class StreamsToolDispatcher implements ToolDispatcher {
 
   private constructor(options: StreamsToolDispatcherOptions) {
     this.#options = options;
+    // Every waiting call listens for the close: as many listeners as calls in flight is expected, not a leak.
+    setMaxListeners(0, this.#closing.signal);
     this.#responseChannel = responseChannelOf(options.instanceId ?? randomUUID());
     this.#streamKey = options.redis.key(options.settings.stream);
     this.#relay = new ToolOutboxRelay({
@@ -138,20 +142,18 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     try {
       for (let attempt = 1; attempt <= settings.maxAttempts; attempt++) {
         const payload = this.#payload(request, attempt);
-        if (payload === undefined) return failure(request, `The call to ${request.tool} could not be sent to a tool worker (its request is too large or malformed).`);
+        if (payload === undefined) {
+          // Recorded all the same: the turn records its result, and this dispatcher is what records its calls.
+          if (attempt === 1) await store.transaction((tx) => this.#record(tx, request));
+          return failure(request, `The call to ${request.tool} could not be sent to a tool worker (its request is too large or malformed).`);
+        }
         const entry = { callKey: request.idempotencyKey, responseChannel: this.#responseChannel, payload: JSON.stringify(payload), attempt, deadline: payload.deadline };
         if (attempt === 1) {
+          // The same call settled a moment ago (a resumed turn sends it again): its pending removal must not take this entry.
+          await this.#relay.reopen(request.idempotencyKey);
+          // The call's record and its entry in one commit (the turn journal leaves the record to this dispatcher).
           await store.transaction(async (tx) => {
-            // The journal has usually recorded the call already; this keeps record and entry in one commit anyway.
-            await tx.toolCalls.start({
-              callId: request.idempotencyKey,
-              sessionId: request.sessionId,
-              userId: request.userId,
-              correlationId: request.correlationId,
-              name: request.tool,
-              arguments: JSON.stringify(request.arguments),
-              turnId: payload.turn,
-            });
+            await this.#record(tx, request);
             await tx.toolOutbox.put(entry);
           });
         } else {
@@ -164,7 +166,7 @@ export class StreamsToolDispatcher implements ToolDispatcher {
           metrics?.roundTripSeconds.observe((performance.now() - started) / 1000);
           metrics?.calls.inc({ outcome: result.isError ? 'error' : 'ok' });
           log.debug({ attempt, workerId: completed.workerId, isError: result.isError }, 'tool call answered by a worker');
-          await this.#forget(request.idempotencyKey, log);
+          this.#relay.settle(request.idempotencyKey);
           return result;
         }
         if (outcome === 'aborted') {
@@ -177,7 +179,7 @@ export class StreamsToolDispatcher implements ToolDispatcher {
         log.warn({ attempt, maxAttempts: settings.maxAttempts, timeoutMs: settings.callTimeoutMs }, 'no tool worker answered in time');
       }
       metrics?.calls.inc({ outcome: 'timeout' });
-      await this.#forget(request.idempotencyKey, log);
+      this.#relay.settle(request.idempotencyKey);
       const seconds = Math.round(settings.callTimeoutMs / 100) / 10;
       return failure(
         request,
@@ -186,6 +188,19 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     } finally {
       this.#waiters.delete(route);
     }
+  }
+
+  /** Records the call as running (a call recorded before, e.g. by a turn resumed, keeps its record). */
+  async #record(tx: Pick<Store, 'toolCalls'>, request: ToolCallRequest): Promise<void> {
+    await tx.toolCalls.start({
+      callId: request.idempotencyKey,
+      sessionId: request.sessionId,
+      userId: request.userId,
+      correlationId: request.correlationId,
+      name: request.tool,
+      arguments: JSON.stringify(request.arguments),
+      turnId: turnOf(request),
+    });
   }
 
   /** Waits for a result, the attempt's timeout, the turn's abort or the dispatcher's close, whichever comes first. */
@@ -211,12 +226,11 @@ export class StreamsToolDispatcher implements ToolDispatcher {
   }
 
   #payload(request: ToolCallRequest, attempt: number): ToolCallRequested | undefined {
-    const suffix = `:${request.callId}`;
     const parsed = toolCallRequested.safeParse({
       eventType: 'PluginToolCallRequested',
       correlationId: request.correlationId,
       sessionId: request.sessionId,
-      turn: request.idempotencyKey.endsWith(suffix) ? request.idempotencyKey.slice(0, -suffix.length) : request.idempotencyKey,
+      turn: turnOf(request),
       toolCallId: request.callId,
       idempotencyKey: request.idempotencyKey,
       toolName: request.tool,
@@ -233,17 +247,8 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     return parsed.success ? parsed.data : undefined;
   }
 
-  /** The call is settled: its outbox entry goes (a failure here only leaves an entry the sweep expires). */
-  async #forget(callKey: string, log: Logger): Promise<void> {
-    try {
-      await this.#options.store.toolOutbox.remove(callKey);
-    } catch (error) {
-      log.warn({ err: error }, 'tool outbox entry not removed; it expires');
-    }
-  }
-
   async #cancel(request: ToolCallRequest, log: Logger): Promise<void> {
-    await this.#forget(request.idempotencyKey, log);
+    this.#relay.settle(request.idempotencyKey);
     const cancelled: ToolCallCancelled = { eventType: 'PluginToolCallCancelled', correlationId: request.correlationId, toolCallId: request.callId };
     try {
       await this.#options.redis.client.xAdd(this.#streamKey, '*', { data: JSON.stringify(cancelled) });
@@ -286,6 +291,12 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     if (waiter) waiter(completed);
     else this.#options.logger.debug({ correlationId: completed.correlationId, toolCallId: completed.toolCallId }, 'tool result for a call no longer waited for');
   }
+}
+
+/** The turn of a call: its idempotency key is `<turn>:<call id>`. */
+function turnOf(request: ToolCallRequest): string {
+  const suffix = `:${request.callId}`;
+  return request.idempotencyKey.endsWith(suffix) ? request.idempotencyKey.slice(0, -suffix.length) : request.idempotencyKey;
 }
 
 function routeOf(correlationId: string, toolCallId: string): string {

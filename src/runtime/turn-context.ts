@@ -50,6 +50,8 @@ export interface TurnDependencies {
   readonly tools: ToolRegistry;
   /** Runs a tool call, through the tool call wrappers and the configured dispatcher. */
   readonly dispatchTool: ToolInvoker;
+  /** The dispatcher records each call before it leaves ({@link ToolDispatcher.recordsCalls}): the journal does not. */
+  readonly dispatchRecordsCalls?: boolean;
   /** Makes one model attempt, through the model call wrappers. */
   readonly invokeModel: ModelInvoker;
   readonly hostedMcp: readonly HostedMcpSpec[];

@@ -137,7 +137,7 @@ describe('StreamsToolDispatcher', () => {
     expect(worker.ran).toHaveLength(1);
     expect(worker.ran[0]).toMatchObject({ eventType: 'PluginToolCallRequested', correlationId: 'corr-7', turn: 'turn-1', toolCallId: 'call-1', toolName: 'echo', userId: 'user-7', attempt: 1, responseChannel: dispatcher.responseChannel });
     expect(await store.toolCalls.findByCallId('turn-1:call-1')).toMatchObject({ name: 'echo', status: 'running' });
-    expect(await store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 })).toEqual([]);
+    await expect.poll(() => store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 }), { timeout: 10_000 }).toEqual([]);
 
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/palaver_tool_dispatch_calls_total\{outcome="ok"\} 1/);
@@ -145,6 +145,32 @@ describe('StreamsToolDispatcher', () => {
     expect(text).toMatch(/palaver_tool_stream_length 1/);
     // The worker acknowledges after it answers: the call leaves the pending list a moment later.
     await expect.poll(() => metrics.registry.metrics(), { timeout: 10_000 }).toMatch(/palaver_tool_stream_pending 0/);
+  });
+
+  it('costs the store one commit per call on its way out: nothing is stamped per call, answered entries go in batches', async () => {
+    const redis = ownSettings();
+    const store = await storeFor();
+    const counted = { markPublished: 0, remove: 0, removed: 0 };
+    const outbox = store.toolOutbox;
+    const spied: Pick<Store, 'transaction' | 'toolOutbox'> = {
+      transaction: (work) => store.transaction(work),
+      toolOutbox: {
+        put: (entry) => outbox.put(entry),
+        markPublished: (key, attempt) => ((counted.markPublished += 1), outbox.markPublished(key, attempt)),
+        remove: (...keys) => ((counted.remove += 1), (counted.removed += keys.length), outbox.remove(...keys)),
+        list: (channel, options) => outbox.list(channel, options),
+        removeExpired: (before) => outbox.removeExpired(before),
+      },
+    };
+    await startWorker({ redis, registry: registryOf() });
+    const dispatcher = await StreamsToolDispatcher.start({ redis: await connectRedis(redis), store: spied, settings: settings(), logger: silentLogger(), closeConnection: true });
+    toClose.push(() => dispatcher.close());
+    const results = await Promise.all(Array.from({ length: 40 }, (_, index) => dispatcher.dispatch(request({ callId: `call-${index}`, idempotencyKey: `turn-1:call-${index}`, arguments: { text: `n${index}` } }))));
+    expect(results.map((result) => result.content)).toEqual(Array.from({ length: 40 }, (_, index) => `echo: n${index}`));
+    await expect.poll(() => store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 100 }), { timeout: 10_000 }).toEqual([]);
+    expect(counted.markPublished).toBe(0);
+    expect(counted.removed).toBe(40);
+    expect(counted.remove).toBeLessThan(40);
   });
 
   it('with no worker, answers with a clear tool error after its attempts, within the timeouts, and forgets the call', async () => {
@@ -160,7 +186,7 @@ describe('StreamsToolDispatcher', () => {
     expect(result.content).toContain('2 attempts');
     expect(took).toBeGreaterThanOrEqual(800);
     expect(took).toBeLessThan(5_000);
-    expect(await store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 })).toEqual([]);
+    await expect.poll(() => store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 }), { timeout: 10_000 }).toEqual([]);
 
     // Both attempts are on the stream, counted up.
     const connection = await connectTestRedis(redis);
@@ -212,7 +238,7 @@ describe('StreamsToolDispatcher', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     const entries = ((await connection.client.xRange(connection.key('events.plugins'), '-', '+')) ?? []).map((entry) => parseEntry(streamEvent, entry?.message.data));
     expect(entries).toMatchObject([{ eventType: 'PluginToolCallRequested', toolCallId: 'call-1' }, { eventType: 'PluginToolCallCancelled', correlationId: 'corr-7', toolCallId: 'call-1' }]);
-    expect(await store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 })).toEqual([]);
+    await expect.poll(() => store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 }), { timeout: 10_000 }).toEqual([]);
     expect(await metrics.registry.metrics()).toMatch(/palaver_tool_dispatch_calls_total\{outcome="cancelled"\} 1/);
 
     // A worker that joins now reads both entries in order: it honours the cancel and runs nothing.
@@ -243,8 +269,11 @@ describe('StreamsToolDispatcher', () => {
     const store = await storeFor();
     const dispatcher = await startDispatcher(redis, store, { callTimeoutMs: 30_000, maxAttempts: 1 }, new ToolDispatchMetrics(metrics.registry), 100);
     const pending = dispatcher.dispatch(request());
-    // Published, with no worker to take it yet...
-    await expect.poll(async () => (await store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 }))[0]?.publishedAt ?? null, { timeout: 10_000 }).not.toBeNull();
+    // Recorded in the outbox and published, with no worker to take it yet...
+    const connection = await connectTestRedis(redis);
+    await expect.poll(() => connection.client.xLen(connection.key('events.plugins')), { timeout: 10_000 }).toBe(1);
+    await connection.close();
+    expect(await store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 })).toMatchObject([{ callKey: 'turn-1:call-1', attempt: 1 }]);
     // ...when Redis dies and comes back with nothing.
     await server.kill();
     await server.start();

@@ -800,6 +800,9 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await store.toolOutbox.put({ ...entry(channel), deadline: 1 });
         expect(await store.toolOutbox.removeExpired(2)).toBeGreaterThanOrEqual(1);
         expect((await store.toolOutbox.list(channel, { dueOnly: false, limit: 10 })).map((row) => row.callKey)).toEqual([calls[1]!.callKey, calls[2]!.callKey]);
+        await store.toolOutbox.remove(calls[1]!.callKey, calls[2]!.callKey, unique('never-written'));
+        expect(await store.toolOutbox.list(channel, { dueOnly: false, limit: 10 })).toEqual([]);
+        await store.toolOutbox.remove();
       });
 
       it('writes a call record and its outbox entry together or not at all', async () => {

@@ -177,12 +177,15 @@ export interface ToolOutboxEntry {
 export interface ToolOutboxRepository {
   /** Adds the call's entry, or replaces it with a new attempt; either way it is due for publication again. */
   put(entry: Omit<ToolOutboxEntry, 'publishedAt' | 'createdAt'>): Promise<void>;
-  /** Stamps an attempt published; a newer attempt written meanwhile stays due. */
+  /**
+   * Stamps an attempt published; a newer attempt written meanwhile stays due. The streams relay does not call it per
+   * call (it keeps what it published in memory, and re-reads every waiting entry when Redis lost its data).
+   */
   markPublished(callKey: string, attempt: number): Promise<void>;
   /** A channel's entries, oldest first: only the due ones, or every one still waiting (after Redis lost its data). */
   list(responseChannel: string, options: { readonly dueOnly: boolean; readonly limit: number }): Promise<ToolOutboxEntry[]>;
-  /** Forgets a call: answered, cancelled or given up on. */
-  remove(callKey: string): Promise<void>;
+  /** Forgets calls (answered, cancelled or given up on), any number in one statement. */
+  remove(...callKeys: string[]): Promise<void>;
   /** Forgets entries whose deadline passed before `before` (their runtime is gone); returns how many. */
   removeExpired(before: number): Promise<number>;
 }

@@ -57,6 +57,11 @@ export interface ToolCallResult {
  * rejects only when the dispatcher itself is unusable (closed, the queue unreachable).
  */
 export interface ToolDispatcher {
+  /**
+   * `dispatch` writes the call's record (the store's `toolCalls.start`) itself, before the call leaves (the streams
+   * dispatcher: in the transaction of its outbox entry), so the turn journal does not record it first.
+   */
+  readonly recordsCalls?: boolean;
   dispatch(request: ToolCallRequest, options?: { readonly signal?: AbortSignal }): Promise<ToolCallResult>;
   /** Releases what the dispatcher holds. Safe to call twice. */
   close(): Promise<void>;

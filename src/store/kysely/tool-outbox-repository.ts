@@ -2,6 +2,8 @@ import type { ToolOutboxEntry, ToolOutboxRepository } from '../../domain/ports/s
 import type { RepositoryContext } from './repository-context.js';
 import { storeOperation } from './store-errors.js';
 
+const REMOVE_CHUNK = 500;
+
 /** The tool outbox of `tools.dispatch: "streams"` (see {@link ToolOutboxRepository}). */
 export class KyselyToolOutboxRepository implements ToolOutboxRepository {
   readonly #ctx: RepositoryContext;
@@ -53,9 +55,12 @@ export class KyselyToolOutboxRepository implements ToolOutboxRepository {
     });
   }
 
-  remove(callKey: string): Promise<void> {
+  remove(...callKeys: string[]): Promise<void> {
     return storeOperation('toolOutbox.remove', async () => {
-      await this.#ctx.db.deleteFrom('tool_outbox').where('call_key', '=', callKey).execute();
+      // Chunks keep each statement well under the databases' limits on bound parameters.
+      for (let start = 0; start < callKeys.length; start += REMOVE_CHUNK) {
+        await this.#ctx.db.deleteFrom('tool_outbox').where('call_key', 'in', callKeys.slice(start, start + REMOVE_CHUNK)).execute();
+      }
     });
   }
 
