@@ -181,7 +181,7 @@ describe('telegram user account: inbound end to end', () => {
   });
 });
 
-// Through ChannelContext.record (h2).
+// Through ChannelContext.record.
 describe('telegram user account: owner takeover end to end', () => {
   it('stores the owner\'s message as the account\'s side, holds the person\'s next one, answers again after the window', async () => {
     const logs = collectedLogger();

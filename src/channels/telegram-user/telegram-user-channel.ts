@@ -19,12 +19,12 @@ export interface TelegramUserChannelOptions {
   /** The MTProto session: its SQLite file (created 0600 if absent), or a storage (tests). */
   readonly session: string | ITelegramStorageProvider;
   /**
-   * Called first in `start`, before any network: throws when nobody is signed in (h5's session store:
+   * Called first in `start`, before any network: throws when nobody is signed in (the session store:
    * `TelegramSessionFile.requireSignedIn`, a ChannelError naming `palaver telegram login`).
    */
   readonly checkSignedIn?: () => void;
   /**
-   * Takes the single-process lease of the session (h5's `SessionLease.acquire`) after the sign-in check, before
+   * Takes the single-process lease of the session (`SessionLease.acquire`) after the sign-in check, before
    * connecting; throws naming the holder when another process has it. `onLost`: another process took it over, the
    * session must stop here at once.
    */

@@ -92,7 +92,7 @@ describe('telegram user account through the pipeline', () => {
   }, 30_000);
 
   it('hands a FLOOD_WAIT longer than the inline limit back as ChannelRetryLaterError, and every send in that window', async () => {
-    // The outbox keeps such a part and sends it later (h1's postponement); here: what the channel tells the outbox.
+    // What the channel tells the outbox; the test above shows the outbox keeping such a part and sending it later.
     rig = await createUserAccountRig(() => ({ text: 'unused' }), { floodWaitInlineMaxSeconds: 10 });
     const { telegram, channel } = rig;
     const eve = telegram.addUser();
@@ -109,6 +109,26 @@ describe('telegram user account through the pipeline', () => {
     expect(telegram.callsOf('messages.sendMessage')).toHaveLength(calls);
     expect(telegram.sent(eve.id)).toEqual([]);
   });
+
+  it('keeps a part through a FLOOD_WAIT longer than the inline limit in the outbox and sends it once when allowed, under the same random_id', async () => {
+    // Recovery rounds every 100 ms, so the part leaves as soon as its wait is over.
+    rig = await createUserAccountRig(() => ({ text: 'Worth the wait.' }), { quietWindowMs: 0, floodWaitInlineMaxSeconds: 1 }, { inbox: { leaseMs: 300 } });
+    const { telegram, harness } = rig;
+    const fay = telegram.addUser();
+    telegram.failNext('messages.sendMessage', { code: 420, message: 'FLOOD_WAIT_3' });
+    const start = Date.now();
+    telegram.incoming(fay.id, 'are you there?');
+    const [reply] = await telegram.waitForSent(1, { chatId: fay.id, timeoutMs: 20_000 });
+    expect(reply!.text).toBe('Worth the wait.');
+    expect(Date.now() - start).toBeGreaterThanOrEqual(3_000);
+    await waitUntilSettled(harness, 1);
+    const attempts = telegram.callsOf('messages.sendMessage');
+    expect(attempts.map((call) => call.error)).toEqual(['FLOOD_WAIT_3', undefined]);
+    const ids = attempts.map((call) => (call.request as { randomId: { toString(): string } }).randomId.toString());
+    expect(ids[0]).toBe(ids[1]);
+    expect(telegram.sent(fay.id)).toHaveLength(1);
+    expect(harness.logs.filter((line) => String(line['msg']).includes('reply parts stay in the outbox'))).toHaveLength(1);
+  }, 30_000);
 
   it('resumes after a dropped connection and answers the messages that came meanwhile once', async () => {
     rig = await createUserAccountRig((call) => ({ text: `re: ${userTexts(call).slice(-2).join(' + ')}` }), { quietWindowMs: 300 });

@@ -23,7 +23,8 @@ export interface UserAccountRig {
   close(): Promise<void>;
 }
 
-export async function createUserAccountRig(script: ModelScript, options: Partial<TelegramUserChannelOptions> = {}): Promise<UserAccountRig> {
+/** `config` adds to the Palaver config of every start (e.g. `{ inbox: { leaseMs } }` for quicker outbox rounds). */
+export async function createUserAccountRig(script: ModelScript, options: Partial<TelegramUserChannelOptions> = {}, config: Record<string, unknown> = {}): Promise<UserAccountRig> {
   const harness = await createHarness(script);
   const telegram = new FakeMtproto({ self: { id: 100, firstName: 'Reception' } });
   const link = fakeMtprotoLink(telegram);
@@ -44,7 +45,7 @@ export async function createUserAccountRig(script: ModelScript, options: Partial
         ...options,
         ...extra,
       });
-      rig.palaver = await harness.start({ channels: { web: { enabled: false } } }, { channels: [rig.channel] });
+      rig.palaver = await harness.start({ ...config, channels: { web: { enabled: false } } }, { channels: [rig.channel] });
       return rig.palaver;
     },
     async close() {
