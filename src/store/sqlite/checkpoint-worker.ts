@@ -4,6 +4,7 @@
 
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
+import { loadNodeSqlite } from './load-node-sqlite.js';
 
 /** What the main thread hands the worker. */
 export interface CheckpointWorkerData {
@@ -37,7 +38,7 @@ interface WorkerDatabase {
 
 function openDatabase({ path, binding }: CheckpointWorkerData): WorkerDatabase {
   if (binding === 'node') {
-    const sqlite = process.getBuiltinModule('node:sqlite') as { DatabaseSync: new (path: string) => WorkerDatabase };
+    const sqlite = loadNodeSqlite() as { DatabaseSync: new (path: string) => WorkerDatabase };
     return new sqlite.DatabaseSync(path);
   }
   const BetterSqlite3 = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => WorkerDatabase;

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { SqliteDatabase } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
 import { addCosts } from '../../domain/money.js';
+import { loadNodeSqlite } from './load-node-sqlite.js';
 
 // The two SQLite bindings behind one small interface. better-sqlite3 is CommonJS and loaded only when chosen, so
 // Node 24 never loads it.
@@ -77,7 +78,7 @@ interface NodeSqliteModule {
 
 /** `node:sqlite` when this Node has it with `StatementSync#columns` (22.16+, 23.11+, 24), else undefined. */
 export function nodeSqlite(): NodeSqliteModule | undefined {
-  const sqlite = process.getBuiltinModule?.('node:sqlite') as NodeSqliteModule | undefined;
+  const sqlite = loadNodeSqlite() as NodeSqliteModule | undefined;
   return typeof sqlite?.StatementSync?.prototype?.columns === 'function' ? sqlite : undefined;
 }
 
