@@ -1,11 +1,12 @@
 import {
   networkMiddlewares,
-  SqliteStorage,
   TelegramClient,
   type ITelegramStorageProvider,
   type RpcCallMiddleware,
   type TelegramTransport,
 } from '@mtcute/node';
+import type { BaseSqliteStorage } from '@mtcute/core';
+import { sessionStorage } from './session-storage.js';
 import { TelegramSessionFile } from './session-store.js';
 
 /** The 401 answers after which the session is gone for good: only a new `palaver telegram login` helps. */
@@ -107,10 +108,10 @@ export function createTelegramUserClient(options: TelegramUserClientOptions): Bu
   };
 }
 
-function sqliteStorage(file: string): SqliteStorage {
+function sqliteStorage(file: string): BaseSqliteStorage {
   // The session file holds the account's auth key: owner-only before SQLite opens (and keeps) it.
   new TelegramSessionFile(file).ensure();
-  return new SqliteStorage(file);
+  return sessionStorage(file);
 }
 
 function isRpcError(value: unknown): value is { _: 'mt_rpc_error'; errorCode: number; errorMessage: string } {

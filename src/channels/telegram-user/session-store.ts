@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
-import type { SqliteStorage } from '@mtcute/node';
+import type { BaseSqliteStorage } from '@mtcute/core';
 import { ChannelError } from '../../domain/errors.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import { nodeSqlite } from '../../store/sqlite/sqlite-bindings.js';
@@ -40,10 +40,10 @@ export class TelegramSessionFile {
   }
 
   /** mtcute's storage on this file, the file made owner-only first. Loads mtcute (about 90 MB) on first use. */
-  async openStorage(): Promise<SqliteStorage> {
+  async openStorage(): Promise<BaseSqliteStorage> {
     this.ensure();
-    const { SqliteStorage } = await import('@mtcute/node');
-    return new SqliteStorage(this.path);
+    const { sessionStorage } = await import('./session-storage.js');
+    return sessionStorage(this.path);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { closeSync, openSync } from 'node:fs';
-import { SqliteStorage } from '@mtcute/node';
+import { sessionStorage } from '../../channels/telegram-user/session-storage.js';
 import { createFakeClient } from './fake-client.js';
 import type { FakeMtprotoLink } from './link.js';
 
@@ -10,7 +10,7 @@ import type { FakeMtprotoLink } from './link.js';
  */
 export async function signInSessionFile(link: FakeMtprotoLink, file: string): Promise<void> {
   closeSync(openSync(file, 'a', 0o600));
-  const storage = new SqliteStorage(file);
+  const storage = sessionStorage(file);
   const client = createFakeClient(link, { storage });
   try {
     await client.start({ phone: '+15550100', code: () => Promise.resolve('12345') });
