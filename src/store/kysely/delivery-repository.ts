@@ -99,7 +99,7 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
         now,
         leaseUntil: now + input.leaseMs,
         order: ['created_at', 'reply_message_id', 'part'],
-        only: (select) => select.where((eb) => eb.not(eb.exists(earlierPostponed(eb, now)))),
+        narrow: (select) => select.where((eb) => eb.not(eb.exists(earlierPostponed(eb, now)))),
       });
       return rows.map(toDelivery);
     });

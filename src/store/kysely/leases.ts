@@ -48,7 +48,7 @@ export function claimExpired<T extends LeasedTable>(
     readonly limit: number;
     readonly order: readonly string[];
     /** A further condition on the rows handed out (the table's own rule). */
-    readonly only?: (select: SelectQueryBuilder<any, any, any>) => SelectQueryBuilder<any, any, any>;
+    readonly narrow?: (select: SelectQueryBuilder<any, any, any>) => SelectQueryBuilder<any, any, any>;
   },
 ): Promise<Selectable<Database[T]>[]> {
   return atomically(db, async (trx) => {
@@ -57,7 +57,7 @@ export function claimExpired<T extends LeasedTable>(
     let select = any.selectFrom(table as LeasedTable).selectAll().where('state', '=', OPEN_STATE[table]).where('lease_until', '<', input.now).where('channel', 'in', [...input.channels]);
     // A message whose turn failed waits for its retry time, whoever takes it.
     if (COUNTS_ATTEMPTS[table]) select = select.where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', input.now)]));
-    if (input.only) select = input.only(select);
+    if (input.narrow) select = input.narrow(select);
     for (const column of input.order) select = select.orderBy(column);
     const rows = (await dialect.lockForUpdate(select.limit(input.limit)).execute()) as Selectable<Database[T]>[];
     const claimed: Selectable<Database[T]>[] = [];
