@@ -91,6 +91,8 @@ const telegramUserSchema = z
      * many minutes; what arrives meanwhile is stored, not answered. 0: the agent never steps back.
      */
     ownerTakeoverMinutes: z.number().int().min(0).max(10_080).default(30),
+    /** Overrides `agent.replies` for the user account (`text` or `actions`). */
+    replies: z.enum(['text', 'actions']).optional(),
     /**
      * Import this many of a chat's last messages (both sides, no turn, no cost) before its first turn, so an agent
      * taking over an existing chat knows what was said. 0: off. `palaver telegram sync` imports on demand.
@@ -171,6 +173,31 @@ export const configSchema = z.strictObject({
       flow: z.enum(['single', 'staged']).default('single'),
       /** The agent's type: picks the stage models of the staged flow from `staged.types`. */
       type: z.string().min(1).optional(),
+      /**
+       * How the model answers: `text` is one reply (split to the channel's limit); `actions` is a checked plan of
+       * actions Palaver carries out in order (type, send short messages, react, wait, or not answer). A channel may
+       * override it (`channels.<name>.replies`).
+       */
+      replies: z.enum(['text', 'actions']).default('text'),
+      /** Limits and pacing of replies as actions (`replies: "actions"`). */
+      actions: z
+        .strictObject({
+          /** Most actions in one plan (`send_messages` counts as one). */
+          maxActions: z.number().int().min(1).max(50).default(10),
+          /** Longest single `wait` or `fake_typing`, in seconds. */
+          maxWaitSeconds: z.number().min(0).max(300).default(30),
+          /** Longest total of waits and typing in one plan, in seconds. */
+          maxTotalWaitSeconds: z.number().min(0).max(600).default(60),
+          /** Typing shown before each message lasts its length at this speed (0: no typing before messages). */
+          typingCharsPerSecond: z.number().min(0).max(1_000).default(25),
+          /** Longest typing shown before one message, in seconds. */
+          maxTypingSeconds: z.number().min(0).max(60).default(6),
+          /** A new message from the person drops the plan's remaining waits and sends (recorded as not sent). */
+          interruptOnNewMessage: z.boolean().default(false),
+          /** After the one repair attempt fails: `silence` sends nothing (seed 004), `apologise` sends the apology. */
+          onInvalidActions: z.enum(['silence', 'apologise']).default('silence'),
+        })
+        .prefault({}),
     })
     .prefault({}),
   /**
@@ -464,6 +491,8 @@ export const configSchema = z.strictObject({
       web: z
         .strictObject({
           enabled: z.boolean().default(true),
+          /** Overrides `agent.replies` for this channel (`text` or `actions`). */
+          replies: z.enum(['text', 'actions']).optional(),
           /**
            * HMAC-SHA256 key that signs visitor cookies (better: PALAVER_COOKIE_SECRET). When unset, one is generated
            * and kept in `cookieSecretFile`, so visitors keep their identity across restarts.
@@ -509,6 +538,8 @@ export const configSchema = z.strictObject({
         .strictObject({
           /** Off: no Telegram channel even with a token (`palaver chat` turns it off, so it never polls beside `start`). */
           enabled: z.boolean().default(true),
+          /** Overrides `agent.replies` for this channel (`text` or `actions`). */
+          replies: z.enum(['text', 'actions']).optional(),
           /** The bot token from @BotFather (better: TELEGRAM_BOT_TOKEN). Without one the channel is off. */
           token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, 'a bot token as @BotFather gives it: digits, a colon, then letters, digits, _ or -').optional(),
           /** Bot API root (TELEGRAM_API_ROOT): a self-hosted Bot API server, or a fake one in tests. */

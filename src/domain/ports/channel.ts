@@ -173,6 +173,11 @@ export interface ChannelCapabilities {
   readonly typing: boolean;
   /** `react` may be called (reply actions add reactions only where this is true). */
   readonly reactions: boolean;
+  /**
+   * The reaction emoji the channel accepts (Telegram allows a fixed set); a reply action with another one is skipped
+   * and logged. Absent: any emoji.
+   */
+  readonly reactionEmoji?: readonly string[];
   /** `markRead` is called for the messages a turn answers, when the turn starts. */
   readonly readReceipts: boolean;
   /** How often a typing indicator must be renewed, in ms (Telegram's lasts 5 s). Default 4000. */
@@ -227,6 +232,11 @@ export interface SendOptions {
    * so the messenger itself drops a repeat.
    */
   readonly deliveryKey: string;
+  /**
+   * The channel's id of a message this part answers (a reply action's `reply_to`): a channel that can quote shows
+   * the part as a reply to it. Absent: the channel's default (a Telegram bot quotes nothing).
+   */
+  readonly replyTo?: string;
 }
 
 /** One sent part of a reply, as the channel knows it. */

@@ -1,0 +1,175 @@
+import { z } from 'zod';
+
+/**
+ * The operator's admin API, as data: every route's query, body and answer as a zod schema. The server answers with
+ * these shapes, `palaver admin` (the console) parses answers with them, and the dashboard reads the same JSON. All
+ * routes live under `/admin` behind the admin token (`Authorization: Bearer …`) or a dashboard session cookie.
+ *
+ * Money is a decimal string in the named currency, never a float. Times are ISO 8601 strings. Lists page with an
+ * opaque `cursor`: pass a page's `nextCursor` to get the next one; `null` means there is no more.
+ *
+ *   GET  /admin/users?q=&cursor=&limit=                       users (search by name, phone digits, account id)
+ *   GET  /admin/users/:userId                                 the user (existing route: accounts, role, profile)
+ *   GET  /admin/users/:userId/events                          identity audit (existing)
+ *   GET  /admin/conversations?q=&channel=&userId=&status=&paused=&cursor=&limit=
+ *   GET  /admin/conversations/:sessionId                      one conversation
+ *   GET  /admin/conversations/:sessionId/transcript?audit=1&limit=
+ *   POST /admin/conversations/:sessionId/messages             send as the agent {text}; `Idempotency-Key` header
+ *   POST /admin/conversations/:sessionId/pause                the agent stops answering it (messages still stored)
+ *   POST /admin/conversations/:sessionId/resume               waiting messages are answered, once
+ *   POST /admin/conversations/:sessionId/end                  ends it: the next message opens a fresh context
+ *   GET  /admin/costs?by=day|user|conversation&from=&to=&userId=&sessionId=&limit=
+ *   GET  /admin/turns/live                                    turns running or waiting now
+ *   GET  /admin/overview                                      inbox depth, outbox, tool stream backlog
+ *   GET  /admin/actions?limit=                                the operators' own audit (actor, request id)
+ *
+ * Errors: `{ "error": { "code", "message" } }` with 400 (invalid_request), 401/403 (token), 404 (not_found),
+ * 409 (conflict).
+ */
+
+const iso = z.string();
+const money = z.string().regex(/^-?\d+(\.\d+)?$/);
+export const pageLimit = z.coerce.number().int().min(1).max(500).default(50);
+
+export const accountView = z.object({ channel: z.string(), accountId: z.string() });
+
+export const userSummary = z.object({
+  id: z.string(),
+  displayName: z.string().nullable(),
+  /** E.164 digits, or null. */
+  phone: z.string().nullable(),
+  role: z.string().nullable(),
+  accounts: z.array(accountView),
+  conversations: z.number().int(),
+  cost: money,
+  /** The billing currency of `cost` (a user's sessions share one; null when they have none yet). */
+  currency: z.string().nullable(),
+  createdAt: iso,
+  lastActiveAt: iso.nullable(),
+});
+export type UserSummary = z.infer<typeof userSummary>;
+
+export const usersQuery = z.object({ q: z.string().max(200).optional(), cursor: z.string().max(500).optional(), limit: pageLimit });
+export const usersPage = z.object({ users: z.array(userSummary), nextCursor: z.string().nullable() });
+
+export const conversationStatus = z.enum(['pending', 'running', 'completed', 'failed']);
+
+export const conversationSummary = z.object({
+  sessionId: z.string(),
+  channel: z.string(),
+  conversationId: z.string(),
+  title: z.string().nullable(),
+  user: z.object({ id: z.string(), displayName: z.string().nullable() }),
+  status: conversationStatus,
+  paused: z.boolean(),
+  /** Ended by an operator: the next message starts a fresh context. */
+  endedAt: iso.nullable(),
+  lastMessage: z.object({ role: z.enum(['user', 'assistant']), text: z.string(), at: iso }).nullable(),
+  /** Accepted messages not answered yet (waiting for a turn, or held while paused). */
+  waiting: z.number().int(),
+  cost: money,
+  currency: z.string(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  createdAt: iso,
+  updatedAt: iso,
+});
+export type ConversationSummary = z.infer<typeof conversationSummary>;
+
+export const conversationsQuery = z.object({
+  q: z.string().max(200).optional(),
+  channel: z.string().max(64).optional(),
+  userId: z.string().max(128).optional(),
+  status: conversationStatus.optional(),
+  paused: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+  cursor: z.string().max(500).optional(),
+  limit: pageLimit,
+});
+export const conversationsPage = z.object({ conversations: z.array(conversationSummary), nextCursor: z.string().nullable() });
+
+export const toolCallView = z.object({
+  callId: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  status: z.enum(['running', 'succeeded', 'failed']),
+  result: z.string().nullable(),
+  latencyMs: z.number().int().nullable(),
+  error: z.string().nullable(),
+});
+
+export const transcriptMessage = z.object({
+  id: z.string(),
+  seq: z.number().int(),
+  role: z.enum(['user', 'assistant', 'tool', 'system']),
+  /** `display`: what the person and the agent said; `audit` (only with `?audit=1`): tool traffic, stage outputs, plans. */
+  audience: z.string(),
+  text: z.string(),
+  at: iso,
+  correlationId: z.string().nullable(),
+  model: z.string().nullable(),
+  cost: money,
+  /** Who wrote an assistant message: the agent, an operator (send as agent), or Palaver itself (an apology, a notice). */
+  author: z.enum(['person', 'agent', 'operator', 'palaver']),
+  toolCalls: z.array(toolCallView).optional(),
+});
+export const transcriptQuery = z.object({ audit: z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true').optional(), limit: z.coerce.number().int().min(1).max(2000).default(500) });
+export const transcript = z.object({ conversation: conversationSummary, messages: z.array(transcriptMessage) });
+
+export const sendAsAgentBody = z.strictObject({ text: z.string().trim().min(1).max(16_000) });
+/** 202: stored and handed to the channel's outbox; a repeat with the same `Idempotency-Key` answers the same. */
+export const sentAsAgent = z.object({ messageId: z.string(), parts: z.number().int(), duplicate: z.boolean() });
+
+export const costsQuery = z.object({
+  by: z.enum(['day', 'user', 'conversation']).default('day'),
+  from: iso.optional(),
+  to: iso.optional(),
+  userId: z.string().max(128).optional(),
+  sessionId: z.string().max(128).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+export const modelUsage = z.object({ model: z.string(), inputTokens: z.number().int(), outputTokens: z.number().int(), cachedInputTokens: z.number().int(), cost: money });
+export const costRow = z.object({
+  /** The day (`YYYY-MM-DD`, UTC), user id or session id. */
+  key: z.string(),
+  /** A readable name for the key (the user's name, the conversation's title). */
+  label: z.string().nullable(),
+  cost: money,
+  currency: z.string(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  turns: z.number().int(),
+  models: z.array(modelUsage),
+});
+/** One row per key and currency; `totals` per currency. */
+export const costs = z.object({ by: z.enum(['day', 'user', 'conversation']), rows: z.array(costRow), totals: z.array(z.object({ currency: z.string(), cost: money })) });
+
+export const liveTurn = z.object({
+  sessionId: z.string(),
+  channel: z.string(),
+  conversationId: z.string(),
+  userId: z.string(),
+  /** `waiting`: accepted, no turn yet; `running`: a turn holds it; `paused`: held by an operator's pause. */
+  state: z.enum(['waiting', 'running', 'paused']),
+  messages: z.number().int(),
+  oldestAt: iso,
+});
+export const liveTurns = z.object({ turns: z.array(liveTurn) });
+
+export const overview = z.object({
+  inbox: z.object({ waiting: z.number().int(), running: z.number().int(), paused: z.number().int() }),
+  outbox: z.object({ pending: z.number().int(), failed: z.number().int() }),
+  /** Present when tools are dispatched over Redis Streams. */
+  toolStream: z.object({ backlog: z.number().int(), deadLetters: z.number().int() }).nullable(),
+});
+
+export const adminAction = z.object({
+  id: z.string(),
+  action: z.enum(['send', 'pause', 'resume', 'end', 'profile', 'phone', 'role', 'relink']),
+  actor: z.string(),
+  requestId: z.string().nullable(),
+  sessionId: z.string().nullable(),
+  userId: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()),
+  at: iso,
+});
+export const adminActions = z.object({ actions: z.array(adminAction) });
