@@ -5,6 +5,7 @@ import type { Palaver, PalaverOptions } from '../app.js';
 import { ConsoleChannel } from '../channels/console/console-channel.js';
 import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
+import { packageVersion } from '../package-root.js';
 import type { Demo } from './demo.js';
 import { limitHeapGrowth } from './heap-growth.js';
 import { releaseMemoryWhenIdle } from './idle-memory.js';
@@ -22,6 +23,7 @@ export async function main(argv: readonly string[]): Promise<void> {
   const program = new Command()
     .name('palaver')
     .description('Run LLM agents that talk with people over messaging channels.')
+    .version(packageVersion(), '-V, --version', 'print the version of Palaver')
     .showHelpAfterError();
   const configOption = () => new Option('-c, --config <file>', 'config file (default: palaver.config.{json,yaml} or PALAVER_CONFIG)');
   const demoOption = () => new Option('--demo [agent]', 'run a bundled demo agent with a scripted model (no API key needed): notes (default) or salon').choices(['notes', 'salon']);
@@ -37,7 +39,19 @@ export async function main(argv: readonly string[]): Promise<void> {
       limitHeapGrowth(palaver.config.limits.heapGrowthPercent);
       const stopIdleWatch = releaseMemoryWhenIdle();
       for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
-      const server = await palaver.serve(options.port === undefined ? {} : { port: options.port });
+      let server: Awaited<ReturnType<typeof palaver.serve>>;
+      try {
+        server = await palaver.serve(options.port === undefined ? {} : { port: options.port });
+      } catch (error) {
+        // Nothing was accepted yet: release the database, channels and demo model, then exit 1 rather than run on
+        // without a server.
+        stopIdleWatch?.();
+        await palaver.close({ graceMs: 0 });
+        await demo?.close();
+        const port = options.port ?? palaver.config.server.port;
+        console.error(`${error instanceof Error ? error.message : String(error)}\nChoose another port with --port <port> (now ${port}), or stop the process that uses it.`);
+        process.exit(1);
+      }
       if (demo) console.log(`\n${demo.banner(palaver.config)}\n`);
       console.log(`Palaver is listening on ${server.url}  (web chat: ${server.url}/, AG-UI: POST ${server.url}/agui)`);
       await waitForSignal();

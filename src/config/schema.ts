@@ -5,8 +5,30 @@ import { normaliseDatabaseUrl } from './database-url.js';
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
 
 const decimalString = (example: string) => z.string().regex(/^\d+(\.\d+)?$/, `a decimal number as a string, e.g. "${example}"`);
-const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD');
-const countryCode = z.string().regex(/^[A-Z]{2}$/, 'an ISO 3166-1 alpha-2 code such as CN');
+/** The built-in USD rate, behind the default CN → CNY billing mapping. */
+const DEFAULT_USD_RATES: Readonly<Record<string, string>> = { CNY: '7.10' };
+
+/** ISO 4217 codes this Node's Intl knows; made on first use. */
+let currencyCodes: ReadonlySet<string> | undefined;
+const currencyCode = z
+  .string()
+  .regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD')
+  .refine((code) => (currencyCodes ??= new Set(Intl.supportedValuesOf('currency'))).has(code), 'not an ISO 4217 currency code (e.g. USD, EUR, CNY)');
+const countryCode = z.string().regex(/^[A-Z]{2}$/, 'an ISO 3166-1 alpha-2 code such as CN').refine(isCountryCode, 'not an ISO 3166-1 country code (e.g. UA, US, CN)');
+/** An IANA zone, checked at start (a misspelt one would fail every turn later) and kept in its canonical spelling. */
+const timeZoneName = z.string().transform((zone, ctx) => {
+  const canonical = canonicalTimeZone(zone);
+  if (canonical !== undefined) return canonical;
+  ctx.addIssue({ code: 'custom', message: `"${zone}" is not an IANA time zone (e.g. Europe/Kyiv, America/New_York, UTC)` });
+  return z.NEVER;
+});
+/** A BCP-47 tag, checked at start and kept in canonical case. */
+const languageTagName = z.string().transform((tag, ctx) => {
+  const canonical = canonicalLanguageTag(tag);
+  if (canonical !== undefined) return canonical;
+  ctx.addIssue({ code: 'custom', message: `"${tag}" is not a BCP-47 language tag (e.g. en, en-US, zh-Hant-TW)` });
+  return z.NEVER;
+});
 
 /** Price of a model in USD per million tokens; decimal strings so no float rounding. */
 const priceSchema = z.strictObject({
@@ -157,9 +179,9 @@ export const configSchema = z.strictObject({
        */
       maxReplyChars: z.number().int().min(200).max(1_000_000).default(16_000),
       /** IANA zone for users without a profile zone. */
-      timezone: z.string().default('UTC'),
+      timezone: timeZoneName.default('UTC'),
       /** BCP-47 language for users without a profile language. */
-      language: z.string().default('en'),
+      language: languageTagName.default('en'),
       /** A JS (or TS, when tsx is installed) module exporting `tools`: an array made with `defineTool`. */
       toolsModule: z.string().min(1).optional(),
       /** Tool calls per turn across all tools; past it a call is refused and the model is told why. */
@@ -280,11 +302,11 @@ export const configSchema = z.strictObject({
       defaults: z
         .strictObject({
           /** Language of Palaver's own texts; agent.language when unset. */
-          interfaceLanguage: z.string().refine((tag) => canonicalLanguageTag(tag) !== undefined, 'a BCP-47 language tag such as en, en-US or zh-Hant-TW').optional(),
+          interfaceLanguage: languageTagName.optional(),
           /** Language the agent answers in; interfaceLanguage when unset. */
-          aiLanguage: z.string().refine((tag) => canonicalLanguageTag(tag) !== undefined, 'a BCP-47 language tag such as en, en-US or zh-Hant-TW').optional(),
+          aiLanguage: languageTagName.optional(),
           /** IANA zone; agent.timezone when unset. */
-          timeZone: z.string().refine((zone) => canonicalTimeZone(zone) !== undefined, 'an IANA time zone such as Europe/Kyiv or UTC').optional(),
+          timeZone: timeZoneName.optional(),
           /** ISO 3166-1 alpha-2 code; none when unset. */
           country: z.string().refine(isCountryCode, 'an ISO 3166-1 alpha-2 country code such as UA or US').optional(),
         })
@@ -365,8 +387,15 @@ export const configSchema = z.strictObject({
       /** Billing currency by the user's country; other countries pay `defaultCurrency`. */
       currencyByCountry: z.record(countryCode, currencyCode).default({ CN: 'CNY' }),
       defaultCurrency: currencyCode.default('USD'),
-      /** Units of each billing currency one USD buys, as decimal strings. Every currency billed needs one (USD is 1). */
-      usdRates: z.record(currencyCode, decimalString('7.10').refine((rate) => Number(rate) > 0, 'a rate above zero')).default({ CNY: '7.10' }),
+      /**
+       * Units of each billing currency one USD buys, as decimal strings. Every currency billed needs one (USD is 1).
+       * Rates given are added to the built-in CNY rate (which backs the default CN → CNY mapping), so setting one
+       * rate for your own currency does not leave that mapping without one.
+       */
+      usdRates: z.preprocess(
+        (rates) => (rates !== null && typeof rates === 'object' && !Array.isArray(rates) ? { ...DEFAULT_USD_RATES, ...rates } : rates),
+        z.record(currencyCode, decimalString('7.10').refine((rate) => Number(rate) > 0, 'a rate above zero')).default({ ...DEFAULT_USD_RATES }),
+      ),
       /** Off: only `model.prices` price calls (other models cost 0) and the price table is never loaded. */
       priceTable: z.boolean().default(true),
     })

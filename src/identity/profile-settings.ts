@@ -44,7 +44,11 @@ export function canonicalTimeZone(zone: string): string | undefined {
   // Already spelled as Intl spells it (the usual case, and every start's defaults): no list of all zones needed.
   if (resolved === zone) return zone;
   zoneSpellings ??= new Map(['UTC', ...Intl.supportedValuesOf('timeZone')].map((name) => [name.toLowerCase(), name]));
-  return zoneSpellings.get(zone.toLowerCase()) ?? zone;
+  const listed = zoneSpellings.get(zone.toLowerCase());
+  if (listed !== undefined) return listed;
+  // A name this ICU knows only as an alias (Node 20 lists Europe/Kiev, not Europe/Kyiv): a spelling given with capitals
+  // is kept; one in the wrong case takes Intl's spelling, so `europe/kyiv` is never stored as typed.
+  return zone !== zone.toLowerCase() && zone !== zone.toUpperCase() ? zone : resolved;
 }
 
 interface CountryCodes {

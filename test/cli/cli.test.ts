@@ -1,4 +1,6 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -100,6 +102,33 @@ describe('palaver start --demo', () => {
     const exit = await child.waitForExit();
     expect(exit.code).not.toBe(0);
     expect(child.stdout() + child.stderr()).toContain('model.baseUrl');
+  });
+});
+
+describe('palaver start on a busy port', () => {
+  it('exits 1 and names --port instead of running on without a server', async () => {
+    const cwd = tempCwd();
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = busy.address() as AddressInfo;
+      const child = palaver(['start', '--demo', '--port', String(port)], cwd);
+      expect(await child.waitForExit()).toEqual({ code: 1, signal: null });
+      expect(child.stderr()).toContain(`Cannot listen on 127.0.0.1:${port} (EADDRINUSE)`);
+      expect(child.stderr()).toContain(`--port <port> (now ${port})`);
+      expect(child.stdout()).not.toContain('Palaver is listening');
+    } finally {
+      busy.close();
+    }
+  });
+});
+
+describe('palaver --version', () => {
+  it('prints the version of the installed package', async () => {
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const child = palaver(['--version'], tempCwd());
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(child.stdout().trim()).toBe(manifest.version);
   });
 });
 

@@ -179,12 +179,33 @@ describe('config', () => {
     expect(config.model.prices.m).toEqual({ input: '0.40', cachedInput: '0.10', output: '1.60' });
     expect(config.budgets).toEqual({ perUserPerDay: '2.5', currency: 'USD' });
     expect(() => parseConfig({ model: { name: 'm' }, billing: { currencyByCountry: { DE: 'EUR' } } })).toThrow(/billing\.currencyByCountry\.DE.*no USD rate for EUR/s);
-    expect(() => parseConfig({ model: { name: 'm' }, billing: { usdRates: {} } })).toThrow(/no USD rate for CNY/);
     expect(() => parseConfig({ model: { name: 'm' }, billing: { defaultCurrency: 'EUR' } })).toThrow(/billing\.defaultCurrency/);
     expect(() => parseConfig({ model: { name: 'm' }, budgets: { perSession: '1', currency: 'GBP' } })).toThrow(/budgets\.currency/);
     expect(() => parseConfig({ model: { name: 'm' }, budgets: { perSession: 1 } })).toThrow(/budgets\.perSession/);
     expect(() => parseConfig({ model: { name: 'm' }, billing: { usdRates: { CNY: '0' } } })).toThrow(/billing\.usdRates\.CNY/);
     expect(parseConfig({ model: { name: 'm' }, billing: { currencyByCountry: { DE: 'EUR' }, usdRates: { EUR: '0.92' }, defaultCountry: 'DE' } }).billing).toMatchObject({ defaultCountry: 'DE' });
+  });
+
+  it('adds the rates given to the built-in CNY rate, so one rate for your own currency does not break the default CN mapping', () => {
+    const billing = parseConfig({ model: { name: 'm' }, billing: { defaultCurrency: 'EUR', usdRates: { EUR: '0.92' } } }).billing;
+    expect(billing.usdRates).toEqual({ CNY: '7.10', EUR: '0.92' });
+    expect(billing.currencyByCountry).toEqual({ CN: 'CNY' });
+    expect(parseConfig({ model: { name: 'm' }, billing: { usdRates: { CNY: '7.25' } } }).billing.usdRates).toEqual({ CNY: '7.25' });
+  });
+
+  it('checks every zone, language, country and currency at start, and keeps zones and languages in canonical spelling', () => {
+    const model = { name: 'm' };
+    expect(() => parseConfig({ model, agent: { timezone: 'Europe/Berln' } })).toThrow(/agent\.timezone.*"Europe\/Berln" is not an IANA time zone/s);
+    expect(() => parseConfig({ model, agent: { language: 'english!' } })).toThrow(/agent\.language.*not a BCP-47 language tag/s);
+    expect(() => parseConfig({ model, billing: { defaultCurrency: 'XYZ', usdRates: { XYZ: '1' } } })).toThrow(/billing\.defaultCurrency.*not an ISO 4217 currency code/s);
+    expect(() => parseConfig({ model, billing: { defaultCountry: 'QQ' } })).toThrow(/billing\.defaultCountry.*not an ISO 3166-1 country code/s);
+    expect(() => parseConfig({ model, billing: { currencyByCountry: { ZZ: 'USD' } } })).toThrow(/billing\.currencyByCountry/);
+    const agent = parseConfig({ model, agent: { timezone: 'europe/berlin', language: 'ZH-hant-tw' } }).agent;
+    expect(agent.timezone).toBe('Europe/Berlin');
+    expect(agent.language).toBe('zh-Hant-TW');
+    // Intl may know Kyiv only as an alias of Kiev (Node 20's ICU): either way never the lower-case spelling as typed.
+    expect(['Europe/Kyiv', 'Europe/Kiev']).toContain(parseConfig({ model, agent: { timezone: 'europe/kyiv' } }).agent.timezone);
+    expect(parseConfig({ model, agent: { timezone: 'Europe/Kyiv' } }).agent.timezone).toBe('Europe/Kyiv');
   });
 
   it('refuses MCP settings Palaver cannot honour, saying why', () => {

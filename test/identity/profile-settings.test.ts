@@ -40,6 +40,12 @@ describe('profile settings: time zones', () => {
     expect(update({ timeZone: zone })).toMatchObject({ ok: true, settings: { preferences: { timeZone: canonical } } });
   });
 
+  it('never stores a zone in the lower case it was typed in, even where Intl knows it only as an alias', () => {
+    const result = update({ timeZone: 'europe/kyiv' });
+    // Node 20's ICU names Kyiv only as an alias of Europe/Kiev; newer ones list Europe/Kyiv.
+    expect(result.ok && ['Europe/Kyiv', 'Europe/Kiev'].includes(String(result.settings.preferences.timeZone))).toBe(true);
+  });
+
   it.each(['Mars/Olympus_Mons', '+03:00', '', 'Europe'])('refuses %j', (zone) => {
     const result = update({ timeZone: zone });
     expect(!result.ok && result.errors).toEqual([{ path: 'preferences.timeZone', message: expect.stringContaining('IANA') }]);
@@ -107,7 +113,7 @@ describe('profile settings: defaults and seeding', () => {
 
   it('takes its defaults from config, falling back to agent.language and agent.timezone', () => {
     const config = parseConfig({ model: { name: 'm' }, agent: { language: 'ru', timezone: 'Europe/Moscow' }, profiles: { defaults: { aiLanguage: 'en-gb', country: 'de' } } });
-    expect(config.profiles.defaults).toEqual({ aiLanguage: 'en-gb', country: 'de' });
+    expect(config.profiles.defaults).toEqual({ aiLanguage: 'en-GB', country: 'de' });
     expect(() => parseConfig({ model: { name: 'm' }, profiles: { defaults: { timeZone: 'Moon/Base' } } })).toThrow(/profiles\.defaults\.timeZone/);
     expect(() => parseConfig({ model: { name: 'm' }, profiles: { defaults: { country: 'XX' } } })).toThrow(/profiles\.defaults\.country/);
   });
