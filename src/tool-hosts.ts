@@ -1,3 +1,5 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { PalaverConfig } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
@@ -56,13 +58,38 @@ export async function createToolHosts(config: PalaverConfig, primary: ModelProvi
 export async function loadToolsModule(path: string): Promise<LocalTool[]> {
   let module: { tools?: unknown; default?: unknown };
   try {
-    module = (await import(pathToFileURL(path).href)) as typeof module;
+    module = (await importModule(path)) as typeof module;
   } catch (error) {
-    throw new ConfigError(`agent.toolsModule ${path} cannot be loaded: ${(error as Error).message}`, [{ path: 'agent.toolsModule', message: 'cannot be loaded' }], { cause: error });
+    const message = error instanceof TypeScriptUnsupported ? error.message : `agent.toolsModule ${path} cannot be loaded: ${(error as Error).message}`;
+    throw new ConfigError(message, [{ path: 'agent.toolsModule', message: 'cannot be loaded' }], { cause: error });
   }
   const tools = module.tools ?? module.default;
   if (!Array.isArray(tools)) {
     throw new ConfigError(`agent.toolsModule ${path} must export \`tools\`: an array made with defineTool`, [{ path: 'agent.toolsModule', message: 'no tools export' }]);
   }
   return tools as LocalTool[];
+}
+
+const TYPESCRIPT_FILE = /\.[cm]?ts$/;
+
+class TypeScriptUnsupported extends Error {}
+
+/**
+ * Imports a tools module. A TypeScript one loads where Node strips types itself (22.18+, 24), else through tsx when
+ * the project has it installed (found from the module's own folder); otherwise the error says what to do.
+ */
+async function importModule(path: string): Promise<unknown> {
+  const url = pathToFileURL(path).href;
+  if (!TYPESCRIPT_FILE.test(path) || (process.features as { typescript?: unknown }).typescript) return import(url);
+  let tsxApi: string;
+  try {
+    // The ESM entry (require.resolve would pick the CommonJS one, whose tsImport cannot load ES modules).
+    tsxApi = join(dirname(createRequire(path).resolve('tsx/package.json')), 'dist/esm/api/index.mjs');
+  } catch {
+    throw new TypeScriptUnsupported(
+      `agent.toolsModule ${path} is TypeScript, which Node ${process.versions.node} cannot load by itself: run Palaver on Node 22.18+ or 24 (they strip types), install tsx in your project (npm install --save-dev tsx), or point agent.toolsModule at the compiled .js file.`,
+    );
+  }
+  const { tsImport } = (await import(pathToFileURL(tsxApi).href)) as { tsImport: (specifier: string, parent: string) => Promise<unknown> };
+  return tsImport(url, import.meta.url);
 }

@@ -182,7 +182,7 @@ export const configSchema = z.strictObject({
       timezone: timeZoneName.default('UTC'),
       /** BCP-47 language for users without a profile language. */
       language: languageTagName.default('en'),
-      /** A JS (or TS, when tsx is installed) module exporting `tools`: an array made with `defineTool`. */
+      /** A JS or TypeScript module exporting `tools` (an array made with `defineTool`); TypeScript loads on Node 22.18+ and 24 (type stripping), elsewhere through tsx installed in your project. */
       toolsModule: z.string().min(1).optional(),
       /** Tool calls per turn across all tools; past it a call is refused and the model is told why. */
       maxToolCallsPerTurn: z.number().int().min(1).max(200).default(16),
