@@ -40,6 +40,25 @@ describe('telegram bot: long polling', () => {
     expect(harness.model.calls).toHaveLength(2);
   });
 
+  it('a fake Telegram started afresh against the same database gets its messages answered (its ids never repeat)', async () => {
+    rig = await createTelegramRig(echo, { quietWindowMs: 50 });
+    const { telegram, harness } = rig;
+    telegram.sendText({ chatId: 41, text: 'first run' });
+    await telegram.waitForMessages(1, { chatId: 41 });
+    await rig.palaver.close();
+    await telegram.close();
+
+    // A new fake, as a rerun of a test script against the same database would start: the stored polling offset and
+    // the stored message ids must not swallow its updates as old ones or duplicates.
+    fake = await startFakeTelegram();
+    const palaver = await harness.start({ channels: { web: { enabled: false }, telegram: { token: fake.token, apiRoot: fake.apiRoot, quietWindowMs: 50, drafts: false } } });
+    rig.palaver = palaver;
+    fake.sendText({ chatId: 41, text: 'second run' });
+    await fake.waitForMessages(1, { chatId: 41 });
+    expect(fake.sentTo(41).map((message) => message.text)).toEqual(['seen: second run']);
+    expect(harness.model.calls).toHaveLength(2);
+  });
+
   it('acknowledges an update only after it is stored: the next poll waits, and a stop leaves it for the next start', async () => {
     fake = await startFakeTelegram();
     const bot = new Bot(fake.token, { client: { apiRoot: fake.apiRoot } });

@@ -78,7 +78,7 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
   if (connectionId !== undefined && !connections.get(connectionId)?.enabled) return { code: 400, description: 'Bad Request: BUSINESS_CONNECTION_INVALID' };
   const reply = params['reply_parameters'] as { message_id?: number } | undefined;
   const message: FakeSentMessage = {
-    messageId: state.messageIdFor(chatId, Math.max(100_000, nextMessageId.get(chatId) ?? 0)),
+    messageId: state.messageIdFor(chatId, nextMessageId.get(chatId) ?? state.firstId),
     chatId,
     text,
     entities: params['entities'] as FakeSentMessage['entities'],

@@ -17,7 +17,13 @@ export class FakeTelegramState {
   readonly commands = new Map<string, { command: string; description: string }[]>();
   readonly connections = new Map<string, { enabled: boolean }>();
   readonly nextMessageId = new Map<number, number>();
-  nextUpdateId = 700_000_001;
+  /**
+   * Where this fake's ids start: from the clock, so a fake started again against the same database (a rerun, a
+   * restart in a test) never repeats an id. A repeated message id would be dropped as a duplicate, and an update id
+   * below the polling offset the channel stored would never be delivered.
+   */
+  readonly firstId = idBase();
+  nextUpdateId = this.firstId;
   #nextFileId = 1;
   /** Telegram forgets updates below this offset (the last `getUpdates` offset, or all at `drop_pending_updates`). */
   confirmedOffset = 0;
@@ -35,8 +41,8 @@ export class FakeTelegramState {
 
   /** The message id `given`, or the chat's next one; ids only grow per chat. */
   messageIdFor(chatId: number, given?: number): number {
-    const next = given ?? this.nextMessageId.get(chatId) ?? 1;
-    this.nextMessageId.set(chatId, Math.max(next + 1, this.nextMessageId.get(chatId) ?? 1));
+    const next = given ?? this.nextMessageId.get(chatId) ?? this.firstId;
+    this.nextMessageId.set(chatId, Math.max(next + 1, this.nextMessageId.get(chatId) ?? this.firstId));
     return next;
   }
 
@@ -53,4 +59,11 @@ export class FakeTelegramState {
     this.files.set(id, { bytes, path: `voice/${id}.${extension}`, mimeType });
     return { file_id: id, file_unique_id: `u${id}`, file_size: bytes.byteLength };
   }
+}
+
+/** Milliseconds since 2023-11-14 × 1000: grows between two fakes even within one millisecond of each other. */
+let lastBase = 0;
+function idBase(): number {
+  lastBase = Math.max(lastBase + 1_000, (Date.now() - 1_700_000_000_000) * 1_000);
+  return lastBase;
 }
