@@ -8,6 +8,7 @@ import { createLogger } from '../observability/logger.js';
 import { packageVersion } from '../package-root.js';
 import type { Demo } from './demo.js';
 import { limitHeapGrowth } from './heap-growth.js';
+import { initNextSteps, initProject } from './init.js';
 import { releaseMemoryWhenIdle } from './idle-memory.js';
 import { redactUrl } from './redact-url.js';
 import { telegramCommand } from './telegram.js';
@@ -139,6 +140,17 @@ export async function main(argv: readonly string[]): Promise<void> {
       const { runDoctor } = await import('./doctor.js');
       const ok = await runDoctor({ demo: options.demo !== undefined && options.demo !== false }, { loadConfig: (overrides) => loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) }) });
       if (!ok) process.exitCode = 1;
+    });
+
+  program
+    .command('init')
+    .description('create a project for your own agent: config, instructions, a TypeScript tool and a test')
+    .argument('[dir]', 'folder to create it in', '.')
+    .option('--palaver <spec>', 'how the project depends on Palaver: a version, a git URL or a packed tarball (default: this Palaver\'s folder)')
+    .option('--force', 'write into a folder that is not empty')
+    .action((dir: string, options: { palaver?: string; force?: boolean }) => {
+      initProject({ dir, ...(options.palaver === undefined ? {} : { palaver: options.palaver }), force: options.force === true });
+      console.log(initNextSteps(dir));
     });
 
   program.addCommand(telegramCommand(configOption));
