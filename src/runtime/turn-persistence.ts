@@ -173,9 +173,8 @@ export function newMessages(scope: TurnScope): NewMessage[] {
   });
 }
 
-/** The inbox's record that these messages are answered, by the reply (the last message stored); the journal goes. */
-async function markAnswered(scope: TurnScope, tx: Store, stored: readonly StoredMessage[]): Promise<void> {
-  const reply = stored[stored.length - 1]!;
+/** The inbox's record that these messages are answered, by the reply (by default the last message stored); the journal goes. */
+export async function markAnswered(scope: TurnScope, tx: Store, stored: readonly StoredMessage[], reply: StoredMessage = stored[stored.length - 1]!): Promise<void> {
   // The turn's progress is over with its reply: its journal goes in the same transaction.
   await scope.journal.end(tx);
   await tx.inbound.markAnswered(
@@ -212,7 +211,7 @@ async function addToOutbox(scope: TurnScope, tx: Store, stored: readonly StoredM
  * Saves the user's state if nobody else changed it since it was loaded. Another process may have (a second
  * Palaver on the same database): the turn's state still wins, as the newest, and the overwrite is logged.
  */
-async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<number> {
+export async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<number> {
   const version = await tx.userState.save(scope.user.id, state, scope.stateVersion);
   if (version !== false) return version;
   scope.log.warn({ expectedVersion: scope.stateVersion }, 'user state changed elsewhere during the turn; saving this turn\'s state over it');
@@ -224,7 +223,7 @@ async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise
  * before the user's country changed, or before another turn fixed its currency), once more in the session's: a
  * session keeps one currency, and the person still gets their answer.
  */
-async function inSessionCurrency(scope: TurnScope, store: () => Promise<Answer>): Promise<Answer> {
+export async function inSessionCurrency(scope: TurnScope, store: () => Promise<Answer>): Promise<Answer> {
   try {
     return await store();
   } catch (error) {
@@ -238,11 +237,11 @@ async function inSessionCurrency(scope: TurnScope, store: () => Promise<Answer>)
 }
 
 /** Tokens and cost of the turn's model calls, in the user's billing currency (6 places). */
-function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]): Promise<BilledUsage> {
+export function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]): Promise<BilledUsage> {
   return scope.deps.billing.usageOf(calls, scope.currency, scope.deps.now());
 }
 
-function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string, usage: BilledUsage): TurnOutcome {
+export function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string, usage: BilledUsage): TurnOutcome {
   return {
     correlationId: scope.correlationId,
     sessionId: scope.session.id,
