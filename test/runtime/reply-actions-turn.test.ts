@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { sequenceScript, type ScriptedReply } from '../../src/testing/index.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
@@ -80,6 +81,19 @@ describe('replies as actions: the model is asked for a plan', () => {
     expect(reply.status).toBe('completed');
     expect(reply.parts).toEqual(['Noted.']);
     expect(await invalidCount(palaver, 'unknown_message_id')).toBe(0);
+  });
+});
+
+describe('replies as actions: per channel', () => {
+  it('answers in actions on a channel whose config says so, and in text on one without a config entry', async () => {
+    harness = await createHarness((call) => (call.output ? hello : { text: 'plain text' }));
+    // A stand-in for the web channel under its name: its config entry (off, so the real one does not start) overrides the agent's mode.
+    const web = new MemoryChannel({ name: 'web' });
+    const other = new MemoryChannel({ name: 'other' });
+    await harness.start({ channels: { web: { enabled: false, replies: 'actions' } } }, { channels: [web, other] });
+
+    expect((await web.reply(await web.say('hello', { accountId: 'kim' }))).parts).toEqual(['Hi!', 'How can I help?']);
+    expect((await other.reply(await other.say('hello', { accountId: 'kim' }))).parts).toEqual(['plain text']);
   });
 });
 
