@@ -1,11 +1,13 @@
 import type { StoredMessage } from '../../domain/model.js';
 import type { ModelInputItem } from '../../domain/ports/model-provider.js';
+import { isUnanswered, modelView, UNANSWERED_TEXT } from '../reply-plan/model-notes.js';
 import { labelled, senderOf, type MessageSender } from './sender-label.js';
 
 /**
  * The conversation the model sees: display messages only (audit records, tool traffic and hidden context stay
  * out), as plain user/assistant turns. In a group (`group`), each user message carries its sender's label, so that
- * no member's words read as another's; a direct chat's messages go as they are.
+ * no member's words read as another's; a direct chat's messages go as they are. What a reply plan did not send is
+ * shown as such (see ../reply-plan/model-notes.ts).
  */
 export function historyToInput(messages: readonly StoredMessage[], group = false): ModelInputItem[] {
   const items: ModelInputItem[] = [];
@@ -13,7 +15,9 @@ export function historyToInput(messages: readonly StoredMessage[], group = false
     if (message.audience !== 'display') continue;
     if (message.role !== 'user' && message.role !== 'assistant') continue;
     const content = group && message.role === 'user' ? labelled(message.content, senderOf(message.meta)) : message.content;
-    items.push({ type: 'message', role: message.role, content });
+    items.push({ type: 'message', role: message.role, content: modelView(message, content) });
+    // A reply plan that sent nothing: the model learns it chose silence (never shown to the person).
+    if (isUnanswered(message)) items.push({ type: 'message', role: 'assistant', content: UNANSWERED_TEXT });
   }
   return items;
 }
