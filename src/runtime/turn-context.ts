@@ -60,7 +60,7 @@ export interface TurnDependencies {
   /** Reads, seeds and checks profile settings (the identity module's schema). */
   readonly profiles: ProfileCodec;
   readonly agent: AgentSettings;
-  /** How the model answers, per channel: text, or a checked plan of actions (`agent.replies`, `agent.actions`). */
+  /** How the model answers, per channel: text, or a checked plan of actions, its pacing and interrupts (`agent.replies`, `agent.actions`). */
   readonly replies: ReplySettings;
   /** Prices model calls and tells each user's billing currency. */
   readonly billing: Billing;
@@ -97,6 +97,12 @@ export interface TurnRequest {
   readonly attemptsExhausted?: boolean;
   /** The open turn these messages belong to, cut off by a crash or a failed store: it resumes from its journal. */
   readonly resume?: OpenTurnRecord;
+  /**
+   * Called as the turn's reply plan starts (`agent.actions.interruptOnNewMessage`): the signal fires when the person
+   * writes again from then on, and the rest of the plan is dropped and recorded as not sent. Messages that came while
+   * the model was still thinking do not cut off an answer that has not begun; they go to the next turn.
+   */
+  readonly interrupt?: () => AbortSignal;
 }
 
 export type { ToolRun } from './turn-journal.js';
@@ -137,6 +143,8 @@ export interface TurnScope {
   readonly replyMessageId: string;
   /** Only a lone message may cancel its turn; a batch belongs to several callers. */
   readonly signal: AbortSignal | undefined;
+  /** Watches for the person writing again while a reply plan runs (see {@link TurnRequest.interrupt}). */
+  readonly interrupt: (() => AbortSignal) | undefined;
   /** The user's state when the turn began, and the stored version it was loaded at (0: none yet). */
   readonly initialState: UserState;
   readonly stateVersion: number;

@@ -59,6 +59,7 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     // One id for the turn and its reply: a resumed turn stores its reply under the id it streamed under.
     replyMessageId: journal.id,
     signal: request.messages.length === 1 ? first.signal : undefined,
+    interrupt: request.interrupt,
     initialState: state,
     stateVersion: version,
     journal,

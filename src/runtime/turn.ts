@@ -38,8 +38,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.
-  await delivery.deliver(answer);
-  return answer.outcome;
+  return delivery.deliver(answer);
 }
 
 /** The answer to messages whose turns kept failing: the apology, stored, with no model call. */

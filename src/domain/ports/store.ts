@@ -122,6 +122,12 @@ export interface MessageRepository {
    * `sinceContextStart` (and an audience) only those after the session's last reset (`sessions.resetContext`).
    */
   listRecent(sessionId: string, options: { limit: number; audience?: Audience; sinceContextStart?: boolean }): Promise<StoredMessage[]>;
+  /**
+   * Marks stored messages of the session that never reached the person (a reply plan's send dropped or refused):
+   * `meta.notSent` is set to `reason`, the rest of `meta` kept. What shows a conversation hides them; the model's
+   * history shows them as not sent. Ids of other sessions are left alone.
+   */
+  markNotSent(sessionId: string, ids: readonly string[], reason: string): Promise<void>;
   /** One message by its place in the session. */
   findBySeq(sessionId: string, seq: number): Promise<StoredMessage | undefined>;
   /** Deletes a session's history (a reset trigger); returns how many rows went. */

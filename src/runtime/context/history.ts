@@ -1,5 +1,6 @@
 import type { StoredMessage } from '../../domain/model.js';
 import type { ModelInputItem } from '../../domain/ports/model-provider.js';
+import { isUnanswered, modelView, UNANSWERED_TEXT } from '../reply-plan/model-notes.js';
 import { storedMessageId, withMessageId } from './message-id-label.js';
 import { labelled, senderOf, type MessageSender } from './sender-label.js';
 
@@ -7,7 +8,8 @@ import { labelled, senderOf, type MessageSender } from './sender-label.js';
  * The conversation the model sees: display messages only (audit records, tool traffic and hidden context stay
  * out), as plain user/assistant turns. In a group (`group`), each user message carries its sender's label, so that
  * no member's words read as another's; a direct chat's messages go as they are. With `messageIds` (replies as
- * actions), each user message that kept its channel message id shows it in front (`[message_id: 77] …`).
+ * actions), each user message that kept its channel message id shows it in front (`[message_id: 77] …`). What a
+ * reply plan did not send is shown as such (see ../reply-plan/model-notes.ts).
  */
 export function historyToInput(messages: readonly StoredMessage[], group = false, messageIds = false): ModelInputItem[] {
   const items: ModelInputItem[] = [];
@@ -15,11 +17,13 @@ export function historyToInput(messages: readonly StoredMessage[], group = false
     if (message.audience !== 'display') continue;
     if (message.role !== 'user' && message.role !== 'assistant') continue;
     if (message.role === 'assistant') {
-      items.push({ type: 'message', role: 'assistant', content: message.content });
+      items.push({ type: 'message', role: 'assistant', content: modelView(message, message.content) });
       continue;
     }
     const content = group ? labelled(message.content, senderOf(message.meta)) : message.content;
     items.push({ type: 'message', role: 'user', content: messageIds ? withMessageId(content, storedMessageId(message.meta)) : content });
+    // A reply plan that sent nothing: the model learns it chose silence (never shown to the person).
+    if (isUnanswered(message)) items.push({ type: 'message', role: 'assistant', content: UNANSWERED_TEXT });
   }
   return items;
 }

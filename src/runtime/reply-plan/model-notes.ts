@@ -29,3 +29,14 @@ export function notSentText(text: string, reason: string): string {
 export function wasNotSent(meta: Readonly<Record<string, unknown>> | null): boolean {
   return typeof meta?.['notSent'] === 'string';
 }
+
+/** A person's message that a reply plan answered without a message. */
+export function isUnanswered(message: { readonly role: string; readonly meta: Readonly<Record<string, unknown>> | null }): boolean {
+  return message.role === 'user' && message.meta?.['replyNote'] === UNANSWERED_NOTE;
+}
+
+/** A message's text as the model sees it: a planned message that never went out is marked so. */
+export function modelView(message: { readonly role: string; readonly meta: Readonly<Record<string, unknown>> | null }, content: string): string {
+  const reason = message.meta?.['notSent'];
+  return message.role === 'assistant' && typeof reason === 'string' ? notSentText(content, reason) : content;
+}
