@@ -13,7 +13,7 @@ import type { InstructionLibrary } from './context/instructions.js';
 import type { UserAgentContext } from './context/user-context.js';
 import type { UserState } from './context/user-state.js';
 import type { ConversationCache } from './conversation-cache.js';
-import type { ReplyPacing } from './reply-plan/run-plan.js';
+import type { ReplyMode, ReplySettings } from './reply-plan/reply-settings.js';
 import type { ToolRegistry } from './tools/tool-registry.js';
 import type { TurnJournal } from './turn-journal.js';
 
@@ -60,8 +60,8 @@ export interface TurnDependencies {
   /** Reads, seeds and checks profile settings (the identity module's schema). */
   readonly profiles: ProfileCodec;
   readonly agent: AgentSettings;
-  /** Replies as actions: how a plan is paced, and whether a new message interrupts it (`agent.actions`). */
-  readonly replies?: { readonly actions: ReplyPacing & { readonly interruptOnNewMessage: boolean } };
+  /** How the model answers, per channel: text, or a checked plan of actions (`agent.replies`, `agent.actions`). */
+  readonly replies: ReplySettings;
   /** Prices model calls and tells each user's billing currency. */
   readonly billing: Billing;
   /** Spend caps; undefined when none is configured (then nothing is read for them). */
@@ -135,6 +135,8 @@ export interface TurnScope {
   readonly userContext: UserAgentContext;
   /** Where the reply goes and what it answers. */
   readonly target: ReplyTarget;
+  /** How this turn answers: one reply text, or a plan of actions (the channel's `replies`, else the agent's). */
+  readonly replyMode: ReplyMode;
   /** Made on first use: most turns log nothing of their own. */
   readonly log: Logger;
   /** Id of the reply in streamed progress and in the store. */
