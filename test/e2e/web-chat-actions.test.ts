@@ -105,6 +105,8 @@ describe('web chat page: replies as actions', () => {
     await page.clock.install();
     await page.goto(`${server.url}/`);
     const message = await say(page, 'Still there?');
+    // The page's clock stands still from here: only runFor moves it.
+    await page.clock.pauseAt(Date.now() + 60_000);
     const target = targetFor(channel, context, [message]);
     await channel.typing(target);
     const typing = page.getByTestId('typing-indicator');
