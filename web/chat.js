@@ -7,6 +7,9 @@
 (() => {
   const THREAD_KEY = 'palaver.threadId';
   const TOOL_RESULT_PREVIEW = 80;
+  // A typing event says how long to show it; a value out of this range is clamped rather than trusted.
+  const MAX_TYPING_SECONDS = 60;
+  const MAX_REACTION_CHARS = 16;
 
   const list = document.getElementById('messages');
   const form = document.getElementById('composer');
@@ -15,6 +18,7 @@
   const errorLine = document.getElementById('error');
   const newThread = document.getElementById('new-thread');
   const conversationList = document.getElementById('conversations');
+  const typingLine = document.getElementById('typing');
 
   // Left over from earlier versions of the page: an API key and transcripts kept in this browser.
   for (const key of Object.keys(localStorage)) {
@@ -121,7 +125,10 @@
     showError('');
     input.value = '';
     autosize();
+    const runId = randomId();
     const userBubble = renderMessage('user', text);
+    // The run id is this message's id for the agent: a reaction names it.
+    userBubble.dataset.messageId = runId;
 
     const thinking = element('li', 'thinking', 'Thinking…');
     list.append(thinking);
@@ -133,7 +140,7 @@
         headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
         body: JSON.stringify({
           threadId,
-          runId: randomId(),
+          runId,
           messages: [{ id: randomId(), role: 'user', content: text }],
           tools: [],
           context: [],
@@ -171,6 +178,7 @@
         switch (event.type) {
           case 'TEXT_MESSAGE_START': {
             thinking.remove();
+            typing.hide();
             const li = element('li', 'message assistant streaming', '');
             li.dataset.testid = 'assistant-message';
             li.dataset.messageId = event.messageId;
@@ -192,13 +200,21 @@
             break;
           }
           case 'CUSTOM': {
-            // The server withdrew streamed text that is not the reply (the stream broke, or the reply changed);
-            // the reply itself follows as a fresh message.
-            if (event.name !== 'palaver.discard' || !event.value) break;
-            const bubble = bubbles.get(event.value.messageId);
-            if (!bubble) break;
-            bubble.li.remove();
-            bubbles.delete(event.value.messageId);
+            if (!event.value || typeof event.value !== 'object') break;
+            if (event.name === 'palaver.typing') {
+              // The agent is writing: this says more than "Thinking…", which it replaces.
+              thinking.remove();
+              typing.show(event.value.seconds);
+            } else if (event.name === 'palaver.reaction') {
+              react(event.value.messageId, event.value.emoji);
+            } else if (event.name === 'palaver.discard') {
+              // The server withdrew streamed text that is not the reply (the stream broke, or the reply changed);
+              // the reply itself follows as a fresh message.
+              const bubble = bubbles.get(event.value.messageId);
+              if (!bubble) break;
+              bubble.li.remove();
+              bubbles.delete(event.value.messageId);
+            }
             break;
           }
           case 'TOOL_CALL_START': {
@@ -219,21 +235,61 @@
           }
           case 'RUN_ERROR':
             run.ended = true;
+            typing.hide();
             // A failed turn's apology, with the error reference to quote, is already on screen as a message.
             if (!(event.metadata && event.metadata.errorId)) showError(event.message || 'The agent could not answer.');
             break;
           case 'RUN_FINISHED':
             run.ended = true;
+            typing.hide();
             break;
         }
         scrollToEnd();
       },
       finish() {
         thinking.remove();
+        typing.hide();
         for (const { li } of bubbles.values()) li.classList.remove('streaming');
       },
     };
     return run;
+  }
+
+  /** The "typing…" line under the messages: shown for a while, hidden by the next message or the run's end. */
+  const typing = (() => {
+    let timer;
+    const hide = () => {
+      clearTimeout(timer);
+      // Emptied rather than hidden, so screen readers announce each change of the live region.
+      typingLine.textContent = '';
+    };
+    return {
+      show(seconds) {
+        const shown = Number.isFinite(seconds) ? Math.min(Math.max(seconds, 1), MAX_TYPING_SECONDS) : 5;
+        clearTimeout(timer);
+        typingLine.textContent = 'Typing…';
+        timer = setTimeout(hide, shown * 1000);
+      },
+      hide,
+    };
+  })();
+
+  /** Puts `emoji` on the person's message `messageId` (its run id); a later reaction replaces an earlier one. */
+  function react(messageId, emoji) {
+    if (typeof messageId !== 'string' || typeof emoji !== 'string' || emoji === '' || emoji.length > MAX_REACTION_CHARS) return;
+    // Compared as data, never put into a selector: the id comes from the server and, before that, the model.
+    const bubble = Array.from(list.querySelectorAll('.message.user')).find((li) => li.dataset.messageId === messageId);
+    if (!bubble) return;
+    let badge = bubble.querySelector('.reaction');
+    if (!badge) {
+      badge = element('span', 'reaction', '');
+      badge.dataset.testid = 'reaction';
+      badge.setAttribute('role', 'img');
+      bubble.append(badge);
+      bubble.classList.add('has-reaction');
+    }
+    badge.textContent = emoji;
+    badge.setAttribute('aria-label', `Reaction: ${emoji}`);
   }
 
   /** Reads a `text/event-stream` body and calls `onEvent` with each JSON `data:` payload. */

@@ -30,9 +30,15 @@ export async function readAguiEvents(response: Response, onEvent: (event: AguiEv
   }
 }
 
-/** What the chat page shows for a thread: assistant messages by id (discarded ones removed), errors, open runs. */
+/**
+ * What the chat page shows for a thread: assistant messages by id (discarded ones removed), reactions on the
+ * person's messages (by their run id), whether the agent is shown typing, errors, open runs.
+ */
 export class AguiView {
   readonly messages: Array<{ id: string; text: string }> = [];
+  readonly reactions = new Map<string, string>();
+  /** True from a `palaver.typing` event until the next message or the run's end (the page also times it out). */
+  typing = false;
   readonly errors: string[] = [];
   readonly runs = new Map<string, { events: AguiEvent[]; ended: boolean }>();
 
@@ -43,6 +49,7 @@ export class AguiView {
     run.events.push(event);
     switch (event.type) {
       case 'TEXT_MESSAGE_START':
+        this.typing = false;
         this.messages.push({ id: String(event.messageId), text: '' });
         break;
       case 'TEXT_MESSAGE_CONTENT': {
@@ -51,7 +58,9 @@ export class AguiView {
         break;
       }
       case 'CUSTOM': {
-        const value = event.value as { messageId?: string } | undefined;
+        const value = event.value as { messageId?: string; emoji?: string } | undefined;
+        if (event.name === 'palaver.typing') this.typing = true;
+        if (event.name === 'palaver.reaction' && value?.messageId && value.emoji) this.reactions.set(value.messageId, value.emoji);
         if (event.name !== 'palaver.discard' || !value?.messageId) break;
         const index = this.messages.findLastIndex((m) => m.id === value.messageId);
         if (index !== -1) this.messages.splice(index, 1);
@@ -61,9 +70,11 @@ export class AguiView {
         // A failed turn's apology (it carries `metadata.errorId`) is already shown as a message.
         if ((event.metadata as { errorId?: string } | undefined)?.errorId === undefined) this.errors.push(String(event.message));
         run.ended = true;
+        this.typing = false;
         break;
       case 'RUN_FINISHED':
         run.ended = true;
+        this.typing = false;
         break;
     }
   }

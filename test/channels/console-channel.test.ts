@@ -1,9 +1,9 @@
 import { PassThrough } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConsoleChannel } from '../../src/channels/console/console-channel.js';
 import { ChannelError } from '../../src/domain/errors.js';
 import { runChannelContract, type ChannelDriver } from './channel-contract.js';
-import { answer, FakeChannelContext } from './fake-pipeline.js';
+import { answer, FakeChannelContext, targetFor } from './fake-pipeline.js';
 import { TerminalScreen } from './terminal-screen.js';
 
 const COLUMNS = 40;
@@ -114,5 +114,74 @@ describe('ConsoleChannel', () => {
     input.end();
     await channel.done;
     expect(text).toBe('you> bot> Wrong\n  · (withdrawn; the reply follows)\nbot> Right.\nyou> ');
+  });
+});
+
+describe('ConsoleChannel: replies as actions', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('shows typing, then two messages as two blocks, then the reaction on the person\'s line', async () => {
+    const driver = consoleDriver();
+    const context = new FakeChannelContext();
+    const channel = driver.channel as ConsoleChannel;
+    expect(channel.capabilities).toMatchObject({ typing: true, reactions: true });
+    await channel.start(context);
+    await driver.say('c1', 'can I come on Friday?');
+    const [message] = await context.waitForMessages(1);
+    const target = targetFor(channel, context, [message!]);
+
+    // The screen shows no echo of the typed line (a terminal would put it after the prompt, then a line feed).
+    await channel.typing!(target);
+    expect(driver.screen.lines()).toEqual(['you> … typing']);
+    // Renewed while it lasts: still one line.
+    await channel.typing!(target);
+    expect(driver.screen.lines()).toEqual(['you> … typing']);
+    await channel.send(target, 'Friday works.', { deliveryKey: 'd-1' });
+    await channel.typing!(target);
+    await channel.send(target, 'Morning or afternoon?', { deliveryKey: 'd-2', replyTo: message!.messageId! });
+    await channel.react!(target, message!.messageId!, '👍');
+    channel.settle(target, { kind: 'answered', parts: [], outcome: { correlationId: target.correlationId, sessionId: target.sessionId, userId: 'u', reply: '', replyMessageId: 'r', status: 'completed', usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD' } } });
+
+    await expect.poll(() => driver.screen.lines()).toEqual(['you> bot> Friday works.', 'bot> Morning or afternoon?', '  ↳ 👍 on "can I come on Friday?"', 'you> ']);
+    await driver.close();
+    await driver.done;
+  });
+
+  it('erases the typing line by itself when it is not renewed', async () => {
+    const driver = consoleDriver();
+    const context = new FakeChannelContext();
+    await driver.channel.start(context);
+    await driver.say('c1', 'hello');
+    const [message] = await context.waitForMessages(1);
+    vi.useFakeTimers();
+    await driver.channel.typing!(targetFor(driver.channel, context, [message!]));
+    expect(driver.screen.lines()).toEqual(['you> … typing']);
+    vi.advanceTimersByTime(4_999);
+    expect(driver.screen.lines()).toEqual(['you> … typing']);
+    vi.advanceTimersByTime(1);
+    expect(driver.screen.lines()).toEqual(['you> ']);
+  });
+
+  it('shows no typing on an output that cannot erase it, and refuses a reaction that is not one emoji', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    const channel = new ConsoleChannel({ input, output });
+    expect(channel.capabilities.typing).toBe(false);
+    const context = new FakeChannelContext();
+    await channel.start(context);
+    input.write('hello\n');
+    const [message] = await context.waitForMessages(1);
+    const target = targetFor(channel, context, [message!]);
+    await channel.typing(target);
+    await expect(channel.react(target, '1', '\u001b[2Jgotcha')).rejects.toMatchObject({ code: 'invalid_reaction' });
+    await channel.react(target, '1', '🙂');
+    await answer(channel, context, [message!], { parts: ['Hi.'] });
+    input.end();
+    await channel.done;
+    expect(text).toBe('you>   ↳ 🙂 on "hello"\nbot> Hi.\nyou> ');
   });
 });

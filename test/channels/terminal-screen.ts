@@ -1,6 +1,6 @@
 /**
  * What a person sees on a terminal `columns` wide: text, line feeds, carriage returns, wrapping, and the few escape
- * sequences the console channel writes (cursor up `ESC[nA`, erase to the end of the screen `ESC[J`, colours).
+ * sequences the console channel writes (cursor up `ESC[nA`, back `ESC[nD`, erase to the end of the screen `ESC[J`, colours).
  */
 export class TerminalScreen {
   readonly #columns: number;
@@ -22,6 +22,7 @@ export class TerminalScreen {
         i += match[0].length - 1;
         const n = match[1] === '' ? 1 : Number(match[1]);
         if (match[2] === 'A') this.#row = Math.max(0, this.#row - n);
+        if (match[2] === 'D') this.#column = Math.max(0, this.#column - n);
         if (match[2] === 'J') {
           this.#rows[this.#row]!.text = this.#rows[this.#row]!.text.slice(0, this.#column);
           this.#rows.length = this.#row + 1;

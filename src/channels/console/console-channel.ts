@@ -1,6 +1,7 @@
 import { createInterface, type Interface } from 'node:readline';
-import { PalaverError } from '../../domain/errors.js';
-import type { Channel, ChannelCapabilities, ChannelContext, ReplyTarget, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
+import { ChannelError, PalaverError } from '../../domain/errors.js';
+import type { Channel, ChannelCapabilities, ChannelContext, ReplyTarget, SendOptions, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
+import { isReactionEmoji } from '../shared/reaction-emoji.js';
 import { StreamedReply } from '../shared/streamed-reply.js';
 import { cursorRow } from './terminal-rows.js';
 
@@ -30,9 +31,19 @@ export interface ConsoleChannelOptions {
 const EXIT_COMMANDS = new Set(['/exit', '/quit']);
 const PROMPT = 'you> ';
 const BOT = 'bot> ';
+const TYPING = '… typing';
+/** How often the pipeline renews typing; the line lasts a second longer, so it does not flicker. */
+const TYPING_INTERVAL_MS = 4_000;
+const TYPING_SHOWN_MS = TYPING_INTERVAL_MS + 1_000;
+/** The person's recent lines, by message id, to name the one a reaction is on. */
+const REMEMBERED_LINES = 50;
+const QUOTE_CHARS = 30;
 
 /**
- * A terminal chat: each input line is a message, replies stream in as they are written.
+ * A terminal chat: each input line is a message, replies stream in as they are written. Each sent part is its own
+ * `bot> ` block; a reaction is a line of its own (`  ↳ 👍 on "the line"`); typing is a `… typing` status line that
+ * the next output erases, shown only where the cursor can move back (with `color`), since a line that stays would
+ * litter a piped transcript. Quoting (`SendOptions.replyTo`) is not shown: messages follow in order.
  *
  * One line at a time: the next line is handed to the pipeline only after the previous line's turn settled (lines
  * typed meanwhile wait), so every line is answered in turn and replies never interleave. A refused line prints
@@ -45,7 +56,7 @@ const BOT = 'bot> ';
  */
 export class ConsoleChannel implements Channel {
   readonly name = 'console';
-  readonly capabilities: ChannelCapabilities = { maxMessageChars: null, streaming: true, typing: false, reactions: false, readReceipts: false };
+  readonly capabilities: ChannelCapabilities;
   /** Resolves when the person ended the chat and the last turn settled. */
   readonly done: Promise<void>;
   readonly #options: ConsoleChannelOptions;
@@ -64,9 +75,14 @@ export class ConsoleChannel implements Channel {
   /** What was written since the streamed reply's `bot> `, to erase it. */
   #streamedScreen = '';
   #atLineStart = true;
+  /** The `… typing` line is on screen (no line feed after it), and when it goes if not renewed. */
+  #typingShown = false;
+  #typingTimer: NodeJS.Timeout | undefined;
+  readonly #lineTexts = new Map<string, string>();
 
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
+    this.capabilities = { maxMessageChars: null, streaming: true, typing: this.#color, typingIntervalMs: TYPING_INTERVAL_MS, reactions: true, readReceipts: false };
     this.#conversationId = options.conversationId ?? 'console';
     this.done = new Promise<void>((resolve) => (this.#finished = resolve));
   }
@@ -122,7 +138,36 @@ export class ConsoleChannel implements Channel {
     }
   }
 
-  async send(target: ReplyTarget, text: string): Promise<SentPart> {
+  /**
+   * Shows `… typing` on its own line until the next output, or for a few seconds unless renewed. Nothing while a
+   * reply streams (its text shows the writing) or where the line could not be erased again.
+   */
+  async typing(target: ReplyTarget): Promise<void> {
+    if (target.conversationId !== this.#conversationId || !this.#color) return;
+    if (!this.#typingShown) {
+      if (!this.#atLineStart || this.#reply.isStreaming) return;
+      this.#options.output.write(this.#dim(TYPING));
+      this.#typingShown = true;
+    }
+    clearTimeout(this.#typingTimer);
+    this.#typingTimer = setTimeout(() => this.#clearTyping(), TYPING_SHOWN_MS);
+    this.#typingTimer.unref();
+  }
+
+  /**
+   * Prints the reaction as a line of its own, naming the person's line it is on.
+   * @throws ChannelError `invalid_reaction` when `emoji` is not one emoji; nothing is printed then.
+   */
+  async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
+    if (!isReactionEmoji(emoji)) throw new ChannelError('invalid_reaction', this.name, `A reaction is one emoji; ${JSON.stringify(emoji.slice(0, 32))} is not shown.`);
+    if (target.conversationId !== this.#conversationId) return;
+    const line = this.#lineTexts.get(messageId);
+    this.#endLine();
+    this.#write(`  ↳ ${emoji} on ${line === undefined ? 'your message' : `"${quote(line)}"`}\n`);
+  }
+
+  /** Prints one part as its own `bot> ` block (`options.replyTo` is not shown: a terminal has no quotes). */
+  async send(target: ReplyTarget, text: string, _options?: SendOptions): Promise<SentPart> {
     const messageId = `${target.correlationId}:${++this.#parts}`;
     if (target.conversationId !== this.#conversationId) return { messageId };
     const match = this.#reply.match(text);
@@ -146,6 +191,7 @@ export class ConsoleChannel implements Channel {
       replay.forEach((part) => this.#line(part));
     }
     this.#reply.reset();
+    this.#clearTyping();
     this.#endLine();
     if (end.kind === 'error') this.#write(`error: ${errorText(end.error, end.correlationId)}\n`);
     const awaiting = this.#awaiting;
@@ -181,6 +227,7 @@ export class ConsoleChannel implements Channel {
       return;
     }
     const messageId = String(++this.#counter);
+    this.#remember(messageId, text);
     const settled = new Promise<void>((resolve) => (this.#awaiting = { messageId, settled: resolve }));
     try {
       const acceptance = await this.#context!.accept({
@@ -199,6 +246,23 @@ export class ConsoleChannel implements Channel {
       if (this.#awaiting?.messageId === messageId) this.#awaiting = undefined;
     }
     this.#write(PROMPT);
+  }
+
+  #remember(messageId: string, text: string): void {
+    this.#lineTexts.set(messageId, text);
+    for (const oldest of this.#lineTexts.keys()) {
+      if (this.#lineTexts.size <= REMEMBERED_LINES) break;
+      this.#lineTexts.delete(oldest);
+    }
+  }
+
+  /** Erases the `… typing` line: the cursor goes back over it (not `\r`: the line may follow the prompt). */
+  #clearTyping(): void {
+    clearTimeout(this.#typingTimer);
+    this.#typingTimer = undefined;
+    if (!this.#typingShown) return;
+    this.#typingShown = false;
+    this.#options.output.write(`\x1b[${[...TYPING].length}D\x1b[J`);
   }
 
   /** One whole reply part on its own line. */
@@ -232,6 +296,7 @@ export class ConsoleChannel implements Channel {
 
   #write(text: string): void {
     if (text === '') return;
+    this.#clearTyping();
     this.#options.output.write(text);
     // After the prompt the person's Enter moves the cursor to a new line (a terminal echoes it).
     this.#atLineStart = text.endsWith('\n') || text.endsWith(PROMPT) || text.endsWith('\x1b[J');
@@ -253,6 +318,12 @@ export class ConsoleChannel implements Channel {
 function errorText(error: unknown, correlationId?: string): string {
   if (error instanceof PalaverError) return error.message;
   return `the agent could not answer because of an internal error${correlationId === undefined ? '' : ` (reference ${correlationId})`}`;
+}
+
+/** The start of the person's line, on one line and without control characters. */
+function quote(text: string): string {
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').replace(/\s+/g, ' ').trim();
+  return flat.length > QUOTE_CHARS ? `${flat.slice(0, QUOTE_CHARS - 1)}…` : flat;
 }
 
 function oneLine(text: string): string {

@@ -26,6 +26,18 @@ export const TURN_FAILED_CODE = 'turn_failed';
 export const DISCARD_EVENT_NAME = 'palaver.discard';
 
 /**
+ * Name of the AG-UI CUSTOM event that shows the agent typing; `value` is `{ seconds }`, how long to show it unless a
+ * message, the run's end or another typing event comes first.
+ */
+export const TYPING_EVENT_NAME = 'palaver.typing';
+
+/**
+ * Name of the AG-UI CUSTOM event that puts a reaction on one of the person's messages; `value` is
+ * `{ messageId, emoji }`, where `messageId` is the message's channel id: the AG-UI run id that carried it.
+ */
+export const REACTION_EVENT_NAME = 'palaver.reaction';
+
+/**
  * Turns what the pipeline tells the web channel about one AG-UI run into AG-UI events. Pure and synchronous: every
  * method returns the events to send, in order; the caller only encodes and writes them.
  *
@@ -43,6 +55,10 @@ export const DISCARD_EVENT_NAME = 'palaver.discard';
  *   streamed message is closed once all of it was sent); otherwise the part is a new text message. Streamed text that
  *   is not the reply (a `discard`, a part that differs, text left over at the end, a failed turn) is withdrawn with
  *   TEXT_MESSAGE_END and a CUSTOM `palaver.discard` event `{ messageId }`, and the sent text follows as new messages.
+ * - Each sent part the stream did not show is its own text message with its own id (`<runId>:part-<n>`), so a
+ *   reply of several messages (replies as actions) is several bubbles.
+ * - Typing is a CUSTOM `palaver.typing` event `{ seconds }`, left out while a streamed message is open (its growing
+ *   text already shows the agent writing); a reaction is a CUSTOM `palaver.reaction` event `{ messageId, emoji }`.
  * - The run ends as the session's turn did: RUN_FINISHED (`result`: correlation id, session id, status `completed`,
  *   reply message id) when it answered; RUN_ERROR (code `turn_failed`, `metadata` with the ids and the `errorId` the
  *   apology shows) when it failed and the apology was sent; RUN_ERROR without an `errorId` when nothing could be sent.
@@ -169,6 +185,24 @@ export class AguiTranslator {
     }
     this.#wholeMessage(out, messageId, text);
     return { events: out, messageId };
+  }
+
+  /** A typing indicator for `seconds`; nothing while a streamed message is open, or once the run ended. */
+  typing(seconds: number, ids?: AguiRunIds): AGUIEvent[] {
+    if (this.#ended || this.#openMessageId !== undefined) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, ids);
+    out.push({ type: EventType.CUSTOM, name: TYPING_EVENT_NAME, value: { seconds } });
+    return out;
+  }
+
+  /** A reaction `emoji` on the person's message `messageId` (checked by the caller: it is shown as given). */
+  reaction(messageId: string, emoji: string, ids?: AguiRunIds): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, ids);
+    out.push({ type: EventType.CUSTOM, name: REACTION_EVENT_NAME, value: { messageId, emoji } });
+    return out;
   }
 
   /**

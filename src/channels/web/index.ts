@@ -1,5 +1,5 @@
 export { WebChannel, type WebChannelOptions } from './web-channel.js';
-export { AguiTranslator, DISCARD_EVENT_NAME, INTERNAL_ERROR_CODE, type AguiRunIds, type AguiRunRef } from './agui-translator.js';
+export { AguiTranslator, DISCARD_EVENT_NAME, INTERNAL_ERROR_CODE, REACTION_EVENT_NAME, TYPING_EVENT_NAME, type AguiRunIds, type AguiRunRef } from './agui-translator.js';
 export { chatPageRoutes, DEFAULT_WEB_DIR } from './chat-page.js';
 export {
   parseAguiInput,

@@ -7,11 +7,13 @@ import type {
   ChannelRoute,
   InboundMessage,
   ReplyTarget,
+  SendOptions,
   SentPart,
   TurnEnd,
   TurnProgress,
 } from '../../domain/ports/channel.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
+import { isReactionEmoji } from '../shared/reaction-emoji.js';
 import type { AguiStream } from './agui-stream.js';
 import type { AguiRunIds } from './agui-translator.js';
 import { INTERNAL_ERROR_CODE, WEB_CHANNEL } from './web-constants.js';
@@ -60,6 +62,10 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 
+/** How often the pipeline renews typing; each `palaver.typing` event lasts a second longer, so it never flickers. */
+const TYPING_INTERVAL_MS = 4_000;
+const TYPING_EVENT_SECONDS = TYPING_INTERVAL_MS / 1000 + 1;
+
 /** Longest conversation id `GET /conversations/messages` takes, as `/agui` takes for a thread id. */
 const MAX_ID_CHARS = 256;
 
@@ -81,7 +87,9 @@ const MAX_ID_CHARS = 256;
  * disconnects, the signal handed to `accept` aborts (a lone message's turn is then cancelled).
  *
  * Outbound, a reply goes to the open stream of the last run it answers (`target.inReplyTo`); other runs of the
- * same batch finish with status `answered_together` and `answeredIn`, the run that carried the reply.
+ * same batch finish with status `answered_together` and `answeredIn`, the run that carried the reply. Each sent part
+ * is its own AG-UI message; typing and reactions go to the same run as CUSTOM events (`palaver.typing`,
+ * `palaver.reaction`, see `AguiTranslator`).
  *
  * @example
  * const web = new WebChannel({ maxInboundChars: 16_000, logger, cookieSecret, apiKey });
@@ -89,7 +97,20 @@ const MAX_ID_CHARS = 256;
  */
 export class WebChannel implements Channel {
   readonly name = WEB_CHANNEL;
-  readonly capabilities: ChannelCapabilities = { maxMessageChars: null, streaming: true, typing: false, reactions: false, readReceipts: false };
+  /**
+   * Typing and reactions reach the page as AG-UI custom events while the run that carries the reply is open. Typing
+   * is on in text replies too: it replaces the page's "Thinking…" until the first words, and is left out while the
+   * reply streams (the growing bubble shows it). Quoting (`SendOptions.replyTo`) is not shown: messages follow in
+   * order.
+   */
+  readonly capabilities: ChannelCapabilities = {
+    maxMessageChars: null,
+    streaming: true,
+    typing: true,
+    typingIntervalMs: TYPING_INTERVAL_MS,
+    reactions: true,
+    readReceipts: false,
+  };
   readonly routes: readonly ChannelRoute[];
   readonly #options: WebChannelOptions;
   readonly #logger: Logger;
@@ -151,8 +172,11 @@ export class WebChannel implements Channel {
     stream?.write(stream.translator.progress(event, ids(target)));
   }
 
-  /** @throws ChannelError `client_gone` when no run the reply answers has an open stream any more. */
-  async send(target: ReplyTarget, text: string): Promise<SentPart> {
+  /**
+   * Shows one part as its own AG-UI text message (`options.replyTo` is not shown: the page has no quotes).
+   * @throws ChannelError `client_gone` when no run the reply answers has an open stream any more.
+   */
+  async send(target: ReplyTarget, text: string, _options?: SendOptions): Promise<SentPart> {
     const stream = this.#streamFor(target);
     if (!stream) {
       throw new ChannelError('client_gone', this.name, `No AG-UI stream is open for run ${target.inReplyTo.at(-1) ?? '(none)'}; the client left before the reply was sent.`);
@@ -160,6 +184,31 @@ export class WebChannel implements Channel {
     const { events, messageId } = stream.translator.send(text, ids(target));
     stream.write(events);
     return { messageId };
+  }
+
+  /** Shows the agent typing on the open run; nothing when the person has left (there is no one to show it to). */
+  async typing(target: ReplyTarget): Promise<void> {
+    const stream = this.#streamFor(target);
+    stream?.write(stream.translator.typing(TYPING_EVENT_SECONDS, ids(target)));
+  }
+
+  /**
+   * Puts `emoji` on the person's message `messageId` (an AG-UI run id of the conversation) on the open run. When the
+   * person has left, the reaction is dropped with a log line: reactions are not stored, a reload does not show them.
+   * @throws ChannelError `invalid_reaction` when `emoji` is not one emoji or `messageId` is not an id the page could
+   *   hold; nothing is shown then.
+   */
+  async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
+    if (!isReactionEmoji(emoji)) throw new ChannelError('invalid_reaction', this.name, `A reaction is one emoji; ${JSON.stringify(emoji.slice(0, 32))} is not shown.`);
+    if (messageId === '' || messageId.length > MAX_ID_CHARS || badTextReason(messageId) !== undefined) {
+      throw new ChannelError('invalid_reaction', this.name, 'A reaction names the run id of one of the person\'s messages.');
+    }
+    const stream = this.#streamFor(target);
+    if (!stream) {
+      this.#logger.info({ correlationId: target.correlationId, conversationId: target.conversationId }, 'reaction dropped: the client left before it was shown');
+      return;
+    }
+    stream.write(stream.translator.reaction(messageId, emoji, ids(target)));
   }
 
   settle(target: ReplyTarget, end: TurnEnd): void {
