@@ -15,6 +15,7 @@
  *    local fake Bot API, 100 chats answered, then the resident set after 3 s and 40 s of idleness.
  * 8. Telegram user account (bench/telegram-user.ts): `palaver start --demo` with the user-account channel on the fake
  *    MTProto server: burst (three messages) → reply latency against the quiet window, and idle memory.
+ * 9. Replies as actions (bench/reply-actions.ts): checking a typical five-action plan, per turn, in this process.
  *
  * Every scenario runs in its own child process (bench/<scenario>.ts bundled into .bench/<scenario>.mjs, run with plain `node`), so its peak RSS is its
  * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
@@ -22,7 +23,7 @@
  * chunks of about a second, so both see the same moments of a machine whose speed drifts.
  *
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
- *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch
+ *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  *        --bare-transport (the bare loop's SDK over Palaver's HTTP transport: what Palaver's own work costs per turn)
  */
@@ -34,6 +35,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
 import { measureInboxLoad, type InboxLoadResult } from './inbox-load.js';
+import { measureReplyActions, type ReplyActionsResult } from './reply-actions.js';
 import { measureStartDemo, type StartDemoResult } from './start-demo.js';
 import { measureTelegramIdle, type TelegramIdleResult } from './telegram-idle.js';
 import { measureTelegramUser, type TelegramUserResult } from './telegram-user.js';
@@ -49,7 +51,7 @@ interface Options {
   turns: number | undefined;
   runs: number;
   concurrency: number[];
-  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | 'telegram-user' | 'dispatch' | undefined;
+  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | 'telegram-user' | 'dispatch' | 'actions' | undefined;
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
@@ -84,7 +86,9 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram' && only !== 'telegram-user' && only !== 'dispatch') throw new Error('--only takes turns, mcp, start, inbox, history, telegram, telegram-user or dispatch');
+        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram' && only !== 'telegram-user' && only !== 'dispatch' && only !== 'actions') {
+          throw new Error('--only takes turns, mcp, start, inbox, history, telegram, telegram-user, dispatch or actions');
+        }
         options.only = only;
         break;
       }
@@ -99,7 +103,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch] [--json file] [--cpu-prof] [--bare-transport]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions] [--json file] [--cpu-prof] [--bare-transport]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -337,7 +341,7 @@ console.log(`Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.totalMem
 console.log(`Load average at start (1/5/15 min): ${machine.loadAverage.join(' / ')}${machine.loadAverage[0]! > machine.cores * 0.5 ? '  ⚠ the machine is busy; numbers will be noisy' : ''}`);
 console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, the median run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`);
 
-if (options.only !== 'mcp' && options.only !== 'dispatch') {
+if (options.only !== 'mcp' && options.only !== 'dispatch' && options.only !== 'actions') {
   // The turn and start-up scenarios runs Palaver's compiled output, as an application would; compile the current sources first.
   console.log('Building Palaver (npm run build: the types, then the bundle of src/ and dist/vendor/) …');
   execFileSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
@@ -636,6 +640,19 @@ if (options.only === undefined || options.only === 'telegram-user') {
   console.log(`Telegram user account: burst → reply = quiet window + ${overhead.toFixed(0)} ms at p50 (goal + 50 ms: ${overhead <= 50 ? 'met' : 'NOT met'}); idle after 40 s ${idle.toFixed(0)} MB (goal < 120 MB on Node 24: ${idle < 120 ? 'met' : 'NOT met'} on ${process.version})`);
 }
 
+const actionsRecords: (ReplyActionsResult & { run: number })[] = [];
+if (options.only === undefined || options.only === 'actions') {
+  const turns = options.turns ?? (options.quick ? 20_000 : 200_000);
+  console.log(`\nReplies as actions: checking a typical five-action plan (${turns.toLocaleString('en')} turns per run, in this process):`);
+  for (let run = 1; run <= options.runs; run += 1) {
+    const result = measureReplyActions(turns, options.warmup ?? (options.quick ? 2_000 : 20_000));
+    actionsRecords.push({ ...result, run });
+    console.log(`  run ${run}: ${result.checkUs.toFixed(1)} µs per turn`);
+  }
+  const perTurnMs = middle(actionsRecords.map((r) => r.checkUs)) / 1_000;
+  console.log(`Replies as actions: ${perTurnMs.toFixed(4)} ms per turn at the median (goal < 0.2 ms: ${perTurnMs < 0.2 ? 'met' : 'NOT met'})`);
+}
+
 if (startRecords.length > 0) {
   const startup = middle(startRecords.map((r) => r.startupMs));
   const idle = middle(startRecords.map((r) => r.idleRssMb));
@@ -655,6 +672,6 @@ if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node -
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords, dispatch: dispatchRecords, dispatchTurns: turnRatioRecords }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords, actions: actionsRecords, dispatch: dispatchRecords, dispatchTurns: turnRatioRecords }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }

@@ -34,6 +34,10 @@ import type { LocalTool } from './tools/define-tool.js';
 import type { Transcriber } from './models/openai-transcription.js';
 import type { RunningHttpServer } from './server/http-server.js';
 import { MemoryChannel } from './channels/memory/memory-channel.js';
+import { TELEGRAM_BOT_CHANNEL } from './channels/telegram-bot/address.js';
+import { TELEGRAM_USER_CHANNEL } from './channels/telegram-user/channel-name.js';
+import { WEB_CHANNEL } from './channels/web/web-constants.js';
+import type { ReplyMode, ReplySettings } from './runtime/reply-plan/reply-settings.js';
 import { genaiPriceLookup } from './models/genai-price-lookup.js';
 
 /** What the embedding code adds to the config. */
@@ -244,6 +248,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         resetTriggers: resetTriggerSet(config.reset.triggers),
         resetKeepsRole: config.reset.keepRole,
       },
+      replies: replySettings(config),
       profiles,
       billing: createBilling(config, logger),
       budgets: budgetSettings(config),
@@ -482,6 +487,21 @@ function createBilling(config: PalaverConfig, logger: Logger): Billing {
     },
     logger,
   );
+}
+
+/**
+ * How the agent answers on each channel: `agent.replies`, overridden by a channel's own `replies`. A channel without
+ * a config entry (the console, `chat()`, one passed in) answers as the agent does.
+ */
+function replySettings(config: PalaverConfig): ReplySettings {
+  const { web, telegram, telegramUser } = config.channels;
+  const overrides: [string, ReplyMode | undefined][] = [
+    [WEB_CHANNEL, web.replies],
+    [TELEGRAM_BOT_CHANNEL, telegram.replies],
+    [TELEGRAM_USER_CHANNEL, telegramUser.replies],
+  ];
+  const channels = new Map(overrides.flatMap(([name, mode]) => (mode === undefined ? [] : [[name, mode] as const])));
+  return { mode: config.agent.replies, channels, actions: config.agent.actions };
 }
 
 /** The spend caps, or undefined when none is set (then a turn reads nothing for them). */

@@ -25,6 +25,8 @@ export class PalaverMetrics {
   readonly turnsAbandoned: PromClient.Counter<string>;
   /** Model replies cut to `agent.maxReplyChars`. */
   readonly repliesCut: PromClient.Counter<string>;
+  /** Model answers in actions mode refused by the plan check (nothing of them sent), by reason; repairs count too. */
+  readonly replyActionsInvalid: PromClient.Counter<'reason'>;
   /** Reply parts left in the outbox because the channel asked to wait (a flood wait), or queued behind such parts. */
   readonly replyPartsPostponed: PromClient.Counter<'channel'>;
   /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
@@ -53,6 +55,7 @@ export class PalaverMetrics {
     this.deadLetters = new prom.Counter({ name: 'palaver_channel_dead_letters_total', help: 'Inbound updates a channel gave up on (kept as dead letters), by reason', labelNames: ['channel', 'reason'] as const, registers: [registry] });
     this.turnsAbandoned = new prom.Counter({ name: 'palaver_turns_abandoned_total', help: 'Inbound messages answered with an apology (or dropped) after their turns failed inbox.maxTurnAttempts times', registers: [registry] });
     this.repliesCut = new prom.Counter({ name: 'palaver_replies_cut_total', help: 'Model replies cut to agent.maxReplyChars', registers: [registry] });
+    this.replyActionsInvalid = new prom.Counter({ name: 'palaver_reply_actions_invalid_total', help: 'Model answers refused as reply actions (invalid JSON, unknown action, a limit, an invented message id), by reason', labelNames: ['reason'] as const, registers: [registry] });
     this.replyPartsPostponed = new prom.Counter({ name: 'palaver_reply_parts_postponed_total', help: 'Reply parts kept in the outbox to be sent later because the channel asked to wait, by channel', labelNames: ['channel'] as const, registers: [registry] });
     this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
     this.telegramUserConnection = new prom.Gauge({ name: 'palaver_telegram_user_connection', help: 'Telegram user account connection: 1 for the current state (connected, reconnecting, signed_out)', labelNames: ['state'] as const, registers: [registry] });

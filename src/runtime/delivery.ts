@@ -1,7 +1,9 @@
 import { ChannelError, ChannelRetryLaterError } from '../domain/errors.js';
 import type { SentPart, TurnOutcome } from '../domain/ports/channel.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
+import type { ReplyStep } from '../domain/reply-actions.js';
 import { postponeParts } from './postponement.js';
+import { DEFAULT_REPLY_PACING, runPlan } from './reply-plan/run-plan.js';
 import type { TurnScope } from './turn-context.js';
 
 const DEFAULT_TYPING_INTERVAL_MS = 4_000;
@@ -12,12 +14,26 @@ export interface Answer {
   readonly parts: readonly string[];
   /** The parts' outbox records, for a channel that delivers offline: each is marked sent as the channel takes it. */
   readonly deliveries?: readonly DeliveryRecord[] | undefined;
+  /** Replies as actions: the stored plan, carried out step by step in place of sending `parts`. */
+  readonly plan?: PlanToRun;
+}
+
+/** A stored reply plan, ready to carry out. */
+export interface PlanToRun {
+  readonly steps: readonly ReplyStep[];
+  /** The stored display message of each send step, in order. */
+  readonly displayIds: readonly string[];
+  /** The outbox records of the sends and reactions, in plan order (a channel that delivers offline). */
+  readonly deliveries: readonly DeliveryRecord[] | undefined;
 }
 
 /** The outbound side of one turn. */
 export interface Delivery {
-  /** Sends the stored reply, part by part, once; then settles the turn with the channel. */
-  deliver(answer: Answer): Promise<void>;
+  /**
+   * Sends the stored reply, part by part (or carries out its plan), once; then settles the turn with the channel.
+   * Resolves with the turn's outcome; for a plan its reply is the messages actually sent.
+   */
+  deliver(answer: Answer): Promise<TurnOutcome>;
   /** Ends a turn that has no stored reply: nothing is sent. */
   fail(error: unknown): void;
 }
@@ -46,10 +62,28 @@ export function startDelivery(scope: TurnScope): Delivery {
     if (scope.journal.streamedText !== '' && scope.journal.streamedText.trim() !== reply) scope.progress({ type: 'discard', messageId: scope.replyMessageId });
   };
 
+  /** A reply plan: carried out step by step with its pacing; the outcome's reply is what was actually sent. */
+  const deliverPlan = async (answer: Answer, plan: PlanToRun) => {
+    const records = plan.deliveries;
+    let sent: readonly SentPart[] = [];
+    let sentTexts: readonly string[] = [];
+    // Earlier replies of the conversation wait in the outbox: the whole plan queues behind them (without its pacing).
+    const behind = records && records.length > 0 ? await queuedAhead(scope, answer.outcome.replyMessageId) : undefined;
+    if (records && behind !== undefined) await postponeParts(scope.deps, scope.log, records, behind, 'earlier replies of the conversation wait in the outbox; the reply plan follows without its pacing');
+    else ({ sent, sentTexts } = await runPlan(scope, plan, scope.deps.replies?.actions ?? DEFAULT_REPLY_PACING, scope.interrupt?.()));
+    const outcome = { ...answer.outcome, reply: sentTexts.join('\n\n') };
+    channel.settle?.(target, { kind: 'answered', outcome, parts: sent });
+    return outcome;
+  };
+
   return {
     async deliver(answer) {
       // The person sees exactly the stored reply: text streamed that is not it goes first.
       discardStreamedText(answer.outcome.reply);
+      if (answer.plan) {
+        stopTyping();
+        return deliverPlan(answer, answer.plan);
+      }
       const sent: SentPart[] = [];
       const records = answer.deliveries;
       try {
@@ -83,6 +117,7 @@ export function startDelivery(scope: TurnScope): Delivery {
         stopTyping();
       }
       channel.settle?.(target, { kind: 'answered', outcome: answer.outcome, parts: sent });
+      return answer.outcome;
     },
     fail(error) {
       stopTyping();

@@ -3,6 +3,7 @@ import type { FlowContext } from '../domain/ports/flow.js';
 import { composeInstructions } from './context/instructions.js';
 import { renderUserSection } from './context/user-context.js';
 import { createModelCaller } from './model-policy.js';
+import { replyPlanFormat } from './reply-plan/plan-format.js';
 import { runToolCall } from './tools/tool-call.js';
 import type { TurnScope } from './turn-context.js';
 
@@ -39,6 +40,8 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
   };
   // The person's section is the same text all turn long: rendered once, put first by every flow's instructions.
   const userSection = renderUserSection(scope.userContext);
+  // Replies as actions: the final answer is a plan (JSON), checked by the turn; nothing of it is streamed as text.
+  const replyFormat = scope.replyMode === 'actions' ? replyPlanFormat(scope) : undefined;
 
   return {
     settings: {
@@ -48,6 +51,7 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
       maxCallsPerTool: deps.agent.maxCallsPerTool,
       responseChains: deps.models.primary.capabilities.responseChains,
       hostedMcp: deps.hostedMcp,
+      ...(replyFormat ? { replyFormat } : {}),
     },
     get log() {
       return scope.log;
@@ -73,7 +77,7 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
       deps.metrics.toolLimits.inc({ limit });
       scope.log.warn({ limit, tool }, 'tool limit reached');
     },
-    streaming: scope.channel.capabilities.streaming,
+    streaming: scope.channel.capabilities.streaming && replyFormat === undefined,
     replyMessageId: scope.replyMessageId,
   };
 }

@@ -10,6 +10,7 @@ import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity
 import { systemText } from '../i18n/index.js';
 import type { Participant, ParticipantKey } from './conversation-cache.js';
 import { Inbox } from './inbox.js';
+import { wasNotSent } from './reply-plan/model-notes.js';
 import { postponeParts } from './postponement.js';
 import { settlesWithin } from './settles-within.js';
 import { runTurn } from './turn.js';
@@ -81,6 +82,8 @@ export class Pipeline {
   #maintaining: Promise<void> = Promise.resolve();
   /** Messages accepted by this process whose first turn has not begun: no journal can hold them yet. */
   readonly #fresh = new Set<string>();
+  /** Reply plans being carried out that a new message of their conversation interrupts, by conversation. */
+  readonly #interruptible = new Map<string, AbortController>();
   #stopped = false;
 
   constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
@@ -270,6 +273,8 @@ export class Pipeline {
     if (joined.phone?.status === 'conflict') await this.#tellPhoneConflict(channel, message, participant, correlationId);
     this.#fresh.add(result.record.id);
     this.#queue(channel, participant, result.record, signal);
+    // The person wrote again while a reply plan of the conversation runs (`interruptOnNewMessage`): its rest is dropped.
+    this.#interruptible.get(conversationKey(result.record.channel, result.record.conversationId))?.abort();
     return { status: 'accepted', correlationId, sessionId: participant.session.id, userId: participant.user.id };
   }
 
@@ -413,7 +418,9 @@ export class Pipeline {
       sessionId: record.sessionId,
       correlationId: record.correlationId,
       replyMessageId: reply.id,
-      text: reply.content,
+      // A reply plan that sent nothing is answered by its audit record, and a planned message may never have gone
+      // out: the person is given neither.
+      text: reply.audience === 'display' && !wasNotSent(reply.meta) ? reply.content : '',
       status: reply.meta?.['error'] === true ? 'failed' : 'completed',
       ...(typeof errorId === 'string' ? { errorId } : {}),
     };
@@ -448,7 +455,17 @@ export class Pipeline {
     }
     if (resume) this.#deps.logger.warn({ correlationId: first.inbound.correlationId, turnId: resume.id }, 'resuming a turn a stopped process left unfinished');
     const stop = this.#deps.metrics.turnSeconds.startTimer();
-    const outcome = await runTurn(this.#deps, { messages: batch, lease, ...(resume ? { resume } : {}) });
+    const key = conversationKey(first.inbound.channel, first.inbound.conversationId);
+    let plan: AbortController | undefined;
+    const interrupt = () => {
+      plan = new AbortController();
+      this.#interruptible.set(key, plan);
+      return plan.signal;
+    };
+    const interruptible = this.#deps.replies?.actions.interruptOnNewMessage === true;
+    const outcome = await runTurn(this.#deps, { messages: batch, lease, ...(resume ? { resume } : {}), ...(interruptible ? { interrupt } : {}) }).finally(() => {
+      if (plan !== undefined && this.#interruptible.get(key) === plan) this.#interruptible.delete(key);
+    });
     const seconds = stop();
     if (!outcome) {
       await this.#retryLater(batch);
@@ -562,9 +579,19 @@ export class Pipeline {
     if (!channel) return undefined;
     const target = { channel: part.channel, conversationId: part.conversationId, accountId: part.accountId, inReplyTo: part.inReplyTo, correlationId: part.correlationId, sessionId: part.sessionId };
     const log = this.#deps.logger.child({ correlationId: part.correlationId });
-    log.warn({ channel: part.channel, part: part.part }, 'sending a reply part from the outbox (left unsent by a stopped process, or postponed)');
+    log.warn({ channel: part.channel, part: part.part }, 'sending a reply part from the outbox (left unsent by a stopped process, or postponed; a reply plan\'s waits and typing are not replayed)');
     try {
-      const sent = await channel.send(target, part.text, { deliveryKey: part.id });
+      if (part.reaction) {
+        // A reply plan's reaction: carried out once like a message (a plan's waits and typing are not replayed).
+        if (!channel.capabilities.reactions || !channel.react) {
+          await this.#deps.store.deliveries.markFailed(part.id, 'skipped: the channel shows no reactions');
+          return undefined;
+        }
+        await channel.react(target, part.reaction.messageId, part.reaction.emoji);
+        await this.#deps.store.deliveries.markSent(part.id, part.reaction.messageId);
+        return undefined;
+      }
+      const sent = await channel.send(target, part.text, { deliveryKey: part.id, ...(part.replyTo ? { replyTo: part.replyTo } : {}) });
       await this.#deps.store.deliveries.markSent(part.id, sent.messageId);
       return undefined;
     } catch (error) {
@@ -620,7 +647,7 @@ export class Pipeline {
     const [stored, queued] = await Promise.all([store.messages.listRecent(session.id, { limit, audience: 'display' }), store.inbound.listQueued(session.id)]);
     return [
       ...stored.flatMap((message): TranscriptEntry[] =>
-        message.role === 'user' || message.role === 'assistant' ? [{ id: message.id, role: message.role, text: message.content, at: writtenAt(message) }] : [],
+        (message.role === 'user' || message.role === 'assistant') && !wasNotSent(message.meta) ? [{ id: message.id, role: message.role, text: message.content, at: writtenAt(message) }] : [],
       ),
       // Accepted, not answered yet: the person sees their message.
       ...queued.map((record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt })),

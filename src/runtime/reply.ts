@@ -13,8 +13,8 @@ export interface ReplyLimit {
 
 /**
  * The reply step: model output is checked before it can reach the person, cut to `limit`, then split to the
- * channel's limit. Today a reply is text, and empty text is refused (the turn answers with an apology instead);
- * validated JSON action lists will be checked here too.
+ * channel's limit. Empty text is refused (the turn answers with an apology instead). A reply in actions mode is a
+ * plan, checked by `reply-plan/check-plan.ts` instead.
  */
 export function checkReply(text: string, capabilities: ChannelCapabilities, limit?: ReplyLimit): CheckedReply {
   const trimmed = text.trim();

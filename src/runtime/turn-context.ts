@@ -13,6 +13,7 @@ import type { InstructionLibrary } from './context/instructions.js';
 import type { UserAgentContext } from './context/user-context.js';
 import type { UserState } from './context/user-state.js';
 import type { ConversationCache } from './conversation-cache.js';
+import type { ReplyMode, ReplySettings } from './reply-plan/reply-settings.js';
 import type { ToolRegistry } from './tools/tool-registry.js';
 import type { TurnJournal } from './turn-journal.js';
 
@@ -59,6 +60,8 @@ export interface TurnDependencies {
   /** Reads, seeds and checks profile settings (the identity module's schema). */
   readonly profiles: ProfileCodec;
   readonly agent: AgentSettings;
+  /** How the model answers, per channel: text, or a checked plan of actions, its pacing and interrupts (`agent.replies`, `agent.actions`). */
+  readonly replies: ReplySettings;
   /** Prices model calls and tells each user's billing currency. */
   readonly billing: Billing;
   /** Spend caps; undefined when none is configured (then nothing is read for them). */
@@ -94,6 +97,12 @@ export interface TurnRequest {
   readonly attemptsExhausted?: boolean;
   /** The open turn these messages belong to, cut off by a crash or a failed store: it resumes from its journal. */
   readonly resume?: OpenTurnRecord;
+  /**
+   * Called as the turn's reply plan starts (`agent.actions.interruptOnNewMessage`): the signal fires when the person
+   * writes again from then on, and the rest of the plan is dropped and recorded as not sent. Messages that came while
+   * the model was still thinking do not cut off an answer that has not begun; they go to the next turn.
+   */
+  readonly interrupt?: () => AbortSignal;
 }
 
 export type { ToolRun } from './turn-journal.js';
@@ -126,12 +135,16 @@ export interface TurnScope {
   readonly userContext: UserAgentContext;
   /** Where the reply goes and what it answers. */
   readonly target: ReplyTarget;
+  /** How this turn answers: one reply text, or a plan of actions (the channel's `replies`, else the agent's). */
+  readonly replyMode: ReplyMode;
   /** Made on first use: most turns log nothing of their own. */
   readonly log: Logger;
   /** Id of the reply in streamed progress and in the store. */
   readonly replyMessageId: string;
   /** Only a lone message may cancel its turn; a batch belongs to several callers. */
   readonly signal: AbortSignal | undefined;
+  /** Watches for the person writing again while a reply plan runs (see {@link TurnRequest.interrupt}). */
+  readonly interrupt: (() => AbortSignal) | undefined;
   /** The user's state when the turn began, and the stored version it was loaded at (0: none yet). */
   readonly initialState: UserState;
   readonly stateVersion: number;

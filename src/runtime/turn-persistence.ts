@@ -76,11 +76,12 @@ async function storeReply(scope: TurnScope, flow: FlowResult, text: string, part
 
 /**
  * Stores an apology as the reply and marks the session failed, keeping the record of what the turn did before it
- * failed: the tool calls that ran (their side effects are real) and the tokens of the model calls that answered.
+ * failed: the tool calls that ran (their side effects are real), the tokens of the model calls that answered, and
+ * `extraAudit` (the refused model output of a reply plan).
  * @throws the store's error when even that cannot be stored: then nothing is sent.
  */
-export function persistFailure(scope: TurnScope, failures: ModelFailures, errorId: string): Promise<Answer> {
-  return inSessionCurrency(scope, () => storeFailure(scope, failures, errorId));
+export function persistFailure(scope: TurnScope, failures: ModelFailures, errorId: string, extraAudit: readonly NewMessage[] = []): Promise<Answer> {
+  return inSessionCurrency(scope, () => storeFailure(scope, failures, errorId, extraAudit));
 }
 
 /**
@@ -95,10 +96,11 @@ export function apologyText(scope: TurnScope, errorId: string, separator: '\n' |
   ].join(separator);
 }
 
-async function storeFailure(scope: TurnScope, failures: ModelFailures, errorId: string): Promise<Answer> {
+async function storeFailure(scope: TurnScope, failures: ModelFailures, errorId: string, extraAudit: readonly NewMessage[]): Promise<Answer> {
   const { deps } = scope;
   const answer = await storeOwnReply(scope, {
     text: apologyText(scope, errorId),
+    audit: extraAudit,
     status: 'failed',
     meta: { error: true, errorId, ...(failures.length > 0 ? { failures } : {}) },
     // A failed turn's chain may point at a response that never got its tool results: the next turn starts afresh.
@@ -127,14 +129,14 @@ export function persistBudgetNotice(scope: TurnScope, failures: ModelFailures, b
  */
 async function storeOwnReply(
   scope: TurnScope,
-  reply: { readonly text: string; readonly status: 'completed' | 'failed'; readonly meta: Record<string, unknown>; readonly state?: UserState },
+  reply: { readonly text: string; readonly status: 'completed' | 'failed'; readonly meta: Record<string, unknown>; readonly state?: UserState; readonly audit?: readonly NewMessage[] },
 ): Promise<Answer> {
   const { deps } = scope;
   // The store is the truth after a turn that did not end as planned: the next turn reloads what it needs.
   deps.cache.forgetHistory(scope.session.id);
   deps.cache.forgetState(scope.user.id);
   const usage = await usageOf(scope, scope.journal.modelCalls);
-  const audit = toolAuditRecords([...scope.journal.toolRuns.values()], [], scope.correlationId);
+  const audit = [...toolAuditRecords([...scope.journal.toolRuns.values()], [], scope.correlationId), ...(reply.audit ?? [])];
   const parts = splitReply(reply.text, scope.channel.capabilities.maxMessageChars);
   const deliveries = await deps.store.transaction(async (tx) => {
     const stored = await tx.messages.append(
@@ -155,23 +157,24 @@ async function storeOwnReply(
 }
 
 /**
- * The person's messages this turn answers, as they join the conversation. In a group each keeps its sender (the
- * bound user and the name they wrote under), so later turns can label it for the model.
+ * The person's messages this turn answers, as they join the conversation. Each keeps the channel's id of it
+ * (`meta.messageId`, as a recorded message does), so a later turn in actions mode can show it and a plan may react
+ * to it; in a group each keeps its sender too (the bound user and the name they wrote under), so later turns can
+ * label it for the model.
  */
-function newMessages(scope: TurnScope): NewMessage[] {
+export function newMessages(scope: TurnScope): NewMessage[] {
   const { sender } = scope.userContext;
-  return scope.messages.map(({ inbound }) => ({
-    role: 'user',
-    audience: 'display',
-    content: inbound.text,
-    correlationId: inbound.correlationId,
-    ...(sender === null ? {} : { meta: { sender: { userId: sender.userId, name: inbound.displayName ?? sender.name } } }),
-  }));
+  return scope.messages.map(({ inbound }) => {
+    const meta = {
+      ...(inbound.messageId === null ? {} : { messageId: inbound.messageId }),
+      ...(sender === null ? {} : { sender: { userId: sender.userId, name: inbound.displayName ?? sender.name } }),
+    };
+    return { role: 'user', audience: 'display', content: inbound.text, correlationId: inbound.correlationId, ...(Object.keys(meta).length === 0 ? {} : { meta }) };
+  });
 }
 
-/** The inbox's record that these messages are answered, by the reply (the last message stored); the journal goes. */
-async function markAnswered(scope: TurnScope, tx: Store, stored: readonly StoredMessage[]): Promise<void> {
-  const reply = stored[stored.length - 1]!;
+/** The inbox's record that these messages are answered, by the reply (by default the last message stored); the journal goes. */
+export async function markAnswered(scope: TurnScope, tx: Store, stored: readonly StoredMessage[], reply: StoredMessage = stored[stored.length - 1]!): Promise<void> {
   // The turn's progress is over with its reply: its journal goes in the same transaction.
   await scope.journal.end(tx);
   await tx.inbound.markAnswered(
@@ -208,7 +211,7 @@ async function addToOutbox(scope: TurnScope, tx: Store, stored: readonly StoredM
  * Saves the user's state if nobody else changed it since it was loaded. Another process may have (a second
  * Palaver on the same database): the turn's state still wins, as the newest, and the overwrite is logged.
  */
-async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<number> {
+export async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<number> {
   const version = await tx.userState.save(scope.user.id, state, scope.stateVersion);
   if (version !== false) return version;
   scope.log.warn({ expectedVersion: scope.stateVersion }, 'user state changed elsewhere during the turn; saving this turn\'s state over it');
@@ -220,7 +223,7 @@ async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise
  * before the user's country changed, or before another turn fixed its currency), once more in the session's: a
  * session keeps one currency, and the person still gets their answer.
  */
-async function inSessionCurrency(scope: TurnScope, store: () => Promise<Answer>): Promise<Answer> {
+export async function inSessionCurrency(scope: TurnScope, store: () => Promise<Answer>): Promise<Answer> {
   try {
     return await store();
   } catch (error) {
@@ -234,11 +237,11 @@ async function inSessionCurrency(scope: TurnScope, store: () => Promise<Answer>)
 }
 
 /** Tokens and cost of the turn's model calls, in the user's billing currency (6 places). */
-function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]): Promise<BilledUsage> {
+export function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]): Promise<BilledUsage> {
   return scope.deps.billing.usageOf(calls, scope.currency, scope.deps.now());
 }
 
-function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string, usage: BilledUsage): TurnOutcome {
+export function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string, usage: BilledUsage): TurnOutcome {
   return {
     correlationId: scope.correlationId,
     sessionId: scope.session.id,

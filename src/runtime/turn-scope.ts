@@ -6,6 +6,7 @@ import type { Logger } from '../observability/logger.js';
 import { boundHistory } from './context/history.js';
 import { buildUserAgentContext } from './context/user-context.js';
 import { parseUserState } from './context/user-state.js';
+import { replyModeFor } from './reply-plan/reply-settings.js';
 import { TurnJournal } from './turn-journal.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
 
@@ -51,12 +52,14 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     profile,
     userContext,
     target,
+    replyMode: replyModeFor(deps.replies, channel.name),
     get log() {
       return (log ??= deps.logger.child({ correlationId, sessionId: session.id, userId: user.id }));
     },
     // One id for the turn and its reply: a resumed turn stores its reply under the id it streamed under.
     replyMessageId: journal.id,
     signal: request.messages.length === 1 ? first.signal : undefined,
+    interrupt: request.interrupt,
     initialState: state,
     stateVersion: version,
     journal,

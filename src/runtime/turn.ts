@@ -1,24 +1,21 @@
-import { randomBytes } from 'node:crypto';
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import { TurnError } from '../domain/errors.js';
 import { systemText } from '../i18n/index.js';
 import { BudgetExceeded, reserveBudget } from './budget.js';
 import { historyToInput, newMessagesToInput } from './context/history.js';
+import { showableMessageId } from './context/message-id-label.js';
 import { isResetTrigger } from './context/reset.js';
 import { chainContinues } from './context/response-chain.js';
 import { startDelivery, type Answer } from './delivery.js';
+import { newErrorId } from './error-id.js';
 import { createFlowContext, type ModelFailures } from './flow-context.js';
+import { answerWithPlan, shownMessageIds } from './reply-plan/answer-with-plan.js';
 import { checkReply } from './reply.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
 import { apologyText, persistBudgetNotice, persistFailure, persistReply, persistReset } from './turn-persistence.js';
 import { loadEarlierHistory, openTurn } from './turn-scope.js';
 
 export type { AgentSettings, TurnDependencies, TurnRequest } from './turn-context.js';
-
-/** A short id for one failed turn, given to the person in the apology and written beside the error in the log. */
-function newErrorId(): string {
-  return randomBytes(4).toString('hex').toUpperCase();
-}
 
 /**
  * One turn: answers a batch of stored messages of one conversation with one reply, delivered once.
@@ -41,8 +38,7 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.
-  await delivery.deliver(answer);
-  return answer.outcome;
+  return delivery.deliver(answer);
 }
 
 /** The answer to messages whose turns kept failing: the apology, stored, with no model call. */
@@ -66,13 +62,20 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
       scope.log.info({ chainSessionId: scope.initialState.responseChainAt?.sessionId ?? null }, 'response chain not continued: it belongs to another conversation or has not seen its newest messages');
     }
     // In a group every message is labelled with its sender (the user context's), so no member's words pass as another's.
+    // In actions mode each of the person's messages shows its channel id: the ones a plan may react to.
     const { sender } = scope.userContext;
+    const actions = scope.replyMode === 'actions';
     const newTexts = scope.messages.map((message) => message.inbound.text);
-    const newItems = newMessagesToInput(newTexts, sender ?? undefined);
+    const newItems = newMessagesToInput(actions ? scope.messages.map(({ inbound }) => ({ text: inbound.text, messageId: showableMessageId(inbound.messageId) })) : newTexts, sender ?? undefined);
+    const history = historyToInput(earlier, sender !== null, actions);
+    const context = createFlowContext(scope, failures);
     const flow = await scope.deps.flow.run(
-      { user: scope.user, session: scope.session, correlationId: scope.correlationId, language: scope.language, timeZone: scope.timeZone, history: historyToInput(earlier, sender !== null), newItems, newTexts, state, ...(scope.signal ? { signal: scope.signal } : {}) },
-      createFlowContext(scope, failures),
+      { user: scope.user, session: scope.session, correlationId: scope.correlationId, language: scope.language, timeZone: scope.timeZone, history, newItems, newTexts, state, ...(scope.signal ? { signal: scope.signal } : {}) },
+      context,
     );
+    const seenUpTo = recent[recent.length - 1]?.seq;
+    // 3–4. Replies as actions: the answer is a plan, checked (one repair allowed), stored, then carried out.
+    if (actions) return await answerWithPlan(scope, { flow, context, transcript: [...history, ...newItems], recentMessageIds: shownMessageIds(scope, earlier), failures, earlier, seenUpTo });
     // 3. The reply: model output is checked before it can reach the person, and split to the channel's limit.
     const { maxReplyChars, defaultLanguage } = scope.deps.agent;
     const reply = checkReply(flow.text, scope.channel.capabilities, { maxChars: maxReplyChars, notice: () => systemText(scope.interfaceLanguage, 'reply.cut', undefined, defaultLanguage) });
@@ -86,7 +89,7 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
       return await persistFailure(scope, failures, errorId);
     }
     // 4. Persist reply, audit records, usage and state together.
-    return await persistReply(scope, flow, reply.text, reply.parts, failures, earlier, recent[recent.length - 1]?.seq);
+    return await persistReply(scope, flow, reply.text, reply.parts, failures, earlier, seenUpTo);
   } catch (error) {
     // A spend cap refused the turn: not a failure, the person is told why and no model is called.
     if (error instanceof BudgetExceeded) {

@@ -1,6 +1,6 @@
 import type { NewMessage, Session, TokenUsage, User } from '../model.js';
 import type { TurnProgress } from './channel.js';
-import type { HostedMcpSpec, ModelInputItem, ModelRequest, ModelResponse, ModelToolCall, ModelToolSpec } from './model-provider.js';
+import type { HostedMcpSpec, ModelInputItem, ModelRequest, ModelResponse, ModelToolCall, ModelToolSpec, StructuredOutputSpec } from './model-provider.js';
 import type { ToolCallResult } from './tool-dispatch.js';
 
 /**
@@ -96,6 +96,19 @@ export interface FlowSettings {
   readonly responseChains: boolean;
   /** MCP servers the model provider calls itself (hosted MCP): offered beside the tools, even without local ones. */
   readonly hostedMcp: readonly HostedMcpSpec[];
+  /** The format of the reply when it is not free text (replies as actions); absent: the reply is text. */
+  readonly replyFormat?: ReplyFormat;
+}
+
+/**
+ * A reply that must be JSON (replies as actions answer with a plan). A flow adds `instructions` to the instructions of
+ * the calls whose answer is the reply and asks them for `output` (`ModelRequest.output`; tool rounds stay possible),
+ * and returns the answer's text unchecked: the turn checks it.
+ */
+export interface ReplyFormat {
+  readonly output: StructuredOutputSpec;
+  /** What the model is told about the format (the actions, the limits, the message ids). */
+  readonly instructions: string;
 }
 
 /** Log lines a flow writes carry the turn's correlation id. */

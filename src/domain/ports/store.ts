@@ -122,6 +122,12 @@ export interface MessageRepository {
    * `sinceContextStart` (and an audience) only those after the session's last reset (`sessions.resetContext`).
    */
   listRecent(sessionId: string, options: { limit: number; audience?: Audience; sinceContextStart?: boolean }): Promise<StoredMessage[]>;
+  /**
+   * Marks stored messages of the session that never reached the person (a reply plan's send dropped or refused):
+   * `meta.notSent` is set to `reason`, the rest of `meta` kept. What shows a conversation hides them; the model's
+   * history shows them as not sent. Ids of other sessions are left alone.
+   */
+  markNotSent(sessionId: string, ids: readonly string[], reason: string): Promise<void>;
   /** One message by its place in the session. */
   findBySeq(sessionId: string, seq: number): Promise<StoredMessage | undefined>;
   /** Deletes a session's history (a reset trigger); returns how many rows went. */
@@ -292,14 +298,22 @@ export interface RecordedMessageRepository {
   append(target: RecordingTarget, messages: readonly RecordedNewMessage[]): Promise<StoredMessage[]>;
 }
 
-/** One part of a reply in the outbox. */
+/**
+ * One part of a reply in the outbox: a message, or (replies as actions) a reaction. A reply's parts are carried out
+ * in `part` order; a plan's sends and reactions are the parts of its one reply.
+ */
 export interface DeliveryRecord {
   readonly id: string;
   readonly sessionId: string;
   readonly replyMessageId: string;
   /** 0-based position of the part in the reply. */
   readonly part: number;
+  /** The message's text; empty for a reaction. */
   readonly text: string;
+  /** The channel message id the message quotes (`SendOptions.replyTo`); absent or null: none. */
+  readonly replyTo?: string | null;
+  /** Set when the part is a reaction, not a message: the emoji and the channel message id it goes on. */
+  readonly reaction?: DeliveryReaction | null;
   readonly channel: string;
   readonly conversationId: string;
   readonly accountId: string;
@@ -307,6 +321,12 @@ export interface DeliveryRecord {
   readonly correlationId: string;
   readonly state: 'pending' | 'sent' | 'failed';
   readonly channelMessageId: string | null;
+}
+
+/** A reaction waiting in the outbox. */
+export interface DeliveryReaction {
+  readonly emoji: string;
+  readonly messageId: string;
 }
 
 /**

@@ -52,7 +52,9 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
       if (stage?.viewing === true && focusIsEmpty(focus)) {
         const configured = settings.emptyReplies?.[stage.id];
         const reply = configured?.[request.language] ?? configured?.[request.language.split('-')[0]!] ?? systemText(request.language, 'focus.nothingToShow');
-        return { text: reply, audit: [], modelCalls: classifierCalls, state: request.state };
+        // Replies as actions: Palaver's own reply is a plan of one message.
+        const text = context.settings.replyFormat ? JSON.stringify({ actions: [{ type: 'send_message', text: reply, reply_to: null }] }) : reply;
+        return { text, audit: [], modelCalls: classifierCalls, state: request.state };
       }
 
       const block = hiddenFocusBlock(focus);

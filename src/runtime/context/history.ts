@@ -1,26 +1,60 @@
 import type { StoredMessage } from '../../domain/model.js';
 import type { ModelInputItem } from '../../domain/ports/model-provider.js';
+import { isUnanswered, modelView, UNANSWERED_TEXT } from '../reply-plan/model-notes.js';
+import { storedMessageId, withMessageId } from './message-id-label.js';
 import { labelled, senderOf, type MessageSender } from './sender-label.js';
 
 /**
  * The conversation the model sees: display messages only (audit records, tool traffic and hidden context stay
  * out), as plain user/assistant turns. In a group (`group`), each user message carries its sender's label, so that
- * no member's words read as another's; a direct chat's messages go as they are.
+ * no member's words read as another's; a direct chat's messages go as they are. With `messageIds` (replies as
+ * actions), each user message that kept its channel message id shows it in front (`[message_id: 77] …`). What a
+ * reply plan did not send is shown as such (see ../reply-plan/model-notes.ts).
  */
-export function historyToInput(messages: readonly StoredMessage[], group = false): ModelInputItem[] {
+export function historyToInput(messages: readonly StoredMessage[], group = false, messageIds = false): ModelInputItem[] {
   const items: ModelInputItem[] = [];
   for (const message of messages) {
     if (message.audience !== 'display') continue;
     if (message.role !== 'user' && message.role !== 'assistant') continue;
-    const content = group && message.role === 'user' ? labelled(message.content, senderOf(message.meta)) : message.content;
-    items.push({ type: 'message', role: message.role, content });
+    if (message.role === 'assistant') {
+      items.push({ type: 'message', role: 'assistant', content: modelView(message, message.content) });
+      continue;
+    }
+    const content = group ? labelled(message.content, senderOf(message.meta)) : message.content;
+    items.push({ type: 'message', role: 'user', content: messageIds ? withMessageId(content, storedMessageId(message.meta)) : content });
+    // A reply plan that sent nothing: the model learns it chose silence (never shown to the person).
+    if (isUnanswered(message)) items.push({ type: 'message', role: 'assistant', content: UNANSWERED_TEXT });
   }
   return items;
 }
 
-/** The messages a turn answers, as the model sees them: labelled with their sender in a group (`sender` given). */
-export function newMessagesToInput(texts: readonly string[], sender?: MessageSender): ModelInputItem[] {
-  return texts.map((text) => ({ type: 'message', role: 'user', content: sender === undefined ? text : labelled(text, sender) }));
+/** The ids {@link historyToInput} shows with `messageIds`: those of its user messages that kept one. */
+export function historyMessageIds(messages: readonly StoredMessage[]): string[] {
+  const ids: string[] = [];
+  for (const message of messages) {
+    if (message.audience !== 'display' || message.role !== 'user') continue;
+    const id = storedMessageId(message.meta);
+    if (id !== undefined) ids.push(id);
+  }
+  return ids;
+}
+
+/** A message a turn answers: its text, and the channel's id of it when the model is shown ids (else undefined). */
+export interface NewMessageText {
+  readonly text: string;
+  readonly messageId?: string | undefined;
+}
+
+/**
+ * The messages a turn answers, as the model sees them: labelled with their sender in a group (`sender` given), and
+ * with their message id in front where one is given.
+ */
+export function newMessagesToInput(messages: readonly (string | NewMessageText)[], sender?: MessageSender): ModelInputItem[] {
+  return messages.map((message) => {
+    const { text, messageId } = typeof message === 'string' ? { text: message, messageId: undefined } : message;
+    const content = sender === undefined ? text : labelled(text, sender);
+    return { type: 'message', role: 'user', content: withMessageId(content, messageId) };
+  });
 }
 
 /** How much earlier history a turn sends: by message count and by estimated tokens (0: no token bound). */

@@ -4,6 +4,7 @@ import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
 import { applyFlowStateEffects, rememberToolCalls } from '../context/user-state.js';
 import { toolAuditRecords } from '../tools/tool-call.js';
 import { runAgentLoop, type ExecutedToolCall } from './agent-loop.js';
+import { withReplyFormat } from './reply-format.js';
 
 /**
  * The single-agent flow: one agent loop under the user's role. When a tool changes the role, the loop stops after
@@ -33,7 +34,7 @@ export const singleFlow: Flow = {
         return result;
       };
       const loop = await runAgentLoop({
-        instructions: context.instructions(role, state),
+        instructions: withReplyFormat(context.instructions(role, state), settings.replyFormat),
         transcript,
         newItems: request.newItems,
         previousResponseId: chainId ?? undefined,
@@ -46,6 +47,7 @@ export const singleFlow: Flow = {
         runTool,
         shouldStop: () => attempt === 0 && newRole !== undefined && newRole !== role,
         onLimit: (limit, tool) => context.limitReached(limit, tool),
+        ...(settings.replyFormat ? { output: settings.replyFormat.output } : {}),
         ...(context.streaming ? { onTextDelta: (delta: string) => context.progress({ type: 'text_delta', messageId: context.replyMessageId, delta }) } : {}),
         ...(request.signal ? { signal: request.signal } : {}),
         correlationId: request.correlationId,

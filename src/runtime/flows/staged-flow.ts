@@ -7,6 +7,7 @@ import { applyFlowStateEffects, rememberToolCalls } from '../context/user-state.
 import { toolAuditRecords } from '../tools/tool-call.js';
 import { runAgentLoop } from './agent-loop.js';
 import { JsonStringFieldStream } from './json-field-stream.js';
+import { withReplyFormat } from './reply-format.js';
 import { callForStructured, stageOutput, type StageOutput } from './structured-output.js';
 
 /** The three stages, in order. */
@@ -77,6 +78,7 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       let state: FlowState = { ...request.state, role: request.state.role ?? context.settings.defaultRole, responseChainId: null };
       const role = state.role;
       const instructions = context.instructions(role, state);
+      const { replyFormat } = context.settings;
       const common = { correlationId: request.correlationId, ...(request.signal ? { signal: request.signal } : {}) };
       const modelCalls: ModelCallRecord[] = [];
       const audit: NewMessage[] = [];
@@ -96,6 +98,8 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       audit.push(stageRecord('intent', intent.value, intent.repaired));
       if (intent.value.direct && intent.value.answer?.trim()) {
         const answer = intent.value.answer.trim();
+        // Replies as actions: the direct answer is a plan of one message (the turn checks it as any plan).
+        if (replyFormat) return { text: JSON.stringify({ actions: [{ type: 'send_message', text: answer, reply_to: null }] }), audit, modelCalls, state };
         if (context.streaming) context.progress({ type: 'text_delta', messageId: context.replyMessageId, delta: answer });
         return { text: answer, audit, modelCalls, state };
       }
@@ -150,6 +154,17 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       // in force now: a tool that changed the role (a courier identified) changes who the reply speaks to, as the
       // single flow's re-run does; the new role's tools apply from the next turn.
       const replyInstructions = state.role === role ? instructions : context.instructions(state.role, state);
+      const organizationInstructions = `${replyInstructions}\n\n${prompts.organization}\n\nThe work report (for you only):\n${JSON.stringify(execution.value)}`;
+      if (replyFormat) {
+        // Replies as actions: the stage answers with the plan, unchecked here (the turn checks it and asks for one repair).
+        const plan = await context.callModel(
+          { instructions: withReplyFormat(organizationInstructions, replyFormat), input: transcript, tools: [], output: replyFormat.output, ...common },
+          transcript,
+          { models: settings.models.organization },
+        );
+        record([plan]);
+        return { text: plan.response.text, audit, modelCalls, state };
+      }
       const stream = new JsonStringFieldStream('reply');
       let streamed = false;
       const onTextDelta = (delta: string) => {
@@ -163,7 +178,7 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         'organization',
         organizationOutput,
         {
-          instructions: `${replyInstructions}\n\n${prompts.organization}\n\nThe work report (for you only):\n${JSON.stringify(execution.value)}`,
+          instructions: organizationInstructions,
           input: transcript,
           tools: [],
           ...(context.streaming ? { onTextDelta } : {}),

@@ -29,6 +29,9 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
         account_id: part.accountId,
         in_reply_to: JSON.stringify(part.inReplyTo),
         correlation_id: part.correlationId,
+        reply_to: part.replyTo ?? null,
+        reaction_emoji: part.reaction?.emoji ?? null,
+        reaction_message_id: part.reaction?.messageId ?? null,
         owner: lease.owner,
         lease_until: now + lease.leaseMs,
         created_at: now,
@@ -146,6 +149,8 @@ function toDelivery(row: Selectable<DeliveriesTable>): DeliveryRecord {
     accountId: row.account_id,
     inReplyTo: JSON.parse(row.in_reply_to) as string[],
     correlationId: row.correlation_id,
+    replyTo: row.reply_to ?? null,
+    reaction: row.reaction_emoji === null || row.reaction_message_id === null ? null : { emoji: row.reaction_emoji, messageId: row.reaction_message_id },
     state: row.state === 'sent' ? 'sent' : row.state === 'failed' ? 'failed' : 'pending',
     channelMessageId: row.channel_message_id,
   };

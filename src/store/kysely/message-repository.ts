@@ -110,6 +110,20 @@ export class KyselyMessageRepository implements MessageRepository {
     });
   }
 
+  markNotSent(sessionId: string, ids: readonly string[], reason: string): Promise<void> {
+    return storeOperation('messages.markNotSent', async () => {
+      if (ids.length === 0) return;
+      // Read, merge and write back: meta is JSON text on both dialects, and these are a turn's few messages.
+      await atomically(this.#ctx.db, async (db) => {
+        const rows = await db.selectFrom('messages').select(['id', 'meta']).where('session_id', '=', sessionId).where('id', 'in', [...ids]).execute();
+        for (const row of rows) {
+          const meta = row.meta === null ? {} : (JSON.parse(row.meta) as Record<string, unknown>);
+          await db.updateTable('messages').set({ meta: JSON.stringify({ ...meta, notSent: reason }) }).where('id', '=', row.id).execute();
+        }
+      });
+    });
+  }
+
   clear(sessionId: string): Promise<number> {
     return storeOperation('messages.clear', async () => {
       const result = await this.#ctx.db.deleteFrom('messages').where('session_id', '=', sessionId).executeTakeFirst();

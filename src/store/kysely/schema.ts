@@ -278,6 +278,11 @@ export interface DeliveriesTable {
   lease_until: EpochMillis;
   created_at: EpochMillis;
   sent_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  /** The channel message id a sent message quotes (replies as actions), or null. */
+  reply_to: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Set for a reaction: the emoji, and the channel message id it goes on; null for a message. */
+  reaction_emoji: ColumnType<string | null, string | null | undefined, string | null>;
+  reaction_message_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Small values a channel keeps across restarts. */
