@@ -3,7 +3,7 @@ import type { SentPart, TurnOutcome } from '../domain/ports/channel.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
 import type { ReplyStep } from '../domain/reply-actions.js';
 import { postponeParts } from './postponement.js';
-import { DEFAULT_REPLY_PACING, runPlan } from './reply-plan/run-plan.js';
+import { runPlan } from './reply-plan/run-plan.js';
 import type { TurnScope } from './turn-context.js';
 
 const DEFAULT_TYPING_INTERVAL_MS = 4_000;
@@ -70,7 +70,7 @@ export function startDelivery(scope: TurnScope): Delivery {
     // Earlier replies of the conversation wait in the outbox: the whole plan queues behind them (without its pacing).
     const behind = records && records.length > 0 ? await queuedAhead(scope, answer.outcome.replyMessageId) : undefined;
     if (records && behind !== undefined) await postponeParts(scope.deps, scope.log, records, behind, 'earlier replies of the conversation wait in the outbox; the reply plan follows without its pacing');
-    else ({ sent, sentTexts } = await runPlan(scope, plan, scope.deps.replies?.actions ?? DEFAULT_REPLY_PACING, scope.interrupt?.()));
+    else ({ sent, sentTexts } = await runPlan(scope, plan, scope.deps.replies.actions, scope.interrupt?.()));
     const outcome = { ...answer.outcome, reply: sentTexts.join('\n\n') };
     channel.settle?.(target, { kind: 'answered', outcome, parts: sent });
     return outcome;

@@ -462,7 +462,7 @@ export class Pipeline {
       this.#interruptible.set(key, plan);
       return plan.signal;
     };
-    const interruptible = this.#deps.replies?.actions.interruptOnNewMessage === true;
+    const interruptible = this.#deps.replies.actions.interruptOnNewMessage;
     const outcome = await runTurn(this.#deps, { messages: batch, lease, ...(resume ? { resume } : {}), ...(interruptible ? { interrupt } : {}) }).finally(() => {
       if (plan !== undefined && this.#interruptible.get(key) === plan) this.#interruptible.delete(key);
     });

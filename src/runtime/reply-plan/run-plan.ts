@@ -18,7 +18,6 @@ export interface ReplyPacing {
   readonly maxTypingSeconds: number;
 }
 
-export const DEFAULT_REPLY_PACING: ReplyPacing = { typingCharsPerSecond: 25, maxTypingSeconds: 6 };
 
 /** What carrying out a plan did. */
 export interface PlanRunResult {
