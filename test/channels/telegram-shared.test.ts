@@ -4,6 +4,9 @@ import {
   describeContent,
   formatReplyPart,
   quotedText,
+  TELEGRAM_REACTION_EMOJI,
+  TELEGRAM_REACTION_EMOJI_ACCEPTED,
+  telegramReaction,
   toTelegramMessage,
   toTlEntities,
   transcribeAudio,
@@ -107,5 +110,19 @@ describe('transcribeAudio', () => {
     expect(downloads).toBe(0);
     const empty = await transcribeAudio({ media: { kind: 'voice' }, transcribe: async () => '  ', download });
     expect(empty.status === 'failed' && String(empty.error)).toMatch(/empty/);
+  });
+});
+
+describe('telegramReaction', () => {
+  it("turns an emoji as models write it into Telegram's spelling, and refuses one Telegram does not allow", () => {
+    expect(telegramReaction('👍')).toBe('👍');
+    expect(telegramReaction('❤️')).toBe('❤');
+    expect(telegramReaction('❤️‍🔥')).toBe('❤‍🔥');
+    expect(telegramReaction('🤷‍♀️')).toBe('🤷‍♀');
+    expect(telegramReaction('🍕')).toBeUndefined();
+    expect(telegramReaction('')).toBeUndefined();
+    // Every accepted spelling is one of Telegram's reactions.
+    for (const emoji of TELEGRAM_REACTION_EMOJI_ACCEPTED) expect(TELEGRAM_REACTION_EMOJI).toContain(telegramReaction(emoji));
+    expect(TELEGRAM_REACTION_EMOJI_ACCEPTED).toEqual(expect.arrayContaining(['❤️', '✍️', '🕊️', '☃️', '⚡️', '❤️‍🔥', '🤷‍♂️']));
   });
 });

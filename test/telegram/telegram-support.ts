@@ -14,10 +14,12 @@ export interface TelegramRig {
   close(): Promise<void>;
 }
 
-export async function createTelegramRig(script: ModelScript, telegramConfig: Record<string, unknown> = {}, options: { start?: boolean } = {}): Promise<TelegramRig> {
+/** `options.config` adds to the Palaver config of every start (e.g. `{ agent: { replies: 'actions' } }`). */
+export async function createTelegramRig(script: ModelScript, telegramConfig: Record<string, unknown> = {}, options: { start?: boolean; config?: Record<string, unknown> } = {}): Promise<TelegramRig> {
   const harness = await createHarness(script);
   const telegram = await startFakeTelegram();
   const base = (extra: Record<string, unknown> = {}) => ({
+    ...options.config,
     channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 400, drafts: false, ...telegramConfig, ...extra } },
   });
   const rig: TelegramRig = {

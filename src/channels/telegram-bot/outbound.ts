@@ -1,8 +1,9 @@
 import { GrammyError, type Api } from 'grammy';
-import { ChannelRetryLaterError } from '../../domain/errors.js';
-import type { ReplyTarget, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
+import type { ReactionType } from 'grammy/types';
+import { ChannelError, ChannelRetryLaterError } from '../../domain/errors.js';
+import type { ReplyTarget, SendOptions, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
 import type { Logger } from '../../observability/logger.js';
-import { formatReplyPart } from '../telegram/index.js';
+import { formatReplyPart, telegramReaction } from '../telegram/index.js';
 import { TELEGRAM_BOT_CHANNEL, addressOf } from './address.js';
 import type { BusinessConnections } from './business.js';
 import type { DraftStreamer } from './drafts.js';
@@ -18,8 +19,9 @@ export interface BotOutboundOptions {
 /**
  * Outbound: replies are sent with entities from the Markdown formatter (plain text if Telegram still refuses them),
  * through the business connection where there is one, typing through the same connection, business messages marked
- * read when the connection has that right, reactions outside business chats, and live drafts in private chats.
- * Everything is addressed from the conversation id alone (`address.ts`).
+ * read when the connection has that right, reactions outside business chats (the Bot API has no way to react
+ * through a connection), and live drafts in private chats. Everything is addressed from the conversation id alone
+ * (`address.ts`).
  */
 export class BotOutbound {
   readonly #api: Api;
@@ -28,6 +30,8 @@ export class BotOutbound {
   readonly #logger: Logger;
   /** Turns whose first part went out (groups quote the message answered on the first part only). */
   readonly #quoted = new Set<string>();
+  /** A reaction asked for in a business chat was skipped and logged (once per process, not per turn). */
+  #loggedBusinessReaction = false;
 
   constructor(options: BotOutboundOptions) {
     this.#api = options.api;
@@ -37,10 +41,11 @@ export class BotOutbound {
   }
 
   /**
-   * Sends one part as a Telegram message with entities (plain text when Telegram refuses them).
+   * Sends one part as a Telegram message with entities (plain text when Telegram refuses them), as a reply to
+   * `options.replyTo` when given.
    * @throws ChannelError `business_connection_disabled` when the business connection was disabled or revoked.
    */
-  async send(target: ReplyTarget, text: string): Promise<SentPart> {
+  async send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart> {
     const address = addressOf(target.conversationId);
     const business = await this.#businesses.replyThrough(address, target.correlationId);
     await this.#drafts?.finish(draftKey(target));
@@ -49,11 +54,13 @@ export class BotOutbound {
       ...(business ? { business_connection_id: business } : {}),
       link_preview_options: { is_disabled: true },
     };
-    // In a group the first part quotes the message it answers, so members see whom the bot answers.
-    const answered = target.inReplyTo.at(-1);
-    if (address.shared && answered !== undefined && !this.#quoted.has(target.correlationId)) {
-      other['reply_parameters'] = { message_id: Number(answered), allow_sending_without_reply: true };
-    }
+    // A part that answers a given message quotes it; else, in a group, the first part quotes the message it answers,
+    // so members see whom the bot answers. A quoted message deleted meanwhile must not cost the part: Telegram then
+    // sends it unquoted.
+    const asked = messageIdOf(options?.replyTo);
+    const answered = messageIdOf(target.inReplyTo.at(-1));
+    const quoted = asked ?? (address.shared && !this.#quoted.has(target.correlationId) ? answered : undefined);
+    if (quoted !== undefined) other['reply_parameters'] = { message_id: quoted, allow_sending_without_reply: true };
     this.#quoted.add(target.correlationId);
     const formatted = formatReplyPart(text, (error) => {
       this.#logger.warn({ err: error, correlationId: target.correlationId }, 'markdown could not be turned into telegram entities; sent as plain text');
@@ -92,10 +99,32 @@ export class BotOutbound {
     await this.#api.readBusinessMessage(address.businessConnectionId, address.chatId, Number(last));
   }
 
+  /**
+   * Sets the bot's reaction on a message (one emoji of Telegram's list, `❤️` and `❤` alike). In a business chat it
+   * is skipped and logged once: the Bot API cannot react through a business connection.
+   * @throws ChannelError `reaction_refused` for an emoji Telegram does not allow or a message it refuses (deleted,
+   *   never there, a service message); the pipeline logs it and the turn goes on.
+   */
   async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
     const address = addressOf(target.conversationId);
-    if (address.businessConnectionId !== undefined) return;
-    await this.#api.setMessageReaction(address.chatId, Number(messageId), [{ type: 'emoji', emoji: emoji as 'Ok' & string } as never]);
+    if (address.businessConnectionId !== undefined) {
+      if (!this.#loggedBusinessReaction) this.#logger.info({ correlationId: target.correlationId }, 'a reaction in a Telegram Business chat was skipped: the Bot API cannot react through a business connection');
+      this.#loggedBusinessReaction = true;
+      return;
+    }
+    const reaction = telegramReaction(emoji);
+    const message = messageIdOf(messageId);
+    if (reaction === undefined) throw new ChannelError('reaction_refused', TELEGRAM_BOT_CHANNEL, `${emoji} is not one of the emoji Telegram allows as a reaction`);
+    if (message === undefined) throw new ChannelError('reaction_refused', TELEGRAM_BOT_CHANNEL, `"${messageId}" is not a Telegram message id`);
+    try {
+      // grammY types the emoji as a union of Telegram's list; `telegramReaction` returned one of them.
+      await this.#api.setMessageReaction(address.chatId, message, [{ type: 'emoji', emoji: reaction as ReactionEmoji }]);
+    } catch (error) {
+      if (error instanceof GrammyError && error.error_code === 400) {
+        throw new ChannelError('reaction_refused', TELEGRAM_BOT_CHANNEL, `Telegram refused the reaction ${reaction} on message ${message}: ${error.description}`, { cause: error });
+      }
+      throw error;
+    }
   }
 
   progress(target: ReplyTarget, event: TurnProgress): void {
@@ -116,6 +145,15 @@ export class BotOutbound {
   close(): void {
     this.#drafts?.close();
   }
+}
+
+type ReactionEmoji = Extract<ReactionType, { type: 'emoji' }>['emoji'];
+
+/** A Telegram message id from the pipeline's string form; undefined for anything else. */
+function messageIdOf(id: string | undefined): number | undefined {
+  if (id === undefined || !/^\d{1,15}$/.test(id)) return undefined;
+  const value = Number(id);
+  return value > 0 ? value : undefined;
 }
 
 function draftKey(target: ReplyTarget): string {

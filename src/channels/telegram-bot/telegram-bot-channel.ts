@@ -9,12 +9,13 @@ import type {
   ChannelRoute,
   InboxPolicy,
   ReplyTarget,
+  SendOptions,
   SentPart,
   TurnEnd,
   TurnProgress,
 } from '../../domain/ports/channel.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
-import { TELEGRAM_MAX_MESSAGE_CHARS, toTelegramMessage, type Transcribe } from '../telegram/index.js';
+import { TELEGRAM_MAX_MESSAGE_CHARS, TELEGRAM_REACTION_EMOJI_ACCEPTED, toTelegramMessage, type Transcribe } from '../telegram/index.js';
 import { TELEGRAM_BOT_CHANNEL } from './address.js';
 import { BusinessConnections } from './business.js';
 import { registerCommands } from './commands.js';
@@ -111,6 +112,7 @@ export class TelegramBotChannel implements Channel {
       typing: true,
       typingIntervalMs: 4_000,
       reactions: true,
+      reactionEmoji: TELEGRAM_REACTION_EMOJI_ACCEPTED,
       readReceipts: true,
       offlineDelivery: true,
     };
@@ -234,11 +236,12 @@ export class TelegramBotChannel implements Channel {
   // ─── outbound (outbound.ts) ──────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Sends one part as a Telegram message with entities (plain text when Telegram refuses them).
+   * Sends one part as a Telegram message with entities (plain text when Telegram refuses them), quoting
+   * `options.replyTo` when given.
    * @throws ChannelError `business_connection_disabled` when the business connection was disabled or revoked.
    */
-  send(target: ReplyTarget, text: string): Promise<SentPart> {
-    return this.#outbound.send(target, text);
+  send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart> {
+    return this.#outbound.send(target, text, options);
   }
 
   typing(target: ReplyTarget): Promise<void> {
@@ -250,6 +253,10 @@ export class TelegramBotChannel implements Channel {
     return this.#outbound.markRead(target);
   }
 
+  /**
+   * Sets the bot's reaction on a message; skipped (and logged once) in a business chat.
+   * @throws ChannelError `reaction_refused` when Telegram refuses the emoji or the message.
+   */
   react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
     return this.#outbound.react(target, messageId, emoji);
   }

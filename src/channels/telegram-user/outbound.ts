@@ -2,7 +2,7 @@ import { tl, type TelegramClient } from '@mtcute/node';
 import { ChannelError, ChannelRetryLaterError } from '../../domain/errors.js';
 import type { ReplyTarget, SentPart } from '../../domain/ports/channel.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
-import { toTelegramMessage, toTlEntities, type TelegramEntity as MessageEntity } from '../telegram/index.js';
+import { telegramReaction, toTelegramMessage, toTlEntities, type TelegramEntity as MessageEntity } from '../telegram/index.js';
 import { randomIdOf } from './random-id.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import type { OwnSends } from './own-sends.js';
@@ -22,8 +22,8 @@ export interface TelegramUserOutboundOptions {
 
 /**
  * What the user-account channel sends: reply parts (Markdown as entities, a `random_id` from the delivery key, long
- * flood waits handed back to the outbox), typing, reactions and read marks. Conversation ids are the other person's
- * user id (private chats only).
+ * flood waits handed back to the outbox, a quote of the message a part answers), typing, reactions and read marks.
+ * Conversation ids are the other person's user id (private chats only).
  */
 export class TelegramUserOutbound {
   readonly #options: TelegramUserOutboundOptions;
@@ -41,9 +41,10 @@ export class TelegramUserOutbound {
   /**
    * Sends one part. Flood waits up to the inline limit are waited out by mtcute; a longer one throws
    * ChannelRetryLaterError, and so does every send until it is over (Telegram would refuse them the same way).
+   * `replyTo`: the message the part answers, shown quoted (a part whose quoted message is gone is sent unquoted).
    * @throws ChannelRetryLaterError also while the session is signed out, so the part is kept, not dropped.
    */
-  async send(target: ReplyTarget, text: string, deliveryKey: string | undefined): Promise<SentPart> {
+  async send(target: ReplyTarget, text: string, deliveryKey: string | undefined, replyTo?: string): Promise<SentPart> {
     const waitMs = this.#floodUntil - this.#now();
     if (waitMs > 0) throw new ChannelRetryLaterError(TELEGRAM_USER_CHANNEL, waitMs, `Telegram asked to wait ${Math.ceil(waitMs / 1000)} s before sending`);
     if (this.#options.signedOut()) throw this.#signedOutError();
@@ -52,12 +53,13 @@ export class TelegramUserOutbound {
     // Without a delivery key (a caller outside the outbox) the part still gets a random_id, just not a stable one.
     const randomId = deliveryKey === undefined ? undefined : randomIdOf(deliveryKey);
     const ownKey = deliveryKey ?? `unkeyed:${target.correlationId}:${this.#now()}`;
+    const quoted = messageIdOf(replyTo);
     await this.#noteOwn(target, (own) => own.willSend(String(chatId), ownKey, formatted.text));
     try {
       const sent = await this.#options.client().sendText(
         chatId,
         { text: formatted.text, entities: toTlEntities(formatted.entities) },
-        { ...(randomId ? { randomId } : {}), disableWebPreview: true },
+        { ...(randomId ? { randomId } : {}), ...(quoted === undefined ? {} : { replyTo: quoted }), disableWebPreview: true },
       );
       await this.#noteOwn(target, (own) => own.sent(String(chatId), ownKey, sent.id));
       return { messageId: String(sent.id) };
@@ -71,9 +73,25 @@ export class TelegramUserOutbound {
     await this.#options.client().setTyping({ peerId: chatIdOf(target.conversationId), status: 'typing' });
   }
 
+  /**
+   * Sets the account's reaction on a message of the chat (one emoji of Telegram's standard list, `❤️` and `❤` alike).
+   * @throws ChannelError `reaction_refused` for an emoji outside the list or a message Telegram refuses (deleted,
+   *   never there); the pipeline logs it and the turn goes on.
+   */
   async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
     if (this.#options.signedOut()) return;
-    await this.#options.client().sendReaction({ chatId: chatIdOf(target.conversationId), message: Number(messageId), emoji });
+    const reaction = telegramReaction(emoji);
+    const message = messageIdOf(messageId);
+    if (reaction === undefined) throw new ChannelError('reaction_refused', TELEGRAM_USER_CHANNEL, `${emoji} is not one of the emoji Telegram allows as a reaction`);
+    if (message === undefined) throw new ChannelError('reaction_refused', TELEGRAM_USER_CHANNEL, `"${messageId}" is not a Telegram message id`);
+    try {
+      await this.#options.client().sendReaction({ chatId: chatIdOf(target.conversationId), message, emoji: reaction });
+    } catch (error) {
+      if (tl.RpcError.is(error) && error.code === 400) {
+        throw new ChannelError('reaction_refused', TELEGRAM_USER_CHANNEL, `Telegram refused the reaction ${reaction} on message ${message}: ${error.text}`, { cause: error });
+      }
+      throw error;
+    }
   }
 
   /** Marks the chat read up to the newest answered message, as a person opening the chat would. */
@@ -127,6 +145,13 @@ export function chatIdOf(conversationId: string): number {
   const id = Number(conversationId);
   if (!Number.isSafeInteger(id) || id <= 0) throw new ChannelError('invalid_target', TELEGRAM_USER_CHANNEL, `not a private chat of the Telegram user account: ${conversationId}`);
   return id;
+}
+
+/** A Telegram message id from the pipeline's string form; undefined for anything else. */
+function messageIdOf(id: string | undefined): number | undefined {
+  if (id === undefined || !/^\d{1,10}$/.test(id)) return undefined;
+  const value = Number(id);
+  return value > 0 && value <= 0x7fff_ffff ? value : undefined;
 }
 
 function format(text: string, logger: Logger, correlationId: string): { text: string; entities: MessageEntity[] } {

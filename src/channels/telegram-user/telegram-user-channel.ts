@@ -4,7 +4,7 @@ import { silentLogger, type Logger } from '../../observability/logger.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import { createTelegramUserClient, type TelegramNetworkOverride } from './client-factory.js';
 import { TelegramUserConnection, type ConnectionHealth } from './connection.js';
-import type { Transcribe } from '../telegram/index.js';
+import { TELEGRAM_REACTION_EMOJI_ACCEPTED, type Transcribe } from '../telegram/index.js';
 import { AnswerPolicy, type AnswerSetting } from './answer-policy.js';
 import { importOnFirstContact } from './history-sync.js';
 import { TelegramUserInbound } from './inbound.js';
@@ -82,6 +82,7 @@ export class TelegramUserChannel implements Channel {
     typing: true,
     typingIntervalMs: 4_000,
     reactions: true,
+    reactionEmoji: TELEGRAM_REACTION_EMOJI_ACCEPTED,
     readReceipts: true,
     offlineDelivery: true,
   };
@@ -179,14 +180,16 @@ export class TelegramUserChannel implements Channel {
     await lease?.release();
   }
 
+  /** Sends one part (see `TelegramUserOutbound.send`), quoting `options.replyTo` when given. */
   send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart> {
-    return this.#outbound.send(target, text, options?.deliveryKey);
+    return this.#outbound.send(target, text, options?.deliveryKey, options?.replyTo);
   }
 
   typing(target: ReplyTarget): Promise<void> {
     return this.#outbound.typing(target);
   }
 
+  /** @throws ChannelError `reaction_refused` when Telegram refuses the emoji or the message. */
   react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
     return this.#outbound.react(target, messageId, emoji);
   }

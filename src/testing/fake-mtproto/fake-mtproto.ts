@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Long, type tl } from '@mtcute/node';
+import { TELEGRAM_REACTION_EMOJI } from '../../channels/telegram/reactions.js';
 
 /**
  * A fake Telegram at the MTProto method level, for tests of the user-account channel. It is not a network server:
@@ -21,7 +22,7 @@ export class FakeMtproto {
   readonly self: FakeMtprotoUser;
   /** Every RPC the clients made, oldest first (failed ones included). */
   readonly calls: FakeMtprotoCall[] = [];
-  /** Reactions the account set, in order. */
+  /** Reactions the account set (accepted ones: a message of the chat, an emoji of Telegram's standard list), in order. */
   readonly reactions: FakeReaction[] = [];
   /** `messages.readHistory` calls, in order. */
   readonly reads: FakeRead[] = [];
@@ -276,12 +277,8 @@ export class FakeMtproto {
         if (chatId !== undefined) this.typing.push({ chatId, action: request.action._, at: Date.now() });
         return true;
       }
-      case 'messages.sendReaction': {
-        const chatId = peerUserId(request.peer);
-        const emoji = request.reaction?.map((r) => (r._ === 'reactionEmoji' ? r.emoticon : r._)) ?? [];
-        if (chatId !== undefined) this.reactions.push({ chatId, messageId: request.msgId, emoji: emoji[0] ?? '', at: Date.now() });
-        return { _: 'updates', updates: [], users: [], chats: [], date: now(), seq: 0 };
-      }
+      case 'messages.sendReaction':
+        return this.sendReaction(request);
       case 'messages.readHistory': {
         const chatId = peerUserId(request.peer);
         if (chatId !== undefined) this.reads.push({ chatId, maxId: request.maxId, at: Date.now() });
@@ -356,9 +353,24 @@ export class FakeMtproto {
     if (earlier) return { _: 'updateShortSentMessage', out: true, id: earlier.id, pts: this.pts, ptsCount: 0, date: earlier.date };
     if (request.message.length > 4096) return rpcError(400, 'MESSAGE_TOO_LONG');
     if (request.message.trim() === '') return rpcError(400, 'MESSAGE_EMPTY');
-    const replyToId = request.replyTo?._ === 'inputReplyToMessage' ? request.replyTo.replyToMsgId : undefined;
+    const asked = request.replyTo?._ === 'inputReplyToMessage' ? request.replyTo.replyToMsgId : undefined;
+    // A quote of a message that is not in the chat (deleted, never there) is dropped: the message goes out unquoted.
+    const replyToId = asked !== undefined && this.history(chatId).some((m) => m.id === asked) ? asked : undefined;
     const message = this.store({ chatId, out: true, text: request.message, entities: request.entities, replyToId, fromUserId: this.self.id, randomId: key }, false);
     return { _: 'updateShortSentMessage', out: true, id: message.id, pts: this.pts, ptsCount: 1, date: message.date, entities: request.entities };
+  }
+
+  /** One emoji of Telegram's standard list on a message of the chat, as Telegram checks it (no Premium here). */
+  private sendReaction(request: tl.messages.RawSendReactionRequest): unknown {
+    const chatId = peerUserId(request.peer);
+    if (chatId === undefined || !this.users.has(chatId)) return rpcError(400, 'PEER_ID_INVALID');
+    if (!this.history(chatId).some((m) => m.id === request.msgId && m.action === undefined)) return rpcError(400, 'MESSAGE_ID_INVALID');
+    const reactions = request.reaction ?? [];
+    if (reactions.length > 1) return rpcError(400, 'REACTIONS_TOO_MANY');
+    const [first] = reactions;
+    if (first !== undefined && (first._ !== 'reactionEmoji' || !TELEGRAM_REACTION_EMOJI.includes(first.emoticon))) return rpcError(400, 'REACTION_INVALID');
+    this.reactions.push({ chatId, messageId: request.msgId, emoji: first?._ === 'reactionEmoji' ? first.emoticon : '', at: Date.now() });
+    return { _: 'updates', updates: [], users: [], chats: [], date: now(), seq: 0 };
   }
 
   private getHistory(request: tl.messages.RawGetHistoryRequest): unknown {

@@ -1,3 +1,4 @@
+import { TELEGRAM_REACTION_EMOJI } from '../../channels/telegram/reactions.js';
 import type { Failure } from './faults.js';
 import type { FakeTelegramState } from './state.js';
 import type { FakeSentMessage } from './types.js';
@@ -34,8 +35,9 @@ export async function answerMethod(state: FakeTelegramState, method: string, par
     case 'setMyDescription':
     case 'setMyShortDescription':
     case 'sendChatAction':
-    case 'setMessageReaction':
       return { result: true };
+    case 'setMessageReaction':
+      return setMessageReaction(state, params);
     case 'readBusinessMessage':
     case 'getBusinessConnection': {
       const id = String(params['business_connection_id']);
@@ -76,7 +78,10 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
   if (problem) return { code: 400, description: `Bad Request: can't parse entities: ${problem}` };
   const connectionId = params['business_connection_id'] === undefined ? undefined : String(params['business_connection_id']);
   if (connectionId !== undefined && !connections.get(connectionId)?.enabled) return { code: 400, description: 'Bad Request: BUSINESS_CONNECTION_INVALID' };
-  const reply = params['reply_parameters'] as { message_id?: number } | undefined;
+  const reply = params['reply_parameters'] as { message_id?: number; allow_sending_without_reply?: boolean } | undefined;
+  // Telegram refuses a quote of a message that is not in the chat, unless told to send without it.
+  const quotes = reply?.message_id !== undefined && state.hasMessage(chatId, reply.message_id);
+  if (reply?.message_id !== undefined && !quotes && reply.allow_sending_without_reply !== true) return { code: 400, description: 'Bad Request: message to be replied not found' };
   const message: FakeSentMessage = {
     messageId: state.messageIdFor(chatId, nextMessageId.get(chatId) ?? state.firstId),
     chatId,
@@ -85,7 +90,7 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
     parseMode: params['parse_mode'] === undefined ? undefined : String(params['parse_mode']),
     businessConnectionId: connectionId,
     threadId: params['message_thread_id'] === undefined ? undefined : Number(params['message_thread_id']),
-    replyToMessageId: reply?.message_id,
+    replyToMessageId: quotes ? reply?.message_id : undefined,
     at: Date.now(),
   };
   sent.push(message);
@@ -101,6 +106,22 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
       ...(connectionId ? { business_connection_id: connectionId } : {}),
     },
   };
+}
+
+/** One emoji of Telegram's list on a message of the chat, as Telegram checks it; an empty list removes the reaction. */
+function setMessageReaction(state: FakeTelegramState, params: Record<string, unknown>): { result: true } | Failure {
+  const chatId = Number(params['chat_id']);
+  const messageId = Number(params['message_id']);
+  if (!Number.isInteger(messageId) || !state.hasMessage(chatId, messageId)) return { code: 400, description: 'Bad Request: message to react not found' };
+  const reaction = (params['reaction'] ?? []) as { type?: unknown; emoji?: unknown }[];
+  if (!Array.isArray(reaction) || reaction.length > 1) return { code: 400, description: 'Bad Request: REACTIONS_TOO_MANY' };
+  const [first] = reaction;
+  if (first !== undefined && (first.type !== 'emoji' || typeof first.emoji !== 'string' || !TELEGRAM_REACTION_EMOJI.includes(first.emoji))) {
+    return { code: 400, description: 'Bad Request: REACTION_INVALID' };
+  }
+  state.reactions.push({ chatId, messageId, emoji: typeof first?.emoji === 'string' ? first.emoji : '', at: Date.now() });
+  state.events.emit('reaction');
+  return { result: true };
 }
 
 async function getUpdates(state: FakeTelegramState, params: Record<string, unknown>, signal: AbortSignal): Promise<{ result: unknown } | Failure> {

@@ -5,7 +5,7 @@ import { listen } from './server.js';
 import { FakeTelegramState } from './state.js';
 import type { FakeTelegram } from './types.js';
 
-export type { BaseInput, FakeCall, FakeSentMessage, FakeTelegram, FakeUpdate, FakeUser, TextInput } from './types.js';
+export type { BaseInput, FakeCall, FakeReaction, FakeSentMessage, FakeTelegram, FakeUpdate, FakeUser, TextInput } from './types.js';
 
 /**
  * Starts a fake Telegram Bot API server on loopback (see `FakeTelegram`): what people send (`people.ts`), the Bot
@@ -23,6 +23,7 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
     bot: state.bot,
     calls,
     sent,
+    reactions: state.reactions,
     updates: state.updates,
     get webhook() {
       return state.webhook;

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { FakeCall, FakeSentMessage, FakeUpdate, FakeUser } from './types.js';
+import type { FakeCall, FakeReaction, FakeSentMessage, FakeUpdate, FakeUser } from './types.js';
 
 /**
  * What the fake Telegram knows: the bot, the updates people sent, the calls the bot made and the messages it sent,
@@ -12,11 +12,15 @@ export class FakeTelegramState {
   readonly events = new EventEmitter();
   readonly calls: FakeCall[] = [];
   readonly sent: FakeSentMessage[] = [];
+  /** Reactions the bot set (setMessageReaction accepted), in order. */
+  readonly reactions: FakeReaction[] = [];
   readonly updates: FakeUpdate[] = [];
   readonly files = new Map<string, { bytes: Uint8Array; path: string; mimeType: string }>();
   readonly commands = new Map<string, { command: string; description: string }[]>();
   readonly connections = new Map<string, { enabled: boolean }>();
   readonly nextMessageId = new Map<number, number>();
+  /** The message ids that exist in each chat (people's and the bot's): what a reaction or a quote may name. */
+  readonly messageIds = new Map<number, Set<number>>();
   /**
    * Where this fake's ids start: from the clock, so a fake started again against the same database (a rerun, a
    * restart in a test) never repeats an id. A repeated message id would be dropped as a duplicate, and an update id
@@ -39,15 +43,32 @@ export class FakeTelegramState {
     this.events.setMaxListeners(0);
   }
 
-  /** The message id `given`, or the chat's next one; ids only grow per chat. */
+  /** The message id `given`, or the chat's next one; ids only grow per chat. The message exists from now on. */
   messageIdFor(chatId: number, given?: number): number {
     const next = given ?? this.nextMessageId.get(chatId) ?? this.firstId;
     this.nextMessageId.set(chatId, Math.max(next + 1, this.nextMessageId.get(chatId) ?? this.firstId));
+    this.#exists(chatId, next);
     return next;
+  }
+
+  /** Whether a message with this id exists in the chat. */
+  hasMessage(chatId: number, messageId: number): boolean {
+    return this.messageIds.get(chatId)?.has(messageId) ?? false;
+  }
+
+  #exists(chatId: number, messageId: number): void {
+    const ids = this.messageIds.get(chatId) ?? new Set<number>();
+    ids.add(messageId);
+    this.messageIds.set(chatId, ids);
   }
 
   enqueue(update: Omit<FakeUpdate, 'update_id'> & { update_id?: number }): FakeUpdate {
     const full = { ...update, update_id: update.update_id ?? this.nextUpdateId++ } as FakeUpdate;
+    // An update built by hand (not by the people helpers) still brings its message into the chat.
+    for (const key of ['message', 'business_message', 'edited_message']) {
+      const message = full[key] as { message_id?: unknown; chat?: { id?: unknown } } | undefined;
+      if (typeof message?.message_id === 'number' && typeof message.chat?.id === 'number') this.#exists(message.chat.id, message.message_id);
+    }
     this.updates.push(full);
     this.events.emit('update');
     return full;

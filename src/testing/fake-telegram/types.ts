@@ -25,6 +25,8 @@ export interface FakeTelegram {
   readonly calls: FakeCall[];
   /** Messages the bot sent (sendMessage), in order. */
   readonly sent: FakeSentMessage[];
+  /** Reactions the bot set (setMessageReaction that Telegram accepted), in order. */
+  readonly reactions: FakeReaction[];
   /** Updates enqueued so far (what people sent), in order. */
   readonly updates: FakeUpdate[];
   /** The registered webhook, if any. */
@@ -116,6 +118,18 @@ export interface FakeCall {
   readonly at: number;
 }
 
+/**
+ * A reaction the bot set. Telegram accepts it only on a message of that chat and with an emoji of its standard list
+ * (written as Telegram writes it, e.g. `❤` without U+FE0F); otherwise it answers 400.
+ */
+export interface FakeReaction {
+  readonly chatId: number;
+  readonly messageId: number;
+  /** The emoji set; an empty list of reactions (the bot's reaction removed) is recorded as ''. */
+  readonly emoji: string;
+  readonly at: number;
+}
+
 export interface FakeSentMessage {
   readonly messageId: number;
   readonly chatId: number;
@@ -124,6 +138,7 @@ export interface FakeSentMessage {
   readonly parseMode: string | undefined;
   readonly businessConnectionId: string | undefined;
   readonly threadId: number | undefined;
+  /** The message it quotes (reply_parameters); undefined also when the quoted message did not exist and Telegram was allowed to send without it. */
   readonly replyToMessageId: number | undefined;
   readonly at: number;
 }
