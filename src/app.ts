@@ -327,6 +327,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
+      const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
       const host = serveOptions.host ?? config.server.host;
       const app = createHttpApp({
         health: checkHealth,
@@ -337,6 +338,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
+          // The tool stream's backlog is not wired yet: /admin/overview answers toolStream null.
+          http.route('/admin', operatorReadRoutes({ queries: store.operators }));
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
           http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
         },
