@@ -98,7 +98,8 @@ export class KyselyInboundRepository implements InboundRepository {
       if (ids.length === 0) return 0;
       const result = await this.#ctx.db
         .updateTable('inbound_messages')
-        .set({ owner: null, lease_until: 0 })
+        // A non-null not_before (due at once) tells the taker no turn took it: holding costs no attempt.
+        .set({ owner: null, lease_until: 0, not_before: sql`coalesce(not_before, 0)` })
         .where('id', 'in', [...ids])
         .where('state', '=', 'queued')
         .where((eb) => eb.exists(pausedSession((table) => eb.selectFrom(table))))
