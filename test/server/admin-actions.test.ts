@@ -199,4 +199,21 @@ describe('admin API: ending a conversation', () => {
     expect((await admin('GET', '/actions')).body['actions'][0]).toMatchObject({ action: 'end', actor: 'Olena', sessionId: before.sessionId });
     expect((await admin('POST', '/conversations/nope/end')).status).toBe(404);
   });
+
+  it("keeps the identity changes of the admin API in the operators' audit too, with who made them", async () => {
+    harness = await createHarness(() => ({ text: 'hi' }));
+    const palaver = await harness.start({ server: { adminToken: TEST_SECRETS.adminToken }, roles: { definitions: { driver: { tools: [] } } } });
+    const admin = await adminOf(palaver);
+    await palaver.chat({ userId: 'ada', text: 'hello' });
+    const userId = (await admin('GET', '/accounts/api/ada')).body['userId'] as string;
+    expect((await admin('PUT', `/users/${userId}/role`, { role: 'driver' }, { 'x-palaver-actor': 'Olena', 'x-request-id': 'req-role' })).status).toBe(200);
+    expect((await admin('PATCH', `/users/${userId}/profile`, { preferences: { timeZone: 'Europe/Kyiv' } })).status).toBe(200);
+    const actions = adminActions.parse((await admin('GET', '/actions')).body).actions;
+    expect(actions.map((action) => [action.action, action.actor, action.requestId, action.userId])).toEqual([
+      ['profile', 'admin', null, userId],
+      ['role', 'Olena', 'req-role', userId],
+    ]);
+    expect(actions[1]!.details).toEqual({ from: null, to: 'driver' });
+    expect(JSON.stringify(actions)).not.toContain('Europe/Kyiv');
+  });
 });
