@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Palaver } from '../../src/app.js';
 import { PalaverMetrics } from '../../src/observability/metrics.js';
+import { ToolDispatchMetrics } from '../../src/observability/tool-dispatch-metrics.js';
 import type { RunningHttpServer } from '../../src/server/index.js';
 import type { ModelScript, ScriptedReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
@@ -106,5 +108,23 @@ describe('palaver_cost_total', () => {
     const text = await metrics.registry.metrics();
     expect(text).toContain('palaver_cost_total{currency="USD"} 0.3\n');
     expect(text).toContain('palaver_cost_total{currency="CNY"} 0.03633\n');
+  });
+});
+
+describe('docs/grafana/palaver-dashboard.json', () => {
+  it('is valid JSON whose queries name only metrics Palaver exports', async () => {
+    const dashboard = JSON.parse(readFileSync(new URL('../../docs/grafana/palaver-dashboard.json', import.meta.url), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const metrics = new PalaverMetrics();
+    // The tool stream's gauges exist where tools are dispatched over Redis Streams.
+    new ToolDispatchMetrics(metrics.registry, { length: async () => 0, pending: async () => 0 });
+    const exported = new Set<string>();
+    for (const metric of await metrics.registry.getMetricsAsJSON()) {
+      exported.add(metric.name);
+      if (String(metric.type) === 'histogram') for (const suffix of ['_bucket', '_count', '_sum']) exported.add(metric.name + suffix);
+    }
+    const queried = dashboard.panels.flatMap((panel) => panel.targets ?? []).flatMap((target) => target.expr.match(/\bpalaver_[a-z_]+/g) ?? []);
+    expect(queried.length).toBeGreaterThan(10);
+    expect(queried.filter((name) => !exported.has(name))).toEqual([]);
+    for (const name of ['palaver_cost_total', 'palaver_tokens_total', 'palaver_turn_seconds_bucket', 'palaver_model_call_seconds_bucket', 'palaver_tool_call_seconds_bucket', 'palaver_inbox_waiting']) expect(queried).toContain(name);
   });
 });
