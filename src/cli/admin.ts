@@ -315,5 +315,5 @@ function costsText(answer: z.infer<typeof costs>): string {
 function when(iso: string | null): string {
   if (iso === null) return '';
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? singleLine(iso) : `${date.toISOString().slice(0, 16).replace('T', ' ')}`;
+  return Number.isNaN(date.getTime()) ? singleLine(iso) : date.toISOString().slice(0, 16).replace('T', ' ');
 }
