@@ -6,10 +6,11 @@ import { ConsoleChannel } from '../channels/console/console-channel.js';
 import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
 import { packageVersion } from '../package-root.js';
+import { adminCommand } from './admin.js';
 import type { Demo } from './demo.js';
 import { limitHeapGrowth } from './heap-growth.js';
-import { initNextSteps, initProject } from './init.js';
 import { releaseMemoryWhenIdle } from './idle-memory.js';
+import { initNextSteps, initProject } from './init.js';
 import { redactUrl } from './redact-url.js';
 import { telegramCommand } from './telegram.js';
 
@@ -153,6 +154,7 @@ export async function main(argv: readonly string[]): Promise<void> {
       console.log(initNextSteps(dir));
     });
 
+  program.addCommand(adminCommand(configOption));
   program.addCommand(telegramCommand(configOption));
 
   try {

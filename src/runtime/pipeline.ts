@@ -85,6 +85,7 @@ export class Pipeline {
   /** Reply plans being carried out that a new message of their conversation interrupts, by conversation. */
   readonly #interruptible = new Map<string, AbortController>();
   #stopped = false;
+  readonly #unwatchInbox: () => void;
 
   constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
     this.#deps = deps;
@@ -98,6 +99,7 @@ export class Pipeline {
       // In a group chat each turn answers one sender: a batch never mixes them.
       sameBatch: (first, item) => first.inbound.conversationKind === 'direct' || first.inbound.accountId === item.inbound.accountId,
     });
+    this.#unwatchInbox = deps.metrics.watchInbox(() => this.#inbox.held);
   }
 
   /** The context a channel is started with: its messages enter the pipeline under its own name. */
@@ -139,6 +141,7 @@ export class Pipeline {
     const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.#unwatchInbox();
     return done;
   }
 
