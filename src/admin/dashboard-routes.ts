@@ -13,6 +13,7 @@ import { adminTokenMatches } from '../server/api-key.js';
 import { errorBody } from '../server/error-body.js';
 import { adminEventsResponse, type ChangeProbe } from './admin-events.js';
 import { SESSION_COOKIE, type DashboardSessions } from './dashboard-session.js';
+import { summarizeMetrics, type MetricsSource } from './metrics-summary.js';
 import type { SignInLimiter } from './sign-in-limiter.js';
 
 /** `web/admin/` of the package. */
@@ -40,6 +41,8 @@ export interface DashboardRoutesOptions {
   /** How often `/admin/events` runs the probe. Default 1000 ms. */
   readonly eventsIntervalMs?: number;
   readonly onProbeError?: (error: unknown) => void;
+  /** Backs `GET /admin/metrics/summary` (this process's latencies and failures); without it that route is absent. */
+  readonly metrics?: MetricsSource;
 }
 
 /**
@@ -52,6 +55,7 @@ export interface DashboardRoutesOptions {
  * - `GET    /admin/session`         the signed-in session's `{ csrfToken, expiresAt }` (for a reloaded page)
  * - `DELETE /admin/session`         sign out
  * - `GET    /admin/events`          server-sent `changed` events (see `adminEventsResponse`)
+ * - `GET    /admin/metrics/summary` turn, model and tool latency and failure counts (see `summarizeMetrics`)
  *
  * Failed sign-ins are counted per client address (`SignInLimiter`): 429 `too_many_attempts` with `Retry-After`.
  * @throws PalaverError `web_assets_missing` when the page's folder cannot be read.
@@ -123,6 +127,8 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
       adminEventsResponse({ probe: events, ...(options.eventsIntervalMs === undefined ? {} : { intervalMs: options.eventsIntervalMs }), ...(options.onProbeError ? { onError: options.onProbeError } : {}) }, c.req.raw.signal),
     );
   }
+  const { metrics } = options;
+  if (metrics !== undefined) app.get('/metrics/summary', async (c) => c.json(await summarizeMetrics(metrics)));
   return app;
 }
 

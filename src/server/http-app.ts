@@ -5,6 +5,7 @@ import { PalaverError } from '../domain/errors.js';
 import type { ChannelRoute } from '../domain/ports/channel.js';
 import type { Logger } from '../observability/logger.js';
 import type { ChangeProbe } from '../admin/admin-events.js';
+import type { MetricsSource } from '../admin/metrics-summary.js';
 import { dashboardRoutes } from '../admin/dashboard-routes.js';
 import { DashboardSessions } from '../admin/dashboard-session.js';
 import { SignInLimiter, type SignInLimiterOptions } from '../admin/sign-in-limiter.js';
@@ -55,6 +56,8 @@ export interface DashboardOptions {
   readonly events?: ChangeProbe;
   /** How often `/admin/events` asks `events`. Default 1000 ms. */
   readonly eventsIntervalMs?: number;
+  /** Backs the page's latency and error figures (`GET /admin/metrics/summary`): the Prometheus registry. */
+  readonly metrics?: MetricsSource;
   /** How long a sign-in lasts. Default 12 hours. */
   readonly sessionTtlMs?: number;
   /** Failed sign-ins allowed per address (default 5 per 15 minutes). */
@@ -99,6 +102,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
         ...(dashboard.dir === undefined ? {} : { dir: dashboard.dir }),
         ...(dashboard.events === undefined ? {} : { events: dashboard.events }),
         ...(dashboard.eventsIntervalMs === undefined ? {} : { eventsIntervalMs: dashboard.eventsIntervalMs }),
+        ...(dashboard.metrics === undefined ? {} : { metrics: dashboard.metrics }),
         onProbeError: (error) => logger.warn({ err: error }, 'dashboard change probe failed'),
       }),
     );
