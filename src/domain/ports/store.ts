@@ -12,6 +12,7 @@ import type {
   User,
   UserStateRecord,
 } from '../model.js';
+import type { OperatorQueries } from './operator-queries.js';
 
 /**
  * Repositories over one database. Every adapter (SQLite, PostgreSQL) passes the same contract suite
@@ -34,6 +35,8 @@ export interface Store {
   readonly identityEvents: IdentityEventRepository;
   readonly spend: SpendRepository;
   readonly profiles: ProfileRepository;
+  /** What operators read across users and conversations (the admin API): lists, transcripts, costs, live turns. */
+  readonly operators: OperatorQueries;
   /**
    * Runs `fn` in one transaction; the store handed to `fn` is bound to it. Commits when `fn` resolves,
    * rolls back and rethrows when it rejects (undoing only this transaction's writes). Nested calls reuse the outer

@@ -10,6 +10,7 @@ import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
+import { KyselyOperatorQueries } from './operator-queries.js';
 import { KyselyProfileRepository } from './profile-repository.js';
 import { KyselyRecordedMessageRepository } from './recorded-message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
@@ -62,6 +63,7 @@ export class KyselyStore implements Store {
   readonly identityEvents: KyselyIdentityEventRepository;
   readonly spend: KyselySpendRepository;
   readonly profiles: KyselyProfileRepository;
+  readonly operators: KyselyOperatorQueries;
   readonly #ctx: RepositoryContext;
   readonly #engine: StoreEngine | undefined;
   /** The store handed to transactions run by the database's engine, on the engine's transaction-bound Kysely. */
@@ -90,6 +92,7 @@ export class KyselyStore implements Store {
     this.identityEvents = new KyselyIdentityEventRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);
+    this.operators = new KyselyOperatorQueries(this.#ctx);
   }
 
   /** The SQL dialect this store speaks. */
