@@ -327,6 +327,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
+      const { conversationChangeProbe } = await import('./admin/conversation-change-probe.js');
       const host = serveOptions.host ?? config.server.host;
       const app = createHttpApp({
         health: checkHealth,
@@ -335,6 +336,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
         hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
+        dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));

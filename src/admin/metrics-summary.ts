@@ -7,7 +7,7 @@ interface MetricJson {
   readonly name: string;
   readonly help: string;
   readonly type: string | number;
-  readonly values: readonly { readonly value: number; readonly labels: Readonly<Record<string, string | number>>; readonly metricName?: string }[];
+  readonly values: readonly { readonly value: number; readonly labels: Readonly<Partial<Record<string, string | number>>>; readonly metricName?: string }[];
 }
 
 /** One latency histogram series, in milliseconds; percentiles are the upper bound of the bucket they fall in. */
@@ -88,6 +88,6 @@ function quantileMs(buckets: readonly [number, number][], count: number, q: numb
   return bucket === undefined || !Number.isFinite(bucket[0]) ? null : Math.round(bucket[0] * 1000);
 }
 
-function stringLabels(labels: Readonly<Record<string, string | number>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(labels).map(([key, value]) => [key, String(value)]));
+function stringLabels(labels: Readonly<Partial<Record<string, string | number>>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(labels).flatMap(([key, value]) => (value === undefined ? [] : [[key, String(value)]])));
 }
