@@ -52,7 +52,8 @@ export interface DashboardRoutesOptions {
  * - `GET    /admin/assets/<file>`   its modules, styles and the chart library (Chart.js, from its package)
  * - `POST   /admin/session`         sign in with `{ "token" }` (JSON) or `token=` (a form): sets the session cookie
  *                                   and answers `{ csrfToken, expiresAt }` (a form gets 303 to `/admin`)
- * - `GET    /admin/session`         the signed-in session's `{ csrfToken, expiresAt }` (for a reloaded page)
+ * - `GET    /admin/session`         `{ signedIn: true, csrfToken, expiresAt }` for a session cookie (a reloaded page),
+ *                                   else `{ signedIn: false }`
  * - `DELETE /admin/session`         sign out
  * - `GET    /admin/events`          server-sent `changed` events (see `adminEventsResponse`)
  * - `GET    /admin/metrics/summary` turn, model and tool latency and failure counts (see `summarizeMetrics`)
@@ -108,12 +109,13 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
     },
   );
 
-  // Behind the guard: only a valid session (or the bearer token, which has no session) reaches these.
+  // Public, so that a page opened without a session learns it without an error: only the CSRF token of a valid
+  // session cookie is ever answered (a cross-site page cannot read the answer, nor send the SameSite=Strict cookie).
   app.get('/session', (c) => {
     const session = sessions.verify(getCookie(c, SESSION_COOKIE));
-    if (session === undefined) return c.json(errorBody('no_session', 'The admin token is not a dashboard session; sign in on /admin.'), 404);
     c.header('cache-control', 'no-store');
-    return c.json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
+    if (session === undefined) return c.json({ signedIn: false });
+    return c.json({ signedIn: true, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
   });
   app.delete('/session', (c) => {
     sessions.revoke(getCookie(c, SESSION_COOKIE));

@@ -45,9 +45,9 @@ export function adminGuard(options: AdminGuardOptions): MiddlewareHandler {
   };
 }
 
-/** The page, its assets and the sign-in itself: nothing in them is data, and the sign-in checks the token. */
+/** The page, its assets, the sign-in and "am I signed in?": nothing in them is data, and the sign-in checks the token. */
 function isPublic(method: string, path: string): boolean {
-  if (method === 'GET' || method === 'HEAD') return path === '/admin' || path === '/admin/' || path.startsWith('/admin/assets/');
+  if (method === 'GET' || method === 'HEAD') return path === '/admin' || path === '/admin/' || path === '/admin/session' || path.startsWith('/admin/assets/');
   return method === 'POST' && path === '/admin/session';
 }
 

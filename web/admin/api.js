@@ -51,8 +51,8 @@ export async function signIn(token) {
 export async function restoreSession() {
   try {
     const session = await request('GET', '/admin/session');
-    csrfToken = session.csrfToken;
-    return true;
+    csrfToken = session.signedIn ? session.csrfToken : null;
+    return session.signedIn;
   } catch {
     return false;
   }
