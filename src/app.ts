@@ -18,7 +18,7 @@ import { createLogger, withSecretScrubbing, type Logger } from './observability/
 import { PalaverMetrics } from './observability/metrics.js';
 import { Billing } from './runtime/billing.js';
 import type { BudgetSettings } from './runtime/budget.js';
-import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls } from './runtime/call-wrappers.js';
+import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls, timeModelCalls } from './runtime/call-wrappers.js';
 import { storableModelOutput, storableToolResults } from './runtime/untrusted-output.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { resetTriggerSet } from './runtime/context/reset.js';
@@ -224,7 +224,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
       // Model output and tool results are made storable innermost, before any other wrapper or the turn sees them.
-      invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)), storableModelOutput()], ({ provider, request }) =>
+      invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)), timeModelCalls(metrics), storableModelOutput()], ({ provider, request }) =>
         provider.complete(request),
       ),
       dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics), storableToolResults()], ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {})),

@@ -9,6 +9,7 @@ import type { Demo } from './demo.js';
 import { limitHeapGrowth } from './heap-growth.js';
 import { releaseMemoryWhenIdle } from './idle-memory.js';
 import { redactUrl } from './redact-url.js';
+import { adminCommand } from './admin.js';
 import { telegramCommand } from './telegram.js';
 
 interface CommonOptions {
@@ -127,6 +128,7 @@ export async function main(argv: readonly string[]): Promise<void> {
       if (!ok) process.exitCode = 1;
     });
 
+  program.addCommand(adminCommand(configOption));
   program.addCommand(telegramCommand(configOption));
 
   try {

@@ -3,3 +3,4 @@ export { loadConfig, parseConfig, type LoadConfigOptions } from './load-config.j
 export { resolveConfigPaths } from './paths.js';
 export { normaliseDatabaseUrl, resolveDatabaseUrl, type NormalisedDatabaseUrl } from './database-url.js';
 export { secretsOf } from './secrets.js';
+export { adminConsoleSettings, type AdminConsoleOptions, type AdminConsoleSettings } from './admin-console.js';

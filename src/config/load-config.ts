@@ -117,7 +117,12 @@ function noConfigError(cwd: string): ConfigError {
   return new ConfigError(message, [{ path: 'model', message: 'no config file and no model set' }]);
 }
 
-function findConfigFile(explicit: string | undefined, cwd: string): string | undefined {
+/**
+ * The config file to read: `explicit` (resolved against `cwd`), else the first of palaver.config.{json,yaml,yml} in
+ * `cwd`; undefined when there is none.
+ * @throws ConfigError when `explicit` names a file that does not exist.
+ */
+export function findConfigFile(explicit: string | undefined, cwd: string): string | undefined {
   if (explicit) {
     const path = resolve(cwd, explicit);
     if (!existsSync(path)) throw new ConfigError(`Config file not found: ${path}`, [{ path: '(file)', message: 'not found' }]);

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
+import { MoneyDecimal } from '../domain/money.js';
 
 // prom-client (CommonJS, about 4 MB of heap and 30 ms to load) is required when the first PalaverMetrics is made,
 // so that importing the package entry (which exports this class) does not load it. In dist the require points at a
@@ -16,8 +17,23 @@ export class PalaverMetrics {
   readonly turnSeconds: PromClient.Histogram<string>;
   readonly modelCalls: PromClient.Counter<'model' | 'path'>;
   readonly modelFailures: PromClient.Counter<'path'>;
-  readonly tokens: PromClient.Counter<'direction'>;
+  /**
+   * Tokens of answered model calls, by the model that answered and `kind`: `input` (every input token, cached ones
+   * included), `cached` (the input tokens read from the provider's prompt cache) and `output`.
+   */
+  readonly tokens: PromClient.Counter<'model' | 'kind'>;
+  /** Model call latency (the call itself, not the wait for a concurrency slot), by configured model and outcome. */
+  readonly modelCallSeconds: PromClient.Histogram<'model' | 'outcome'>;
+  /**
+   * What stored turns cost, by billing currency. The sum is kept as an exact decimal and exported as the nearest
+   * float, so the scraped value reads like the stored amounts (0.00555, not 0.0055500000000000005).
+   */
+  readonly cost: PromClient.Counter<'currency'>;
   readonly toolCalls: PromClient.Counter<'tool' | 'outcome'>;
+  /** Tool call latency as the runtime sees it (dispatch included), by tool and outcome. */
+  readonly toolCallSeconds: PromClient.Histogram<'tool' | 'outcome'>;
+  /** Messages this process accepted and has not answered yet (waiting for a turn or in a running one). */
+  readonly inboxWaiting: PromClient.Gauge<string>;
   readonly toolLimits: PromClient.Counter<'limit'>;
   readonly duplicates: PromClient.Counter<string>;
   readonly deadLetters: PromClient.Counter<'channel' | 'reason'>;
@@ -38,6 +54,8 @@ export class PalaverMetrics {
   /** Chats of the Telegram user account taken over right now, read from the sources `watchTakenOverChats` adds. */
   readonly telegramUserTakenOverChats: PromClient.Gauge<string>;
   readonly #takenOverSources = new Set<() => number>();
+  readonly #inboxSources = new Set<() => number>();
+  readonly #costs = new Map<string, InstanceType<typeof MoneyDecimal>>();
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
@@ -46,8 +64,44 @@ export class PalaverMetrics {
     this.turnSeconds = new prom.Histogram({ name: 'palaver_turn_seconds', help: 'Turn duration', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60], registers: [registry] });
     this.modelCalls = new prom.Counter({ name: 'palaver_model_calls_total', help: 'Model calls, by model and path', labelNames: ['model', 'path'] as const, registers: [registry] });
     this.modelFailures = new prom.Counter({ name: 'palaver_model_failures_total', help: 'Failed model calls, by path', labelNames: ['path'] as const, registers: [registry] });
-    this.tokens = new prom.Counter({ name: 'palaver_tokens_total', help: 'Tokens, by direction', labelNames: ['direction'] as const, registers: [registry] });
+    this.tokens = new prom.Counter({ name: 'palaver_tokens_total', help: 'Tokens of answered model calls, by model and kind (input includes cached)', labelNames: ['model', 'kind'] as const, registers: [registry] });
+    this.modelCallSeconds = new prom.Histogram({
+      name: 'palaver_model_call_seconds',
+      help: 'Model call duration, by model and outcome (ok, unreachable, refused, stale_chain, invalid_output, error)',
+      labelNames: ['model', 'outcome'] as const,
+      buckets: [0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60, 120],
+      registers: [registry],
+    });
+    const costs = this.#costs;
+    this.cost = new prom.Counter({
+      name: 'palaver_cost_total',
+      help: 'Cost of stored turns, by billing currency',
+      labelNames: ['currency'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [currency, total] of costs) this.inc({ currency }, total.toNumber());
+      },
+    });
     this.toolCalls = new prom.Counter({ name: 'palaver_tool_calls_total', help: 'Tool calls, by tool and outcome', labelNames: ['tool', 'outcome'] as const, registers: [registry] });
+    this.toolCallSeconds = new prom.Histogram({
+      name: 'palaver_tool_call_seconds',
+      help: 'Tool call duration as the runtime sees it, by tool and outcome (ok, error, failed)',
+      labelNames: ['tool', 'outcome'] as const,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    });
+    const inboxSources = this.#inboxSources;
+    this.inboxWaiting = new prom.Gauge({
+      name: 'palaver_inbox_waiting',
+      help: 'Messages this process accepted and has not answered yet (waiting for a turn or in a running one)',
+      registers: [registry],
+      collect() {
+        let total = 0;
+        for (const source of inboxSources) total += source();
+        this.set(total);
+      },
+    });
     this.toolLimits = new prom.Counter({ name: 'palaver_tool_limit_hits_total', help: 'Tool calls refused or loops ended by a limit', labelNames: ['limit'] as const, registers: [registry] });
     this.duplicates = new prom.Counter({ name: 'palaver_inbound_duplicates_total', help: 'Redelivered inbound messages ignored', registers: [registry] });
     this.deadLetters = new prom.Counter({ name: 'palaver_channel_dead_letters_total', help: 'Inbound updates a channel gave up on (kept as dead letters), by reason', labelNames: ['channel', 'reason'] as const, registers: [registry] });
@@ -70,6 +124,17 @@ export class PalaverMetrics {
       },
     });
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
+  }
+
+  /** Adds a stored turn's cost (a decimal string) to `palaver_cost_total`; zero costs still show the currency. */
+  addCost(currency: string, amount: string): void {
+    this.#costs.set(currency, (this.#costs.get(currency) ?? new MoneyDecimal(0)).plus(amount));
+  }
+
+  /** Adds a count of messages waiting in an inbox to `palaver_inbox_waiting`; the returned function removes it. */
+  watchInbox(source: () => number): () => void {
+    this.#inboxSources.add(source);
+    return () => this.#inboxSources.delete(source);
   }
 
   /** Adds a count of taken-over chats to the gauge (a user-account channel's); the returned function removes it. */

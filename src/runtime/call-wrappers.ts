@@ -1,3 +1,4 @@
+import { ModelError } from '../domain/errors.js';
 import type { ModelProvider, ModelRequest, ModelResponse } from '../domain/ports/model-provider.js';
 import type { ToolCallRequest, ToolCallResult } from '../domain/ports/tool-dispatch.js';
 import type { Logger } from '../observability/logger.js';
@@ -48,9 +49,30 @@ export function countModelCalls(metrics: PalaverMetrics): ModelWrapper {
       throw error;
     }
     metrics.modelCalls.inc({ model: response.model, path: invocation.path });
-    metrics.tokens.inc({ direction: 'input' }, response.usage.inputTokens);
-    metrics.tokens.inc({ direction: 'output' }, response.usage.outputTokens);
+    const { inputTokens, outputTokens, cachedInputTokens } = response.usage;
+    metrics.tokens.inc({ model: response.model, kind: 'input' }, inputTokens);
+    metrics.tokens.inc({ model: response.model, kind: 'cached' }, Math.min(cachedInputTokens ?? 0, inputTokens));
+    metrics.tokens.inc({ model: response.model, kind: 'output' }, outputTokens);
     return response;
+  };
+}
+
+/**
+ * Times each model call by its configured model and outcome: `ok`, or the failure of a `ModelError`
+ * (`unreachable`, `refused`, …), else `error`. Composed inside the concurrency limit, so the wait for a slot is not
+ * counted as the model's latency.
+ */
+export function timeModelCalls(metrics: PalaverMetrics): ModelWrapper {
+  return async (invocation, next) => {
+    const stop = metrics.modelCallSeconds.startTimer({ model: invocation.provider.model });
+    try {
+      const response = await next(invocation);
+      stop({ outcome: 'ok' });
+      return response;
+    } catch (error) {
+      stop({ outcome: error instanceof ModelError ? error.failure : 'error' });
+      throw error;
+    }
   };
 }
 
@@ -69,11 +91,23 @@ export function logModelFailures(logger: Logger): ModelWrapper {
 export type ModelWrapper = CallWrapper<ModelInvocation, ModelResponse>;
 export type ToolWrapper = CallWrapper<ToolInvocation, ToolCallResult>;
 
-/** Counts tool calls by tool and outcome. */
+/**
+ * Counts and times tool calls by tool and outcome: `ok`, `error` (the tool answered with an error, which goes back to
+ * the model), `failed` (the dispatcher could not run it).
+ */
 export function countToolCalls(metrics: PalaverMetrics): ToolWrapper {
   return async (call, next) => {
-    const result = await next(call);
-    metrics.toolCalls.inc({ tool: call.request.tool, outcome: result.isError ? 'error' : 'ok' });
+    const stop = metrics.toolCallSeconds.startTimer({ tool: call.request.tool });
+    let result: ToolCallResult;
+    try {
+      result = await next(call);
+    } catch (error) {
+      stop({ outcome: 'failed' });
+      throw error;
+    }
+    const outcome = result.isError ? 'error' : 'ok';
+    stop({ outcome });
+    metrics.toolCalls.inc({ tool: call.request.tool, outcome });
     return result;
   };
 }

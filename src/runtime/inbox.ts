@@ -49,6 +49,7 @@ export class Inbox<Item> {
   /** Conversations whose turn may start but waits for a free slot, oldest first. */
   readonly #ready: [string, Conversation<Item>][] = [];
   #running = 0;
+  #held = 0;
 
   constructor(options: InboxOptions<Item>) {
     this.#options = options;
@@ -73,6 +74,7 @@ export class Inbox<Item> {
     }
     if (conversation.pending.length === 0) conversation.firstWaitingAt = now;
     conversation.pending.push(...items);
+    this.#held += items.length;
     conversation.lastArrivedAt = now;
     conversation.window = window;
     this.#schedule(conversationKey, conversation);
@@ -81,6 +83,11 @@ export class Inbox<Item> {
   /** Messages waiting in a conversation (not counting those its running turn answers). */
   waiting(conversationKey: string): number {
     return this.#conversations.get(conversationKey)?.pending.length ?? 0;
+  }
+
+  /** Items submitted and not yet through their turn, across conversations: waiting ones and those a turn holds. */
+  get held(): number {
+    return this.#held;
   }
 
   /** Resolves when no turn is running or waiting (used on shutdown). */
@@ -122,6 +129,7 @@ export class Inbox<Item> {
     } catch (error) {
       this.#options.onError(error, key);
     }
+    this.#held -= batch.length;
     this.#running -= 1;
     const next = this.#ready.shift();
     if (next) void this.#drainConversation(next[0], next[1]);

@@ -82,6 +82,7 @@ export class Pipeline {
   /** Messages accepted by this process whose first turn has not begun: no journal can hold them yet. */
   readonly #fresh = new Set<string>();
   #stopped = false;
+  readonly #unwatchInbox: () => void;
 
   constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
     this.#deps = deps;
@@ -95,6 +96,7 @@ export class Pipeline {
       // In a group chat each turn answers one sender: a batch never mixes them.
       sameBatch: (first, item) => first.inbound.conversationKind === 'direct' || first.inbound.accountId === item.inbound.accountId,
     });
+    this.#unwatchInbox = deps.metrics.watchInbox(() => this.#inbox.held);
   }
 
   /** The context a channel is started with: its messages enter the pipeline under its own name. */
@@ -136,6 +138,7 @@ export class Pipeline {
     const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.#unwatchInbox();
     return done;
   }
 

@@ -64,6 +64,7 @@ async function storeReply(scope: TurnScope, flow: FlowResult, text: string, part
     const state = { ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) };
     return { stored, state, version: await saveState(scope, tx, state), deliveries: await addToOutbox(scope, tx, stored, parts) };
   });
+  deps.metrics.addCost(scope.currency, usage.cost);
   deps.cache.rememberState(scope.user.id, { version, state });
   const followsOn = chainPointAfter(scope.session.id, stored, seenUpTo) !== null;
   // A role change resets the cached history (as the chain): the next turn reads it afresh from the store. So does a
@@ -151,6 +152,7 @@ async function storeOwnReply(
     if (reply.state) await tx.userState.save(scope.user.id, reply.state);
     return addToOutbox(scope, tx, stored, parts);
   });
+  deps.metrics.addCost(scope.currency, usage.cost);
   return { outcome: outcome(scope, reply.status, reply.text, usage), parts, deliveries };
 }
 

@@ -1,0 +1,153 @@
+import { z } from 'zod';
+import { PalaverError } from '../domain/errors.js';
+import { conversationsPage, costs, sentAsAgent, transcript, usersPage } from './api-contract.js';
+
+/**
+ * A refusal or failure of the admin API, or no answer at all. `kind` is what a script acts on; `status` is the
+ * HTTP status when the server answered.
+ */
+export class AdminApiError extends PalaverError {
+  override readonly name = 'AdminApiError';
+  readonly kind: AdminFailure;
+  readonly status: number | undefined;
+
+  constructor(kind: AdminFailure, code: string, message: string, options?: { status?: number; cause?: unknown }) {
+    super(code, message, options);
+    this.kind = kind;
+    this.status = options?.status;
+  }
+}
+
+export type AdminFailure =
+  /** 400: the request itself is wrong (a bad filter, an empty message). */
+  | 'invalid'
+  /** 404: no such conversation or user. */
+  | 'not_found'
+  /** 401, 403, 409 and other 4xx: the token is wrong or missing, the admin API is off, or the state forbids it. */
+  | 'refused'
+  /** No connection, a timeout, a 5xx, or an answer that is not the admin API's. */
+  | 'unavailable';
+
+export interface AdminClientOptions {
+  /** The running Palaver's base URL, e.g. `http://127.0.0.1:3000`. */
+  readonly url: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  readonly token: string | undefined;
+  /** Default: the global `fetch`. */
+  readonly fetch?: typeof fetch;
+  /** Per request; default 15 s. */
+  readonly timeoutMs?: number;
+}
+
+/** An action's answer: the API's JSON as it is (pause, resume and end answer with a small object). */
+const actionAnswer = z.record(z.string(), z.unknown());
+
+type Query = Readonly<Record<string, string | number | boolean | undefined>>;
+
+/**
+ * The admin API over HTTP, for `palaver admin`: each method sends one request and parses the answer with the
+ * contract's schema (`api-contract.ts`), so a console never shows what it did not understand.
+ * @throws AdminApiError for every failure, by `kind`.
+ * @example
+ * const admin = new AdminClient({ url: 'http://127.0.0.1:3000', token: process.env.PALAVER_ADMIN_TOKEN });
+ * const { conversations } = await admin.conversations({ paused: true });
+ */
+export class AdminClient {
+  readonly #options: AdminClientOptions;
+
+  constructor(options: AdminClientOptions) {
+    this.#options = options;
+  }
+
+  users(query: { q?: string; cursor?: string; limit?: number } = {}): Promise<z.infer<typeof usersPage>> {
+    return this.#request('GET', '/admin/users', usersPage, { query });
+  }
+
+  conversations(query: { q?: string; channel?: string; userId?: string; status?: string; paused?: boolean; cursor?: string; limit?: number } = {}): Promise<z.infer<typeof conversationsPage>> {
+    return this.#request('GET', '/admin/conversations', conversationsPage, { query });
+  }
+
+  transcript(sessionId: string, query: { audit?: boolean; limit?: number } = {}): Promise<z.infer<typeof transcript>> {
+    return this.#request('GET', `/admin/conversations/${encodeURIComponent(sessionId)}/transcript`, transcript, {
+      query: { ...(query.audit ? { audit: 1 } : {}), limit: query.limit },
+    });
+  }
+
+  /** Sends `text` as the agent. A repeat with the same `idempotencyKey` answers the same and sends nothing again. */
+  send(sessionId: string, text: string, idempotencyKey: string): Promise<z.infer<typeof sentAsAgent>> {
+    return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/messages`, sentAsAgent, {
+      body: { text },
+      headers: { 'idempotency-key': idempotencyKey },
+    });
+  }
+
+  /** `pause`, `resume` or `end` a conversation. */
+  act(action: 'pause' | 'resume' | 'end', sessionId: string): Promise<Record<string, unknown>> {
+    return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/${action}`, actionAnswer, {});
+  }
+
+  costs(query: { by?: 'day' | 'user' | 'conversation'; from?: string; to?: string; userId?: string; sessionId?: string; limit?: number } = {}): Promise<z.infer<typeof costs>> {
+    return this.#request('GET', '/admin/costs', costs, { query });
+  }
+
+  async #request<Schema extends z.ZodType>(
+    method: 'GET' | 'POST',
+    path: string,
+    schema: Schema,
+    options: { readonly query?: Query; readonly body?: unknown; readonly headers?: Record<string, string> },
+  ): Promise<z.infer<Schema>> {
+    // Relative to the base, so a Palaver behind a path prefix (https://ops.example/palaver) keeps it.
+    const url = new URL(path.slice(1), `${this.#options.url}/`);
+    for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    if (this.#options.token !== undefined) headers.authorization = `Bearer ${this.#options.token}`;
+    if (method === 'POST') headers['content-type'] = 'application/json';
+
+    let response: Response;
+    try {
+      response = await (this.#options.fetch ?? fetch)(url, {
+        method,
+        headers,
+        ...(method === 'POST' ? { body: JSON.stringify(options.body ?? {}) } : {}),
+        signal: AbortSignal.timeout(this.#options.timeoutMs ?? 15_000),
+      });
+    } catch (error) {
+      throw new AdminApiError('unavailable', 'unreachable', `Cannot reach Palaver at ${this.#options.url} (${describeCause(error)}). Is it running? Give its address with --url.`, { cause: error });
+    }
+    const body = await readJson(response);
+    if (!response.ok) throw refusal(response.status, body, `${method} ${url.pathname}`);
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      throw new AdminApiError('unavailable', 'unexpected_answer', `${this.#options.url} answered ${method} ${url.pathname} with something that is not the admin API's answer; is it a Palaver of the same version?`, { status: response.status, cause: parsed.error });
+    }
+    // The answer as sent, now known to match: a newer server's extra fields reach `--json` instead of being dropped.
+    return body as z.infer<Schema>;
+  }
+}
+
+const errorEnvelope = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+
+function refusal(status: number, body: unknown, request: string): AdminApiError {
+  const envelope = errorEnvelope.safeParse(body);
+  const code = envelope.success ? envelope.data.error.code : `http_${status}`;
+  // The server's message is shown as it is: it says how to fix the request and never carries secrets.
+  const message = envelope.success ? envelope.data.error.message : `${request} failed with HTTP ${status}.`;
+  const kind: AdminFailure = status >= 500 ? 'unavailable' : status === 404 ? 'not_found' : status === 400 ? 'invalid' : 'refused';
+  return new AdminApiError(kind, code, message, { status });
+}
+
+async function readJson(response: Response): Promise<unknown> {
+  const text = await response.text();
+  try {
+    return text === '' ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function describeCause(error: unknown): string {
+  if (error instanceof DOMException && error.name === 'TimeoutError') return 'no answer in time';
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : cause instanceof Error ? cause.message : String(cause);
+}

@@ -1,0 +1,319 @@
+import { randomUUID } from 'node:crypto';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { z } from 'zod';
+import type { AdminClient } from '../admin/admin-client.js';
+import type { conversationSummary, costs, transcript, userSummary } from '../admin/api-contract.js';
+import { adminConsoleSettings } from '../config/index.js';
+import { PalaverError } from '../domain/errors.js';
+import { renderTable, safeText, singleLine } from './text-table.js';
+
+// `palaver admin …`: the operator's console over a running Palaver's admin API. Every answer is parsed with the API
+// contract's schemas; `--json` prints the answer as the server sent it (one JSON document), otherwise tables.
+// The client and the config load inside the actions, so `palaver --help` stays quick.
+
+/** Exit codes a script can rely on. */
+export const ADMIN_EXIT = { ok: 0, usage: 1, notFound: 2, refused: 3, unavailable: 4 } as const;
+
+const EXIT_CODES_HELP = `
+Exit codes:
+  0  done
+  1  usage error: a wrong option or argument, an invalid config, or a request the API calls invalid (400)
+  2  not found: no such conversation or user (404)
+  3  refused: missing or wrong token (401), admin API off (403), or not possible now (409)
+  4  unavailable: Palaver cannot be reached, answered 5xx, or answered something that is not the admin API
+
+The token comes from PALAVER_ADMIN_TOKEN, else from the local config's server.adminToken.`;
+
+interface GlobalOptions {
+  readonly url?: string;
+  readonly json?: boolean;
+  readonly config?: string;
+}
+
+interface PageOptions {
+  readonly limit?: number;
+  readonly cursor?: string;
+  readonly all?: boolean;
+}
+
+/** The `admin` command group, for `main`. */
+export function adminCommand(configOption: () => Option): Command {
+  const admin = new Command('admin')
+    .description('operate a running Palaver: users, conversations, transcripts, send as the agent, pause, costs')
+    .option('--url <url>', 'the running Palaver (default: server.host and server.port of the local config, else http://127.0.0.1:3000)')
+    .option('--json', 'print the API\'s answer as one JSON document, for scripts')
+    .addOption(configOption())
+    .addHelpText('after', EXIT_CODES_HELP);
+
+  admin
+    .command('users')
+    .description('list users, newest activity first; search by name, phone digits or account id')
+    .option('-s, --search <text>', 'name, phone digits or channel account id')
+    .addOption(limitOption(500))
+    .option('--cursor <cursor>', 'the page after this cursor (printed under a page that has more)')
+    .option('--all', 'follow every page')
+    .action(
+      action(async (client, globals, options: PageOptions & { search?: string }) => {
+        const page = await allPages(options, (cursor) => client.users({ q: options.search, limit: options.limit, cursor }), (answer) => answer.users, (users, nextCursor) => ({ users, nextCursor }));
+        if (globals.json) return printJson(page);
+        print(page.users.length === 0 ? 'No users.' : usersTable(page.users));
+        printMore(page.nextCursor);
+      }),
+    );
+
+  admin
+    .command('conversations')
+    .description('list conversations, most recent first, with status, waiting messages and cost')
+    .option('--channel <name>', 'only this channel (web, telegram, telegram-user, console)')
+    .option('--user <userId>', 'only this user\'s')
+    .addOption(new Option('--status <status>', 'only those in this status').choices(['pending', 'running', 'completed', 'failed']))
+    .option('--paused', 'only those an operator paused')
+    .option('-s, --search <text>', 'title, person\'s name or conversation id')
+    .addOption(limitOption(500))
+    .option('--cursor <cursor>', 'the page after this cursor')
+    .option('--all', 'follow every page')
+    .action(
+      action(async (client, globals, options: PageOptions & { channel?: string; user?: string; status?: string; paused?: boolean; search?: string }) => {
+        const query = { q: options.search, channel: options.channel, userId: options.user, status: options.status, ...(options.paused ? { paused: true } : {}), limit: options.limit };
+        const page = await allPages(options, (cursor) => client.conversations({ ...query, cursor }), (answer) => answer.conversations, (conversations, nextCursor) => ({ conversations, nextCursor }));
+        if (globals.json) return printJson(page);
+        print(page.conversations.length === 0 ? 'No conversations.' : conversationsTable(page.conversations));
+        printMore(page.nextCursor);
+      }),
+    );
+
+  admin
+    .command('show')
+    .description('show a conversation\'s transcript')
+    .argument('<sessionId>', 'the conversation (SESSION in palaver admin conversations)')
+    .option('--audit', 'add audit records and tool calls (arguments, results, latency, errors)')
+    .addOption(limitOption(2000))
+    .action(
+      action(async (client, globals, options: { audit?: boolean; limit?: number }, sessionId: string) => {
+        const answer = await client.transcript(sessionId, { audit: options.audit === true, ...(options.limit === undefined ? {} : { limit: options.limit }) });
+        if (globals.json) return printJson(answer);
+        print(transcriptText(answer));
+      }),
+    );
+
+  admin
+    .command('send')
+    .description('send a message as the agent into the conversation, through its channel, exactly once')
+    .argument('<sessionId>', 'the conversation')
+    .argument('<text...>', 'the message (words are joined with spaces)')
+    .option('--key <idempotencyKey>', 'repeat an earlier send with its Idempotency-Key: it is not sent twice')
+    .action(
+      action(async (client, globals, options: { key?: string }, sessionId: string, words: string[]) => {
+        const key = options.key ?? randomUUID();
+        const answer = await client.send(sessionId, words.join(' '), key);
+        // Stdout stays one JSON document for scripts; the key goes to stderr there.
+        if (globals.json) {
+          console.error(`Idempotency-Key: ${key}`);
+          return printJson(answer);
+        }
+        const parts = `${answer.parts} part${answer.parts === 1 ? '' : 's'}`;
+        print(answer.duplicate ? `Already sent with this key: message ${answer.messageId} (${parts}); nothing was sent again.` : `Sent as the agent: message ${answer.messageId} (${parts}).`);
+        print(`Idempotency-Key: ${key}  (to retry safely: palaver admin send ${sessionId} --key ${key} …)`);
+      }),
+    );
+
+  const actions = {
+    pause: ['stop the agent answering the conversation: new messages are stored, not answered', 'Paused: new messages are stored and not answered until you resume.'],
+    resume: ['let the agent answer again: messages that waited are answered once', 'Resumed: messages that waited are answered now.'],
+    end: ['end the conversation: the next message starts a fresh context', 'Ended: the next message starts a fresh context.'],
+  } as const;
+  for (const [name, [description, done]] of Object.entries(actions) as [keyof typeof actions, (typeof actions)[keyof typeof actions]][]) {
+    admin
+      .command(name)
+      .description(description)
+      .argument('<sessionId>', 'the conversation')
+      .action(
+        action(async (client, globals, _options: object, sessionId: string) => {
+          const answer = await client.act(name, sessionId);
+          if (globals.json) return printJson(answer);
+          print(`${singleLine(sessionId)}: ${done}`);
+        }),
+      );
+  }
+
+  admin
+    .command('costs')
+    .description('what the model calls cost, per day, user or conversation, with tokens by model')
+    .addOption(new Option('--by <key>', 'group by').choices(['day', 'user', 'conversation']).default('day'))
+    .option('--from <date>', 'from this day or instant (UTC), e.g. 2026-11-01', parseInstant)
+    .option('--to <date>', 'up to this day or instant (UTC), excluded', parseInstant)
+    .option('--user <userId>', 'only this user\'s')
+    .option('--conversation <sessionId>', 'only this conversation\'s')
+    .addOption(limitOption(1000))
+    .action(
+      action(async (client, globals, options: { by: 'day' | 'user' | 'conversation'; from?: string; to?: string; user?: string; conversation?: string; limit?: number }) => {
+        const answer = await client.costs({ by: options.by, from: options.from, to: options.to, userId: options.user, sessionId: options.conversation, limit: options.limit });
+        if (globals.json) return printJson(answer);
+        print(costsText(answer));
+      }),
+    );
+
+  return admin;
+}
+
+type Action<Options, Args extends unknown[]> = (client: AdminClient, globals: GlobalOptions, options: Options, ...args: Args) => Promise<void>;
+
+/**
+ * A command's action with the client built from the global options, and every failure turned into its message on
+ * stderr and its exit code.
+ */
+function action<Options, Args extends unknown[]>(run: Action<Options, Args>): (...input: unknown[]) => Promise<void> {
+  return async (...input) => {
+    const command = input[input.length - 1] as Command;
+    const options = input[input.length - 2] as Options;
+    const args = input.slice(0, -2) as Args;
+    const globals = command.optsWithGlobals<GlobalOptions>();
+    try {
+      const settings = adminConsoleSettings({ ...(globals.url === undefined ? {} : { url: globals.url }), ...(globals.config === undefined ? {} : { file: globals.config }) });
+      const { AdminClient } = await import('../admin/admin-client.js');
+      await run(new AdminClient({ url: settings.url, token: settings.token }), globals, options, ...args);
+    } catch (error) {
+      if (!(error instanceof PalaverError)) throw error;
+      const { AdminApiError } = await import('../admin/admin-client.js');
+      console.error(error.message);
+      process.exitCode = error instanceof AdminApiError ? EXIT_BY_FAILURE[error.kind] : ADMIN_EXIT.usage;
+    }
+  };
+}
+
+const EXIT_BY_FAILURE = { invalid: ADMIN_EXIT.usage, not_found: ADMIN_EXIT.notFound, refused: ADMIN_EXIT.refused, unavailable: ADMIN_EXIT.unavailable } as const;
+
+/** Follows `nextCursor` with `--all` (stopping if a server hands the same cursor back); one page otherwise. */
+async function allPages<Page extends { nextCursor: string | null }, Item, Out>(
+  options: PageOptions,
+  fetchPage: (cursor: string | undefined) => Promise<Page>,
+  items: (page: Page) => Item[],
+  combine: (items: Item[], nextCursor: string | null) => Out,
+): Promise<Out> {
+  const first = await fetchPage(options.cursor);
+  if (!options.all) return combine(items(first), first.nextCursor);
+  const collected = [...items(first)];
+  const seen = new Set<string>();
+  let next = first.nextCursor;
+  while (next !== null && !seen.has(next)) {
+    seen.add(next);
+    const page = await fetchPage(next);
+    collected.push(...items(page));
+    next = page.nextCursor;
+  }
+  return combine(collected, null);
+}
+
+function limitOption(max: number): Option {
+  return new Option('--limit <n>', `at most this many (1-${max})`).argParser((value) => {
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n < 1 || n > max) throw new InvalidArgumentError(`a whole number from 1 to ${max}`);
+    return n;
+  });
+}
+
+function parseInstant(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) || Number.isNaN(Date.parse(value))) {
+    throw new InvalidArgumentError('a date (2026-11-01) or an ISO 8601 instant (2026-11-01T09:00:00Z)');
+  }
+  return value;
+}
+
+function print(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
+function printJson(value: unknown): void {
+  print(JSON.stringify(value, null, 2));
+}
+
+function printMore(nextCursor: string | null): void {
+  if (nextCursor !== null) print(`\nMore: add --cursor ${singleLine(nextCursor)} (or --all).`);
+}
+
+function usersTable(users: readonly z.infer<typeof userSummary>[]): string {
+  return renderTable(
+    [{ header: 'USER', max: 36 }, { header: 'NAME', max: 24 }, { header: 'PHONE' }, { header: 'ROLE' }, { header: 'ACCOUNTS', max: 36 }, { header: 'CONV', align: 'right' }, { header: 'COST', align: 'right' }, { header: 'LAST ACTIVE' }],
+    users.map((user) => [
+      user.id,
+      user.displayName ?? '',
+      user.phone === null ? '' : `+${user.phone.replace(/^\+/, '')}`,
+      user.role ?? '',
+      user.accounts.map((account) => `${account.channel}:${account.accountId}`).join(', '),
+      String(user.conversations),
+      user.currency === null ? user.cost : `${user.cost} ${user.currency}`,
+      when(user.lastActiveAt),
+    ]),
+  );
+}
+
+function conversationsTable(conversations: readonly z.infer<typeof conversationSummary>[]): string {
+  return renderTable(
+    [{ header: 'SESSION', max: 36 }, { header: 'CHANNEL' }, { header: 'PERSON', max: 24 }, { header: 'STATUS' }, { header: 'WAIT', align: 'right' }, { header: 'COST', align: 'right' }, { header: 'LAST MESSAGE', max: 48 }, { header: 'UPDATED' }],
+    conversations.map((conversation) => [
+      conversation.sessionId,
+      conversation.channel,
+      conversation.user.displayName ?? conversation.user.id,
+      conversationState(conversation),
+      String(conversation.waiting),
+      `${conversation.cost} ${conversation.currency}`,
+      conversation.lastMessage === null ? '' : `${conversation.lastMessage.role === 'user' ? '›' : '‹'} ${conversation.lastMessage.text}`,
+      when(conversation.updatedAt),
+    ]),
+  );
+}
+
+function conversationState(conversation: z.infer<typeof conversationSummary>): string {
+  return [conversation.status, ...(conversation.paused ? ['paused'] : []), ...(conversation.endedAt === null ? [] : ['ended'])].join(', ');
+}
+
+const AUTHOR_LABEL = { person: 'person', agent: 'agent', operator: 'operator', palaver: 'palaver' } as const;
+
+function transcriptText(answer: z.infer<typeof transcript>): string {
+  const { conversation } = answer;
+  const lines = [
+    `${singleLine(conversation.sessionId)}  ${singleLine(conversation.channel)} ${singleLine(conversation.conversationId)}  ${singleLine(conversation.user.displayName ?? '')} (${singleLine(conversation.user.id)})`,
+    `${conversationState(conversation)} · ${conversation.waiting} waiting · cost ${conversation.cost} ${conversation.currency} · tokens ${conversation.inputTokens} in, ${conversation.outputTokens} out`,
+    '',
+  ];
+  if (answer.messages.length === 0) lines.push('No messages.');
+  for (const message of answer.messages) {
+    const who = message.audience === 'display' ? AUTHOR_LABEL[message.author] : `${message.role} (${singleLine(message.audience)})`;
+    const cost = message.role === 'assistant' && Number(message.cost) !== 0 ? `  ${message.cost}${message.model ? ` · ${singleLine(message.model)}` : ''}` : '';
+    lines.push(`#${message.seq}  ${when(message.at)}  ${who}${cost}`);
+    for (const line of safeText(message.text).split('\n')) lines.push(`    ${line}`);
+    for (const call of message.toolCalls ?? []) {
+      const latency = call.latencyMs === null ? '' : ` ${call.latencyMs} ms`;
+      lines.push(`    ↳ ${singleLine(call.name)}(${singleLine(call.arguments)}) ${call.status}${latency}`);
+      if (call.error !== null) lines.push(`      error: ${singleLine(call.error)}`);
+      else if (call.result !== null) lines.push(`      → ${singleLine(call.result)}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+function costsText(answer: z.infer<typeof costs>): string {
+  if (answer.rows.length === 0) return 'No costs in this period.';
+  const table = renderTable(
+    [{ header: answer.by.toUpperCase(), max: 36 }, { header: 'NAME', max: 24 }, { header: 'COST', align: 'right' }, { header: 'CUR' }, { header: 'TURNS', align: 'right' }, { header: 'IN', align: 'right' }, { header: 'OUT', align: 'right' }, { header: 'MODELS', max: 40 }],
+    answer.rows.map((row) => [
+      row.key,
+      row.label ?? '',
+      row.cost,
+      row.currency,
+      String(row.turns),
+      String(row.inputTokens),
+      String(row.outputTokens),
+      row.models.map((usage) => usage.model).join(', '),
+    ]),
+  );
+  const totals = answer.totals.map((total) => `${total.cost} ${total.currency}`).join(' + ');
+  return `${table}\n\nTotal: ${totals}`;
+}
+
+/** An ISO instant as `YYYY-MM-DD HH:MM` UTC; empty for none. */
+function when(iso: string | null): string {
+  if (iso === null) return '';
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? singleLine(iso) : `${date.toISOString().slice(0, 16).replace('T', ' ')}`;
+}
