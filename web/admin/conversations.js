@@ -39,6 +39,36 @@ export function conversationsView(root, sessionId, { showError }) {
     void loadList();
   });
 
+  // The reply box is made once: a live refresh redraws the transcript around it, never what is being typed.
+  const text = h('textarea', { rows: 3, placeholder: 'Reply as the agent…', testid: 'agent-text', attrs: { 'aria-label': 'Reply as the agent', maxlength: 16000 } });
+  text.addEventListener('input', () => (sendKey = null));
+  const sendButton = h('button', { type: 'submit', testid: 'agent-send' }, 'Send as agent');
+  const sendStatus = h('span', { className: 'note', testid: 'agent-status', attrs: { 'aria-live': 'polite' } });
+  const composer = h('form', { className: 'composer', testid: 'agent-form' }, text, h('div', { className: 'composer-bar' }, sendStatus, sendButton));
+  composer.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const body = text.value.trim();
+    if (!body) return;
+    sendKey ??= crypto.randomUUID();
+    sendButton.disabled = true;
+    sendStatus.textContent = 'Sending…';
+    try {
+      const sent = await post(`/admin/conversations/${encodeURIComponent(sessionId)}/messages`, { text: body }, { 'idempotency-key': sendKey });
+      text.value = '';
+      sendKey = null;
+      sendStatus.textContent = sent.parts > 1 ? `Sent in ${sent.parts} parts.` : 'Sent.';
+      await loadDetail();
+    } catch (error) {
+      sendStatus.textContent = '';
+      showError(error.message);
+    } finally {
+      sendButton.disabled = false;
+    }
+  });
+
+  const headSlot = h('div');
+  const transcriptSlot = h('div');
+
   void loadList();
   if (sessionId) void loadDetail();
   else detail.replaceChildren(note('Choose a conversation.'));
@@ -99,7 +129,6 @@ export function conversationsView(root, sessionId, { showError }) {
   }
 
   function renderDetail({ conversation, messages }) {
-    const keepText = detail.querySelector('textarea')?.value ?? '';
     const auditToggle = h('input', { type: 'checkbox', checked: audit, testid: 'audit-toggle' });
     auditToggle.addEventListener('change', () => {
       audit = auditToggle.checked;
@@ -110,35 +139,10 @@ export function conversationsView(root, sessionId, { showError }) {
       : h('button', { type: 'button', className: 'warn', testid: 'pause-button', on: { click: () => act('pause') } }, 'Pause the agent');
     const endButton = h('button', { type: 'button', className: 'quiet', testid: 'end-button', disabled: Boolean(conversation.endedAt), on: { click: () => (confirm('End this conversation? Its next message starts a fresh context.') ? act('end') : undefined) } }, 'End');
 
-    const text = h('textarea', { rows: 3, placeholder: 'Reply as the agent…', testid: 'agent-text', attrs: { 'aria-label': 'Reply as the agent', maxlength: 16000 } });
-    text.value = keepText;
-    text.addEventListener('input', () => (sendKey = null));
-    const sendButton = h('button', { type: 'submit', testid: 'agent-send' }, 'Send as agent');
-    const sendStatus = h('span', { className: 'note', testid: 'agent-status', attrs: { 'aria-live': 'polite' } });
-    const composer = h('form', { className: 'composer', testid: 'agent-form' }, text, h('div', { className: 'composer-bar' }, sendStatus, sendButton));
-    composer.addEventListener('submit', async (event) => {
-      event.preventDefault();
-      const body = text.value.trim();
-      if (!body) return;
-      sendKey ??= crypto.randomUUID();
-      sendButton.disabled = true;
-      sendStatus.textContent = 'Sending…';
-      try {
-        const sent = await post(`/admin/conversations/${encodeURIComponent(sessionId)}/messages`, { text: body }, { 'idempotency-key': sendKey });
-        text.value = '';
-        sendKey = null;
-        sendStatus.textContent = sent.parts > 1 ? `Sent in ${sent.parts} parts.` : 'Sent.';
-        await loadDetail();
-      } catch (error) {
-        sendStatus.textContent = '';
-        showError(error.message);
-      } finally {
-        sendButton.disabled = false;
-      }
-    });
-
-    detail.replaceChildren(
-      h('a', { href: '#/conversations', className: 'back', testid: 'back-to-list' }, '← All conversations'),
+    if (!detail.contains(composer)) {
+      detail.replaceChildren(h('a', { href: '#/conversations', className: 'back', testid: 'back-to-list' }, '← All conversations'), headSlot, transcriptSlot, composer);
+    }
+    headSlot.replaceChildren(
       h(
         'header',
         { className: 'detail-head' },
@@ -154,10 +158,10 @@ export function conversationsView(root, sessionId, { showError }) {
         ),
       ),
       h('div', { className: 'actions' }, pauseButton, endButton, h('label', { className: 'check' }, auditToggle, ' Audit: tool calls, stages')),
-      h('ol', { className: 'transcript', testid: 'transcript' }, ...messages.map(renderMessage)),
-      composer,
     );
-    detail.querySelector('.transcript')?.lastElementChild?.scrollIntoView({ block: 'nearest' });
+    const transcript = h('ol', { className: 'transcript', testid: 'transcript' }, ...messages.map(renderMessage));
+    transcriptSlot.replaceChildren(transcript);
+    transcript.scrollTop = transcript.scrollHeight;
   }
 
   async function act(action) {
@@ -172,7 +176,6 @@ export function conversationsView(root, sessionId, { showError }) {
   return {
     refresh() {
       void loadList();
-      // A reply being typed is kept (renderDetail carries the text over); a refresh does not interrupt a send.
       if (sessionId) void loadDetail();
     },
     close() {
