@@ -21,7 +21,11 @@ async function request(method, path, { body, headers = {} } = {}) {
     init.headers['content-type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
-  if (method !== 'GET' && csrfToken) init.headers['x-csrf-token'] = csrfToken;
+  if (method !== 'GET') {
+    if (csrfToken) init.headers['x-csrf-token'] = csrfToken;
+    // The operators' audit names where an action came from.
+    init.headers['x-palaver-actor'] = 'dashboard';
+  }
   let response;
   try {
     response = await fetch(path, init);
