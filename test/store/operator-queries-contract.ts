@@ -44,7 +44,7 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
       currency: usage.currency ?? 'USD',
     });
 
-    async function accept(session: Session, text = 'waiting') {
+    async function accept(session: Session, text = 'waiting', leaseMs = 60_000) {
       const accepted = await store.inbound.accept(
         {
           channel: session.channel,
@@ -60,7 +60,7 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
           displayName: null,
           conversationKind: 'direct',
         },
-        { owner: 'process-a', leaseMs: 60_000 },
+        { owner: 'process-a', leaseMs },
       );
       if (!accepted.accepted) throw new Error('not accepted');
       return accepted.record;
@@ -281,25 +281,30 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
     });
 
     describe('live turns', () => {
-      it('counts accepted messages as waiting, then running once a turn has them', async () => {
+      it('counts accepted messages running while a live process holds them or a turn answers them, else waiting', async () => {
         const session = await givenSession(await givenUser('Ada'));
         const before = await store.operators.depth();
-        const first = await accept(session, 'one');
-        await accept(session, 'two');
-        const waiting = (await store.operators.liveTurns()).filter((turn) => turn.sessionId === session.id);
-        expect(waiting).toEqual([{ sessionId: session.id, channel: 'telegram', conversationId: session.conversationId, userId: session.userId, state: 'waiting', messages: 2, oldestAt: first.receivedAt }]);
+        // Its process is gone: the lease has run out.
+        const orphan = await accept(session, 'one', 0);
+        const leased = await accept(session, 'two');
+        const live = async () => (await store.operators.liveTurns()).filter((turn) => turn.sessionId === session.id);
+        expect((await live()).sort((a, b) => a.state.localeCompare(b.state))).toEqual([
+          { sessionId: session.id, channel: 'telegram', conversationId: session.conversationId, userId: session.userId, state: 'running', messages: 1, oldestAt: leased.receivedAt },
+          { sessionId: session.id, channel: 'telegram', conversationId: session.conversationId, userId: session.userId, state: 'waiting', messages: 1, oldestAt: orphan.receivedAt },
+        ]);
         const during = await store.operators.depth();
-        expect(during.inbox.waiting - before.inbox.waiting).toBe(2);
+        expect([during.inbox.waiting - before.inbox.waiting, during.inbox.running - before.inbox.running]).toEqual([1, 1]);
 
-        await store.turns.open({ id: randomUUID(), sessionId: session.id, owner: 'process-a', inboundIds: [first.id] });
-        const live = (await store.operators.liveTurns()).filter((turn) => turn.sessionId === session.id);
-        expect(live.map((turn) => [turn.state, turn.messages]).sort()).toEqual([
+        // A turn that took the orphan over runs it, whatever its lease says.
+        await store.turns.open({ id: randomUUID(), sessionId: session.id, owner: 'process-b', inboundIds: [orphan.id] });
+        expect((await live()).map((turn) => [turn.state, turn.messages])).toEqual([['running', 2]]);
+        // A retry due later: nobody works on it until then.
+        await store.inbound.retryLater([leased.id], 60_000);
+        expect((await live()).map((turn) => [turn.state, turn.messages]).sort()).toEqual([
           ['running', 1],
           ['waiting', 1],
         ]);
-        const after = await store.operators.depth();
-        expect(after.inbox.running - before.inbox.running).toBe(1);
-        expect(after.inbox.waiting - before.inbox.waiting).toBe(1);
+        expect((await store.operators.conversation(session.id))?.waiting).toBe(2);
       });
 
       it('counts outbox parts pending and failed', async () => {

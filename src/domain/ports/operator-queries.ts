@@ -161,7 +161,10 @@ export interface CostReport {
   readonly totals: readonly MoneyAmount[];
 }
 
-/** `waiting`: no turn has them yet; `running`: an open turn answers them; `paused`: held by an operator's pause. */
+/**
+ * `running`: a live process has them (their turn is starting or under way); `paused`: held by an operator's pause;
+ * `waiting`: nobody works on them now (their process is gone and its lease not run out yet, or a retry is due later).
+ */
 export type LiveTurnState = 'waiting' | 'running' | 'paused';
 
 export interface LiveTurnRecord {

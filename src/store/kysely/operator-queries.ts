@@ -209,7 +209,7 @@ export class KyselyOperatorQueries implements OperatorQueries {
       let rows: Omit<CostRecord, 'label'>[];
       if (query.by === 'day') {
         // The latest days, in calendar order.
-        rows = all.sort((a, b) => b.key.localeCompare(a.key) || a.currency.localeCompare(b.currency)).slice(0, query.limit).reverse();
+        rows = all.sort((a, b) => b.key.localeCompare(a.key) || b.currency.localeCompare(a.currency)).slice(0, query.limit).reverse();
       } else {
         rows = all.sort((a, b) => compareCosts(b.cost, a.cost) || a.key.localeCompare(b.key) || a.currency.localeCompare(b.currency)).slice(0, query.limit);
       }
@@ -236,7 +236,7 @@ export class KyselyOperatorQueries implements OperatorQueries {
           messages: Number(row.messages),
           oldestAt: toDate(row.oldest),
         }))
-        .sort((a, b) => a.oldestAt.getTime() - b.oldestAt.getTime() || a.sessionId.localeCompare(b.sessionId));
+        .sort((a, b) => a.oldestAt.getTime() - b.oldestAt.getTime() || a.sessionId.localeCompare(b.sessionId) || a.state.localeCompare(b.state));
     });
   }
 
@@ -342,8 +342,13 @@ export class KyselyOperatorQueries implements OperatorQueries {
     });
   }
 
-  /** Queued inbound messages, each with its live state: an open turn answers it, its session is paused, or it waits. */
+  /**
+   * Queued inbound messages, each with its live state: `running` while an open turn answers it or a live process holds
+   * its lease (its turn is starting or under way: a turn's journal is written only past its first model call);
+   * `paused` when an operator paused its conversation; else `waiting` (its process is gone, or a retry is due later).
+   */
   #waitingMessages() {
+    const now = this.#ctx.now();
     return this.#ctx.db
       .selectFrom('inbound_messages as i')
       .innerJoin('sessions as s', 's.id', 'i.session_id')
@@ -355,6 +360,8 @@ export class KyselyOperatorQueries implements OperatorQueries {
           .then(sql.lit<string>('running'))
           .when('s.paused_at', 'is not', null)
           .then(sql.lit<string>('paused'))
+          .when(eb.and([eb('i.lease_until', '>', now), eb.or([eb('i.not_before', 'is', null), eb('i.not_before', '<=', now)])]))
+          .then(sql.lit<string>('running'))
           .else(sql.lit<string>('waiting'))
           .end()
           .as('state'),
