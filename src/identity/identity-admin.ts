@@ -1,7 +1,7 @@
 import { StoreError } from '../domain/errors.js';
 import type { ChannelAccount, User } from '../domain/model.js';
 import type { ProfileSettings, ProfileUpdateResult } from '../domain/profile.js';
-import type { IdentityEvent, Store } from '../domain/ports/store.js';
+import type { IdentityEvent, NewAdminAction, Store } from '../domain/ports/store.js';
 import { parseUserState } from '../runtime/context/user-state.js';
 import type { ProfileService } from './profile-service.js';
 import { normalisePhone } from './phones.js';
@@ -32,6 +32,8 @@ export interface IdentityAdminOptions {
 export interface AdminActor {
   readonly remoteAddress?: string | undefined;
   readonly requestId?: string | undefined;
+  /** The operator's name the dashboard or console passed on (`X-Palaver-Actor`); `admin` when none. */
+  readonly name?: string | undefined;
 }
 
 /** A user as the admin API shows them. */
@@ -92,7 +94,10 @@ export class IdentityAdmin {
     if (!(await store.users.findById(userId))) return notFound(userId);
     const result: ProfileUpdateResult = await profiles.update(userId, input);
     if (!result.ok) return { ok: false, error: { code: 'invalid', message: 'The profile update is invalid; nothing was changed.', fields: result.errors } };
-    await store.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: 'profile', fields: changedFields(input), ...actorDetails(actor) } });
+    await store.transaction(async (tx) => {
+      await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: 'profile', fields: changedFields(input), ...actorDetails(actor) } });
+      await tx.adminActions.record(operatorAction('profile', userId, actor, { fields: changedFields(input) }));
+    });
     return { ok: true, value: result.settings };
   }
 
@@ -116,6 +121,7 @@ export class IdentityAdmin {
         }
         await tx.users.setPhone(userId, digits, 'admin');
         await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: digits === null ? 'phone_removed' : 'phone_set', ...actorDetails(actor) } });
+        await tx.adminActions.record(operatorAction('phone', userId, actor, { change: digits === null ? 'phone_removed' : 'phone_set' }));
         return { ok: true, value: { phone: digits } };
       });
     } catch (error) {
@@ -138,6 +144,7 @@ export class IdentityAdmin {
       const { state } = parseUserState(record?.raw);
       await tx.userState.save(userId, { ...state, role, responseChainId: null });
       await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: 'role', from: state.role, to: role, ...actorDetails(actor) } });
+      await tx.adminActions.record(operatorAction('role', userId, actor, { from: state.role, to: role }));
       return { ok: true, value: { role } };
     });
     if (result.ok) cache.forgetState(userId);
@@ -168,6 +175,7 @@ export class IdentityAdmin {
         actor: 'admin',
         details: actorDetails(actor),
       });
+      await tx.adminActions.record(operatorAction('relink', input.toUserId, actor, { channel: input.channel, accountId: input.accountId, fromUserId: current.id }));
       return { ok: true, value: { fromUserId: current.id, toUserId: input.toUserId } };
     });
     if (result.ok) {
@@ -188,6 +196,11 @@ function changedFields(input: unknown): string[] {
   return Object.entries(input as Record<string, unknown>).flatMap(([key, value]) =>
     value && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value).map((inner) => `${key}.${inner}`) : [key],
   );
+}
+
+/** The operators' audit row of an identity change (values that are personal data stay out, as in the identity audit). */
+function operatorAction(action: 'profile' | 'phone' | 'role' | 'relink', userId: string, actor: AdminActor, details: Record<string, unknown>): NewAdminAction {
+  return { action, actor: actor.name ?? 'admin', requestId: actor.requestId ?? null, userId, details };
 }
 
 function actorDetails(actor: AdminActor): Record<string, string> {

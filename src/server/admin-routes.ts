@@ -2,6 +2,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import type { AdminActor, AdminRefusal, AdminResult, IdentityAdmin } from '../identity/identity-admin.js';
+import { operatorRequest } from './admin/action-routes.js';
 import { errorBody } from './error-body.js';
 
 const phoneBody = z.strictObject({ phone: z.string().min(1).max(64).nullable() });
@@ -93,5 +94,7 @@ function actorOf(c: Context): AdminActor {
   } catch {
     // no socket (app.request in tests)
   }
-  return { remoteAddress, requestId: c.req.header('x-request-id') };
+  // Checked as the operators' action routes check it; a malformed name is not kept.
+  const name = operatorRequest(c);
+  return { remoteAddress, requestId: c.req.header('x-request-id'), ...(name.ok && name.value.actor !== 'admin' ? { name: name.value.actor } : {}) };
 }
