@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PalaverError } from '../domain/errors.js';
-import { conversationsPage, costs, sentAsAgent, transcript, usersPage } from './api-contract.js';
+import { adminActions, conversationsPage, costs, sentAsAgent, transcript, usersPage } from './api-contract.js';
 
 /**
  * A refusal or failure of the admin API, or no answer at all. `kind` is what a script acts on; `status` is the
@@ -33,6 +34,8 @@ export interface AdminClientOptions {
   readonly url: string;
   /** Sent as `Authorization: Bearer <token>`. */
   readonly token: string | undefined;
+  /** Who acts, for the operators' audit (`X-Palaver-Actor`); the server records `admin` without one. */
+  readonly actor?: string;
   /** Default: the global `fetch`. */
   readonly fetch?: typeof fetch;
   /** Per request; default 15 s. */
@@ -90,6 +93,11 @@ export class AdminClient {
     return this.#request('GET', '/admin/costs', costs, { query });
   }
 
+  /** The operators' own audit, newest first. */
+  actions(query: { limit?: number } = {}): Promise<z.infer<typeof adminActions>> {
+    return this.#request('GET', '/admin/actions', adminActions, { query });
+  }
+
   async #request<Schema extends z.ZodType>(
     method: 'GET' | 'POST',
     path: string,
@@ -99,7 +107,9 @@ export class AdminClient {
     // Relative to the base, so a Palaver behind a path prefix (https://ops.example/palaver) keeps it.
     const url = new URL(path.slice(1), `${this.#options.url}/`);
     for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
-    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    // Every request gets its own id: the audit keeps it beside the action, and a log line can be found by it.
+    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': randomUUID(), ...options.headers };
+    if (this.#options.actor !== undefined) headers['x-palaver-actor'] = this.#options.actor;
     if (this.#options.token !== undefined) headers.authorization = `Bearer ${this.#options.token}`;
     if (method === 'POST') headers['content-type'] = 'application/json';
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { userInfo } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { z } from 'zod';
 import type { AdminClient } from '../admin/admin-client.js';
@@ -26,6 +27,7 @@ The token comes from PALAVER_ADMIN_TOKEN, else from the local config's server.ad
 
 interface GlobalOptions {
   readonly url?: string;
+  readonly actor?: string;
   readonly json?: boolean;
   readonly config?: string;
 }
@@ -39,9 +41,10 @@ interface PageOptions {
 /** The `admin` command group, for `main`. */
 export function adminCommand(configOption: () => Option): Command {
   const admin = new Command('admin')
-    .description('operate a running Palaver: users, conversations, transcripts, send as the agent, pause, costs')
+    .description('operate a running Palaver: users, conversations, transcripts, send as the agent, pause, costs, the audit')
     .option('--url <url>', 'the running Palaver (default: server.host and server.port of the local config, else http://127.0.0.1:3000)')
     .option('--json', 'print the API\'s answer as one JSON document, for scripts')
+    .option('--actor <name>', 'your name in the operators\' audit (default: your login name)', parseActor)
     .addOption(configOption())
     .addHelpText('after', EXIT_CODES_HELP);
 
@@ -153,6 +156,25 @@ export function adminCommand(configOption: () => Option): Command {
       }),
     );
 
+  admin
+    .command('actions')
+    .description('the operators\' audit: who sent, paused, resumed or ended what, newest first')
+    .addOption(limitOption(500))
+    .action(
+      action(async (client, globals, options: { limit?: number }) => {
+        const answer = await client.actions({ limit: options.limit });
+        if (globals.json) return printJson(answer);
+        print(
+          answer.actions.length === 0
+            ? 'No actions yet.'
+            : renderTable(
+                [{ header: 'AT' }, { header: 'ACTOR', max: 24 }, { header: 'ACTION' }, { header: 'SESSION', max: 36 }, { header: 'USER', max: 36 }, { header: 'REQUEST', max: 36 }],
+                answer.actions.map((entry) => [when(entry.at), entry.actor, entry.action, entry.sessionId ?? '', entry.userId ?? '', entry.requestId ?? '']),
+              ),
+        );
+      }),
+    );
+
   return admin;
 }
 
@@ -171,7 +193,8 @@ function action<Options, Args extends unknown[]>(run: Action<Options, Args>): (.
     try {
       const settings = adminConsoleSettings({ ...(globals.url === undefined ? {} : { url: globals.url }), ...(globals.config === undefined ? {} : { file: globals.config }) });
       const { AdminClient } = await import('../admin/admin-client.js');
-      await run(new AdminClient({ url: settings.url, token: settings.token }), globals, options, ...args);
+      const actor = globals.actor ?? loginName();
+      await run(new AdminClient({ url: settings.url, token: settings.token, ...(actor === undefined ? {} : { actor }) }), globals, options, ...args);
     } catch (error) {
       if (!(error instanceof PalaverError)) throw error;
       const { AdminApiError } = await import('../admin/admin-client.js');
@@ -210,6 +233,25 @@ function limitOption(max: number): Option {
     if (!Number.isSafeInteger(n) || n < 1 || n > max) throw new InvalidArgumentError(`a whole number from 1 to ${max}`);
     return n;
   });
+}
+
+/** What the admin API accepts as an operator's name. */
+const ACTOR = /^[\p{L}\p{N} ._@-]{1,64}$/u;
+
+function parseActor(value: string): string {
+  if (!ACTOR.test(value.trim())) throw new InvalidArgumentError('1 to 64 letters, digits, spaces or ._@-');
+  return value.trim();
+}
+
+/** The login name, when the admin API can record it as it is. */
+function loginName(): string | undefined {
+  try {
+    const name = userInfo().username;
+    return ACTOR.test(name) ? name : undefined;
+  } catch {
+    // No entry for this uid (a container's arbitrary user): the server records `admin`.
+    return undefined;
+  }
 }
 
 function parseInstant(value: string): string {
@@ -315,5 +357,5 @@ function costsText(answer: z.infer<typeof costs>): string {
 function when(iso: string | null): string {
   if (iso === null) return '';
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? singleLine(iso) : `${date.toISOString().slice(0, 16).replace('T', ' ')}`;
+  return Number.isNaN(date.getTime()) ? singleLine(iso) : date.toISOString().slice(0, 16).replace('T', ' ');
 }
