@@ -53,14 +53,15 @@ const VENDORED = [
     name: 'hono',
     file: 'hono.js',
     format: 'esm',
-    // One module for the four entry points the server imports; the compiled code imports only these names.
+    // One module for the five entry points the server imports; the compiled code imports only these names.
     contents: [
       "export { Hono } from 'hono';",
       "export { bodyLimit } from 'hono/body-limit';",
       "export { serve } from '@hono/node-server';",
       "export { getConnInfo } from '@hono/node-server/conninfo';",
+      "export { deleteCookie, getCookie, setCookie } from 'hono/cookie';",
     ].join('\n'),
-    reference: /(\bfrom\s*|\bimport\s*\(\s*)(['"])(?:hono|hono\/body-limit|@hono\/node-server|@hono\/node-server\/conninfo)\2/g,
+    reference: /(\bfrom\s*|\bimport\s*\(\s*)(['"])(?:hono|hono\/body-limit|hono\/cookie|@hono\/node-server|@hono\/node-server\/conninfo)\2/g,
   },
   // metrics.ts requires prom-client on the first PalaverMetrics through createRequire, which esbuild may rename
   // (require2): the argument is matched.

@@ -65,6 +65,11 @@ export function adminTokenAuth(adminToken: string | undefined): MiddlewareHandle
   };
 }
 
+/** True when `presented` is the admin token; compared in constant time (both hashed first, so lengths match). */
+export function adminTokenMatches(presented: string, adminToken: string): boolean {
+  return timingSafeEqual(digest(presented), digest(adminToken));
+}
+
 /** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback (`::ffff:127.x.x.x`). */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (address === undefined) return false;

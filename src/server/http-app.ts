@@ -4,7 +4,13 @@ import { bodyLimit } from 'hono/body-limit';
 import { PalaverError } from '../domain/errors.js';
 import type { ChannelRoute } from '../domain/ports/channel.js';
 import type { Logger } from '../observability/logger.js';
-import { adminTokenAuth, apiKeyAuth } from './api-key.js';
+import type { ChangeProbe } from '../admin/admin-events.js';
+import type { MetricsSource } from '../admin/metrics-summary.js';
+import { dashboardRoutes } from '../admin/dashboard-routes.js';
+import { DashboardSessions } from '../admin/dashboard-session.js';
+import { SignInLimiter, type SignInLimiterOptions } from '../admin/sign-in-limiter.js';
+import { adminGuard } from './admin-guard.js';
+import { apiKeyAuth } from './api-key.js';
 import { errorBody } from './error-body.js';
 import { healthRoute, type HealthProbe } from './health-route.js';
 import { hostGuard, type HostCheckOptions } from './host-check.js';
@@ -35,6 +41,27 @@ export interface HttpAppOptions {
    * (`server.allowedHosts`, `server.host`); any other name gets 421 `misdirected_host` (DNS rebinding).
    */
   readonly hosts?: HostCheckOptions;
+  /**
+   * The operators' dashboard at `/admin` (on whenever there is an admin token, unless `false`): its page, sign-in
+   * with the admin token into a session cookie, and `/admin/events` when `events` is given.
+   */
+  readonly dashboard?: DashboardOptions | false;
+}
+
+/** How the dashboard is served; every field has a default. */
+export interface DashboardOptions {
+  /** The folder with the page (`index.html` and its modules). Default: the package's `web/admin/`. */
+  readonly dir?: string;
+  /** Backs the page's live updates (`GET /admin/events`); without it the page polls. */
+  readonly events?: ChangeProbe;
+  /** How often `/admin/events` asks `events`. Default 1000 ms. */
+  readonly eventsIntervalMs?: number;
+  /** Backs the page's latency and error figures (`GET /admin/metrics/summary`): the Prometheus registry. */
+  readonly metrics?: MetricsSource;
+  /** How long a sign-in lasts. Default 12 hours. */
+  readonly sessionTtlMs?: number;
+  /** Failed sign-ins allowed per address (default 5 per 15 minutes). */
+  readonly signInLimit?: SignInLimiterOptions;
 }
 
 /**
@@ -61,8 +88,25 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   app.notFound((c) => c.json(errorBody('not_found', `No route for ${c.req.method} ${c.req.path}.`), 404));
 
   const auth = apiKeyAuth({ apiKey: options.apiKey });
+  const dashboard = options.adminToken === undefined || options.dashboard === false ? undefined : (options.dashboard ?? {});
+  const sessions = dashboard && options.adminToken !== undefined ? new DashboardSessions({ adminToken: options.adminToken, ...(dashboard.sessionTtlMs === undefined ? {} : { ttlMs: dashboard.sessionTtlMs }) }) : undefined;
   // Hono's `/admin/*` also matches `/admin` itself.
-  app.use('/admin/*', adminTokenAuth(options.adminToken));
+  app.use('/admin/*', adminGuard({ adminToken: options.adminToken, sessions }));
+  if (dashboard && sessions && options.adminToken !== undefined) {
+    app.route(
+      '/admin',
+      dashboardRoutes({
+        adminToken: options.adminToken,
+        sessions,
+        limiter: new SignInLimiter(dashboard.signInLimit),
+        ...(dashboard.dir === undefined ? {} : { dir: dashboard.dir }),
+        ...(dashboard.events === undefined ? {} : { events: dashboard.events }),
+        ...(dashboard.eventsIntervalMs === undefined ? {} : { eventsIntervalMs: dashboard.eventsIntervalMs }),
+        ...(dashboard.metrics === undefined ? {} : { metrics: dashboard.metrics }),
+        onProbeError: (error) => logger.warn({ err: error }, 'dashboard change probe failed'),
+      }),
+    );
+  }
   // The server's own read-only routes need no credentials from loopback, so a browser on a rebound name must not
   // reach them (channel routes check `Host` themselves; the admin API needs its token).
   const ownHosts = hostGuard(options.hosts ?? {});

@@ -1,0 +1,170 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, extname, join } from 'node:path';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { z } from 'zod';
+import { PalaverError } from '../domain/errors.js';
+import { PACKAGE_ROOT } from '../package-root.js';
+import { sameOrigin } from '../server/admin-guard.js';
+import { adminTokenMatches } from '../server/api-key.js';
+import { errorBody } from '../server/error-body.js';
+import { adminEventsResponse, type ChangeProbe } from './admin-events.js';
+import { SESSION_COOKIE, type DashboardSessions } from './dashboard-session.js';
+import { summarizeMetrics, type MetricsSource } from './metrics-summary.js';
+import type { SignInLimiter } from './sign-in-limiter.js';
+
+/** `web/admin/` of the package. */
+export const DEFAULT_DASHBOARD_DIR = join(PACKAGE_ROOT, 'web', 'admin');
+
+const TYPES: Readonly<Record<string, string>> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+};
+
+/** The dashboard loads nothing from elsewhere and talks only to this server; a sign-in form may post here. */
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const signInBody = z.object({ token: z.string().min(1).max(4096) });
+
+export interface DashboardRoutesOptions {
+  readonly adminToken: string;
+  readonly sessions: DashboardSessions;
+  readonly limiter: SignInLimiter;
+  /** Where `index.html` and the page's modules are. Default {@link DEFAULT_DASHBOARD_DIR}. */
+  readonly dir?: string;
+  /** Backs `GET /admin/events`; without it that route is absent and the page polls instead. */
+  readonly events?: ChangeProbe;
+  /** How often `/admin/events` runs the probe. Default 1000 ms. */
+  readonly eventsIntervalMs?: number;
+  readonly onProbeError?: (error: unknown) => void;
+  /** Backs `GET /admin/metrics/summary` (this process's latencies and failures); without it that route is absent. */
+  readonly metrics?: MetricsSource;
+}
+
+/**
+ * The dashboard, mounted under `/admin` behind `adminGuard`:
+ *
+ * - `GET    /admin`                 the page (public: no data in it)
+ * - `GET    /admin/assets/<file>`   its modules, styles and the chart library (Chart.js, from its package)
+ * - `POST   /admin/session`         sign in with `{ "token" }` (JSON) or `token=` (a form): sets the session cookie
+ *                                   and answers `{ csrfToken, expiresAt }` (a form gets 303 to `/admin`)
+ * - `GET    /admin/session`         `{ signedIn: true, csrfToken, expiresAt }` for a session cookie (a reloaded page),
+ *                                   else `{ signedIn: false }`
+ * - `DELETE /admin/session`         sign out
+ * - `GET    /admin/events`          server-sent `changed` events (see `adminEventsResponse`)
+ * - `GET    /admin/metrics/summary` turn, model and tool latency and failure counts (see `summarizeMetrics`)
+ *
+ * Failed sign-ins are counted per client address (`SignInLimiter`): 429 `too_many_attempts` with `Retry-After`.
+ * @throws PalaverError `web_assets_missing` when the page's folder cannot be read.
+ */
+export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
+  const { sessions, limiter } = options;
+  const assets = loadAssets(options.dir ?? DEFAULT_DASHBOARD_DIR);
+  const page = assets.get('index.html');
+  if (page === undefined) throw new PalaverError('web_assets_missing', `The dashboard has no index.html in ${options.dir ?? DEFAULT_DASHBOARD_DIR}.`);
+  const app = new Hono();
+
+  const serve = (c: Context, asset: Asset) =>
+    c.body(asset.content, 200, { 'content-type': asset.type, 'content-security-policy': CSP, 'cache-control': 'no-cache', 'referrer-policy': 'same-origin', 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY' });
+  app.get('/', (c) => serve(c, page));
+  app.get('/assets/:file', (c) => {
+    const asset = assets.get(c.req.param('file'));
+    return asset === undefined || asset === page ? c.json(errorBody('not_found', 'No such dashboard file.'), 404) : serve(c, asset);
+  });
+
+  app.post(
+    '/session',
+    bodyLimit({ maxSize: 8192, onError: (c) => c.json(errorBody('body_too_large', 'Send only the token.'), 413) }),
+    async (c) => {
+      // A page of another site must not sign this browser in (login CSRF); a script without Origin may.
+      if (c.req.header('origin') !== undefined && !sameOrigin(c)) return c.json(errorBody('cross_origin', 'Sign in from the dashboard of this server.'), 403);
+      const address = clientAddress(c);
+      const wait = limiter.retryAfterSeconds(address);
+      if (wait > 0) {
+        c.header('Retry-After', String(wait));
+        return c.json(errorBody('too_many_attempts', `Too many failed sign-ins from this address; try again in ${wait} s.`), 429);
+      }
+      const isForm = (c.req.header('content-type') ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
+      const body = signInBody.safeParse(isForm ? Object.fromEntries(new URLSearchParams(await c.req.text())) : await c.req.json().catch(() => undefined));
+      if (!body.success) return c.json(errorBody('invalid_request', 'Send { "token": "<admin token>" } as JSON, or token=<admin token> as a form.'), 400);
+      if (!adminTokenMatches(body.data.token, options.adminToken)) {
+        limiter.fail(address);
+        return c.json(errorBody('unauthorized', 'That is not the admin token.'), 401);
+      }
+      const { cookie, session } = sessions.create();
+      setCookie(c, SESSION_COOKIE, cookie, {
+        path: '/admin',
+        httpOnly: true,
+        sameSite: 'Strict',
+        secure: isHttps(c),
+        maxAge: Math.floor(sessions.ttlMs / 1000),
+      });
+      c.header('cache-control', 'no-store');
+      if (isForm) return c.redirect('/admin', 303);
+      return c.json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
+    },
+  );
+
+  // Public, so that a page opened without a session learns it without an error: only the CSRF token of a valid
+  // session cookie is ever answered (a cross-site page cannot read the answer, nor send the SameSite=Strict cookie).
+  app.get('/session', (c) => {
+    const session = sessions.verify(getCookie(c, SESSION_COOKIE));
+    c.header('cache-control', 'no-store');
+    if (session === undefined) return c.json({ signedIn: false });
+    return c.json({ signedIn: true, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
+  });
+  app.delete('/session', (c) => {
+    sessions.revoke(getCookie(c, SESSION_COOKIE));
+    deleteCookie(c, SESSION_COOKIE, { path: '/admin', httpOnly: true, sameSite: 'Strict', secure: isHttps(c) });
+    return c.body(null, 204);
+  });
+
+  const { events } = options;
+  if (events !== undefined) {
+    app.get('/events', (c) =>
+      adminEventsResponse({ probe: events, ...(options.eventsIntervalMs === undefined ? {} : { intervalMs: options.eventsIntervalMs }), ...(options.onProbeError ? { onError: options.onProbeError } : {}) }, c.req.raw.signal),
+    );
+  }
+  const { metrics } = options;
+  if (metrics !== undefined) app.get('/metrics/summary', async (c) => c.json(await summarizeMetrics(metrics)));
+  return app;
+}
+
+interface Asset {
+  readonly content: string;
+  readonly type: string;
+}
+
+/** The page's files, read once at start (a missing folder fails then, not on the first visit), and Chart.js. */
+function loadAssets(dir: string): Map<string, Asset> {
+  const assets = new Map<string, Asset>();
+  try {
+    for (const file of readdirSync(dir)) {
+      const type = TYPES[extname(file)];
+      if (type !== undefined) assets.set(file, { content: readFileSync(join(dir, file), 'utf8'), type });
+    }
+  } catch (error) {
+    throw new PalaverError('web_assets_missing', `Cannot read the dashboard from ${dir}.`, { cause: error });
+  }
+  // Chart.js's own prebuilt bundle, served from its package: never a CDN (the CSP would refuse it anyway).
+  const chartDir = dirname(createRequire(import.meta.url).resolve('chart.js'));
+  assets.set('chart.umd.min.js', { content: readFileSync(join(chartDir, 'chart.umd.min.js'), 'utf8'), type: TYPES['.js']! });
+  return assets;
+}
+
+function clientAddress(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Secure cookies when the browser came over HTTPS, directly or through a proxy that says so. */
+function isHttps(c: Context): boolean {
+  return new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https';
+}

@@ -1,0 +1,117 @@
+// Palaver's operator dashboard: sign-in, then one view at a time chosen by the URL's hash. No build step, no
+// framework; data reaches the page only as text nodes (dom.js). Live: /admin/events says "changed" and the open
+// view reloads what it shows; without that stream the view is reloaded every few seconds.
+import { ApiError, restoreSession, signIn, signOut, SIGNED_OUT } from './api.js';
+import { conversationsView } from './conversations.js';
+import { costsView } from './costs.js';
+import { healthView } from './health.js';
+import { userView } from './user.js';
+
+const POLL_MS = 5000;
+
+const signInSection = document.getElementById('sign-in');
+const signInForm = document.getElementById('sign-in-form');
+const signInError = document.getElementById('sign-in-error');
+const tokenInput = document.getElementById('sign-in-token');
+const appSection = document.getElementById('app');
+const viewRoot = document.getElementById('view');
+const errorLine = document.getElementById('error-line');
+const liveState = document.getElementById('live');
+
+/** The open view: `{ refresh(), close() }`. */
+let current = null;
+let events = null;
+let pollTimer = null;
+
+signInForm.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  signInError.hidden = true;
+  try {
+    await signIn(tokenInput.value);
+    tokenInput.value = '';
+    enter();
+  } catch (error) {
+    signInError.textContent = error instanceof ApiError && error.status === 401 ? 'That is not the admin token.' : error.message;
+    signInError.hidden = false;
+    tokenInput.select();
+  }
+});
+
+document.getElementById('sign-out').addEventListener('click', async () => {
+  await signOut().catch(() => undefined);
+  leave();
+});
+window.addEventListener(SIGNED_OUT, () => leave('Your session ended; sign in again.'));
+window.addEventListener('hashchange', () => {
+  if (!appSection.hidden) route();
+});
+
+void restoreSession().then((signedIn) => (signedIn ? enter() : leave()));
+
+function enter() {
+  signInSection.hidden = true;
+  appSection.hidden = false;
+  listen();
+  route();
+}
+
+function leave(message) {
+  current?.close?.();
+  current = null;
+  events?.close();
+  events = null;
+  clearInterval(pollTimer);
+  viewRoot.replaceChildren();
+  appSection.hidden = true;
+  signInSection.hidden = false;
+  signInError.hidden = !message;
+  signInError.textContent = message ?? '';
+  tokenInput.focus();
+}
+
+/** `#/conversations[/<sessionId>]`, `#/users/<userId>`, `#/costs`, `#/health`. */
+function route() {
+  const [, name = 'conversations', id] = location.hash.split('/').map((part) => decodeURIComponent(part));
+  current?.close?.();
+  showError('');
+  const context = { showError, navigate: (hash) => (location.hash = hash) };
+  const views = { conversations: conversationsView, users: userView, costs: costsView, health: healthView };
+  const view = views[name] ?? conversationsView;
+  for (const link of document.querySelectorAll('.tabs a')) link.classList.toggle('current', link.dataset.view === (views[name] ? name : 'conversations') || (name === 'users' && link.dataset.view === 'conversations'));
+  current = view(viewRoot, id, context);
+}
+
+/** Pushed updates from /admin/events; polling when the stream is not there (an older server, a proxy in the way). */
+function listen() {
+  events?.close();
+  clearInterval(pollTimer);
+  if (typeof EventSource === 'undefined') return poll();
+  events = new EventSource('/admin/events');
+  events.addEventListener('ready', () => {
+    clearInterval(pollTimer);
+    pollTimer = null;
+    setLive('● live', 'on');
+  });
+  events.addEventListener('changed', () => current?.refresh());
+  events.addEventListener('error', () => {
+    // EventSource retries by itself; meanwhile the view is kept fresh by polling.
+    if (events?.readyState === EventSource.CLOSED) events = null;
+    if (pollTimer === null || pollTimer === undefined) poll();
+  });
+}
+
+function poll() {
+  setLive('○ polling', 'off');
+  clearInterval(pollTimer);
+  pollTimer = setInterval(() => current?.refresh(), POLL_MS);
+}
+
+function setLive(text, state) {
+  liveState.textContent = text;
+  liveState.dataset.state = state;
+}
+
+function showError(message) {
+  errorLine.textContent = message;
+  errorLine.hidden = !message;
+}
