@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
-import type { ChannelContext } from '../../src/domain/ports/channel.js';
+import { ChannelRetryLaterError } from '../../src/domain/errors.js';
+import type { ChannelContext, ReplyTarget, SendOptions, SentPart } from '../../src/domain/ports/channel.js';
 import { sequenceScript, type ScriptedReply } from '../../src/testing/index.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
 
@@ -116,4 +117,35 @@ describe('replies as actions: what is stored and what the model sees next', () =
     expect(display.map((message) => `${message.role}: ${message.content}`)).toEqual(['user: order 12', 'assistant: Got it.', 'assistant: A', 'assistant: B']);
     expect(display[1]!.id).toBe(reply.outcome.replyMessageId);
   });
+
+  it('leaves the rest of a plan to the outbox when the messenger asks to wait, and recovery carries it out once, quoting and reacting as planned', async () => {
+    /** Asks to wait once, at the first message, as a Telegram flood wait does; notes how each step arrived. */
+    class FloodingChannel extends ViewedChannel {
+      readonly arrived: string[] = [];
+      #flooded = false;
+      override async send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart> {
+        if (!this.#flooded) {
+          this.#flooded = true;
+          throw new ChannelRetryLaterError(this.name, 300, 'FLOOD_WAIT_1');
+        }
+        this.arrived.push(`send ${text}${options?.replyTo ? ` quoting ${options.replyTo}` : ''}`);
+        return super.send(target, text);
+      }
+      override async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
+        this.arrived.push(`react ${emoji} on ${messageId}`);
+        return super.react(target, messageId, emoji);
+      }
+    }
+    harness = await createHarness(
+      sequenceScript([plan({ type: 'send_message', text: 'Checking.', reply_to: 'm1' }, { type: 'wait', seconds: 20 }, { type: 'add_reaction', emoji: '👍', message_id: 'm1' }, { type: 'send_message', text: 'Booked.', reply_to: 'm1' })]),
+    );
+    const chat = new FloodingChannel({ name: 'chat', capabilities: { offlineDelivery: true, reactions: true } });
+    const palaver = await harness.start({ ...actions(), inbox: { leaseMs: 300 } }, { channels: [chat] });
+    const { outcome } = await chat.reply(await chat.say('a table at 8?', { accountId: 'eve' }));
+    expect(outcome.reply).toBe('');
+
+    await expect.poll(() => chat.arrived, { timeout: 15_000, interval: 50 }).toEqual(['send Checking. quoting m1', 'react 👍 on m1', 'send Booked. quoting m1']);
+    await expect.poll(async () => (await palaver.store.deliveries.listForReply(outcome.replyMessageId)).map((record) => record.state), { timeout: 5_000 }).toEqual(['sent', 'sent', 'sent']);
+    expect(harness.model.calls).toHaveLength(1);
+  }, 30_000);
 });
