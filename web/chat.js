@@ -261,10 +261,12 @@
     const hide = () => {
       clearTimeout(timer);
       // Emptied rather than hidden, so screen readers announce each change of the live region.
-      typingLine.textContent = '';
+      if (typingLine) typingLine.textContent = '';
     };
     return {
       show(seconds) {
+        // A page without the line (an embedder's own HTML) shows no typing.
+        if (!typingLine) return;
         const shown = Number.isFinite(seconds) ? Math.min(Math.max(seconds, 1), MAX_TYPING_SECONDS) : 5;
         clearTimeout(timer);
         typingLine.textContent = 'Typing…';

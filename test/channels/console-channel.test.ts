@@ -149,6 +149,22 @@ describe('ConsoleChannel: replies as actions', () => {
     await driver.done;
   });
 
+  it('erases the typing line when a text reply streams in, and shows no typing while it streams', async () => {
+    const driver = consoleDriver();
+    const context = new FakeChannelContext();
+    await driver.channel.start(context);
+    await driver.say('c1', 'hello');
+    const [message] = await context.waitForMessages(1);
+    const target = targetFor(driver.channel, context, [message!]);
+    await driver.channel.typing!(target);
+    driver.channel.progress!(target, { type: 'text_delta', messageId: 'draft', delta: 'Hi ' });
+    await driver.channel.typing!(target);
+    driver.channel.progress!(target, { type: 'text_delta', messageId: 'draft', delta: 'there.' });
+    expect(driver.screen.lines()).toEqual(['you> bot> Hi there.']);
+    await answer(driver.channel, context, [message!], { parts: ['Hi there.'] });
+    expect(driver.screen.lines()).toEqual(['you> bot> Hi there.', 'you> ']);
+  });
+
   it('erases the typing line by itself when it is not renewed', async () => {
     const driver = consoleDriver();
     const context = new FakeChannelContext();

@@ -193,10 +193,10 @@ export class WebChannel implements Channel {
   }
 
   /**
-   * Puts `emoji` on the person's message `messageId` (an AG-UI run id of the conversation) on the open run. When the
-   * person has left, the reaction is dropped with a log line: reactions are not stored, a reload does not show them.
+   * Puts `emoji` on the person's message `messageId` (an AG-UI run id of the conversation) on the open run.
+   * Reactions are not stored with the conversation: a reload does not show them.
    * @throws ChannelError `invalid_reaction` when `emoji` is not one emoji or `messageId` is not an id the page could
-   *   hold; nothing is shown then.
+   *   hold; `client_gone` when the person has left (as `send`). Nothing is shown then.
    */
   async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
     if (!isReactionEmoji(emoji)) throw new ChannelError('invalid_reaction', this.name, `A reaction is one emoji; ${JSON.stringify(emoji.slice(0, 32))} is not shown.`);
@@ -204,10 +204,7 @@ export class WebChannel implements Channel {
       throw new ChannelError('invalid_reaction', this.name, 'A reaction names the run id of one of the person\'s messages.');
     }
     const stream = this.#streamFor(target);
-    if (!stream) {
-      this.#logger.info({ correlationId: target.correlationId, conversationId: target.conversationId }, 'reaction dropped: the client left before it was shown');
-      return;
-    }
+    if (!stream) throw new ChannelError('client_gone', this.name, 'The client left before the reaction could be shown.');
     stream.write(stream.translator.reaction(messageId, emoji, ids(target)));
   }
 
