@@ -60,7 +60,7 @@ export interface TurnDependencies {
   /** Reads, seeds and checks profile settings (the identity module's schema). */
   readonly profiles: ProfileCodec;
   readonly agent: AgentSettings;
-  /** How the model answers, per channel: text, or a checked plan of actions (`agent.replies`, `agent.actions`). */
+  /** How the model answers, per channel: text, or a checked plan of actions, its pacing and interrupts (`agent.replies`, `agent.actions`). */
   readonly replies: ReplySettings;
   /** Prices model calls and tells each user's billing currency. */
   readonly billing: Billing;

@@ -361,6 +361,21 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.messages.append(session.id, [])).toEqual([]);
       });
 
+      it('marks planned messages that never went out as not sent, keeping their meta, and only in their own session', async () => {
+        const session = await givenSession();
+        const [kept, dropped] = await store.messages.append(session.id, [text('sent'), { ...text('not sent'), meta: { replyPart: 1 } }]);
+        const other = await givenSession();
+        const [foreign] = await store.messages.append(other.id, [text('elsewhere')]);
+        await store.messages.markNotSent(session.id, [dropped!.id, foreign!.id], 'interrupted');
+        await store.messages.markNotSent(session.id, [], 'interrupted');
+        const after = await store.messages.listRecent(session.id, { limit: 10 });
+        expect(after.map((message) => [message.id, message.meta])).toEqual([
+          [kept!.id, kept!.meta],
+          [dropped!.id, { replyPart: 1, notSent: 'interrupted' }],
+        ]);
+        expect((await store.messages.listRecent(other.id, { limit: 10 }))[0]!.meta).toEqual(foreign!.meta);
+      });
+
       it("changes the session in the same write: status, and usage added to its totals", async () => {
         const session = await givenSession();
         const [accepted] = await store.messages.append(session.id, [text('hello')], { status: 'running' });
@@ -947,6 +962,34 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       }
       const claim = (channel: string, owner = 'heir') => store.deliveries.claimExpired({ owner, leaseMs: 60_000, channels: [channel], limit: 10 }).then((parts) => parts.map((part) => part.text));
       const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+      it('keeps a reply plan\'s reaction and a quoting message, in order, and hands them out after a crash as they were', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const replyMessageId = unique('reply');
+        const base = { sessionId: session.id, replyMessageId, channel, conversationId: 'conv', accountId: 'acct', inReplyTo: ['77'], correlationId: unique('corr') };
+        const added = await store.deliveries.add(
+          [
+            { ...base, part: 0, text: 'Got it.', replyTo: '77' },
+            { ...base, part: 1, text: '', reaction: { emoji: '👍', messageId: '77' } },
+            { ...base, part: 2, text: 'Plain.' },
+          ],
+          { owner: 'dead', leaseMs: 1 },
+        );
+        expect(added.map((part) => [part.replyTo, part.reaction])).toEqual([
+          ['77', null],
+          [null, { emoji: '👍', messageId: '77' }],
+          [null, null],
+        ]);
+        await store.deliveries.markSent(added[0]!.id, 'tg-1');
+        await pause(5);
+        const claimed = await store.deliveries.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
+        expect(claimed.map((part) => [part.part, part.text, part.replyTo, part.reaction])).toEqual([
+          [1, '', null, { emoji: '👍', messageId: '77' }],
+          [2, 'Plain.', null, null],
+        ]);
+        expect(await store.deliveries.listForReply(replyMessageId)).toEqual(added.map((part, index) => (index === 0 ? { ...part, state: 'sent', channelMessageId: 'tg-1' } : part)));
+      });
 
       it('keeps a postponed part pending and hands it out only once its time came, to one new owner', async () => {
         const channel = unique('chan');
