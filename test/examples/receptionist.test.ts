@@ -56,7 +56,8 @@ describe('examples/receptionist/run.ts', () => {
     dirs.push(dataDir);
     const child = spawnTs(RUN, ['chat', '--data', dataDir], { cwd: REPO_ROOT });
     typeLines(child, ['hello', 'ok', '/exit']);
-    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    // The greeting is paced as a person types (about 4 s), on top of starting tsx: more than the default 15 s on a busy machine.
+    expect(await child.waitForExit(45_000)).toEqual({ code: 0, signal: null });
     const out = child.stdout();
     expect(out).toContain('SCRIPTED MODEL');
     expect(out.match(/^bot> .*$/gm)).toEqual(['bot> Hello, this is Mia from Harbour Dental 😊', 'bot> How can I help you today?']);
