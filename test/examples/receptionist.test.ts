@@ -1,17 +1,22 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { planFor } from '../../examples/receptionist/scripted-model.js';
 import { startExample, type RunningExample } from '../../examples/receptionist/run.js';
 import { TelegramBotChannel } from '../../src/channels/telegram-bot/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { startFakeTelegram, type FakeTelegram } from '../../src/testing/index.js';
+import { killAll, REPO_ROOT, spawnTs, typeLines } from '../cli/child-process.js';
+
+const RUN = join(REPO_ROOT, 'examples', 'receptionist', 'run.ts');
+vi.setConfig({ testTimeout: 60_000 });
 
 let example: RunningExample | undefined;
 let telegram: FakeTelegram | undefined;
 const dirs: string[] = [];
 afterEach(async () => {
+  await killAll();
   await example?.close();
   await telegram?.close();
   example = undefined;
@@ -42,6 +47,20 @@ describe('examples/receptionist', () => {
     // The model was shown the message's id, and nothing else was sent.
     expect(example.model!.calls[0]!.messages.at(-1)).toMatchObject({ content: `[message_id: ${asked}] Thursday please` });
     expect(telegram.sentTo(5150)).toHaveLength(2);
+  });
+});
+
+describe('examples/receptionist/run.ts', () => {
+  it('chats in the terminal: a greeting is answered with two messages, an "ok" with nothing', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'palaver-receptionist-'));
+    dirs.push(dataDir);
+    const child = spawnTs(RUN, ['chat', '--data', dataDir], { cwd: REPO_ROOT });
+    typeLines(child, ['hello', 'ok', '/exit']);
+    // The greeting is paced as a person types (about 4 s), on top of starting tsx: more than the default 15 s on a busy machine.
+    expect(await child.waitForExit(45_000)).toEqual({ code: 0, signal: null });
+    const out = child.stdout();
+    expect(out).toContain('SCRIPTED MODEL');
+    expect(out.match(/^bot> .*$/gm)).toEqual(['bot> Hello, this is Mia from Harbour Dental 😊', 'bot> How can I help you today?']);
   });
 });
 

@@ -31,7 +31,8 @@ describe('telegram bot: replies as actions', () => {
         answeredAt = Date.now();
         return plan({ type: 'fake_typing', seconds: 0.05 }, { type: 'send_messages', messages: ['Hello!', 'How can I help?'] }, { type: 'add_reaction', emoji: '👍', message_id: shownId(call) });
       },
-      { quietWindowMs: 50, replies: 'actions' },
+      // Drafts on: the plan's JSON must never show as a live draft.
+      { quietWindowMs: 50, replies: 'actions', drafts: true },
       { config: QUICK },
     );
     const { telegram, harness } = rig;
@@ -49,6 +50,7 @@ describe('telegram bot: replies as actions', () => {
     const order = telegram.calls.filter((call) => call.method === 'sendMessage' || call.method === 'setMessageReaction').map((call) => call.method);
     expect(order).toEqual(['sendMessage', 'sendMessage', 'setMessageReaction']);
     expect(harness.model.calls).toHaveLength(1);
+    expect(telegram.callsOf('sendMessageDraft')).toEqual([]);
   });
 
   it('quotes the message a send_message names, and a reaction Telegram refuses does not stop the plan', async () => {
