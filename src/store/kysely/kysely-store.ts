@@ -6,6 +6,7 @@ import { KyselyChannelLeaseRepository } from './channel-lease-repository.js';
 import { KyselyChannelStateRepository } from './channel-state-repository.js';
 import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyFocusRepository } from './focus-repository.js';
+import { KyselyAdminActionRepository } from './admin-action-repository.js';
 import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
@@ -61,6 +62,7 @@ export class KyselyStore implements Store {
   readonly channelLeases: KyselyChannelLeaseRepository;
   readonly focus: KyselyFocusRepository;
   readonly identityEvents: KyselyIdentityEventRepository;
+  readonly adminActions: KyselyAdminActionRepository;
   readonly spend: KyselySpendRepository;
   readonly profiles: KyselyProfileRepository;
   readonly operators: KyselyOperatorQueries;
@@ -90,6 +92,7 @@ export class KyselyStore implements Store {
     this.channelLeases = new KyselyChannelLeaseRepository(this.#ctx);
     this.focus = new KyselyFocusRepository(this.#ctx);
     this.identityEvents = new KyselyIdentityEventRepository(this.#ctx);
+    this.adminActions = new KyselyAdminActionRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);
     this.operators = new KyselyOperatorQueries(this.#ctx);
