@@ -11,6 +11,7 @@ import type { ToolHost } from './domain/ports/tool-host.js';
 import { LocalIdentityResolver } from './identity/local-identity.js';
 import { findPhoneInText } from './identity/phones.js';
 import { IdentityAdmin } from './identity/identity-admin.js';
+import { OperatorActions } from './admin/operator-actions.js';
 import { ProfileService } from './identity/profile-service.js';
 import { profileCodec, profileDefaultsFrom } from './identity/profile-settings.js';
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
@@ -90,6 +91,8 @@ export interface Palaver {
   readonly profiles: ProfileService;
   /** Identities by hand (what the admin API serves): users, accounts, profiles, phones, roles, relinks — audited. */
   readonly admin: IdentityAdmin;
+  /** Operators in conversations (what the admin API serves): send as the agent, pause, resume, end — audited. */
+  readonly operators: OperatorActions;
   /** Checks the database; backs `/health`. */
   health(): Promise<Record<string, { ok: boolean; detail?: string }>>;
   /**
@@ -301,6 +304,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   // The admin API names accounts by namespace; a channel's name that has its own namespace is taken for it.
   const accountNamespaces = new Map(channels.flatMap((channel) => (channel.accountNamespace === undefined ? [] : [[channel.name, channel.accountNamespace] as const])));
   const admin = new IdentityAdmin({ store, profiles: profileService, cache, roleNames: Object.keys(config.roles.definitions), defaultRegion, accountNamespaces });
+  const operators = new OperatorActions({ store, pipeline, cache, resetKeepsRole: config.reset.keepRole, logger, metrics });
   return {
     config,
     store,
@@ -310,6 +314,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     channels,
     profiles: profileService,
     admin,
+    operators,
     async chat({ userId, text, conversationId }) {
       const said = await api.say(text, { accountId: userId, conversationId: conversationId ?? userId });
       if (said.status === 'duplicate') {
@@ -327,6 +332,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
+      const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
+      const { actionRoutes } = await import('./server/admin/action-routes.js');
       const host = serveOptions.host ?? config.server.host;
       const app = createHttpApp({
         health: checkHealth,
@@ -337,6 +344,9 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
+          // The tool stream's backlog is not wired yet: /admin/overview answers toolStream null.
+          http.route('/admin', operatorReadRoutes({ queries: store.operators }));
+          http.route('/admin', actionRoutes(operators));
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
           http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
         },

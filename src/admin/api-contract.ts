@@ -29,6 +29,8 @@ import { z } from 'zod';
 
 const iso = z.string();
 const money = z.string().regex(/^-?\d+(\.\d+)?$/);
+/** A query's point in time: an ISO 8601 instant ("2026-11-27T10:00:00Z") or a UTC day ("2026-11-27"). */
+const instant = z.string().max(40).refine((value) => !Number.isNaN(Date.parse(value)), 'expected an ISO 8601 date or time, such as 2026-11-27 or 2026-11-27T10:00:00Z');
 export const pageLimit = z.coerce.number().int().min(1).max(500).default(50);
 
 export const accountView = z.object({ channel: z.string(), accountId: z.string() });
@@ -41,9 +43,15 @@ export const userSummary = z.object({
   role: z.string().nullable(),
   accounts: z.array(accountView),
   conversations: z.number().int(),
+  /** What their conversations cost in `currency`: the currency of their latest conversation ("0" when none). */
   cost: money,
-  /** The billing currency of `cost` (a user's sessions share one; null when they have none yet). */
+  /** The currency of `cost`; null when they have no conversation yet. */
   currency: z.string().nullable(),
+  /**
+   * Every currency their conversations were billed in, `currency` first: a session keeps one currency, but a user's
+   * next one may be billed in another (their country changed), and currencies are never added together.
+   */
+  costs: z.array(z.object({ currency: z.string(), cost: money })),
   createdAt: iso,
   lastActiveAt: iso.nullable(),
 });
@@ -121,8 +129,10 @@ export const sentAsAgent = z.object({ messageId: z.string(), parts: z.number().i
 
 export const costsQuery = z.object({
   by: z.enum(['day', 'user', 'conversation']).default('day'),
-  from: iso.optional(),
-  to: iso.optional(),
+  /** From this instant (inclusive); a bare day starts at its UTC midnight. */
+  from: instant.optional(),
+  /** Up to this instant (exclusive); a bare day is included whole. */
+  to: instant.optional(),
   userId: z.string().max(128).optional(),
   sessionId: z.string().max(128).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
@@ -140,7 +150,11 @@ export const costRow = z.object({
   turns: z.number().int(),
   models: z.array(modelUsage),
 });
-/** One row per key and currency; `totals` per currency. */
+/**
+ * One row per key and currency (the latest `limit` days in calendar order, or the users and conversations that cost
+ * most); `totals` per currency over everything the query matched, not only the rows returned. A turn's tokens and
+ * cost are on its reply, under the model that answered last.
+ */
 export const costs = z.object({ by: z.enum(['day', 'user', 'conversation']), rows: z.array(costRow), totals: z.array(z.object({ currency: z.string(), cost: money })) });
 
 export const liveTurn = z.object({
@@ -148,7 +162,10 @@ export const liveTurn = z.object({
   channel: z.string(),
   conversationId: z.string(),
   userId: z.string(),
-  /** `waiting`: accepted, no turn yet; `running`: a turn holds it; `paused`: held by an operator's pause. */
+  /**
+   * `running`: a live process has the messages (their turn is starting or under way); `paused`: held by an operator's
+   * pause; `waiting`: nobody works on them now (their process died and its lease has not run out, or a retry is due).
+   */
   state: z.enum(['waiting', 'running', 'paused']),
   messages: z.number().int(),
   oldestAt: iso,

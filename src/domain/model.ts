@@ -40,6 +40,10 @@ export interface Session {
   /** Decimal string in `currency`. */
   readonly cost: string;
   readonly currency: string;
+  /** When an operator paused the agent here: messages are stored and not answered until resumed. Null when not paused. */
+  readonly pausedAt: Date | null;
+  /** When an operator last ended the conversation (its context restarted then); null when never. */
+  readonly endedAt: Date | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }

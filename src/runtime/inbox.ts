@@ -57,6 +57,15 @@ export class Inbox<Item> {
 
   /** Queues `item` for the conversation's next turn, which starts when `window` allows. */
   submit(conversationKey: string, item: Item, window: QuietWindow = AT_ONCE): void {
+    this.submitAll(conversationKey, [item], window);
+  }
+
+  /**
+   * Queues several items at once, so one turn answers them together (as far as `sameBatch` allows): messages taken
+   * over after a crash, or held while their conversation was paused.
+   */
+  submitAll(conversationKey: string, items: readonly Item[], window: QuietWindow = AT_ONCE): void {
+    if (items.length === 0) return;
     const now = performance.now();
     let conversation = this.#conversations.get(conversationKey);
     if (!conversation) {
@@ -64,8 +73,8 @@ export class Inbox<Item> {
       this.#conversations.set(conversationKey, conversation);
     }
     if (conversation.pending.length === 0) conversation.firstWaitingAt = now;
-    conversation.pending.push(item);
-    this.#held += 1;
+    conversation.pending.push(...items);
+    this.#held += items.length;
     conversation.lastArrivedAt = now;
     conversation.window = window;
     this.#schedule(conversationKey, conversation);

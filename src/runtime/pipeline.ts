@@ -9,7 +9,7 @@ import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundM
 import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity } from '../domain/ports/identity.js';
 import { systemText } from '../i18n/index.js';
 import type { Participant, ParticipantKey } from './conversation-cache.js';
-import { Inbox } from './inbox.js';
+import { Inbox, type QuietWindow } from './inbox.js';
 import { postponeParts } from './postponement.js';
 import { settlesWithin } from './settles-within.js';
 import { runTurn } from './turn.js';
@@ -277,11 +277,7 @@ export class Pipeline {
   }
 
   #queue(channel: Channel, participant: Participant, inbound: InboundRecord, signal: AbortSignal | undefined): void {
-    const quietWindowMs = channel.inbox?.quietWindowMs ?? 0;
-    this.#inbox.submit(conversationKey(inbound.channel, inbound.conversationId), { channel, ...participant, inbound, signal }, {
-      quietWindowMs,
-      maxWaitMs: channel.inbox?.maxWaitMs ?? quietWindowMs * 4,
-    });
+    this.#inbox.submit(conversationKey(inbound.channel, inbound.conversationId), { channel, ...participant, inbound, signal }, quietWindowOf(channel));
   }
 
   /**
@@ -429,6 +425,7 @@ export class Pipeline {
     const fresh = handedOver.map((item) => this.#fresh.delete(item.inbound.id)).every(Boolean);
     let formed: Awaited<ReturnType<typeof formBatch>>;
     try {
+      if (await this.#held(handedOver)) return;
       formed = fresh ? { messages: handedOver, later: [] } : await formBatch(this.#deps.store, handedOver, lease);
     } catch (error) {
       this.#deps.logger.error({ err: error, correlationId: handedOver[0].inbound.correlationId }, 'could not read the inbox; trying the turn again shortly');
@@ -441,6 +438,44 @@ export class Pipeline {
     const { due, exhausted } = byAttempts(formedBatch, this.#options.maxTurnAttempts ?? DEFAULT_MAX_TURN_ATTEMPTS);
     if (isNonEmpty(exhausted)) await this.#giveUp(exhausted, exhausted.length === formedBatch.length ? resume : undefined);
     if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined);
+  }
+
+  /**
+   * Whether an operator paused the conversation: then its messages stay stored and queued, leased to nobody, and
+   * no turn answers them until it is resumed (see {@link answerHeld}). Asked of the store when the turn is about to
+   * start (after the quiet window), so a pause made by any process holds it; a turn already running finishes.
+   */
+  async #held(batch: readonly [AcceptedMessage, ...AcceptedMessage[]]): Promise<boolean> {
+    const first = batch[0].inbound;
+    const session = await this.#deps.store.sessions.findById(first.sessionId);
+    if (session?.pausedAt == null) return false;
+    // The store decides again in one statement: a resume since the read above lets the turn run after all.
+    const held = await this.#deps.store.inbound.hold(batch.map((item) => item.inbound.id));
+    if (held === 0) return false;
+    this.#deps.logger.info({ correlationId: first.correlationId, sessionId: first.sessionId, held }, 'conversation paused by an operator: messages stored, held until it is resumed');
+    return true;
+  }
+
+  /**
+   * Answers the held messages of a resumed conversation here, together in one turn (as the inbox answers what
+   * arrived during a turn). Resolves how many were taken: none when the conversation's channel does not run in this
+   * process (a process running it answers them in its next recovery round) or they are answered already.
+   */
+  async answerHeld(session: Pick<Session, 'id' | 'channel'>): Promise<number> {
+    if (this.#stopped || !this.#channels.has(session.channel)) return 0;
+    const records = await this.#deps.store.inbound.claimExpired({ owner: this.#owner, leaseMs: this.#leaseMs, channels: [session.channel], limit: RECOVERY_BATCH, sessionId: session.id });
+    await this.#queueRecovered(records, 'answering messages held while the conversation was paused');
+    return records.length;
+  }
+
+  /** The channel of that name, when it runs in this process. */
+  runningChannel(name: string): Channel | undefined {
+    return this.#channels.get(name);
+  }
+
+  /** The lease this process holds its outbox parts and inbox messages under (renewed while it runs). */
+  get lease(): { readonly owner: string; readonly leaseMs: number } {
+    return { owner: this.#owner, leaseMs: this.#leaseMs };
   }
 
   async #answer(batch: readonly [AcceptedMessage, ...AcceptedMessage[]], resume: TurnRequest['resume']): Promise<void> {
@@ -518,7 +553,7 @@ export class Pipeline {
         await deliveries.renewLeases(this.#owner, this.#leaseMs);
         if (this.#stopped) return;
         const claimed = await inbound.claimExpired({ owner: this.#owner, leaseMs: this.#leaseMs, channels: [...this.#channels.keys()], limit: RECOVERY_BATCH });
-        for (const record of claimed) await this.#recover(record);
+        await this.#queueRecovered(claimed, 'answering a message left unanswered by a stopped process');
         const offline = [...this.#channels.values()].filter((channel) => channel.capabilities.offlineDelivery).map((channel) => channel.name);
         const unsent = await deliveries.claimExpired({ owner: this.#owner, leaseMs: this.#leaseMs, channels: offline, limit: RECOVERY_BATCH });
         await this.#resendAll(unsent);
@@ -528,14 +563,29 @@ export class Pipeline {
     });
   }
 
-  /** Queues a message a process that died left unanswered. */
-  async #recover(record: InboundRecord): Promise<void> {
+  /**
+   * Queues messages taken over from the store (a process that died left them unanswered, or a paused conversation
+   * held them), each conversation's together so that one turn answers them.
+   */
+  async #queueRecovered(records: readonly InboundRecord[], why: string): Promise<void> {
+    const byConversation = new Map<string, AcceptedMessage[]>();
+    for (const record of records) {
+      const item = await this.#recovered(record);
+      if (!item) continue;
+      this.#deps.logger.warn({ correlationId: record.correlationId, channel: record.channel, conversationId: record.conversationId, receivedAt: record.receivedAt }, why);
+      const key = conversationKey(record.channel, record.conversationId);
+      byConversation.set(key, [...(byConversation.get(key) ?? []), item]);
+    }
+    for (const [key, items] of byConversation) this.#inbox.submitAll(key, items, quietWindowOf(items[0]!.channel));
+  }
+
+  /** A message taken over from the store, as the inbox holds it; undefined when its channel, user or session is gone. */
+  async #recovered(record: InboundRecord): Promise<AcceptedMessage | undefined> {
     const channel = this.#channels.get(record.channel);
     const [user, session] = await Promise.all([this.#deps.store.users.findById(record.userId), this.#deps.store.sessions.findById(record.sessionId)]);
-    if (!channel || !user || !session) return;
+    if (!channel || !user || !session) return undefined;
     const accounts = (await this.#deps.store.users.listAccounts(user.id)).map(({ channel: name, accountId }) => ({ channel: name, accountId }));
-    this.#deps.logger.warn({ correlationId: record.correlationId, channel: record.channel, conversationId: record.conversationId, receivedAt: record.receivedAt }, 'answering a message left unanswered by a stopped process');
-    this.#queue(channel, { user, accounts, session }, record, undefined);
+    return { channel, user, accounts, session, inbound: record, signal: undefined };
   }
 
   /**
@@ -669,6 +719,12 @@ function writtenAt(message: { readonly createdAt: Date; readonly meta: Readonly<
 
 function isNonEmpty<T>(items: readonly T[]): items is readonly [T, ...T[]] {
   return items.length > 0;
+}
+
+/** When a channel's conversation may start its next turn (`Channel.inbox`). */
+function quietWindowOf(channel: Channel): QuietWindow {
+  const quietWindowMs = channel.inbox?.quietWindowMs ?? 0;
+  return { quietWindowMs, maxWaitMs: channel.inbox?.maxWaitMs ?? quietWindowMs * 4 };
 }
 
 function conversationKey(channel: string, conversationId: string): string {

@@ -70,7 +70,7 @@ function scriptedContext(steps: readonly Step[], options: { streaming?: boolean;
 
 const request: FlowRequest = {
   user: { id: 'u1', displayName: 'Ada', phone: null, createdAt: new Date(0) },
-  session: { id: 's1', userId: 'u1', channel: 'test', conversationId: 'c1', status: 'running', title: null, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cost: '0', currency: 'USD', createdAt: new Date(0), updatedAt: new Date(0) },
+  session: { id: 's1', userId: 'u1', channel: 'test', conversationId: 'c1', status: 'running', title: null, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cost: '0', currency: 'USD', pausedAt: null, endedAt: null, createdAt: new Date(0), updatedAt: new Date(0) },
   correlationId: 'corr-1',
   language: 'en',
   timeZone: 'UTC',

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/domain/errors.js';
 import { migrateToLatest, migrations, openStore, type Database } from '../../src/store/index.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
+import { runOperatorQueriesContract } from './operator-queries-contract.js';
 import { runStoreContract } from './store-contract.js';
 
 // No skip: an unreachable server makes beforeAll — and so this file — fail with a message saying how to fix it.
@@ -20,6 +21,10 @@ afterAll(async () => {
 
 // Migrated once in beforeAll; every test gets its own pool on the shared database.
 runStoreContract('PostgreSQL', async () => {
+  const store = await openStore(database.url, { migrate: false });
+  return { store, cleanup: () => store.close() };
+});
+runOperatorQueriesContract('PostgreSQL', async () => {
   const store = await openStore(database.url, { migrate: false });
   return { store, cleanup: () => store.close() };
 });

@@ -6,6 +6,7 @@ import { Kysely, SqliteDialect, sql, type KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/domain/errors.js';
 import { KyselyStore, migrateToLatest, migrations, openSqliteDatabase, openStore, type Database } from '../../src/store/index.js';
+import { runOperatorQueriesContract } from './operator-queries-contract.js';
 import { runStoreContract } from './store-contract.js';
 
 let dir: string;
@@ -23,6 +24,10 @@ afterAll(async () => {
 const nextUrl = (): string => `sqlite:${join(dir, `nested/dir/store-${(files += 1)}.db`)}`;
 
 runStoreContract('SQLite file', async () => {
+  const store = await openStore(nextUrl());
+  return { store, cleanup: () => store.close() };
+});
+runOperatorQueriesContract('SQLite file', async () => {
   const store = await openStore(nextUrl());
   return { store, cleanup: () => store.close() };
 });

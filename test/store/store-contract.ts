@@ -934,6 +934,65 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const claimed = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
         expect(claimed.map((record) => record.text)).toEqual(['lost']);
       });
+
+      it("holds a paused session's messages from every taker until it is resumed, then hands them out, one session at a time if asked", async () => {
+        const channel = unique('chan');
+        const [paused, other] = [await givenSession(), await givenSession()];
+        const first = await givenInbound(paused, { channel, owner: 'a', text: 'p1' });
+        await givenInbound(paused, { channel, owner: 'dead', leaseMs: 1, text: 'p2' });
+        await givenInbound(other, { channel, owner: 'dead', leaseMs: 1, text: 'o1' });
+        const id = first.accepted ? first.record.id : '';
+        // Not paused: nothing is held, the turn may answer.
+        expect(await store.inbound.hold([id])).toBe(0);
+        expect(await store.sessions.setPaused(paused.id, true)).toBe(true);
+        expect(await store.sessions.setPaused(paused.id, true)).toBe(false);
+        expect((await store.sessions.findById(paused.id))?.pausedAt).toBeInstanceOf(Date);
+        expect(await store.inbound.hold([id])).toBe(1);
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the 1 ms leases run out
+        const recovered = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
+        expect(recovered.map((record) => record.text)).toEqual(['o1']);
+        expect((await store.inbound.listQueued(paused.id)).map((record) => record.text)).toEqual(['p1', 'p2']);
+
+        expect(await store.sessions.setPaused(paused.id, false)).toBe(true);
+        expect((await store.sessions.findById(paused.id))?.pausedAt).toBeNull();
+        await givenInbound(other, { channel, owner: 'dead', leaseMs: 1, text: 'o2' });
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const resumed = await store.inbound.claimExpired({ owner: 'resumer', leaseMs: 60_000, channels: [channel], limit: 10, sessionId: paused.id });
+        expect(resumed.map((record) => record.text)).toEqual(['p1', 'p2']);
+        await expectStoreError(store.sessions.setPaused(randomUUID(), true), 'not_found');
+      });
+    });
+
+    describe('operator actions', () => {
+      it("ends a session: completed, its end time kept, and the model's context starts after it", async () => {
+        const session = await givenSession();
+        await store.messages.append(session.id, [text('before the end')]);
+        const ended = await store.sessions.end(session.id);
+        expect(ended).toMatchObject({ id: session.id, status: 'completed', endedAt: expect.any(Date) });
+        expect(await store.messages.listRecent(session.id, { limit: 10, audience: 'display', sinceContextStart: true })).toEqual([]);
+        await store.messages.append(session.id, [text('after it')]);
+        expect((await store.messages.listRecent(session.id, { limit: 10, audience: 'display', sinceContextStart: true })).map((message) => message.content)).toEqual(['after it']);
+        await expectStoreError(store.sessions.end(randomUUID()), 'not_found');
+      });
+
+      it('records actions newest first, and one per idempotency key, also when two come at once', async () => {
+        const session = await givenSession();
+        const key = unique('key');
+        const pause = await store.adminActions.record({ action: 'pause', actor: 'admin', requestId: 'req-1', sessionId: session.id, userId: session.userId });
+        expect(pause).toMatchObject({ recorded: true, action: { action: 'pause', actor: 'admin', requestId: 'req-1', idempotencyKey: null, details: {} } });
+        const sends = await Promise.all(
+          [1, 2, 3].map((n) => store.transaction((tx) => tx.adminActions.record({ action: 'send', actor: `ops-${n}`, idempotencyKey: key, sessionId: session.id, details: { n } }))),
+        );
+        const recorded = sends.filter((send) => send.recorded);
+        expect(recorded).toHaveLength(1);
+        const first = recorded[0]!.recorded ? recorded[0]!.action : undefined;
+        for (const send of sends) if (!send.recorded) expect(send.existing).toEqual(first);
+        const listed = await store.adminActions.list({ limit: 10, sessionId: session.id });
+        expect(listed.map((action) => action.action)).toEqual(['send', 'pause']);
+        expect(listed[0]).toEqual(first);
+        expect(await store.adminActions.list({ limit: 1, sessionId: session.id })).toHaveLength(1);
+        expect((await store.adminActions.list({ limit: 500 })).map((action) => action.id)).toContain(first!.id);
+      });
     });
 
     describe('outbox', () => {

@@ -5,3 +5,4 @@ export type * from './tool-dispatch.js';
 export type * from './channel.js';
 export type * from './identity.js';
 export type * from './flow.js';
+export type * from './operator-queries.js';

@@ -12,6 +12,7 @@ import type {
   User,
   UserStateRecord,
 } from '../model.js';
+import type { OperatorQueries } from './operator-queries.js';
 
 /**
  * Repositories over one database. Every adapter (SQLite, PostgreSQL) passes the same contract suite
@@ -32,8 +33,11 @@ export interface Store {
   readonly channelLeases: ChannelLeaseRepository;
   readonly focus: FocusRepository;
   readonly identityEvents: IdentityEventRepository;
+  readonly adminActions: AdminActionRepository;
   readonly spend: SpendRepository;
   readonly profiles: ProfileRepository;
+  /** What operators read across users and conversations (the admin API): lists, transcripts, costs, live turns. */
+  readonly operators: OperatorQueries;
   /**
    * Runs `fn` in one transaction; the store handed to `fn` is bound to it. Commits when `fn` resolves,
    * rolls back and rethrows when it rejects (undoing only this transaction's writes). Nested calls reuse the outer
@@ -102,6 +106,17 @@ export interface SessionRepository {
    * of a turn is one statement, not two).
    */
   addUsage(sessionId: string, usage: TokenUsage & { cost: string; currency: string; status?: SessionStatus }): Promise<void>;
+  /**
+   * Pauses (`true`) or resumes (`false`) the agent in the session: while paused its messages are stored and no turn
+   * answers them (see `InboundRepository.hold`). Resolves whether anything changed (false: it already was so).
+   * @throws StoreError `not_found` for an unknown session.
+   */
+  setPaused(sessionId: string, paused: boolean): Promise<boolean>;
+  /**
+   * Ends the conversation: status `completed`, `endedAt` now, and its context restarts (as {@link resetContext}).
+   * @throws StoreError `not_found` for an unknown session.
+   */
+  end(sessionId: string): Promise<Session>;
 }
 
 /** What an append changes on the session besides its message counter, in the same write of its row. */
@@ -245,9 +260,9 @@ export interface InboundRepository {
   /**
    * Takes over queued messages of `channels` whose lease ran out and that are due (see {@link retryLater}), oldest
    * first, leasing them to `owner` and counting the attempt (the records come back with it counted). Two processes
-   * never take the same message.
+   * never take the same message. Messages of a paused session are never taken; with `sessionId`, only that session's.
    */
-  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<InboundRecord[]>;
+  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number; readonly sessionId?: string }): Promise<InboundRecord[]>;
   /**
    * Records that the turn taking these messages failed and that its process takes them again after `delayMs`: the
    * next attempt is counted now (so a crash meanwhile does not lose the count), and recovery by another process
@@ -258,6 +273,13 @@ export interface InboundRepository {
   markAbandoned(ids: readonly string[]): Promise<void>;
   /** The queued messages of a session, oldest first. */
   listQueued(sessionId: string): Promise<InboundRecord[]>;
+  /**
+   * Holds queued messages whose session is paused: their leases go (owner none, expired), so whoever resumes the
+   * session can take them at once, while {@link claimExpired} passes them over until then. Decided by the database
+   * in one statement, so a resume in between is never missed. Resolves how many were held (0: the session is not
+   * paused, answer them).
+   */
+  hold(ids: readonly string[]): Promise<number>;
 }
 
 /** The conversation messages are recorded into, and its person as identity bound them. */
@@ -383,6 +405,44 @@ export interface IdentityEventRepository {
   add(event: NewIdentityEvent): Promise<IdentityEvent>;
   /** The latest `limit` (default 100) events naming the user (as subject, or as either side of a relink), oldest first. */
   listByUser(userId: string, limit?: number): Promise<IdentityEvent[]>;
+}
+
+/** What an operator did through the admin API (`admin_actions`). */
+export type AdminActionKind = 'send' | 'pause' | 'resume' | 'end' | 'profile' | 'phone' | 'role' | 'relink';
+
+export interface NewAdminAction {
+  readonly action: AdminActionKind;
+  /** Who did it: `admin`, or the name the dashboard or console passed on. */
+  readonly actor: string;
+  readonly requestId?: string | null;
+  /** Unique across the audit: a second action with the same key is not recorded (see {@link AdminActionRepository.record}). */
+  readonly idempotencyKey?: string | null;
+  readonly sessionId?: string | null;
+  readonly userId?: string | null;
+  readonly details?: Readonly<Record<string, unknown>>;
+}
+
+export interface AdminAction {
+  readonly id: string;
+  readonly action: AdminActionKind;
+  readonly actor: string;
+  readonly requestId: string | null;
+  readonly idempotencyKey: string | null;
+  readonly sessionId: string | null;
+  readonly userId: string | null;
+  readonly details: Readonly<Record<string, unknown>>;
+  readonly createdAt: Date;
+}
+
+/** The operators' audit: written in the transaction of the change it records, never updated. */
+export interface AdminActionRepository {
+  /**
+   * Records an action. One whose `idempotencyKey` is already recorded is not: the first one comes back instead
+   * (two at once with one key record one; the other waits for it on PostgreSQL, and gets it).
+   */
+  record(action: NewAdminAction): Promise<{ readonly recorded: true; readonly action: AdminAction } | { readonly recorded: false; readonly existing: AdminAction }>;
+  /** The latest `limit` actions, newest first; with `sessionId`, only those on that session. */
+  list(options: { readonly limit: number; readonly sessionId?: string }): Promise<AdminAction[]>;
 }
 
 /** Small values each channel keeps across restarts. */

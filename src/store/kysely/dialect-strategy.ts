@@ -44,6 +44,16 @@ export interface DialectStrategy {
    */
   costSql(db: Kysely<Database>): CostSql | undefined;
 
+  /**
+   * The exact sum of a money column over a group, as text, for an aggregate SELECT; read it back with
+   * {@link readMoneySum}. SQL's SUM on decimal text would add floats, so a dialect without an exact decimal type sums
+   * exactly another way.
+   */
+  sumMoney(column: RawBuilder<unknown>): RawBuilder<string | null>;
+
+  /** The canonical decimal of a {@link sumMoney} result ("0" for the sum of no rows). */
+  readMoneySum(value: string | null): string;
+
   /** Upsert, the quiet kind: an INSERT that does nothing when a row with the same `keys` exists. */
   insertOrIgnore<QB extends InsertQueryBuilder<Database, any, any>>(insert: QB, keys: readonly string[]): QB;
 

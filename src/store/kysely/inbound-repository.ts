@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Selectable, type SelectQueryBuilder } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { InboundRecord, NewInboundRecord } from '../../domain/model.js';
 import type { InboundRepository } from '../../domain/ports/store.js';
@@ -73,12 +73,38 @@ export class KyselyInboundRepository implements InboundRepository {
   }
 
 
-  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }) {
+  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number; readonly sessionId?: string }) {
     return storeOperation('inbound.claimExpired', async () => {
       if (input.channels.length === 0 || input.limit <= 0) return [];
       const now = this.#ctx.now();
-      const rows = await claimExpired(this.#ctx.db, this.#ctx.dialect, 'inbound_messages', { ...input, now, leaseUntil: now + input.leaseMs, order: ['arrival', 'id'] });
+      const { sessionId } = input;
+      const rows = await claimExpired(this.#ctx.db, this.#ctx.dialect, 'inbound_messages', {
+        ...input,
+        now,
+        leaseUntil: now + input.leaseMs,
+        order: ['arrival', 'id'],
+        // A paused session's messages wait for its resume, whoever looks.
+        narrow: (select) => {
+          const unpaused = select.where((eb) => eb.not(eb.exists(pausedSession((table) => eb.selectFrom(table)))));
+          return sessionId === undefined ? unpaused : unpaused.where('session_id', '=', sessionId);
+        },
+      });
       return rows.map(toInboundRecord);
+    });
+  }
+
+  hold(ids: readonly string[]): Promise<number> {
+    return storeOperation('inbound.hold', async () => {
+      if (ids.length === 0) return 0;
+      const result = await this.#ctx.db
+        .updateTable('inbound_messages')
+        // A non-null not_before (due at once) tells the taker no turn took it: holding costs no attempt.
+        .set({ owner: null, lease_until: 0, not_before: sql`coalesce(not_before, 0)` })
+        .where('id', 'in', [...ids])
+        .where('state', '=', 'queued')
+        .where((eb) => eb.exists(pausedSession((table) => eb.selectFrom(table))))
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
     });
   }
 
@@ -169,6 +195,11 @@ const markAnsweredQuery = prepared((db, $: { id: string; replyId: string; replyS
   db.updateTable('inbound_messages').set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null }).where('id', '=', $.id),
 );
 
+
+/** The message's session, when it is paused (a correlated subquery on `inbound_messages.session_id`). */
+function pausedSession(selectFrom: (table: 'sessions') => SelectQueryBuilder<any, any, any>) {
+  return selectFrom('sessions').select(sql.lit(1).as('one')).whereRef('sessions.id', '=', 'inbound_messages.session_id').where('sessions.paused_at', 'is not', null);
+}
 
 function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
   return {

@@ -6,10 +6,12 @@ import { KyselyChannelLeaseRepository } from './channel-lease-repository.js';
 import { KyselyChannelStateRepository } from './channel-state-repository.js';
 import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyFocusRepository } from './focus-repository.js';
+import { KyselyAdminActionRepository } from './admin-action-repository.js';
 import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
+import { KyselyOperatorQueries } from './operator-queries.js';
 import { KyselyProfileRepository } from './profile-repository.js';
 import { KyselyRecordedMessageRepository } from './recorded-message-repository.js';
 import type { RepositoryContext } from './repository-context.js';
@@ -60,8 +62,10 @@ export class KyselyStore implements Store {
   readonly channelLeases: KyselyChannelLeaseRepository;
   readonly focus: KyselyFocusRepository;
   readonly identityEvents: KyselyIdentityEventRepository;
+  readonly adminActions: KyselyAdminActionRepository;
   readonly spend: KyselySpendRepository;
   readonly profiles: KyselyProfileRepository;
+  readonly operators: KyselyOperatorQueries;
   readonly #ctx: RepositoryContext;
   readonly #engine: StoreEngine | undefined;
   /** The store handed to transactions run by the database's engine, on the engine's transaction-bound Kysely. */
@@ -88,8 +92,10 @@ export class KyselyStore implements Store {
     this.channelLeases = new KyselyChannelLeaseRepository(this.#ctx);
     this.focus = new KyselyFocusRepository(this.#ctx);
     this.identityEvents = new KyselyIdentityEventRepository(this.#ctx);
+    this.adminActions = new KyselyAdminActionRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);
+    this.operators = new KyselyOperatorQueries(this.#ctx);
   }
 
   /** The SQL dialect this store speaks. */

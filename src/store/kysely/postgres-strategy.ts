@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { fromStoredCost } from '../../domain/money.js';
 import { onConflictUpserts, type CostSql, type DialectStrategy } from './dialect-strategy.js';
 import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT, type MessageValues } from './message-repository.js';
 import { preparedBatch, type PreparedBatch } from './prepared-query.js';
@@ -24,6 +25,9 @@ export const postgresStrategy: DialectStrategy = {
     return true;
   },
   costSql: () => numericCost,
+  // numeric sums exactly.
+  sumMoney: (column) => sql<string | null>`cast(sum(${column}) as text)`,
+  readMoneySum: (value) => (value === null ? '0' : fromStoredCost(value)),
   ...onConflictUpserts,
   lockForUpdate: (select, options) => (options?.allowReferences ? select.forNoKeyUpdate() : select.forUpdate()) as typeof select,
 };

@@ -45,6 +45,8 @@ export function toSession(row: Selectable<SessionsTable>): Session {
     cachedInputTokens: Number(row.cached_input_tokens),
     cost: fromStoredCost(row.cost),
     currency: row.currency,
+    pausedAt: row.paused_at == null ? null : toDate(row.paused_at),
+    endedAt: row.ended_at == null ? null : toDate(row.ended_at),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
   };

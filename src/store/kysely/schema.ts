@@ -31,6 +31,7 @@ export interface Database {
   readonly daily_spend: DailySpendTable;
   readonly budget_reservations: BudgetReservationsTable;
   readonly identity_events: IdentityEventsTable;
+  readonly admin_actions: AdminActionsTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -81,6 +82,10 @@ export interface SessionsTable {
   last_seq: ColumnType<number, number | undefined, number>;
   /** The model sees only messages after this seq: a reset moves it to `last_seq` (nothing is deleted). */
   context_since_seq: ColumnType<number | string, number | undefined, number>;
+  /** When an operator paused the agent here (its messages are stored, not answered); null while not paused. */
+  paused_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  /** When an operator last ended the conversation; null when never. */
+  ended_at: ColumnType<number | string | null, number | null | undefined, number | null>;
   created_at: EpochMillis;
   updated_at: EpochMillis;
 }
@@ -306,6 +311,23 @@ export interface IdentityEventsTable {
   from_user_id: string | null;
   to_user_id: string | null;
   actor: string;
+  /** JSON object. */
+  details: string;
+  created_at: EpochMillis;
+  /** Order of writing (epoch microseconds, strictly increasing per writing process). */
+  arrival: ColumnType<number | string, number, number>;
+}
+
+/** The operators' audit: what an operator did through the admin API, by whom, under which request. */
+export interface AdminActionsTable {
+  id: string;
+  action: string;
+  actor: string;
+  request_id: string | null;
+  /** A send's `Idempotency-Key`: unique, so a repeated request finds the first one's row. */
+  idempotency_key: string | null;
+  session_id: string | null;
+  user_id: string | null;
   /** JSON object. */
   details: string;
   created_at: EpochMillis;

@@ -147,6 +147,36 @@ export class KyselySessionRepository implements SessionRepository {
     });
   }
 
+  /** One guarded UPDATE: only a session not already so changes, so a pause keeps the time it began. */
+  setPaused(sessionId: string, paused: boolean): Promise<boolean> {
+    return storeOperation('sessions.setPaused', async () => {
+      const now = this.#ctx.now();
+      const result = await this.#ctx.db
+        .updateTable('sessions')
+        .set({ paused_at: paused ? now : null, updated_at: now })
+        .where('id', '=', sessionId)
+        .where('paused_at', paused ? 'is' : 'is not', null)
+        .executeTakeFirst();
+      if (result.numUpdatedRows !== 0n) return true;
+      if ((await this.findById(sessionId)) === undefined) throw sessionNotFound(sessionId);
+      return false;
+    });
+  }
+
+  end(sessionId: string): Promise<Session> {
+    return storeOperation('sessions.end', async () => {
+      const now = this.#ctx.now();
+      const row = await this.#ctx.db
+        .updateTable('sessions')
+        .set((eb) => ({ status: 'completed', ended_at: now, context_since_seq: eb.ref('last_seq'), updated_at: now }))
+        .where('id', '=', sessionId)
+        .returningAll()
+        .executeTakeFirst();
+      if (row === undefined) throw sessionNotFound(sessionId);
+      return toSession(row);
+    });
+  }
+
   async #find(channel: string, conversationId: string): Promise<Session | undefined> {
     const row = (await findByConversationQuery.execute(this.#ctx.db, { channel, conversationId })).rows[0];
     return row === undefined ? undefined : toSession(row);

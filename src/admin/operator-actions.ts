@@ -1,0 +1,226 @@
+import { createHash } from 'node:crypto';
+import { ChannelRetryLaterError } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { Session } from '../domain/model.js';
+import type { Channel, ReplyTarget } from '../domain/ports/channel.js';
+import type { AdminAction, AdminActionKind, DeliveryRecord, Store } from '../domain/ports/store.js';
+import type { AdminResult } from '../identity/identity-admin.js';
+import type { Logger } from '../observability/logger.js';
+import type { PalaverMetrics } from '../observability/metrics.js';
+import { resetUserState } from '../runtime/context/reset.js';
+import { parseUserState } from '../runtime/context/user-state.js';
+import { accountNamespaceOf, type Pipeline } from '../runtime/pipeline.js';
+import { postponeParts } from '../runtime/postponement.js';
+import { splitReply } from '../runtime/reply.js';
+
+/** Who asked for an action, as the admin API knows it. */
+export interface OperatorRequest {
+  /** `admin`, or the name the dashboard or console passed on (`X-Palaver-Actor`). */
+  readonly actor: string;
+  readonly requestId: string | null;
+}
+
+/** What a send as the agent answers: the stored message, its parts, and whether an earlier request already sent it. */
+export interface SentAsAgent {
+  readonly messageId: string;
+  readonly parts: number;
+  readonly duplicate: boolean;
+}
+
+/** A conversation's state after a pause or resume; `changed` is false when it already was so. */
+export interface PauseState {
+  readonly sessionId: string;
+  readonly paused: boolean;
+  readonly changed: boolean;
+  /** On resume: the held messages this process took to answer now (in one turn). */
+  readonly answering?: number;
+}
+
+export interface OperatorActionsOptions {
+  readonly store: Store;
+  readonly pipeline: Pipeline;
+  /** The turn's caches, which forget what an action changed so the next turn reads it afresh. */
+  readonly cache: { forgetHistory(sessionId: string): void; forgetState(userId: string): void };
+  /** Whether ending a conversation keeps the person's role (`reset.keepRole`, as `/reset`). */
+  readonly resetKeepsRole: boolean;
+  readonly logger: Logger;
+  readonly metrics: PalaverMetrics;
+}
+
+/**
+ * What an operator does in a conversation through the admin API: send a message as the agent, pause and resume the
+ * agent, end the conversation. Each action is written to the operators' audit (`admin_actions`) in the transaction
+ * of the change it makes.
+ */
+export class OperatorActions {
+  readonly #options: OperatorActionsOptions;
+
+  constructor(options: OperatorActionsOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Sends `text` into the conversation as the agent: stored as the agent's display message (`meta.operator` names
+   * who wrote it), then delivered through the conversation's channel once. A channel that delivers offline
+   * (Telegram) gets it through the outbox, stored with the message: a crash before it is sent leaves it to the next
+   * recovery round, which sends it. Any other channel is sent to directly, once: the web channel shows it in a run
+   * still open on the page, and otherwise the page shows it in the transcript it loads.
+   *
+   * A second request with the same `idempotencyKey` sends nothing and answers as the first did (`duplicate: true`);
+   * the key's audit row is written in the transaction of the message, so exactly one of two racing requests stores.
+   */
+  async send(sessionId: string, text: string, request: OperatorRequest & { readonly idempotencyKey: string }): Promise<AdminResult<SentAsAgent>> {
+    const { store, pipeline, cache } = this.#options;
+    const session = await store.sessions.findById(sessionId);
+    if (!session) return notFound(sessionId);
+    const channel = pipeline.runningChannel(session.channel);
+    if (!channel) return conflict(`The conversation's channel ${session.channel} does not run in this Palaver; nothing was sent.`);
+    const parts = splitReply(text, channel.capabilities.maxMessageChars);
+    const messageId = newId();
+    const correlationId = newId();
+    const digest = sha256(text);
+    const target: ReplyTarget = { channel: channel.name, conversationId: session.conversationId, accountId: await this.#accountOf(channel, session), inReplyTo: [], correlationId, sessionId };
+    const stored = await store.transaction(async (tx): Promise<{ readonly earlier?: AdminAction; readonly deliveries?: readonly DeliveryRecord[] }> => {
+      const recorded = await tx.adminActions.record({
+        ...this.#audit('send', session, request),
+        idempotencyKey: request.idempotencyKey,
+        details: { messageId, parts: parts.length, channel: channel.name, textSha256: digest },
+      });
+      if (!recorded.recorded) return { earlier: recorded.existing };
+      await tx.messages.append(sessionId, [{ id: messageId, role: 'assistant', audience: 'display', content: text, correlationId, meta: { operator: request.actor, ...(request.requestId ? { requestId: request.requestId } : {}) } }]);
+      if (!channel.capabilities.offlineDelivery) return {};
+      const deliveries = await tx.deliveries.add(
+        parts.map((part, index) => ({ sessionId, replyMessageId: messageId, part: index, text: part, channel: channel.name, conversationId: target.conversationId, accountId: target.accountId, inReplyTo: [], correlationId })),
+        pipeline.lease,
+      );
+      return { deliveries };
+    });
+    if (stored.earlier) return repeated(stored.earlier, sessionId, digest);
+    // The model reads the conversation with the operator's words in it: its cached history would miss them.
+    cache.forgetHistory(sessionId);
+    const log = this.#options.logger.child({ correlationId, sessionId, actor: request.actor });
+    log.info({ channel: channel.name, parts: parts.length }, 'message sent as the agent by an operator');
+    // Not awaited: the request is answered once the message is stored (202); the channel may ask to wait.
+    void this.#deliver(channel, target, messageId, parts, stored.deliveries, log);
+    return { ok: true, value: { messageId, parts: parts.length, duplicate: false } };
+  }
+
+  /** Pauses the agent in the conversation: its messages are stored and held, not answered, until it is resumed. */
+  async pause(sessionId: string, request: OperatorRequest): Promise<AdminResult<PauseState>> {
+    return this.#setPaused(sessionId, true, request);
+  }
+
+  /** Resumes the agent: the messages held meanwhile are answered, once, together in one turn. */
+  async resume(sessionId: string, request: OperatorRequest): Promise<AdminResult<PauseState>> {
+    const result = await this.#setPaused(sessionId, false, request);
+    if (!result.ok) return result;
+    const session = await this.#options.store.sessions.findById(sessionId);
+    const answering = session ? await this.#options.pipeline.answerHeld(session) : 0;
+    return { ok: true, value: { ...result.value, answering } };
+  }
+
+  /**
+   * Ends the conversation: status `completed`, its end time kept, and the model's next turn starts afresh (as
+   * `/reset`: no history before it, no response chain, the role as `reset.keepRole` says). Messages still waiting
+   * are answered in the fresh context.
+   */
+  async end(sessionId: string, request: OperatorRequest): Promise<AdminResult<Session>> {
+    const { store, cache, resetKeepsRole } = this.#options;
+    const result = await store.transaction(async (tx): Promise<AdminResult<Session>> => {
+      const session = await tx.sessions.findById(sessionId);
+      if (!session) return notFound(sessionId);
+      const ended = await tx.sessions.end(sessionId);
+      const { state } = parseUserState((await tx.userState.get(session.userId))?.raw);
+      await tx.userState.save(session.userId, resetUserState(state, resetKeepsRole));
+      await tx.adminActions.record(this.#audit('end', session, request));
+      return { ok: true, value: ended };
+    });
+    if (result.ok) {
+      cache.forgetHistory(sessionId);
+      cache.forgetState(result.value.userId);
+      this.#options.logger.info({ sessionId, actor: request.actor }, 'conversation ended by an operator');
+    }
+    return result;
+  }
+
+  /** The operators' audit, newest first. */
+  actions(limit: number): Promise<AdminAction[]> {
+    return this.#options.store.adminActions.list({ limit });
+  }
+
+  async #setPaused(sessionId: string, paused: boolean, request: OperatorRequest): Promise<AdminResult<PauseState>> {
+    return this.#options.store.transaction(async (tx): Promise<AdminResult<PauseState>> => {
+      const session = await tx.sessions.findById(sessionId);
+      if (!session) return notFound(sessionId);
+      const changed = await tx.sessions.setPaused(sessionId, paused);
+      await tx.adminActions.record({ ...this.#audit(paused ? 'pause' : 'resume', session, request), details: { changed } });
+      this.#options.logger.info({ sessionId, actor: request.actor, changed }, paused ? 'conversation paused by an operator' : 'conversation resumed by an operator');
+      return { ok: true, value: { sessionId, paused, changed } };
+    });
+  }
+
+  #audit(action: AdminActionKind, session: Session, request: OperatorRequest) {
+    return { action, actor: request.actor, requestId: request.requestId, sessionId: session.id, userId: session.userId };
+  }
+
+  /** The person's account on the conversation's channel (the account a reply answers); the conversation id if none. */
+  async #accountOf(channel: Channel, session: Session): Promise<string> {
+    const namespace = accountNamespaceOf(channel);
+    const accounts = await this.#options.store.users.listAccounts(session.userId);
+    return accounts.find((account) => account.channel === namespace)?.accountId ?? session.conversationId;
+  }
+
+  /**
+   * Sends the parts in order. Through the outbox: each is marked sent as the channel takes it; a flood wait leaves
+   * it and the rest to be sent when allowed, behind earlier replies still waiting there. Never throws.
+   */
+  async #deliver(channel: Channel, target: ReplyTarget, messageId: string, parts: readonly string[], records: readonly DeliveryRecord[] | undefined, log: Logger): Promise<void> {
+    const { store } = this.#options;
+    let sent = 0;
+    try {
+      if (records) {
+        const behind = await store.deliveries.queuedAhead({ channel: channel.name, conversationId: target.conversationId, replyMessageId: messageId }).catch(() => undefined);
+        if (behind !== undefined) {
+          await postponeParts(this.#options, log, records, behind, 'earlier replies of the conversation wait in the outbox');
+          return;
+        }
+      }
+      for (const [index, part] of parts.entries()) {
+        const record = records?.[index];
+        const receipt = await channel.send(target, part, { deliveryKey: record?.id ?? `${messageId}:${index}` });
+        sent += 1;
+        if (record) await store.deliveries.markSent(record.id, receipt.messageId);
+      }
+    } catch (error) {
+      const unsent = records?.slice(sent) ?? [];
+      if (error instanceof ChannelRetryLaterError && unsent.length > 0) {
+        await postponeParts(this.#options, log, unsent, error.retryAfterMs, 'the channel asked to wait');
+        return;
+      }
+      for (const part of unsent) await store.deliveries.markFailed(part.id, error instanceof Error ? error.message : String(error)).catch(() => undefined);
+      // The web channel without an open run lands here too: the message is stored, and the page shows it on load.
+      log.warn({ err: error, channel: channel.name, sentParts: sent, parts: parts.length }, 'could not send the message sent as the agent');
+    }
+  }
+}
+
+/** The answer to a repeated key: the first request's, unless the key was used for another message. */
+function repeated(earlier: AdminAction, sessionId: string, digest: string): AdminResult<SentAsAgent> {
+  const { messageId, parts, textSha256 } = earlier.details;
+  if (earlier.action !== 'send' || earlier.sessionId !== sessionId || textSha256 !== digest || typeof messageId !== 'string' || typeof parts !== 'number') {
+    return conflict('That Idempotency-Key was used for another request; nothing was sent. Use a new key for a new message.');
+  }
+  return { ok: true, value: { messageId, parts, duplicate: true } };
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function notFound(sessionId: string): { ok: false; error: { code: 'not_found'; message: string } } {
+  return { ok: false, error: { code: 'not_found', message: `There is no conversation ${sessionId}.` } };
+}
+
+function conflict(message: string): { ok: false; error: { code: 'conflict'; message: string } } {
+  return { ok: false, error: { code: 'conflict', message } };
+}
