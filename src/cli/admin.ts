@@ -314,7 +314,7 @@ const AUTHOR_LABEL = { person: 'person', agent: 'agent', operator: 'operator', p
 function transcriptText(answer: z.infer<typeof transcript>): string {
   const { conversation } = answer;
   const lines = [
-    `${singleLine(conversation.sessionId)}  ${singleLine(conversation.channel)} ${singleLine(conversation.conversationId)}  ${singleLine(conversation.user.displayName ?? '')} (${singleLine(conversation.user.id)})`,
+    `${singleLine(conversation.sessionId)}  ${singleLine(conversation.channel)} ${singleLine(conversation.conversationId)}  ${conversation.user.displayName === null ? '' : `${singleLine(conversation.user.displayName)} `}(${singleLine(conversation.user.id)})`,
     `${conversationState(conversation)} · ${conversation.waiting} waiting · cost ${conversation.cost} ${conversation.currency} · tokens ${conversation.inputTokens} in, ${conversation.outputTokens} out`,
     '',
   ];
