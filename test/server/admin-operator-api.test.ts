@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { addCosts } from '../../src/domain/money.js';
 import { conversationsPage, costs, liveTurns, overview, transcript, usersPage } from '../../src/admin/api-contract.js';
 import type { ModelScript, ScriptedReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
@@ -193,6 +194,31 @@ describe('admin API for operators (read side)', () => {
     await reply;
     expect((await get('/admin/turns/live')).body).toEqual({ turns: [] });
     expect((await get('/admin/overview')).body['inbox']).toEqual({ waiting: 0, running: 0, paused: 0 });
+  });
+
+  it('lists a paused conversation with its held message, and marks a message an operator sent as the operator’s', async () => {
+    const { palaver, server, get } = await start();
+    const first = await palaver.chat({ userId: 'ann', text: 'thanks' });
+    const post = (path: string, body?: unknown) => fetch(`${server.url}${path}`, { method: 'POST', headers: admin, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    expect((await post(`/admin/conversations/${first.sessionId}/pause`)).status).toBe(200);
+    // Stored, not answered while paused: the chat's reply comes after the resume.
+    const held = palaver.chat({ userId: 'ann', text: 'are you there?' });
+    await expect.poll(async () => liveTurns.parse((await get('/admin/turns/live')).body).turns).toMatchObject([{ sessionId: first.sessionId, state: 'paused', messages: 1 }]);
+    expect((await get('/admin/overview')).body['inbox']).toEqual({ waiting: 0, running: 0, paused: 1 });
+    const paused = conversationsPage.parse((await get('/admin/conversations?paused=true')).body).conversations;
+    expect(paused).toMatchObject([{ sessionId: first.sessionId, paused: true, waiting: 1, lastMessage: { role: 'assistant', text: 'You are welcome.' } }]);
+    expect((await get('/admin/conversations?paused=false')).body['conversations']).toEqual([]);
+    expect((await post(`/admin/conversations/${first.sessionId}/resume`)).status).toBe(200);
+    const answered = await held;
+    expect(answered.text).toBe('You are welcome.');
+    expect((await get('/admin/turns/live')).body).toEqual({ turns: [] });
+
+    expect((await post(`/admin/conversations/${first.sessionId}/messages`, { text: 'An operator here.' })).status).toBe(202);
+    const messages = transcript.parse((await get(`/admin/conversations/${first.sessionId}/transcript`)).body).messages;
+    expect(messages.at(-1)).toMatchObject({ role: 'assistant', author: 'operator', text: 'An operator here.', model: null, cost: '0' });
+    // A message sent by an operator is no turn and costs nothing.
+    expect(costs.parse((await get(`/admin/costs?by=conversation&sessionId=${first.sessionId}`)).body).rows).toMatchObject([{ turns: 2, cost: addCosts(first.usage.cost, answered.usage.cost) }]);
+    expect(addCosts(first.usage.cost, answered.usage.cost)).toBe('0.0009');
   });
 
   it('refuses invalid queries with 400 naming the parameter, and answers only the admin token', async () => {

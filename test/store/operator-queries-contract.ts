@@ -307,6 +307,22 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         expect((await store.operators.conversation(session.id))?.waiting).toBe(2);
       });
 
+      it('counts the messages of a paused conversation as paused, and filters conversations by pause', async () => {
+        const user = await givenUser('Ada');
+        const session = await givenSession(user);
+        const other = await givenSession(user);
+        await accept(session, 'held');
+        expect(await store.sessions.setPaused(session.id, true)).toBe(true);
+        expect((await store.operators.liveTurns()).filter((turn) => turn.sessionId === session.id).map((turn) => [turn.state, turn.messages])).toEqual([['paused', 1]]);
+        const ids = async (paused: boolean) => (await store.operators.conversations({ userId: user.id, paused, limit: 10 })).items.map((item) => item.sessionId);
+        expect(await ids(true)).toEqual([session.id]);
+        expect(await ids(false)).toEqual([other.id]);
+        expect((await store.operators.conversation(session.id))?.pausedAt).toBeInstanceOf(Date);
+        await store.sessions.setPaused(session.id, false);
+        expect((await store.operators.liveTurns()).filter((turn) => turn.sessionId === session.id).map((turn) => turn.state)).toEqual(['running']);
+        expect(await ids(true)).toEqual([]);
+      });
+
       it('counts outbox parts pending and failed', async () => {
         const session = await givenSession(await givenUser('Ada'));
         const before = await store.operators.depth();

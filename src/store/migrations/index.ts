@@ -20,6 +20,7 @@ import { recordedMessagesMigration } from './0015-recorded-messages.js';
 import { channelLeasesMigration } from './0016-channel-leases.js';
 import { toolOutboxMigration } from './0017-tool-outbox.js';
 import { operatorActionsMigration } from './0019-operator-actions.js';
+import { operatorReadIndexesMigration } from './0020-operator-read-indexes.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -48,6 +49,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0016_channel_leases': channelLeasesMigration(dialect),
     '0017_tool_outbox': toolOutboxMigration(dialect),
     '0019_operator_actions': operatorActionsMigration(dialect),
+    '0020_operator_read_indexes': operatorReadIndexesMigration(dialect),
   };
 }
 
