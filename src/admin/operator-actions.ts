@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ChannelRetryLaterError } from '../domain/errors.js';
+import { ChannelError, ChannelRetryLaterError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Session } from '../domain/model.js';
 import type { Channel, ReplyTarget } from '../domain/ports/channel.js';
@@ -198,8 +198,9 @@ export class OperatorActions {
         return;
       }
       for (const part of unsent) await store.deliveries.markFailed(part.id, error instanceof Error ? error.message : String(error)).catch(() => undefined);
-      // The web channel without an open run lands here too: the message is stored, and the page shows it on load.
-      log.warn({ err: error, channel: channel.name, sentParts: sent, parts: parts.length }, 'could not send the message sent as the agent');
+      // The web channel without an open run is ordinary: the message is stored, and the page shows it on load.
+      if (error instanceof ChannelError && error.code === 'client_gone') log.info({ channel: channel.name }, 'message sent as the agent is stored; no open run shows it now, the transcript does');
+      else log.warn({ err: error, channel: channel.name, sentParts: sent, parts: parts.length }, 'could not send the message sent as the agent');
     }
   }
 }

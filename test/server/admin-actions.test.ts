@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Palaver } from '../../src/app.js';
 import { adminActions, sentAsAgent } from '../../src/admin/api-contract.js';
+import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js';
 import type { ModelScript } from '../../src/testing/index.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
@@ -215,5 +216,22 @@ describe('admin API: ending a conversation', () => {
     ]);
     expect(actions[1]!.details).toEqual({ from: null, to: 'driver' });
     expect(JSON.stringify(actions)).not.toContain('Europe/Kyiv');
+  });
+
+  it('sends a message as the agent directly through a channel without an outbox, once per key', async () => {
+    harness = await createHarness(() => ({ text: 'hi' }));
+    const memo = new MemoryChannel({ name: 'memo' });
+    const palaver = await harness.start({ server: { adminToken: TEST_SECRETS.adminToken } }, { channels: [memo] });
+    const admin = await adminOf(palaver);
+    const { outcome } = await memo.reply(await memo.say('hello', { accountId: 'ada', conversationId: 'c-1' }));
+    const headers = { 'idempotency-key': 'memo-1' };
+    const first = await admin('POST', `/conversations/${outcome.sessionId}/messages`, { text: 'An operator here.' }, headers);
+    const again = await admin('POST', `/conversations/${outcome.sessionId}/messages`, { text: 'An operator here.' }, headers);
+    expect([first.status, again.status]).toEqual([202, 202]);
+    expect(again.body['duplicate']).toBe(true);
+    await expect.poll(() => memo.sent.map((sent) => sent.value)).toEqual(['hi', 'An operator here.']);
+    expect(memo.sent[1]!.target).toMatchObject({ channel: 'memo', conversationId: 'c-1', accountId: 'ada', sessionId: outcome.sessionId });
+    // No outbox for it: it was sent straight away.
+    expect(await palaver.store.deliveries.listForReply(first.body['messageId'] as string)).toEqual([]);
   });
 });
