@@ -143,8 +143,8 @@ export function adminCommand(configOption: () => Option): Command {
     .command('costs')
     .description('what the model calls cost, per day, user or conversation, with tokens by model')
     .addOption(new Option('--by <key>', 'group by').choices(['day', 'user', 'conversation']).default('day'))
-    .option('--from <date>', 'from this day or instant (UTC), e.g. 2026-11-01', parseInstant)
-    .option('--to <date>', 'up to this day or instant (UTC), excluded', parseInstant)
+    .option('--from <date>', 'from this day or instant (included), UTC, e.g. 2026-11-01', parseInstant)
+    .option('--to <date>', 'up to this day (included) or instant (excluded), UTC', parseInstant)
     .option('--user <userId>', 'only this user\'s')
     .option('--conversation <sessionId>', 'only this conversation\'s')
     .addOption(limitOption(1000))
@@ -283,7 +283,7 @@ function usersTable(users: readonly z.infer<typeof userSummary>[]): string {
       user.role ?? '',
       user.accounts.map((account) => `${account.channel}:${account.accountId}`).join(', '),
       String(user.conversations),
-      user.currency === null ? user.cost : `${user.cost} ${user.currency}`,
+      user.costs.length === 0 ? '0' : user.costs.map((entry) => `${entry.cost} ${entry.currency}`).join(' + '),
       when(user.lastActiveAt),
     ]),
   );

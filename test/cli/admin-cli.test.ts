@@ -45,7 +45,7 @@ describe('palaver admin: arguments and exit codes', () => {
   it('documents every command and the exit codes in --help', async () => {
     const help = await admin(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs']) expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs', 'actions']) expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     expect(help.stdout).toMatch(/Exit codes:\n {2}0 {2}done\n {2}1 {2}usage error.*\n {2}2 {2}not found.*\n {2}3 {2}refused.*\n {2}4 {2}unavailable/);
     expect(help.stdout).toContain('PALAVER_ADMIN_TOKEN');
   });
@@ -127,3 +127,126 @@ async function answering(reply: (path: string) => [number, unknown]): Promise<{ 
   await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
   return { server: fake, url: `http://127.0.0.1:${(fake.address() as AddressInfo).port}` };
 }
+
+/** One AG-UI run on the demo server: a turn on the web channel, as a person in the chat page makes one. */
+async function chatOnWeb(text: string, threadId: string): Promise<void> {
+  const response = await fetch(`${server.url}/agui`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ threadId, runId: `run-${threadId}-${Date.now()}`, messages: [{ id: `u-${Date.now()}`, role: 'user', content: text }], tools: [], context: [], state: {}, forwardedProps: {} }),
+  });
+  expect(response.status).toBe(200);
+  expect(await response.text()).toContain('RUN_FINISHED');
+}
+
+describe('palaver admin against a running Palaver', () => {
+  it('lists the conversation, shows its transcript with the tool call under --audit, and its cost', async () => {
+    await chatOnWeb('what time is it?', 'admin-thread-1');
+    const url = ['--url', server.url];
+
+    const listed = await admin([...url, '--json', 'conversations', '--channel', 'web']);
+    expect(listed.code).toBe(0);
+    const page = JSON.parse(listed.stdout) as { conversations: { sessionId: string; conversationId: string; lastMessage: { text: string } | null }[]; nextCursor: string | null };
+    const conversation = page.conversations.find((entry) => entry.conversationId.includes('admin-thread-1'))!;
+    expect(conversation).toBeDefined();
+    expect(conversation.lastMessage?.text).toMatch(/^It is .+ where you are\.$/);
+
+    const table = await admin([...url, 'conversations']);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^SESSION +CHANNEL +PERSON +STATUS +WAIT +COST +LAST MESSAGE +UPDATED$/m);
+    expect(table.stdout).toContain(conversation.sessionId);
+
+    const shown = await admin([...url, 'show', conversation.sessionId]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/#\d+ +\S+ \S+ +person\n {4}what time is it\?/);
+    expect(shown.stdout).toMatch(/agent.*\n {4}It is .+ where you are\./);
+    expect(shown.stdout).not.toContain('current_time');
+    const audited = await admin([...url, 'show', conversation.sessionId, '--audit']);
+    expect(audited.stdout).toMatch(/↳ current_time\(.*\) succeeded/);
+
+    const costs = await admin([...url, '--json', 'costs', '--by', 'conversation']);
+    expect(costs.code).toBe(0);
+    const rows = (JSON.parse(costs.stdout) as { rows: { key: string; turns: number }[] }).rows;
+    expect(rows.find((row) => row.key === conversation.sessionId)?.turns).toBe(1);
+    const costTable = await admin([...url, 'costs']);
+    expect(costTable.stdout).toMatch(/^DAY +NAME +COST +CUR +TURNS +IN +OUT +MODELS$/m);
+    expect(costTable.stdout).toMatch(/\nTotal: \S+ [A-Z]{3}/);
+
+    const users = await admin([...url, 'users']);
+    expect(users.code).toBe(0);
+    expect(users.stdout).toMatch(/^USER +NAME +PHONE +ROLE +ACCOUNTS +CONV +COST +LAST ACTIVE$/m);
+    expect(users.stdout).toContain('web:');
+  });
+
+  it('exits 2 for a conversation that does not exist', async () => {
+    const runs = await Promise.all([
+      admin(['--url', server.url, 'show', 'no-such-session']),
+      admin(['--url', server.url, 'pause', 'no-such-session']),
+      admin(['--url', server.url, 'send', 'no-such-session', 'hello']),
+    ]);
+    for (const run of runs) {
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+    }
+  });
+
+  it('sends as the agent once per Idempotency-Key, and pauses, resumes and ends the conversation', async () => {
+    await chatOnWeb('hello', 'admin-thread-2');
+    const url = ['--url', server.url];
+    const page = JSON.parse((await admin([...url, '--json', 'conversations', '--search', 'admin-thread-2'])).stdout) as { conversations: { sessionId: string }[] };
+    const sessionId = page.conversations[0]!.sessionId;
+
+    const sent = await admin([...url, '--actor', 'Ops Anna', 'send', sessionId, 'An', 'operator', 'here.']);
+    expect(sent.code).toBe(0);
+    expect(sent.stdout).toMatch(/^Sent as the agent: message \S+ \(1 part\)\.$/m);
+    const key = /^Idempotency-Key: (\S+)/m.exec(sent.stdout)![1]!;
+    const again = await admin([...url, '--json', 'send', sessionId, 'An operator here.', '--key', key]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ duplicate: true, parts: 1 });
+    expect(again.stderr).toContain(`Idempotency-Key: ${key}`);
+    const transcript = JSON.parse((await admin([...url, '--json', 'show', sessionId])).stdout) as { messages: { author: string; text: string }[] };
+    expect(transcript.messages.filter((message) => message.author === 'operator').map((message) => message.text)).toEqual(['An operator here.']);
+
+    const paused = await admin([...url, 'pause', sessionId]);
+    expect(paused.code).toBe(0);
+    expect(paused.stdout).toContain('Paused');
+    const pausedList = JSON.parse((await admin([...url, '--json', 'conversations', '--paused'])).stdout) as { conversations: { sessionId: string; paused: boolean }[] };
+    expect(pausedList.conversations.map((entry) => entry.sessionId)).toEqual([sessionId]);
+
+    expect((await admin([...url, 'resume', sessionId])).code).toBe(0);
+    const resumedList = JSON.parse((await admin([...url, '--json', 'conversations', '--paused'])).stdout) as { conversations: unknown[] };
+    expect(resumedList.conversations).toEqual([]);
+
+    const ended = await admin([...url, 'end', sessionId]);
+    expect(ended.code).toBe(0);
+    expect(ended.stdout).toContain('Ended');
+    const after = JSON.parse((await admin([...url, '--json', 'show', sessionId])).stdout) as { conversation: { endedAt: string | null } };
+    expect(after.conversation.endedAt).not.toBeNull();
+
+    // The audit: who did what, each with the request id the console sent.
+    const audit = JSON.parse((await admin([...url, '--json', 'actions'])).stdout) as { actions: { action: string; actor: string; sessionId: string | null; requestId: string | null }[] };
+    const mine = audit.actions.filter((entry) => entry.sessionId === sessionId);
+    expect(mine.map((entry) => entry.action)).toEqual(['end', 'resume', 'pause', 'send']);
+    expect(mine.find((entry) => entry.action === 'send')?.actor).toBe('Ops Anna');
+    for (const entry of mine) expect(entry.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    const auditTable = await admin([...url, 'actions']);
+    expect(auditTable.stdout).toMatch(/^AT +ACTOR +ACTION +SESSION +USER +REQUEST$/m);
+    expect(auditTable.stdout).toMatch(/Ops Anna +send/);
+  });
+
+  it('follows every page with --all', async () => {
+    await Promise.all([chatOnWeb('hello', 'admin-thread-3'), chatOnWeb('hello', 'admin-thread-4')]);
+    const url = ['--url', server.url];
+    const first = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1'])).stdout) as { conversations: { sessionId: string }[]; nextCursor: string | null };
+    expect(first.conversations).toHaveLength(1);
+    expect(first.nextCursor).not.toBeNull();
+    const table = await admin([...url, 'conversations', '--limit', '1']);
+    expect(table.stdout).toContain(`More: add --cursor ${first.nextCursor} (or --all).`);
+    const next = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1', '--cursor', first.nextCursor!])).stdout) as { conversations: { sessionId: string }[] };
+    expect(next.conversations[0]!.sessionId).not.toBe(first.conversations[0]!.sessionId);
+    const all = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1', '--all'])).stdout) as { conversations: { sessionId: string }[]; nextCursor: string | null };
+    expect(all.nextCursor).toBeNull();
+    expect(new Set(all.conversations.map((entry) => entry.sessionId)).size).toBe(all.conversations.length);
+    expect(all.conversations.length).toBeGreaterThanOrEqual(3);
+  });
+});
