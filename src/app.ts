@@ -338,8 +338,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
       const { conversationChangeProbe } = await import('./admin/conversation-change-probe.js');
-      const { actionRoutes } = await import('./server/admin/action-routes.js');
       const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
+      const { actionRoutes } = await import('./server/admin/action-routes.js');
       const host = serveOptions.host ?? config.server.host;
       const app = createHttpApp({
         health: checkHealth,
@@ -351,9 +351,9 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
-          http.route('/admin', actionRoutes(operators));
           // The tool stream's backlog is not wired yet: /admin/overview answers toolStream null.
           http.route('/admin', operatorReadRoutes({ queries: store.operators }));
+          http.route('/admin', actionRoutes(operators));
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
           http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
         },
