@@ -351,8 +351,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
-          // The tool stream's backlog is not wired yet: /admin/overview answers toolStream null.
-          http.route('/admin', operatorReadRoutes({ queries: store.operators }));
+          // With streams dispatch the overview also shows the tool stream's backlog and dead letters.
+          http.route('/admin', operatorReadRoutes({ queries: store.operators, ...(streams ? { toolStream: () => streams.backlog() } : {}) }));
           http.route('/admin', actionRoutes(operators));
           http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
           http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));

@@ -14,6 +14,11 @@ export interface StreamsTools {
   readonly catalogue: WorkerToolCatalogue;
   /** Redis answers a ping (for /health and `palaver doctor`). */
   health(): Promise<{ ok: boolean; detail?: string }>;
+  /**
+   * Calls waiting for a worker (not yet read by the group, or read and not acknowledged) and calls given up after
+   * `tools.maxAttempts` (the `<stream>.dead` stream), for the operators' overview.
+   */
+  backlog(): Promise<{ readonly backlog: number; readonly deadLetters: number }>;
 }
 
 /**
@@ -39,6 +44,13 @@ export async function startStreamsTools(config: PalaverConfig, store: Store, log
   return {
     dispatcher,
     catalogue: new WorkerToolCatalogue(redis, { logger }),
+    async backlog() {
+      const [groups, deadLetters] = await Promise.all([redis.client.xInfoGroups(streamKey).catch(() => []), redis.client.xLen(redis.key(`${config.tools.stream}.dead`))]);
+      const group = groups.find((entry) => String(entry.name) === config.tools.group);
+      // No group yet (no worker ever started): every entry waits. `lag` is null when Redis cannot tell (trimmed).
+      const backlog = group === undefined ? await redis.client.xLen(streamKey) : Number(group.pending) + Number(group.lag ?? 0);
+      return { backlog, deadLetters };
+    },
     async health() {
       try {
         await redis.client.ping();

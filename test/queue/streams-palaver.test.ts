@@ -8,7 +8,7 @@ import { defineTool } from '../../src/tools/define-tool.js';
 import { LocalToolHost } from '../../src/tools/local-tool-host.js';
 import { McpToolHost } from '../../src/tools/mcp/mcp-tool-host.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
-import { dropTestKeys, testRedisSettings } from '../support/redis.js';
+import { connectTestRedis, dropTestKeys, testRedisSettings } from '../support/redis.js';
 import { startStandInWorker, type StandInWorker } from '../support/stand-in-tool-worker.js';
 
 const TOKEN = 'test-logistics-token';
@@ -83,6 +83,29 @@ describe('a Palaver with tools.dispatch "streams"', () => {
     expect(metrics).toMatch(/palaver_tool_dispatch_calls_total\{outcome="ok"\} 3/);
     // The runtime's lines about a streamed call carry the turn's correlation id.
     expect(harness!.logs.some((line) => line.msg === 'tool call answered by a worker' && line.correlationId === loud.correlationId)).toBe(true);
+  });
+
+  it("shows the tool stream's backlog and dead letters in the operators' overview", async () => {
+    const adminToken = 'overview-admin-token-1234';
+    const palaver = await start({ server: { adminToken } });
+    await palaver.chat({ userId: 'olga', text: 'I am a client' });
+    const server = await palaver.serve({ port: 0 });
+    const overview = async () => {
+      const response = await fetch(`${server.url}/admin/overview`, { headers: { authorization: `Bearer ${adminToken}` } });
+      expect(response.status).toBe(200);
+      return ((await response.json()) as { toolStream: unknown }).toolStream;
+    };
+    try {
+      // The worker took and acknowledged the call: nothing waits, nothing was given up.
+      expect(await overview()).toEqual({ backlog: 0, deadLetters: 0 });
+      // A call given up after its attempts lands in <stream>.dead, as the worker writes it.
+      const redisClient = await connectTestRedis(redis!);
+      await redisClient.client.xAdd(redisClient.key('events.plugins.dead'), '*', { callKey: 'k', error: 'gave up' });
+      await redisClient.close();
+      expect(await overview()).toEqual({ backlog: 0, deadLetters: 1 });
+    } finally {
+      await server.close();
+    }
   });
 
   it('refuses a tool outside the role before it leaves the runtime: no worker sees it', async () => {
