@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PalaverError } from '../domain/errors.js';
-import { adminActions, conversationsPage, costs, sentAsAgent, transcript, usersPage } from './api-contract.js';
+import { adminActions, conversationsPage, costs, endedConversation, pauseState, sentAsAgent, transcript, usersPage } from './api-contract.js';
 
 /**
  * A refusal or failure of the admin API, or no answer at all. `kind` is what a script acts on; `status` is the
@@ -41,9 +41,6 @@ export interface AdminClientOptions {
   /** Per request; default 15 s. */
   readonly timeoutMs?: number;
 }
-
-/** An action's answer: the API's JSON as it is (pause, resume and end answer with a small object). */
-const actionAnswer = z.record(z.string(), z.unknown());
 
 type Query = Readonly<Record<string, string | number | boolean | undefined>>;
 
@@ -85,8 +82,9 @@ export class AdminClient {
   }
 
   /** `pause`, `resume` or `end` a conversation. */
-  act(action: 'pause' | 'resume' | 'end', sessionId: string): Promise<Record<string, unknown>> {
-    return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/${action}`, actionAnswer, {});
+  act(action: 'pause' | 'resume' | 'end', sessionId: string): Promise<z.infer<typeof pauseState> | z.infer<typeof endedConversation>> {
+    const path = `/admin/conversations/${encodeURIComponent(sessionId)}/${action}`;
+    return action === 'end' ? this.#request('POST', path, endedConversation, {}) : this.#request('POST', path, pauseState, {});
   }
 
   costs(query: { by?: 'day' | 'user' | 'conversation'; from?: string; to?: string; userId?: string; sessionId?: string; limit?: number } = {}): Promise<z.infer<typeof costs>> {

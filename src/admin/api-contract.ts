@@ -127,6 +127,11 @@ export const sendAsAgentBody = z.strictObject({ text: z.string().trim().min(1).m
 /** 202: stored and handed to the channel's outbox; a repeat with the same `Idempotency-Key` answers the same. */
 export const sentAsAgent = z.object({ messageId: z.string(), parts: z.number().int(), duplicate: z.boolean() });
 
+/** Answer of pause and resume; `changed` is false when the conversation already was so, `answering` (resume) the held messages now answered. */
+export const pauseState = z.object({ sessionId: z.string(), paused: z.boolean(), changed: z.boolean(), answering: z.number().int().optional() });
+/** Answer of end. */
+export const endedConversation = z.object({ sessionId: z.string(), status: conversationStatus, endedAt: iso.nullable() });
+
 export const costsQuery = z.object({
   by: z.enum(['day', 'user', 'conversation']).default('day'),
   /** From this instant (inclusive); a bare day starts at its UTC midnight. */

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { adminAction, sendAsAgentBody, type sentAsAgent } from '../../admin/api-contract.js';
+import { adminAction, sendAsAgentBody, type endedConversation, type pauseState, type sentAsAgent } from '../../admin/api-contract.js';
 import type { OperatorActions, OperatorRequest } from '../../admin/operator-actions.js';
 import { newId } from '../../domain/ids.js';
 import type { AdminAction } from '../../domain/ports/store.js';
@@ -44,19 +44,19 @@ export function actionRoutes(operators: OperatorActions): Hono {
   app.post('/conversations/:sessionId/pause', async (c) => {
     const request = operatorRequest(c);
     if (!request.ok) return c.json(errorBody('invalid_request', request.message), 400);
-    return answer(c, await operators.pause(c.req.param('sessionId'), request.value), (state) => state);
+    return answer(c, await operators.pause(c.req.param('sessionId'), request.value), (state): z.infer<typeof pauseState> => state);
   });
 
   app.post('/conversations/:sessionId/resume', async (c) => {
     const request = operatorRequest(c);
     if (!request.ok) return c.json(errorBody('invalid_request', request.message), 400);
-    return answer(c, await operators.resume(c.req.param('sessionId'), request.value), (state) => state);
+    return answer(c, await operators.resume(c.req.param('sessionId'), request.value), (state): z.infer<typeof pauseState> => state);
   });
 
   app.post('/conversations/:sessionId/end', async (c) => {
     const request = operatorRequest(c);
     if (!request.ok) return c.json(errorBody('invalid_request', request.message), 400);
-    return answer(c, await operators.end(c.req.param('sessionId'), request.value), (session) => ({
+    return answer(c, await operators.end(c.req.param('sessionId'), request.value), (session): z.infer<typeof endedConversation> => ({
       sessionId: session.id,
       status: session.status,
       endedAt: session.endedAt?.toISOString() ?? null,
