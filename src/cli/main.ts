@@ -1,6 +1,9 @@
+import { createWriteStream, mkdirSync } from 'node:fs';
 import { constants } from 'node:os';
+import { dirname, join } from 'node:path';
 import { Command, Option } from 'commander';
 import { loadConfig, type PalaverConfig } from '../config/index.js';
+import { dataFolder } from '../config/paths.js';
 import type { Palaver, PalaverOptions } from '../app.js';
 import { ConsoleChannel } from '../channels/console/console-channel.js';
 import { PalaverError } from '../domain/errors.js';
@@ -81,12 +84,20 @@ export async function main(argv: readonly string[]): Promise<void> {
     .option('--conversation <id>', 'conversation key; the same key continues the same history', 'console')
     .option('--tool-details', 'show each tool result, not only which tool ran')
     .action(async (options: CommonOptions & { conversation: string; toolDetails?: boolean }) => {
-      const channel = new ConsoleChannel({ input: process.stdin, output: process.stdout, conversationId: options.conversation, showToolDetails: options.toolDetails === true });
+      let resetWords: readonly string[] = [];
+      const channel = new ConsoleChannel({
+        input: process.stdin,
+        output: process.stdout,
+        conversationId: options.conversation,
+        showToolDetails: options.toolDetails === true,
+        help: () => (resetWords.length === 0 ? [] : [`${resetWords.join(', ')}  start the conversation afresh (the agent forgets what was said)`]),
+      });
       // The terminal is the only channel here: the web and Telegram channels belong to `start` (a second poller
       // would take the bot's updates from the running server, a second MTProto client would duplicate the session).
-      const { palaver, demo } = await boot(options, { quietLogs: true, channels: [channel], overrides: { channels: { web: { enabled: false }, telegram: { enabled: false }, telegramUser: { enabled: false } } } });
+      const { palaver, demo, logFile } = await boot(options, { logToFile: true, channels: [channel], overrides: { channels: { web: { enabled: false }, telegram: { enabled: false }, telegramUser: { enabled: false } } } });
+      resetWords = [...new Set(Object.values(palaver.config.reset.triggers).flat())].filter((word) => word.startsWith('/'));
       if (demo) console.log(`${demo.banner(palaver.config)}\n`);
-      console.log('Type a message and press Enter; /exit ends the chat.');
+      console.log(`Type a message and press Enter; /help lists the commands, /exit ends the chat. Logs: ${logFile}`);
       await channel.done;
       await palaver.close();
       await demo?.close();
@@ -171,21 +182,23 @@ export async function main(argv: readonly string[]): Promise<void> {
 
 async function boot(
   options: CommonOptions,
-  extra: { processMetrics?: boolean; quietLogs?: boolean; channels?: PalaverOptions['channels']; overrides?: Record<string, unknown> },
-): Promise<{ palaver: Palaver; demo: Demo | undefined }> {
+  extra: { processMetrics?: boolean; logToFile?: boolean; channels?: PalaverOptions['channels']; overrides?: Record<string, unknown> },
+): Promise<{ palaver: Palaver; demo: Demo | undefined; logFile?: string }> {
   let demo: Demo | undefined;
   try {
     if (options.demo) demo = await (await import('./demo.js')).startDemo(options.demo === true ? 'notes' : options.demo);
     const { config } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides });
+    // The terminal chat writes its logs to a file, so no log line lands in the middle of the conversation.
+    const logFile = extra.logToFile ? join(dataFolder(config, process.cwd()), 'chat.log') : undefined;
+    if (logFile !== undefined) mkdirSync(dirname(logFile), { recursive: true });
     const palaverOptions: PalaverOptions = {
       ...(demo ? { tools: demo.toolsFor(config) } : {}),
       ...(extra.channels ? { channels: extra.channels } : {}),
       ...(extra.processMetrics ? { processMetrics: true } : {}),
-      // The terminal chat keeps logs to warnings on stderr so they do not mix with the conversation.
-      ...(extra.quietLogs ? { logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) } : {}),
+      ...(logFile === undefined ? {} : { logger: createLogger({ level: config.log.level, destination: createWriteStream(logFile, { flags: 'a' }) }) }),
     };
     const { createPalaver } = await import('../app.js');
-    return { palaver: await createPalaver(config, palaverOptions), demo };
+    return { palaver: await createPalaver(config, palaverOptions), demo, ...(logFile === undefined ? {} : { logFile }) };
   } catch (error) {
     await demo?.close();
     throw error;

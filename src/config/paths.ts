@@ -42,6 +42,14 @@ function defaultCookieSecretFile(databaseUrl: string, baseDir: string): string |
   return folder === undefined ? undefined : resolve(folder, COOKIE_SECRET_FILE_NAME);
 }
 
+/**
+ * Where Palaver keeps its own files for a resolved config: the SQLite file's folder, else `data/` in `baseDir` (for
+ * PostgreSQL and an in-memory database).
+ */
+export function dataFolder(config: PalaverConfig, baseDir: string): string {
+  return dataDir(config.database.url, baseDir) ?? resolve(baseDir, 'data');
+}
+
 /** Palaver's data folder: the SQLite file's, or `data/` beside the config for PostgreSQL; none for an in-memory database. */
 function dataDir(databaseUrl: string, baseDir: string): string | undefined {
   // PostgreSQL: the folder the default SQLite file would use, `data/` beside the config.

@@ -180,6 +180,28 @@ describe('palaver chat --demo', () => {
   });
 });
 
+describe('palaver chat: the terminal holds only the conversation', () => {
+  it('prints its banner first, answers /help itself, and writes every log line to data/chat.log', async () => {
+    const cwd = tempCwd();
+    const child = palaver(['chat', '--demo'], cwd);
+    typeLines(child, ['/help', 'remember: water the plants', '/exit']);
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    const out = child.stdout();
+    // The demo's banner is the first thing on screen: no log line before it, none anywhere after.
+    expect(out.trimStart().startsWith('{')).toBe(false);
+    expect(out.split('\n').filter((line) => line.trimStart().startsWith('{"level"'))).toEqual([]);
+    expect(child.stderr()).toBe('');
+    expect(out).toContain(`Logs: ${join(cwd, 'data', 'chat.log')}`);
+    expect(out).toContain('/help         this list');
+    expect(out).toContain('/exit, /quit  end the chat');
+    expect(out).toContain('/reset  start the conversation afresh');
+    expect(out).toContain('bot> Saved your note: water the plants\n');
+    // /help never reached the agent: one turn, for the note.
+    const log = readFileSync(join(cwd, 'data', 'chat.log'), 'utf8');
+    expect(log.split('\n').filter((line) => line.includes('"msg":"turn finished"'))).toHaveLength(1);
+  });
+});
+
 describe('palaver chat --demo salon', () => {
   it('runs the salon booking agent on its own SQLite file: cancels the haircut it was shown, then has nothing booked', async () => {
     const cwd = tempCwd();

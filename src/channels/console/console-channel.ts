@@ -26,9 +26,12 @@ export interface ConsoleChannelOptions {
   readonly color?: boolean;
   /** Terminal width, to erase streamed text that wrapped (default: the output's `columns`, else 80). */
   readonly columns?: number;
+  /** More lines for `/help`, after the channel's own commands (the words that start afresh, say). */
+  readonly help?: () => readonly string[];
 }
 
 const EXIT_COMMANDS = new Set(['/exit', '/quit']);
+const HELP_COMMANDS = new Set(['/help', '/?']);
 const PROMPT = 'you> ';
 const BOT = 'bot> ';
 const TYPING = '… typing';
@@ -220,6 +223,12 @@ export class ConsoleChannel implements Channel {
     const text = line.trim();
     if (EXIT_COMMANDS.has(text)) {
       await this.stop();
+      return;
+    }
+    if (HELP_COMMANDS.has(text)) {
+      // Answered here, never sent to the agent.
+      const lines = ['/help         this list', '/exit, /quit  end the chat (the conversation is kept)', ...(this.#options.help?.() ?? [])];
+      this.#write(`${lines.join('\n')}\n${PROMPT}`);
       return;
     }
     if (text === '') {
