@@ -19,6 +19,7 @@
   const newThread = document.getElementById('new-thread');
   const conversationList = document.getElementById('conversations');
   const typingLine = document.getElementById('typing');
+  const markdown = markdownRenderer();
 
   // Left over from earlier versions of the page: an API key and transcripts kept in this browser.
   for (const key of Object.keys(localStorage)) {
@@ -197,6 +198,7 @@
             const bubble = bubbles.get(event.messageId);
             if (!bubble) break;
             bubble.li.classList.remove('streaming');
+            showMarkdown(bubble.li, bubble.text);
             break;
           }
           case 'CUSTOM': {
@@ -329,8 +331,20 @@
   function renderMessage(role, text) {
     const li = element('li', `message ${role}`, text);
     li.dataset.testid = role === 'user' ? 'user-message' : 'assistant-message';
+    if (role === 'assistant') showMarkdown(li, text);
     list.append(li);
     return li;
+  }
+
+  /**
+   * Replaces a finished agent bubble's text with its Markdown rendering. The text comes from the model, so raw HTML
+   * is off (a `<script>` is shown as text), links go only to http(s) and mailto and open in a new tab without a
+   * referrer, and images are not fetched. Without the renderer the text stays plain.
+   */
+  function showMarkdown(li, text) {
+    if (!markdown) return;
+    li.innerHTML = markdown.render(text).trimEnd();
+    li.classList.add('markdown');
   }
 
   function startThread() {
@@ -369,6 +383,20 @@
 
   function scrollToEnd() {
     list.scrollTop = list.scrollHeight;
+  }
+
+  /** markdown-it (loaded before this file) with only what is safe for a model's text; null when it did not load. */
+  function markdownRenderer() {
+    if (typeof window.markdownit !== 'function') return null;
+    const md = window.markdownit({ html: false, linkify: true });
+    md.disable('image');
+    md.validateLink = (url) => /^(https?:|mailto:)/i.test(url.trim());
+    md.renderer.rules.link_open = (tokens, index, options, env, self) => {
+      tokens[index].attrSet('target', '_blank');
+      tokens[index].attrSet('rel', 'noopener noreferrer');
+      return self.renderToken(tokens, index, options);
+    };
+    return md;
   }
 
   /** crypto.randomUUID exists only in secure contexts; a LAN address over plain http is not one. */

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { PalaverError } from '../../domain/errors.js';
 import type { ChannelRoute } from '../../domain/ports/channel.js';
 import { PACKAGE_ROOT } from '../../package-root.js';
@@ -19,20 +20,29 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-sr
 /** What the page routes ask of the channel per request: a refusal, or extra headers (the visitor cookie). */
 export type PageRequestHook = (request: Request, path: string) => { readonly refuse: Response } | { readonly headers: Record<string, string> };
 
+/** The Markdown renderer's own prebuilt browser file, from its package: the page needs no bundler and no CDN. */
+function markdownRenderer(): string {
+  const packageDir = dirname(dirname(createRequire(import.meta.url).resolve('markdown-it')));
+  return readFileSync(join(packageDir, 'dist', 'markdown-it.min.js'), 'utf8');
+}
+
 /**
- * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`). The files are read once, here, so a
+ * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, and the Markdown renderer
+ * `/markdown-it.min.js`). The files are read once, here, so a
  * missing `web/` fails at start with a clear message instead of on the first visit. `onRequest` may refuse a
  * request (a foreign `Host`) or add headers (the page's `Set-Cookie`).
  * @throws PalaverError `web_assets_missing` when a file cannot be read.
  */
 export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: PageRequestHook): ChannelRoute[] {
-  return FILES.map(({ path, file, type }) => {
-    let content: string;
+  const files = FILES.map(({ path, file, type }): { path: string; type: string; content: string } => {
     try {
-      content = readFileSync(join(webDir, file), 'utf8');
+      return { path, type, content: readFileSync(join(webDir, file), 'utf8') };
     } catch (error) {
       throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, { cause: error });
     }
+  });
+  files.push({ path: '/markdown-it.min.js', type: 'text/javascript; charset=utf-8', content: markdownRenderer() });
+  return files.map(({ path, type, content }) => {
     return {
       method: 'GET',
       path,
