@@ -20,6 +20,7 @@
   const conversationList = document.getElementById('conversations');
   const typingLine = document.getElementById('typing');
   const markdown = markdownRenderer();
+  applyAccent();
 
   // Left over from earlier versions of the page: an API key and transcripts kept in this browser.
   for (const key of Object.keys(localStorage)) {
@@ -383,6 +384,14 @@
 
   function scrollToEnd() {
     list.scrollTop = list.scrollHeight;
+  }
+
+  /** The accent colour the server wrote into the page (checked again: only a hex colour becomes a style). */
+  function applyAccent() {
+    const accent = document.documentElement.dataset.accent;
+    if (!accent || !/^#[0-9a-f]{3,8}$/i.test(accent)) return;
+    document.documentElement.style.setProperty('--accent', accent);
+    document.documentElement.style.setProperty('--user-bg', accent);
   }
 
   /** markdown-it (loaded before this file) with only what is safe for a model's text; null when it did not load. */

@@ -17,7 +17,7 @@ describe('web chat page: how replies look', () => {
     // A missing browser must fail loudly: a skipped e2e suite looks like a passing one.
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found; run \`apt-get install chromium\` to run the browser tests.`);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
-    const channel = new WebChannel({ maxInboundChars: 2000, logger: silentLogger() });
+    const channel = new WebChannel({ maxInboundChars: 2000, logger: silentLogger(), agentName: 'Ada <Support>', accentColor: '#c2185b', logoUrl: '/logo.svg' });
     await channel.start(new ScriptedPipeline(channel, { delayMs: 5, reply: REPLY }));
     const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes });
     server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
@@ -26,6 +26,16 @@ describe('web chat page: how replies look', () => {
   afterAll(async () => {
     await browser?.close();
     await server?.close();
+  });
+
+  it('names the agent from its config, escaped, with its logo and accent colour', async () => {
+    const page = await browser.newPage({ viewport: { width: 390, height: 760 } });
+    await page.goto(`${server.url}/`);
+    expect(await page.title()).toBe('Ada <Support>');
+    expect(await page.locator('h1').textContent()).toBe('Ada <Support>');
+    expect(await page.getByTestId('agent-logo').getAttribute('src')).toBe('/logo.svg');
+    expect(await page.getByTestId('send-button').evaluate((button) => button.ownerDocument.defaultView?.getComputedStyle(button).backgroundColor)).toBe('rgb(194, 24, 91)');
+    await page.close();
   });
 
   it('renders the agent’s Markdown, shows HTML from the model as text, and keeps the person’s text plain', async () => {
