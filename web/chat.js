@@ -21,6 +21,8 @@
   const typingLine = document.getElementById('typing');
   const markdown = markdownRenderer();
   applyAccent();
+  const texts = pageTexts();
+  applyTexts();
 
   // Left over from earlier versions of the page: an API key and transcripts kept in this browser.
   for (const key of Object.keys(localStorage)) {
@@ -77,7 +79,7 @@
       for (const message of body.messages) renderMessage(message.role, message.text);
       scrollToEnd();
     } catch (error) {
-      showError(`Could not reach the server: ${error instanceof Error ? error.message : String(error)}`);
+      showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
@@ -91,7 +93,7 @@
       conversationList.replaceChildren();
       for (const conversation of body.conversations) {
         const li = document.createElement('li');
-        const button = element('button', 'conversation', conversation.title || 'Conversation');
+        const button = element('button', 'conversation', conversation.title || texts.conversation);
         button.type = 'button';
         button.dataset.testid = 'conversation';
         button.dataset.threadId = conversation.id;
@@ -132,7 +134,7 @@
     // The run id is this message's id for the agent: a reaction names it.
     userBubble.dataset.messageId = runId;
 
-    const thinking = element('li', 'thinking', 'Thinking…');
+    const thinking = element('li', 'thinking', texts.thinking);
     list.append(thinking);
     scrollToEnd();
     const run = newRun(thinking);
@@ -159,9 +161,9 @@
         return;
       }
       await readEvents(response.body, run.handle);
-      if (!run.ended) showError('The connection closed before the answer was complete. Please try again.');
+      if (!run.ended) showError(texts.closedEarly);
     } catch (error) {
-      showError(`Could not reach the server: ${error instanceof Error ? error.message : String(error)}`);
+      showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
     } finally {
       run.finish();
       setRunning(false);
@@ -240,7 +242,7 @@
             run.ended = true;
             typing.hide();
             // A failed turn's apology, with the error reference to quote, is already on screen as a message.
-            if (!(event.metadata && event.metadata.errorId)) showError(event.message || 'The agent could not answer.');
+            if (!(event.metadata && event.metadata.errorId)) showError(event.message || texts.agentFailed);
             break;
           case 'RUN_FINISHED':
             run.ended = true;
@@ -272,7 +274,7 @@
         if (!typingLine) return;
         const shown = Number.isFinite(seconds) ? Math.min(Math.max(seconds, 1), MAX_TYPING_SECONDS) : 5;
         clearTimeout(timer);
-        typingLine.textContent = 'Typing…';
+        typingLine.textContent = texts.typing;
         timer = setTimeout(hide, shown * 1000);
       },
       hide,
@@ -384,6 +386,36 @@
 
   function scrollToEnd() {
     list.scrollTop = list.scrollHeight;
+  }
+
+  /** The page's texts in the first of the browser's languages that chat-texts.js has, else English. */
+  function pageTexts() {
+    const table = window.palaverTexts || {};
+    for (const tag of navigator.languages || [navigator.language]) {
+      const language = String(tag).toLowerCase().split('-')[0];
+      if (table[language]) return { ...table.en, ...table[language], language };
+    }
+    return { ...table.en, language: 'en' };
+  }
+
+  /** Puts the chosen texts on the page's fixed elements (an embedder's own HTML may lack some of them). */
+  function applyTexts() {
+    if (!texts.send) return;
+    document.documentElement.lang = texts.language;
+    const set = (id, apply) => {
+      const node = document.getElementById(id);
+      if (node) apply(node);
+    };
+    set('conversations-title', (node) => (node.textContent = texts.conversations));
+    set('new-thread', (node) => {
+      node.textContent = texts.newChat;
+      node.title = texts.newChatTitle;
+    });
+    set('input', (node) => {
+      node.placeholder = texts.placeholder;
+      node.setAttribute('aria-label', texts.message);
+    });
+    set('send', (node) => (node.textContent = texts.send));
   }
 
   /** The accent colour the server wrote into the page (checked again: only a hex colour becomes a style). */

@@ -38,6 +38,24 @@ describe('web chat page: how replies look', () => {
     await page.close();
   });
 
+  it('speaks the visitor’s language in its own texts, English when it has not got theirs', async () => {
+    const russian = await browser.newContext({ locale: 'ru-RU', viewport: { width: 390, height: 760 } });
+    const page = await russian.newPage();
+    await page.goto(`${server.url}/`);
+    expect(await page.getByTestId('send-button').textContent()).toBe('Отправить');
+    expect(await page.getByTestId('new-thread').textContent()).toBe('Новый чат');
+    expect(await page.getByTestId('message-input').getAttribute('placeholder')).toBe('Напишите сообщение…');
+    expect(await page.locator('html').getAttribute('lang')).toBe('ru');
+    await page.screenshot({ path: 'test-artifacts/web-chat-390-ru.png' });
+    await russian.close();
+
+    const german = await browser.newContext({ locale: 'de-DE' });
+    const fallback = await german.newPage();
+    await fallback.goto(`${server.url}/`);
+    expect(await fallback.getByTestId('send-button').textContent()).toBe('Send');
+    await german.close();
+  });
+
   it('renders the agent’s Markdown, shows HTML from the model as text, and keeps the person’s text plain', async () => {
     const page = await browser.newPage({ viewport: { width: 390, height: 760 } });
     const dialogs: string[] = [];

@@ -12,6 +12,7 @@ const FILES = [
   { path: '/', file: 'chat.html', type: 'text/html; charset=utf-8' },
   { path: '/chat.js', file: 'chat.js', type: 'text/javascript; charset=utf-8' },
   { path: '/chat.css', file: 'chat.css', type: 'text/css; charset=utf-8' },
+  { path: '/chat-texts.js', file: 'chat-texts.js', type: 'text/javascript; charset=utf-8' },
 ] as const;
 
 /** How the page presents the agent (`agent.name`, `channels.web.accentColor`, `channels.web.logoUrl`). */
@@ -62,7 +63,7 @@ function markdownRenderer(): string {
 }
 
 /**
- * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, and the Markdown renderer
+ * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, `/chat-texts.js`, and the Markdown renderer
  * `/markdown-it.min.js`). The files are read once, here, so a
  * missing `web/` fails at start with a clear message instead of on the first visit. `onRequest` may refuse a
  * request (a foreign `Host`) or add headers (the page's `Set-Cookie`); `appearance` names and colours the page.
