@@ -76,7 +76,7 @@
       }
       const body = await response.json();
       list.replaceChildren();
-      for (const message of body.messages) renderMessage(message.role, message.text);
+      for (const message of body.messages) renderMessage(message.role, message.text, message.at);
       scrollToEnd();
     } catch (error) {
       showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
@@ -202,6 +202,7 @@
             if (!bubble) break;
             bubble.li.classList.remove('streaming');
             showMarkdown(bubble.li, bubble.text);
+            stamp(bubble.li);
             break;
           }
           case 'CUSTOM': {
@@ -331,8 +332,9 @@
     return `The server answered ${response.status} ${response.statusText}.`;
   }
 
-  function renderMessage(role, text) {
+  function renderMessage(role, text, at) {
     const li = element('li', `message ${role}`, text);
+    stamp(li, at);
     li.dataset.testid = role === 'user' ? 'user-message' : 'assistant-message';
     if (role === 'assistant') showMarkdown(li, text);
     list.append(li);
@@ -386,6 +388,17 @@
 
   function scrollToEnd() {
     list.scrollTop = list.scrollHeight;
+  }
+
+  /**
+   * Shows when a message was written (`at` from the transcript, now for a live one) in local time. Kept in an
+   * attribute the style sheet displays, so the bubble's text stays the message alone.
+   */
+  function stamp(li, at) {
+    const date = at ? new Date(at) : new Date();
+    if (Number.isNaN(date.getTime())) return;
+    li.dataset.time = date.toLocaleTimeString(texts.language, { hour: '2-digit', minute: '2-digit' });
+    li.title = date.toLocaleString(texts.language);
   }
 
   /** The page's texts in the first of the browser's languages that chat-texts.js has, else English. */

@@ -80,11 +80,15 @@ describe('web chat page: how replies look', () => {
     expect(await assistant.textContent()).toContain('<script>alert(1)</script>');
     expect(await assistant.textContent()).toContain('<img src=x onerror="alert(2)">');
     expect(await page.getByTestId('user-message').textContent()).toBe('Show me **this** as I typed it');
+    // Each bubble shows its local time beside (not inside) its text.
+    expect(await page.getByTestId('user-message').getAttribute('data-time')).toMatch(/^\d{2}:\d{2}/);
+    expect(await assistant.getAttribute('data-time')).toMatch(/^\d{2}:\d{2}/);
 
     // The stored transcript is rendered the same way after a reload.
     await page.reload();
     await expect.poll(() => page.getByTestId('assistant-message').locator('strong').count(), { timeout: 10_000 }).toBe(1);
     expect(await page.getByTestId('assistant-message').locator('script, img').count()).toBe(0);
+    expect(await page.getByTestId('assistant-message').getAttribute('data-time')).toMatch(/^\d{2}:\d{2}/);
     await page.screenshot({ path: 'test-artifacts/web-chat-390.png', fullPage: true });
     expect(dialogs).toEqual([]);
     await page.close();
