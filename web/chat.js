@@ -19,6 +19,10 @@
   const newThread = document.getElementById('new-thread');
   const conversationList = document.getElementById('conversations');
   const typingLine = document.getElementById('typing');
+  const markdown = markdownRenderer();
+  applyAccent();
+  const texts = pageTexts();
+  applyTexts();
 
   // Left over from earlier versions of the page: an API key and transcripts kept in this browser.
   for (const key of Object.keys(localStorage)) {
@@ -72,10 +76,10 @@
       }
       const body = await response.json();
       list.replaceChildren();
-      for (const message of body.messages) renderMessage(message.role, message.text);
+      for (const message of body.messages) renderMessage(message.role, message.text, message.at);
       scrollToEnd();
     } catch (error) {
-      showError(`Could not reach the server: ${error instanceof Error ? error.message : String(error)}`);
+      showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
@@ -89,7 +93,7 @@
       conversationList.replaceChildren();
       for (const conversation of body.conversations) {
         const li = document.createElement('li');
-        const button = element('button', 'conversation', conversation.title || 'Conversation');
+        const button = element('button', 'conversation', conversation.title || texts.conversation);
         button.type = 'button';
         button.dataset.testid = 'conversation';
         button.dataset.threadId = conversation.id;
@@ -130,7 +134,7 @@
     // The run id is this message's id for the agent: a reaction names it.
     userBubble.dataset.messageId = runId;
 
-    const thinking = element('li', 'thinking', 'Thinking…');
+    const thinking = element('li', 'thinking', texts.thinking);
     list.append(thinking);
     scrollToEnd();
     const run = newRun(thinking);
@@ -157,9 +161,9 @@
         return;
       }
       await readEvents(response.body, run.handle);
-      if (!run.ended) showError('The connection closed before the answer was complete. Please try again.');
+      if (!run.ended) showError(texts.closedEarly);
     } catch (error) {
-      showError(`Could not reach the server: ${error instanceof Error ? error.message : String(error)}`);
+      showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
     } finally {
       run.finish();
       setRunning(false);
@@ -197,6 +201,8 @@
             const bubble = bubbles.get(event.messageId);
             if (!bubble) break;
             bubble.li.classList.remove('streaming');
+            showMarkdown(bubble.li, bubble.text);
+            stamp(bubble.li);
             break;
           }
           case 'CUSTOM': {
@@ -237,7 +243,7 @@
             run.ended = true;
             typing.hide();
             // A failed turn's apology, with the error reference to quote, is already on screen as a message.
-            if (!(event.metadata && event.metadata.errorId)) showError(event.message || 'The agent could not answer.');
+            if (!(event.metadata && event.metadata.errorId)) showError(event.message || texts.agentFailed);
             break;
           case 'RUN_FINISHED':
             run.ended = true;
@@ -269,7 +275,7 @@
         if (!typingLine) return;
         const shown = Number.isFinite(seconds) ? Math.min(Math.max(seconds, 1), MAX_TYPING_SECONDS) : 5;
         clearTimeout(timer);
-        typingLine.textContent = 'Typing…';
+        typingLine.textContent = texts.typing;
         timer = setTimeout(hide, shown * 1000);
       },
       hide,
@@ -326,11 +332,24 @@
     return `The server answered ${response.status} ${response.statusText}.`;
   }
 
-  function renderMessage(role, text) {
+  function renderMessage(role, text, at) {
     const li = element('li', `message ${role}`, text);
+    stamp(li, at);
     li.dataset.testid = role === 'user' ? 'user-message' : 'assistant-message';
+    if (role === 'assistant') showMarkdown(li, text);
     list.append(li);
     return li;
+  }
+
+  /**
+   * Replaces a finished agent bubble's text with its Markdown rendering. The text comes from the model, so raw HTML
+   * is off (a `<script>` is shown as text), links go only to http(s) and mailto and open in a new tab without a
+   * referrer, and images are not fetched. Without the renderer the text stays plain.
+   */
+  function showMarkdown(li, text) {
+    if (!markdown) return;
+    li.innerHTML = markdown.render(text).trimEnd();
+    li.classList.add('markdown');
   }
 
   function startThread() {
@@ -369,6 +388,69 @@
 
   function scrollToEnd() {
     list.scrollTop = list.scrollHeight;
+  }
+
+  /**
+   * Shows when a message was written (`at` from the transcript, now for a live one) in local time. Kept in an
+   * attribute the style sheet displays, so the bubble's text stays the message alone.
+   */
+  function stamp(li, at) {
+    const date = at ? new Date(at) : new Date();
+    if (Number.isNaN(date.getTime())) return;
+    li.dataset.time = date.toLocaleTimeString(texts.language, { hour: '2-digit', minute: '2-digit' });
+    li.title = date.toLocaleString(texts.language);
+  }
+
+  /** The page's texts in the first of the browser's languages that chat-texts.js has, else English. */
+  function pageTexts() {
+    const table = window.palaverTexts || {};
+    for (const tag of navigator.languages || [navigator.language]) {
+      const language = String(tag).toLowerCase().split('-')[0];
+      if (table[language]) return { ...table.en, ...table[language], language };
+    }
+    return { ...table.en, language: 'en' };
+  }
+
+  /** Puts the chosen texts on the page's fixed elements (an embedder's own HTML may lack some of them). */
+  function applyTexts() {
+    if (!texts.send) return;
+    document.documentElement.lang = texts.language;
+    const set = (id, apply) => {
+      const node = document.getElementById(id);
+      if (node) apply(node);
+    };
+    set('conversations-title', (node) => (node.textContent = texts.conversations));
+    set('new-thread', (node) => {
+      node.textContent = texts.newChat;
+      node.title = texts.newChatTitle;
+    });
+    set('input', (node) => {
+      node.placeholder = texts.placeholder;
+      node.setAttribute('aria-label', texts.message);
+    });
+    set('send', (node) => (node.textContent = texts.send));
+  }
+
+  /** The accent colour the server wrote into the page (checked again: only a hex colour becomes a style). */
+  function applyAccent() {
+    const accent = document.documentElement.dataset.accent;
+    if (!accent || !/^#[0-9a-f]{3,8}$/i.test(accent)) return;
+    document.documentElement.style.setProperty('--accent', accent);
+    document.documentElement.style.setProperty('--user-bg', accent);
+  }
+
+  /** markdown-it (loaded before this file) with only what is safe for a model's text; null when it did not load. */
+  function markdownRenderer() {
+    if (typeof window.markdownit !== 'function') return null;
+    const md = window.markdownit({ html: false, linkify: true });
+    md.disable('image');
+    md.validateLink = (url) => /^(https?:|mailto:)/i.test(url.trim());
+    md.renderer.rules.link_open = (tokens, index, options, env, self) => {
+      tokens[index].attrSet('target', '_blank');
+      tokens[index].attrSet('rel', 'noopener noreferrer');
+      return self.renderToken(tokens, index, options);
+    };
+    return md;
   }
 
   /** crypto.randomUUID exists only in secure contexts; a LAN address over plain http is not one. */

@@ -558,6 +558,15 @@ export const configSchema = z.strictObject({
            * `server.host`; any other `Host` is refused (DNS rebinding). Add the public name behind a reverse proxy.
            */
           allowedHosts: z.array(z.string().regex(/^[a-z0-9.-]+(:\d{1,5})?$/i, 'a host name, optionally with :port')).optional(),
+          /** The chat page's accent colour (buttons, the person's bubbles, links), as a CSS hex colour. */
+          accentColor: z
+            .string()
+            .regex(/^#([0-9a-f]{3}|[0-9a-f]{4}|[0-9a-f]{6}|[0-9a-f]{8})$/i, 'a CSS hex colour such as #2f6feb')
+            .optional(),
+          /** A logo beside the agent's name on the chat page: an http(s) URL, or a path on this server (`/logo.svg`). */
+          logoUrl: z
+            .union([z.url({ protocol: /^https?$/ }), z.string().regex(/^\/(?!\/)\S*$/, 'a path starting with a single /')])
+            .optional(),
         })
         .prefault({}),
       /**

@@ -123,6 +123,15 @@ describe('config', () => {
     expect(() => parseConfig({ model: { name: 'm' }, channels: { telegrm: {} } })).toThrow(/Unknown key "telegrm" in channels; did you mean "telegram"\?/);
   });
 
+  it('takes the chat page\'s accent colour only as a CSS hex colour and its logo only as http(s) or a path', () => {
+    const web = (settings: object) => parseConfig({ model: { name: 'm' }, channels: { web: settings } }).channels.web;
+    expect(web({ accentColor: '#C2185B', logoUrl: 'https://cdn.example/logo.svg' })).toMatchObject({ accentColor: '#C2185B', logoUrl: 'https://cdn.example/logo.svg' });
+    expect(web({ logoUrl: '/logo.png' }).logoUrl).toBe('/logo.png');
+    expect(() => web({ accentColor: 'red;background:url(x)' })).toThrow(/channels\.web\.accentColor: .*CSS hex colour/);
+    expect(() => web({ logoUrl: 'javascript:alert(1)' })).toThrow(/channels\.web\.logoUrl/);
+    expect(() => web({ logoUrl: '//evil.example/x.png' })).toThrow(/channels\.web\.logoUrl/);
+  });
+
   it('reads the admin token from PALAVER_ADMIN_TOKEN and refuses one equal to the chat API key', () => {
     const dir = tempDir();
     const token = 'admin-token-0123456789';

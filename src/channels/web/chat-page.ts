@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { PalaverError } from '../../domain/errors.js';
 import type { ChannelRoute } from '../../domain/ports/channel.js';
 import { PACKAGE_ROOT } from '../../package-root.js';
@@ -11,28 +12,75 @@ const FILES = [
   { path: '/', file: 'chat.html', type: 'text/html; charset=utf-8' },
   { path: '/chat.js', file: 'chat.js', type: 'text/javascript; charset=utf-8' },
   { path: '/chat.css', file: 'chat.css', type: 'text/css; charset=utf-8' },
+  { path: '/chat-texts.js', file: 'chat-texts.js', type: 'text/javascript; charset=utf-8' },
 ] as const;
 
-/** Same-origin only: the page loads no external asset and talks only to this server. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/** How the page presents the agent (`agent.name`, `channels.web.accentColor`, `channels.web.logoUrl`). */
+export interface PageAppearance {
+  /** Shown in the page title and header instead of "Palaver". */
+  readonly name?: string | undefined;
+  /** A CSS hex colour (`#2f6feb`), already validated by the config schema. */
+  readonly accentColor?: string | undefined;
+  /** An http(s) URL or a path on this server. */
+  readonly logoUrl?: string | undefined;
+}
+
+/**
+ * Same-origin only: the page loads no external asset and talks only to this server; a logo from another site is the
+ * one exception, allowed for its origin alone.
+ */
+function contentSecurityPolicy(appearance: PageAppearance): string {
+  const logoOrigin = appearance.logoUrl && /^https?:/i.test(appearance.logoUrl) ? ` ${new URL(appearance.logoUrl).origin}` : '';
+  return `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:${logoOrigin}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}
+
+/**
+ * Writes the agent's name, logo and accent colour into `chat.html`, escaped. The colour travels as a data attribute
+ * that `chat.js` applies, because the policy allows no inline styles.
+ */
+function withAppearance(html: string, appearance: PageAppearance): string {
+  let page = html;
+  if (appearance.name) {
+    const name = escapeHtml(appearance.name);
+    page = page.replace('<title>Palaver</title>', `<title>${name}</title>`).replace('>Palaver</h1>', `>${name}</h1>`);
+  }
+  if (appearance.accentColor) page = page.replace('<html lang="en">', `<html lang="en" data-accent="${escapeHtml(appearance.accentColor)}">`);
+  if (appearance.logoUrl) page = page.replace('<h1', `<img class="logo" data-testid="agent-logo" src="${escapeHtml(appearance.logoUrl)}" alt="">\n      <h1`);
+  return page;
+}
 
 /** What the page routes ask of the channel per request: a refusal, or extra headers (the visitor cookie). */
 export type PageRequestHook = (request: Request, path: string) => { readonly refuse: Response } | { readonly headers: Record<string, string> };
 
+/** The Markdown renderer's own prebuilt browser file, from its package: the page needs no bundler and no CDN. */
+function markdownRenderer(): string {
+  const packageDir = dirname(dirname(createRequire(import.meta.url).resolve('markdown-it')));
+  return readFileSync(join(packageDir, 'dist', 'markdown-it.min.js'), 'utf8');
+}
+
 /**
- * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`). The files are read once, here, so a
+ * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, `/chat-texts.js`, and the Markdown renderer
+ * `/markdown-it.min.js`). The files are read once, here, so a
  * missing `web/` fails at start with a clear message instead of on the first visit. `onRequest` may refuse a
- * request (a foreign `Host`) or add headers (the page's `Set-Cookie`).
+ * request (a foreign `Host`) or add headers (the page's `Set-Cookie`); `appearance` names and colours the page.
  * @throws PalaverError `web_assets_missing` when a file cannot be read.
  */
-export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: PageRequestHook): ChannelRoute[] {
-  return FILES.map(({ path, file, type }) => {
-    let content: string;
+export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: PageRequestHook, appearance: PageAppearance = {}): ChannelRoute[] {
+  const csp = contentSecurityPolicy(appearance);
+  const files = FILES.map(({ path, file, type }): { path: string; type: string; content: string } => {
     try {
-      content = readFileSync(join(webDir, file), 'utf8');
+      const content = readFileSync(join(webDir, file), 'utf8');
+      return { path, type, content: file === 'chat.html' ? withAppearance(content, appearance) : content };
     } catch (error) {
       throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, { cause: error });
     }
+  });
+  files.push({ path: '/markdown-it.min.js', type: 'text/javascript; charset=utf-8', content: markdownRenderer() });
+  return files.map(({ path, type, content }) => {
     return {
       method: 'GET',
       path,
@@ -40,7 +88,7 @@ export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: Pag
       handle: (request) => {
         const hook = onRequest?.(request, path);
         if (hook && 'refuse' in hook) return hook.refuse;
-        const headers = { 'content-type': type, 'content-security-policy': CSP, 'cache-control': 'no-cache', 'referrer-policy': 'same-origin', 'x-content-type-options': 'nosniff', ...hook?.headers };
+        const headers = { 'content-type': type, 'content-security-policy': csp, 'cache-control': 'no-cache', 'referrer-policy': 'same-origin', 'x-content-type-options': 'nosniff', ...hook?.headers };
         return new Response(content, { status: 200, headers });
       },
     } satisfies ChannelRoute;

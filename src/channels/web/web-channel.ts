@@ -52,6 +52,12 @@ export interface WebChannelOptions {
   readonly allowedHosts?: readonly string[];
   /** `server.host`. */
   readonly serverHost?: string;
+  /** `agent.name`, shown in the chat page's title and header. */
+  readonly agentName?: string | undefined;
+  /** `channels.web.accentColor`: the page's accent, a CSS hex colour. */
+  readonly accentColor?: string | undefined;
+  /** `channels.web.logoUrl`: a logo beside the name, http(s) or a path. */
+  readonly logoUrl?: string | undefined;
 }
 
 
@@ -154,7 +160,7 @@ export class WebChannel implements Channel {
       // CORS preflights, answered only for the configured origins.
       ...['/agui', '/conversations', '/conversations/messages'].map((path): ChannelRoute => ({ method: 'OPTIONS', path, access: 'public', handle: preflight })),
     ];
-    this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path))];
+    this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path), { name: options.agentName, accentColor: options.accentColor, logoUrl: options.logoUrl })];
   }
 
   async start(context: ChannelContext): Promise<void> {
