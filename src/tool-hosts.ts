@@ -48,6 +48,7 @@ export async function createToolHosts(config: PalaverConfig, primary: ModelProvi
         logger,
         ...(server.bearerToken ? { bearerToken: server.bearerToken } : {}),
         ...(server.userIdArgument ? { userIdArgument: server.userIdArgument } : {}),
+        ...(server.toolLabels ? { toolLabels: server.toolLabels } : {}),
       }),
     );
   }

@@ -211,6 +211,8 @@
               // The agent is writing: this says more than "Thinking…", which it replaces.
               thinking.remove();
               typing.show(event.value.seconds);
+            } else if (event.name === 'palaver.tool_progress') {
+              showToolProgress(event.value, tools, thinking);
             } else if (event.name === 'palaver.reaction') {
               react(event.value.messageId, event.value.emoji);
             } else if (event.name === 'palaver.discard') {
@@ -281,6 +283,29 @@
       hide,
     };
   })();
+
+  /**
+   * A tool call as a line for people: the tool's label while it runs ("Checking the calendar…"), then ✓, or ✗ when it
+   * failed. Without showToolDetails this is all the server sends about a tool: no name, arguments or result.
+   */
+  function showToolProgress(value, tools, thinking) {
+    const id = value.toolCallId;
+    if (typeof id !== 'string') return;
+    if (value.status === 'running') {
+      const label = typeof value.label === 'string' && value.label !== '' ? value.label : '…';
+      const li = element('li', 'tool progress', label);
+      li.dataset.testid = 'tool-line';
+      li.dataset.status = 'running';
+      list.insertBefore(li, thinking.isConnected ? thinking : null);
+      tools.set(id, { li, label });
+      return;
+    }
+    const tool = tools.get(id);
+    if (!tool || (value.status !== 'done' && value.status !== 'failed')) return;
+    tool.li.dataset.status = value.status;
+    tool.li.textContent = `${tool.label} ${value.status === 'failed' ? '✗' : '✓'}`;
+    tool.li.classList.toggle('failed', value.status === 'failed');
+  }
 
   /** Puts `emoji` on the person's message `messageId` (its run id); a later reaction replaces an earlier one. */
   function react(messageId, emoji) {

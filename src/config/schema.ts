@@ -342,6 +342,8 @@ export const configSchema = z.strictObject({
             /** Argument that carries the bound user id; a model-supplied different value is refused. */
             userIdArgument: z.string().min(1).optional(),
             allowedTools: z.array(z.string()).optional(),
+            /** What people see while a tool runs, by tool name: one text, or one per language (`{ en: '…', uk: '…' }`). */
+            toolLabels: z.record(z.string(), z.union([z.string().min(1), z.record(z.string(), z.string().min(1))])).optional(),
             /** Only `never` for now: Palaver has no step that asks a person to approve a hosted MCP call. */
             requireApproval: z.literal('never', { error: 'only "never" is supported: Palaver cannot yet ask for approval of hosted MCP calls' }).default('never'),
             maxResultChars: z.number().int().positive().default(20_000),

@@ -13,6 +13,7 @@ export function createDemoTools(options: { timeZone: string; now?: () => Date })
     defineTool({
       name: 'current_time',
       description: "Tells the current date and time in the person's time zone.",
+      label: { en: 'Checking the time…', ru: 'Смотрю, который час…', uk: 'Дивлюся, котра година…', zh: '正在查看时间…' },
       input: z.object({}),
       run: () =>
         new Intl.DateTimeFormat('en-GB', { timeZone: options.timeZone, dateStyle: 'full', timeStyle: 'short' }).format(now()) + ` (${options.timeZone})`,
@@ -20,6 +21,7 @@ export function createDemoTools(options: { timeZone: string; now?: () => Date })
     defineTool({
       name: 'save_note',
       description: 'Saves a short note for the person.',
+      label: { en: 'Saving your note…', ru: 'Сохраняю заметку…', uk: 'Зберігаю нотатку…', zh: '正在保存笔记…' },
       input: z.object({ text: z.string().min(1).max(500).describe('The note to save') }),
       run: ({ text }, ctx) => {
         const notes = readNotes(ctx.getFlowState(NOTES));
@@ -30,6 +32,7 @@ export function createDemoTools(options: { timeZone: string; now?: () => Date })
     defineTool({
       name: 'list_notes',
       description: "Lists the person's saved notes.",
+      label: { en: 'Looking at your notes…', ru: 'Смотрю ваши заметки…', uk: 'Дивлюся ваші нотатки…', zh: '正在查看你的笔记…' },
       input: z.object({}),
       run: (_args, ctx) => {
         const notes = readNotes(ctx.getFlowState(NOTES));

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JsonSchema } from '../domain/ports/model-provider.js';
-import type { ToolCallContext } from '../domain/ports/tool-host.js';
+import type { ToolCallContext, ToolLabel } from '../domain/ports/tool-host.js';
 
 /**
  * A tool that runs in-process. Its arguments are validated with `input` before `run` is called, and the
@@ -20,6 +20,11 @@ export interface LocalTool<Input extends z.ZodType = z.ZodType> {
    * Palaver refuses a call whose id is not in the conversation's focus, before `run`.
    */
   readonly focusIds?: Readonly<Record<string, string>>;
+  /**
+   * What people see while the tool runs, e.g. "Checking the calendar…", or one text per language
+   * (`{ en: 'Checking the calendar…', ru: 'Смотрю календарь…' }`). Without one they see a generic "Working on it…".
+   */
+  readonly label?: ToolLabel;
 }
 
 /**

@@ -21,6 +21,7 @@ export class LocalToolHost implements ToolHost {
       description: tool.description,
       parameters: toolParameters(tool.input),
       source: 'local',
+      ...(tool.label === undefined ? {} : { label: tool.label }),
     }));
   }
 

@@ -66,8 +66,10 @@ describe('palaver start --demo', () => {
     const time = await runAgui(first.url, 'what time is it?');
     expect(time.types[0]).toBe('RUN_STARTED');
     expect(time.types.at(-1)).toBe('RUN_FINISHED');
-    const toolStart = time.events.findIndex((event) => event.type === 'TOOL_CALL_START');
-    expect(time.events[toolStart]).toMatchObject({ toolCallName: 'current_time' });
+    // Without showToolDetails the page learns the tool's label for people, not its name.
+    const toolStart = time.events.findIndex((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.tool_progress');
+    expect(time.events[toolStart]).toMatchObject({ value: { status: 'running', label: 'Checking the time…' } });
+    expect(JSON.stringify(time.events)).not.toContain('current_time');
     expect(time.types.indexOf('TEXT_MESSAGE_CONTENT')).toBeGreaterThan(toolStart);
     expect(time.reply).toMatch(/^It is .+ where you are\.$/);
 

@@ -224,6 +224,14 @@ describe('config', () => {
     expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, userIdArgument: 'user_id' }] } })).toThrow(/userIdArgument: hosted mode cannot bind the user/);
   });
 
+  it('takes MCP tool labels as one text or one per language, and refuses an empty one', () => {
+    const model = { name: 'm' };
+    const server = { label: 'logistics', url: 'http://127.0.0.1:9/mcp' };
+    const toolLabels = { cargo_add: { en: 'Adding your cargo…', uk: 'Додаю вантаж…' }, find_cargoes: 'Looking for cargo…' };
+    expect(parseConfig({ model, mcp: { servers: [{ ...server, toolLabels }] } }).mcp.servers[0]?.toolLabels).toEqual(toolLabels);
+    expect(() => parseConfig({ model, mcp: { servers: [{ ...server, toolLabels: { cargo_add: '' } }] } })).toThrow(/toolLabels/);
+  });
+
   it('resolves identity locally by default, or through a directory MCP tool with its defaults and token kept secret', () => {
     const model = { name: 'm' };
     expect(parseConfig({ model }).identity.resolver).toEqual({ kind: 'local' });

@@ -37,7 +37,7 @@ describe('demo agent in the browser', () => {
     await page.getByTestId('message-input').fill('remember: buy milk');
     await page.getByTestId('send-button').click();
     await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 }).toContain('buy milk');
-    expect(await page.getByTestId('tool-line').first().textContent()).toContain('save_note');
+    expect(await page.getByTestId('tool-line').first().textContent()).toBe('Saving your note… ✓');
     await server.close();
     await first.close();
 

@@ -15,8 +15,8 @@ describe('web chat page', () => {
   let handler: ScriptedPipeline;
 
   /** A web channel on a scripted pipeline, served over HTTP. */
-  async function serve(apiKey?: string): Promise<{ server: RunningHttpServer; pipeline: ScriptedPipeline }> {
-    const channel = new WebChannel({ maxInboundChars: 2000, logger: silentLogger(), showToolDetails: apiKey === undefined, apiKey });
+  async function serve(apiKey?: string, showToolDetails = apiKey === undefined): Promise<{ server: RunningHttpServer; pipeline: ScriptedPipeline }> {
+    const channel = new WebChannel({ maxInboundChars: 2000, logger: silentLogger(), showToolDetails, apiKey });
     const pipeline = new ScriptedPipeline(channel, { delayMs: 30, reply: 'It is 10:30 in Zurich. Anything else I can check for you?' });
     await channel.start(pipeline);
     const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), apiKey, routes: channel.routes });
@@ -74,6 +74,27 @@ describe('web chat page', () => {
     await expect.poll(() => page.getByTestId('assistant-message').count(), { timeout: 10_000 }).toBe(2);
     expect(pageErrors).toEqual([]);
     await page.close();
+  });
+
+  it('shows a tool call as its friendly label, marked done, without the tool name or result', async () => {
+    const { server: plain } = await serve(undefined, false);
+    const page = await browser.newPage({ viewport: { width: 900, height: 640 } });
+    try {
+      await page.goto(`${plain.url}/`);
+      await page.getByTestId('message-input').fill('What time is it in Zurich?');
+      await page.getByTestId('send-button').click();
+      await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 }).toBe('It is 10:30 in Zurich. Anything else I can check for you?');
+      const line = page.getByTestId('tool-line');
+      expect(await line.allTextContents()).toEqual(['Checking the clock… ✓']);
+      expect(await line.getAttribute('data-status')).toBe('done');
+      const pageText = await page.locator('body').textContent();
+      expect(pageText).not.toContain('current_time');
+      expect(pageText).not.toContain('2025-01-01');
+      await page.screenshot({ path: '/tmp/palaver-chat-tool-label.png' });
+    } finally {
+      await page.close();
+      await plain.close();
+    }
   });
 
   it('removes streamed text the server withdrew and shows the sent reply once, also after a reload', async () => {

@@ -58,7 +58,8 @@ describe('examples/logistics/run.ts', () => {
       body: JSON.stringify({ threadId: 't1', runId: 'r1', messages: [{ id: 'm1', role: 'user', content: 'I carry cargo' }], tools: [], context: [], state: {}, forwardedProps: {} }),
     });
     const events = parseSse(await response.text());
-    expect(events.find((event) => event.type === 'TOOL_CALL_START')).toMatchObject({ toolCallName: 'set_role' });
+    expect(events.find((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.tool_progress')).toMatchObject({ value: { status: 'running', label: 'Working on it…' } });
+    expect(JSON.stringify(events)).not.toContain('set_role');
     const reply = events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event['delta']).join('');
     expect(reply).toMatch(/^You are set up as a transporter\./);
     expect(events.at(-1)?.type).toBe('RUN_FINISHED');

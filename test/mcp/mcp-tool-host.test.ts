@@ -83,6 +83,16 @@ describe('McpToolHost against the logistics example server', () => {
     });
   });
 
+  it('gives a tool the progress label configured for it, and none to the others', async () => {
+    const server = await startServer();
+    const host = createHost(server, { toolLabels: { cargo_add: { en: 'Adding your cargo…', uk: 'Додаю вантаж…' } } });
+
+    const tools = await host.list();
+
+    expect(tools.find((tool) => tool.name === 'cargo_add')?.label).toEqual({ en: 'Adding your cargo…', uk: 'Додаю вантаж…' });
+    expect(tools.find((tool) => tool.name === 'set_role')?.label).toBeUndefined();
+  });
+
   it('hides the user id argument from the schema the model sees when the host binds it', async () => {
     const server = await startServer();
     const host = createHost(server, { userIdArgument: 'user_id' });

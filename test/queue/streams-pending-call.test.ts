@@ -101,10 +101,10 @@ describe('a streamed tool call the worker has not answered yet', { timeout: 60_0
     const stream = sseReader(response.body!);
     await started;
     // The worker holds the call: the page already shows the tool, and no result yet.
-    await expect.poll(() => stream.events.map((event) => event.type), { timeout: 15_000 }).toContain('TOOL_CALL_END');
+    await expect.poll(() => stream.events.map((event) => event.type), { timeout: 15_000 }).toContain('CUSTOM');
     const types = stream.events.map((event) => event.type);
-    expect(types).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_END']);
-    expect(stream.events[1]).toMatchObject({ toolCallName: 'track' });
+    expect(types).toEqual(['RUN_STARTED', 'CUSTOM']);
+    expect(stream.events[1]).toMatchObject({ name: 'palaver.tool_progress', value: { status: 'running', label: 'Working on it…' } });
     expect(worker!.ran).toHaveLength(1);
     // The turn's journal holds the call as running, recorded once (by the dispatcher, with its outbox entry).
     const [held] = worker!.ran;
@@ -113,9 +113,7 @@ describe('a streamed tool call the worker has not answered yet', { timeout: 60_0
     release!();
     await stream.done;
     stream.events.forEach(assertValidAguiEvent);
-    const after = stream.events.slice(3).map((event) => event.type);
-    expect(after[0]).toBe('TOOL_CALL_RESULT');
-    expect(stream.events[3]).toMatchObject({ toolCallId: stream.events[1]!['toolCallId'], content: 'done' });
+    expect(stream.events[2]).toMatchObject({ name: 'palaver.tool_progress', value: { toolCallId: (stream.events[1]!['value'] as { toolCallId: string }).toolCallId, status: 'done' } });
     expect(stream.events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event['delta']).join('')).toBe('Done: P-42 is in Lviv');
     expect(stream.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
   });

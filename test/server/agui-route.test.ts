@@ -92,6 +92,32 @@ describe('POST /agui', () => {
     expect(pipeline.received[0]).toMatchObject({ channel: 'web', conversationId: 'thread-1', accountId: 'api:thread-1', conversationKind: 'direct', text: 'What time is it?', messageId: input.runId, dedupeKey: input.runId });
   });
 
+  it('without showToolDetails sends the tool label over SSE and never the tool name, arguments or result', async () => {
+    const { url } = await start({ channel: { showToolDetails: false } });
+    const response = await post(url, runInput());
+    const wire = await response.text();
+    expect(wire).not.toContain('current_time');
+    expect(wire).not.toContain('Europe/Zurich');
+    expect(wire).not.toContain('2025-01-01T10:30');
+    expect(wire).not.toContain('TOOL_CALL');
+    const list = parseSse(wire);
+    list.forEach(assertValidAguiEvent);
+    const progress = list.filter((e) => e.type === 'CUSTOM' && e.name === 'palaver.tool_progress').map((e) => e.value);
+    expect(progress).toEqual([
+      { toolCallId: 'call-1', status: 'running', label: 'Checking the clock…' },
+      { toolCallId: 'call-1', status: 'done' },
+    ]);
+  });
+
+  it('with showToolDetails sends the tool name, arguments and result over SSE', async () => {
+    const { url } = await start({ channel: { showToolDetails: true } });
+    const wire = await (await post(url, runInput())).text();
+    expect(wire).toContain('"toolCallName":"current_time"');
+    expect(wire).toContain('Europe/Zurich');
+    expect(wire).toContain('2025-01-01T10:30:00+01:00');
+    expect(wire).not.toContain('palaver.tool_progress');
+  });
+
   it('writes events as they happen instead of at the end', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

@@ -46,10 +46,10 @@ function visible(events: AGUIEvent[]): string[] {
 }
 
 describe('AguiTranslator', () => {
-  it('by default tells the client only which tool ran and whether it worked, never its arguments or result', () => {
+  it('by default tells the client only the tool label and whether it worked, never its name, arguments or result', () => {
     const out = translateAll(
       [
-        { type: 'tool_call', callId: 'c1', name: 'cancel_booking', arguments: '{"booking_id":"b-42"}' },
+        { type: 'tool_call', callId: 'c1', name: 'cancel_booking', arguments: '{"booking_id":"b-42"}', label: 'Cancelling your booking…' },
         { type: 'tool_result', callId: 'c1', name: 'cancel_booking', content: 'internal row 42 deleted', isError: false },
         { type: 'tool_call', callId: 'c2', name: 'notify', arguments: '{}' },
         { type: 'tool_result', callId: 'c2', name: 'notify', content: 'smtp 10.0.0.5 refused', isError: true },
@@ -59,11 +59,18 @@ describe('AguiTranslator', () => {
       false,
     );
     const wire = JSON.stringify(out);
-    expect(wire).toContain('cancel_booking');
+    expect(wire).not.toContain('cancel_booking');
+    expect(wire).not.toContain('notify');
     expect(wire).not.toContain('b-42');
     expect(wire).not.toContain('internal row');
     expect(wire).not.toContain('10.0.0.5');
-    expect(out.filter((e) => e.type === 'TOOL_CALL_RESULT')).toMatchObject([{ content: 'done' }, { content: 'failed', metadata: { isError: true } }]);
+    expect(out.filter((e) => e.type.startsWith('TOOL_CALL'))).toEqual([]);
+    expect(out.filter((e) => e.type === 'CUSTOM').map((e) => (e as { value: unknown }).value)).toEqual([
+      { toolCallId: 'c1', status: 'running', label: 'Cancelling your booking…' },
+      { toolCallId: 'c1', status: 'done' },
+      { toolCallId: 'c2', status: 'running', label: 'Working on it…' },
+      { toolCallId: 'c2', status: 'failed' },
+    ]);
   });
 
   it('streams a full turn as RUN_STARTED, tool call, text message and RUN_FINISHED, the sent text not repeated', () => {

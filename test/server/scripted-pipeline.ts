@@ -115,7 +115,7 @@ export class ScriptedPipeline implements ChannelContext {
       channel.progress?.(target, event);
     };
     if (!this.#options.noTool) {
-      await progress({ type: 'tool_call', callId: `call-${turn}`, name: 'current_time', arguments: '{"zone":"Europe/Zurich"}' });
+      await progress({ type: 'tool_call', callId: `call-${turn}`, name: 'current_time', arguments: '{"zone":"Europe/Zurich"}', label: 'Checking the clock…' });
       await progress({ type: 'tool_result', callId: `call-${turn}`, name: 'current_time', content: '2025-01-01T10:30:00+01:00', isError: false });
     }
     if (this.#options.withdrawn !== undefined) {

@@ -38,6 +38,16 @@ export const TYPING_EVENT_NAME = 'palaver.typing';
 export const REACTION_EVENT_NAME = 'palaver.reaction';
 
 /**
+ * Name of the AG-UI CUSTOM event that shows a tool call as a line of progress for people (sent instead of the
+ * TOOL_CALL events unless `showToolDetails`); `value` is `{ toolCallId, status: 'running', label }` when the call
+ * starts, then `{ toolCallId, status: 'done' | 'failed' }`. It never carries the tool's name, arguments or result.
+ */
+export const TOOL_PROGRESS_EVENT_NAME = 'palaver.tool_progress';
+
+/** The progress line of a tool call whose event carries no label (a pipeline that does not resolve labels). */
+const GENERIC_TOOL_LABEL = 'Working on it…';
+
+/**
  * Turns what the pipeline tells the web channel about one AG-UI run into AG-UI events. Pure and synchronous: every
  * method returns the events to send, in order; the caller only encodes and writes them.
  *
@@ -49,8 +59,10 @@ export const REACTION_EVENT_NAME = 'palaver.reaction';
  * - RUN_STARTED comes first, once; the correlation and session ids ride along in `metadata` when known.
  * - Streamed text is TEXT_MESSAGE_START → TEXT_MESSAGE_CONTENT… → TEXT_MESSAGE_END; empty deltas are never sent. A
  *   tool call, or a delta for another message id, closes the open text message first.
- * - A tool call is TOOL_CALL_START → TOOL_CALL_ARGS (only with `showToolDetails`) → TOOL_CALL_END; its result is
- *   TOOL_CALL_RESULT with the message id `<callId>:result` (content `done`/`failed` without `showToolDetails`).
+ * - With `showToolDetails`, a tool call is TOOL_CALL_START (the tool's name) → TOOL_CALL_ARGS → TOOL_CALL_END and its
+ *   result TOOL_CALL_RESULT with the message id `<callId>:result`. Without it, the client learns neither the name nor
+ *   the arguments nor the result: a CUSTOM `palaver.tool_progress` event `{ toolCallId, status: 'running', label }`
+ *   shows the tool's label, and another `{ toolCallId, status }` says whether it succeeded.
  * - The person sees exactly the sent reply, once: a sent part that the stream already showed adds nothing (the
  *   streamed message is closed once all of it was sent); otherwise the part is a new text message. Streamed text that
  *   is not the reply (a `discard`, a part that differs, text left over at the end, a failed turn) is withdrawn with
@@ -89,9 +101,9 @@ export class AguiTranslator {
   #parts = 0;
 
   /**
-   * @param options.showToolDetails send tool arguments and results to the client. Off by default: they can carry
-   *   hidden context (ids, internal data) that the person must not see; the client then learns only which tool
-   *   ran and whether it succeeded.
+   * @param options.showToolDetails send tool names, arguments and results to the client. Off by default: they can
+   *   carry hidden context (ids, internal data) that the person must not see; the client then learns only the
+   *   tool's label for people and whether it succeeded.
    */
   constructor(run: AguiRunRef, options: { showToolDetails?: boolean } = {}) {
     this.#run = run;
@@ -132,21 +144,29 @@ export class AguiTranslator {
         this.#closeText(out);
         this.#region = [];
         this.#reply.reset();
+        if (!this.#showToolDetails) {
+          out.push(toolProgress({ toolCallId: event.callId, status: 'running', label: event.label ?? GENERIC_TOOL_LABEL }));
+          break;
+        }
         out.push({
           type: EventType.TOOL_CALL_START,
           toolCallId: event.callId,
           toolCallName: event.name,
           ...(this.#lastMessageId === undefined ? {} : { parentMessageId: this.#lastMessageId }),
         });
-        if (this.#showToolDetails && event.arguments !== '') out.push({ type: EventType.TOOL_CALL_ARGS, toolCallId: event.callId, delta: event.arguments });
+        if (event.arguments !== '') out.push({ type: EventType.TOOL_CALL_ARGS, toolCallId: event.callId, delta: event.arguments });
         out.push({ type: EventType.TOOL_CALL_END, toolCallId: event.callId });
         break;
       case 'tool_result':
+        if (!this.#showToolDetails) {
+          out.push(toolProgress({ toolCallId: event.callId, status: event.isError ? 'failed' : 'done' }));
+          break;
+        }
         out.push({
           type: EventType.TOOL_CALL_RESULT,
           messageId: `${event.callId}:result`,
           toolCallId: event.callId,
-          content: this.#showToolDetails ? event.content : event.isError ? 'failed' : 'done',
+          content: event.content,
           role: 'tool',
           // The content stays a plain string for every client; the flag lets a UI style a failure.
           ...(event.isError ? { metadata: { isError: true } } : {}),
@@ -353,4 +373,8 @@ export class AguiTranslator {
       if (this.#region.length === 0) this.#reply.reset();
     }
   }
+}
+
+function toolProgress(value: { toolCallId: string; status: 'running' | 'done' | 'failed'; label?: string }): AGUIEvent {
+  return { type: EventType.CUSTOM, name: TOOL_PROGRESS_EVENT_NAME, value };
 }

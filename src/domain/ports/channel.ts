@@ -205,7 +205,8 @@ export interface ReplyTarget {
 /** What a turn reports while it runs, to channels that stream. */
 export type TurnProgress =
   | { readonly type: 'text_delta'; readonly messageId: string; readonly delta: string }
-  | { readonly type: 'tool_call'; readonly callId: string; readonly name: string; readonly arguments: string }
+  /** `label` is the tool's progress line for people, in their interface language (raw `name` is for operators). */
+  | { readonly type: 'tool_call'; readonly callId: string; readonly name: string; readonly arguments: string; readonly label?: string }
   | { readonly type: 'tool_result'; readonly callId: string; readonly name: string; readonly content: string; readonly isError: boolean }
   /** The text streamed so far will not be the reply (the stream broke, or the reply was refused): drop it from view. */
   | { readonly type: 'discard'; readonly messageId: string };

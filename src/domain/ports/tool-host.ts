@@ -7,7 +7,15 @@ export interface ToolDescriptor {
   readonly parameters: JsonSchema;
   /** Where it comes from: `local` or `mcp:<server>`. */
   readonly source: string;
+  /** What people see while the tool runs, instead of its name. */
+  readonly label?: ToolLabel;
 }
+
+/**
+ * A tool's progress line for people, e.g. "Checking the calendar…": one text, or one per language (BCP-47 tag or its
+ * primary subtag → text).
+ */
+export type ToolLabel = string | Readonly<Record<string, string>>;
 
 /**
  * What a tool learns about the turn that calls it. `userId` is the user the server bound to the turn;

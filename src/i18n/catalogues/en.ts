@@ -6,6 +6,7 @@
 export const en = {
   'turn.apology': 'Sorry, I cannot answer right now. Please try again in a moment.',
   'turn.errorReference': 'Error reference: {errorId}',
+  'turn.toolWorking': 'Working on it…',
   'reset.done': 'Done: we start afresh. I no longer see our earlier messages.',
   'reset.forbidden': 'Only the person who started this conversation can reset it.',
   'inbox.busy': 'I am still answering your earlier messages; please wait for my reply before sending more.',

@@ -3,6 +3,7 @@ import type { Catalogue } from './en.js';
 export const zh: Catalogue = {
   'turn.apology': '抱歉，我现在无法回答，请稍后再试。',
   'turn.errorReference': '错误编号：{errorId}',
+  'turn.toolWorking': '正在处理…',
   'reset.done': '好了：我们重新开始。我不再看到之前的消息。',
   'reset.forbidden': '只有发起这个对话的人才能重新开始它。',
   'inbox.busy': '我还在回复你之前的消息，请等我回复后再发送。',

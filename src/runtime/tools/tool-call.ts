@@ -3,6 +3,7 @@ import type { FlowState } from '../../domain/ports/flow.js';
 import type { HostedToolCall, ModelToolCall } from '../../domain/ports/model-provider.js';
 import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
 import type { ToolRun, TurnScope } from '../turn-context.js';
+import { toolProgressLabel } from './tool-label.js';
 
 /**
  * Runs one tool call the model asked for, by the core's rules: the arguments must be a JSON object, a tool outside
@@ -13,7 +14,8 @@ import type { ToolRun, TurnScope } from '../turn-context.js';
  * the model receives it as a tool error.
  */
 export async function runToolCall(scope: TurnScope, call: ModelToolCall, role: string | null, state: FlowState): Promise<ToolCallResult> {
-  scope.progress({ type: 'tool_call', callId: call.callId, name: call.name, arguments: call.arguments });
+  const label = toolProgressLabel(scope.deps.tools.labelOf(call.name), scope.interfaceLanguage);
+  scope.progress({ type: 'tool_call', callId: call.callId, name: call.name, arguments: call.arguments, label });
 
   const { journal } = scope;
   const earlier = journal.toolRuns.get(call.callId);

@@ -1,5 +1,5 @@
 import type { ModelToolSpec } from '../../domain/ports/model-provider.js';
-import type { ToolCallContext, ToolDescriptor, ToolHost, ToolResult } from '../../domain/ports/tool-host.js';
+import type { ToolCallContext, ToolDescriptor, ToolHost, ToolLabel, ToolResult } from '../../domain/ports/tool-host.js';
 
 /** Which tools each role may use. With no roles defined, every tool is offered. */
 export interface RolePolicy {
@@ -88,6 +88,11 @@ export class ToolRegistry {
     }
     if (!entry) return { content: `Unknown tool ${name}.`, isError: true };
     return entry.host.call(name, args, ctx);
+  }
+
+  /** The label of the tool `name` as its host last listed it, if it has one. */
+  labelOf(name: string): ToolLabel | undefined {
+    return this.#offered.get(name)?.descriptor.label;
   }
 
   /** Problems worth a warning at start-up and in `palaver doctor`. */

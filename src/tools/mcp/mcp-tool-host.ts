@@ -5,7 +5,7 @@ import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextproto
 import { sharedHttpTransport } from '../../http-client/http-transport.js';
 import { ConfigError, ToolError } from '../../domain/errors.js';
 import type { JsonSchema } from '../../domain/ports/model-provider.js';
-import type { ToolCallContext, ToolDescriptor, ToolHost, ToolResult } from '../../domain/ports/tool-host.js';
+import type { ToolCallContext, ToolDescriptor, ToolHost, ToolLabel, ToolResult } from '../../domain/ports/tool-host.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { classifyMcpError } from './classify-mcp-error.js';
 import { closeMcpConnection, openMcpConnection, type McpConnection } from './mcp-connection.js';
@@ -30,6 +30,8 @@ export interface McpToolHostOptions {
    * hides it from the schema the model sees, and refuses a call whose arguments name another user.
    */
   readonly userIdArgument?: string;
+  /** What people see while a tool of this server runs, by tool name (the server itself has no such field). */
+  readonly toolLabels?: Readonly<Record<string, ToolLabel>>;
   /** Custom fetch (proxies, tests). Default: Palaver's keep-alive HTTP transport (`src/http-client/`). */
   readonly fetch?: FetchLike;
   /** Clock for the list cache. Default `Date.now`. */
@@ -81,6 +83,7 @@ export class McpToolHost implements ToolHost {
   private readonly listCacheMs: number;
   private readonly maxResultChars: number;
   private readonly userIdArgument: string | undefined;
+  private readonly toolLabels: Readonly<Record<string, ToolLabel>>;
   private readonly logger: Logger;
   private readonly fetch: FetchLike;
   private readonly now: () => number;
@@ -114,6 +117,7 @@ export class McpToolHost implements ToolHost {
     this.listCacheMs = options.listCacheMs ?? DEFAULT_LIST_CACHE_MS;
     this.maxResultChars = options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
     this.userIdArgument = options.userIdArgument;
+    this.toolLabels = options.toolLabels ?? {};
     this.logger = (options.logger ?? silentLogger()).child({ toolHost: this.name });
     this.now = options.now ?? Date.now;
     const baseFetch = options.fetch ?? (sharedHttpTransport().fetch as FetchLike);
@@ -331,6 +335,7 @@ export class McpToolHost implements ToolHost {
         description: tool.description ?? tool.title ?? '',
         parameters: this.userIdArgument ? withoutProperty(tool.inputSchema, this.userIdArgument) : tool.inputSchema,
         source: this.name,
+        ...(Object.hasOwn(this.toolLabels, tool.name) ? { label: this.toolLabels[tool.name]! } : {}),
       })),
       byName: new Map(tools.map((tool) => [tool.name, tool])),
       loadedAt: this.now(),
