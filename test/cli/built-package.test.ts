@@ -88,7 +88,7 @@ describe('the built package', () => {
     const url = (await server.waitForOutput(/Palaver is listening on (http:\/\/[^\s]+)/, 30_000))[1]!;
     const page = await fetch(url);
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain('<title>Palaver</title>');
+    expect(await page.text()).toContain('<title>Palaver demo</title>');
     const metrics = await fetch(`${url}/metrics`);
     expect(metrics.status).toBe(200);
     const text = await metrics.text();

@@ -65,6 +65,9 @@ describe('send as the agent across a crash', () => {
     expect(sent).toEqual({ status: 202, body: { messageId: expect.any(String), parts: 1, duplicate: false } });
     await telegram.waitForCall('sendMessage', (call) => call.params['text'] === 'An operator here: your refund is on its way.');
     expect((await first.child.stop('SIGKILL')).signal).toBe('SIGKILL');
+    // The fake has seen the killed process's connection close: its held call is given up, not carried out late (which
+    // would be Telegram taking it just before the crash, the Bot API's unavoidable repeat, and not this test's case).
+    await expect.poll(() => telegram!.hanging('sendMessage'), { timeout: 10_000 }).toBe(0);
     telegram.hang('sendMessage', false);
     expect(telegram.sentTo(5)).toHaveLength(1);
 

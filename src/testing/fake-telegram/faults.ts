@@ -23,6 +23,8 @@ export class Faults {
   readonly #afterEffects = new Map<string, AfterEffect[]>();
   readonly #holds = new Set<Extract<AfterEffect, { kind: 'hold' }>>();
   readonly #hanging = new Set<string>();
+  /** Callers waiting on a hanging method, by method. */
+  readonly #waiting = new Map<string, number>();
 
   constructor(events: EventEmitter) {
     this.#events = events;
@@ -73,6 +75,11 @@ export class Faults {
     return 'send';
   }
 
+  /** Calls of `method` waiting on a hang now (a caller that gave up no longer counts). */
+  hanging(method: string): number {
+    return this.#waiting.get(method) ?? 0;
+  }
+
   hang(method: string, on = true): void {
     if (on) this.#hanging.add(method);
     else {
@@ -88,6 +95,7 @@ export class Faults {
       const finish = (value: boolean) => {
         this.#events.off('released', onRelease);
         signal.removeEventListener('abort', onAbort);
+        this.#waiting.set(method, (this.#waiting.get(method) ?? 1) - 1);
         resolve(value);
       };
       const onRelease = () => {
@@ -95,6 +103,7 @@ export class Faults {
       };
       const onAbort = () => finish(false);
       if (signal.aborted) return resolve(false);
+      this.#waiting.set(method, (this.#waiting.get(method) ?? 0) + 1);
       this.#events.on('released', onRelease);
       signal.addEventListener('abort', onAbort);
     });

@@ -38,6 +38,7 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
       if (on) state.pendingPoll?.conflict();
     },
     hang: (method, on) => faults.hang(method, on),
+    hanging: (method) => faults.hanging(method),
     async deliverToWebhook(update, deliverOptions = {}) {
       const webhook = state.webhook;
       if (!webhook) throw new Error('No webhook is registered (setWebhook was not called).');

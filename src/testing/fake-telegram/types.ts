@@ -72,6 +72,11 @@ export interface FakeTelegram {
    * `hang(method, false)` (then answered as usual) or until the caller gives up (then it had no effect).
    */
   hang(method: string, on?: boolean): void;
+  /**
+   * Calls of `method` waiting on a hang right now. A caller whose connection closed (a killed process) no longer
+   * counts: wait for 0 before `hang(method, false)` so its call is not carried out after all.
+   */
+  hanging(method: string): number;
   /** Posts an update to the registered webhook as Telegram would (with its secret); resolves with the HTTP status. */
   deliverToWebhook(update: FakeUpdate, options?: { secretToken?: string | null }): Promise<number>;
   /** Resolves once at least `count` messages were sent (to `chatId` if given). */
