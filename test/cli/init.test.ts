@@ -60,7 +60,8 @@ describe('palaver init', () => {
     expect(install.status, install.stderr).toBe(0);
     const test = npm(['test']);
     expect(test.status, test.stdout + test.stderr).toBe(0);
-    expect(test.stdout).toMatch(/# pass 1\b/);
+    // node:test's summary: `# pass 1` (TAP, Node 20 and 22 when piped) or `ℹ pass 1` (spec, Node 24's default).
+    expect(test.stdout).toMatch(/^[#ℹ] pass 1\b/m);
 
     // npm start with the project's own config on a free port, as a person would run it (no API key needed to serve).
     writeFileSync(join(project, 'palaver.config.yaml'), readFileSync(join(project, 'palaver.config.yaml'), 'utf8').replace('port: 3000', 'port: 0'));

@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.js';
 import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { readSqliteFile } from '../support/sqlite-file.js';
 
 const CHILD = fileURLToPath(new URL('./journal-child.ts', import.meta.url));
 const CONVERSATIONS = 30;
@@ -132,11 +132,13 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
       await child.stop('SIGKILL');
       kills += 1;
       const logLength = statSync(toolLog).size;
-      const database = new Database(databasePath, { readonly: true });
-      for (const key of database.prepare("select call_id from tool_calls where status <> 'running'").pluck().all() as string[]) finishedSince(`key ${key}`, logLength);
+      // Read as another process would, on the binding Palaver uses on this Node (better-sqlite3 aborts Node 24 in GC).
+      const { finished, pending } = readSqliteFile(databasePath, (database) => ({
+        finished: database.all<{ call_id: string }>("select call_id from tool_calls where status <> 'running'").map((row) => row.call_id),
+        pending: new Set(database.all<{ text: string }>("select text from deliveries where state = 'pending'").map((row) => row.text)),
+      }));
+      for (const key of finished) finishedSince(`key ${key}`, logLength);
       for (const text of answered) for (const part of [1, 2]) finishedSince(`slot ${text}-${part}`, logLength);
-      const pending = new Set(database.prepare("select text from deliveries where state = 'pending'").pluck().all() as string[]);
-      database.close();
       for (const line of child.stdout().split('\n')) if (line.startsWith('sent ') && pending.has(line.slice(5))) cutBeforeMarked.add(line.slice('sent answer '.length));
     }
     console.log(`chaos: ${kills} kills, ${children.length} processes, ${Math.round((Date.now() - started) / 1000)} s, ${cutBeforeMarked.size} replies caught between send and mark`);
