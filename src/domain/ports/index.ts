@@ -6,3 +6,4 @@ export type * from './channel.js';
 export type * from './identity.js';
 export type * from './flow.js';
 export type * from './operator-queries.js';
+export type * from './cluster-bus.js';
