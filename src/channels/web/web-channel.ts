@@ -104,7 +104,9 @@ const MAX_ID_CHARS = 256;
  *    conversation, 400 for text the pipeline refuses) and nothing is stored.
  *
  * Then the response is the run's SSE stream. A retried run id whose turn completed gets the stored reply again
- * (RUN_FINISHED status `duplicate`); one still running gets an empty `duplicate` run. When the client
+ * (RUN_FINISHED status `duplicate`); one whose turn has not answered waits for that turn, wherever it runs, and
+ * streams its reply (an older stream of the same run ends with status `duplicate`). With a `bus`, a turn's events for
+ * a run whose stream is in another process travel there (`ReplyRelay`). When the client
  * disconnects, the signal handed to `accept` aborts (a lone message's turn is then cancelled).
  *
  * Outbound, a reply goes to the open stream of the last run it answers (`target.inReplyTo`); other runs of the
