@@ -69,7 +69,9 @@ describe('web reply relay between two processes', () => {
     await done;
     expect(view.messages.map((m) => m.text)).toEqual(['It is 10:30.']);
     const run = view.runs.get('run-1')!;
-    expect(run.events.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta'])).toEqual(['It is ', '10:30.']);
+    // Streamed (deltas queued behind a publish on its way travel joined), then the sent part adds nothing.
+    expect(run.events.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('It is 10:30.');
+    expect(run.events.filter((e) => e.type === 'TEXT_MESSAGE_START')).toHaveLength(1);
     expect(run.events.some((e) => e.type === 'CUSTOM' && e['name'] === 'palaver.tool_progress')).toBe(true);
     expect(run.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
   });
@@ -111,6 +113,25 @@ describe('web reply relay between two processes', () => {
     expect(view.messages.map((m) => m.text)).toEqual([reply]);
     expect(bus.published.every((m) => Buffer.byteLength(JSON.stringify(m)) <= 7_000)).toBe(true);
     expect(bus.published.filter((m) => m['kind'] === 'piece').length).toBeGreaterThan(2);
+  });
+
+  it('joins text deltas that queue behind a publish on its way: fewer bus messages, the same text in order', async () => {
+    // Each publish takes a turn of the event loop, as a round trip to PostgreSQL does.
+    const bus = new LossyBus();
+    const publish = bus.publish.bind(bus);
+    bus.publish = async (topic, message) => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return publish(topic, message);
+    };
+    const { a, contextA, contextB, view, post, done } = await twoProcesses(bus);
+    await post('thread-1', 'run-1', 'Count to 200');
+    const [message] = await contextB.waitForMessages(1);
+    const words = Array.from({ length: 200 }, (_, i) => `${i + 1} `);
+    await answer(a, contextA, [message!], { stream: words, parts: [words.join('').trim()] });
+    await done;
+    expect(view.messages.map((m) => m.text.trim())).toEqual([words.join('').trim()]);
+    const deltaMessages = bus.published.filter((m) => JSON.stringify(m['op'] ?? '').includes('text_delta'));
+    expect(deltaMessages.length).toBeLessThan(20);
   });
 
   it("routes by conversation: a turn of another thread with the same run id shows nothing on this thread's run", async () => {

@@ -102,7 +102,9 @@ const MAX_TURNS = 10_000;
 interface PublishedTurn {
   seq: number;
   whole: boolean;
-  chain: Promise<void>;
+  /** Events waiting for the ones before them to be published (a text delta joins the delta before it). */
+  queue: { target: ReplyTarget; op: RelayOp }[];
+  flushing: boolean;
   heartbeat: NodeJS.Timeout | undefined;
 }
 
@@ -182,7 +184,7 @@ export class ReplyRelay {
     const key = turnKey(target.conversationId, target.correlationId);
     let turn = this.#published.get(key);
     if (!turn) {
-      turn = { seq: 0, whole: true, chain: Promise.resolve(), heartbeat: undefined };
+      turn = { seq: 0, whole: true, queue: [], flushing: false, heartbeat: undefined };
       this.#published.set(key, turn);
       for (const [oldest, old] of this.#published) {
         if (this.#published.size <= MAX_TURNS) break;
@@ -193,9 +195,32 @@ export class ReplyRelay {
     return turn;
   }
 
-  /** Numbers `op` (cut into pieces when too large) and publishes it after the turn's earlier messages. */
+  /**
+   * Queues `op` behind the turn's earlier events and publishes the queue in order. While a publish is on its way, a
+   * text delta joins the queued delta before it, so a fast stream costs fewer notifications, not more latency.
+   */
   #send(target: ReplyTarget, turn: PublishedTurn, op: RelayOp): void {
     if (this.#closed) return;
+    const last = turn.queue.at(-1);
+    if (last && isDelta(last.op) && isDelta(op) && last.op.event.messageId === op.event.messageId) {
+      last.op = { kind: 'progress', event: { ...last.op.event, delta: last.op.event.delta + op.event.delta } };
+    } else turn.queue.push({ target, op });
+    if (!turn.flushing) void this.#flush(turn);
+  }
+
+  async #flush(turn: PublishedTurn): Promise<void> {
+    turn.flushing = true;
+    try {
+      for (let next = turn.queue.shift(); next; next = turn.queue.shift()) {
+        for (const message of this.#number(next.target, turn, next.op)) await this.#publishRaw(message);
+      }
+    } finally {
+      turn.flushing = false;
+    }
+  }
+
+  /** The bus messages of one event, numbered: one, or pieces of its JSON text when it is too large for one. */
+  #number(target: ReplyTarget, turn: PublishedTurn, op: RelayOp): ClusterMessage[] {
     const fields = {
       v: 1,
       channel: this.#options.channel,
@@ -206,18 +231,13 @@ export class ReplyRelay {
       session: target.sessionId,
     };
     const whole = { kind: 'event', ...fields, seq: turn.seq, op };
-    const messages: ClusterMessage[] = [];
     if (byteLength(whole) <= MAX_CLUSTER_MESSAGE_BYTES) {
-      messages.push(whole);
       turn.seq += 1;
-    } else {
-      const room = MAX_CLUSTER_MESSAGE_BYTES - byteLength({ kind: 'piece', ...fields, seq: Number.MAX_SAFE_INTEGER, index: 1e6, count: 1e6, data: '' }) - 16;
-      const chunks = splitForJson(JSON.stringify(op), room);
-      chunks.forEach((data, index) => messages.push({ kind: 'piece', ...fields, seq: turn.seq++, index, count: chunks.length, data }));
+      return [whole];
     }
-    turn.chain = turn.chain.then(async () => {
-      for (const message of messages) await this.#publishRaw(message);
-    });
+    const room = MAX_CLUSTER_MESSAGE_BYTES - byteLength({ kind: 'piece', ...fields, seq: Number.MAX_SAFE_INTEGER, index: 1e6, count: 1e6, data: '' }) - 16;
+    const chunks = splitForJson(JSON.stringify(op), room);
+    return chunks.map((data, index) => ({ kind: 'piece', ...fields, seq: turn.seq++, index, count: chunks.length, data }));
   }
 
   async #publishRaw(message: ClusterMessage): Promise<void> {
@@ -291,6 +311,10 @@ export class ReplyRelay {
     const turn: RelayedTurn = { conversationId: message.conversationId, runs: message.runs, correlationId: message.turn, sessionId: message.session };
     handlers.onEvent({ turn, op: op.data as RelayOp, continuous });
   }
+}
+
+function isDelta(op: RelayOp): op is { kind: 'progress'; event: Extract<TurnProgress, { type: 'text_delta' }> } {
+  return op.kind === 'progress' && op.event.type === 'text_delta';
 }
 
 function turnKey(conversationId: string, correlationId: string): string {
