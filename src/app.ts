@@ -2,6 +2,7 @@ import pLimit from 'p-limit';
 import { parseConfig, resolveConfigPaths, secretsOf, telegramUserEnabled, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
 import type { Channel } from './domain/ports/channel.js';
+import type { ClusterBus } from './domain/ports/cluster-bus.js';
 import type { Flow } from './domain/ports/flow.js';
 import type { ModelSet } from './domain/ports/model-provider.js';
 import type { IdentityResolver } from './domain/ports/identity.js';
@@ -62,6 +63,8 @@ export interface PalaverOptions {
    * that its own channels did not start (`palaver telegram sync` uses it only to record history).
    */
   readonly serveInbox?: boolean;
+  /** Notifications between the processes sharing the database (a web reply reaches the process holding its client). */
+  readonly bus?: ClusterBus;
 }
 
 /** A reply from `Palaver.chat`. */
@@ -268,7 +271,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const configured = await configuredChannels(config, logger, secrets, metrics, store);
+  const configured = await configuredChannels(config, logger, secrets, metrics, store, options.bus);
   const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
@@ -409,13 +412,13 @@ async function directoryResolver(
 /** A channel's own line in `/health`. */
 type ChannelHealthCheck = () => { ok: boolean; detail?: string };
 
-async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics, store: Store): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
+async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics, store: Store, bus: ClusterBus | undefined): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
   const channels: Channel[] = [];
   const healthChecks: Record<string, ChannelHealthCheck> = {};
   if (config.channels.web.enabled) {
     const { WebChannel } = await import('./channels/web/web-channel.js');
     const { enabled: _enabled, ...web } = config.channels.web;
-    channels.push(new WebChannel({ ...web, agentName: config.agent.name, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }), onSecret: (secret) => secrets.add(secret) }));
+    channels.push(new WebChannel({ ...web, agentName: config.agent.name, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }), onSecret: (secret) => secrets.add(secret), bus }));
   }
   const telegram = config.channels.telegram;
   if (telegram.enabled && telegram.token) {

@@ -23,7 +23,7 @@ export interface Received {
 
 type Step =
   | { readonly kind: 'refuse'; readonly error: unknown }
-  | { readonly kind: 'duplicate'; readonly answered?: StoredReply }
+  | { readonly kind: 'duplicate'; readonly answered?: StoredReply; readonly until?: Promise<void> }
   | { readonly kind: 'hold'; readonly until: Promise<void> };
 
 /**
@@ -43,9 +43,9 @@ export class FakeChannelContext implements ChannelContext {
     this.#script.push({ kind: 'refuse', error });
   }
 
-  /** The next `accept` reports a duplicate (of a run answered with `answered`, when given). */
-  duplicateNext(answered?: StoredReply): void {
-    this.#script.push(answered === undefined ? { kind: 'duplicate' } : { kind: 'duplicate', answered });
+  /** The next `accept` reports a duplicate (of a run answered with `answered`, when given), after `until` if given. */
+  duplicateNext(answered?: StoredReply, until?: Promise<void>): void {
+    this.#script.push({ kind: 'duplicate', ...(answered === undefined ? {} : { answered }), ...(until === undefined ? {} : { until }) });
   }
 
   /**
@@ -116,7 +116,7 @@ export class FakeChannelContext implements ChannelContext {
     this.received.push({ message, signal: options?.signal, acceptance });
     for (const listener of [...this.#listeners]) listener();
     if (step?.kind === 'refuse') throw step.error;
-    if (step?.kind === 'hold') await step.until;
+    if ((step?.kind === 'hold' || step?.kind === 'duplicate') && step.until) await step.until;
     return acceptance!;
   }
 

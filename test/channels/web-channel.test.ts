@@ -39,6 +39,7 @@ async function webDriver(): Promise<ChannelDriver> {
     channel,
     manyConversations: true,
     acceptsWhileAnswering: true,
+    attachesRetries: true,
     conversationId: (name) => `thread-${name}`,
     say: post,
     replies: (name) => view(name).messages.map((m) => m.text),

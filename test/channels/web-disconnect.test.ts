@@ -62,6 +62,22 @@ describe('web channel: a client that disconnects mid-turn', () => {
     expect(harness!.model.calls).toHaveLength(1);
   });
 
+  it('gives a retry of a run whose first request still looks open the reply, and ends the first request', async () => {
+    const { base, modelCalled } = await startHeld();
+    const input = runInput('t-drop-0', 'did you get this?');
+    // The first request's connection is still open as far as the server can tell (a half-open connection).
+    const first = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) });
+    await modelCalled;
+    const retry = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) });
+    expect(retry.status).toBe(200);
+    expect(parseSse(await first.text()).at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'duplicate' } });
+    release!();
+    const shown = parseSse(await retry.text());
+    expect(shown.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('echo: did you get this?');
+    expect(shown.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
+    expect(harness!.model.calls).toHaveLength(1);
+  });
+
   it('stores the reply of a turn whose client left, and a later retry of the run gets it', async () => {
     const { palaver, base, modelCalled } = await startHeld();
     const input = runInput('t-drop-2', 'tell me later');

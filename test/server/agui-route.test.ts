@@ -252,16 +252,41 @@ describe('POST /agui', () => {
     expect(pipeline.signals).toEqual([]);
   });
 
-  it('answers a redelivered run id with an empty run finished as duplicate', async () => {
+  it('attaches a redelivered run id whose turn has not answered to that turn: it gets the reply, not an empty run', async () => {
     const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
     const context = new FakeChannelContext();
     await channel.start(context);
     const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
     servers.push(server);
+    // Seen before, unanswered.
     context.duplicateNext();
-    const list = await events(await post(server.url, runInput()));
-    expect(list.map((e) => e.type)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
-    expect(list[1]).toMatchObject({ result: { correlationId: 'corr-1', status: 'duplicate' } });
+    const response = await post(server.url, runInput());
+    const [message] = await context.waitForMessages(1);
+    await answer(channel, context, [message!], { stream: ['It is ', '10:30.'], parts: ['It is 10:30.'] });
+    const list = await events(response);
+    expect(list.map((e) => e.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
+    expect(list.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('It is 10:30.');
+    expect(list.at(-1)).toMatchObject({ result: { correlationId: 'corr-1', status: 'completed' } });
+  });
+
+  it('gives a retried run the reply of its turn when the turn settles while the store is asked about the run', async () => {
+    const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
+    const context = new FakeChannelContext();
+    await channel.start(context);
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    servers.push(server);
+    // The store says "not answered yet"; the turn settles before the channel attaches the retry, so it asks again.
+    const input = runInput();
+    let settle!: () => void;
+    context.duplicateNext(undefined, new Promise<void>((resolve) => (settle = resolve)));
+    const pending = post(server.url, input);
+    const [message] = await context.waitForMessages(1);
+    context.duplicateNext({ sessionId: 's-1', correlationId: 'corr-original', replyMessageId: 'reply-7', text: 'It is 10:30.', status: 'completed' });
+    await answer(channel, context, [message!], { parts: ['It is 10:30.'] });
+    settle();
+    const list = await events(await pending);
+    expect(list.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('It is 10:30.');
+    expect(list.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
   });
 
   it('sends a batch reply once, to the last run, and finishes the others as answered together', async () => {

@@ -27,6 +27,14 @@ export class AguiStream {
   readonly body: ReadableStream<Uint8Array>;
   /** The correlation id of the turn writing to this run, once known (for the `x-correlation-id` header). */
   correlationId: string | undefined;
+  /**
+   * The run may not have seen all of its turn (a retry attached mid-turn, an event relayed from another process
+   * lost): it ends showing the stored reply exactly (`AguiTranslator.finishExactly`).
+   */
+  partial = false;
+  /** A turn of this process writes to the run: it settles it, so the stored reply need not be looked up. */
+  fedLocally = false;
+  #active = false;
   /** Resolves when the first event was written, or the stream closed. */
   readonly firstWrite: Promise<void>;
   #controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -62,9 +70,22 @@ export class AguiStream {
     else listener();
   }
 
+  /** Notes that the run's turn is alive (an event, or a relayed sign of life). */
+  noteActivity(): void {
+    this.#active = true;
+  }
+
+  /** True when there was activity since the last call. */
+  takeActivity(): boolean {
+    const active = this.#active;
+    this.#active = false;
+    return active;
+  }
+
   /** Writes events; closes the stream when they ended the run. Ignored once closed. */
   write(events: readonly AGUIEvent[]): void {
     if (!this.#open) return;
+    this.#active = true;
     for (const event of events) this.#enqueue(encodeSse(event));
     if (events.length > 0) this.#wrote();
     if (this.translator.isEnded) {

@@ -19,6 +19,9 @@ import { INTERNAL_ERROR_CODE } from './web-constants.js';
 
 export { INTERNAL_ERROR_CODE };
 
+/** What ends a run that carried a reply: the turn's outcome, without what only the pipeline needs (usage, user). */
+export type FinishedReply = Pick<TurnOutcome, 'correlationId' | 'sessionId' | 'reply' | 'replyMessageId' | 'status' | 'errorId'>;
+
 /** RUN_ERROR code of a run whose turn failed and was answered with an apology (session status `failed`). */
 export const TURN_FAILED_CODE = 'turn_failed';
 
@@ -99,6 +102,10 @@ export class AguiTranslator {
   readonly #aliases = new Map<string, string>();
   #renames = 0;
   #parts = 0;
+  /** The texts of the sent parts this run showed, in order (streamed or whole): what `finishExactly` compares. */
+  readonly #partsShown: string[] = [];
+  /** Whole messages on screen, by AG-UI id: withdrawn with the streamed ones when the run shows the reply afresh. */
+  readonly #wholeShown: string[] = [];
 
   /**
    * @param options.showToolDetails send tool names, arguments and results to the client. Off by default: they can
@@ -194,6 +201,7 @@ export class AguiTranslator {
     const out: AGUIEvent[] = [];
     this.#ensureStarted(out, ids);
     const match = this.#reply.match(text);
+    this.#partsShown.push(text);
     if (match.kind === 'shown') {
       const streamedId = this.#region.at(-1) ?? messageId;
       if (this.#reply.isComplete) this.#closeText(out);
@@ -229,7 +237,7 @@ export class AguiTranslator {
    * Events that end the run that carried the reply: withdrawn text if the stream showed more than was sent, then
    * RUN_FINISHED for a completed turn, or RUN_ERROR with the error id for a failed one (its apology was sent as text).
    */
-  finish(outcome: TurnOutcome): AGUIEvent[] {
+  finish(outcome: FinishedReply): AGUIEvent[] {
     if (this.#ended) return [];
     const out: AGUIEvent[] = [];
     this.#ensureStarted(out, outcome);
@@ -248,6 +256,25 @@ export class AguiTranslator {
       out.push({ type: EventType.RUN_FINISHED, threadId: this.#run.threadId, runId: this.#run.runId, result: ids });
     }
     return out;
+  }
+
+  /**
+   * Ends the run showing exactly `outcome.reply`, for a run that may have missed part of its turn (a retry attached
+   * mid-turn, a relayed event lost between processes): when the sent parts it showed are the reply, as `finish`;
+   * otherwise everything it showed is withdrawn and the reply is shown as one message, then the run ends as `finish`.
+   */
+  finishExactly(outcome: FinishedReply): AGUIEvent[] {
+    if (this.#ended) return [];
+    if (sameText(this.#partsShown.join('\n\n'), outcome.reply) && !this.#reply.hasUnsentText) return this.finish(outcome);
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, outcome);
+    this.#withdraw(out, [...this.#shown]);
+    for (const messageId of this.#wholeShown.splice(0)) out.push({ type: EventType.CUSTOM, name: DISCARD_EVENT_NAME, value: { messageId } });
+    this.#region = [];
+    this.#reply.reset();
+    this.#partsShown.length = 0;
+    this.#wholeMessage(out, `${this.#run.runId}:reply`, outcome.reply);
+    return [...out, ...this.finish(outcome)];
   }
 
   /**
@@ -359,6 +386,7 @@ export class AguiTranslator {
     out.push({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: text });
     out.push({ type: EventType.TEXT_MESSAGE_END, messageId });
     this.#lastMessageId = messageId;
+    this.#wholeShown.push(messageId);
   }
 
   /** Takes streamed messages off the screen: END for the open one, then a discard event per message. */
@@ -373,6 +401,11 @@ export class AguiTranslator {
       if (this.#region.length === 0) this.#reply.reset();
     }
   }
+}
+
+/** Whether two replies read the same, whitespace aside (splitting a reply into parts may trim it). */
+function sameText(a: string, b: string): boolean {
+  return a.replace(/\s+/g, ' ').trim() === b.replace(/\s+/g, ' ').trim();
 }
 
 function toolProgress(value: { toolCallId: string; status: 'running' | 'done' | 'failed'; label?: string }): AGUIEvent {

@@ -1,4 +1,5 @@
-import { ChannelError } from '../../domain/errors.js';
+import { ChannelError, PalaverError } from '../../domain/errors.js';
+import type { ClusterBus } from '../../domain/ports/cluster-bus.js';
 import type {
   Acceptance,
   Channel,
@@ -9,18 +10,20 @@ import type {
   ReplyTarget,
   SendOptions,
   SentPart,
+  StoredReply,
   TurnEnd,
   TurnProgress,
 } from '../../domain/ports/channel.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { isReactionEmoji } from '../shared/reaction-emoji.js';
 import type { AguiStream } from './agui-stream.js';
-import type { AguiRunIds } from './agui-translator.js';
+import type { AguiRunIds, FinishedReply } from './agui-translator.js';
 import { INTERNAL_ERROR_CODE, WEB_CHANNEL } from './web-constants.js';
 import { chatPageRoutes } from './chat-page.js';
 import { errorResponse, RequestGuard } from './request-guard.js';
 import { badTextReason } from './text-check.js';
 import { WebIdentity, type UserTokenOptions } from './web-identity.js';
+import { ReplyRelay, type RelayedEvent, type RelayedTurn } from './reply-relay.js';
 
 export interface WebChannelOptions {
   /** Longest accepted user text, in characters (`limits.maxInboundChars`); longer → 400 `message_too_long`. */
@@ -58,6 +61,18 @@ export interface WebChannelOptions {
   readonly accentColor?: string | undefined;
   /** `channels.web.logoUrl`: a logo beside the name, http(s) or a path. */
   readonly logoUrl?: string | undefined;
+  /**
+   * Notifications between the processes sharing the database: with it, a turn's events for a run whose client is
+   * connected to another process reach that process's stream (see `ReplyRelay`). Absent: one process.
+   */
+  readonly bus?: ClusterBus | undefined;
+  /**
+   * How long a run waiting on a turn it does not see (run by another process, or retried mid-turn) may go without an
+   * event before it looks for the stored reply, in case the turn's last notification was lost. Default 15 000 ms.
+   */
+  readonly storedReplyCheckMs?: number;
+  /** How often a turn whose events are relayed tells waiting runs it still runs. Default 10 000 ms. */
+  readonly relayHeartbeatMs?: number;
 }
 
 
@@ -89,7 +104,9 @@ const MAX_ID_CHARS = 256;
  *    conversation, 400 for text the pipeline refuses) and nothing is stored.
  *
  * Then the response is the run's SSE stream. A retried run id whose turn completed gets the stored reply again
- * (RUN_FINISHED status `duplicate`); one still running gets an empty `duplicate` run. When the client
+ * (RUN_FINISHED status `duplicate`); one whose turn has not answered waits for that turn, wherever it runs, and
+ * streams its reply (an older stream of the same run ends with status `duplicate`). With a `bus`, a turn's events for
+ * a run whose stream is in another process travel there (`ReplyRelay`). When the client
  * disconnects, the signal handed to `accept` aborts (a lone message's turn is then cancelled).
  *
  * Outbound, a reply goes to the open stream of the last run it answers (`target.inReplyTo`); other runs of the
@@ -131,6 +148,14 @@ export class WebChannel implements Channel {
    * to the turn still running instead of being told `duplicate` with nothing to show.
    */
   readonly #orphaned = new Set<string>();
+  /**
+   * Runs whose turn settled lately, here or (as relayed) in another process, by stream key: a retry that attaches
+   * to one after the store said "not answered" asks again, since that turn will not settle a second time.
+   */
+  readonly #settled = new Set<string>();
+  /** Relays turn events to and from the other processes, when a bus was given. */
+  #relay: ReplyRelay | undefined;
+  #relayedParts = 0;
 
   /**
    * @throws PalaverError `web_assets_missing` when the chat page's files cannot be read; `cookie_secret_unreadable`
@@ -166,6 +191,12 @@ export class WebChannel implements Channel {
   async start(context: ChannelContext): Promise<void> {
     if (this.#context) throw new Error('WebChannel.start() was called twice; a channel belongs to one Palaver.');
     this.#context = context;
+    const { bus } = this.#options;
+    if (bus) {
+      const relay = new ReplyRelay({ bus, channel: this.name, logger: this.#logger, ...(this.#options.relayHeartbeatMs === undefined ? {} : { heartbeatMs: this.#options.relayHeartbeatMs }) });
+      await relay.start({ onEvent: (event) => this.#relayed(event), onWatch: (conversationId, runId) => this.#supersede(conversationId, runId, 'retried on another process') });
+      this.#relay = relay;
+    }
   }
 
   /** Refuses new runs (503 `channel_stopped`); runs already streaming still get their replies. Safe to call twice. */
@@ -173,17 +204,27 @@ export class WebChannel implements Channel {
     this.#stopped = true;
   }
 
+  /** Streams the turn's progress to the open run; with a bus and no run open here, to the other processes. */
   progress(target: ReplyTarget, event: TurnProgress): void {
     const stream = this.#streamFor(target);
-    stream?.write(stream.translator.progress(event, ids(target)));
+    if (stream) {
+      stream.write(stream.translator.progress(event, ids(target)));
+      this.#relay?.noteLocal(target);
+    } else this.#relay?.publish(target, { kind: 'progress', event });
   }
 
   /**
    * Shows one part as its own AG-UI text message (`options.replyTo` is not shown: the page has no quotes).
-   * @throws ChannelError `client_gone` when no run the reply answers has an open stream any more.
+   * With a bus and no run open here, the part goes to the other processes (a run there shows it), and is taken.
+   * @throws ChannelError `client_gone` when, without a bus, no run the reply answers has an open stream any more.
    */
   async send(target: ReplyTarget, text: string, _options?: SendOptions): Promise<SentPart> {
     const stream = this.#streamFor(target);
+    if (!stream && this.#relay) {
+      this.#relay.publish(target, { kind: 'send', text });
+      return { messageId: `${target.inReplyTo.at(-1) ?? target.correlationId}:relayed-${++this.#relayedParts}` };
+    }
+    this.#relay?.noteLocal(target);
     if (!stream) {
       throw new ChannelError('client_gone', this.name, `No AG-UI stream is open for run ${target.inReplyTo.at(-1) ?? '(none)'}; the client left before the reply was sent.`);
     }
@@ -195,7 +236,10 @@ export class WebChannel implements Channel {
   /** Shows the agent typing on the open run; nothing when the person has left (there is no one to show it to). */
   async typing(target: ReplyTarget): Promise<void> {
     const stream = this.#streamFor(target);
-    stream?.write(stream.translator.typing(TYPING_EVENT_SECONDS, ids(target)));
+    if (stream) {
+      stream.write(stream.translator.typing(TYPING_EVENT_SECONDS, ids(target)));
+      this.#relay?.noteLocal(target);
+    } else this.#relay?.publish(target, { kind: 'typing' });
   }
 
   /**
@@ -210,39 +254,141 @@ export class WebChannel implements Channel {
       throw new ChannelError('invalid_reaction', this.name, 'A reaction names the run id of one of the person\'s messages.');
     }
     const stream = this.#streamFor(target);
+    if (!stream && this.#relay) {
+      this.#relay.publish(target, { kind: 'reaction', messageId, emoji });
+      return;
+    }
     if (!stream) throw new ChannelError('client_gone', this.name, 'The client left before the reaction could be shown.');
+    this.#relay?.noteLocal(target);
     stream.write(stream.translator.reaction(messageId, emoji, ids(target)));
   }
 
+  /** Ends the runs the turn answered here; with a bus, tells the other processes how it ended. */
   settle(target: ReplyTarget, end: TurnEnd): void {
-    for (const runId of target.inReplyTo) this.#orphaned.delete(streamKey(target.conversationId, runId));
-    const stream = this.#streamFor(target);
-    if (!stream) return;
+    const settled: SettledTurn = end.kind === 'answered' ? { kind: 'answered', outcome: end.outcome } : end;
+    const answeredIn = this.#settleStreams(target, settled);
+    if (!this.#relay) return;
+    const relayedEnd = end.kind === 'answered'
+      ? { kind: 'answered' as const, outcome: finishedOf(end.outcome) }
+      : { kind: 'error' as const, ...(end.error instanceof PalaverError ? { code: end.error.code, message: end.error.message } : {}) };
+    this.#relay.settle(target, relayedEnd, answeredIn);
+  }
+
+  /**
+   * Ends the runs of a settled turn that stream here: the last open one carries the reply (or `relayed.answeredIn`,
+   * the run another process gave it to), the others finish as answered together. Returns the run that carried it here.
+   */
+  #settleStreams(target: TurnRef, end: SettledTurn, relayed?: { readonly whole: boolean; readonly answeredIn: string | undefined }): string | undefined {
+    for (const runId of target.inReplyTo) {
+      const key = streamKey(target.conversationId, runId);
+      this.#orphaned.delete(key);
+      remember(this.#settled, key);
+    }
+    let stream: AguiStream | undefined;
+    let carrier: string | undefined;
+    if (relayed?.answeredIn === undefined) {
+      stream = this.#streamFor(target, relayed === undefined);
+      carrier = stream?.run.runId;
+    } else {
+      // The publisher's stream of that run took the reply; a stream of it here missed what went there.
+      carrier = relayed.answeredIn;
+      stream = this.#streams.get(streamKey(target.conversationId, carrier));
+      if (stream?.isOpen) stream.partial = true;
+      else stream = undefined;
+    }
+    if (carrier === undefined) return undefined;
+    if (stream && relayed && !relayed.whole) stream.partial = true;
     for (const runId of target.inReplyTo) {
       const other = this.#streams.get(streamKey(target.conversationId, runId));
       if (!other || other === stream) continue;
-      other.write(end.kind === 'answered' ? other.translator.answeredTogether(ids(target), stream.run.runId) : other.translator.fail(end.error, end.correlationId));
+      other.write(end.kind === 'answered' ? other.translator.answeredTogether(ids(target), carrier) : other.translator.fail(end.error, end.correlationId));
     }
-    if (end.kind === 'answered') stream.write(stream.translator.finish(end.outcome));
-    else stream.write(stream.translator.fail(end.error, end.correlationId));
+    if (!stream) return undefined;
+    if (end.kind === 'error') stream.write(stream.translator.fail(end.error, end.correlationId));
+    else stream.write(stream.partial ? stream.translator.finishExactly(end.outcome) : stream.translator.finish(end.outcome));
+    return stream.run.runId;
+  }
+
+  /** An event of a turn another process runs: shown on this process's stream of the run, if it has one. */
+  #relayed({ turn, op, continuous }: RelayedEvent): void {
+    const target = turnRefOf(turn);
+    if (op.kind === 'settle') {
+      const end: SettledTurn = op.end.kind === 'answered'
+        ? op.end
+        : { kind: 'error', correlationId: turn.correlationId, error: op.end.code === undefined ? new Error('The turn failed in another process.') : new PalaverError(op.end.code, op.end.message ?? '') };
+      this.#settleStreams(target, end, { whole: op.whole && continuous, answeredIn: op.answeredIn });
+      return;
+    }
+    const stream = this.#streamFor(target, false);
+    if (!stream) return;
+    if (!continuous) stream.partial = true;
+    stream.noteActivity();
+    switch (op.kind) {
+      case 'progress':
+        stream.write(stream.translator.progress(op.event, ids(target)));
+        break;
+      case 'send':
+        stream.write(stream.translator.send(op.text, ids(target)).events);
+        break;
+      case 'typing':
+        stream.write(stream.translator.typing(TYPING_EVENT_SECONDS, ids(target)));
+        break;
+      case 'reaction':
+        if (isReactionEmoji(op.emoji)) stream.write(stream.translator.reaction(op.messageId, op.emoji, ids(target)));
+        break;
+      case 'alive':
+        break;
+    }
+  }
+
+  /** Ends this process's stream of a run whose client came back in a newer request: that one gets the reply. */
+  #supersede(conversationId: string, runId: string, why: string): void {
+    const stream = this.#streams.get(streamKey(conversationId, runId));
+    if (!stream?.isOpen) return;
+    this.#logger.info({ threadId: conversationId, runId }, `run ${why}: its earlier stream ends here`);
+    stream.write(stream.translator.duplicate(stream.correlationId ?? ''));
+  }
+
+  /**
+   * A run that waits on a turn it may not see settle (run by another process, or retried here mid-turn): after a
+   * quiet `storedReplyCheckMs` (no event, no sign of life from the turn), it asks the pipeline again, and once the
+   * reply is stored shows it and ends. This is what makes a lost notification cost time, not the reply.
+   */
+  #checkStoredReply(stream: AguiStream, message: InboundMessage, context: ChannelContext, log: Logger): void {
+    let checking = false;
+    const timer = setInterval(() => {
+      if (!stream.isOpen || checking || stream.takeActivity() || stream.fedLocally) return;
+      checking = true;
+      context
+        .accept(message)
+        .then((again) => {
+          if (again.status !== 'duplicate' || again.answered === undefined || !stream.isOpen) return;
+          log.info({ correlationId: again.correlationId }, 'run ended with its stored reply: its turn was not seen to settle');
+          stream.write(stream.translator.finishExactly(finishedOfStored(again.answered)));
+        })
+        .catch((error: unknown) => log.warn({ err: error }, 'could not look for the stored reply of a waiting run'))
+        .finally(() => (checking = false));
+    }, this.#options.storedReplyCheckMs ?? 15_000);
+    timer.unref();
+    stream.onClose(() => clearInterval(timer));
   }
 
   /** Remembers a run left by its client; the oldest are forgotten past 10 000 (their turns never settled here). */
   #orphan(key: string): void {
-    this.#orphaned.add(key);
-    for (const oldest of this.#orphaned) {
-      if (this.#orphaned.size <= 10_000) break;
-      this.#orphaned.delete(oldest);
-    }
+    remember(this.#orphaned, key);
   }
 
-  /** The stream of the last answered run that is still open. */
-  #streamFor(target: ReplyTarget): AguiStream | undefined {
+  /**
+   * The stream of the last answered run that is still open in this process. `local`: a turn of this process writes
+   * (else one relayed from another process).
+   */
+  #streamFor(target: TurnRef, local = true): AguiStream | undefined {
     for (let i = target.inReplyTo.length - 1; i >= 0; i--) {
       const stream = this.#streams.get(streamKey(target.conversationId, target.inReplyTo[i]!));
       if (!stream?.isOpen) continue;
       // The turn can stream before `accept` resolved (the store writes while the model starts).
       stream.correlationId ??= target.correlationId;
+      if (local) stream.fedLocally = true;
       return stream;
     }
     return undefined;
@@ -304,9 +450,13 @@ export class WebChannel implements Channel {
         },
       },
     );
-    // A run id already streaming is a retry: it will be recognised as a duplicate and must not take over the stream.
-    const register = (): boolean => {
-      if (this.#streams.has(key)) return this.#streams.get(key) === stream;
+    // A run id already streaming is a retry: it will be recognised as a duplicate and takes over the stream only once
+    // `accept` has confirmed the conversation is the caller's (`replace`).
+    const register = (replace = false): boolean => {
+      const current = this.#streams.get(key);
+      if (current === stream) return true;
+      if (current && !replace) return false;
+      if (current) this.#supersede(threadId, runId, 'retried');
       registered = true;
       this.#streams.set(key, stream);
       stream.onClose(() => {
@@ -328,17 +478,29 @@ export class WebChannel implements Channel {
     let attached = false;
     try {
       acceptance = await context.accept(message);
-      if (retryOfLeftRun && acceptance.status === 'duplicate' && acceptance.answered === undefined) {
-        attached = register();
-        // The turn settled between the store's answer and now: its reply is stored, ask for it.
-        if (attached && !this.#orphaned.has(key)) {
-          attached = false;
-          acceptance = await context.accept(message);
-        }
-      }
     } catch (error) {
       stream.dispose();
       return this.#refused(error, log, message.correlationId, cors);
+    }
+    if (acceptance.status === 'duplicate' && acceptance.answered === undefined) {
+      // A retry of a run whose turn has not answered yet (its client left, or this or another process restarted):
+      // the stream waits for that turn here, wherever it runs, and is told everything it missed at the end.
+      attached = register(true);
+      stream.partial = true;
+      this.#relay?.watch(threadId, runId);
+      // The turn settled between the store's answer and now: its reply is stored, ask for it. (A settle whose
+      // notification was lost is found by the stored-reply check below.)
+      if (this.#settled.has(key)) {
+        try {
+          const again = await context.accept(message);
+          if (again.status === 'duplicate' && again.answered !== undefined) {
+            acceptance = again;
+            attached = false;
+          }
+        } catch (error) {
+          log.warn({ err: error }, 'could not look for the stored reply of a retried run; waiting for its turn');
+        }
+      }
     }
     stream.correlationId = acceptance.correlationId;
     if (acceptance.status === 'accepted') {
@@ -351,9 +513,8 @@ export class WebChannel implements Channel {
     } else if (acceptance.answered) {
       log.info({ correlationId: acceptance.correlationId }, 'retried run answered with its stored reply');
       stream.write(stream.translator.replay(acceptance.answered));
-    } else {
-      stream.write(stream.translator.duplicate(acceptance.correlationId));
     }
+    if (stream.isOpen && (attached || this.#relay)) this.#checkStoredReply(stream, message, context, log);
     return new Response(stream.body, { status: 200, headers: { ...SSE_HEADERS, ...cors, 'x-correlation-id': acceptance.correlationId } });
   }
 
@@ -469,11 +630,40 @@ async function readBody(request: Request, timeoutMs: number): Promise<string | u
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** Adds `key` to a bounded set: past 10 000 the oldest go. */
+function remember(set: Set<string>, key: string): void {
+  set.delete(key);
+  set.add(key);
+  for (const oldest of set) {
+    if (set.size <= 10_000) break;
+    set.delete(oldest);
+  }
+}
+
 function streamKey(conversationId: string, runId: string): string {
   return `${conversationId}\u0000${runId}`;
 }
 
-function ids(target: ReplyTarget): AguiRunIds {
+/** What a turn's events are routed by: its conversation, the runs it answers, its ids. */
+type TurnRef = Pick<ReplyTarget, 'conversationId' | 'inReplyTo' | 'correlationId' | 'sessionId'>;
+
+/** How a turn ended, as the streams of its runs show it. */
+type SettledTurn = { readonly kind: 'answered'; readonly outcome: FinishedReply } | { readonly kind: 'error'; readonly correlationId: string; readonly error: unknown };
+
+function turnRefOf(turn: RelayedTurn): TurnRef {
+  return { conversationId: turn.conversationId, inReplyTo: turn.runs, correlationId: turn.correlationId, sessionId: turn.sessionId };
+}
+
+function finishedOf(outcome: FinishedReply): FinishedReply {
+  const { correlationId, sessionId, reply, replyMessageId, status, errorId } = outcome;
+  return { correlationId, sessionId, reply, replyMessageId, status, ...(errorId === undefined ? {} : { errorId }) };
+}
+
+function finishedOfStored(stored: StoredReply): FinishedReply {
+  return { correlationId: stored.correlationId, sessionId: stored.sessionId, reply: stored.text, replyMessageId: stored.replyMessageId, status: stored.status, ...(stored.errorId === undefined ? {} : { errorId: stored.errorId }) };
+}
+
+function ids(target: TurnRef): AguiRunIds {
   return { correlationId: target.correlationId, sessionId: target.sessionId };
 }
 
