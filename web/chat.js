@@ -69,12 +69,20 @@
     input.focus();
   });
 
-  /** Shows the list and the open conversation of whoever is talking now. */
-  function begin() {
+  /**
+   * Shows the list and the open conversation of whoever is talking now. `switched`: someone else may be talking
+   * (another user token), so a conversation the server does not list for them is left for a new one.
+   */
+  function begin(switched = false) {
     // Only a conversation the server lists for this caller is fetched; a new thread has nothing stored yet.
     void refreshConversations().then((ids) => {
-      if (ids.includes(threadId)) void openThread(threadId);
-      else list.replaceChildren();
+      if (ids.includes(threadId)) {
+        void openThread(threadId);
+      } else if (switched && !running) {
+        threadId = startThread();
+        list.replaceChildren();
+        markCurrent();
+      }
     });
   }
 
@@ -482,11 +490,12 @@
       if (!data || typeof data !== 'object') return;
       if (data.type === 'palaver:token' && typeof data.token === 'string' && data.token.length > 0 && data.token.length <= MAX_TOKEN_CHARS) {
         if (data.token === userToken) return;
+        const switched = ready;
         userToken = data.token;
         ready = true;
-        // Another person may now be talking: show their list; a conversation of the previous one is refused (403).
+        // Another person may now be talking: show their list and leave a conversation that is not theirs.
         if (!running) setRunning(false);
-        begin();
+        begin(switched);
       } else if (data.type === 'palaver:focus') {
         input.focus();
       }

@@ -62,13 +62,13 @@ describe('web chat page on a small screen', () => {
     await expect.poll(() => page.getByTestId('conversation').count(), { timeout: 10_000 }).toBe(2);
     expect(await list.isVisible()).toBe(true);
     // Focus moves into the list, onto the open conversation.
-    expect(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.className)).toContain('current');
+    expect(await page.evaluate<string>('document.activeElement.className')).toContain('current');
     await page.screenshot({ path: `${IMAGES}/chat-390-conversations.png` });
 
     // Escape closes it and gives focus back to the menu button; a tap beside it closes it too.
     await page.keyboard.press('Escape');
     expect(await list.isVisible()).toBe(false);
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe('menu');
+    expect(await page.evaluate<string>('document.activeElement.id')).toBe('menu');
     await menu.click();
     await page.mouse.click(370, 400);
     expect(await list.isVisible()).toBe(false);

@@ -58,6 +58,11 @@ export interface WebChannelOptions {
   readonly accentColor?: string | undefined;
   /** `channels.web.logoUrl`: a logo beside the name, http(s) or a path. */
   readonly logoUrl?: string | undefined;
+  /**
+   * `channels.web.embed`: `allowedOrigins` are the sites whose pages may show the chat in the widget's frame
+   * (`/widget.js`, `/embed`), as the frame's `Content-Security-Policy: frame-ancestors`. Default none: no site may.
+   */
+  readonly embed?: { readonly allowedOrigins?: readonly string[] } | undefined;
 }
 
 
@@ -160,7 +165,8 @@ export class WebChannel implements Channel {
       // CORS preflights, answered only for the configured origins.
       ...['/agui', '/conversations', '/conversations/messages'].map((path): ChannelRoute => ({ method: 'OPTIONS', path, access: 'public', handle: preflight })),
     ];
-    this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path), { name: options.agentName, accentColor: options.accentColor, logoUrl: options.logoUrl })];
+    const appearance = { name: options.agentName, accentColor: options.accentColor, logoUrl: options.logoUrl };
+    this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path), appearance, options.embed?.allowedOrigins ?? [])];
   }
 
   async start(context: ChannelContext): Promise<void> {
@@ -248,12 +254,15 @@ export class WebChannel implements Channel {
     return undefined;
   }
 
-  /** The page: refused for a foreign `Host`; `GET /` gives a browser without a valid visitor cookie a new one. */
+  /**
+   * The page: refused for a foreign `Host`; `GET /` and `GET /embed` give a browser without a valid visitor cookie a
+   * new one (in the widget's frame, one another site's page may carry: see `visitorSetCookie`).
+   */
   #page(request: Request, path: string): { refuse: Response } | { headers: Record<string, string> } {
     const refusal = this.#guard.checkHost(request);
     if (refusal) return { refuse: errorResponse(refusal) };
-    if (path !== '/' || this.#identity.hasValidVisitorCookie(request)) return { headers: {} };
-    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), request) } };
+    if ((path !== '/' && path !== '/embed') || this.#identity.hasValidVisitorCookie(request)) return { headers: {} };
+    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), request, path === '/embed') } };
   }
 
   async #run(request: Request, remoteAddress: string | undefined): Promise<Response> {
