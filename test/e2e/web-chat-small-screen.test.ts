@@ -6,7 +6,8 @@ import { createHarness, type Harness } from '../support/palaver-harness.js';
 import { echoScript } from '../security/attack-kit.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const IMAGES = 'docs/images';
+// The screenshots in docs/images/ are copies of these (a test run must not change tracked files).
+const IMAGES = 'test-artifacts';
 
 // A phone-sized screen (390 × 844): the conversation list is a drawer behind the menu button.
 describe('web chat page on a small screen', () => {

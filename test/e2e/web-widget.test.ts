@@ -8,7 +8,8 @@ import { createHarness, type Harness } from '../support/palaver-harness.js';
 import { echoScript, send, userToken } from '../security/attack-kit.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const IMAGES = 'docs/images';
+// The screenshots in docs/images/ are copies of these (a test run must not change tracked files).
+const IMAGES = 'test-artifacts';
 const TOKEN_SECRET = 'widget-test-user-token-secret-0123456789';
 
 /** A team's own site on its own port (another origin than Palaver's): `pageFor(path)` is the HTML it serves. */

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PalaverError } from '../../domain/errors.js';
@@ -98,7 +98,9 @@ export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: Pag
   const embedCsp = contentSecurityPolicy(appearance, origins);
   const files = FILES.map(({ path, file, type }): { path: string; type: string; content: string } => {
     try {
-      const content = readFileSync(join(webDir, file), 'utf8');
+      // A page folder of one's own made before the widget existed still gets the package's loader.
+      const dir = file === 'widget.js' && !existsSync(join(webDir, file)) ? DEFAULT_WEB_DIR : webDir;
+      const content = readFileSync(join(dir, file), 'utf8');
       return { path, type, content: file === 'chat.html' ? withAppearance(content, appearance, path === '/embed' ? origins : undefined) : content };
     } catch (error) {
       throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, { cause: error });
