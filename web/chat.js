@@ -21,10 +21,6 @@
   const newThread = document.getElementById('new-thread');
   const conversationList = document.getElementById('conversations');
   const typingLine = document.getElementById('typing');
-  const layout = document.querySelector('.layout');
-  const menuButton = document.getElementById('menu');
-  const backdrop = document.getElementById('backdrop');
-  const chat = document.getElementById('chat');
   const markdown = markdownRenderer();
   const embed = embedding();
   applyAccent();
@@ -45,7 +41,6 @@
 
   if (ready) begin();
   else setRunning(false);
-  setUpConversationDrawer();
   if (embed) setUpEmbedding();
 
   form.addEventListener('submit', (event) => {
@@ -140,7 +135,6 @@
           showError('');
           markCurrent();
           void openThread(threadId);
-          closeConversationDrawer();
         });
         li.append(button);
         conversationList.append(li);
@@ -426,53 +420,6 @@
   }
 
   /**
-   * On narrow screens the conversation list is a drawer over the chat, opened by the menu button and closed by
-   * choosing a conversation, Escape, a tap beside it or the button again. While it is open the chat behind it is
-   * inert, so keyboard focus stays in the list; closing gives focus back to the button.
-   */
-  function setUpConversationDrawer() {
-    if (!menuButton || !layout || !conversationList) return;
-    menuButton.addEventListener('click', () => (isDrawerOpen() ? closeConversationDrawer() : openConversationDrawer()));
-    if (backdrop) backdrop.addEventListener('click', () => closeConversationDrawer());
-    document.addEventListener('keydown', (event) => {
-      if (event.key !== 'Escape') return;
-      if (isDrawerOpen()) {
-        event.preventDefault();
-        closeConversationDrawer();
-      } else if (embed) {
-        // Escape in the widget's frame closes the widget (the host page cannot see keys typed in the frame).
-        tellHost({ type: 'palaver:close' });
-      }
-    });
-    // Widened past the drawer's breakpoint (a rotated phone): the list is a plain column again.
-    const narrow = window.matchMedia('(max-width: 700px)');
-    narrow.addEventListener('change', () => {
-      if (!narrow.matches) closeConversationDrawer(false);
-    });
-  }
-
-  function isDrawerOpen() {
-    return Boolean(layout && layout.classList.contains('list-open'));
-  }
-
-  function openConversationDrawer() {
-    if (!layout || !menuButton) return;
-    layout.classList.add('list-open');
-    menuButton.setAttribute('aria-expanded', 'true');
-    if (chat) chat.inert = true;
-    const current = conversationList.querySelector('button.current') || conversationList.querySelector('button');
-    (current || document.getElementById('sidebar')).focus();
-  }
-
-  function closeConversationDrawer(restoreFocus = true) {
-    if (!isDrawerOpen()) return;
-    layout.classList.remove('list-open');
-    menuButton.setAttribute('aria-expanded', 'false');
-    if (chat) chat.inert = false;
-    if (restoreFocus) menuButton.focus();
-  }
-
-  /**
    * The page in the widget's frame (served at /embed). The server names the sites allowed to frame it (the same list
    * its frame-ancestors policy names); a user token is taken only from the parent window, and only when the parent's
    * origin is one of them. Messages to the parent carry no conversation data.
@@ -484,6 +431,11 @@
       close.hidden = false;
       close.addEventListener('click', () => tellHost({ type: 'palaver:close' }));
     }
+    document.addEventListener('keydown', (event) => {
+      // Escape in the widget's frame closes the widget (the host page cannot see keys typed in the frame), unless it
+      // closed the conversation list (chat-drawer.js, which runs first, then marks it handled).
+      if (event.key === 'Escape' && !event.defaultPrevented) tellHost({ type: 'palaver:close' });
+    });
     window.addEventListener('message', (event) => {
       if (window.parent === window || event.source !== window.parent || !embed.origins.includes(event.origin)) return;
       const data = event.data;

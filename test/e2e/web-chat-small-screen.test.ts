@@ -10,7 +10,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const IMAGES = 'test-artifacts';
 
 // A phone-sized screen (390 × 844): the conversation list is a drawer behind the menu button.
-describe('web chat page on a small screen', () => {
+describe('web chat page on a small screen', { timeout: 60_000 }, () => {
   let browser: Browser;
   let harness: Harness;
   let server: RunningHttpServer;

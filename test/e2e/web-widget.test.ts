@@ -109,6 +109,13 @@ describe('the chat widget on another site', { timeout: 60_000 }, () => {
     await frame.getByTestId('close-embed').click();
     await expect.poll(() => page.getByTestId('widget-panel').isVisible()).toBe(false);
     expect(await launcher.getAttribute('aria-expanded')).toBe('false');
+    await expect.poll(() => launcher.evaluate((node) => node.getRootNode() instanceof node.ownerDocument.defaultView!.ShadowRoot && (node.getRootNode() as unknown as { activeElement: unknown }).activeElement === node)).toBe(true);
+
+    // Reopened, the same conversation is there; Escape in the chat closes the widget.
+    await launcher.click();
+    await expect.poll(() => frame.getByTestId('assistant-message').count()).toBe(1);
+    await frame.getByTestId('message-input').press('Escape');
+    await expect.poll(() => page.getByTestId('widget-panel').isVisible()).toBe(false);
     expect(pageErrors).toEqual([]);
     await context.close();
   });

@@ -15,6 +15,7 @@ const FILES = [
   { path: '/chat.js', file: 'chat.js', type: 'text/javascript; charset=utf-8' },
   { path: '/chat.css', file: 'chat.css', type: 'text/css; charset=utf-8' },
   { path: '/chat-texts.js', file: 'chat-texts.js', type: 'text/javascript; charset=utf-8' },
+  { path: '/chat-drawer.js', file: 'chat-drawer.js', type: 'text/javascript; charset=utf-8' },
   // The loader a team's site includes with one <script> tag.
   { path: '/widget.js', file: 'widget.js', type: 'text/javascript; charset=utf-8' },
 ] as const;
@@ -83,7 +84,7 @@ function markdownRenderer(): string {
 }
 
 /**
- * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, `/chat-texts.js`, the Markdown renderer
+ * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, `/chat-texts.js`, `/chat-drawer.js`, the Markdown renderer
  * `/markdown-it.min.js`), the widget's loader `/widget.js` and the page for its frame `/embed`. The files are read
  * once, here, so a missing `web/` fails at start with a clear message instead of on the first visit. `onRequest`
  * may refuse a request (a foreign `Host`) or add headers (the page's `Set-Cookie`); `appearance` names and colours

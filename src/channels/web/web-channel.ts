@@ -82,8 +82,8 @@ const MAX_ID_CHARS = 256;
 
 /**
  * The web channel: AG-UI over server-sent events at `POST /agui`, the caller's conversations at
- * `GET /conversations` and `GET /conversations/messages?id=<threadId>`, and the chat page at `GET /`, `/chat.js`,
- * `/chat.css`. Every route is `public` for the server and does its own checks, in this order:
+ * `GET /conversations` and `GET /conversations/messages?id=<threadId>`, the chat page at `GET /`, `/chat.js`,
+ * `/chat.css`, and the widget for other sites (`/widget.js`, its frame `/embed`; see `chatPageRoutes`). Every route is `public` for the server and does its own checks, in this order:
  *
  * 1. same-origin rules (`RequestGuard`): allowed `Host` (421), own or allowed `Origin` (403), JSON body (415);
  * 2. the body within `bodyTimeoutMs` (408) and as AG-UI input (400: `invalid_json`, `invalid_input` — NUL or lone
