@@ -1,7 +1,8 @@
 // Palaver web chat: sends AG-UI RunAgentInput to /agui and renders the SSE event stream. No build step.
 // Who is talking is decided by the server: this browser's signed visitor cookie (HttpOnly, set with the page), so
 // the page holds no credential. Conversations and their messages come from the server; the page only remembers
-// which conversation was open.
+// which conversation was open. Embedded in another site (the widget's frame, served at /embed), the page may be
+// handed that site's signed user token by postMessage; it keeps it in memory and sends it as a header.
 'use strict';
 
 (() => {
@@ -10,6 +11,7 @@
   // A typing event says how long to show it; a value out of this range is clamped rather than trusted.
   const MAX_TYPING_SECONDS = 60;
   const MAX_REACTION_CHARS = 16;
+  const MAX_TOKEN_CHARS = 8192;
 
   const list = document.getElementById('messages');
   const form = document.getElementById('composer');
@@ -20,6 +22,7 @@
   const conversationList = document.getElementById('conversations');
   const typingLine = document.getElementById('typing');
   const markdown = markdownRenderer();
+  const embed = embedding();
   applyAccent();
   const texts = pageTexts();
   applyTexts();
@@ -31,11 +34,14 @@
 
   let threadId = localStorage.getItem(THREAD_KEY) || startThread();
   let running = false;
+  /** The embedding site's user token: in memory only, sent as a header, never put in a URL or in storage. */
+  let userToken = null;
+  /** False while an embedding site that said it has a user token has not handed it over yet. */
+  let ready = !(embed && embed.awaitToken);
 
-  // Only a conversation the server lists for this visitor is fetched; a new thread has nothing stored yet.
-  void refreshConversations().then((ids) => {
-    if (ids.includes(threadId)) void openThread(threadId);
-  });
+  if (ready) begin();
+  else setRunning(false);
+  if (embed) setUpEmbedding();
 
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -58,10 +64,34 @@
     input.focus();
   });
 
+  /**
+   * Shows the list and the open conversation of whoever is talking now. `switched`: someone else may be talking
+   * (another user token), so a conversation the server does not list for them is left for a new one.
+   */
+  function begin(switched = false) {
+    // Only a conversation the server lists for this caller is fetched; a new thread has nothing stored yet.
+    void refreshConversations().then((ids) => {
+      if (ids.includes(threadId)) {
+        void openThread(threadId);
+      } else if (switched && !running) {
+        threadId = startThread();
+        list.replaceChildren();
+        markCurrent();
+      }
+    });
+  }
+
+  /** `fetch` of this server's API as the current caller: with the embedding site's user token when there is one. */
+  function api(url, init = {}) {
+    const headers = { ...init.headers };
+    if (userToken) headers['x-palaver-user-token'] = userToken;
+    return fetch(url, { ...init, headers });
+  }
+
   /** Shows a conversation as the server stored it (a new one has nothing yet). */
   async function openThread(id) {
     try {
-      const response = await fetch(`conversations/messages?id=${encodeURIComponent(id)}`, { headers: { accept: 'application/json' } });
+      const response = await api(`conversations/messages?id=${encodeURIComponent(id)}`, { headers: { accept: 'application/json' } });
       if (id !== threadId) return;
       if (response.status === 404) {
         list.replaceChildren();
@@ -86,7 +116,7 @@
   /** The visitor's conversations, most recent first, in the side list; resolves with their ids. */
   async function refreshConversations() {
     try {
-      const response = await fetch('conversations', { headers: { accept: 'application/json' } });
+      const response = await api('conversations', { headers: { accept: 'application/json' } });
       if (!response.ok) return [];
       const body = await response.json();
       if (!conversationList) return body.conversations.map((conversation) => conversation.id);
@@ -124,7 +154,7 @@
 
   async function submit() {
     const text = input.value.trim();
-    if (!text || running) return;
+    if (!text || running || !ready) return;
     setRunning(true);
     showError('');
     input.value = '';
@@ -139,7 +169,7 @@
     scrollToEnd();
     const run = newRun(thinking);
     try {
-      const response = await fetch('agui', {
+      const response = await api('agui', {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
         body: JSON.stringify({
@@ -385,8 +415,57 @@
 
   function setRunning(value) {
     running = value;
-    send.disabled = value;
-    newThread.disabled = value;
+    send.disabled = value || !ready;
+    newThread.disabled = value || !ready;
+  }
+
+  /**
+   * The page in the widget's frame (served at /embed). The server names the sites allowed to frame it (the same list
+   * its frame-ancestors policy names); a user token is taken only from the parent window, and only when the parent's
+   * origin is one of them. Messages to the parent carry no conversation data.
+   */
+  function setUpEmbedding() {
+    document.documentElement.classList.add('embedded');
+    const close = document.getElementById('close-embed');
+    if (close) {
+      close.hidden = false;
+      close.addEventListener('click', () => tellHost({ type: 'palaver:close' }));
+    }
+    document.addEventListener('keydown', (event) => {
+      // Escape in the widget's frame closes the widget (the host page cannot see keys typed in the frame), unless it
+      // closed the conversation list (chat-drawer.js, which runs first, then marks it handled).
+      if (event.key === 'Escape' && !event.defaultPrevented) tellHost({ type: 'palaver:close' });
+    });
+    window.addEventListener('message', (event) => {
+      if (window.parent === window || event.source !== window.parent || !embed.origins.includes(event.origin)) return;
+      const data = event.data;
+      if (!data || typeof data !== 'object') return;
+      if (data.type === 'palaver:token' && typeof data.token === 'string' && data.token.length > 0 && data.token.length <= MAX_TOKEN_CHARS) {
+        if (data.token === userToken) return;
+        const switched = ready;
+        userToken = data.token;
+        ready = true;
+        // Another person may now be talking: show their list and leave a conversation that is not theirs.
+        if (!running) setRunning(false);
+        begin(switched);
+      } else if (data.type === 'palaver:focus') {
+        input.focus();
+      }
+    });
+    tellHost({ type: 'palaver:ready' });
+  }
+
+  /** A message to the embedding page. Sent to any origin: it carries only its type, never a conversation's text. */
+  function tellHost(message) {
+    if (window.parent !== window) window.parent.postMessage(message, '*');
+  }
+
+  /** What the server wrote into the page when it serves it for embedding (/embed), or null on the plain page. */
+  function embedding() {
+    const origins = document.documentElement.dataset.embedOrigins;
+    if (origins === undefined) return null;
+    const params = new URLSearchParams(location.search);
+    return { origins: origins.split(' ').filter(Boolean), awaitToken: params.get('auth') === 'token', accent: params.get('accent') };
   }
 
   function showError(message) {
@@ -445,6 +524,7 @@
       if (node) apply(node);
     };
     set('conversations-title', (node) => (node.textContent = texts.conversations));
+    set('sidebar', (node) => node.setAttribute('aria-label', texts.conversations));
     set('new-thread', (node) => {
       node.textContent = texts.newChat;
       node.title = texts.newChatTitle;
@@ -454,11 +534,22 @@
       node.setAttribute('aria-label', texts.message);
     });
     set('send', (node) => (node.textContent = texts.send));
+    set('menu', (node) => {
+      node.setAttribute('aria-label', texts.showConversations);
+      node.title = texts.showConversations;
+    });
+    set('close-embed', (node) => {
+      node.setAttribute('aria-label', texts.closeChat);
+      node.title = texts.closeChat;
+    });
   }
 
-  /** The accent colour the server wrote into the page (checked again: only a hex colour becomes a style). */
+  /**
+   * The accent colour the server wrote into the page, or the one the widget asked for in the frame's address
+   * (checked again: only a hex colour becomes a style).
+   */
   function applyAccent() {
-    const accent = document.documentElement.dataset.accent;
+    const accent = (embed && embed.accent) || document.documentElement.dataset.accent;
     if (!accent || !/^#[0-9a-f]{3,8}$/i.test(accent)) return;
     document.documentElement.style.setProperty('--accent', accent);
     document.documentElement.style.setProperty('--user-bg', accent);

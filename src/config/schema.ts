@@ -569,6 +569,18 @@ export const configSchema = z.strictObject({
           logoUrl: z
             .union([z.url({ protocol: /^https?$/ }), z.string().regex(/^\/(?!\/)\S*$/, 'a path starting with a single /')])
             .optional(),
+          /** The chat on other sites: the widget (`/widget.js`) and its frame (`/embed`). */
+          embed: z
+            .strictObject({
+              /**
+               * Origins (scheme://host[:port]) of the sites whose pages may show the chat in a frame; sent as the
+               * frame's `Content-Security-Policy: frame-ancestors`. Empty (the default): no site may frame it.
+               */
+              allowedOrigins: z
+                .array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)'))
+                .default([]),
+            })
+            .prefault({}),
         })
         .prefault({}),
       /**

@@ -65,18 +65,46 @@ describe('ConsoleChannel', () => {
     await driver.done;
   });
 
-  it('shows tool names with ✓ or ✗ and never their results by default', async () => {
+  it('shows a tool call as its label with ✓ or ✗, never the tool name or its result by default', async () => {
     const driver = consoleDriver();
     const context = new FakeChannelContext();
     await driver.channel.start(context);
     await driver.say('c1', 'cancel it');
     const [message] = await context.waitForMessages(1);
-    await answer(driver.channel, context, [message!], { tool: { name: 'cancel_booking', arguments: '{"id":"b-42"}', result: 'internal row 42 deleted' }, stream: ['Done.'], parts: ['Done.'] });
+    await answer(driver.channel, context, [message!], { tool: { name: 'cancel_booking', label: 'Cancelling your booking…', arguments: '{"id":"b-42"}', result: 'internal row 42 deleted' }, stream: ['Done.'], parts: ['Done.'] });
     await expect.poll(() => driver.replies('c1')).toEqual(['Done.']);
     const text = driver.screen.lines().join('\n');
-    expect(text).toContain('· cancel_booking ✓');
+    expect(text).toContain('· Cancelling your booking… ✓');
+    expect(text).not.toContain('cancel_booking');
     expect(text).not.toContain('internal row');
     expect(text).not.toContain('b-42');
+
+    // A failed call without a label (a pipeline that resolves none): the generic line, marked ✗.
+    await driver.say('c1', 'again');
+    const [, again] = await context.waitForMessages(2);
+    await answer(driver.channel, context, [again!], { tool: { name: 'cancel_booking', arguments: '{}', result: 'boom', isError: true }, parts: ['Sorry.'] });
+    await expect.poll(() => driver.replies('c1')).toEqual(['Done.', 'Sorry.']);
+    expect(driver.screen.lines().join('\n')).toContain('· Working on it… ✗');
+  });
+
+  it('shows the tool name and its result, not the label, with tool details on', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    const channel = new ConsoleChannel({ input, output, showToolDetails: true });
+    const context = new FakeChannelContext();
+    await channel.start(context);
+    input.write('cancel it\n');
+    const [message] = await context.waitForMessages(1);
+    await answer(channel, context, [message!], { tool: { name: 'cancel_booking', label: 'Cancelling your booking…', arguments: '{}', result: 'row 42\u001b[2J deleted' }, parts: ['Done.'] });
+    await expect.poll(() => text).toContain('bot> Done.');
+    expect(text).toContain('· cancel_booking → row 42 [2J deleted');
+    expect(text).not.toContain('Cancelling your booking');
+    // The result's escape sequence reached the terminal as text, not as a command.
+    expect(text).not.toContain('\u001b');
+    input.end();
+    await channel.done;
   });
 
   it('prints the error of a refused line and ends on /exit once the last turn settled', async () => {

@@ -152,7 +152,7 @@ export interface FakeReply {
   /** Streamed first, then discarded, before `stream`. */
   readonly discarded?: readonly string[];
   /** Tool activity streamed first: a call and its result. */
-  readonly tool?: { readonly name: string; readonly arguments: string; readonly result: string; readonly isError?: boolean };
+  readonly tool?: { readonly name: string; readonly arguments: string; readonly result: string; readonly isError?: boolean; readonly label?: string };
   /** End with this error instead of an answer (then no part is sent). */
   readonly error?: unknown;
   readonly status?: TurnOutcome['status'];
@@ -181,7 +181,7 @@ export async function answer(channel: Channel, context: FakeChannelContext, mess
   if (channel.capabilities.streaming && channel.progress) {
     if (reply.tool) {
       const callId = `call-${target.correlationId}`;
-      channel.progress(target, { type: 'tool_call', callId, name: reply.tool.name, arguments: reply.tool.arguments });
+      channel.progress(target, { type: 'tool_call', callId, name: reply.tool.name, arguments: reply.tool.arguments, ...(reply.tool.label === undefined ? {} : { label: reply.tool.label }) });
       channel.progress(target, { type: 'tool_result', callId, name: reply.tool.name, content: reply.tool.result, isError: reply.tool.isError ?? false });
     }
     if (reply.discarded) {

@@ -227,11 +227,12 @@ describe('palaver chat --demo salon', () => {
 });
 
 describe('palaver chat tool display', () => {
-  it('shows only which tool ran by default, not its result', async () => {
+  it('shows the tool’s label by default, not its name or result', async () => {
     const child = palaver(['chat', '--demo'], tempCwd());
     typeLines(child, ['remember: secret plan', '/exit']);
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
-    expect(child.stdout()).toContain('· save_note ✓');
+    expect(child.stdout()).toContain('· Saving your note… ✓');
+    expect(child.stdout()).not.toContain('save_note');
     expect(child.stdout()).not.toContain('Saved note #1');
   });
 });

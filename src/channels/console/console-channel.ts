@@ -12,11 +12,11 @@ export interface ConsoleChannelOptions {
   readonly accountId?: string;
   /** The conversation key (default `console`): the same key continues the same history after a restart. */
   readonly conversationId?: string;
-  /** Show which tools run (default true). */
+  /** Show a line for each tool call (default true). */
   readonly showTools?: boolean;
   /**
-   * Show each tool's result too (default false). Off, the person sees only the tool's name and whether it worked:
-   * results can carry internal data, as on the web channel.
+   * Show each tool's name and result (default false). Off, the person sees the tool's label ("Checking the
+   * calendar…") and whether it worked, as on the web page: names and results can carry internal data.
    */
   readonly showToolDetails?: boolean;
   /**
@@ -41,6 +41,10 @@ const TYPING_SHOWN_MS = TYPING_INTERVAL_MS + 1_000;
 /** The person's recent lines, by message id, to name the one a reaction is on. */
 const REMEMBERED_LINES = 50;
 const QUOTE_CHARS = 30;
+/** The line of a tool call whose event carries no label (a pipeline that does not resolve labels). */
+const GENERIC_TOOL_LABEL = 'Working on it…';
+/** Labels of tool calls still running, by call id; bounded, since a call whose result never comes stays. */
+const REMEMBERED_CALLS = 100;
 
 /**
  * A terminal chat: each input line is a message, replies stream in as they are written. Each sent part is its own
@@ -82,6 +86,7 @@ export class ConsoleChannel implements Channel {
   #typingShown = false;
   #typingTimer: NodeJS.Timeout | undefined;
   readonly #lineTexts = new Map<string, string>();
+  readonly #toolLabels = new Map<string, string>();
 
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
@@ -129,12 +134,18 @@ export class ConsoleChannel implements Channel {
         // Text before a tool call stays on screen; the reply is what streams after it.
         this.#endLine();
         this.#reply.reset();
+        remember(this.#toolLabels, event.callId, event.label ?? GENERIC_TOOL_LABEL, REMEMBERED_CALLS);
         return;
-      case 'tool_result':
+      case 'tool_result': {
+        const label = this.#toolLabels.get(event.callId) ?? GENERIC_TOOL_LABEL;
+        this.#toolLabels.delete(event.callId);
         if (this.#options.showTools === false) return;
         this.#endLine();
-        this.#write(this.#dim(`  · ${event.name}${this.#options.showToolDetails ? ` → ${oneLine(event.content)}${event.isError ? ' (error)' : ''}` : event.isError ? ' ✗' : ' ✓'}\n`));
+        // The label is text for people; the name and result only with tool details (they can carry ids and data).
+        const line = this.#options.showToolDetails ? `${event.name} → ${oneLine(event.content)}${event.isError ? ' (error)' : ''}` : `${oneLine(label)} ${event.isError ? '✗' : '✓'}`;
+        this.#write(this.#dim(`  · ${line}\n`));
         return;
+      }
       case 'discard':
         if (this.#reply.isStreaming) this.#withdraw();
         return;
@@ -258,11 +269,7 @@ export class ConsoleChannel implements Channel {
   }
 
   #remember(messageId: string, text: string): void {
-    this.#lineTexts.set(messageId, text);
-    for (const oldest of this.#lineTexts.keys()) {
-      if (this.#lineTexts.size <= REMEMBERED_LINES) break;
-      this.#lineTexts.delete(oldest);
-    }
+    remember(this.#lineTexts, messageId, text, REMEMBERED_LINES);
   }
 
   /** Erases the `… typing` line: the cursor goes back over it (not `\r`: the line may follow the prompt). */
@@ -324,6 +331,15 @@ export class ConsoleChannel implements Channel {
   }
 }
 
+/** Sets `key` in `map`, forgetting the oldest entries past `max`. */
+function remember(map: Map<string, string>, key: string, value: string, max: number): void {
+  map.set(key, value);
+  for (const oldest of map.keys()) {
+    if (map.size <= max) break;
+    map.delete(oldest);
+  }
+}
+
 function errorText(error: unknown, correlationId?: string): string {
   if (error instanceof PalaverError) return error.message;
   return `the agent could not answer because of an internal error${correlationId === undefined ? '' : ` (reference ${correlationId})`}`;
@@ -335,7 +351,8 @@ function quote(text: string): string {
   return flat.length > QUOTE_CHARS ? `${flat.slice(0, QUOTE_CHARS - 1)}…` : flat;
 }
 
+/** On one line and without control characters: a tool's result must not move the cursor or recolour the screen. */
 function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').replace(/\s+/g, ' ').trim();
   return flat.length > 120 ? `${flat.slice(0, 119)}…` : flat;
 }

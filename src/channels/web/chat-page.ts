@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PalaverError } from '../../domain/errors.js';
@@ -10,9 +10,14 @@ export const DEFAULT_WEB_DIR = join(PACKAGE_ROOT, 'web');
 
 const FILES = [
   { path: '/', file: 'chat.html', type: 'text/html; charset=utf-8' },
+  // The same page for the widget's frame: compact, frameable by the allowed sites, taking their user tokens.
+  { path: '/embed', file: 'chat.html', type: 'text/html; charset=utf-8' },
   { path: '/chat.js', file: 'chat.js', type: 'text/javascript; charset=utf-8' },
   { path: '/chat.css', file: 'chat.css', type: 'text/css; charset=utf-8' },
   { path: '/chat-texts.js', file: 'chat-texts.js', type: 'text/javascript; charset=utf-8' },
+  { path: '/chat-drawer.js', file: 'chat-drawer.js', type: 'text/javascript; charset=utf-8' },
+  // The loader a team's site includes with one <script> tag.
+  { path: '/widget.js', file: 'widget.js', type: 'text/javascript; charset=utf-8' },
 ] as const;
 
 /** How the page presents the agent (`agent.name`, `channels.web.accentColor`, `channels.web.logoUrl`). */
@@ -27,11 +32,25 @@ export interface PageAppearance {
 
 /**
  * Same-origin only: the page loads no external asset and talks only to this server; a logo from another site is the
- * one exception, allowed for its origin alone.
+ * one exception, allowed for its origin alone. `frameAncestors` are the sites that may show it in a frame (none:
+ * no site may, which also stops clickjacking).
  */
-function contentSecurityPolicy(appearance: PageAppearance): string {
+function contentSecurityPolicy(appearance: PageAppearance, frameAncestors: readonly string[] = []): string {
   const logoOrigin = appearance.logoUrl && /^https?:/i.test(appearance.logoUrl) ? ` ${new URL(appearance.logoUrl).origin}` : '';
-  return `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:${logoOrigin}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+  const ancestors = frameAncestors.length === 0 ? "'none'" : frameAncestors.join(' ');
+  return `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:${logoOrigin}; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestors}`;
+}
+
+/**
+ * `https://shop.example` as a browser spells an origin (scheme, host, port; no path), or a thrown error: only such a
+ * value may go into a policy header or the page, where a space or `;` would change their meaning.
+ */
+function normaliseOrigin(origin: string): string {
+  const url = new URL(origin);
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin === 'null') {
+    throw new PalaverError('invalid_embed_origin', `${JSON.stringify(origin)} is not an http(s) origin such as https://shop.example; fix channels.web.embed.allowedOrigins.`);
+  }
+  return url.origin;
 }
 
 function escapeHtml(text: string): string {
@@ -42,13 +61,15 @@ function escapeHtml(text: string): string {
  * Writes the agent's name, logo and accent colour into `chat.html`, escaped. The colour travels as a data attribute
  * that `chat.js` applies, because the policy allows no inline styles.
  */
-function withAppearance(html: string, appearance: PageAppearance): string {
+function withAppearance(html: string, appearance: PageAppearance, embedOrigins?: readonly string[]): string {
   let page = html;
   if (appearance.name) {
     const name = escapeHtml(appearance.name);
     page = page.replace('<title>Palaver</title>', `<title>${name}</title>`).replace('>Palaver</h1>', `>${name}</h1>`);
   }
-  if (appearance.accentColor) page = page.replace('<html lang="en">', `<html lang="en" data-accent="${escapeHtml(appearance.accentColor)}">`);
+  // The framed page learns which parents may hand it a user token (the sites its frame-ancestors policy names).
+  if (embedOrigins !== undefined) page = page.replace('<html lang="en"', `<html lang="en" data-embed-origins="${escapeHtml(embedOrigins.join(' '))}"`);
+  if (appearance.accentColor) page = page.replace('<html lang="en"', `<html lang="en" data-accent="${escapeHtml(appearance.accentColor)}"`);
   if (appearance.logoUrl) page = page.replace('<h1', `<img class="logo" data-testid="agent-logo" src="${escapeHtml(appearance.logoUrl)}" alt="">\n      <h1`);
   return page;
 }
@@ -63,24 +84,39 @@ function markdownRenderer(): string {
 }
 
 /**
- * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, `/chat-texts.js`, and the Markdown renderer
- * `/markdown-it.min.js`). The files are read once, here, so a
- * missing `web/` fails at start with a clear message instead of on the first visit. `onRequest` may refuse a
- * request (a foreign `Host`) or add headers (the page's `Set-Cookie`); `appearance` names and colours the page.
- * @throws PalaverError `web_assets_missing` when a file cannot be read.
+ * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, `/chat-texts.js`, `/chat-drawer.js`, the Markdown renderer
+ * `/markdown-it.min.js`), the widget's loader `/widget.js` and the page for its frame `/embed`. The files are read
+ * once, here, so a missing `web/` fails at start with a clear message instead of on the first visit. `onRequest`
+ * may refuse a request (a foreign `Host`) or add headers (the page's `Set-Cookie`); `appearance` names and colours
+ * the page. `embedOrigins` (`channels.web.embed.allowedOrigins`) are the sites whose pages may frame `/embed`; none:
+ * no site may, and `/` may never be framed.
+ * @throws PalaverError `web_assets_missing` when a file cannot be read; `invalid_embed_origin` for an origin that
+ *   is not http(s).
  */
-export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: PageRequestHook, appearance: PageAppearance = {}): ChannelRoute[] {
+export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: PageRequestHook, appearance: PageAppearance = {}, embedOrigins: readonly string[] = []): ChannelRoute[] {
+  const origins = [...new Set(embedOrigins.map(normaliseOrigin))];
   const csp = contentSecurityPolicy(appearance);
+  const embedCsp = contentSecurityPolicy(appearance, origins);
   const files = FILES.map(({ path, file, type }): { path: string; type: string; content: string } => {
     try {
-      const content = readFileSync(join(webDir, file), 'utf8');
-      return { path, type, content: file === 'chat.html' ? withAppearance(content, appearance) : content };
+      // A page folder of one's own made before the widget existed still gets the package's loader.
+      const dir = file === 'widget.js' && !existsSync(join(webDir, file)) ? DEFAULT_WEB_DIR : webDir;
+      const content = readFileSync(join(dir, file), 'utf8');
+      return { path, type, content: file === 'chat.html' ? withAppearance(content, appearance, path === '/embed' ? origins : undefined) : content };
     } catch (error) {
       throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, { cause: error });
     }
   });
   files.push({ path: '/markdown-it.min.js', type: 'text/javascript; charset=utf-8', content: markdownRenderer() });
   return files.map(({ path, type, content }) => {
+    const extra: Record<string, string> =
+      path === '/'
+        ? // For browsers older than frame-ancestors.
+          { 'x-frame-options': 'DENY' }
+        : path === '/widget.js'
+          ? // Loaded by other sites' pages, also those that demand it (Cross-Origin-Embedder-Policy).
+            { 'cross-origin-resource-policy': 'cross-origin' }
+          : {};
     return {
       method: 'GET',
       path,
@@ -88,7 +124,15 @@ export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: Pag
       handle: (request) => {
         const hook = onRequest?.(request, path);
         if (hook && 'refuse' in hook) return hook.refuse;
-        const headers = { 'content-type': type, 'content-security-policy': csp, 'cache-control': 'no-cache', 'referrer-policy': 'same-origin', 'x-content-type-options': 'nosniff', ...hook?.headers };
+        const headers = {
+          'content-type': type,
+          'content-security-policy': path === '/embed' ? embedCsp : csp,
+          'cache-control': 'no-cache',
+          'referrer-policy': 'same-origin',
+          'x-content-type-options': 'nosniff',
+          ...extra,
+          ...hook?.headers,
+        };
         return new Response(content, { status: 200, headers });
       },
     } satisfies ChannelRoute;

@@ -73,6 +73,11 @@ export interface WebChannelOptions {
   readonly storedReplyCheckMs?: number;
   /** How often a turn whose events are relayed tells waiting runs it still runs. Default 10 000 ms. */
   readonly relayHeartbeatMs?: number;
+  /**
+   * `channels.web.embed`: `allowedOrigins` are the sites whose pages may show the chat in the widget's frame
+   * (`/widget.js`, `/embed`), as the frame's `Content-Security-Policy: frame-ancestors`. Default none: no site may.
+   */
+  readonly embed?: { readonly allowedOrigins?: readonly string[] } | undefined;
 }
 
 
@@ -92,8 +97,8 @@ const MAX_ID_CHARS = 256;
 
 /**
  * The web channel: AG-UI over server-sent events at `POST /agui`, the caller's conversations at
- * `GET /conversations` and `GET /conversations/messages?id=<threadId>`, and the chat page at `GET /`, `/chat.js`,
- * `/chat.css`. Every route is `public` for the server and does its own checks, in this order:
+ * `GET /conversations` and `GET /conversations/messages?id=<threadId>`, the chat page at `GET /`, `/chat.js`,
+ * `/chat.css`, and the widget for other sites (`/widget.js`, its frame `/embed`; see `chatPageRoutes`). Every route is `public` for the server and does its own checks, in this order:
  *
  * 1. same-origin rules (`RequestGuard`): allowed `Host` (421), own or allowed `Origin` (403), JSON body (415);
  * 2. the body within `bodyTimeoutMs` (408) and as AG-UI input (400: `invalid_json`, `invalid_input` — NUL or lone
@@ -185,7 +190,8 @@ export class WebChannel implements Channel {
       // CORS preflights, answered only for the configured origins.
       ...['/agui', '/conversations', '/conversations/messages'].map((path): ChannelRoute => ({ method: 'OPTIONS', path, access: 'public', handle: preflight })),
     ];
-    this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path), { name: options.agentName, accentColor: options.accentColor, logoUrl: options.logoUrl })];
+    const appearance = { name: options.agentName, accentColor: options.accentColor, logoUrl: options.logoUrl };
+    this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path), appearance, options.embed?.allowedOrigins ?? [])];
   }
 
   async start(context: ChannelContext): Promise<void> {
@@ -394,12 +400,15 @@ export class WebChannel implements Channel {
     return undefined;
   }
 
-  /** The page: refused for a foreign `Host`; `GET /` gives a browser without a valid visitor cookie a new one. */
+  /**
+   * The page: refused for a foreign `Host`; `GET /` and `GET /embed` give a browser without a valid visitor cookie a
+   * new one (in the widget's frame, one another site's page may carry: see `visitorSetCookie`).
+   */
   #page(request: Request, path: string): { refuse: Response } | { headers: Record<string, string> } {
     const refusal = this.#guard.checkHost(request);
     if (refusal) return { refuse: errorResponse(refusal) };
-    if (path !== '/' || this.#identity.hasValidVisitorCookie(request)) return { headers: {} };
-    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), request) } };
+    if ((path !== '/' && path !== '/embed') || this.#identity.hasValidVisitorCookie(request)) return { headers: {} };
+    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), request, path === '/embed') } };
   }
 
   async #run(request: Request, remoteAddress: string | undefined): Promise<Response> {

@@ -144,10 +144,15 @@ export class WebIdentity {
   /**
    * `Set-Cookie` for a visitor of `request`: HttpOnly (no script reads it), SameSite=Lax (not sent with another
    * site's requests), Path=/; over https also Secure, under the `__Host-` name.
+   *
+   * `embedded` (the widget's frame on another site's page) over https: SameSite=None with Partitioned instead, since
+   * browsers send no Lax cookie inside another site's page. The browser keeps that cookie apart for each embedding
+   * site, so it tells nothing across sites; requests carrying it still pass the `Origin` checks of `RequestGuard`.
    */
-  visitorSetCookie(value: string, request: Request): string {
+  visitorSetCookie(value: string, request: Request, embedded = false): string {
     const secure = isHttps(request);
-    return `${visitorCookieName(request)}=${value}; Path=/; Max-Age=${VISITOR_COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+    const sameSite = secure && embedded ? 'SameSite=None; Partitioned' : 'SameSite=Lax';
+    return `${visitorCookieName(request)}=${value}; Path=/; Max-Age=${VISITOR_COOKIE_MAX_AGE_S}; HttpOnly; ${sameSite}${secure ? '; Secure' : ''}`;
   }
 
   /** The visitor id of a cookie value, or undefined when it is malformed or its signature is not ours. */
