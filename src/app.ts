@@ -219,6 +219,14 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   const profiles = profileCodec(profileDefaultsFrom(config));
   const cache = new ConversationCache({ maxEntries: Math.max(1, config.cache.maxEntries), ttlMs: config.cache.ttlMs, historyLimit: config.agent.historyLimit });
+  // Notifications between the processes on this database (cluster.bus); each cache forgets what another one changed.
+  const { openClusterBus } = await import('./cluster/open-bus.js');
+  const cluster = await openClusterBus(config, cache, logger).catch(async (error: unknown) => {
+    await streams?.dispatcher.close();
+    await identity.close?.();
+    await store.close();
+    throw error;
+  });
   const pipeline = new Pipeline(
     {
       store,
@@ -285,6 +293,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     await Promise.allSettled(started.map((channel) => channel.stop()));
     await streams?.dispatcher.close();
     await identity.close?.();
+    await cluster.close();
     await store.close();
     throw error;
   }
@@ -374,6 +383,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         }
         await dispatcher.close();
         await identity.close?.();
+        await cluster.close();
         await store.close();
       })();
       return closing;
