@@ -4,7 +4,7 @@ import { unstorableReason } from '../domain/storable-text.js';
 import type { InboundRecord, Session } from '../domain/model.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
 import { resetUserState } from './context/reset.js';
-import { parseUserState } from './context/user-state.js';
+import { updateUserState } from './context/user-state-update.js';
 import type { Acceptance, Channel, ChannelContext, ConversationSummary, InboundMessage, RecordedConversation, RecordedMessage, StoredReply, TranscriptEntry } from '../domain/ports/channel.js';
 import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity } from '../domain/ports/identity.js';
 import { systemText } from '../i18n/index.js';
@@ -660,9 +660,7 @@ export class Pipeline {
     const session = await this.#ownSession(channel, accountId, conversationId);
     await store.sessions.resetContext(session.id);
     cache.forgetHistory(session.id);
-    const record = await store.userState.get(session.userId);
-    const { state } = parseUserState(record?.raw);
-    await store.userState.save(session.userId, resetUserState(state, this.#deps.agent.resetKeepsRole));
+    await updateUserState(store.userState, session.userId, (state) => resetUserState(state, this.#deps.agent.resetKeepsRole));
     cache.forgetState(session.userId);
   }
 
