@@ -63,7 +63,7 @@ export interface PalaverOptions {
    * that its own channels did not start (`palaver telegram sync` uses it only to record history).
    */
   readonly serveInbox?: boolean;
-  /** Notifications between the processes sharing the database (a web reply reaches the process holding its client). */
+  /** Overrides the bus the web channel relays replies on (default: the `cluster.bus` one). */
   readonly bus?: ClusterBus;
 }
 
@@ -222,6 +222,14 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   const profiles = profileCodec(profileDefaultsFrom(config));
   const cache = new ConversationCache({ maxEntries: Math.max(1, config.cache.maxEntries), ttlMs: config.cache.ttlMs, historyLimit: config.agent.historyLimit });
+  // Notifications between the processes on this database (cluster.bus); each cache forgets what another one changed.
+  const { openClusterBus } = await import('./cluster/open-bus.js');
+  const cluster = await openClusterBus(config, cache, logger).catch(async (error: unknown) => {
+    await streams?.dispatcher.close();
+    await identity.close?.();
+    await store.close();
+    throw error;
+  });
   const pipeline = new Pipeline(
     {
       store,
@@ -271,7 +279,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const configured = await configuredChannels(config, logger, secrets, metrics, store, options.bus);
+  const configured = await configuredChannels(config, logger, secrets, metrics, store, options.bus ?? cluster.bus);
   const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
@@ -288,6 +296,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     await Promise.allSettled(started.map((channel) => channel.stop()));
     await streams?.dispatcher.close();
     await identity.close?.();
+    await cluster.close();
     await store.close();
     throw error;
   }
@@ -377,6 +386,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         }
         await dispatcher.close();
         await identity.close?.();
+        await cluster.close();
         await store.close();
       })();
       return closing;

@@ -8,7 +8,7 @@ import type { AdminResult } from '../identity/identity-admin.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import { resetUserState } from '../runtime/context/reset.js';
-import { parseUserState } from '../runtime/context/user-state.js';
+import { updateUserState } from '../runtime/context/user-state-update.js';
 import { accountNamespaceOf } from '../runtime/pipeline/keys.js';
 import type { Pipeline } from '../runtime/pipeline/pipeline.js';
 import { postponeParts } from '../runtime/postponement.js';
@@ -131,8 +131,7 @@ export class OperatorActions {
       const session = await tx.sessions.findById(sessionId);
       if (!session) return notFound(sessionId);
       const ended = await tx.sessions.end(sessionId);
-      const { state } = parseUserState((await tx.userState.get(session.userId))?.raw);
-      await tx.userState.save(session.userId, resetUserState(state, resetKeepsRole));
+      await updateUserState(tx.userState, session.userId, (state) => resetUserState(state, resetKeepsRole));
       await tx.adminActions.record(this.#audit('end', session, request));
       return { ok: true, value: ended };
     });

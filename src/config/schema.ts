@@ -516,6 +516,17 @@ export const configSchema = z.strictObject({
       ttlMs: z.number().int().min(1).default(300_000),
     })
     .prefault({}),
+  /** Several Palaver processes on one database (see docs/scale-out.md). */
+  cluster: z
+    .strictObject({
+      /**
+       * How the processes tell each other what changed (so their caches forget it) and pass streamed replies on:
+       * `postgres` (LISTEN/NOTIFY on the database), `redis` (pub/sub on `redis.url`), `local` (one process only), or
+       * `auto` (default): `postgres` on a PostgreSQL database, `local` on SQLite, `redis` on any other database.
+       */
+      bus: z.enum(['auto', 'local', 'postgres', 'redis']).default('auto'),
+    })
+    .prefault({}),
   channels: z
     .strictObject({
       /** The web chat page and AG-UI over SSE on Palaver's HTTP server. */
@@ -751,6 +762,9 @@ export const configSchema = z.strictObject({
   needsRate(billing.defaultCurrency, ['billing', 'defaultCurrency']);
   for (const [country, currency] of Object.entries(billing.currencyByCountry)) needsRate(currency, ['billing', 'currencyByCountry', country]);
   if (budgets.currency !== undefined) needsRate(budgets.currency, ['budgets', 'currency']);
+  if (config.cluster.bus === 'postgres' && !/^postgres(ql)?:\/\//.test(config.database.url)) {
+    ctx.addIssue({ code: 'custom', path: ['cluster', 'bus'], message: 'postgres needs a PostgreSQL database.url; use redis (or local for one process)' });
+  }
 });
 
 export type PalaverConfig = z.infer<typeof configSchema>;

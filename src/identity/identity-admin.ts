@@ -3,6 +3,7 @@ import type { ChannelAccount, User } from '../domain/model.js';
 import type { ProfileSettings, ProfileUpdateResult } from '../domain/profile.js';
 import type { IdentityEvent, NewAdminAction, Store } from '../domain/ports/store.js';
 import { parseUserState } from '../runtime/context/user-state.js';
+import { updateUserState } from '../runtime/context/user-state-update.js';
 import type { ProfileService } from './profile-service.js';
 import { normalisePhone } from './phones.js';
 
@@ -140,11 +141,13 @@ export class IdentityAdmin {
     }
     const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly role: string | null }>> => {
       if (!(await tx.users.findById(userId))) return notFound(userId);
-      const record = await tx.userState.get(userId);
-      const { state } = parseUserState(record?.raw);
-      await tx.userState.save(userId, { ...state, role, responseChainId: null });
-      await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: 'role', from: state.role, to: role, ...actorDetails(actor) } });
-      await tx.adminActions.record(operatorAction('role', userId, actor, { from: state.role, to: role }));
+      let from: string | null = null;
+      await updateUserState(tx.userState, userId, (state) => {
+        from = state.role;
+        return { ...state, role, responseChainId: null };
+      });
+      await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: 'role', from, to: role, ...actorDetails(actor) } });
+      await tx.adminActions.record(operatorAction('role', userId, actor, { from, to: role }));
       return { ok: true, value: { role } };
     });
     if (result.ok) cache.forgetState(userId);

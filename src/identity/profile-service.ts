@@ -1,9 +1,12 @@
 import type { ProfileCodec, ProfileSettings, ProfileUpdateResult } from '../domain/profile.js';
 import type { Store } from '../domain/ports/store.js';
 
-/** Where the turn keeps profiles between turns: an update writes through it, so the next turn follows at once. */
+/**
+ * Where the turn keeps profiles between turns: an update writes through it, so the next turn follows at once (in
+ * every process: the cache tells the others to forget theirs).
+ */
 export interface ProfileCache {
-  rememberProfile(userId: string, settings: ProfileSettings): void;
+  profileChanged(userId: string, settings: ProfileSettings): void;
 }
 
 /** Reads and updates a person's profile outside a turn (the admin API, an embedding application). */
@@ -35,7 +38,7 @@ export class ProfileService {
     const result = this.#codec.update(input, current);
     if (!result.ok) return result;
     await this.#store.profiles.save(userId, JSON.stringify(result.settings));
-    this.#cache.rememberProfile(userId, result.settings);
+    this.#cache.profileChanged(userId, result.settings);
     return result;
   }
 }

@@ -7,6 +7,7 @@ import { systemText } from '../i18n/index.js';
 import { resetUserState } from './context/reset.js';
 import { chainPointAfter } from './context/response-chain.js';
 import type { UserState } from './context/user-state.js';
+import { saveTurnState, type SavedUserState } from './context/user-state-update.js';
 import type { ModelFailures } from './flow-context.js';
 import { splitReply } from './reply.js';
 import { toolAuditRecords } from './tools/tool-call.js';
@@ -62,7 +63,8 @@ async function storeReply(scope: TurnScope, flow: FlowResult, text: string, part
     await settleBudget(scope, tx, usage.cost);
     // The chain (if any) has seen the conversation up to this reply, unless something was stored in between.
     const state = { ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) };
-    return { stored, state, version: await saveState(scope, tx, state), deliveries: await addToOutbox(scope, tx, stored, parts) };
+    const saved = await saveState(scope, tx, state);
+    return { stored, state: saved.state, version: saved.version, deliveries: await addToOutbox(scope, tx, stored, parts) };
   });
   deps.metrics.addCost(scope.currency, usage.cost);
   deps.cache.rememberState(scope.user.id, { version, state });
@@ -151,7 +153,7 @@ async function storeOwnReply(
     );
     await markAnswered(scope, tx, stored);
     await settleBudget(scope, tx, usage.cost);
-    if (reply.state) await tx.userState.save(scope.user.id, reply.state);
+    if (reply.state) await saveState(scope, tx, reply.state);
     return addToOutbox(scope, tx, stored, parts);
   });
   deps.metrics.addCost(scope.currency, usage.cost);
@@ -213,11 +215,10 @@ async function addToOutbox(scope: TurnScope, tx: Store, stored: readonly StoredM
  * Saves the user's state if nobody else changed it since it was loaded. Another process may have (a second
  * Palaver on the same database): the turn's state still wins, as the newest, and the overwrite is logged.
  */
-export async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<number> {
-  const version = await tx.userState.save(scope.user.id, state, scope.stateVersion);
-  if (version !== false) return version;
-  scope.log.warn({ expectedVersion: scope.stateVersion }, 'user state changed elsewhere during the turn; saving this turn\'s state over it');
-  return (await tx.userState.save(scope.user.id, state)) as number;
+export async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<SavedUserState> {
+  const saved = await saveTurnState(tx.userState, scope.user.id, { state: scope.initialState, version: scope.stateVersion }, state);
+  if (saved.rebased) scope.log.info({ expectedVersion: scope.stateVersion, version: saved.version }, "user state changed elsewhere during the turn; this turn's changes were applied to it");
+  return saved;
 }
 
 /**
@@ -266,7 +267,7 @@ export async function persistReset(scope: TurnScope): Promise<Answer> {
   const usage = await usageOf(scope, []);
   const state = resetUserState(scope.initialState, deps.agent.resetKeepsRole);
   const parts = splitReply(text, scope.channel.capabilities.maxMessageChars);
-  const { version, deliveries } = await deps.store.transaction(async (tx) => {
+  const { deliveries, ...saved } = await deps.store.transaction(async (tx) => {
     const stored = await tx.messages.append(
       scope.session.id,
       [...newMessages(scope), { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { reset: true } }],
@@ -275,9 +276,9 @@ export async function persistReset(scope: TurnScope): Promise<Answer> {
     await markAnswered(scope, tx, stored);
     // After the append: the trigger and its confirmation are behind the new start too.
     await tx.sessions.resetContext(scope.session.id);
-    return { version: await saveState(scope, tx, state), deliveries: await addToOutbox(scope, tx, stored, parts) };
+    return { ...(await saveState(scope, tx, state)), deliveries: await addToOutbox(scope, tx, stored, parts) };
   });
-  deps.cache.rememberState(scope.user.id, { version, state });
+  deps.cache.rememberState(scope.user.id, saved);
   deps.cache.rememberHistory(scope.session.id, []);
   deps.metrics.turns.inc({ status: 'completed' });
   return { outcome: outcome(scope, 'completed', text, usage), parts, deliveries };

@@ -99,18 +99,20 @@ async function loadUserState(deps: TurnDependencies, userId: string, correlation
 export async function loadProfile(deps: TurnDependencies, userId: string, languageHint: string | null, correlationId: string): Promise<ProfileSettings> {
   const cached = deps.cache.profile(userId);
   if (cached) return cached;
+  // Before the read: a change another process announces while it runs may not be in what it returns.
+  const generation = deps.cache.generation;
   let record = await deps.store.profiles.get(userId);
   if (record === undefined) {
     const seeded = deps.profiles.seed(languageHint);
     if (await deps.store.profiles.saveIfAbsent(userId, JSON.stringify(seeded))) {
-      deps.cache.rememberProfile(userId, seeded);
+      deps.cache.rememberProfile(userId, seeded, generation);
       return seeded;
     }
     record = await deps.store.profiles.get(userId);
   }
   const { settings, problem } = record === undefined ? { settings: deps.profiles.seed(languageHint), problem: undefined } : deps.profiles.parse(record.raw);
   if (problem) deps.logger.warn({ correlationId, userId, problem }, 'profile unreadable; continuing with the default settings');
-  deps.cache.rememberProfile(userId, settings);
+  deps.cache.rememberProfile(userId, settings, generation);
   return settings;
 }
 

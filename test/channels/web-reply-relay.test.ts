@@ -18,8 +18,14 @@ class LossyBus implements ClusterBus {
     const index = this.published.push(message) - 1;
     if (!this.drop(message, index)) await this.#inner.publish(topic, message);
   }
-  subscribe(topic: ClusterTopic, listener: (message: ClusterMessage) => void) {
+  get processId(): string {
+    return this.#inner.processId;
+  }
+  subscribe(topic: ClusterTopic, listener: (message: ClusterMessage, from: string) => void) {
     return this.#inner.subscribe(topic, listener);
+  }
+  onReconnect(listener: () => void) {
+    return this.#inner.onReconnect(listener);
   }
   close() {
     return this.#inner.close();

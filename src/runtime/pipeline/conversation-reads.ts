@@ -3,7 +3,7 @@ import { newId } from '../../domain/ids.js';
 import type { InboundRecord, Session } from '../../domain/model.js';
 import type { Channel, ConversationSummary, StoredReply, TranscriptEntry } from '../../domain/ports/channel.js';
 import { resetUserState } from '../context/reset.js';
-import { parseUserState } from '../context/user-state.js';
+import { updateUserState } from '../context/user-state-update.js';
 import { wasNotSent } from '../reply-plan/model-notes.js';
 import type { TurnDependencies } from '../turn-context.js';
 import { loadProfile } from '../turn-scope.js';
@@ -26,9 +26,7 @@ export class ConversationReads {
     const session = await this.#ownSession(channel, accountId, conversationId);
     await store.sessions.resetContext(session.id);
     cache.forgetHistory(session.id);
-    const record = await store.userState.get(session.userId);
-    const { state } = parseUserState(record?.raw);
-    await store.userState.save(session.userId, resetUserState(state, this.#deps.agent.resetKeepsRole));
+    await updateUserState(store.userState, session.userId, (state) => resetUserState(state, this.#deps.agent.resetKeepsRole));
     cache.forgetState(session.userId);
   }
 

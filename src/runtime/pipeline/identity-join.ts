@@ -116,8 +116,7 @@ export class IdentityJoin {
     const where = { correlationId, channel: message.channel, accountId: message.accountId };
     switch (outcome.status) {
       case 'relinked':
-        // Other conversations of this account, on every channel of its namespace (and this process only: others
-        // expire with the cache's TTL).
+        // Other conversations of this account, on every channel of its namespace (other processes are told).
         this.#deps.cache.forgetAccount(namespace, message.accountId);
         this.#deps.logger.info({ ...where, fromUserId: outcome.fromUserId, toUserId: outcome.toUserId }, 'account relinked to the owner of its verified phone');
         return;

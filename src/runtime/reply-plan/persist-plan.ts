@@ -95,7 +95,8 @@ async function storePlan(
     await markAnswered(scope, tx, stored, answeredBy);
     await settleBudget(scope, tx, usage.cost);
     const state = { ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) };
-    return { stored, state, version: await saveState(scope, tx, state), deliveries: await addPlanToOutbox(scope, tx, plan.steps) };
+    const saved = await saveState(scope, tx, state);
+    return { stored, state: saved.state, version: saved.version, deliveries: await addPlanToOutbox(scope, tx, plan.steps) };
   });
   deps.cache.rememberState(scope.user.id, { version, state });
   const followsOn = chainPointAfter(scope.session.id, stored, seenUpTo) !== null;
