@@ -5,10 +5,13 @@ import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KyselyStore, migrations, openSqliteDatabase, type Database, type StoreDialect } from '../../src/store/index.js';
+import { openMysqlDatabase } from '../../src/store/mysql/open-mysql-database.js';
+import { createTestMariadbDatabase, type TestMariadbDatabase } from '../support/mariadb.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
 let dir: string;
 const postgres: TestPostgresDatabase[] = [];
+const mariadb: TestMariadbDatabase[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'palaver-migrations-'));
@@ -16,7 +19,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
-  await Promise.all(postgres.map((database) => database.drop()));
+  await Promise.all([...postgres, ...mariadb].map((database) => database.drop()));
 });
 
 const backends: Record<StoreDialect, () => Promise<Kysely<Database>>> = {
@@ -25,6 +28,11 @@ const backends: Record<StoreDialect, () => Promise<Kysely<Database>>> = {
     const database = await createTestPostgresDatabase();
     postgres.push(database);
     return new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }) });
+  },
+  mysql: async () => {
+    const database = await createTestMariadbDatabase();
+    mariadb.push(database);
+    return openMysqlDatabase(database.url, { poolSize: 2 });
   },
 };
 
