@@ -42,8 +42,9 @@ export async function openMysqlDatabase(url: string, options: MysqlDatabaseOptio
   const pool = createPool(config);
   const statementSeconds = (options.statementTimeoutMs ?? 30_000) / 1000;
   pool.on('connection', (connection) => {
-    // Queued ahead of any query on this connection. max_statement_time is MariaDB's; MySQL ignores the failure.
-    connection.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    // Queued ahead of any query on this connection (a failure here would otherwise be an unhandled 'error' event).
+    // max_statement_time is MariaDB's; MySQL refuses it and keeps no statement limit.
+    connection.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', () => {});
     connection.query(`SET SESSION max_statement_time = ${statementSeconds}`, () => {});
   });
   // mysql2 emits 'error' on the pool for idle connections that fail; without a listener Node would crash.
