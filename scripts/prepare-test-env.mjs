@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Run by `npm test` before the suites: makes sure what they need is here — Debian's chromium for the browser
-// tests, PostgreSQL on 127.0.0.1:5432 (or PALAVER_TEST_POSTGRES_URL), Redis on 127.0.0.1:6379 — installing or
+// tests, PostgreSQL on 127.0.0.1:5432 (or PALAVER_TEST_POSTGRES_URL), MariaDB on 127.0.0.1:3306 (or
+// PALAVER_TEST_MYSQL_URL), Redis on 127.0.0.1:6379 — installing or
 // starting what is missing when it can, and otherwise stopping at once with the exact command to run. It never
 // skips a suite. Plain Node, no dependencies: it runs before `npm ci` too (see .ci/run).
 import { spawnSync } from 'node:child_process';
@@ -103,6 +104,35 @@ async function preparePostgres() {
   if (!(await waitUntilReachable('127.0.0.1', 5432, 10))) fail('PostgreSQL did not come up on 127.0.0.1:5432.', start);
 }
 
+async function prepareMariadb() {
+  const custom = process.env.PALAVER_TEST_MYSQL_URL;
+  if (custom) {
+    // The developer chose the server: check it, but do not start or change anything.
+    let url;
+    try {
+      url = new URL(custom);
+    } catch {
+      fail('PALAVER_TEST_MYSQL_URL is not a URL.', 'export PALAVER_TEST_MYSQL_URL=mysql://user:pass@host:3306/test');
+    }
+    const host = url.hostname || '127.0.0.1';
+    const port = Number(url.port || 3306);
+    if (!(await reachable(host, port, 3_000))) {
+      fail(`PALAVER_TEST_MYSQL_URL points at ${host}:${port}, which does not answer.`, 'unset PALAVER_TEST_MYSQL_URL   (to use the local MariaDB on 127.0.0.1:3306; or start the server it names)');
+    }
+    return;
+  }
+  if (await reachable('127.0.0.1', 3306)) return;
+  const daemon = '/usr/sbin/mariadbd';
+  const start = `start-stop-daemon --start --oknodo --background --exec ${daemon}`;
+  if (!isExecutable(daemon)) {
+    fail('MariaDB is not running on 127.0.0.1:3306 and mariadbd is not installed.', `${sudo}apt-get install -y mariadb-server && ${sudo}${start}   (or export PALAVER_TEST_MYSQL_URL=mysql://user:pass@host:3306/test)`);
+  }
+  if (!isRoot) fail('MariaDB is not running on 127.0.0.1:3306.', `sudo ${start}`);
+  say('MariaDB is down; starting it');
+  run(start);
+  if (!(await waitUntilReachable('127.0.0.1', 3306, 30))) fail('MariaDB did not come up on 127.0.0.1:3306.', start);
+}
+
 async function prepareRedis() {
   if (await reachable('127.0.0.1', 6379)) return;
   const start = 'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /tmp --logfile /tmp/palaver-test-redis.log';
@@ -114,5 +144,9 @@ async function prepareRedis() {
 
 prepareChromium();
 await preparePostgres();
+await prepareMariadb();
 await prepareRedis();
-say(`ready: chromium, PostgreSQL${process.env.PALAVER_TEST_POSTGRES_URL ? ' (PALAVER_TEST_POSTGRES_URL)' : ''}, Redis`);
+say(
+  `ready: chromium, PostgreSQL${process.env.PALAVER_TEST_POSTGRES_URL ? ' (PALAVER_TEST_POSTGRES_URL)' : ''}, ` +
+    `MariaDB${process.env.PALAVER_TEST_MYSQL_URL ? ' (PALAVER_TEST_MYSQL_URL)' : ''}, Redis`,
+);

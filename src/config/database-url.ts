@@ -5,22 +5,24 @@ export type NormalisedDatabaseUrl = { readonly ok: true; readonly url: string } 
 
 // A scheme of two or more letters followed by a colon: one letter would be a Windows drive (`C:\data\palaver.db`).
 const URL_SCHEME = /^([a-z][a-z0-9+.-]+):/i;
+// The database servers Palaver speaks to: PostgreSQL, MariaDB and MySQL.
+const SERVER_URL = /^(postgres(ql)?|mysql|mariadb):\/\//;
 
 /**
- * Accepts `sqlite:<path>`, `sqlite::memory:`, `postgres://…`, `postgresql://…` unchanged, and reads a plain file
- * path (`./data/palaver.db`, `/var/lib/palaver.db`, `palaver.sqlite`) as `sqlite:<path>`. Anything else that looks
- * like a URL (`mysql://…`) is refused; the message names only the scheme, never the rest of the URL (it may hold a
- * password).
+ * Accepts `sqlite:<path>`, `sqlite::memory:`, `postgres://…`, `postgresql://…`, `mysql://…`, `mariadb://…` unchanged,
+ * and reads a plain file path (`./data/palaver.db`, `/var/lib/palaver.db`, `palaver.sqlite`) as `sqlite:<path>`.
+ * Anything else that looks like a URL (`mongodb://…`) is refused; the message names only the scheme, never the rest of
+ * the URL (it may hold a password).
  */
 export function normaliseDatabaseUrl(value: string): NormalisedDatabaseUrl {
   const url = value.trim();
-  if (url === '') return { ok: false, message: 'empty; use sqlite:<path>, a file path, or postgres://user:pass@host/db' };
-  if (url.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(url)) return { ok: true, url };
+  if (url === '') return { ok: false, message: 'empty; use sqlite:<path>, a file path, postgres://user:pass@host/db or mysql://user:pass@host/db' };
+  if (url.startsWith('sqlite:') || SERVER_URL.test(url)) return { ok: true, url };
   const scheme = URL_SCHEME.exec(url)?.[1];
   if (scheme !== undefined) {
     return {
       ok: false,
-      message: `"${scheme}:" databases are not supported; use sqlite:<path>, a plain file path (./data/palaver.db) or postgres://user:pass@host/db`,
+      message: `"${scheme}:" databases are not supported; use sqlite:<path>, a plain file path (./data/palaver.db), postgres://user:pass@host/db or mysql://user:pass@host/db (MariaDB too)`,
     };
   }
   return { ok: true, url: `sqlite:${url}` };

@@ -422,7 +422,8 @@ export const configSchema = z.strictObject({
     .strictObject({
       /**
        * `sqlite:<path>` (default, a file under ./data), a plain file path (read as `sqlite:<path>`), or
-       * `postgres://…` / `postgresql://…`. Other URL schemes are refused.
+       * `postgres://…` / `postgresql://…`, or `mysql://…` / `mariadb://…` (MariaDB 10.11+). Other URL schemes are
+       * refused.
        */
       url: z
         .string()

@@ -10,7 +10,7 @@ const SECRET_FIELD = /(?:apikey|apihash|token|secret|password)s?$/i;
 
 /**
  * Every secret value in a config, for the logger's scrubber (`createLogger({ secrets })`): the model and fallback
- * API keys, the server API key, MCP bearer tokens, the password in a PostgreSQL or Redis URL, and any later field whose name
+ * API keys, the server API key, MCP bearer tokens, the password in a database (PostgreSQL, MariaDB/MySQL) or Redis URL, and any later field whose name
  * says it is a credential (see {@link SECRET_FIELD}). Values are returned as configured, shortest included; the
  * logger decides which are long enough to scrub.
  *
@@ -39,9 +39,9 @@ function collect(value: unknown, found: Set<string>, isSecret: boolean): void {
   }
 }
 
-/** The password of a `postgres://user:password@host/db` URL, as written and decoded; none for SQLite. */
+/** The password of a `postgres://` or `mysql://` (`mariadb://`) URL, as written and decoded; none for SQLite. */
 function databasePassword(url: unknown): string[] {
-  return urlPassword(url, /^postgres(ql)?:\/\//);
+  return urlPassword(url, /^(postgres(ql)?|mysql|mariadb):\/\//);
 }
 
 /** The password of a URL of the given scheme, as written and decoded (a `redis://:password@host` too). */

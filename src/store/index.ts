@@ -1,9 +1,9 @@
 // The storage adapter: opening a store, migrations, the generic Kysely store with its dialect strategies, the
-// engines (SQLite, PostgreSQL), and the schema for code that queries it directly.
+// engines (SQLite, PostgreSQL, MariaDB/MySQL), and the schema for code that queries it directly.
 //
 // Layout: kysely/ holds the repositories, written once, and a small DialectStrategy per dialect for what differs;
 // sqlite/ the SQLite engine (bindings, the gated connection with group commit, statement cache, WAL checkpointer and
-// its worker); postgres/ the pg pool; migrations/ the versioned schema. openStore loads an engine only when its URL
+// its worker); postgres/ the pg pool; mysql/ the mysql2 pool; migrations/ the versioned schema. openStore loads an engine only when its URL
 // is opened; importing this index loads them all (drivers themselves stay lazy).
 
 export { openStore, type OpenStoreOptions } from './open-store.js';
@@ -14,5 +14,6 @@ export { DEFAULT_CURRENCY } from './kysely/message-repository.js';
 export { migrateToLatest, migrations, type MigrateOptions } from './migrations/index.js';
 export { openSqliteDatabase, sqlitePathFromUrl, SQLITE_MEMORY_URL, type SqliteDatabaseOptions, type SqliteDriver } from './sqlite/open-sqlite-database.js';
 export { openPostgresDatabase, redactPostgresUrl, type PostgresDatabaseOptions } from './postgres/open-postgres-database.js';
+export { openMysqlDatabase, redactMysqlUrl, type MysqlDatabaseOptions } from './mysql/open-mysql-database.js';
 export { COST_SCALE } from '../domain/money.js';
 export type * from './kysely/schema.js';

@@ -15,9 +15,10 @@ export interface OpenStoreOptions extends PostgresDatabaseOptions {
 }
 
 /**
- * Opens the store named by `url`: `sqlite:<path>`, `sqlite::memory:`, or `postgres://user@host:5432/db`
- * (`postgresql://` too). Checks the connection, then migrates unless `migrate: false`. Each engine is loaded when
- * its URL is opened: the SQLite engine (and its binding) only for `sqlite:`, `pg` only for PostgreSQL.
+ * Opens the store named by `url`: `sqlite:<path>`, `sqlite::memory:`, `postgres://user@host:5432/db`
+ * (`postgresql://` too) or `mysql://user@host:3306/db` (`mariadb://` too). Checks the connection, then migrates
+ * unless `migrate: false`. Each engine is loaded when its URL is opened: the SQLite engine (and its binding) only for
+ * `sqlite:`, `pg` only for PostgreSQL, `mysql2` only for MariaDB/MySQL.
  *
  * @throws StoreError `invalid_url` for an unknown scheme, `unreachable` when the database cannot be reached,
  * `migration_failed` naming the failing migration.
@@ -40,8 +41,16 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     db = await openPostgresDatabase(url, options);
     dialect = 'postgres';
     where = redactPostgresUrl(url);
+  } else if (scheme === 'mysql' || scheme === 'mariadb') {
+    const { openMysqlDatabase, redactMysqlUrl } = await import('./mysql/open-mysql-database.js');
+    db = await openMysqlDatabase(url, options);
+    dialect = 'mysql';
+    where = redactMysqlUrl(url);
   } else {
-    throw new StoreError('invalid_url', `Unsupported store URL scheme "${scheme}:": use sqlite:<path>, sqlite::memory: or postgres://user@host:port/database.`);
+    throw new StoreError(
+      'invalid_url',
+      `Unsupported store URL scheme "${scheme}:": use sqlite:<path>, sqlite::memory:, postgres://user@host:port/database or mysql://user@host:port/database.`,
+    );
   }
 
   const store = new KyselyStore(db, { dialect });

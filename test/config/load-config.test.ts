@@ -87,11 +87,11 @@ describe('config', () => {
     expect(() => parseConfig({ model: { name: 'm' }, database: { url: 'mongodb://x' } })).toThrow(/database\.url: "mongodb:" databases are not supported/);
     let message = '';
     try {
-      parseConfig({ model: { name: 'm' }, database: { url: 'mysql://app:s3cret@db.internal/palaver' } });
+      parseConfig({ model: { name: 'm' }, database: { url: 'mssql://app:s3cret@db.internal/palaver' } });
     } catch (error) {
       message = (error as Error).message;
     }
-    expect(message).toContain('"mysql:" databases are not supported; use sqlite:<path>, a plain file path');
+    expect(message).toContain('"mssql:" databases are not supported; use sqlite:<path>, a plain file path');
     expect(message).not.toContain('s3cret');
     expect(() => parseConfig({ model: { name: 'm' }, database: { url: '' } })).toThrow(/database\.url: empty/);
   });
@@ -105,7 +105,9 @@ describe('config', () => {
     expect(load({ PALAVER_DB: 'sqlite::memory:' })).toBe('sqlite::memory:');
     expect(load({ PALAVER_DB: 'sqlite:./x.db' })).toBe(`sqlite:${join(dir, 'x.db')}`);
     expect(load({ PALAVER_DB: 'postgresql://db.internal/palaver' })).toBe('postgresql://db.internal/palaver');
-    expect(() => load({ PALAVER_DB: 'mysql://db.internal/palaver' })).toThrow(/"mysql:" databases are not supported/);
+    expect(load({ PALAVER_DB: 'mysql://db.internal/palaver' })).toBe('mysql://db.internal/palaver');
+    expect(load({ PALAVER_DB: 'mariadb://db.internal/palaver' })).toBe('mariadb://db.internal/palaver');
+    expect(() => load({ PALAVER_DB: 'mssql://db.internal/palaver' })).toThrow(/"mssql:" databases are not supported/);
 
     expect(parseConfig({ model: { name: 'm' }, database: { url: 'data/agent.db' } }).database.url).toBe('sqlite:data/agent.db');
     const viaFile = tempDir();

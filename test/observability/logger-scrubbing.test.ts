@@ -190,6 +190,13 @@ describe('secretsOf(config)', () => {
     expect(secretsOf(later).sort()).toEqual([TEST_SECRETS.telegramToken, TEST_SECRETS.cookieSecret, TEST_SECRETS.jwtSecret, 'old-jwt-secret-1'].sort());
   });
 
+  it('finds the password of a MariaDB/MySQL database URL', () => {
+    for (const scheme of ['mysql', 'mariadb']) {
+      const config = parseConfig({ model: { name: 'm' }, database: { url: `${scheme}://palaver:my%23sql-pass-7@db.example:3306/palaver` } });
+      expect(secretsOf(config).sort()).toEqual(['my#sql-pass-7', 'my%23sql-pass-7']);
+    }
+  });
+
   it('finds the web cookie and user-token secrets, also when they come from the environment', () => {
     const config = parseConfig({ model: { name: 'm' }, channels: { web: { cookieSecret: TEST_SECRETS.cookieSecret, userTokens: { secret: TEST_SECRETS.jwtSecret } } } });
     expect(secretsOf(config).sort()).toEqual([TEST_SECRETS.cookieSecret, TEST_SECRETS.jwtSecret].sort());

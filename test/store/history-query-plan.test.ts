@@ -5,6 +5,8 @@ import { CompiledQuery, Kysely, PostgresDialect, type Compilable, type KyselyPlu
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KyselyStore, migrateToLatest, openSqliteDatabase, type Database, type StoreDialect } from '../../src/store/index.js';
+import { openMysqlDatabase } from '../../src/store/mysql/open-mysql-database.js';
+import { createTestMariadbDatabase, type TestMariadbDatabase } from '../support/mariadb.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
 // The history a turn sends must cost the same for a conversation of 10 messages as for one of 100,000: listRecent
@@ -12,6 +14,7 @@ import { createTestPostgresDatabase, type TestPostgresDatabase } from '../suppor
 
 let dir: string;
 const postgres: TestPostgresDatabase[] = [];
+const mariadb: TestMariadbDatabase[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'palaver-plan-'));
@@ -19,13 +22,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
-  await Promise.all(postgres.map((database) => database.drop()));
+  await Promise.all([...postgres, ...mariadb].map((database) => database.drop()));
 });
 
-const backends: Record<StoreDialect, { open(): Promise<Kysely<Database>>; explain: string; planOf(rows: readonly Record<string, unknown>[]): string }> = {
+const backends: Record<StoreDialect, { open(): Promise<Kysely<Database>>; explain: string; analyze: string; planOf(rows: readonly Record<string, unknown>[]): string }> = {
   sqlite: {
     open: async () => openSqliteDatabase(`sqlite:${join(dir, 'plan.db')}`),
     explain: 'explain query plan ',
+    analyze: 'analyze',
     planOf: (rows) => rows.map((row) => String(row.detail)).join('\n'),
   },
   postgres: {
@@ -35,7 +39,18 @@ const backends: Record<StoreDialect, { open(): Promise<Kysely<Database>>; explai
       return new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }) });
     },
     explain: 'explain ',
+    analyze: 'analyze',
     planOf: (rows) => rows.map((row) => String(row['QUERY PLAN'])).join('\n'),
+  },
+  mysql: {
+    async open() {
+      const database = await createTestMariadbDatabase();
+      mariadb.push(database);
+      return openMysqlDatabase(database.url, { poolSize: 2 });
+    },
+    explain: 'explain ',
+    analyze: 'analyze table messages, sessions',
+    planOf: (rows) => rows.map((row) => `${String(row.table)} ${String(row.type)} key=${String(row.key)} ${String(row.Extra)}`).join('\n'),
   },
 };
 
@@ -59,7 +74,7 @@ describe.each(Object.keys(backends) as StoreDialect[])('recent history query pla
         sessions.push(session);
       }
       // Statistics as a long-running database has them, so the planner chooses as it would in production.
-      await base.executeQuery(CompiledQuery.raw('analyze'));
+      await base.executeQuery(CompiledQuery.raw(backend.analyze));
 
       const execute = vi.spyOn(db, 'executeQuery');
       const variants = [{}, { audience: 'display' as const }, { audience: 'display' as const, sinceContextStart: true }];
@@ -71,6 +86,10 @@ describe.each(Object.keys(backends) as StoreDialect[])('recent history query pla
         if (dialect === 'sqlite') {
           expect(plan).toMatch(/SEARCH messages USING (INDEX sqlite_autoindex_messages_1|PRIMARY KEY) \(session_id=\?/);
           expect(plan).not.toMatch(/SCAN messages|TEMP B-TREE/);
+        } else if (dialect === 'mysql') {
+          // ref or range on the key, and no filesort: read in key order, stopping at the limit.
+          expect(plan).toMatch(/^messages (ref|range) key=PRIMARY Using where/m);
+          expect(plan).not.toMatch(/messages ALL|filesort|temporary/);
         } else {
           expect(plan).toMatch(/Limit[\s\S]*Index Scan Backward using messages_pk on messages/);
           expect(plan).not.toMatch(/Seq Scan on messages|Bitmap Heap Scan on messages|Sort/);

@@ -89,6 +89,15 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         expect(found).toMatchObject({ id: user.id, displayName: `${tag} Kovalenko`, phone, accounts: [{ channel: 'telegram', accountId: account!.accountId }], conversations: 0, costs: [], lastActiveAt: null });
       });
 
+      it('takes the search text literally, the LIKE escape character included', async () => {
+        const tag = unique('esc');
+        const user = await givenUser(`${tag} Ann!_X`, unique('tg-acct'));
+        const ids = async (q: string) => (await store.operators.users({ q, limit: 50 })).items.map((item) => item.id);
+        expect(await ids(`${tag} ann!_x`)).toEqual([user.id]);
+        expect(await ids(`${tag} ann!!x`)).toEqual([]);
+        expect(await ids(`${tag} ann!x`)).toEqual([]);
+      });
+
       it('pages newest first without gaps or duplicates, and refuses a cursor it did not hand out', async () => {
         const tag = unique('pager');
         const created: string[] = [];

@@ -137,7 +137,7 @@ describe('SQLite store', () => {
   });
 
   it('refuses an unknown URL scheme', async () => {
-    await expect(openStore('mysql://localhost/db')).rejects.toMatchObject({ name: 'StoreError', code: 'invalid_url' });
+    await expect(openStore('mssql://localhost/db')).rejects.toMatchObject({ name: 'StoreError', code: 'invalid_url' });
   });
 
   it('opens without migrating when told so', async () => {

@@ -1,11 +1,12 @@
-import { PostgresAdapter, SqliteAdapter, type InsertQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
+import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type InsertQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder, type UpdateQueryBuilder } from 'kysely';
+import { sql } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
 import type { MessageValues } from './message-repository.js';
 import type { Database } from './schema.js';
 import type { SessionWriteArgs, SessionWriteShape } from './session-write.js';
 
 /** The SQL dialects the store speaks. */
-export type StoreDialect = 'sqlite' | 'postgres';
+export type StoreDialect = 'sqlite' | 'postgres' | 'mysql';
 
 /** Exact arithmetic on the money column `cost` in SQL. */
 export interface CostSql {
@@ -26,7 +27,8 @@ export interface DialectStrategy {
   /**
    * Message numbering, step one of an append: the session write (see `sessionWrite`) that hands out `args.count`
    * seqs, run inside the append's transaction and holding the session row until it ends. Returns the session's new
-   * `last_seq`, or undefined when the write was refused (unknown session, or a cost in another currency).
+   * `last_seq`, or undefined when the write was refused (unknown session, or a cost in another currency). Also the
+   * one statement of a usage write (`count` 0), outside a transaction, where only "refused or not" is read.
    */
   reserveSeqs(trx: Kysely<Database>, args: SessionWriteArgs, shape: SessionWriteShape): Promise<number | undefined>;
 
@@ -54,6 +56,19 @@ export interface DialectStrategy {
   /** The canonical decimal of a {@link sumMoney} result ("0" for the sum of no rows). */
   readMoneySum(value: string | null): string;
 
+  /**
+   * The row an INSERT or UPDATE wrote (`write` ends in RETURNING), or undefined when it wrote none. Where the database
+   * cannot return rows from the write, it runs without RETURNING and `readBack` reads the row in the same transaction.
+   */
+  writeReturning<R>(
+    db: Kysely<Database>,
+    write: (db: Kysely<Database>) => InsertQueryBuilder<Database, any, R> | UpdateQueryBuilder<Database, any, any, R>,
+    readBack: (db: Kysely<Database>) => Promise<R | undefined>,
+  ): Promise<R | undefined>;
+
+  /** The UTC day number (days since the epoch) of an epoch-milliseconds column, as text, for grouping. */
+  epochDay(column: RawBuilder<unknown>, dayMs: number): RawBuilder<string>;
+
   /** Upsert, the quiet kind: an INSERT that does nothing when a row with the same `keys` exists. */
   insertOrIgnore<QB extends InsertQueryBuilder<Database, any, any>>(insert: QB, keys: readonly string[]): QB;
 
@@ -71,8 +86,13 @@ export interface DialectStrategy {
   lockForUpdate<QB extends SelectQueryBuilder<Database, any, any>>(select: QB, options?: { readonly allowReferences?: boolean }): QB;
 }
 
-/** Where `InsertQueryBuilder` has `onConflict`: SQLite and PostgreSQL spell upserts the same way. */
-export const onConflictUpserts: Pick<DialectStrategy, 'insertOrIgnore' | 'upsert'> = {
+/**
+ * What SQLite and PostgreSQL spell the same way: upserts with `onConflict`, RETURNING on every write, integer
+ * division of integers.
+ */
+export const sqliteAndPostgresCommons: Pick<DialectStrategy, 'insertOrIgnore' | 'upsert' | 'writeReturning' | 'epochDay'> = {
+  writeReturning: (db, write) => write(db).executeTakeFirst() as Promise<any>,
+  epochDay: (column, dayMs) => sql<string>`cast(${column} / ${sql.lit(dayMs)} as text)`,
   insertOrIgnore: (insert, keys) => insert.onConflict((oc) => oc.columns(keys as any).doNothing()) as typeof insert,
   upsert: (insert, keys, { replace, increment }) => {
     // Qualified: PostgreSQL would find the column in both the table and `excluded`.
@@ -110,14 +130,15 @@ export function strategyOf(db: Kysely<any>): DialectStrategy {
 /**
  * Tells the dialect of a Kysely instance from its adapter.
  *
- * @throws StoreError `unsupported_dialect` for anything but Kysely's SQLite or PostgreSQL adapters.
+ * @throws StoreError `unsupported_dialect` for anything but Kysely's SQLite, PostgreSQL or MySQL adapters.
  */
 export function dialectOf(db: Kysely<any>): StoreDialect {
   const adapter = db.getExecutor().adapter;
   if (adapter instanceof PostgresAdapter) return 'postgres';
   if (adapter instanceof SqliteAdapter) return 'sqlite';
+  if (adapter instanceof MysqlAdapter) return 'mysql';
   throw new StoreError(
     'unsupported_dialect',
-    `The store supports Kysely's SQLite and PostgreSQL dialects, got ${adapter.constructor.name}; pass { dialect } to KyselyStore if yours is compatible.`,
+    `The store supports Kysely's SQLite, PostgreSQL and MySQL dialects, got ${adapter.constructor.name}; pass { dialect } to KyselyStore if yours is compatible.`,
   );
 }

@@ -38,7 +38,7 @@ export interface KyselyStoreOptions {
 }
 
 /**
- * The `Store` on any migrated `Kysely<Database>` (SQLite or PostgreSQL). Owns `db`: `close()` destroys it.
+ * The `Store` on any migrated `Kysely<Database>` (SQLite, PostgreSQL or MariaDB/MySQL). Owns `db`: `close()` destroys it.
  *
  * @example
  * const store = new KyselyStore(db);

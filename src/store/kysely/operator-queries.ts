@@ -27,7 +27,7 @@ import { storeOperation } from './store-errors.js';
 const LAST_MESSAGE_CHARS = 280;
 const DAY_MS = 86_400_000;
 
-/** The operators' read model on SQLite and PostgreSQL: written once against Kysely, exact sums from the dialect. */
+/** The operators' read model on every dialect: written once against Kysely, exact sums from the dialect. */
 export class KyselyOperatorQueries implements OperatorQueries {
   readonly #ctx: RepositoryContext;
 
@@ -54,8 +54,8 @@ export class KyselyOperatorQueries implements OperatorQueries {
         const digits = q.replace(/[\s\-+().]/g, '');
         select = select.where((eb) =>
           eb.or([
-            sql<SqlBool>`lower(u.display_name) like ${pattern} escape '\\'`,
-            eb.exists(eb.selectFrom('channel_accounts as a').select('a.user_id').whereRef('a.user_id', '=', 'u.id').where(sql<SqlBool>`lower(a.account_id) like ${pattern} escape '\\'`)),
+            sql<SqlBool>`lower(u.display_name) like ${pattern} escape '!'`,
+            eb.exists(eb.selectFrom('channel_accounts as a').select('a.user_id').whereRef('a.user_id', '=', 'u.id').where(sql<SqlBool>`lower(a.account_id) like ${pattern} escape '!'`)),
             ...(/^\d+$/.test(digits) ? [eb('u.phone', 'like', `%${digits}%`)] : []),
           ]),
         );
@@ -109,9 +109,9 @@ export class KyselyOperatorQueries implements OperatorQueries {
         const pattern = containing(q);
         select = select.where((eb) =>
           eb.or([
-            sql<SqlBool>`lower(s.title) like ${pattern} escape '\\'`,
-            sql<SqlBool>`lower(s.conversation_id) like ${pattern} escape '\\'`,
-            sql<SqlBool>`lower(u.display_name) like ${pattern} escape '\\'`,
+            sql<SqlBool>`lower(s.title) like ${pattern} escape '!'`,
+            sql<SqlBool>`lower(s.conversation_id) like ${pattern} escape '!'`,
+            sql<SqlBool>`lower(u.display_name) like ${pattern} escape '!'`,
             eb('s.id', '=', q),
           ]),
         );
@@ -159,7 +159,7 @@ export class KyselyOperatorQueries implements OperatorQueries {
   costs(query: CostQuery): Promise<CostReport> {
     return storeOperation('operators.costs', async () => {
       const { db, dialect } = this.#ctx;
-      const key = query.by === 'day' ? sql<string>`cast(m.created_at / ${sql.lit(DAY_MS)} as text)` : query.by === 'user' ? sql<string>`s.user_id` : sql<string>`m.session_id`;
+      const key = query.by === 'day' ? dialect.epochDay(sql.ref('m.created_at'), DAY_MS) : query.by === 'user' ? sql<string>`s.user_id` : sql<string>`m.session_id`;
       let select = db
         .selectFrom('messages as m')
         .innerJoin('sessions as s', 's.id', 'm.session_id')
@@ -413,9 +413,12 @@ function dayOf(day: number): string {
   return new Date(day * DAY_MS).toISOString().slice(0, 10);
 }
 
-/** A LIKE pattern matching `q` anywhere, lower-cased, its wildcards escaped (`escape '\'`). */
+/**
+ * A LIKE pattern matching `q` anywhere, lower-cased, its wildcards escaped (`escape '!'`: a backslash would need
+ * escaping itself in MySQL's string literals, and differently than in standard SQL).
+ */
 function containing(q: string): string {
-  return `%${q.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+  return `%${q.toLowerCase().replace(/[!%_]/g, (char) => `!${char}`)}%`;
 }
 
 /** Rows after the cursor in an order of (time desc, id desc). */

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { fromStoredCost } from '../../domain/money.js';
-import { onConflictUpserts, type CostSql, type DialectStrategy } from './dialect-strategy.js';
+import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from './dialect-strategy.js';
 import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT, type MessageValues } from './message-repository.js';
 import { preparedBatch, type PreparedBatch } from './prepared-query.js';
 import { sessionWrite, sessionWriteQuery, shapeIndex, type SessionWriteArgs, type SessionWriteShape } from './session-write.js';
@@ -28,7 +28,7 @@ export const postgresStrategy: DialectStrategy = {
   // numeric sums exactly.
   sumMoney: (column) => sql<string | null>`cast(sum(${column}) as text)`,
   readMoneySum: (value) => (value === null ? '0' : fromStoredCost(value)),
-  ...onConflictUpserts,
+  ...sqliteAndPostgresCommons,
   lockForUpdate: (select, options) => (options?.allowReferences ? select.forNoKeyUpdate() : select.forUpdate()) as typeof select,
 };
 
@@ -44,7 +44,7 @@ function appendInOneStatementQuery(shape: SessionWriteShape): PreparedBatch<Sess
   return (appendInOneStatementQueries[shapeIndex(shape)] ??= preparedBatch(
     (db, $: SessionWriteArgs, rows: readonly MessageValues[]) =>
       db
-        .with('s', (qb) => sessionWrite(qb, $, shape, shape.usage ? numericCost : undefined))
+        .with('s', (qb) => sessionWrite(qb, $, shape, shape.usage ? numericCost : undefined).returning('last_seq'))
         .insertInto('messages')
         .values(rows.map((row, index) => columnsOf(row, sql<number>`(select last_seq from s) - ${rows.length - 1 - index}`)))
         .returning(['id', 'seq']),

@@ -27,9 +27,9 @@ export class KyselyProfileRepository implements ProfileRepository {
   saveIfAbsent(userId: string, settingsJson: string): Promise<boolean> {
     return storeOperation('profiles.saveIfAbsent', async () => {
       const values = { user_id: userId, settings: settingsJson, updated_at: this.#ctx.now() };
-      // A row comes back only when this insert made it: the conflict case returns nothing.
-      const inserted = await this.#ctx.dialect.insertOrIgnore(this.#ctx.db.insertInto('profiles').values(values), ['user_id']).returning('user_id').executeTakeFirst();
-      return inserted !== undefined;
+      // One row counts only when this insert made it: the conflict case writes none.
+      const inserted = await this.#ctx.dialect.insertOrIgnore(this.#ctx.db.insertInto('profiles').values(values), ['user_id']).executeTakeFirst();
+      return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
     });
   }
 }

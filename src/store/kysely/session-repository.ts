@@ -7,7 +7,7 @@ import type { SessionRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toSession } from './rows.js';
-import { currencyMismatch, explainRefusedSessionWrite, sessionNotFound, sessionWriteArgs, sessionWriteQuery } from './session-write.js';
+import { currencyMismatch, explainRefusedSessionWrite, sessionNotFound, sessionWriteArgs } from './session-write.js';
 import { storeOperation } from './store-errors.js';
 
 /** Default page size of {@link KyselySessionRepository.listByUser}. */
@@ -31,13 +31,18 @@ export class KyselySessionRepository implements SessionRepository {
       const existing = await this.#find(input.channel, input.conversationId);
       if (existing !== undefined) return existing;
       const now = this.#ctx.now();
-      const created = await this.#ctx.dialect
-        .insertOrIgnore(
-          db.insertInto('sessions').values({ id: newId(), user_id: input.userId, channel: input.channel, conversation_id: input.conversationId, created_at: now, updated_at: now }),
-          ['channel', 'conversation_id'],
-        )
-        .returningAll()
-        .executeTakeFirst();
+      const { dialect } = this.#ctx;
+      const created = await dialect.writeReturning(
+        db,
+        (trx) =>
+          dialect
+            .insertOrIgnore(
+              trx.insertInto('sessions').values({ id: newId(), user_id: input.userId, channel: input.channel, conversation_id: input.conversationId, created_at: now, updated_at: now }),
+              ['channel', 'conversation_id'],
+            )
+            .returningAll(),
+        (trx) => trx.selectFrom('sessions').selectAll().where('channel', '=', input.channel).where('conversation_id', '=', input.conversationId).executeTakeFirst(),
+      );
       if (created !== undefined) return toSession(created);
       // Opened concurrently by someone else between our read and our insert.
       const raced = await this.#find(input.channel, input.conversationId);
@@ -118,8 +123,8 @@ export class KyselySessionRepository implements SessionRepository {
       if (this.#ctx.costSql !== undefined) {
         // One guarded UPDATE, one round trip, row-locked, with exact decimal arithmetic in SQL.
         const shape = { status: usage.status !== undefined, usage: true, cost: args.cost !== '0' };
-        const { rows } = await sessionWriteQuery(shape).execute(db, args);
-        if (rows[0] === undefined) await explainRefusedSessionWrite(db, sessionId, shape.cost ? usage.currency : undefined);
+        const lastSeq = await this.#ctx.dialect.reserveSeqs(db, args, shape);
+        if (lastSeq === undefined) await explainRefusedSessionWrite(db, sessionId, shape.cost ? usage.currency : undefined);
         return;
       }
       // A database that cannot sum decimals exactly (a SQLite opened elsewhere would add text as floats): the sum is
@@ -166,12 +171,16 @@ export class KyselySessionRepository implements SessionRepository {
   end(sessionId: string): Promise<Session> {
     return storeOperation('sessions.end', async () => {
       const now = this.#ctx.now();
-      const row = await this.#ctx.db
-        .updateTable('sessions')
-        .set((eb) => ({ status: 'completed', ended_at: now, context_since_seq: eb.ref('last_seq'), updated_at: now }))
-        .where('id', '=', sessionId)
-        .returningAll()
-        .executeTakeFirst();
+      const row = await this.#ctx.dialect.writeReturning(
+        this.#ctx.db,
+        (db) =>
+          db
+            .updateTable('sessions')
+            .set((eb) => ({ status: 'completed', ended_at: now, context_since_seq: eb.ref('last_seq'), updated_at: now }))
+            .where('id', '=', sessionId)
+            .returningAll(),
+        (db) => db.selectFrom('sessions').selectAll().where('id', '=', sessionId).executeTakeFirst(),
+      );
       if (row === undefined) throw sessionNotFound(sessionId);
       return toSession(row);
     });

@@ -60,7 +60,8 @@ export function sessionWriteArgs(
 /**
  * The one UPDATE of a session row: hands out `count` seqs, and per `shape` sets the status and adds usage (with
  * `costSql`, required then). With usage it takes the offered currency while the total is still zero, and changes
- * nothing (no row returned) when the session holds a non-zero cost in another currency. Returns the new `last_seq`.
+ * nothing (matches no row) when the session holds a non-zero cost in another currency. Add `.returning('last_seq')`
+ * for the new `last_seq` where the dialect returns rows from an UPDATE.
  */
 export function sessionWrite(db: QueryCreator<Database>, $: SessionWriteArgs, shape: SessionWriteShape, costSql: CostSql | undefined) {
   let update = db.updateTable('sessions').set({ last_seq: sql`last_seq + ${$.count}`, updated_at: $.now });
@@ -76,7 +77,7 @@ export function sessionWrite(db: QueryCreator<Database>, $: SessionWriteArgs, sh
     });
     if (shape.cost) update = update.set({ cost: add($.cost) }).where((eb) => eb.or([eb('currency', '=', $.currency), isZero]));
   }
-  return update.where('id', '=', $.id).returning('last_seq');
+  return update.where('id', '=', $.id);
 }
 
 /** A small integer per shape, for caches of per-shape queries. */
@@ -86,9 +87,14 @@ export function shapeIndex(shape: SessionWriteShape): number {
 
 const sessionWriteQueries: PreparedQuery<SessionWriteArgs, { last_seq: number }>[] = [];
 
-/** {@link sessionWrite} as a prepared query, one per shape, with the cost arithmetic of the database it runs on. */
+/**
+ * {@link sessionWrite} with `RETURNING last_seq` as a prepared query, one per shape, with the cost arithmetic of the
+ * database it runs on (for dialects with UPDATE … RETURNING).
+ */
 export function sessionWriteQuery(shape: SessionWriteShape): PreparedQuery<SessionWriteArgs, { last_seq: number }> {
-  return (sessionWriteQueries[shapeIndex(shape)] ??= prepared((db, $: SessionWriteArgs, dialect) => sessionWrite(db, $, shape, shape.usage ? dialect.costSql(db) : undefined)));
+  return (sessionWriteQueries[shapeIndex(shape)] ??= prepared((db, $: SessionWriteArgs, dialect) =>
+    sessionWrite(db, $, shape, shape.usage ? dialect.costSql(db) : undefined).returning('last_seq'),
+  ));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { COST_SCALE, fromStoredCost, MoneyDecimal } from '../../domain/money.js';
-import { onConflictUpserts, type CostSql, type DialectStrategy } from './dialect-strategy.js';
+import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from './dialect-strategy.js';
 import { sessionWriteQuery } from './session-write.js';
 import { engineOf } from './store-engine.js';
 
@@ -34,7 +34,7 @@ export const sqliteStrategy: DialectStrategy = {
     const [whole = '0', fraction = '0'] = value.split(':');
     return fromStoredCost(new MoneyDecimal(whole).plus(new MoneyDecimal(fraction).div(FRACTION_UNIT)).toFixed());
   },
-  ...onConflictUpserts,
+  ...sqliteAndPostgresCommons,
   // One connection writes at a time: a read in a transaction already holds what it read.
   lockForUpdate: (select) => select,
 };

@@ -12,7 +12,7 @@ const SQLITE_EXTENDED_CODES: Readonly<Record<number, string>> = {
   2067: 'SQLITE_CONSTRAINT_UNIQUE',
 };
 
-/** Classifies a better-sqlite3, node:sqlite or pg error without importing any driver. */
+/** Classifies a better-sqlite3, node:sqlite, pg or mysql2 error without importing any driver. */
 export function classifyDriverError(error: unknown): DriverFailure {
   const fields = typeof error === 'object' && error !== null ? (error as { code?: unknown; errcode?: unknown }) : {};
   const code = typeof fields.errcode === 'number' ? (SQLITE_EXTENDED_CODES[fields.errcode] ?? '') : String(fields.code ?? '');
@@ -20,12 +20,16 @@ export function classifyDriverError(error: unknown): DriverFailure {
     case '23505':
     case 'SQLITE_CONSTRAINT_UNIQUE':
     case 'SQLITE_CONSTRAINT_PRIMARYKEY':
+    case 'ER_DUP_ENTRY':
       return 'conflict';
     case '23503':
     case 'SQLITE_CONSTRAINT_FOREIGNKEY':
+    case 'ER_NO_REFERENCED_ROW_2':
+    case 'ER_ROW_IS_REFERENCED_2':
       return 'foreign_key';
     case '23502':
     case 'SQLITE_CONSTRAINT_NOTNULL':
+    case 'ER_BAD_NULL_ERROR':
       return 'not_null';
     case 'ECONNREFUSED':
     case 'ECONNRESET':
@@ -36,6 +40,9 @@ export function classifyDriverError(error: unknown): DriverFailure {
     case '57P03': // cannot_connect_now
     case '53300': // too_many_connections
     case 'SQLITE_BUSY':
+    case 'PROTOCOL_CONNECTION_LOST':
+    case 'ER_CON_COUNT_ERROR':
+    case 'ER_SERVER_SHUTDOWN':
       return 'unreachable';
     default:
       return code.startsWith('08') ? 'unreachable' : 'other';

@@ -1,4 +1,5 @@
 import type { DialectStrategy, StoreDialect } from './dialect-strategy.js';
+import { mysqlStrategy } from './mysql-strategy.js';
 import { postgresStrategy } from './postgres-strategy.js';
 import { sqliteStrategy } from './sqlite-strategy.js';
 
@@ -6,4 +7,5 @@ import { sqliteStrategy } from './sqlite-strategy.js';
 export const DIALECT_STRATEGIES: Readonly<Record<StoreDialect, DialectStrategy>> = {
   sqlite: sqliteStrategy,
   postgres: postgresStrategy,
+  mysql: mysqlStrategy,
 };

@@ -22,12 +22,11 @@ export class KyselyToolOutboxRepository implements ToolOutboxRepository {
         deadline: entry.deadline,
         published_at: null,
       };
-      await this.#ctx.db
-        .insertInto('tool_outbox')
-        .values({ ...row, created_at: this.#ctx.now() })
-        .onConflict((conflict) =>
-          conflict.column('call_key').doUpdateSet({ response_channel: row.response_channel, payload: row.payload, attempt: row.attempt, deadline: row.deadline, published_at: null }),
-        )
+      const { db, dialect } = this.#ctx;
+      await dialect
+        .upsert(db.insertInto('tool_outbox').values({ ...row, created_at: this.#ctx.now() }), ['call_key'], {
+          replace: ['response_channel', 'payload', 'attempt', 'deadline', 'published_at'],
+        })
         .execute();
     });
   }

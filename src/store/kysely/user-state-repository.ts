@@ -1,7 +1,10 @@
+import type { Kysely } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
 import type { UserStateRecord } from '../../domain/model.js';
 import type { UserStateRepository } from '../../domain/ports/store.js';
+import type { DialectStrategy } from './dialect-strategy.js';
 import { prepared } from './prepared-query.js';
+import type { Database } from './schema.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toUserState } from './rows.js';
 import { storeOperation } from './store-errors.js';
@@ -35,16 +38,21 @@ export class KyselyUserStateRepository implements UserStateRepository {
       if (expectedVersion === undefined) return this.#upsert(userId, json);
       const { db } = this.#ctx;
       const now = this.#ctx.now();
-      const { rows } =
-        expectedVersion === 0
-          ? await insertFirstQuery.execute(db, { userId, data: json, now })
-          : await updateVersionQuery.execute(db, { userId, data: json, now, expectedVersion });
-      return rows[0] === undefined ? false : Number(rows[0].version);
+      // The written version is known from the one row written (or none): no RETURNING needed.
+      if (expectedVersion === 0) return (await insertFirstQuery.execute(db, { userId, data: json, now })).numAffectedRows === 1n ? 1 : false;
+      const updated = await updateVersionQuery.execute(db, { userId, data: json, now, expectedVersion });
+      return updated.numAffectedRows === 1n ? expectedVersion + 1 : false;
     });
   }
 
   async #upsert(userId: string, data: string): Promise<number> {
-    const row = (await upsertQuery.execute(this.#ctx.db, { userId, data, now: this.#ctx.now() })).rows[0];
+    const { db, dialect } = this.#ctx;
+    const values = { userId, data, now: this.#ctx.now() };
+    const row = await dialect.writeReturning(
+      db,
+      (trx) => upsert(trx, values, dialect).returning('version'),
+      (trx) => trx.selectFrom('user_state').select('version').where('user_id', '=', userId).executeTakeFirst(),
+    );
     if (row === undefined) throw new StoreError('query_failed', `Saving the state of user ${userId} returned no row.`);
     return Number(row.version);
   }
@@ -54,7 +62,7 @@ const getQuery = prepared((db, $: { userId: string }) => db.selectFrom('user_sta
 
 /** `expectedVersion` 0: only when there is no state yet. */
 const insertFirstQuery = prepared((db, $: { userId: string; data: string; now: number }, dialect) =>
-  dialect.insertOrIgnore(db.insertInto('user_state').values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now }), ['user_id']).returning('version'),
+  dialect.insertOrIgnore(db.insertInto('user_state').values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now }), ['user_id']),
 );
 
 const updateVersionQuery = prepared((db, $: { userId: string; data: string; now: number; expectedVersion: number }) =>
@@ -62,15 +70,12 @@ const updateVersionQuery = prepared((db, $: { userId: string; data: string; now:
     .updateTable('user_state')
     .set((eb) => ({ version: eb('version', '+', 1), data: $.data, updated_at: $.now }))
     .where('user_id', '=', $.userId)
-    .where('version', '=', $.expectedVersion)
-    .returning('version'),
+    .where('version', '=', $.expectedVersion),
 );
 
-const upsertQuery = prepared((db, $: { userId: string; data: string; now: number }, dialect) =>
-  dialect
-    .upsert(db.insertInto('user_state').values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now }), ['user_id'], {
-      replace: ['data', 'updated_at'],
-      increment: 'version',
-    })
-    .returning('version'),
-);
+function upsert(db: Kysely<Database>, $: { userId: string; data: string; now: number }, dialect: DialectStrategy) {
+  return dialect.upsert(db.insertInto('user_state').values({ user_id: $.userId, version: 1, data: $.data, updated_at: $.now }), ['user_id'], {
+    replace: ['data', 'updated_at'],
+    increment: 'version',
+  });
+}

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import { dropIndex } from './dialect-schema.js';
 
 /**
  * Fewer index pages written per turn: every index a message or session write touches is another page in the commit.
@@ -12,6 +13,7 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
  *   is twice per turn. A user's sessions are few, so listing them by recency sorts in memory.
  *
  * SQLite cannot change a table's primary key in place, so there `messages` is rebuilt (rows copied as they are).
+ * MariaDB/MySQL change it in place, as PostgreSQL does.
  */
 export function lighterTurnWritesMigration(dialect: StoreDialect): Migration {
   return {
@@ -19,8 +21,17 @@ export function lighterTurnWritesMigration(dialect: StoreDialect): Migration {
       if (dialect === 'postgres') {
         await sql`alter table messages drop constraint messages_pkey, drop constraint messages_session_seq_unique, add constraint messages_pk primary key (session_id, seq)`.execute(db);
         await db.schema.dropIndex('messages_session_audience_seq_idx').execute();
+      } else if (dialect === 'mysql') {
+        await sql`alter table messages drop primary key, drop index messages_session_seq_unique, add primary key (session_id, seq)`.execute(db);
+        await dropIndex(db, dialect, 'messages_session_audience_seq_idx', 'messages');
       } else {
         await rebuildSqliteMessages(db, 'up');
+      }
+      if (dialect === 'mysql') {
+        // The old index is the one InnoDB uses for the foreign key on user_id: its successor must exist first.
+        await db.schema.createIndex('sessions_user_idx').on('sessions').column('user_id').execute();
+        await dropIndex(db, dialect, 'sessions_user_updated_idx', 'sessions');
+        return;
       }
       await db.schema.dropIndex('sessions_user_updated_idx').execute();
       await db.schema.createIndex('sessions_user_idx').on('sessions').column('user_id').execute();
@@ -30,6 +41,12 @@ export function lighterTurnWritesMigration(dialect: StoreDialect): Migration {
       if (dialect === 'postgres') {
         await sql`alter table messages drop constraint messages_pk, add constraint messages_pkey primary key (id), add constraint messages_session_seq_unique unique (session_id, seq)`.execute(db);
         await db.schema.createIndex('messages_session_audience_seq_idx').on('messages').columns(['session_id', 'audience', 'seq']).execute();
+      } else if (dialect === 'mysql') {
+        await sql`alter table messages drop primary key, add primary key (id), add constraint messages_session_seq_unique unique (session_id, seq)`.execute(db);
+        await db.schema.createIndex('messages_session_audience_seq_idx').on('messages').columns(['session_id', 'audience', 'seq']).execute();
+        await db.schema.createIndex('sessions_user_updated_idx').on('sessions').columns(['user_id', 'updated_at']).execute();
+        await dropIndex(db, dialect, 'sessions_user_idx', 'sessions');
+        return;
       } else {
         await rebuildSqliteMessages(db, 'down');
       }

@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import { createTable, textTypes } from './dialect-schema.js';
 
 /**
  * - `deliveries`, the outbox of channels that deliver to people who are not connected (messengers): each part of a
@@ -8,36 +9,35 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
  * - `channel_state`: small values a channel keeps across restarts (a polling offset, business connections).
  * - `sessions.context_since_seq`: a reset starts the conversation afresh for the model without deleting anything.
  */
-export function outboxAndChannelStateMigration(_dialect: StoreDialect): Migration {
+export function outboxAndChannelStateMigration(dialect: StoreDialect): Migration {
+  const { key, long } = textTypes(dialect);
   return {
     async up(db: Kysely<any>): Promise<void> {
-      await db.schema
-        .createTable('deliveries')
-        .addColumn('id', 'text', (col) => col.primaryKey())
-        .addColumn('session_id', 'text', (col) => col.notNull().references('sessions.id'))
-        .addColumn('reply_message_id', 'text', (col) => col.notNull())
+      await createTable(db, dialect, 'deliveries')
+        .addColumn('id', key, (col) => col.primaryKey())
+        .addColumn('session_id', key, (col) => col.notNull().references('sessions.id'))
+        .addColumn('reply_message_id', key, (col) => col.notNull())
         .addColumn('part', 'integer', (col) => col.notNull())
-        .addColumn('text', 'text', (col) => col.notNull())
-        .addColumn('channel', 'text', (col) => col.notNull())
-        .addColumn('conversation_id', 'text', (col) => col.notNull())
-        .addColumn('account_id', 'text', (col) => col.notNull())
-        .addColumn('in_reply_to', 'text', (col) => col.notNull())
-        .addColumn('correlation_id', 'text', (col) => col.notNull())
-        .addColumn('state', 'text', (col) => col.notNull().defaultTo('pending'))
-        .addColumn('channel_message_id', 'text')
-        .addColumn('error', 'text')
-        .addColumn('owner', 'text')
+        .addColumn('text', long, (col) => col.notNull())
+        .addColumn('channel', key, (col) => col.notNull())
+        .addColumn('conversation_id', key, (col) => col.notNull())
+        .addColumn('account_id', key, (col) => col.notNull())
+        .addColumn('in_reply_to', long, (col) => col.notNull())
+        .addColumn('correlation_id', long, (col) => col.notNull())
+        .addColumn('state', key, (col) => col.notNull().defaultTo('pending'))
+        .addColumn('channel_message_id', long)
+        .addColumn('error', long)
+        .addColumn('owner', key)
         .addColumn('lease_until', 'bigint', (col) => col.notNull())
         .addColumn('created_at', 'bigint', (col) => col.notNull())
         .addColumn('sent_at', 'bigint')
         .addUniqueConstraint('deliveries_reply_part_unique', ['reply_message_id', 'part'])
         .execute();
       await db.schema.createIndex('deliveries_pending_idx').on('deliveries').columns(['state', 'lease_until']).execute();
-      await db.schema
-        .createTable('channel_state')
-        .addColumn('channel', 'text', (col) => col.notNull())
-        .addColumn('key', 'text', (col) => col.notNull())
-        .addColumn('value', 'text', (col) => col.notNull())
+      await createTable(db, dialect, 'channel_state')
+        .addColumn('channel', key, (col) => col.notNull())
+        .addColumn('key', key, (col) => col.notNull())
+        .addColumn('value', long, (col) => col.notNull())
         .addColumn('updated_at', 'bigint', (col) => col.notNull())
         .addPrimaryKeyConstraint('channel_state_pk', ['channel', 'key'])
         .execute();

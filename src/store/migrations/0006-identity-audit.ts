@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import { createTable, textTypes } from './dialect-schema.js';
 
 /**
  * `identity_events`: the audit of who is who — a phone set or taken away, an account relinked to another user, a
@@ -8,21 +9,21 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
  * `users.phone_source`: where the user's phone came from (`typed`, `channel`, `admin`, `resolver`). A typed number is
  * only a claim; null (phones set before this migration) counts as vouched for.
  */
-export function identityAuditMigration(_dialect: StoreDialect): Migration {
+export function identityAuditMigration(dialect: StoreDialect): Migration {
+  const { key, long } = textTypes(dialect);
   return {
     async up(db: Kysely<any>): Promise<void> {
-      await db.schema.alterTable('users').addColumn('phone_source', 'text').execute();
-      await db.schema
-        .createTable('identity_events')
-        .addColumn('id', 'text', (col) => col.primaryKey())
-        .addColumn('user_id', 'text', (col) => col.notNull())
-        .addColumn('kind', 'text', (col) => col.notNull())
-        .addColumn('channel', 'text')
-        .addColumn('account_id', 'text')
-        .addColumn('from_user_id', 'text')
-        .addColumn('to_user_id', 'text')
-        .addColumn('actor', 'text', (col) => col.notNull())
-        .addColumn('details', 'text', (col) => col.notNull())
+      await db.schema.alterTable('users').addColumn('phone_source', long).execute();
+      await createTable(db, dialect, 'identity_events')
+        .addColumn('id', key, (col) => col.primaryKey())
+        .addColumn('user_id', key, (col) => col.notNull())
+        .addColumn('kind', key, (col) => col.notNull())
+        .addColumn('channel', key)
+        .addColumn('account_id', key)
+        .addColumn('from_user_id', key)
+        .addColumn('to_user_id', key)
+        .addColumn('actor', long, (col) => col.notNull())
+        .addColumn('details', long, (col) => col.notNull())
         .addColumn('created_at', 'bigint', (col) => col.notNull())
         // Events of one transaction share a millisecond: this keeps them in the order they happened.
         .addColumn('arrival', 'bigint', (col) => col.notNull())

@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Migration } from 'kysely';
+import type { Kysely, Migration } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import { createTable, moneyType, textTypes } from './dialect-schema.js';
 
 /**
  * Costs and budgets:
@@ -9,17 +10,17 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
  *   budget is configured, so checking the budget is one primary-key read instead of a sum over messages.
  */
 export function cachedTokensAndDailySpendMigration(dialect: StoreDialect): Migration {
-  const money = dialect === 'postgres' ? sql`numeric(20, 10)` : sql`text`;
+  const { key, long } = textTypes(dialect);
+  const money = moneyType(dialect);
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema.alterTable('messages').addColumn('cached_input_tokens', 'integer', (col) => col.notNull().defaultTo(0)).execute();
       await db.schema.alterTable('sessions').addColumn('cached_input_tokens', 'bigint', (col) => col.notNull().defaultTo(0)).execute();
-      await db.schema
-        .createTable('daily_spend')
-        .addColumn('user_id', 'text', (col) => col.notNull().references('users.id').onDelete('cascade'))
+      await createTable(db, dialect, 'daily_spend')
+        .addColumn('user_id', key, (col) => col.notNull().references('users.id').onDelete('cascade'))
         // The user's calendar day, YYYY-MM-DD.
-        .addColumn('day', 'text', (col) => col.notNull())
-        .addColumn('currency', 'text', (col) => col.notNull())
+        .addColumn('day', key, (col) => col.notNull())
+        .addColumn('currency', key, (col) => col.notNull())
         .addColumn('cost', money, (col) => col.notNull().defaultTo('0'))
         .addPrimaryKeyConstraint('daily_spend_pk', ['user_id', 'day', 'currency'])
         .execute();

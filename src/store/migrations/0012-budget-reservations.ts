@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Migration } from 'kysely';
+import type { Kysely, Migration } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import { createTable, moneyType, textTypes } from './dialect-schema.js';
 
 /**
  * `budget_reservations`: what running turns have claimed of their user's daily budget (and their session's), taken
@@ -8,19 +9,19 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
  * reserved (`owner`), so a crashed turn's claim stops counting when its lease runs out.
  */
 export function budgetReservationsMigration(dialect: StoreDialect): Migration {
-  const money = dialect === 'postgres' ? sql`numeric(20, 10)` : sql`text`;
+  const { key, long } = textTypes(dialect);
+  const money = moneyType(dialect);
   return {
     async up(db: Kysely<any>): Promise<void> {
-      await db.schema
-        .createTable('budget_reservations')
-        .addColumn('turn_id', 'text', (col) => col.primaryKey())
-        .addColumn('owner', 'text', (col) => col.notNull())
-        .addColumn('user_id', 'text', (col) => col.notNull().references('users.id').onDelete('cascade'))
+      await createTable(db, dialect, 'budget_reservations')
+        .addColumn('turn_id', key, (col) => col.primaryKey())
+        .addColumn('owner', key, (col) => col.notNull())
+        .addColumn('user_id', key, (col) => col.notNull().references('users.id').onDelete('cascade'))
         // The user's calendar day, YYYY-MM-DD.
-        .addColumn('day', 'text', (col) => col.notNull())
-        .addColumn('session_id', 'text', (col) => col.notNull().references('sessions.id').onDelete('cascade'))
+        .addColumn('day', key, (col) => col.notNull())
+        .addColumn('session_id', key, (col) => col.notNull().references('sessions.id').onDelete('cascade'))
         .addColumn('amount', money, (col) => col.notNull())
-        .addColumn('currency', 'text', (col) => col.notNull())
+        .addColumn('currency', key, (col) => col.notNull())
         .addColumn('created_at', 'bigint', (col) => col.notNull())
         .execute();
       await db.schema.createIndex('budget_reservations_user_day_idx').on('budget_reservations').columns(['user_id', 'day']).execute();

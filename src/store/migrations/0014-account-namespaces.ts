@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import { textTypes } from './dialect-schema.js';
 
 /** The Telegram bot channel's name, and the namespace its accounts are bound under from now on. */
 const BOT_CHANNEL = 'telegram-bot';
@@ -17,10 +18,11 @@ const TELEGRAM = 'telegram';
  *
  * Down moves `telegram` accounts back to `telegram-bot`, the only Telegram channel there was before.
  */
-export function accountNamespacesMigration(_dialect: StoreDialect): Migration {
+export function accountNamespacesMigration(dialect: StoreDialect): Migration {
+  const { key, long } = textTypes(dialect);
   return {
     async up(db: Kysely<any>): Promise<void> {
-      await db.schema.alterTable('inbound_messages').addColumn('account_namespace', 'text').execute();
+      await db.schema.alterTable('inbound_messages').addColumn('account_namespace', key).execute();
       await db.updateTable('inbound_messages').set((eb) => ({ account_namespace: eb.ref('channel') })).execute();
       await db.updateTable('inbound_messages').set({ account_namespace: TELEGRAM }).where('channel', '=', BOT_CHANNEL).execute();
       await moveAccounts(db, BOT_CHANNEL, TELEGRAM);

@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import { createTable, dropIndex, textTypes } from './dialect-schema.js';
 
 /**
  * Messages stored without a turn (`ChannelContext.record`: imported history, the account owner's own words): each
@@ -9,19 +10,19 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
  *
  * `inbound_messages_message_idx`: recording skips a message that already came through `accept` with that id.
  */
-export function recordedMessagesMigration(_dialect: StoreDialect): Migration {
+export function recordedMessagesMigration(dialect: StoreDialect): Migration {
+  const { key, long } = textTypes(dialect);
   return {
     async up(db: Kysely<any>): Promise<void> {
-      await db.schema
-        .createTable('recorded_messages')
-        .addColumn('channel', 'text', (col) => col.notNull())
-        .addColumn('conversation_id', 'text', (col) => col.notNull())
-        .addColumn('message_id', 'text', (col) => col.notNull())
-        .addColumn('session_id', 'text', (col) => col.notNull().references('sessions.id').onDelete('cascade'))
-        .addColumn('stored_message_id', 'text', (col) => col.notNull())
-        .addColumn('account_namespace', 'text', (col) => col.notNull())
-        .addColumn('account_id', 'text', (col) => col.notNull())
-        .addColumn('user_id', 'text', (col) => col.notNull())
+      await createTable(db, dialect, 'recorded_messages')
+        .addColumn('channel', key, (col) => col.notNull())
+        .addColumn('conversation_id', key, (col) => col.notNull())
+        .addColumn('message_id', key, (col) => col.notNull())
+        .addColumn('session_id', key, (col) => col.notNull().references('sessions.id').onDelete('cascade'))
+        .addColumn('stored_message_id', key, (col) => col.notNull())
+        .addColumn('account_namespace', key, (col) => col.notNull())
+        .addColumn('account_id', key, (col) => col.notNull())
+        .addColumn('user_id', key, (col) => col.notNull())
         .addColumn('recorded_at', 'bigint', (col) => col.notNull())
         .addPrimaryKeyConstraint('recorded_messages_pk', ['channel', 'conversation_id', 'message_id'])
         .execute();
@@ -30,7 +31,7 @@ export function recordedMessagesMigration(_dialect: StoreDialect): Migration {
     },
 
     async down(db: Kysely<any>): Promise<void> {
-      await db.schema.dropIndex('inbound_messages_message_idx').execute();
+      await dropIndex(db, dialect, 'inbound_messages_message_idx', 'inbound_messages');
       await db.schema.dropTable('recorded_messages').execute();
     },
   };

@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import { createTable, textTypes } from './dialect-schema.js';
 
 /**
  * Operators stepping in (issue #23).
@@ -13,21 +14,21 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
  * `Idempotency-Key`, unique, so a repeated request finds the first one's row instead of sending again. No foreign
  * keys: the audit outlives the sessions and users it names. `details` is JSON text.
  */
-export function operatorActionsMigration(_dialect: StoreDialect): Migration {
+export function operatorActionsMigration(dialect: StoreDialect): Migration {
+  const { key, long } = textTypes(dialect);
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema.alterTable('sessions').addColumn('paused_at', 'bigint').execute();
       await db.schema.alterTable('sessions').addColumn('ended_at', 'bigint').execute();
-      await db.schema
-        .createTable('admin_actions')
-        .addColumn('id', 'text', (col) => col.primaryKey())
-        .addColumn('action', 'text', (col) => col.notNull())
-        .addColumn('actor', 'text', (col) => col.notNull())
-        .addColumn('request_id', 'text')
-        .addColumn('idempotency_key', 'text', (col) => col.unique())
-        .addColumn('session_id', 'text')
-        .addColumn('user_id', 'text')
-        .addColumn('details', 'text', (col) => col.notNull())
+      await createTable(db, dialect, 'admin_actions')
+        .addColumn('id', key, (col) => col.primaryKey())
+        .addColumn('action', key, (col) => col.notNull())
+        .addColumn('actor', long, (col) => col.notNull())
+        .addColumn('request_id', long)
+        .addColumn('idempotency_key', key, (col) => col.unique())
+        .addColumn('session_id', key)
+        .addColumn('user_id', key)
+        .addColumn('details', long, (col) => col.notNull())
         .addColumn('created_at', 'bigint', (col) => col.notNull())
         // Actions of one millisecond keep the order they were written in.
         .addColumn('arrival', 'bigint', (col) => col.notNull())
