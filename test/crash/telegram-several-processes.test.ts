@@ -125,8 +125,8 @@ describe('Telegram bot with two processes on one PostgreSQL database', () => {
     const takeoverMs = firstPollOfB.at - killedAt;
     const bound = takeoverBoundMs(DEFAULT_LEASE_TIMINGS);
     console.log(`telegram polling takeover after SIGKILL: ${takeoverMs} ms (bound ttl + retry = ${bound} ms)`);
-    // The bound plus the time to run the claim on a busy 2-core machine.
-    expect(takeoverMs).toBeLessThanOrEqual(bound + 500);
+    // The bound plus slack for timers and the claim's query on a 2-core machine shared by many test runs.
+    expect(takeoverMs).toBeLessThanOrEqual(bound + 1_000);
 
     await waitUntilSettled(processes.databaseUrl, [...before, ...after]);
     for (const chatId of [...warmUp, ...before, ...after]) expect(telegram!.sentTo(chatId)).toHaveLength(1);
