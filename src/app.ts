@@ -26,7 +26,7 @@ import { ConversationCache } from './runtime/conversation-cache.js';
 import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js';
 import { CLASSIFIER_MODELS } from './runtime/context/stage-classifier.js';
 import { singleFlow } from './runtime/flows/single-flow.js';
-import { Pipeline } from './runtime/pipeline.js';
+import { Pipeline } from './runtime/pipeline/pipeline.js';
 import { settlesWithin } from './runtime/settles-within.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
 import { createToolHosts, loadToolsModule } from './tool-hosts.js';

@@ -9,7 +9,8 @@ import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import { resetUserState } from '../runtime/context/reset.js';
 import { parseUserState } from '../runtime/context/user-state.js';
-import { accountNamespaceOf, type Pipeline } from '../runtime/pipeline.js';
+import { accountNamespaceOf } from '../runtime/pipeline/keys.js';
+import type { Pipeline } from '../runtime/pipeline/pipeline.js';
 import { postponeParts } from '../runtime/postponement.js';
 import { splitReply } from '../runtime/reply.js';
 

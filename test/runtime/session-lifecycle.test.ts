@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Palaver } from '../../src/app.js';
-import { MAX_TITLE_CHARS, titleFrom } from '../../src/runtime/pipeline.js';
+import { MAX_TITLE_CHARS, titleFrom } from '../../src/runtime/pipeline/title.js';
 import type { RunningHttpServer } from '../../src/server/index.js';
 import type { ScriptedCall, ScriptedReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';

@@ -1,0 +1,102 @@
+import { ChannelError } from '../../domain/errors.js';
+import { newId } from '../../domain/ids.js';
+import type { InboundRecord, Session } from '../../domain/model.js';
+import type { Channel, ConversationSummary, StoredReply, TranscriptEntry } from '../../domain/ports/channel.js';
+import { resetUserState } from '../context/reset.js';
+import { parseUserState } from '../context/user-state.js';
+import { wasNotSent } from '../reply-plan/model-notes.js';
+import type { TurnDependencies } from '../turn-context.js';
+import { loadProfile } from '../turn-scope.js';
+import { accountNamespaceOf } from './keys.js';
+
+/**
+ * What a channel may read of its conversations, and `/reset`: each for the account that owns the conversation only.
+ * `loadProfile` reads through the whole turn dependencies, hence they are handed over whole.
+ */
+export class ConversationReads {
+  readonly #deps: TurnDependencies;
+
+  constructor(deps: TurnDependencies) {
+    this.#deps = deps;
+  }
+
+  /** `/reset`: the model sees the conversation afresh from here; the Responses chain goes, the role as config says. */
+  async reset(channel: Channel, accountId: string, conversationId: string): Promise<void> {
+    const { store, cache } = this.#deps;
+    const session = await this.#ownSession(channel, accountId, conversationId);
+    await store.sessions.resetContext(session.id);
+    cache.forgetHistory(session.id);
+    const record = await store.userState.get(session.userId);
+    const { state } = parseUserState(record?.raw);
+    await store.userState.save(session.userId, resetUserState(state, this.#deps.agent.resetKeepsRole));
+    cache.forgetState(session.userId);
+  }
+
+  /** The interface language of the person behind an account: their profile's, else the channel's hint, else the default. */
+  async interfaceLanguage(channel: Channel, accountId: string, hint: string | undefined): Promise<string> {
+    const user = await this.#deps.store.users.findByAccount(accountNamespaceOf(channel), accountId);
+    if (!user) return hint ?? this.#deps.agent.defaultLanguage;
+    // Read as a turn reads it (cache, store, or seeded from the hint once): a later turn sees the same language.
+    return (await loadProfile(this.#deps, user.id, hint ?? null, newId())).preferences.interfaceLanguage;
+  }
+
+  /** The conversations of an account on this channel, newest first; none for an account nobody knows. */
+  async conversations(channel: Channel, accountId: string, limit: number): Promise<readonly ConversationSummary[]> {
+    const user = await this.#deps.store.users.findByAccount(accountNamespaceOf(channel), accountId);
+    if (!user) return [];
+    const sessions = await this.#deps.store.sessions.listByUser(user.id, limit);
+    return sessions
+      .filter((session) => session.channel === channel.name)
+      .map((session) => ({ conversationId: session.conversationId, title: session.title, status: session.status, updatedAt: session.updatedAt }));
+  }
+
+  /** What the person sees of a conversation: the messages sent, then those accepted and not answered yet. */
+  async transcript(channel: Channel, accountId: string, conversationId: string, limit: number): Promise<readonly TranscriptEntry[]> {
+    const { store } = this.#deps;
+    const session = await this.#ownSession(channel, accountId, conversationId);
+    const [stored, queued] = await Promise.all([store.messages.listRecent(session.id, { limit, audience: 'display' }), store.inbound.listQueued(session.id)]);
+    return [
+      ...stored.flatMap((message): TranscriptEntry[] =>
+        (message.role === 'user' || message.role === 'assistant') && !wasNotSent(message.meta) ? [{ id: message.id, role: message.role, text: message.content, at: writtenAt(message) }] : [],
+      ),
+      // Accepted, not answered yet: the person sees their message.
+      ...queued.map((record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt })),
+    ];
+  }
+
+  /** The reply stored for an answered message (what a duplicate of it is told), if there is one to give. */
+  async storedReply(record: InboundRecord): Promise<StoredReply | undefined> {
+    if (record.state !== 'answered' || record.replySeq === null) return undefined;
+    const reply = await this.#deps.store.messages.findBySeq(record.sessionId, record.replySeq);
+    if (!reply) return undefined;
+    const errorId = reply.meta?.['errorId'];
+    return {
+      sessionId: record.sessionId,
+      correlationId: record.correlationId,
+      replyMessageId: reply.id,
+      // A reply plan that sent nothing is answered by its audit record, and a planned message may never have gone
+      // out: the person is given neither.
+      text: reply.audience === 'display' && !wasNotSent(reply.meta) ? reply.content : '',
+      status: reply.meta?.['error'] === true ? 'failed' : 'completed',
+      ...(typeof errorId === 'string' ? { errorId } : {}),
+    };
+  }
+
+  /** The session of a conversation, if it belongs to the account. */
+  async #ownSession(channel: Channel, accountId: string, conversationId: string): Promise<Session> {
+    const { store } = this.#deps;
+    const session = await store.sessions.findByConversation(channel.name, conversationId);
+    if (!session) throw new ChannelError('not_found', channel.name, 'There is no such conversation.');
+    const user = await store.users.findByAccount(accountNamespaceOf(channel), accountId);
+    if (!user || user.id !== session.userId) throw new ChannelError('forbidden', channel.name, 'This conversation belongs to someone else.');
+    return session;
+  }
+}
+
+/** When a message was written: a recorded one keeps the messenger's time (`meta.at`), the others are stored as they come. */
+function writtenAt(message: { readonly createdAt: Date; readonly meta: Readonly<Record<string, unknown>> | null }): Date {
+  const at = message.meta?.['at'];
+  if (typeof at !== 'string') return message.createdAt;
+  const parsed = new Date(at);
+  return Number.isNaN(parsed.getTime()) ? message.createdAt : parsed;
+}

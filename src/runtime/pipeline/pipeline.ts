@@ -1,0 +1,197 @@
+import { newId } from '../../domain/ids.js';
+import type { Session } from '../../domain/model.js';
+import type { Acceptance, Channel, ChannelContext, InboundMessage, RecordedConversation, RecordedMessage } from '../../domain/ports/channel.js';
+import type { IdentityResolver } from '../../domain/ports/identity.js';
+import { Inbox } from '../inbox.js';
+import { settlesWithin } from '../settles-within.js';
+import type { AcceptedMessage, TurnDependencies } from '../turn-context.js';
+import { ConversationReads } from './conversation-reads.js';
+import { IdentityJoin } from './identity-join.js';
+import { Intake } from './intake.js';
+import { DEFAULT_LEASE_MS, type ProcessLease } from './lease.js';
+import { LeaseRecovery } from './lease-recovery.js';
+import { OutboxResend } from './outbox-resend.js';
+import { RecordedIntake } from './recorded-intake.js';
+import { TurnRunner } from './turn-runner.js';
+
+export interface PipelineOptions {
+  /** Longest accepted inbound text in characters. */
+  readonly maxInboundChars: number;
+  /**
+   * How long an accepted message stays leased to this process without a renewal, in ms. After a crash, another
+   * process (or this one restarted) answers it once the lease ran out. Default 15 000.
+   */
+  readonly leaseMs?: number;
+  /**
+   * Turns that may take one message (first turn, retries after a failure to store, recoveries), counted in the store;
+   * then it is answered with an apology without the model. Default 3.
+   */
+  readonly maxTurnAttempts?: number;
+  /** Turns running at once across all conversations (default: no limit). */
+  readonly maxConcurrentTurns?: number;
+  /**
+   * Runs the storing of one accepted message (identity, session, inbox row) under a concurrency limit. A crowd of
+   * thousands arriving at once then waits holding only its messages, not thousands of half-done writes (default: no
+   * limit).
+   */
+  readonly limitAccepts?: <T>(store: () => Promise<T>) => Promise<T>;
+  /**
+   * Looks for a phone number in what people write (`identity.phones.fromText`); one found goes to identity as a claim
+   * (never a verified phone). Without it only phones the channel vouches for are passed on.
+   */
+  readonly findPhoneInText?: (text: string) => Promise<string | undefined>;
+}
+
+/**
+ * The one road every message travels, from every channel:
+ *
+ *   channel (in) → inbound (normalise, dedupe, store) → identity → inbox → turn → reply → channel (out)
+ *
+ * `accept` is what a channel calls; it resolves once the message is stored in the durable inbox and queued. The
+ * inbox runs one turn per conversation at a time and answers the messages that arrived meanwhile together, and the
+ * turn sends one reply through the channel the batch came from.
+ *
+ * Crash safety: each accepted message is leased to this process, and the lease is renewed while it lives. What a
+ * process that died left unanswered is taken over once its lease ran out and answered once; `start` looks at once
+ * and then every third of a lease. A message whose turn could not be stored is tried again with a growing wait, and
+ * after `maxTurnAttempts` (counted in the store) answered with an apology without the model: a failure never loops.
+ *
+ * This class only wires its parts together: {@link Intake} and {@link RecordedIntake} take messages in (through
+ * {@link IdentityJoin}), {@link TurnRunner} answers them, {@link LeaseRecovery} keeps the leases and takes over what a
+ * stopped process left (sending its outbox through {@link OutboxResend}), {@link ConversationReads} serves reads.
+ */
+export class Pipeline {
+  readonly #deps: TurnDependencies;
+  readonly #inbox: Inbox<AcceptedMessage>;
+  readonly #channels = new Map<string, Channel>();
+  /** This process, as the owner of its leases. */
+  readonly #lease: ProcessLease;
+  #stopped = false;
+  readonly #unwatchInbox: () => void;
+  readonly #reads: ConversationReads;
+  readonly #intake: Intake;
+  readonly #recorded: RecordedIntake;
+  readonly #turns: TurnRunner;
+  readonly #recovery: LeaseRecovery;
+
+  constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
+    this.#deps = deps;
+    this.#lease = { owner: newId(), leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS };
+    const isStopped = () => this.#stopped;
+    this.#inbox = new Inbox({
+      runBatch: (_key, batch) => this.#turns.runBatch(batch),
+      onError: (error, key) => deps.logger.error({ err: error, conversation: key }, 'turn crashed'),
+      ...(options.maxConcurrentTurns === undefined ? {} : { maxRunning: options.maxConcurrentTurns }),
+      // In a group chat each turn answers one sender: a batch never mixes them.
+      sameBatch: (first, item) => first.inbound.conversationKind === 'direct' || first.inbound.accountId === item.inbound.accountId,
+    });
+    this.#unwatchInbox = deps.metrics.watchInbox(() => this.#inbox.held);
+    this.#reads = new ConversationReads(deps);
+    const join = new IdentityJoin({
+      deps,
+      identity,
+      findPhoneInText: options.findPhoneInText,
+      interfaceLanguage: (channel, accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
+    });
+    this.#turns = new TurnRunner({ deps, inbox: this.#inbox, lease: this.#lease, maxTurnAttempts: options.maxTurnAttempts, isStopped });
+    this.#intake = new Intake({
+      deps,
+      maxInboundChars: options.maxInboundChars,
+      limitAccepts: options.limitAccepts,
+      lease: this.#lease,
+      inbox: this.#inbox,
+      identity: join,
+      turns: this.#turns,
+      storedReply: (record) => this.#reads.storedReply(record),
+    });
+    this.#recorded = new RecordedIntake({ deps, maxInboundChars: options.maxInboundChars, identity: join });
+    this.#recovery = new LeaseRecovery({
+      deps,
+      lease: this.#lease,
+      inbox: this.#inbox,
+      channels: this.#channels,
+      outbox: new OutboxResend({ deps, channels: this.#channels }),
+      isStopped,
+    });
+  }
+
+  /** The context a channel is started with: its messages enter the pipeline under its own name. */
+  contextFor(channel: Channel): ChannelContext {
+    this.#channels.set(channel.name, channel);
+    return {
+      accept: (message, options) => this.accept(channel, message, options),
+      conversations: (accountId, options) => this.#reads.conversations(channel, accountId, options?.limit ?? 50),
+      transcript: (accountId, conversationId, options) => this.#reads.transcript(channel, accountId, conversationId, options?.limit ?? 200),
+      reset: (accountId, conversationId) => this.#reads.reset(channel, accountId, conversationId),
+      interfaceLanguage: (accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
+      record: (conversation, entries) => this.record(channel, conversation, entries),
+      state: {
+        get: (key) => this.#deps.store.channelState.get(channel.name, key),
+        set: (key, value) => this.#deps.store.channelState.set(channel.name, key, value),
+        delete: (key) => this.#deps.store.channelState.delete(channel.name, key),
+      },
+    };
+  }
+
+  /** Answers what crashed processes left unanswered, now and periodically, and keeps this process's leases alive. */
+  start(): void {
+    this.#recovery.start();
+  }
+
+  /**
+   * Takes over nothing more, answers every queued message (its leases still renewed meanwhile) for at most
+   * `graceMs` (default: as long as it takes), then stops renewing. Resolves true when everything was answered, false
+   * when the grace period ran out first: the turns still running are abandoned, not cancelled, and their messages
+   * keep leases that are no longer renewed, so the next process answers them (once) when the leases run out. Call
+   * it after the channels stopped accepting.
+   */
+  async close(options: { readonly graceMs?: number } = {}): Promise<boolean> {
+    this.#stopped = true;
+    const drained = this.#recovery.settled.then(() => this.#inbox.drain());
+    const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);
+    this.#recovery.stop();
+    this.#unwatchInbox();
+    return done;
+  }
+
+  /**
+   * Normalises, deduplicates and stores a message from `channel`, resolves who sent it, and queues it.
+   * @throws ChannelError `inbound_invalid` for empty, oversized or unstorable text, or a message of another channel;
+   *   `forbidden` for a direct conversation of someone else; `identity_unreachable` / `identity_unrecognised` (the
+   *   message is the text to show the person) when the identity resolver cannot say who sent it. Nothing is stored then.
+   */
+  accept(channel: Channel, message: InboundMessage, options: { readonly signal?: AbortSignal } = {}): Promise<Acceptance> {
+    return this.#intake.accept(channel, message, options);
+  }
+
+  /**
+   * Stores messages in a conversation's history without a turn (see `ChannelContext.record`): who the person is is
+   * decided as for `accept` (identity, and a direct conversation only for its owner), each entry is checked as an
+   * inbound text is, and the new ones (by channel message id) are appended in order. No turn, no model call, no cost,
+   * nothing sent; the inbox never holds them, so recovery never answers them. The next turn reads them.
+   * @throws ChannelError `inbound_invalid` for an entry whose text is empty, too long or unstorable (nothing is
+   *   stored then), `forbidden` / `identity_*` as `accept`.
+   */
+  record(channel: Channel, conversation: RecordedConversation, entries: readonly RecordedMessage[]): Promise<{ readonly stored: number }> {
+    return this.#recorded.record(channel, conversation, entries);
+  }
+
+  /**
+   * Answers the held messages of a resumed conversation here, together in one turn (as the inbox answers what
+   * arrived during a turn). Resolves how many were taken: none when the conversation's channel does not run in this
+   * process (a process running it answers them in its next recovery round) or they are answered already.
+   */
+  answerHeld(session: Pick<Session, 'id' | 'channel'>): Promise<number> {
+    return this.#recovery.answerHeld(session);
+  }
+
+  /** The channel of that name, when it runs in this process. */
+  runningChannel(name: string): Channel | undefined {
+    return this.#channels.get(name);
+  }
+
+  /** The lease this process holds its outbox parts and inbox messages under (renewed while it runs). */
+  get lease(): ProcessLease {
+    return { owner: this.#lease.owner, leaseMs: this.#lease.leaseMs };
+  }
+}

@@ -1,0 +1,185 @@
+import type { InboundRecord } from '../../domain/model.js';
+import type { Channel } from '../../domain/ports/channel.js';
+import type { Participant } from '../conversation-cache.js';
+import type { Inbox } from '../inbox.js';
+import { runTurn } from '../turn.js';
+import { byAttempts, DEFAULT_MAX_TURN_ATTEMPTS, retryDelayMs } from '../turn-attempts.js';
+import { formBatch } from '../turn-batch.js';
+import type { AcceptedMessage, TurnDependencies, TurnRequest } from '../turn-context.js';
+import { conversationKey, quietWindowOf } from './keys.js';
+import type { ProcessLease } from './lease.js';
+
+type Batch = readonly [AcceptedMessage, ...AcceptedMessage[]];
+
+/** What running turns needs. */
+export interface TurnRunnerOptions {
+  readonly deps: TurnDependencies;
+  /** The inbox whose `runBatch` calls {@link TurnRunner.runBatch}; messages to answer (again) are queued in it. */
+  readonly inbox: Inbox<AcceptedMessage>;
+  /** The lease the turns' messages and outbox parts are held under (this process). */
+  readonly lease: ProcessLease;
+  /** See `PipelineOptions.maxTurnAttempts` (default {@link DEFAULT_MAX_TURN_ATTEMPTS}). */
+  readonly maxTurnAttempts?: number | undefined;
+  /** Whether the pipeline is closing: a retry that comes due then is left to the next process. */
+  readonly isStopped: () => boolean;
+}
+
+/**
+ * Runs the turns the inbox hands over: forms the batch (a crash-cut turn resumes with its own), holds a paused
+ * conversation's messages, answers (or, after `maxTurnAttempts`, apologises), and retries a turn that could not be
+ * stored after a growing wait.
+ */
+export class TurnRunner {
+  readonly #deps: TurnDependencies;
+  readonly #inbox: Inbox<AcceptedMessage>;
+  readonly #lease: ProcessLease;
+  readonly #maxTurnAttempts: number;
+  readonly #isStopped: () => boolean;
+  /** Messages accepted by this process whose first turn has not begun: no journal can hold them yet. */
+  readonly #fresh = new Set<string>();
+  /** Reply plans being carried out that a new message of their conversation interrupts, by conversation. */
+  readonly #interruptible = new Map<string, AbortController>();
+
+  constructor(options: TurnRunnerOptions) {
+    this.#deps = options.deps;
+    this.#inbox = options.inbox;
+    this.#lease = options.lease;
+    this.#maxTurnAttempts = options.maxTurnAttempts ?? DEFAULT_MAX_TURN_ATTEMPTS;
+    this.#isStopped = options.isStopped;
+  }
+
+  /**
+   * Queues a message this process just stored, and interrupts a reply plan of its conversation that the person's
+   * new message cuts short (`interruptOnNewMessage`).
+   */
+  queueAccepted(channel: Channel, participant: Participant, record: InboundRecord, signal: AbortSignal | undefined): void {
+    this.#fresh.add(record.id);
+    this.queue(channel, participant, record, signal);
+    // The person wrote again while a reply plan of the conversation runs (`interruptOnNewMessage`): its rest is dropped.
+    this.#interruptible.get(conversationKey(record.channel, record.conversationId))?.abort();
+  }
+
+  /** Queues a message for its conversation's next turn, when the channel's quiet window allows. */
+  queue(channel: Channel, participant: Participant, inbound: InboundRecord, signal: AbortSignal | undefined): void {
+    this.#inbox.submit(conversationKey(inbound.channel, inbound.conversationId), { channel, ...participant, inbound, signal }, quietWindowOf(channel));
+  }
+
+  /** One turn for the batch the inbox hands over (its `runBatch`). */
+  async runBatch(handedOver: Batch): Promise<void> {
+    const lease = this.#lease;
+    // A turn a crash cut off resumes with the batch it started with; the other messages wait for the next turn.
+    // Messages this process just accepted belong to no turn yet: only others need the store's word.
+    const fresh = handedOver.map((item) => this.#fresh.delete(item.inbound.id)).every(Boolean);
+    let formed: Awaited<ReturnType<typeof formBatch>>;
+    try {
+      if (await this.#held(handedOver)) return;
+      formed = fresh ? { messages: handedOver, later: [] } : await formBatch(this.#deps.store, handedOver, lease);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, correlationId: handedOver[0].inbound.correlationId }, 'could not read the inbox; trying the turn again shortly');
+      await this.#retryLater(handedOver);
+      return;
+    }
+    const { messages: formedBatch, resume, later } = formed;
+    later.forEach((item) => this.queue(item.channel, item, item.inbound, item.signal));
+    if (formedBatch === undefined) return;
+    const { due, exhausted } = byAttempts(formedBatch, this.#maxTurnAttempts);
+    if (isNonEmpty(exhausted)) await this.#giveUp(exhausted, exhausted.length === formedBatch.length ? resume : undefined);
+    if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined);
+  }
+
+  /**
+   * Whether an operator paused the conversation: then its messages stay stored and queued, leased to nobody, and
+   * no turn answers them until it is resumed (see `Pipeline.answerHeld`). Asked of the store when the turn is about
+   * to start (after the quiet window), so a pause made by any process holds it; a turn already running finishes.
+   */
+  async #held(batch: Batch): Promise<boolean> {
+    const first = batch[0].inbound;
+    const session = await this.#deps.store.sessions.findById(first.sessionId);
+    if (session?.pausedAt == null) return false;
+    // The store decides again in one statement: a resume since the read above lets the turn run after all.
+    const held = await this.#deps.store.inbound.hold(batch.map((item) => item.inbound.id));
+    if (held === 0) return false;
+    this.#deps.logger.info({ correlationId: first.correlationId, sessionId: first.sessionId, held }, 'conversation paused by an operator: messages stored, held until it is resumed');
+    return true;
+  }
+
+  async #answer(batch: Batch, resume: TurnRequest['resume']): Promise<void> {
+    const lease = this.#lease;
+    const first = batch[0];
+    if (batch.length > 1) {
+      this.#deps.logger.info({ correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) }, 'messages answered together');
+    }
+    if (resume) this.#deps.logger.warn({ correlationId: first.inbound.correlationId, turnId: resume.id }, 'resuming a turn a stopped process left unfinished');
+    const stop = this.#deps.metrics.turnSeconds.startTimer();
+    const key = conversationKey(first.inbound.channel, first.inbound.conversationId);
+    let plan: AbortController | undefined;
+    const interrupt = () => {
+      plan = new AbortController();
+      this.#interruptible.set(key, plan);
+      return plan.signal;
+    };
+    const interruptible = this.#deps.replies.actions.interruptOnNewMessage;
+    const outcome = await runTurn(this.#deps, { messages: batch, lease, ...(resume ? { resume } : {}), ...(interruptible ? { interrupt } : {}) }).finally(() => {
+      if (plan !== undefined && this.#interruptible.get(key) === plan) this.#interruptible.delete(key);
+    });
+    const seconds = stop();
+    if (!outcome) {
+      await this.#retryLater(batch);
+      return;
+    }
+    this.#deps.logger.info(
+      { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, ms: Math.round(seconds * 1000), inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens, cost: outcome.usage.cost },
+      'turn finished',
+    );
+  }
+
+  /**
+   * Nothing could be stored (the database failed or refused the turn): the messages stay in the inbox and are tried
+   * again after a backoff, the attempt counted in the store first (by this process while it runs; by the next one,
+   * through their leases and once the backoff passed, if it stops first).
+   */
+  async #retryLater(batch: readonly AcceptedMessage[]): Promise<void> {
+    const attempts = Math.max(...batch.map((item) => item.inbound.attempts));
+    const delayMs = retryDelayMs(this.#lease.leaseMs, attempts);
+    try {
+      await this.#deps.store.inbound.retryLater(batch.map((item) => item.inbound.id), delayMs);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, correlationId: batch[0]?.inbound.correlationId }, 'could not record a failed turn attempt; trying again anyway');
+    }
+    const retry = setTimeout(() => {
+      // Checked when it fires: a Palaver closed meanwhile leaves them to its successor.
+      if (!this.#isStopped()) batch.forEach((item) => this.queue(item.channel, item, { ...item.inbound, attempts: item.inbound.attempts + 1 }, undefined));
+    }, delayMs);
+    retry.unref();
+  }
+
+  /**
+   * Messages whose turns failed `maxTurnAttempts` times: answered with the stored apology, without the model. When
+   * not even that can be stored, they are marked abandoned so nobody takes them again; when the database cannot
+   * even do that, they are tried again later (still without the model).
+   */
+  async #giveUp(batch: Batch, resume: TurnRequest['resume']): Promise<void> {
+    const ids = batch.map((item) => item.inbound.id);
+    const where = { correlationId: batch[0].inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId), attempts: batch[0].inbound.attempts };
+    const outcome = await runTurn(this.#deps, { messages: batch, lease: this.#lease, attemptsExhausted: true, ...(resume ? { resume } : {}) });
+    if (!outcome) {
+      try {
+        await this.#deps.store.inbound.markAbandoned(ids);
+      } catch (error) {
+        this.#deps.logger.error({ ...where, err: error }, 'could not give up on a message; trying again later');
+        await this.#retryLater(batch);
+        return;
+      }
+      this.#deps.logger.error(where, 'message abandoned: neither an answer nor an apology could be stored');
+      // Not left `running`: the conversation's last turn failed.
+      for (const sessionId of new Set(batch.map((item) => item.inbound.sessionId))) {
+        await this.#deps.store.sessions.setStatus(sessionId, 'failed').catch((error: unknown) => this.#deps.logger.warn({ ...where, err: error }, 'could not mark the session failed'));
+      }
+    }
+    this.#deps.metrics.turnsAbandoned.inc(batch.length);
+  }
+}
+
+function isNonEmpty<T>(items: readonly T[]): items is readonly [T, ...T[]] {
+  return items.length > 0;
+}
