@@ -448,6 +448,8 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
         maxUpdateAttempts: telegram.maxUpdateAttempts,
         floodWaitInlineMaxSeconds: telegram.floodWaitInlineMaxSeconds,
         onDeadLetter: (reason) => metrics.deadLetters.inc({ channel: 'telegram-bot', reason }),
+        // One poller among several processes on this database; the others stand by (docs/telegram-several-processes.md).
+        pollingLease: { leases: store.channelLeases, timings: telegram.lease },
         transcribe,
         agentName: config.agent.name,
         logger: logger.child({ channel: 'telegram-bot' }),

@@ -80,6 +80,24 @@ const telegramPeer = z.union([z.number(), z.string()]).transform((value, ctx) =>
   return z.NEVER;
 });
 
+/**
+ * The lease that lets one process of several on one database do what only one may (poll the bot's updates, run the
+ * user account's MTProto session): renewed every `renewEveryMs`, run out `ttlMs` after the last renewal, tried by
+ * the processes standing by every `retryEveryMs`. A holder killed without a word is replaced within
+ * `ttlMs + retryEveryMs` (3 s with the defaults). See docs/telegram-several-processes.md.
+ */
+const leaseSchema = z
+  .strictObject({
+    ttlMs: z.number().int().min(200).max(600_000).default(2_500),
+    renewEveryMs: z.number().int().min(50).max(300_000).default(1_000),
+    retryEveryMs: z.number().int().min(50).max(300_000).default(500),
+  })
+  .refine((lease) => lease.renewEveryMs * 2 <= lease.ttlMs, {
+    message: 'renewEveryMs must be at most half of ttlMs, so that one failed renewal does not lose the lease',
+    path: ['renewEveryMs'],
+  })
+  .prefault({});
+
 const telegramUserSchema = z
   .strictObject({
     /**
@@ -139,6 +157,11 @@ const telegramUserSchema = z
      * client then sends every request there and never reaches Telegram.
      */
     fakeServerUrl: z.url({ protocol: /^http$/ }).optional(),
+    /**
+     * The session's lease (one MTProto session runs in one process): a start finding it held by a process that
+     * stopped renewing it waits for it to run out (about 3 s) rather than failing.
+     */
+    lease: leaseSchema,
   })
   .refine((user) => (user.apiId === undefined) === (user.apiHash === undefined), {
     message: 'set both apiId and apiHash (TELEGRAM_API_ID / TELEGRAM_API_HASH), or neither',
@@ -635,6 +658,11 @@ export const configSchema = z.strictObject({
           floodWaitInlineMaxSeconds: z.number().int().min(0).max(3_600).default(30),
           /** OpenAI-compatible /audio/transcriptions for voice and audio messages; defaults to the model's endpoint. */
           transcription: transcriptionSchema.prefault({}),
+          /**
+           * Polling mode with several processes on one database: the polling lease. One process polls; the others
+           * stand by (they still send the replies of the turns they run) and take over when it stops or dies.
+           */
+          lease: leaseSchema,
         })
         .refine((telegram) => !(telegram.mode === 'polling' && telegram.webhookUrl !== undefined), {
           message: 'webhookUrl is set but mode is "polling": drop one (Telegram sends no updates to getUpdates while a webhook is set)',

@@ -31,7 +31,25 @@ export interface DurablePollerOptions {
   readonly timeoutSeconds?: number;
   /** Called once when polling ended by itself (409 Conflict, a revoked token); the channel keeps delivering. */
   readonly onFatal: (error: ChannelError) => void;
+  /**
+   * With several processes on one database: the polling lease, confirmed before each getUpdates and before each
+   * offset saved. Once it is not (this process stalled past it and another polls now), polling stops at once and
+   * `onLeaseLost` is called instead of `onFatal`.
+   */
+  readonly lease?: { confirm(): Promise<boolean> };
+  readonly onLeaseLost?: () => void;
 }
+
+/** Polling stopped because this process no longer holds the polling lease. */
+export class PollingLeaseLostError extends Error {
+  override readonly name = 'PollingLeaseLostError';
+  constructor() {
+    super('This process no longer holds the Telegram polling lease: another one polls now.');
+  }
+}
+
+/** Conflicts in a row (getUpdates answered 409) tolerated while this process holds the polling lease. */
+const CONFLICTS_WHILE_LEASED = 5;
 
 /**
  * Long polling through @grammyjs/runner with the offset kept in the channel's state, so that a restart neither
@@ -67,9 +85,12 @@ export class DurablePoller {
    * @throws ChannelError `conflict` (409) or `unauthorized` (401).
    */
   async start(): Promise<void> {
+    // The offset the previous poller (maybe another process) saved: Telegram forgets the updates below it only when
+    // this poller's first getUpdates confirms it, and an update fetched twice is deduped by the inbox.
     const stored = await this.#options.state.get(this.#options.offsetKey);
     this.#offset = stored === undefined ? 0 : Number(stored);
     try {
+      await this.#confirmLease();
       this.#first = await this.#options.api.getUpdates({ offset: this.#offset, limit: 100, timeout: 0, allowed_updates: this.#options.allowedUpdates });
     } catch (error) {
       throw fatalError(error) ?? error;
@@ -83,6 +104,7 @@ export class DurablePoller {
     this.#runner = createRunner(createSource(supplier), sink);
     this.#runner.start();
     this.#runner.task()?.catch((error: unknown) => {
+      if (error instanceof PollingLeaseLostError) return this.#options.onLeaseLost?.();
       const fatal = fatalError(error);
       if (fatal) this.#options.onFatal(fatal);
       else this.#options.logger.error({ err: error }, 'telegram polling stopped on an unexpected error');
@@ -128,21 +150,34 @@ export class DurablePoller {
     this.#batch = [];
     if (next !== this.#offset) {
       this.#offset = next;
+      // A poller that lost the lease leaves the offset to the one that has it (whose offset may be further on).
+      await this.#confirmLease();
       await this.#options.state.set(this.#options.offsetKey, String(next));
     }
   }
 
+  /** @throws PollingLeaseLostError when this process no longer holds the polling lease. */
+  async #confirmLease(): Promise<void> {
+    if (this.#options.lease && !(await this.#options.lease.confirm())) throw new PollingLeaseLostError();
+  }
+
   async #fetch(batchSize: number, signal: PollSignal): Promise<Update[]> {
     let delayMs = 500;
+    let conflicts = 0;
     for (;;) {
       try {
+        await this.#confirmLease();
         return await this.#options.api.getUpdates(
           { offset: this.#offset, limit: Math.max(1, Math.min(100, batchSize)), timeout: this.#options.timeoutSeconds ?? 30, allowed_updates: this.#options.allowedUpdates },
           signal,
         );
       } catch (error) {
-        if (signal.aborted) throw error;
-        if (fatalError(error)) throw error;
+        if (signal.aborted || error instanceof PollingLeaseLostError) throw error;
+        const fatal = fatalError(error);
+        // Holding the lease, a 409 comes from a poller that lost it and whose last getUpdates was still on its way
+        // (it stops once that returns): wait, then poll again. Only a conflict that lasts is another bot's.
+        const stalePoller = fatal?.code === 'conflict' && this.#options.lease !== undefined && !/webhook/i.test(fatal.message) && ++conflicts < CONFLICTS_WHILE_LEASED;
+        if (fatal && !stalePoller) throw error;
         this.#options.logger.warn({ err: error, retryInMs: delayMs }, 'telegram getUpdates failed; retrying');
         await sleep(delayMs, signal as unknown as AbortSignal);
         delayMs = Math.min(30_000, delayMs * 2);

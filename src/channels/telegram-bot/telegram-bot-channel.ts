@@ -1,6 +1,7 @@
 import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot, type Api } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
+import { DEFAULT_LEASE_TIMINGS, type LeaseTimings } from '../../cluster/held-lease.js';
 import { ChannelError } from '../../domain/errors.js';
 import type {
   Channel,
@@ -14,6 +15,7 @@ import type {
   TurnEnd,
   TurnProgress,
 } from '../../domain/ports/channel.js';
+import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { TELEGRAM_MAX_MESSAGE_CHARS, TELEGRAM_REACTION_EMOJI_ACCEPTED, toTelegramMessage, type Transcribe } from '../telegram/index.js';
 import { TELEGRAM_BOT_CHANNEL } from './address.js';
@@ -23,6 +25,7 @@ import type { DeadLetterReason } from './dead-letters.js';
 import { DraftStreamer } from './drafts.js';
 import { Notices } from './notices.js';
 import { BotOutbound } from './outbound.js';
+import { LeasedPolling } from './leased-polling.js';
 import { DurablePoller, fatalError } from './polling.js';
 import { BotUpdates } from './updates.js';
 import { BotVoice } from './voice.js';
@@ -68,6 +71,12 @@ export interface TelegramBotChannelOptions {
   readonly floodWaitInlineMaxSeconds?: number;
   /** Called for each update given up (after it is kept as a dead letter), e.g. to count it. */
   readonly onDeadLetter?: (reason: DeadLetterReason) => void;
+  /**
+   * Polling mode with several processes on one database: the leases (`store.channelLeases`) and their timings.
+   * One process polls while it holds the bot's polling lease; the others stand by and take over (see
+   * `leased-polling.ts`). Without it this process polls alone, as if no other existed.
+   */
+  readonly pollingLease?: { readonly leases: ChannelLeaseRepository; readonly timings?: Partial<LeaseTimings> };
 }
 
 /** The updates this channel asks Telegram for. */
@@ -99,7 +108,7 @@ export class TelegramBotChannel implements Channel {
   readonly #updates: BotUpdates;
   readonly #outbound: BotOutbound;
   #context: ChannelContext | undefined;
-  #poller: DurablePoller | undefined;
+  #poller: { start(): Promise<void>; stop(): Promise<void>; readonly isPolling: boolean } | undefined;
   #stopped = false;
 
   constructor(options: TelegramBotChannelOptions) {
@@ -185,21 +194,40 @@ export class TelegramBotChannel implements Channel {
     }
     // Long polling and a webhook exclude each other; the pending updates stay.
     await this.#bot.api.deleteWebhook({ drop_pending_updates: false });
-    this.#poller = new DurablePoller({
+    const onFatal = (error: ChannelError) => {
+      this.#logger.error({ err: error, code: error.code }, `telegram polling stopped: ${error.message} Replies to messages already accepted are still sent.`);
+    };
+    const lease = this.#options.pollingLease;
+    this.#poller = lease
+      ? new LeasedPolling({
+          leases: lease.leases,
+          key: `telegram-bot:poll:${me.id}`,
+          timings: { ...DEFAULT_LEASE_TIMINGS, ...lease.timings },
+          logger: this.#logger,
+          createPoller: (held, ended) => this.#durablePoller(context, me.id, { lease: held, onLeaseLost: ended.leaseLost, onFatal: ended.fatal }),
+        })
+      : this.#durablePoller(context, me.id, { onFatal });
+    await this.#poller.start();
+  }
+
+  /** The long poller on the offset kept per bot in the channel state. */
+  #durablePoller(
+    context: ChannelContext,
+    botId: number,
+    term: { readonly onFatal: (error: ChannelError) => void; readonly lease?: { confirm(): Promise<boolean> }; readonly onLeaseLost?: () => void },
+  ): DurablePoller {
+    return new DurablePoller({
       api: this.#bot.api,
       state: context.state,
-      offsetKey: `offset:${me.id}`,
+      offsetKey: `offset:${botId}`,
       handle: (update) => this.#updates.receive(update),
       giveUp: (update, failure) => this.#updates.giveUp(update, 'failed', failure.error, failure.attempts),
       maxAttempts: this.#options.maxUpdateAttempts ?? 3,
       allowedUpdates: ALLOWED_UPDATES,
       logger: this.#logger,
       timeoutSeconds: this.#options.pollTimeoutSeconds ?? 30,
-      onFatal: (error) => {
-        this.#logger.error({ err: error, code: error.code }, `telegram polling stopped: ${error.message} Replies to messages already accepted are still sent.`);
-      },
+      ...term,
     });
-    await this.#poller.start();
   }
 
   /**
@@ -221,14 +249,17 @@ export class TelegramBotChannel implements Channel {
     }
   }
 
-  /** Stops polling (the webhook answers 503); replies still go out, since the pipeline drains after. Safe twice. */
+  /**
+   * Stops polling and releases the polling lease at once (the webhook answers 503); replies still go out, since the
+   * pipeline drains after. Safe twice. The webhook stays registered: other processes may serve it.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     await this.#poller?.stop();
     this.#outbound.close();
   }
 
-  /** Whether long polling is running (false after a 409 Conflict stopped it). */
+  /** Whether long polling is running here (false after a 409 Conflict stopped it, or while standing by). */
   get isPolling(): boolean {
     return this.#poller?.isPolling ?? false;
   }

@@ -31,7 +31,10 @@ export async function telegramUserChannel(
     session: sessionFile,
     // No network before this: a start without a session fails at once, naming `palaver telegram login`.
     checkSignedIn: () => void new TelegramSessionFile(sessionFile).requireSignedIn(),
-    acquireLease: (onLost) => SessionLease.acquire({ leases: deps.leases, logger: deps.logger, onLost }),
+    // A process that died holding the session stops renewing its lease: wait for it to run out (about 3 s) and take
+    // the session over, rather than refusing the start.
+    acquireLease: (onLost) =>
+      SessionLease.acquire({ leases: deps.leases, logger: deps.logger, onLost, ...config.lease, waitMs: config.lease.ttlMs + config.lease.retryEveryMs }),
     importHistoryOnFirstContact: config.importHistoryOnFirstContact,
     quietWindowMs: config.quietWindowMs,
     ...(config.maxWaitMs === undefined ? {} : { maxWaitMs: config.maxWaitMs }),

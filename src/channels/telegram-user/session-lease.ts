@@ -1,17 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import { DEFAULT_LEASE_TIMINGS, HeldLease, holderId, type LeaseTimings } from '../../cluster/held-lease.js';
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelLease, ChannelLeaseRepository } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 
-/** How long a lease lasts without renewal: a crashed holder's session is free again after this. */
-export const SESSION_LEASE_TTL_MS = 30_000;
+export { holderId };
 
-/** This process's holder id, `host:pid:instance` (instance: several holders in one process, e.g. tests). */
-export function holderId(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-}
+/** How long a lease lasts without renewal: a crashed holder's session is free again after this. */
+export const SESSION_LEASE_TTL_MS = DEFAULT_LEASE_TIMINGS.ttlMs;
 
 /** `host:pid:instance` read back for messages; a holder id of another shape is shown as it is. */
 export function parseHolder(holder: string): { readonly host: string; readonly pid: number | undefined; readonly instance: string | undefined } {
@@ -47,9 +43,18 @@ export interface SessionLeaseOptions {
   /** Lease key; default `telegram-user`. */
   readonly channel?: string;
   readonly holder?: string;
+  /** Default 2500 ms (`DEFAULT_LEASE_TIMINGS`, the same as the bot's polling lease). */
   readonly ttlMs?: number;
-  /** Default a third of `ttlMs`: two renewals may fail before the lease runs out. */
+  /** Default 1000 ms, or a third of `ttlMs` when that is shorter. */
   readonly renewEveryMs?: number;
+  /**
+   * How long `acquire` waits for a lease another process holds, trying every `retryEveryMs`: a holder that crashed
+   * (its lease no longer renewed) is then taken over as soon as its lease runs out, instead of refusing the start.
+   * Default 0: refuse at once.
+   */
+  readonly waitMs?: number;
+  /** Default 500 ms. */
+  readonly retryEveryMs?: number;
   readonly now?: () => number;
   readonly logger?: Logger;
   /**
@@ -61,44 +66,65 @@ export interface SessionLeaseOptions {
   readonly doing?: string;
 }
 
+/** The lease timings `options` asks for, the defaults filling in the rest. */
+export function sessionLeaseTimings(options: Pick<SessionLeaseOptions, 'ttlMs' | 'renewEveryMs' | 'retryEveryMs'>): LeaseTimings {
+  const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TIMINGS.ttlMs;
+  return {
+    ttlMs,
+    renewEveryMs: options.renewEveryMs ?? Math.max(1, Math.min(DEFAULT_LEASE_TIMINGS.renewEveryMs, Math.floor(ttlMs / 3))),
+    retryEveryMs: options.retryEveryMs ?? DEFAULT_LEASE_TIMINGS.retryEveryMs,
+  };
+}
+
 /**
  * The database lease that keeps one MTProto session in one process: `palaver start` holds it while the channel
- * runs, and `palaver telegram logout|status|sync` hold it for their short connection. Renewed on a timer that does
- * not keep Node running; `release()` frees it at once for the next process.
+ * runs, and `palaver telegram logout|status|sync` hold it for their short connection. The same lease as the bot's
+ * polling lease (`HeldLease`, same timings): renewed about every second, run out 2.5 s after the last renewal, so a
+ * start after a crash (`waitMs`) gets the session within about 3 s; `release()` frees it at once.
  *
  * @example
  * const lease = await SessionLease.acquire({ leases: store.channelLeases, logger });
  * try { … } finally { await lease.release(); }
  */
 export class SessionLease {
-  readonly channel: string;
-  readonly holder: string;
-  readonly #options: SessionLeaseOptions;
-  readonly #ttlMs: number;
-  readonly #now: () => number;
-  #timer: NodeJS.Timeout | undefined;
-  #released = false;
-  #lost = false;
-  #renewing: Promise<void> | undefined;
+  readonly #held: HeldLease;
 
-  private constructor(options: SessionLeaseOptions, channel: string, holder: string) {
-    this.#options = options;
-    this.channel = channel;
-    this.holder = holder;
-    this.#ttlMs = options.ttlMs ?? SESSION_LEASE_TTL_MS;
-    this.#now = options.now ?? Date.now;
+  private constructor(held: HeldLease) {
+    this.#held = held;
+  }
+
+  get channel(): string {
+    return this.#held.key;
+  }
+
+  get holder(): string {
+    return this.#held.holder;
   }
 
   /**
-   * Takes the session's lease (free, expired, or already this holder's) and starts renewing it.
+   * Takes the session's lease (free, expired, or already this holder's) and starts renewing it; with `waitMs`,
+   * waits that long for another holder's lease to run out.
    * @throws SessionLeaseHeldError naming the live holder (host, pid, since when).
    */
   static async acquire(options: SessionLeaseOptions): Promise<SessionLease> {
-    const lease = new SessionLease(options, options.channel ?? TELEGRAM_USER_CHANNEL, options.holder ?? holderId());
-    const taken = await options.leases.claim({ channel: lease.channel, holder: lease.holder, now: lease.#now(), ttlMs: lease.#ttlMs });
-    if (taken.holder !== lease.holder) throw new SessionLeaseHeldError(taken, options.doing ?? 'start the Telegram user account');
-    lease.#schedule();
-    return lease;
+    const held = {
+      leases: options.leases,
+      key: options.channel ?? TELEGRAM_USER_CHANNEL,
+      holder: options.holder ?? holderId(),
+      timings: sessionLeaseTimings(options),
+      ...(options.now ? { now: options.now } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.onLost ? { onLost: options.onLost } : {}),
+    };
+    const now = options.now ?? Date.now;
+    const deadline = now() + (options.waitMs ?? 0);
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await HeldLease.tryAcquire(held);
+      if ('lease' in outcome) return new SessionLease(outcome.lease);
+      if (now() >= deadline) throw new SessionLeaseHeldError(outcome.heldBy, options.doing ?? 'start the Telegram user account');
+      if (attempt === 0) options.logger?.info({ heldBy: outcome.heldBy.holder, until: new Date(outcome.heldBy.expiresAt).toISOString() }, 'the Telegram session lease is held by another process; waiting for it to run out');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(held.timings.retryEveryMs, Math.max(1, deadline - now()))));
+    }
   }
 
   /** The live lease of the session, if a process holds one (expired leases are free, so not returned). */
@@ -109,49 +135,16 @@ export class SessionLease {
 
   /** Whether this process still holds the lease (false after `release()` or once a renewal found it taken). */
   get held(): boolean {
-    return !this.#released && !this.#lost;
+    return this.#held.held;
   }
 
   /** Renews now (the timer does this by itself); false when the lease was lost. */
-  async renew(): Promise<boolean> {
-    if (!this.held) return false;
-    const renewed = await this.#options.leases.renew({ channel: this.channel, holder: this.holder, now: this.#now(), ttlMs: this.#ttlMs });
-    if (!renewed && this.held) {
-      this.#lost = true;
-      this.#stop();
-      const current = await this.#options.leases.get(this.channel).catch(() => undefined);
-      this.#options.logger?.error({ channel: this.channel, holder: this.holder, takenBy: current?.holder }, 'session lease lost to another process: stopping the session here');
-      this.#options.onLost?.(current);
-    }
-    return renewed;
+  renew(): Promise<boolean> {
+    return this.#held.renew();
   }
 
   /** Stops renewing and frees the lease. Safe to call twice. */
-  async release(): Promise<void> {
-    if (this.#released) return;
-    this.#released = true;
-    this.#stop();
-    await this.#renewing?.catch(() => undefined);
-    await this.#options.leases.release(this.channel, this.holder);
-  }
-
-  #schedule(): void {
-    const every = this.#options.renewEveryMs ?? Math.max(1, Math.floor(this.#ttlMs / 3));
-    this.#timer = setInterval(() => {
-      if (this.#renewing) return;
-      this.#renewing = this.renew()
-        .then(() => undefined)
-        // A database hiccup: the next tick tries again, with two more chances before the lease runs out.
-        .catch((error: unknown) => this.#options.logger?.warn({ err: error, channel: this.channel }, 'session lease renewal failed; retrying'))
-        .finally(() => {
-          this.#renewing = undefined;
-        });
-    }, every);
-    this.#timer.unref();
-  }
-
-  #stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
+  release(): Promise<void> {
+    return this.#held.release();
   }
 }

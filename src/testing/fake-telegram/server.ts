@@ -7,11 +7,14 @@ import type { FakeCall } from './types.js';
 
 /**
  * The fake's HTTP side on loopback: `/bot<token>/<method>` (JSON, form or multipart parameters, as grammY sends
- * them) answered by `answerMethod` with the faults a test ordered, and `/file/bot<token>/<path>` serving files.
+ * them; also under `/via/<label>/`, the label recorded on the call) answered by `answerMethod` with the faults a test ordered, and `/file/bot<token>/<path>` serving files.
  */
 export async function listen(state: FakeTelegramState, faults: Faults, port: number): Promise<{ readonly port: number; close(): Promise<void> }> {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
+    // `apiRoot + '/via/<label>'` tells callers apart (several processes on one fake): the label is kept on each call.
+    const via = /^\/via\/([A-Za-z0-9_-]{1,40})(\/.*)$/.exec(url.pathname);
+    if (via) url.pathname = via[2]!;
     const fileMatch = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
     if (req.method === 'GET' && fileMatch) {
       const file = fileMatch[1] === state.token ? [...state.files.values()].find((f) => f.path === fileMatch[2]) : undefined;
@@ -34,11 +37,14 @@ export async function listen(state: FakeTelegramState, faults: Faults, port: num
         for (const [key, value] of form) if (typeof value === 'string') params[key] = parseField(value);
       }
     }
-    const call: FakeCall = { method, params, at: Date.now() };
+    const call: FakeCall = { method, params, at: Date.now(), ...(via ? { via: via[1]! } : {}) };
     state.calls.push(call);
     state.events.emit('call');
     const aborted = new AbortController();
-    res.on('close', () => aborted.abort());
+    res.on('close', () => {
+      call.answeredAt = Date.now();
+      aborted.abort();
+    });
     if (!(await faults.released(method, aborted.signal))) return;
     const outcome = faults.takeFailure(method) ?? (await answerMethod(state, method, params, aborted.signal));
     if ('result' in outcome && (await faults.afterCall(method, call)) === 'lose') {

@@ -121,6 +121,10 @@ export interface FakeCall {
   readonly method: string;
   readonly params: Record<string, unknown>;
   readonly at: number;
+  /** The caller's label when it used `apiRoot + '/via/<label>'` as its API root (which process made the call). */
+  readonly via?: string;
+  /** When the answer left (or the caller went away); unset while the call is under way. */
+  answeredAt?: number;
 }
 
 /**

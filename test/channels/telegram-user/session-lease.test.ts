@@ -20,7 +20,7 @@ describe('Telegram session lease', () => {
     const now = () => clock;
     const first = await SessionLease.acquire({ leases: store.channelLeases, now });
     expect(first.holder).toMatch(new RegExp(`^${hostname()}:${process.pid}:`));
-    clock += 5_000;
+    clock += 1_000;
     const refused = await SessionLease.acquire({ leases: store.channelLeases, holder: 'web-2:4242:abcd', now }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(SessionLeaseHeldError);
     expect((refused as Error).message).toContain(`process ${process.pid} on host ${hostname()} since 2026-11-27T08:00:00.000Z`);
