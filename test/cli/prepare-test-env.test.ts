@@ -5,12 +5,12 @@ import { cleanEnv, REPO_ROOT } from './child-process.js';
 
 const SCRIPT = join(REPO_ROOT, 'scripts', 'prepare-test-env.mjs');
 
-// `npm test` runs the script before the suites, so chromium, PostgreSQL and Redis are already in place here and
+// `npm test` runs the script before the suites, so chromium, PostgreSQL, MariaDB and Redis are already in place here and
 // the script only checks them (it would install chromium if it were missing).
 describe('scripts/prepare-test-env.mjs', () => {
-  it('finds chromium, PostgreSQL and Redis ready', () => {
+  it('finds chromium, PostgreSQL, MariaDB and Redis ready', () => {
     const run = spawnSync(process.execPath, [SCRIPT], { cwd: REPO_ROOT, env: cleanEnv(), encoding: 'utf8', timeout: 300_000 });
-    expect(run.stdout).toContain('ready: chromium, PostgreSQL, Redis');
+    expect(run.stdout).toContain('ready: chromium, PostgreSQL, MariaDB, Redis');
     expect(run.status).toBe(0);
   }, 300_000);
 
