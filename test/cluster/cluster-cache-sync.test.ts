@@ -54,6 +54,8 @@ describe('cache kept in step between processes over the cluster bus (PostgreSQL)
   it('forgets in the other process what one process changed, and keeps its own write-through', async () => {
     const [a, b] = [await startProcess(), await startProcess()];
     fill(b.cache);
+    // b's own write-throughs (state, history) reach a too: let them arrive before a writes, or a late one forgets a's.
+    await vi.waitFor(() => expect(a.cache.generation).toBe(2));
     a.cache.profileChanged('u1', settings);
     await vi.waitFor(() => expect(b.cache.profile('u1')).toBeUndefined());
     expect(a.cache.profile('u1')).toEqual(settings);
