@@ -272,7 +272,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       now: options.now ?? (() => new Date()),
     },
     identity,
-    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, maxTurnAttempts: config.inbox.maxTurnAttempts, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
+    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, heartbeatMs: config.cluster.heartbeatMs, maxTurnAttempts: config.inbox.maxTurnAttempts, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
       ...(fromText ? { findPhoneInText: (text: string) => findPhoneInText(text, defaultRegion) } : {}),
     },
   );

@@ -111,6 +111,19 @@ export class StoreError extends PalaverError {
   override readonly name = 'StoreError';
 }
 
+/**
+ * A turn's process no longer holds its conversation's claim (it was paused or cut off for longer than its lease, and
+ * another process took the conversation over): the turn stops, having stored and sent nothing more; the new owner
+ * answers its messages.
+ */
+export class FencedOut extends PalaverError {
+  override readonly name = 'FencedOut';
+
+  constructor(message: string) {
+    super('fenced_out', message);
+  }
+}
+
 /** A flow could not produce its result, e.g. a stage's structured output stayed invalid after its repair. */
 export class FlowError extends PalaverError {
   override readonly name = 'FlowError';

@@ -39,6 +39,7 @@ export class PalaverMetrics {
   readonly deadLetters: PromClient.Counter<'channel' | 'reason'>;
   /** Inbound messages given up on after `inbox.maxTurnAttempts` turns failed to store an answer. */
   readonly turnsAbandoned: PromClient.Counter<string>;
+  readonly turnsFencedOut: PromClient.Counter<string>;
   /** Model replies cut to `agent.maxReplyChars`. */
   readonly repliesCut: PromClient.Counter<string>;
   /** Model answers in actions mode refused by the plan check (nothing of them sent), by reason; repairs count too. */
@@ -107,6 +108,11 @@ export class PalaverMetrics {
     this.toolLimits = new prom.Counter({ name: 'palaver_tool_limit_hits_total', help: 'Tool calls refused or loops ended by a limit', labelNames: ['limit'] as const, registers: [registry] });
     this.duplicates = new prom.Counter({ name: 'palaver_inbound_duplicates_total', help: 'Redelivered inbound messages ignored', registers: [registry] });
     this.deadLetters = new prom.Counter({ name: 'palaver_channel_dead_letters_total', help: 'Inbound updates a channel gave up on (kept as dead letters), by reason', labelNames: ['channel', 'reason'] as const, registers: [registry] });
+    this.turnsFencedOut = new prom.Counter({
+      name: 'palaver_turns_fenced_out_total',
+      help: 'Turns stopped because another process took their conversation over while they ran (this process was paused or cut off); they stored and sent nothing',
+      registers: [registry],
+    });
     this.turnsAbandoned = new prom.Counter({ name: 'palaver_turns_abandoned_total', help: 'Inbound messages answered with an apology (or dropped) after their turns failed inbox.maxTurnAttempts times', registers: [registry] });
     this.repliesCut = new prom.Counter({ name: 'palaver_replies_cut_total', help: 'Model replies cut to agent.maxReplyChars', registers: [registry] });
     this.replyActionsInvalid = new prom.Counter({ name: 'palaver_reply_actions_invalid_total', help: 'Model answers refused as reply actions (invalid JSON, unknown action, a limit, an invented message id), by reason', labelNames: ['reason'] as const, registers: [registry] });

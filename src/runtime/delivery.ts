@@ -36,6 +36,11 @@ export interface Delivery {
   deliver(answer: Answer): Promise<TurnOutcome>;
   /** Ends a turn that has no stored reply: nothing is sent. */
   fail(error: unknown): void;
+  /**
+   * Ends a turn another process took over: what it streamed is discarded and the channel is not settled, since the
+   * turn that answers the messages runs elsewhere.
+   */
+  abandon(): void;
 }
 
 /**
@@ -123,6 +128,10 @@ export function startDelivery(scope: TurnScope): Delivery {
       stopTyping();
       discardStreamedText(undefined);
       channel.settle?.(target, { kind: 'error', correlationId: scope.correlationId, error });
+    },
+    abandon() {
+      stopTyping();
+      discardStreamedText(undefined);
     },
   };
 }

@@ -103,6 +103,8 @@ export interface TurnRequest {
    * the model was still thinking do not cut off an answer that has not begun; they go to the next turn.
    */
   readonly interrupt?: () => AbortSignal;
+  /** Checks, in each write's transaction, that this process still owns the conversation (see `JournalTurn.fence`). */
+  readonly fence?: (tx: Store) => Promise<void>;
 }
 
 export type { ToolRun } from './turn-journal.js';

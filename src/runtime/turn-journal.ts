@@ -25,6 +25,11 @@ export interface JournalTurn {
   /** The lease owner working on the turn. */
   readonly owner: string;
   readonly inboundIds: readonly string[];
+  /**
+   * Checks in a write's transaction that this process still owns the conversation (see `ConversationOwnership`);
+   * throws `FencedOut` when it does not. Every write of the turn goes through it.
+   */
+  readonly fence?: ((tx: Store) => Promise<void>) | undefined;
 }
 
 /**
@@ -153,10 +158,20 @@ export class TurnJournal {
     return this.#write((store) => store.toolCalls.finish(this.idempotencyKey(callId), { status: result.isError ? 'failed' : 'succeeded', result: JSON.stringify(result) }));
   }
 
-  /** Forgets the journal, in the transaction `tx` that stores the turn's reply. */
+  /** Forgets the journal, in the transaction `tx` that stores the turn's reply, if the turn still owns its conversation. */
   async end(tx: Store): Promise<void> {
     await this.#writes.catch(() => undefined);
+    await this.#turn.fence?.(tx);
     if (this.#open) await tx.turns.close(this.id);
+  }
+
+  /**
+   * Confirms the turn still owns its conversation, for a step whose record is written elsewhere (a dispatcher that
+   * records its calls itself). @throws FencedOut when it does not.
+   */
+  async confirmOwnership(): Promise<void> {
+    const fence = this.#turn.fence;
+    if (fence !== undefined) await this.#store.transaction(fence);
   }
 
   /** The text streamed to the channel since the last tool call: what the person sees as the reply so far. */
@@ -182,8 +197,16 @@ export class TurnJournal {
         await deferred?.(store);
         await step(store);
       };
-      if (this.#open) return deferred === undefined ? step(this.#store) : this.#store.transaction(steps);
+      const fence = this.#turn.fence;
+      if (this.#open) {
+        if (fence === undefined && deferred === undefined) return step(this.#store);
+        return this.#store.transaction(async (tx) => {
+          await fence?.(tx);
+          await steps(tx);
+        });
+      }
       await this.#store.transaction(async (tx) => {
+        await fence?.(tx);
         await tx.turns.open({ id: this.id, sessionId: this.#turn.sessionId, owner: this.#turn.owner, inboundIds: this.#turn.inboundIds });
         await steps(tx);
       });

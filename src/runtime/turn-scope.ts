@@ -33,7 +33,7 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
   const billingCountry = profile.preferences.country ?? deps.billing.defaultCountry;
   const streams = channel.capabilities.streaming && channel.progress !== undefined;
   let log: Logger | undefined;
-  const journalTurn = { sessionId: session.id, userId: user.id, correlationId, owner: request.lease.owner, inboundIds: request.messages.map(({ inbound }) => inbound.id) };
+  const journalTurn = { sessionId: session.id, userId: user.id, correlationId, owner: request.lease.owner, inboundIds: request.messages.map(({ inbound }) => inbound.id), fence: request.fence };
   const journal = request.resume ? await TurnJournal.resume(deps.store, request.resume, journalTurn) : TurnJournal.start(deps.store, newId(), journalTurn);
   const scope: TurnScope = {
     deps,

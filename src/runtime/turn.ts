@@ -1,5 +1,5 @@
 import type { TurnOutcome } from '../domain/ports/channel.js';
-import { TurnError } from '../domain/errors.js';
+import { FencedOut, TurnError } from '../domain/errors.js';
 import { systemText } from '../i18n/index.js';
 import { BudgetExceeded, reserveBudget } from './budget.js';
 import { historyToInput, newMessagesToInput } from './context/history.js';
@@ -22,6 +22,7 @@ export type { AgentSettings, TurnDependencies, TurnRequest } from './turn-contex
  * A failure is logged with the correlation id and answered with a short apology in the person's language; the
  * reply (or apology) is stored before it is sent. Resolves with the outcome, or undefined when nothing could be
  * stored and so nothing was sent.
+ * @throws FencedOut when another process took the conversation over meanwhile: this turn stored and sent nothing.
  */
 export async function runTurn(deps: TurnDependencies, request: TurnRequest): Promise<TurnOutcome | undefined> {
   // 1. Context: who is talking, their state; typing shown and messages marked read where the channel can.
@@ -31,6 +32,10 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
   try {
     answer = request.attemptsExhausted ? await apologise(scope) : await answerTurn(scope);
   } catch (error) {
+    if (error instanceof FencedOut) {
+      delivery.abandon();
+      throw error;
+    }
     const errorId = newErrorId();
     scope.log.error({ err: error, errorId }, 'turn failed and could not be stored; nothing was sent');
     // The store's own words (a driver error) are for the log, never for the person: they get the apology.
@@ -91,6 +96,8 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     // 4. Persist reply, audit records, usage and state together.
     return await persistReply(scope, flow, reply.text, reply.parts, failures, earlier, seenUpTo);
   } catch (error) {
+    // Another process owns the conversation now: nothing more of this turn may be stored, not even an apology.
+    if (error instanceof FencedOut) throw error;
     // A spend cap refused the turn: not a failure, the person is told why and no model is called.
     if (error instanceof BudgetExceeded) {
       scope.log.info({ budget: error.budget }, error.message);

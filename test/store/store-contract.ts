@@ -1229,6 +1229,89 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('conversation claims', () => {
+      const TTL = 2_500;
+      const conversation = () => ({ channel: 'web', conversationId: unique('conv') });
+
+      it('gives a free conversation to the first process, refuses another while it holds it, and hands it on once released', async () => {
+        const where = conversation();
+        const first = await store.claims.claim({ ...where, owner: 'a', now: 1_000, ttlMs: TTL });
+        expect(first).toEqual({ claimed: true, token: 1, previousOwner: null });
+        expect(await store.claims.claim({ ...where, owner: 'b', now: 2_000, ttlMs: TTL })).toEqual({ claimed: false, owner: 'a' });
+        await store.claims.release({ ...where, owner: 'a', token: 1 });
+        // Released: b gets it at once, with a larger token, and learns that a wrote to it last.
+        expect(await store.claims.claim({ ...where, owner: 'b', now: 2_100, ttlMs: TTL })).toEqual({ claimed: true, token: 2, previousOwner: 'a' });
+        await store.claims.release({ ...where, owner: 'b', token: 2 });
+        expect(await store.claims.claim({ ...where, owner: 'b', now: 2_200, ttlMs: TTL })).toEqual({ claimed: true, token: 3, previousOwner: 'b' });
+      });
+
+      it('keeps a claim its owner renews, and hands one whose owner stopped renewing to the next process', async () => {
+        const where = conversation();
+        await store.claims.claim({ ...where, owner: 'a', now: 1_000, ttlMs: TTL });
+        expect(await store.claims.renew('a', 3_000, TTL)).toBeGreaterThanOrEqual(1);
+        // Past the first expiry, within the renewed one.
+        expect(await store.claims.claim({ ...where, owner: 'b', now: 5_000, ttlMs: TTL })).toEqual({ claimed: false, owner: 'a' });
+        expect(await store.claims.claim({ ...where, owner: 'b', now: 5_501, ttlMs: TTL })).toEqual({ claimed: true, token: 2, previousOwner: 'a' });
+        // a's renewal no longer touches it, and its release does not free b's claim.
+        await store.claims.renew('a', 5_600, TTL);
+        await store.claims.release({ ...where, owner: 'a', token: 1 });
+        expect(await store.claims.claim({ ...where, owner: 'c', now: 5_700, ttlMs: TTL })).toEqual({ claimed: false, owner: 'b' });
+      });
+
+      it("fences: only the owner's newest token holds, checked inside a transaction", async () => {
+        const where = conversation();
+        const old = await store.claims.claim({ ...where, owner: 'a', now: 1_000, ttlMs: TTL });
+        if (!old.claimed) throw new Error('claim refused');
+        const fence = { ...where, owner: 'a', token: old.token };
+        expect(await store.transaction((tx) => tx.claims.holds(fence))).toBe(true);
+        // a paused past its claim; b took the conversation over.
+        await store.claims.claim({ ...where, owner: 'b', now: 9_000, ttlMs: TTL });
+        expect(await store.transaction((tx) => tx.claims.holds(fence))).toBe(false);
+        expect(await store.transaction((tx) => tx.claims.holds({ ...where, owner: 'b', token: old.token + 1 }))).toBe(true);
+        expect(await store.transaction((tx) => tx.claims.holds({ ...conversation(), owner: 'a', token: 1 }))).toBe(false);
+      });
+
+      it('gives exactly one of many simultaneous claimants the conversation', async () => {
+        const where = conversation();
+        const owners = Array.from({ length: 6 }, (_, index) => `racer-${index}`);
+        const results = await Promise.all(owners.map((owner) => store.claims.claim({ ...where, owner, now: 5_000, ttlMs: TTL })));
+        expect(results.filter((result) => result.claimed)).toHaveLength(1);
+      });
+    });
+
+    describe('processes', () => {
+      it('registers processes, and retiring a dead one frees its messages, outbox parts and claims at once', async () => {
+        const dead = unique('proc');
+        await store.processes.register({ id: dead, host: 'box', pid: 41, startedAt: 1_000, heartbeatAt: 1_000 });
+        expect((await store.processes.list()).find((record) => record.id === dead)).toEqual({ id: dead, host: 'box', pid: 41, startedAt: 1_000, heartbeatAt: 1_000 });
+        const session = await givenSession();
+        const accepted = await store.inbound.accept(
+          { channel: 'console', conversationId: session.conversationId, accountId: 'acct', userId: session.userId, sessionId: session.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: unique('c'), languageHint: null, displayName: null, conversationKind: 'direct' },
+          { owner: dead, leaseMs: 3_600_000 },
+        );
+        const where = { channel: 'console', conversationId: session.conversationId };
+        await store.claims.claim({ ...where, owner: dead, now: Date.now(), ttlMs: 3_600_000 });
+        expect(await store.inbound.claimExpired({ owner: 'next', leaseMs: 2_500, channels: ['console'], limit: 100, sessionId: session.id })).toEqual([]);
+
+        expect(await store.processes.retire(dead)).toBe(1);
+        const taken = await store.inbound.claimExpired({ owner: 'next', leaseMs: 2_500, channels: ['console'], limit: 100, sessionId: session.id });
+        expect(taken.map((record) => record.id)).toEqual([accepted.accepted ? accepted.record.id : '']);
+        expect(await store.claims.claim({ ...where, owner: 'next', now: Date.now(), ttlMs: 2_500 })).toMatchObject({ claimed: true, previousOwner: dead });
+        expect((await store.processes.list()).some((record) => record.id === dead)).toBe(false);
+      });
+
+      it('stamps a heartbeat and forgets processes silent for long', async () => {
+        const id = unique('proc');
+        await store.processes.register({ id, host: 'box', pid: 7, startedAt: 1_000, heartbeatAt: 1_000 });
+        await store.processes.heartbeat(id, 5_000);
+        expect((await store.processes.list()).find((record) => record.id === id)?.heartbeatAt).toBe(5_000);
+        expect(await store.processes.forgetSilentSince(5_000)).toBeGreaterThanOrEqual(0);
+        expect((await store.processes.list()).some((record) => record.id === id)).toBe(true);
+        await store.processes.forgetSilentSince(5_001);
+        expect((await store.processes.list()).some((record) => record.id === id)).toBe(false);
+      });
+    });
+
     describe('transactions', () => {
       it('commits the writes of a transaction together', async () => {
         const session = await givenSession();

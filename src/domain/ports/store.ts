@@ -31,6 +31,8 @@ export interface Store {
   readonly deliveries: DeliveryRepository;
   readonly channelState: ChannelStateRepository;
   readonly channelLeases: ChannelLeaseRepository;
+  readonly claims: ConversationClaimRepository;
+  readonly processes: ProcessRepository;
   readonly focus: FocusRepository;
   readonly identityEvents: IdentityEventRepository;
   readonly adminActions: AdminActionRepository;
@@ -500,6 +502,70 @@ export interface ChannelLeaseRepository {
 }
 
 /** The entities one person in one conversation is about, of one type, and when they were loaded (epoch milliseconds). */
+/** Which claim a turn writes under: the conversation, the owning process, and the token it was given. */
+export interface ConversationFence {
+  readonly channel: string;
+  readonly conversationId: string;
+  readonly owner: string;
+  readonly token: number;
+}
+
+/** What {@link ConversationClaimRepository.claim} answers. */
+export type ClaimOutcome =
+  | { readonly claimed: true; readonly token: number; readonly previousOwner: string | null }
+  | { readonly claimed: false; readonly owner: string };
+
+/**
+ * One owner per conversation across processes: a conversation's turn runs only in the process that claimed it. A
+ * claim lives while its owner renews it (its heartbeat) and ends when released or when it runs out (the owner
+ * stopped). Each new claim gets a larger token, and every write of the turn checks it ({@link holds}), so a process
+ * that lost its claim (paused, cut off) can store nothing.
+ */
+export interface ConversationClaimRepository {
+  /**
+   * Claims the conversation for `owner` when nobody holds it, its claim ran out, or `owner` holds it already; another
+   * process's live claim refuses. `previousOwner` is who held it last (null the first time): not `owner` means
+   * another process wrote to the conversation since this one last did.
+   */
+  claim(input: { readonly channel: string; readonly conversationId: string; readonly owner: string; readonly now: number; readonly ttlMs: number }): Promise<ClaimOutcome>;
+  /**
+   * In a transaction: whether the fence still holds (its owner and token are the claim's). Locks the claim until the
+   * transaction ends, so no new owner can take it while the checked writes commit.
+   */
+  holds(fence: ConversationFence): Promise<boolean>;
+  /** Ends the claim (its turn is over), if it is still the fence's; the conversation is free for anyone. */
+  release(fence: ConversationFence): Promise<void>;
+  /** Extends every live claim `owner` holds until `now + ttlMs`; returns how many. */
+  renew(owner: string, now: number, ttlMs: number): Promise<number>;
+}
+
+/** A Palaver process on the database, as it registered itself. */
+export interface ProcessRecord {
+  readonly id: string;
+  /** The machine (host name) it runs on, and its process id there. */
+  readonly host: string;
+  readonly pid: number;
+  readonly startedAt: number;
+  readonly heartbeatAt: number;
+}
+
+/** The processes sharing the database, and the work a dead one left. */
+export interface ProcessRepository {
+  /** Registers (or re-registers) a process. */
+  register(record: ProcessRecord): Promise<void>;
+  /** Notes that the process is alive at `now`. */
+  heartbeat(id: string, now: number): Promise<void>;
+  list(): Promise<ProcessRecord[]>;
+  /**
+   * A process that is known dead (its predecessor on the same host, restarted): in one transaction its inbox
+   * messages', outbox parts' and conversation claims' leases end now, so any process takes them at once, and its
+   * record goes. Returns how many messages it left.
+   */
+  retire(id: string): Promise<number>;
+  /** Forgets processes not heard of since `before` (housekeeping); returns how many. */
+  forgetSilentSince(before: number): Promise<number>;
+}
+
 export interface FocusRecord {
   readonly entityType: string;
   readonly entities: readonly { readonly id: number | string; readonly description: string }[];

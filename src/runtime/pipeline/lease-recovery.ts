@@ -4,7 +4,9 @@ import type { Inbox } from '../inbox.js';
 import type { AcceptedMessage, TurnDependencies } from '../turn-context.js';
 import { conversationKey, quietWindowOf } from './keys.js';
 import { RECOVERY_BATCH, type ProcessLease } from './lease.js';
+import type { ConversationOwnership } from './conversation-ownership.js';
 import type { OutboxResend } from './outbox-resend.js';
+import type { ProcessRegistry } from './process-registry.js';
 
 /** What lease maintenance and recovery need. */
 export interface LeaseRecoveryOptions {
@@ -15,6 +17,12 @@ export interface LeaseRecoveryOptions {
   readonly inbox: Inbox<AcceptedMessage>;
   /** The channels running in this process, by name: only their messages and parts are taken over. */
   readonly channels: ReadonlyMap<string, Channel>;
+  /** The conversation claims of this process's running turns, renewed with its leases. */
+  readonly ownership: Pick<ConversationOwnership, 'renew'>;
+  /** This process's record among the processes on the database. */
+  readonly registry: Pick<ProcessRegistry, 'register' | 'beat'>;
+  /** How often a round runs (the heartbeat); at most a third of a lease. */
+  readonly heartbeatMs: number;
   /** Sends the outbox parts a round took over. */
   readonly outbox: Pick<OutboxResend, 'resendAll'>;
   /** Whether the pipeline is closing: leases are still renewed then, but nothing more is taken over. */
@@ -22,8 +30,10 @@ export interface LeaseRecoveryOptions {
 }
 
 /**
- * Keeps this process's leases alive and takes over what a process that died left: its unanswered messages (queued
- * for a turn) and its unsent outbox parts (sent again). `start` runs a round at once and then every third of a lease.
+ * The heartbeat: keeps this process's leases and claims alive and takes over what a process that died left: its
+ * unanswered messages (queued for a turn) and its unsent outbox parts (sent again). `start` registers the process
+ * (retiring a dead predecessor on this machine, whose work is then free at once), runs a round, and then one every
+ * `heartbeatMs`.
  */
 export class LeaseRecovery {
   readonly #deps: LeaseRecoveryOptions['deps'];
@@ -31,6 +41,10 @@ export class LeaseRecovery {
   readonly #inbox: Inbox<AcceptedMessage>;
   readonly #channels: ReadonlyMap<string, Channel>;
   readonly #outbox: LeaseRecoveryOptions['outbox'];
+  readonly #ownership: LeaseRecoveryOptions['ownership'];
+  readonly #registry: LeaseRecoveryOptions['registry'];
+  readonly #heartbeatMs: number;
+  #registered = false;
   readonly #isStopped: () => boolean;
   #timer: NodeJS.Timeout | undefined;
   #maintaining: Promise<void> = Promise.resolve();
@@ -41,14 +55,17 @@ export class LeaseRecovery {
     this.#inbox = options.inbox;
     this.#channels = options.channels;
     this.#outbox = options.outbox;
+    this.#ownership = options.ownership;
+    this.#registry = options.registry;
+    this.#heartbeatMs = options.heartbeatMs;
     this.#isStopped = options.isStopped;
   }
 
-  /** Runs a round now and then every third of a lease (at least every 50 ms); a second call does nothing. */
+  /** Runs a round now and then every heartbeat (at most a third of a lease, at least 50 ms); a second call does nothing. */
   start(): void {
     if (this.#timer) return;
     this.#maintain();
-    this.#timer = setInterval(() => this.#maintain(), Math.max(50, Math.floor(this.#lease.leaseMs / 3)));
+    this.#timer = setInterval(() => this.#maintain(), Math.max(50, Math.min(this.#heartbeatMs, Math.floor(this.#lease.leaseMs / 3))));
     this.#timer.unref();
   }
 
@@ -78,8 +95,15 @@ export class LeaseRecovery {
       try {
         const { inbound, deliveries } = this.#deps.store;
         const { owner, leaseMs } = this.#lease;
+        // Registered in the first round that reaches the database, before anything is taken over.
+        if (!this.#registered) {
+          await this.#registry.register();
+          this.#registered = true;
+        }
         await inbound.renewLeases(owner, leaseMs);
         await deliveries.renewLeases(owner, leaseMs);
+        await this.#ownership.renew();
+        await this.#registry.beat();
         if (this.#isStopped()) return;
         const claimed = await inbound.claimExpired({ owner, leaseMs, channels: [...this.#channels.keys()], limit: RECOVERY_BATCH });
         await this.#queueRecovered(claimed, 'answering a message left unanswered by a stopped process');

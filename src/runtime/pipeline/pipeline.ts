@@ -5,12 +5,14 @@ import type { IdentityResolver } from '../../domain/ports/identity.js';
 import { Inbox } from '../inbox.js';
 import { settlesWithin } from '../settles-within.js';
 import type { AcceptedMessage, TurnDependencies } from '../turn-context.js';
+import { ConversationOwnership } from './conversation-ownership.js';
 import { ConversationReads } from './conversation-reads.js';
 import { IdentityJoin } from './identity-join.js';
 import { Intake } from './intake.js';
-import { DEFAULT_LEASE_MS, type ProcessLease } from './lease.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type ProcessLease } from './lease.js';
 import { LeaseRecovery } from './lease-recovery.js';
 import { OutboxResend } from './outbox-resend.js';
+import { ProcessRegistry } from './process-registry.js';
 import { RecordedIntake } from './recorded-intake.js';
 import { TurnRunner } from './turn-runner.js';
 
@@ -18,10 +20,12 @@ export interface PipelineOptions {
   /** Longest accepted inbound text in characters. */
   readonly maxInboundChars: number;
   /**
-   * How long an accepted message stays leased to this process without a renewal, in ms. After a crash, another
-   * process (or this one restarted) answers it once the lease ran out. Default 15 000.
+   * How long an accepted message (and a conversation claim) stays this process's without a renewal, in ms. After a
+   * crash, another process answers it once the lease ran out; a restart on the same machine at once. Default 2 500.
    */
   readonly leaseMs?: number;
+  /** How often this process renews its leases and looks for work a stopped process left, in ms. Default 1 000. */
+  readonly heartbeatMs?: number;
   /**
    * Turns that may take one message (first turn, retries after a failure to store, recoveries), counted in the store;
    * then it is answered with an apology without the model. Default 3.
@@ -51,9 +55,11 @@ export interface PipelineOptions {
  * inbox runs one turn per conversation at a time and answers the messages that arrived meanwhile together, and the
  * turn sends one reply through the channel the batch came from.
  *
- * Crash safety: each accepted message is leased to this process, and the lease is renewed while it lives. What a
- * process that died left unanswered is taken over once its lease ran out and answered once; `start` looks at once
- * and then every third of a lease. A message whose turn could not be stored is tried again with a growing wait, and
+ * Crash safety: each accepted message is leased to this process, and the lease is renewed while it lives (its
+ * heartbeat). What a process that died left unanswered is taken over once its lease ran out (at once by its restart
+ * on the same machine) and answered once; `start` looks at once and then every heartbeat. Several processes on one
+ * database: a conversation's turn runs in one process at a time, under a claim every write of the turn checks
+ * ({@link ConversationOwnership}). A message whose turn could not be stored is tried again with a growing wait, and
  * after `maxTurnAttempts` (counted in the store) answered with an apology without the model: a failure never loops.
  *
  * This class only wires its parts together: {@link Intake} and {@link RecordedIntake} take messages in (through
@@ -73,6 +79,7 @@ export class Pipeline {
   readonly #recorded: RecordedIntake;
   readonly #turns: TurnRunner;
   readonly #recovery: LeaseRecovery;
+  readonly #registry: ProcessRegistry;
 
   constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
     this.#deps = deps;
@@ -93,7 +100,9 @@ export class Pipeline {
       findPhoneInText: options.findPhoneInText,
       interfaceLanguage: (channel, accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
     });
-    this.#turns = new TurnRunner({ deps, inbox: this.#inbox, lease: this.#lease, maxTurnAttempts: options.maxTurnAttempts, isStopped });
+    const ownership = new ConversationOwnership({ store: deps.store, cache: deps.cache, logger: deps.logger, owner: this.#lease.owner, leaseMs: this.#lease.leaseMs });
+    this.#registry = new ProcessRegistry({ store: deps.store, logger: deps.logger, id: this.#lease.owner });
+    this.#turns = new TurnRunner({ deps, inbox: this.#inbox, lease: this.#lease, ownership, maxTurnAttempts: options.maxTurnAttempts, isStopped });
     this.#intake = new Intake({
       deps,
       maxInboundChars: options.maxInboundChars,
@@ -111,6 +120,9 @@ export class Pipeline {
       inbox: this.#inbox,
       channels: this.#channels,
       outbox: new OutboxResend({ deps, channels: this.#channels }),
+      ownership,
+      registry: this.#registry,
+      heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
       isStopped,
     });
   }
@@ -150,6 +162,7 @@ export class Pipeline {
     const drained = this.#recovery.settled.then(() => this.#inbox.drain());
     const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);
     this.#recovery.stop();
+    this.#registry.stopped();
     this.#unwatchInbox();
     return done;
   }

@@ -1,3 +1,4 @@
+import { FencedOut } from '../../domain/errors.js';
 import type { InboundRecord } from '../../domain/model.js';
 import type { Channel } from '../../domain/ports/channel.js';
 import type { Participant } from '../conversation-cache.js';
@@ -6,6 +7,7 @@ import { runTurn } from '../turn.js';
 import { byAttempts, DEFAULT_MAX_TURN_ATTEMPTS, retryDelayMs } from '../turn-attempts.js';
 import { formBatch } from '../turn-batch.js';
 import type { AcceptedMessage, TurnDependencies, TurnRequest } from '../turn-context.js';
+import type { ConversationOwnership, TurnClaim } from './conversation-ownership.js';
 import { conversationKey, quietWindowOf } from './keys.js';
 import type { ProcessLease } from './lease.js';
 
@@ -18,6 +20,8 @@ export interface TurnRunnerOptions {
   readonly inbox: Inbox<AcceptedMessage>;
   /** The lease the turns' messages and outbox parts are held under (this process). */
   readonly lease: ProcessLease;
+  /** Who owns which conversation across the processes on the database: a turn runs only under its claim. */
+  readonly ownership: ConversationOwnership;
   /** See `PipelineOptions.maxTurnAttempts` (default {@link DEFAULT_MAX_TURN_ATTEMPTS}). */
   readonly maxTurnAttempts?: number | undefined;
   /** Whether the pipeline is closing: a retry that comes due then is left to the next process. */
@@ -33,6 +37,7 @@ export class TurnRunner {
   readonly #deps: TurnDependencies;
   readonly #inbox: Inbox<AcceptedMessage>;
   readonly #lease: ProcessLease;
+  readonly #ownership: ConversationOwnership;
   readonly #maxTurnAttempts: number;
   readonly #isStopped: () => boolean;
   /** Messages accepted by this process whose first turn has not begun: no journal can hold them yet. */
@@ -44,6 +49,7 @@ export class TurnRunner {
     this.#deps = options.deps;
     this.#inbox = options.inbox;
     this.#lease = options.lease;
+    this.#ownership = options.ownership;
     this.#maxTurnAttempts = options.maxTurnAttempts ?? DEFAULT_MAX_TURN_ATTEMPTS;
     this.#isStopped = options.isStopped;
   }
@@ -64,12 +70,50 @@ export class TurnRunner {
     this.#inbox.submit(conversationKey(inbound.channel, inbound.conversationId), { channel, ...participant, inbound, signal }, quietWindowOf(channel));
   }
 
-  /** One turn for the batch the inbox hands over (its `runBatch`). */
+  /**
+   * One turn for the batch the inbox hands over (its `runBatch`), under the conversation's claim: while another
+   * process's turn holds the conversation, the batch waits for it and goes into this process's next turn.
+   */
   async runBatch(handedOver: Batch): Promise<void> {
-    const lease = this.#lease;
-    // A turn a crash cut off resumes with the batch it started with; the other messages wait for the next turn.
+    const first = handedOver[0].inbound;
     // Messages this process just accepted belong to no turn yet: only others need the store's word.
     const fresh = handedOver.map((item) => this.#fresh.delete(item.inbound.id)).every(Boolean);
+    let claim: TurnClaim | undefined;
+    try {
+      claim = await this.#ownership.claim(first.channel, first.conversationId, first.sessionId, [...new Set(handedOver.map((item) => item.user.id))]);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, correlationId: first.correlationId }, 'could not claim the conversation; trying the turn again shortly');
+      await this.#retryLater(handedOver);
+      return;
+    }
+    if (claim === undefined) {
+      this.#awaitOwner(handedOver, fresh);
+      return;
+    }
+    try {
+      // Another process's turn ran since: it may have answered these messages, or be part-way through them.
+      await this.#runClaimed(handedOver, fresh && !claim.takenFromAnother, claim);
+    } finally {
+      await this.#ownership.release(claim);
+    }
+  }
+
+  /** A turn of the conversation runs in another process: the batch is queued again once it may be done. */
+  #awaitOwner(batch: Batch, fresh: boolean): void {
+    this.#deps.logger.debug({ correlationId: batch[0].inbound.correlationId }, 'another process is answering this conversation; its turn goes first');
+    const retry = setTimeout(() => {
+      if (this.#isStopped()) return;
+      for (const item of batch) {
+        if (fresh) this.#fresh.add(item.inbound.id);
+        this.#inbox.submit(conversationKey(item.inbound.channel, item.inbound.conversationId), item);
+      }
+    }, Math.max(20, Math.min(OWNER_POLL_MS, Math.floor(this.#lease.leaseMs / 3))));
+    retry.unref();
+  }
+
+  async #runClaimed(handedOver: Batch, fresh: boolean, claim: TurnClaim): Promise<void> {
+    const lease = this.#lease;
+    // A turn a crash cut off resumes with the batch it started with; the other messages wait for the next turn.
     let formed: Awaited<ReturnType<typeof formBatch>>;
     try {
       if (await this.#held(handedOver)) return;
@@ -83,8 +127,17 @@ export class TurnRunner {
     later.forEach((item) => this.queue(item.channel, item, item.inbound, item.signal));
     if (formedBatch === undefined) return;
     const { due, exhausted } = byAttempts(formedBatch, this.#maxTurnAttempts);
-    if (isNonEmpty(exhausted)) await this.#giveUp(exhausted, exhausted.length === formedBatch.length ? resume : undefined);
-    if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined);
+    try {
+      if (isNonEmpty(exhausted)) await this.#giveUp(exhausted, exhausted.length === formedBatch.length ? resume : undefined, claim);
+      if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined, claim);
+    } catch (error) {
+      if (!(error instanceof FencedOut)) throw error;
+      this.#deps.metrics.turnsFencedOut.inc();
+      this.#deps.logger.warn({ correlationId: formedBatch[0].inbound.correlationId, token: claim.fence.token }, error.message);
+      // The new owner may not have taken these messages (it answered others of the conversation): they are asked
+      // for again once it is done, and the store says whether anyone answered them meanwhile.
+      this.#awaitOwner(formedBatch, false);
+    }
   }
 
   /**
@@ -103,7 +156,7 @@ export class TurnRunner {
     return true;
   }
 
-  async #answer(batch: Batch, resume: TurnRequest['resume']): Promise<void> {
+  async #answer(batch: Batch, resume: TurnRequest['resume'], claim: TurnClaim): Promise<void> {
     const lease = this.#lease;
     const first = batch[0];
     if (batch.length > 1) {
@@ -119,7 +172,7 @@ export class TurnRunner {
       return plan.signal;
     };
     const interruptible = this.#deps.replies.actions.interruptOnNewMessage;
-    const outcome = await runTurn(this.#deps, { messages: batch, lease, ...(resume ? { resume } : {}), ...(interruptible ? { interrupt } : {}) }).finally(() => {
+    const outcome = await runTurn(this.#deps, { messages: batch, lease, fence: claim.check, ...(resume ? { resume } : {}), ...(interruptible ? { interrupt } : {}) }).finally(() => {
       if (plan !== undefined && this.#interruptible.get(key) === plan) this.#interruptible.delete(key);
     });
     const seconds = stop();
@@ -158,10 +211,10 @@ export class TurnRunner {
    * not even that can be stored, they are marked abandoned so nobody takes them again; when the database cannot
    * even do that, they are tried again later (still without the model).
    */
-  async #giveUp(batch: Batch, resume: TurnRequest['resume']): Promise<void> {
+  async #giveUp(batch: Batch, resume: TurnRequest['resume'], claim: TurnClaim): Promise<void> {
     const ids = batch.map((item) => item.inbound.id);
     const where = { correlationId: batch[0].inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId), attempts: batch[0].inbound.attempts };
-    const outcome = await runTurn(this.#deps, { messages: batch, lease: this.#lease, attemptsExhausted: true, ...(resume ? { resume } : {}) });
+    const outcome = await runTurn(this.#deps, { messages: batch, lease: this.#lease, attemptsExhausted: true, fence: claim.check, ...(resume ? { resume } : {}) });
     if (!outcome) {
       try {
         await this.#deps.store.inbound.markAbandoned(ids);
@@ -179,6 +232,9 @@ export class TurnRunner {
     this.#deps.metrics.turnsAbandoned.inc(batch.length);
   }
 }
+
+/** Longest wait before a batch whose conversation another process is answering asks for it again. */
+const OWNER_POLL_MS = 250;
 
 function isNonEmpty<T>(items: readonly T[]): items is readonly [T, ...T[]] {
   return items.length > 0;

@@ -68,7 +68,8 @@ async function dispatchOnce(scope: TurnScope, call: ModelToolCall, dispatchCall:
   const finished = journal.finishedToolCall(call.callId);
   if (finished) return finished;
   // A dispatcher that records the call (streams: with its outbox entry) saves the journal's own commit here.
-  if (!scope.deps.dispatchRecordsCalls) await journal.toolStarted(call);
+  if (scope.deps.dispatchRecordsCalls) await journal.confirmOwnership();
+  else await journal.toolStarted(call);
   const result = await scope.deps.dispatchTool(dispatchCall);
   await journal.toolFinished(call.callId, result);
   return result;

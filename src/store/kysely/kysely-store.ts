@@ -3,6 +3,8 @@ import { StoreError } from '../../domain/errors.js';
 import type { Store } from '../../domain/ports/store.js';
 import { bindStrategy, dialectOf, type DialectStrategy, type StoreDialect } from './dialect-strategy.js';
 import { KyselyChannelLeaseRepository } from './channel-lease-repository.js';
+import { KyselyConversationClaimRepository } from './conversation-claim-repository.js';
+import { KyselyProcessRepository } from './process-repository.js';
 import { KyselyChannelStateRepository } from './channel-state-repository.js';
 import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyFocusRepository } from './focus-repository.js';
@@ -60,6 +62,8 @@ export class KyselyStore implements Store {
   readonly deliveries: KyselyDeliveryRepository;
   readonly channelState: KyselyChannelStateRepository;
   readonly channelLeases: KyselyChannelLeaseRepository;
+  readonly claims: KyselyConversationClaimRepository;
+  readonly processes: KyselyProcessRepository;
   readonly focus: KyselyFocusRepository;
   readonly identityEvents: KyselyIdentityEventRepository;
   readonly adminActions: KyselyAdminActionRepository;
@@ -90,6 +94,8 @@ export class KyselyStore implements Store {
     this.deliveries = new KyselyDeliveryRepository(this.#ctx);
     this.channelState = new KyselyChannelStateRepository(this.#ctx);
     this.channelLeases = new KyselyChannelLeaseRepository(this.#ctx);
+    this.claims = new KyselyConversationClaimRepository(this.#ctx);
+    this.processes = new KyselyProcessRepository(this.#ctx);
     this.focus = new KyselyFocusRepository(this.#ctx);
     this.identityEvents = new KyselyIdentityEventRepository(this.#ctx);
     this.adminActions = new KyselyAdminActionRepository(this.#ctx);

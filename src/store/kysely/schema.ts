@@ -26,6 +26,8 @@ export interface Database {
   readonly deliveries: DeliveriesTable;
   readonly channel_state: ChannelStateTable;
   readonly channel_leases: ChannelLeasesTable;
+  readonly conversation_claims: ConversationClaimsTable;
+  readonly processes: ProcessesTable;
   readonly focus: FocusTable;
   readonly profiles: ProfilesTable;
   readonly daily_spend: DailySpendTable;
@@ -304,6 +306,25 @@ export interface ChannelLeasesTable {
   holder: string;
   acquired_at: EpochMillis;
   expires_at: EpochMillis;
+}
+
+/** Which process runs a conversation's turn now (see ConversationClaimRepository). */
+export interface ConversationClaimsTable {
+  channel: string;
+  conversation_id: string;
+  owner: string | null;
+  previous_owner: string | null;
+  token: ColumnType<number | string, number, number>;
+  claimed_until: EpochMillis;
+}
+
+/** The Palaver processes on the database. */
+export interface ProcessesTable {
+  id: string;
+  host: string;
+  pid: ColumnType<number | string, number, number>;
+  started_at: EpochMillis;
+  heartbeat_at: EpochMillis;
 }
 
 /** The identity audit: phones set or taken, accounts relinked, links refused, admins' changes. */

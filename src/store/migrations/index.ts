@@ -22,6 +22,7 @@ import { toolOutboxMigration } from './0017-tool-outbox.js';
 import { replyActionsMigration } from './0018-reply-actions.js';
 import { operatorActionsMigration } from './0019-operator-actions.js';
 import { operatorReadIndexesMigration } from './0020-operator-read-indexes.js';
+import { conversationClaimsMigration } from './0021-conversation-claims.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -52,6 +53,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0018_reply_actions': replyActionsMigration(dialect),
     '0019_operator_actions': operatorActionsMigration(dialect),
     '0020_operator_read_indexes': operatorReadIndexesMigration(dialect),
+    '0021_conversation_claims': conversationClaimsMigration(dialect),
   };
 }
 
