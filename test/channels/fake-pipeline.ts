@@ -73,6 +73,13 @@ export class FakeChannelContext implements ChannelContext {
   /** Resets nothing: the fake keeps no model history. */
   async reset(): Promise<void> {}
 
+  /** Stored replies `storedReply` finds, by dedupe key: a test sets one to stand for a turn that answered. */
+  readonly storedReplies = new Map<string, StoredReply>();
+
+  async storedReply(_accountId: string, _conversationId: string, dedupeKey: string): Promise<StoredReply | undefined> {
+    return this.storedReplies.get(dedupeKey);
+  }
+
   async interfaceLanguage(_accountId: string, hint?: string): Promise<string> {
     return hint ?? 'en';
   }

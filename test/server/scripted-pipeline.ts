@@ -74,6 +74,11 @@ export class ScriptedPipeline implements ChannelContext {
   /** Resets nothing: the fake keeps no model history. */
   async reset(): Promise<void> {}
 
+  /** Every scripted turn settles in this process: a waiting run never needs the stored reply. */
+  async storedReply(): Promise<undefined> {
+    return undefined;
+  }
+
   /** The web channel never records history without a turn. */
   async record(): Promise<{ readonly stored: number }> {
     throw new Error('the web channel does not record history');

@@ -357,8 +357,8 @@ export class WebChannel implements Channel {
 
   /**
    * A run that waits on a turn it may not see settle (run by another process, or retried here mid-turn): after a
-   * quiet `storedReplyCheckMs` (no event, no sign of life from the turn), it asks the pipeline again, and once the
-   * reply is stored shows it and ends. This is what makes a lost notification cost time, not the reply.
+   * quiet `storedReplyCheckMs` (no event, no sign of life from the turn), it reads the stored reply (a read, not
+   * another `accept`: nothing is counted as a duplicate), and once there is one shows it and ends. This is what makes a lost notification cost time, not the reply.
    */
   #checkStoredReply(stream: AguiStream, message: InboundMessage, context: ChannelContext, log: Logger): void {
     let checking = false;
@@ -366,11 +366,11 @@ export class WebChannel implements Channel {
       if (!stream.isOpen || checking || stream.takeActivity() || stream.fedLocally) return;
       checking = true;
       context
-        .accept(message)
-        .then((again) => {
-          if (again.status !== 'duplicate' || again.answered === undefined || !stream.isOpen) return;
-          log.info({ correlationId: again.correlationId }, 'run ended with its stored reply: its turn was not seen to settle');
-          stream.write(stream.translator.finishExactly(finishedOfStored(again.answered)));
+        .storedReply(message.accountId, message.conversationId, message.dedupeKey ?? '')
+        .then((answered) => {
+          if (answered === undefined || !stream.isOpen) return;
+          log.info({ correlationId: answered.correlationId }, 'run ended with its stored reply: its turn was not seen to settle');
+          stream.write(stream.translator.finishExactly(finishedOfStored(answered)));
         })
         .catch((error: unknown) => log.warn({ err: error }, 'could not look for the stored reply of a waiting run'))
         .finally(() => (checking = false));
@@ -501,9 +501,9 @@ export class WebChannel implements Channel {
       // notification was lost is found by the stored-reply check below.)
       if (this.#settled.has(key)) {
         try {
-          const again = await context.accept(message);
-          if (again.status === 'duplicate' && again.answered !== undefined) {
-            acceptance = again;
+          const answered = await context.storedReply(message.accountId, message.conversationId, message.dedupeKey ?? '');
+          if (answered !== undefined) {
+            acceptance = { status: 'duplicate', correlationId: answered.correlationId, answered };
             attached = false;
           }
         } catch (error) {

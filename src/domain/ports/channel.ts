@@ -100,6 +100,13 @@ export interface ChannelContext {
    */
   reset(accountId: string, conversationId: string): Promise<void>;
   /**
+   * The reply stored for a message accepted before (found by its `dedupeKey` in the conversation), once a turn
+   * answered it; undefined while it waits, or when no such message was accepted. A read: nothing is accepted,
+   * logged or counted, so a channel may ask it as often as it waits.
+   * @throws ChannelError `forbidden` / `not_found` as `transcript`.
+   */
+  storedReply(accountId: string, conversationId: string, dedupeKey: string): Promise<StoredReply | undefined>;
+  /**
    * The language Palaver's own texts to `accountId` are written in (a greeting, a confirmation, a refusal the channel
    * sends itself): the interface language of the person's profile, else `hint` (the channel's own guess, such as
    * Telegram's `language_code`), else the agent's default.

@@ -281,6 +281,8 @@ export interface InboundRepository {
   markAbandoned(ids: readonly string[]): Promise<void>;
   /** The queued messages of a session, oldest first. */
   listQueued(sessionId: string): Promise<InboundRecord[]>;
+  /** The message accepted in a conversation under a dedupe key, if any (a read: nothing is accepted). */
+  findByDedupeKey(channel: string, conversationId: string, dedupeKey: string): Promise<InboundRecord | undefined>;
   /**
    * Holds queued messages whose session is paused: their leases go (owner none, expired), so whoever resumes the
    * session can take them at once, while {@link claimExpired} passes them over until then. Decided by the database

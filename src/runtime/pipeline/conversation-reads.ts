@@ -63,6 +63,13 @@ export class ConversationReads {
   }
 
   /** The reply stored for an answered message (what a duplicate of it is told), if there is one to give. */
+  /** See `ChannelContext.storedReply`. */
+  async storedReplyTo(channel: Channel, accountId: string, conversationId: string, dedupeKey: string): Promise<StoredReply | undefined> {
+    await this.#ownSession(channel, accountId, conversationId);
+    const record = await this.#deps.store.inbound.findByDedupeKey(channel.name, conversationId, dedupeKey);
+    return record === undefined ? undefined : this.storedReply(record);
+  }
+
   async storedReply(record: InboundRecord): Promise<StoredReply | undefined> {
     if (record.state !== 'answered' || record.replySeq === null) return undefined;
     const reply = await this.#deps.store.messages.findBySeq(record.sessionId, record.replySeq);

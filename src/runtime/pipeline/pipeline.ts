@@ -135,6 +135,7 @@ export class Pipeline {
       conversations: (accountId, options) => this.#reads.conversations(channel, accountId, options?.limit ?? 50),
       transcript: (accountId, conversationId, options) => this.#reads.transcript(channel, accountId, conversationId, options?.limit ?? 200),
       reset: (accountId, conversationId) => this.#reads.reset(channel, accountId, conversationId),
+      storedReply: (accountId, conversationId, dedupeKey) => this.#reads.storedReplyTo(channel, accountId, conversationId, dedupeKey),
       interfaceLanguage: (accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
       record: (conversation, entries) => this.record(channel, conversation, entries),
       state: {

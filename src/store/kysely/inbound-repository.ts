@@ -129,6 +129,19 @@ export class KyselyInboundRepository implements InboundRepository {
     });
   }
 
+  findByDedupeKey(channel: string, conversationId: string, dedupeKey: string): Promise<InboundRecord | undefined> {
+    return storeOperation('inbound.findByDedupeKey', async () => {
+      const row = await this.#ctx.db
+        .selectFrom('inbound_messages')
+        .selectAll()
+        .where('channel', '=', channel)
+        .where('conversation_id', '=', conversationId)
+        .where('dedupe_key', '=', dedupeKey)
+        .executeTakeFirst();
+      return row === undefined ? undefined : toInboundRecord(row);
+    });
+  }
+
   listQueued(sessionId: string): Promise<InboundRecord[]> {
     return storeOperation('inbound.listQueued', async () => {
       const rows = await this.#ctx.db
