@@ -110,13 +110,14 @@ describe.each(DATABASES)('two Palaver processes on $name', ({ database }) => {
       script: (_call, request) => ({ text: `reply ${++replies} to ${newTags(request).join('+')} by ${request.via}`, delayMs: 150 }),
     });
     const [a, b] = cluster.processes as [NonNullable<PalaverCluster['processes'][0]>, NonNullable<PalaverCluster['processes'][0]>];
-    const cookie = await newVisitor(a.url);
     const thread = (c: number) => `c${String(c).padStart(2, '0')}`;
     const sent: Array<{ tag: string; threadId: string; runId: string; via: string; result: RunResult }> = [];
     const started = performance.now();
 
     await Promise.all(
       Array.from({ length: CONVERSATIONS }, async (_, c) => {
+        // Fifty people, each in a conversation of their own (the page's cookie from one process, used on both).
+        const cookie = await newVisitor((c % 2 === 0 ? a : b).url);
         const threadId = `${thread(c)}-${Date.now().toString(36)}`;
         for (let burst = 0; burst < BURSTS; burst += 1) {
           // A burst: the messages go out at once, alternately through a and b (which one goes first alternates too).
