@@ -17,6 +17,9 @@
  *    MTProto server: burst (three messages) → reply latency against the quiet window, and idle memory.
  * 9. Replies as actions (bench/reply-actions.ts): checking and carrying out a typical five-action plan, per turn, in
  *    this process (storing it excluded).
+ * 10. Several processes on one PostgreSQL database (bench/scale.ts): web-chat turns/s with one and with two
+ *    `palaver start` processes (requests round-robin, a model with a fixed 20 ms latency), and the time from a SIGKILL
+ *    of the process whose turn waits on the model to the other process's stored reply, p50/p99 over 20 kills.
  *
  * Every scenario runs in its own child process (bench/<scenario>.ts bundled into .bench/<scenario>.mjs, run with plain `node`), so its peak RSS is its
  * own; the servers (scripted model, MCP) run here, in the parent, i.e. in another process on the same machine.
@@ -24,7 +27,7 @@
  * chunks of about a second, so both see the same moments of a machine whose speed drifts.
  *
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
- *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions
+ *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions|scale
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
  *        --bare-transport (the bare loop's SDK over Palaver's HTTP transport: what Palaver's own work costs per turn)
  */
@@ -37,6 +40,7 @@ import { fileURLToPath } from 'node:url';
 import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
 import { measureInboxLoad, type InboxLoadResult } from './inbox-load.js';
 import { measureReplyActions, type ReplyActionsResult } from './reply-actions.js';
+import { describeScale, measureScale, type ScaleResult } from './scale.js';
 import { measureStartDemo, type StartDemoResult } from './start-demo.js';
 import { measureTelegramIdle, type TelegramIdleResult } from './telegram-idle.js';
 import { measureTelegramUser, type TelegramUserResult } from './telegram-user.js';
@@ -52,7 +56,7 @@ interface Options {
   turns: number | undefined;
   runs: number;
   concurrency: number[];
-  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | 'telegram-user' | 'dispatch' | 'actions' | undefined;
+  only: 'turns' | 'mcp' | 'start' | 'inbox' | 'history' | 'telegram' | 'telegram-user' | 'dispatch' | 'actions' | 'scale' | undefined;
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
@@ -87,8 +91,8 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram' && only !== 'telegram-user' && only !== 'dispatch' && only !== 'actions') {
-          throw new Error('--only takes turns, mcp, start, inbox, history, telegram, telegram-user, dispatch or actions');
+        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram' && only !== 'telegram-user' && only !== 'dispatch' && only !== 'actions' && only !== 'scale') {
+          throw new Error('--only takes turns, mcp, start, inbox, history, telegram, telegram-user, dispatch, actions or scale');
         }
         options.only = only;
         break;
@@ -104,7 +108,7 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case '--help':
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions] [--json file] [--cpu-prof] [--bare-transport]');
+        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions|scale] [--json file] [--cpu-prof] [--bare-transport]');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default:
@@ -656,6 +660,25 @@ if (options.only === undefined || options.only === 'actions') {
   console.log(`Replies as actions: check + dispatch ${perTurnMs.toFixed(4)} ms per turn at the median, ${pacedMs.toFixed(4)} ms CPU with the pauses' timers (goal < 0.2 ms: ${Math.max(perTurnMs, pacedMs) < 0.2 ? 'met' : 'NOT met'})`);
 }
 
+const scaleRecords: (ScaleResult & { run: number })[] = [];
+if (options.only === undefined || options.only === 'scale') {
+  console.log('\nSeveral processes on one PostgreSQL database (web chat, requests round-robin, model latency 20 ms; SIGKILL mid-turn):');
+  for (let run = 1; run <= options.runs; run += 1) {
+    const result = await measureScale({ quick: options.quick });
+    scaleRecords.push({ ...result, run });
+    console.log(`  run ${run}:`);
+    for (const line of describeScale(result)) console.log(`  ${line}`);
+  }
+  if (scaleRecords.length > 1) {
+    const rate = (processes: number) => middle(scaleRecords.map((r) => r.throughput.find((t) => t.processes === processes)?.turnsPerSecond ?? 0));
+    const takeover = (pick: (r: ScaleResult) => number) => middle(scaleRecords.map(pick));
+    console.log(
+      `Scale-out (median of ${scaleRecords.length} runs): ${rate(1).toFixed(1)} turns/s with one process, ${rate(2).toFixed(1)} with two (${(rate(2) / rate(1)).toFixed(2)}×, goal ≥ 1.6× with the cores for it); ` +
+        `takeover after SIGKILL p50 ${takeover((r) => r.takeover.stored.p50Ms).toFixed(0)} ms, p99 ${takeover((r) => r.takeover.stored.p99Ms).toFixed(0)} ms (goal ≤ 3000 ms)`,
+    );
+  }
+}
+
 if (startRecords.length > 0) {
   const startup = middle(startRecords.map((r) => r.startupMs));
   const idle = middle(startRecords.map((r) => r.idleRssMb));
@@ -675,6 +698,6 @@ if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node -
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords, actions: actionsRecords, dispatch: dispatchRecords, dispatchTurns: turnRatioRecords }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ machine, options, turns: turnRecords, mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords, actions: actionsRecords, scale: scaleRecords, dispatch: dispatchRecords, dispatchTurns: turnRatioRecords }, null, 2)}\n`);
   console.log(`Raw numbers: ${path}`);
 }
