@@ -19,7 +19,7 @@ import { KyselyRecordedMessageRepository } from './recorded-message-repository.j
 import type { RepositoryContext } from './repository-context.js';
 import type { Database } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
-import { storeOperation, toStoreError } from './store-errors.js';
+import { isDeadlock, storeOperation, toStoreError } from './store-errors.js';
 import { engineOf, type StoreEngine } from './store-engine.js';
 import { DIALECT_STRATEGIES } from './strategies.js';
 import { KyselyToolCallRepository } from './tool-call-repository.js';
@@ -112,7 +112,8 @@ export class KyselyStore implements Store {
   /**
    * Runs `fn` in one transaction and hands it a store bound to it. Use only that store inside `fn`: on SQLite the
    * transaction holds the single connection, so a query through the outer store would wait for it forever.
-   * Errors thrown by `fn` are rethrown as they are; a failing BEGIN or COMMIT becomes a StoreError.
+   * Errors thrown by `fn` are rethrown as they are; a failing BEGIN or COMMIT becomes a StoreError. A transaction the
+   * database rolled back to break a deadlock runs again (up to five times), so `fn` must do nothing but its writes.
    */
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     const { db } = this.#ctx;
@@ -126,6 +127,19 @@ export class KyselyStore implements Store {
         return fn(tx);
       }, transactionError);
     }
+    // A deadlock rolled the whole transaction back: it runs again, a few times, after a short random wait.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.#transactionOnce(fn);
+      } catch (error) {
+        if (attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(error)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+      }
+    }
+  }
+
+  async #transactionOnce<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    const { db } = this.#ctx;
     let failure: { readonly error: unknown } | undefined;
     try {
       return await db.transaction().execute(async (trx) => {
@@ -164,3 +178,6 @@ export class KyselyStore implements Store {
 }
 
 const transactionError = (error: unknown): Error => toStoreError('transaction', error);
+
+/** Runs of a transaction a deadlock may cost before its error is the caller's. */
+const DEADLOCK_ATTEMPTS = 5;

@@ -50,6 +50,20 @@ export function classifyDriverError(error: unknown): DriverFailure {
 }
 
 /**
+ * Whether a failure (or what caused it) is the database picking this transaction as a deadlock's victim: InnoDB
+ * (`ER_LOCK_DEADLOCK`) and PostgreSQL (`40P01`) roll the whole transaction back, and the way out is to run it again.
+ * InnoDB meets it in ordinary traffic: a foreign key check takes a shared lock on the parent row (a session), so two
+ * transactions that each insert a child and then update that parent deadlock.
+ */
+export function isDeadlock(error: unknown): boolean {
+  for (let current = error; typeof current === 'object' && current !== null; current = (current as { cause?: unknown }).cause) {
+    const code = (current as { code?: unknown }).code;
+    if (code === 'ER_LOCK_DEADLOCK' || code === '40P01') return true;
+  }
+  return false;
+}
+
+/**
  * Runs one repository operation and turns driver failures into a `StoreError` whose code says what happened
  * (`conflict`, `foreign_key`, `unreachable`, `query_failed`). StoreErrors pass through untouched.
  */
