@@ -525,7 +525,7 @@ export const configSchema = z.strictObject({
        * How long an accepted message, and the claim of a conversation whose turn runs, stay a process's without a
        * renewal (its heartbeat): a stopped process's work is taken over this long after its last heartbeat.
        */
-      leaseMs: z.number().int().min(100).max(600_000).default(2_500),
+      leaseMs: z.number().int().min(100).max(600_000).default(2_000),
       /**
        * Turns that may take one message (a first turn, retries of turns that failed to store, recoveries after a
        * crash), counted in the store across restarts. Retries wait a third of a lease, doubling each time; after the
@@ -557,7 +557,7 @@ export const configSchema = z.strictObject({
        * How often a process renews its leases and conversation claims and looks for work a stopped process left, in
        * ms. Kept below a third of `inbox.leaseMs` (it is lowered to that when higher).
        */
-      heartbeatMs: z.number().int().min(50).max(60_000).default(1_000),
+      heartbeatMs: z.number().int().min(50).max(60_000).default(500),
     })
     .prefault({}),
   channels: z

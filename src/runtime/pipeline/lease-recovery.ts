@@ -61,18 +61,11 @@ export class LeaseRecovery {
     this.#isStopped = options.isStopped;
   }
 
-  /**
-   * Runs a round now, then renews every heartbeat (at most a third of a lease, at least 50 ms) and takes over every
-   * half heartbeat; a second call does nothing.
-   */
+  /** Runs a round now and then every heartbeat (at most a third of a lease, at least 50 ms); a second call does nothing. */
   start(): void {
     if (this.#timer) return;
-    this.#maintain(true);
-    // Looking for a stopped process's work twice per heartbeat shortens a takeover by half a beat, at the cost of
-    // one indexed read of the open rows; renewing stays once per beat.
-    const heartbeatMs = Math.max(50, Math.min(this.#heartbeatMs, Math.floor(this.#lease.leaseMs / 3)));
-    let tick = 0;
-    this.#timer = setInterval(() => this.#maintain(++tick % 2 === 0), heartbeatMs / 2);
+    this.#maintain();
+    this.#timer = setInterval(() => this.#maintain(), Math.max(50, Math.min(this.#heartbeatMs, Math.floor(this.#lease.leaseMs / 3))));
     this.#timer.unref();
   }
 
@@ -96,8 +89,8 @@ export class LeaseRecovery {
     return records.length;
   }
 
-  /** One round of recovery, after renewing the leases when `renew`; rounds never overlap. */
-  #maintain(renew: boolean): void {
+  /** One round of lease renewal and recovery; rounds never overlap. */
+  #maintain(): void {
     this.#maintaining = this.#maintaining.then(async () => {
       try {
         const { inbound, deliveries } = this.#deps.store;
@@ -107,12 +100,10 @@ export class LeaseRecovery {
           await this.#registry.register();
           this.#registered = true;
         }
-        if (renew) {
-          await inbound.renewLeases(owner, leaseMs);
-          await deliveries.renewLeases(owner, leaseMs);
-          await this.#ownership.renew();
-          await this.#registry.beat();
-        }
+        await inbound.renewLeases(owner, leaseMs);
+        await deliveries.renewLeases(owner, leaseMs);
+        await this.#ownership.renew();
+        await this.#registry.beat();
         if (this.#isStopped()) return;
         const claimed = await inbound.claimExpired({ owner, leaseMs, channels: [...this.#channels.keys()], limit: RECOVERY_BATCH });
         await this.#queueRecovered(claimed, 'answering a message left unanswered by a stopped process');

@@ -21,10 +21,10 @@ export interface PipelineOptions {
   readonly maxInboundChars: number;
   /**
    * How long an accepted message (and a conversation claim) stays this process's without a renewal, in ms. After a
-   * crash, another process answers it once the lease ran out; a restart on the same machine at once. Default 2 500.
+   * crash, another process answers it once the lease ran out; a restart on the same machine at once. Default 2 000.
    */
   readonly leaseMs?: number;
-  /** How often this process renews its leases and looks for work a stopped process left, in ms. Default 1 000. */
+  /** How often this process renews its leases and looks for work a stopped process left, in ms. Default 500. */
   readonly heartbeatMs?: number;
   /**
    * Turns that may take one message (first turn, retries after a failure to store, recoveries), counted in the store;
