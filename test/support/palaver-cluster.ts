@@ -9,7 +9,7 @@ import { cleanEnv, PALAVER_BIN, REPO_ROOT, spawnTs, type RunningChild } from '..
 import { parseSse } from '../server/sse.js';
 import { createTestMariadbDatabase } from './mariadb.js';
 import { createTestPostgresDatabase } from './postgres.js';
-import { dropTestKeys, testRedisSettings, TEST_REDIS_URL } from './redis.js';
+import { connectTestRedis, dropTestKeys, testRedisSettings, TEST_REDIS_URL } from './redis.js';
 import { registerRunSecrets } from './run-log.js';
 import { TEST_SECRETS } from './secrets.js';
 
@@ -94,7 +94,11 @@ export async function startCluster(options: ClusterOptions): Promise<PalaverClus
     const database = options.database === 'postgres' ? await createTestPostgresDatabase() : await createTestMariadbDatabase();
     cleanups.push(() => database.drop());
     const redis = options.database === 'mariadb' ? testRedisSettings(TEST_REDIS_URL) : undefined;
-    if (redis) cleanups.push(() => dropTestKeys(redis));
+    if (redis) {
+      // Fails here, naming Redis and how to start it, rather than as a process that would not start.
+      await (await connectTestRedis(redis)).close();
+      cleanups.push(() => dropTestKeys(redis));
+    }
 
     const requests: ModelRequest[] = [];
     const model = await startScriptedModelServer({
