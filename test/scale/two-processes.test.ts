@@ -198,6 +198,8 @@ describe.each(DATABASES)('two Palaver processes on $name', ({ database }) => {
     const held = new Map<string, ReturnType<typeof gate>>();
     cluster = await startCluster({
       database,
+      // Out of the box: issue #25 asks for a takeover within 3 s with the defaults (a heartbeat of about 1 s).
+      leaseMs: 'default',
       script: async (_call, request) => {
         const tags = newTags(request);
         const first = tags.find((tag) => tag.endsWith('-m1') && !held.has(tag));
@@ -231,9 +233,14 @@ describe.each(DATABASES)('two Palaver processes on $name', ({ database }) => {
       await lost;
       // The visitor's page retries the same run; the load balancer sends it to the survivor.
       const retry = postRun(survivor.url, cookie, run);
-      await expect.poll(() => repliesStored(cluster!, threadId), { timeout: 20_000, interval: 20 }).toHaveLength(1);
+      // (Should this round fail, the stream is cut when the cluster closes: not an error of its own.)
+      retry.catch(() => {});
+      // Long enough to see a takeover that waits for a 15 s lease, so the bound below reports how long it took.
+      await expect.poll(() => repliesStored(cluster!, threadId), { timeout: 40_000, interval: 20 }).toHaveLength(1);
       const takeoverMs = performance.now() - killedAt;
       takeovers.push(takeoverMs);
+      // Within 3 s of the kill, every time (timers on a loaded machine may add a little; the median below may not).
+      expect(takeoverMs, `round ${round}: SIGKILL of ${victim.label} → reply stored by ${survivor.label}`).toBeLessThanOrEqual(TAKEOVER_BOUND_MS + LOADED_MACHINE_SLACK_MS);
       const retried = await retry;
       retries.push(retried.endedAt - killedAt);
       const answer = `answer to ${tag} by ${survivor.label}`;
@@ -250,9 +257,7 @@ describe.each(DATABASES)('two Palaver processes on $name', ({ database }) => {
     }
 
     console.log(`${database}: SIGKILL → turn finished by the other process: ${takeovers.map((ms) => ms.toFixed(0)).join(', ')} ms; → retried run ended: ${retries.map((ms) => ms.toFixed(0)).join(', ')} ms`);
-    // Within 3 s of the kill, every time (timers on a loaded machine may add a little), and at the median.
-    for (const ms of takeovers) expect(ms).toBeLessThanOrEqual(TAKEOVER_BOUND_MS + LOADED_MACHINE_SLACK_MS);
-    expect([...takeovers].sort((x, y) => x - y)[Math.floor(takeovers.length / 2)]!).toBeLessThanOrEqual(TAKEOVER_BOUND_MS);
+    expect([...takeovers].sort((x, y) => x - y)[Math.floor(takeovers.length / 2)]!, 'median SIGKILL → reply stored').toBeLessThanOrEqual(TAKEOVER_BOUND_MS);
 
     // Nothing answered twice, nothing unanswered: each message's turn asked the model once more than the killed one did.
     for (let round = 0; round < ROUNDS; round += 1) {
@@ -262,8 +267,11 @@ describe.each(DATABASES)('two Palaver processes on $name', ({ database }) => {
       const threadId = threads[round]!;
       const replies = await repliesStored(cluster, threadId);
       expect(replies).toHaveLength(2);
-      expect(replies[0]).toMatch(new RegExp(`^answer to kill${round}-m1 by `));
+      const survivor = round % 2 === 0 ? 'b' : 'a';
+      expect(replies[0]).toBe(`answer to kill${round}-m1 by ${survivor}`);
       expect(replies[1]).toMatch(new RegExp(`^answer to kill${round}-m2 by `));
+      // The next turn (through the restarted process) was shown the one reply to the first message, nothing more.
+      expect(repliesShown(cluster.requests.find((request) => newTags(request).includes(`kill${round}-m2`))!)).toEqual([replies[0]]);
       expect(await queued(cluster, threadId)).toBe(0);
     }
   }, 180_000);
