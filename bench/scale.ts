@@ -30,8 +30,6 @@ import { summarize, type LatencySummary } from './stats.js';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const POSTGRES_URL = process.env.PALAVER_BENCH_POSTGRES_URL ?? process.env.PALAVER_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const COOKIE_SECRET = `bench-cookie-secret-${randomBytes(16).toString('hex')}`;
-/** The inbox lease of issue #25's defaults (set explicitly while the released default is still 15 s). */
-const LEASE_MS = 2_500;
 
 export interface ScaleOptions {
   readonly quick?: boolean;
@@ -221,8 +219,6 @@ async function startCluster(modelBaseUrl: string, count: number): Promise<Cluste
           model: { name: `scripted@${label}`, baseUrl: modelBaseUrl, apiKey: 'bench-model-key', maxRetries: 0, timeoutMs: 60_000 },
           database: { url: databaseUrl },
           agent: { instructionsDir: join(dir, 'instructions') },
-          // TODO(#25): cluster: { heartbeatMs: 1_000 } (the default) once the ownership core lands.
-          inbox: { leaseMs: LEASE_MS },
           channels: { web: { cookieSecret: COOKIE_SECRET } },
           limits: { maxConcurrentModelCalls: 64 },
           log: { level: 'warn' },

@@ -42,11 +42,8 @@ export interface ClusterOptions {
   readonly script: ClusterScript;
   /** Config merged over the cluster's own (model, database, bus, web cookie secret, lease). */
   readonly config?: Record<string, unknown>;
-  /**
-   * `inbox.leaseMs`: default 2500 (issue #25's default, set explicitly while the released default is still 15 s);
-   * `'default'` leaves it to the config's default, i.e. tests what a user gets out of the box.
-   */
-  readonly leaseMs?: number | 'default';
+  /** `inbox.leaseMs`; by default the config's own, i.e. what a user gets out of the box. */
+  readonly leaseMs?: number;
   /** Default `warn`: a burst of hundreds of turns at `info` is megabytes of output to collect. */
   readonly logLevel?: 'debug' | 'info' | 'warn';
 }
@@ -82,8 +79,6 @@ export interface PalaverCluster {
   /** Kills every process, closes the model and the store, drops the database (and the Redis keys). */
   close(): Promise<void>;
 }
-
-const LEASE_MS = 2_500;
 
 export async function startCluster(options: ClusterOptions): Promise<PalaverCluster> {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -128,8 +123,7 @@ export async function startCluster(options: ClusterOptions): Promise<PalaverClus
           database: { url: database.url },
           agent: { instructionsDir: join(dir, 'instructions'), historyLimit: 200 },
           // The lease the contract of issue #25 defaults to; set here while main's default is still 15 s.
-          // TODO(#25): cluster: { heartbeatMs: 1_000 } once the ownership core lands (the default; left unset until then).
-          ...(options.leaseMs === 'default' ? {} : { inbox: { leaseMs: options.leaseMs ?? LEASE_MS } }),
+          ...(options.leaseMs === undefined ? {} : { inbox: { leaseMs: options.leaseMs } }),
           cluster: { bus: redis ? 'redis' : 'postgres' },
           ...(redis ? { redis: { url: redis.url, keyPrefix: redis.keyPrefix } } : {}),
           // One cookie secret for all: a visitor cookie from one process is good on every other.
