@@ -15,6 +15,7 @@ const LOADED_MACHINE_SLACK_MS = 500;
 const LEASE_MS = 2_000;
 
 const DATABASES: ReadonlyArray<{ name: string; database: ClusterDatabase }> = [
+  { name: 'SQLite (one machine, one file)', database: 'sqlite' },
   { name: 'PostgreSQL', database: 'postgres' },
   { name: 'MariaDB (cluster bus on Redis)', database: 'mariadb' },
 ];

@@ -18,7 +18,7 @@ import { TEST_SECRETS } from './secrets.js';
 // balancer. The model records when each call started and ended and which process made it (each process has its own
 // model name, `scripted@<label>`), so a test can tell whether two turns of one conversation overlapped.
 
-export type ClusterDatabase = 'postgres' | 'mariadb';
+export type ClusterDatabase = 'sqlite' | 'postgres' | 'mariadb';
 
 /** One model request as the scripted model saw it, with its times (performance.now() of the test process). */
 export interface ModelRequest {
@@ -86,7 +86,7 @@ export async function startCluster(options: ClusterOptions): Promise<PalaverClus
     for (const cleanup of cleanups.splice(0).reverse()) await Promise.resolve(cleanup()).catch(() => {});
   };
   try {
-    const database = options.database === 'postgres' ? await createTestPostgresDatabase() : await createTestMariadbDatabase();
+    const database = options.database === 'postgres' ? await createTestPostgresDatabase() : options.database === 'mariadb' ? await createTestMariadbDatabase() : sqliteFile();
     cleanups.push(() => database.drop());
     const redis = options.database === 'mariadb' ? testRedisSettings(TEST_REDIS_URL) : undefined;
     if (redis) {
@@ -124,7 +124,7 @@ export async function startCluster(options: ClusterOptions): Promise<PalaverClus
           agent: { instructionsDir: join(dir, 'instructions'), historyLimit: 200 },
           // The lease the contract of issue #25 defaults to; set here while main's default is still 15 s.
           ...(options.leaseMs === undefined ? {} : { inbox: { leaseMs: options.leaseMs } }),
-          cluster: { bus: redis ? 'redis' : 'postgres' },
+          cluster: { bus: redis ? 'redis' : options.database === 'postgres' ? 'postgres' : 'local' },
           ...(redis ? { redis: { url: redis.url, keyPrefix: redis.keyPrefix } } : {}),
           // One cookie secret for all: a visitor cookie from one process is good on every other.
           channels: { web: { cookieSecret: TEST_SECRETS.cookieSecret } },
@@ -286,4 +286,10 @@ function merge(base: Record<string, unknown>, extra: Record<string, unknown>): R
         : value;
   }
   return out;
+}
+
+/** A SQLite file of its own in a temp folder: processes on one machine share it. */
+function sqliteFile(): { readonly url: string; drop(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'palaver-cluster-sqlite-'));
+  return { url: `sqlite:${join(dir, 'palaver.db')}`, drop: () => rmSync(dir, { recursive: true, force: true }) };
 }

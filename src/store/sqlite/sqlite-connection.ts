@@ -13,7 +13,10 @@ interface CommitGroup {
 // Each logical transaction but the first of a group runs inside this savepoint, so its rollback undoes only its own
 // writes.
 const MEMBER_SAVEPOINT = 'palaver_tx';
-const BEGIN = CompiledQuery.raw('begin');
+// Immediate: the write lock is taken (waiting up to busy_timeout) when the group begins. A deferred transaction
+// that reads and then writes fails at once with "database is locked" when another process on the same file wrote
+// since its read began, and waiting cannot help it.
+const BEGIN = CompiledQuery.raw('begin immediate');
 const COMMIT = CompiledQuery.raw('commit');
 const ROLLBACK = CompiledQuery.raw('rollback');
 const SAVEPOINT = CompiledQuery.raw(`savepoint ${MEMBER_SAVEPOINT}`);
