@@ -1,20 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
-import type { ChannelContext, RecordedMessage } from '../../src/domain/ports/channel.js';
+import type { RecordedMessage } from '../../src/domain/ports/channel.js';
 import type { ModelScript, ScriptedCall } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
+import { ContextKeepingChannel as ReadingChannel } from '../support/context-keeping-channel.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
 
-/** A memory channel that keeps its context, to read transcripts as a channel would show them. */
-class ReadingChannel extends MemoryChannel {
-  context: ChannelContext | undefined;
-
-  override async start(context: ChannelContext): Promise<void> {
-    this.context = context;
-    await super.start(context);
-  }
-}
 
 let harness: Harness | undefined;
 afterEach(async () => {

@@ -1,16 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ChannelContext } from '../../src/domain/ports/channel.js';
-import { MemoryChannel } from '../../src/testing/index.js';
+import { ContextKeepingChannel } from '../support/context-keeping-channel.js';
 import { createHarness, userTexts, type Harness } from '../support/palaver-harness.js';
-
-/** A memory channel that keeps the context it was started with, to call its reads as a channel would. */
-class ContextKeepingChannel extends MemoryChannel {
-  context: ChannelContext | undefined;
-  override async start(context: ChannelContext): Promise<void> {
-    this.context = context;
-    await super.start(context);
-  }
-}
 
 let harness: Harness | undefined;
 afterEach(async () => {

@@ -10,6 +10,7 @@ import { parseSse } from '../server/sse.js';
 import { createTestMariadbDatabase } from './mariadb.js';
 import { createTestPostgresDatabase } from './postgres.js';
 import { connectTestRedis, dropTestKeys, testRedisSettings, TEST_REDIS_URL } from './redis.js';
+import { merge } from './palaver-harness.js';
 import { registerRunSecrets } from './run-log.js';
 import { TEST_SECRETS } from './secrets.js';
 
@@ -274,18 +275,6 @@ export function conversationItems(call: ScriptedCall): Array<{ role: 'user' | 'a
   return call.messages.flatMap((item) =>
     item.type === 'message' && (item.role === 'user' || item.role === 'assistant') ? [{ role: item.role, text: item.content }] : [],
   );
-}
-
-function merge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...base };
-  for (const [key, value] of Object.entries(extra)) {
-    const current = out[key];
-    out[key] =
-      typeof current === 'object' && current !== null && !Array.isArray(current) && typeof value === 'object' && value !== null && !Array.isArray(value)
-        ? merge(current as Record<string, unknown>, value as Record<string, unknown>)
-        : value;
-  }
-  return out;
 }
 
 /** A SQLite file of its own in a temp folder: processes on one machine share it. */

@@ -82,7 +82,8 @@ export async function createHarness(script: ModelScript, instructions: Record<st
   };
 }
 
-function merge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
+/** `extra` merged into `base`, objects key by key (a config and the overrides a test gives). */
+export function merge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
   const out = { ...base };
   for (const [key, value] of Object.entries(extra)) {
     const current = out[key];
