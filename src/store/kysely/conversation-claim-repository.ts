@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { ClaimOutcome, ConversationClaimRepository, ConversationFence } from '../../domain/ports/store.js';
-import type { RepositoryContext } from './repository-context.js';
-import { storeOperation } from './store-errors.js';
+import { prepared } from './prepared-query.js';
+import { atomically, type RepositoryContext } from './repository-context.js';
+import { retryingDeadlocks, storeOperation } from './store-errors.js';
 
 /**
  * Conversation claims, one row per conversation that ever had a turn. Like channel leases, a claim is an insert that
@@ -17,48 +18,33 @@ export class KyselyConversationClaimRepository implements ConversationClaimRepos
   }
 
   claim(input: { readonly channel: string; readonly conversationId: string; readonly owner: string; readonly now: number; readonly ttlMs: number }): Promise<ClaimOutcome> {
-    return storeOperation('claims.claim', async () => {
-      const { channel, conversationId, owner, now, ttlMs } = input;
-      const { db, dialect } = this.#ctx;
-      const key = (query: any) => query.where('channel', '=', channel).where('conversation_id', '=', conversationId);
-      await dialect.insertOrIgnore(db.insertInto('conversation_claims').values({ channel, conversation_id: conversationId, owner: null, previous_owner: null, token: 0, claimed_until: 0 }), ['channel', 'conversation_id']).execute();
-      const taken = await key(
-        db
-          .updateTable('conversation_claims')
-          // previous_owner first: MySQL assigns left to right, each assignment seeing the ones before it.
-          .set({ previous_owner: sql`owner`, owner, token: sql`token + 1`, claimed_until: now + ttlMs }),
-      )
-        .where((eb: any) => eb.or([eb('claimed_until', '<', now), eb('owner', '=', owner), eb('owner', 'is', null)]))
-        .executeTakeFirst();
-      const row = await key(db.selectFrom('conversation_claims').select(['owner', 'previous_owner', 'token'])).executeTakeFirstOrThrow();
-      if (Number(taken.numUpdatedRows) === 1 && row.owner === owner) return { claimed: true, token: Number(row.token), previousOwner: row.previous_owner };
-      return { claimed: false, owner: row.owner ?? '' };
-    });
+    const { channel, conversationId, owner, now, ttlMs } = input;
+    // One transaction: one commit for the three statements (on SQLite, one group commit). Two first claims of a
+    // conversation can deadlock on InnoDB (each insert's duplicate key check): the loser runs again.
+    return storeOperation('claims.claim', () =>
+      retryingDeadlocks(() =>
+        atomically(this.#ctx.db, async (db) => {
+          const key = { channel, conversationId };
+          await insertFreeClaim.execute(db, key);
+          const taken = await takeClaim.execute(db, { ...key, owner, now, until: now + ttlMs });
+          const [row] = (await readClaim.execute(db, key)).rows;
+          if (row !== undefined && Number(taken.numAffectedRows ?? 0n) === 1 && row.owner === owner) return { claimed: true, token: Number(row.token), previousOwner: row.previous_owner };
+          return { claimed: false, owner: row?.owner ?? '' };
+        }),
+      ),
+    );
   }
 
   holds(fence: ConversationFence): Promise<boolean> {
     return storeOperation('claims.holds', async () => {
-      const { db, dialect } = this.#ctx;
-      const select = db
-        .selectFrom('conversation_claims')
-        .select(['owner', 'token'])
-        .where('channel', '=', fence.channel)
-        .where('conversation_id', '=', fence.conversationId);
-      const row = await dialect.lockForUpdate(select).executeTakeFirst();
+      const [row] = (await lockClaim.execute(this.#ctx.db, { channel: fence.channel, conversationId: fence.conversationId })).rows;
       return row !== undefined && row.owner === fence.owner && Number(row.token) === fence.token;
     });
   }
 
   release(fence: ConversationFence): Promise<void> {
     return storeOperation('claims.release', async () => {
-      await this.#ctx.db
-        .updateTable('conversation_claims')
-        .set({ claimed_until: 0 })
-        .where('channel', '=', fence.channel)
-        .where('conversation_id', '=', fence.conversationId)
-        .where('owner', '=', fence.owner)
-        .where('token', '=', fence.token)
-        .execute();
+      await releaseClaim.execute(this.#ctx.db, fence);
     });
   }
 
@@ -74,3 +60,37 @@ export class KyselyConversationClaimRepository implements ConversationClaimRepos
     });
   }
 }
+
+// A turn claims, checks and releases its conversation: these run once or more per turn, so they are prepared.
+
+const insertFreeClaim = prepared((db, $: { channel: string; conversationId: string }, dialect) =>
+  dialect.insertOrIgnore(db.insertInto('conversation_claims').values({ channel: $.channel, conversation_id: $.conversationId, owner: null, previous_owner: null, token: 0, claimed_until: 0 }), ['channel', 'conversation_id']),
+);
+
+const takeClaim = prepared((db, $: { channel: string; conversationId: string; owner: string; now: number; until: number }) =>
+  db
+    .updateTable('conversation_claims')
+    // previous_owner first: MySQL assigns left to right, each assignment seeing the ones before it.
+    .set({ previous_owner: sql`owner`, owner: $.owner, token: sql`token + 1`, claimed_until: $.until })
+    .where('channel', '=', $.channel)
+    .where('conversation_id', '=', $.conversationId)
+    .where((eb) => eb.or([eb('claimed_until', '<', $.now), eb('owner', '=', $.owner), eb('owner', 'is', null)])),
+);
+
+const readClaim = prepared((db, $: { channel: string; conversationId: string }) =>
+  db.selectFrom('conversation_claims').select(['owner', 'previous_owner', 'token']).where('channel', '=', $.channel).where('conversation_id', '=', $.conversationId),
+);
+
+const lockClaim = prepared((db, $: { channel: string; conversationId: string }, dialect) =>
+  dialect.lockForUpdate(db.selectFrom('conversation_claims').select(['owner', 'token']).where('channel', '=', $.channel).where('conversation_id', '=', $.conversationId)),
+);
+
+const releaseClaim = prepared((db, $: { channel: string; conversationId: string; owner: string; token: number }) =>
+  db
+    .updateTable('conversation_claims')
+    .set({ claimed_until: 0 })
+    .where('channel', '=', $.channel)
+    .where('conversation_id', '=', $.conversationId)
+    .where('owner', '=', $.owner)
+    .where('token', '=', $.token),
+);

@@ -19,7 +19,7 @@ import { KyselyRecordedMessageRepository } from './recorded-message-repository.j
 import type { RepositoryContext } from './repository-context.js';
 import type { Database } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
-import { isDeadlock, storeOperation, toStoreError } from './store-errors.js';
+import { retryingDeadlocks, storeOperation, toStoreError } from './store-errors.js';
 import { engineOf, type StoreEngine } from './store-engine.js';
 import { DIALECT_STRATEGIES } from './strategies.js';
 import { KyselyToolCallRepository } from './tool-call-repository.js';
@@ -127,15 +127,7 @@ export class KyselyStore implements Store {
         return fn(tx);
       }, transactionError);
     }
-    // A deadlock rolled the whole transaction back: it runs again, a few times, after a short random wait.
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await this.#transactionOnce(fn);
-      } catch (error) {
-        if (attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(error)) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
-      }
-    }
+    return retryingDeadlocks(() => this.#transactionOnce(fn));
   }
 
   async #transactionOnce<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
@@ -178,6 +170,3 @@ export class KyselyStore implements Store {
 }
 
 const transactionError = (error: unknown): Error => toStoreError('transaction', error);
-
-/** Runs of a transaction a deadlock may cost before its error is the caller's. */
-const DEADLOCK_ATTEMPTS = 5;

@@ -63,6 +63,24 @@ export function isDeadlock(error: unknown): boolean {
   return false;
 }
 
+/** Runs of a transaction a deadlock may cost before its error is the caller's. */
+const DEADLOCK_ATTEMPTS = 5;
+
+/**
+ * Runs a transaction, and again (at most five times in all, after a short random wait) while the database rolls it
+ * back to break a deadlock ({@link isDeadlock}). `run` must do nothing but the transaction's writes.
+ */
+export async function retryingDeadlocks<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      if (attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+    }
+  }
+}
+
 /**
  * Runs one repository operation and turns driver failures into a `StoreError` whose code says what happened
  * (`conflict`, `foreign_key`, `unreachable`, `query_failed`). StoreErrors pass through untouched.
