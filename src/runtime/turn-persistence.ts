@@ -1,4 +1,4 @@
-import { StoreError } from '../domain/errors.js';
+import { FencedOut, StoreError } from '../domain/errors.js';
 import type { NewMessage, StoredMessage } from '../domain/model.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
@@ -181,10 +181,10 @@ export function newMessages(scope: TurnScope): NewMessage[] {
 export async function markAnswered(scope: TurnScope, tx: Store, stored: readonly StoredMessage[], reply: StoredMessage = stored[stored.length - 1]!): Promise<void> {
   // The turn's progress is over with its reply: its journal goes in the same transaction.
   await scope.journal.end(tx);
-  await tx.inbound.markAnswered(
-    scope.messages.map(({ inbound }) => inbound.id),
-    { id: reply.id, seq: reply.seq },
-  );
+  const ids = scope.messages.map(({ inbound }) => inbound.id);
+  const marked = await tx.inbound.markAnswered(ids, { id: reply.id, seq: reply.seq });
+  // Another process answered one of them while this process's lease on it had lapsed: this reply is not stored.
+  if (marked !== ids.length) throw new FencedOut(`another turn answered ${ids.length - marked} of this turn's messages meanwhile; it stores and sends nothing`);
 }
 
 /**

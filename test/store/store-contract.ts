@@ -870,9 +870,11 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(accepted).toMatchObject({ accepted: true, record: { state: 'queued', text: 'first', replySeq: null } });
         expect((await store.inbound.listQueued(session.id)).map((record) => record.text)).toEqual(['first']);
         const [reply] = await store.messages.append(session.id, [text('first'), text('answer', { role: 'assistant' })]).then((stored) => stored.slice(-1));
-        await store.inbound.markAnswered([accepted.accepted ? accepted.record.id : ''], { id: reply!.id, seq: reply!.seq });
+        expect(await store.inbound.markAnswered([accepted.accepted ? accepted.record.id : ''], { id: reply!.id, seq: reply!.seq })).toBe(1);
         expect(await store.inbound.listQueued(session.id)).toEqual([]);
         expect((await store.messages.findBySeq(session.id, reply!.seq))?.content).toBe('answer');
+        // A second turn (another process's, whose lease had lapsed) does not answer it again.
+        expect(await store.inbound.markAnswered([accepted.accepted ? accepted.record.id : ''], { id: 'other-reply', seq: reply!.seq + 1 })).toBe(0);
       });
 
       it('refuses a redelivered key in the same conversation, handing back the first record, and accepts it elsewhere', async () => {

@@ -261,8 +261,11 @@ export async function postRun(base: string, cookie: string, run: WebRun, signal?
   const endedAt = performance.now();
   if (response.status !== 200) return { status: response.status, events: [], text: body, finished: undefined, endedAt };
   const events = parseSse(body);
+  // As the chat page shows it: a message withdrawn by a `palaver.discard` event (text of a turn that did not store
+  // it) leaves the screen.
+  const discarded = new Set(events.filter((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.discard').map((event) => String((event['value'] as { messageId?: unknown } | undefined)?.messageId)));
   const text = events
-    .filter((event) => event.type === 'TEXT_MESSAGE_CONTENT')
+    .filter((event) => event.type === 'TEXT_MESSAGE_CONTENT' && !discarded.has(String(event['messageId'])))
     .map((event) => String(event['delta']))
     .join('');
   const last = events.at(-1);

@@ -261,8 +261,11 @@ export interface InboundRepository {
    * before in the same channel and conversation is not stored; the earlier record comes back instead.
    */
   accept(message: NewInboundRecord, lease: { readonly owner: string; readonly leaseMs: number }): Promise<{ readonly accepted: true; readonly record: InboundRecord } | { readonly accepted: false; readonly existing: InboundRecord }>;
-  /** Marks messages answered by the stored reply (in the turn's closing transaction). */
-  markAnswered(ids: readonly string[], reply: { readonly id: string; readonly seq: number }): Promise<void>;
+  /**
+   * Marks messages answered by the stored reply (in the turn's closing transaction), those still queued only;
+   * returns how many it marked (fewer than `ids`: another turn answered some meanwhile).
+   */
+  markAnswered(ids: readonly string[], reply: { readonly id: string; readonly seq: number }): Promise<number>;
   /** Extends the lease of every queued message `owner` holds; returns how many. */
   renewLeases(owner: string, leaseMs: number): Promise<number>;
   /**

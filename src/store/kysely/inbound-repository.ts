@@ -61,10 +61,12 @@ export class KyselyInboundRepository implements InboundRepository {
     });
   }
 
-  markAnswered(ids: readonly string[], reply: { readonly id: string; readonly seq: number }): Promise<void> {
+  markAnswered(ids: readonly string[], reply: { readonly id: string; readonly seq: number }): Promise<number> {
     return storeOperation('inbound.markAnswered', async () => {
       const now = this.#ctx.now();
-      for (const id of ids) await markAnsweredQuery.execute(this.#ctx.db, { id, replyId: reply.id, replySeq: reply.seq, now });
+      let marked = 0;
+      for (const id of ids) marked += Number((await markAnsweredQuery.execute(this.#ctx.db, { id, replyId: reply.id, replySeq: reply.seq, now })).numAffectedRows ?? 0n);
+      return marked;
     });
   }
 
@@ -205,7 +207,8 @@ const insertQuery = prepared(
 );
 
 const markAnsweredQuery = prepared((db, $: { id: string; replyId: string; replySeq: number; now: number }) =>
-  db.updateTable('inbound_messages').set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null }).where('id', '=', $.id),
+  // Only a message still waiting: one answered already (by another process's turn) is not answered again.
+  db.updateTable('inbound_messages').set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null }).where('id', '=', $.id).where('state', '=', 'queued'),
 );
 
 
