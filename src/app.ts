@@ -41,6 +41,7 @@ import { TELEGRAM_USER_CHANNEL } from './channels/telegram-user/channel-name.js'
 import { WEB_CHANNEL } from './channels/web/web-constants.js';
 import type { ReplyMode, ReplySettings } from './runtime/reply-plan/reply-settings.js';
 import { genaiPriceLookup } from './models/genai-price-lookup.js';
+import { closeSharedHttpTransport, sharedHttpTransport } from './http-client/http-transport.js';
 
 /** What the embedding code adds to the config. */
 export interface PalaverOptions {
@@ -195,6 +196,8 @@ async function withClassifierModels(config: PalaverConfig, named: ReadonlyMap<st
  */
 export async function createPalaver(input: PalaverConfigInput | PalaverConfig, options: PalaverOptions = {}): Promise<Palaver> {
   const config = resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd());
+  // Made now, so that an outgoing proxy the environment names wrongly stops the start (its pools open on first use).
+  sharedHttpTransport();
   // Every line passes one redaction step that knows the config's secrets, also on a logger passed in.
   const secrets = new Set(secretsOf(config));
   const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, secrets });
@@ -388,6 +391,9 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         await identity.close?.();
         await cluster.close();
         await store.close();
+        // Model, MCP and Telegram calls are over: their idle pooled connections close now, one still busy (a call
+        // past the grace period) once it is answered.
+        await settlesWithin(closeSharedHttpTransport(), Math.max(0, deadline - Date.now()));
       })();
       return closing;
     },

@@ -1,8 +1,36 @@
+import { ConfigError } from '../domain/errors.js';
+
 /**
- * Whether Node was asked to send outgoing requests through the proxy named in HTTP(S)_PROXY (`NODE_USE_ENV_PROXY=1`
- * or `--use-env-proxy`, Node 24). Node applies that to its own global `fetch` and agents, not to the connection pool
- * of Palaver's HTTP transport, which then steps aside for the global `fetch` (see `src/http-client/http-transport.ts`).
+ * The outgoing proxy, as the environment names it (HTTP_PROXY, HTTPS_PROXY, NO_PROXY; the lower-case names first,
+ * as curl and undici read them). Palaver's HTTP transport takes these settings explicitly (see
+ * `src/http-client/http-transport.ts`), so they apply on every Node version, to model, MCP and Telegram calls alike.
  */
-export function nodeUsesEnvProxy(env: NodeJS.ProcessEnv = process.env, execArgv: readonly string[] = process.execArgv): boolean {
-  return env.NODE_USE_ENV_PROXY === '1' || execArgv.includes('--use-env-proxy') || (env.NODE_OPTIONS ?? '').split(/\s+/).includes('--use-env-proxy');
+export interface ProxySettings {
+  /** The proxy for `http:` URLs (and `https:` ones when `httpsProxy` is unset), e.g. `http://proxy:3128`. */
+  readonly httpProxy?: string;
+  /** The proxy for `https:` URLs, reached with CONNECT. */
+  readonly httpsProxy?: string;
+  /** Hosts reached directly: comma- or space-separated names, `.suffix`, `host:port`, or `*` for all. */
+  readonly noProxy?: string;
+}
+
+export function proxySettingsFromEnv(env: NodeJS.ProcessEnv = process.env): ProxySettings {
+  const pick = (name: string): string | undefined => {
+    const value = (env[name.toLowerCase()] ?? env[name.toUpperCase()])?.trim();
+    return value ? value : undefined;
+  };
+  const httpProxy = proxyUrl('HTTP_PROXY', pick('http_proxy'));
+  const httpsProxy = proxyUrl('HTTPS_PROXY', pick('https_proxy'));
+  const noProxy = pick('no_proxy');
+  return { ...(httpProxy ? { httpProxy } : {}), ...(httpsProxy ? { httpsProxy } : {}), ...(noProxy ? { noProxy } : {}) };
+}
+
+/** A proxy named in the environment must be an http(s) URL: refused at start, not at the first call through it. */
+function proxyUrl(name: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const parsed = URL.canParse(value) ? new URL(value) : undefined;
+  if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') {
+    throw new ConfigError(`${name} is not an http(s) URL of a proxy: ${JSON.stringify(value)}`, [{ path: name, message: 'expected a URL such as http://proxy.internal:3128' }]);
+  }
+  return value;
 }

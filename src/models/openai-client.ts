@@ -25,8 +25,9 @@ export interface OpenAIClientOptions {
  * 5xx and connection errors `maxRetries` times with backoff (honouring `retry-after(-ms)`), which is our bounded retry.
  *
  * Every option the SDK would otherwise read from `process.env` (`OPENAI_BASE_URL`, `OPENAI_ORG_ID`, …) is set
- * explicitly, so config stays the only source of truth. Requests go over Palaver's keep-alive transport on
- * `node:http` (see `src/http-client/http-transport.ts`) unless the caller passes a `fetch`.
+ * explicitly, so config stays the only source of truth. Requests go over Palaver's keep-alive transport (Node's
+ * HTTP client, or undici through the proxy the environment names: see `src/http-client/http-transport.ts`), unless
+ * the caller passes a `fetch`.
  */
 export function createOpenAIClient(config: ModelEndpointConfig, options: OpenAIClientOptions = {}): OpenAI {
   return new OpenAI({

