@@ -17,7 +17,8 @@
 //      only called, metrics registered in `palaver.metrics.registry` are never tested with instanceof, and channel
 //      routes take a web-standard Request and return a Response (an application mounting `createHttpApp()` in its
 //      own Hono app uses `route` or `mount`, which only call it). So these copies and an application's own live side
-//      by side. Every other dependency is imported from node_modules as usual.
+//      by side. Also bundled: the parts of undici the HTTP transport uses, and grammY with its plugins (without
+//      node-fetch; see VENDORED). Every other dependency is imported from node_modules as usual.
 // Tests and the type checker use src/ and the packages as they are; only what ships is bundled.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -66,6 +67,35 @@ const VENDORED = [
   // metrics.ts requires prom-client on the first PalaverMetrics through createRequire, which esbuild may rename
   // (require2): the argument is matched.
   { name: 'prom-client', file: 'prom-client.cjs', format: 'cjs', reference: /(\(\s*)(['"])prom-client\2(?=\s*\))/g },
+  {
+    // The HTTP transport requires undici on its first call. Only the parts it uses: the pool and proxy agents with
+    // `request` (undici's index also loads fetch, WebSocket, EventSource, its cache and mocks: 111 files).
+    name: 'undici',
+    file: 'undici.cjs',
+    format: 'cjs',
+    contents: [
+      "const Dispatcher = require('undici/lib/dispatcher/dispatcher.js');",
+      "Object.assign(Dispatcher.prototype, require('undici/lib/api/index.js'));",
+      "module.exports = { Agent: require('undici/lib/dispatcher/agent.js'), EnvHttpProxyAgent: require('undici/lib/dispatcher/env-http-proxy-agent.js') };",
+    ].join('\n'),
+    reference: /(\(\s*)(['"])undici\2(?=\s*\))/g,
+  },
+  {
+    // The Telegram bot channel: grammY with its runner and auto-retry plugins, which require grammY's Node build. That
+    // build requires node-fetch (with whatwg-url and tr46, ~19 MB resident) and abort-controller at load even when a
+    // fetch is passed, as Palaver does; both are replaced by a few lines over Node's globals (scripts/vendor-shims/).
+    // CommonJS, as grammY is: esbuild lists the names below for Node's ES module loader.
+    name: 'grammy',
+    file: 'grammy.cjs',
+    format: 'cjs',
+    contents: [
+      "export { Api, Bot, GrammyError, HttpError, InputFile } from 'grammy';",
+      "export { autoRetry } from '@grammyjs/auto-retry';",
+      "export { createConcurrentSink, createRunner, createSource, sequentialize } from '@grammyjs/runner';",
+    ].join('\n'),
+    alias: { 'node-fetch': './scripts/vendor-shims/node-fetch.cjs', 'abort-controller': './scripts/vendor-shims/abort-controller.cjs' },
+    reference: /(\bfrom\s*|\bimport\s*\(\s*)(['"])(?:grammy|@grammyjs\/runner|@grammyjs\/auto-retry)\2/g,
+  },
 ];
 
 rmSync(dist, { recursive: true, force: true });
@@ -104,6 +134,7 @@ for (const vendored of VENDORED) {
       ? { stdin: { contents: vendored.contents, resolveDir: root, sourcefile: `${vendored.name}-entry.js` } }
       : { entryPoints: [fileURLToPath(import.meta.resolve(vendored.name))] }),
     outfile: join(dist, 'vendor', vendored.file),
+    ...(vendored.alias ? { alias: vendored.alias } : {}),
     bundle: true,
     format: vendored.format,
     platform: 'node',

@@ -2,7 +2,7 @@
 // every module it resolves (ESM) and the CommonJS cache at the end (packages such as pino and yaml are required),
 // and reports the packages it saw. Adapters must load only when the config uses them (issue 8).
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -63,9 +63,9 @@ const recorder = join(work, 'recorder.mjs');
 writeFileSync(recorder, RECORDER);
 
 /** Runs `body` (an ES module with top-level await; `entry` is Palaver's entry URL) and returns the packages it loaded. */
-async function packagesLoadedBy(body: string): Promise<string[]> {
+async function packagesLoadedBy(body: string, from: string = entry): Promise<string[]> {
   const script = join(work, `script-${Math.random().toString(36).slice(2)}.mjs`);
-  writeFileSync(script, `const entry = ${JSON.stringify(entry)};\n${body}\nprocess.stdout.write(JSON.stringify(await globalThis.__palaverLoaded()));\n`);
+  writeFileSync(script, `const entry = ${JSON.stringify(from)};\n${body}\nprocess.stdout.write(JSON.stringify(await globalThis.__palaverLoaded()));\n`);
   const stdout = await new Promise<string>((resolve, reject) => {
     execFile(process.execPath, ['--no-warnings', '--import', 'tsx', '--import', pathToFileURL(recorder).href, script], { cwd: new URL('.', root).pathname, timeout: 30_000 }, (error, out, err) =>
       error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
@@ -75,7 +75,7 @@ async function packagesLoadedBy(body: string): Promise<string[]> {
 }
 
 /** The packages a Palaver created from `config` (over a scripted model and a SQLite file in `name`) loads, then closed. */
-async function packagesLoadedByPalaver(name: string, config: Record<string, unknown>): Promise<string[]> {
+async function packagesLoadedByPalaver(name: string, config: Record<string, unknown>, from: string = entry): Promise<string[]> {
   const instructions = join(work, 'instructions');
   mkdirSync(instructions, { recursive: true });
   writeFileSync(join(instructions, 'base.md'), 'You are a test agent.');
@@ -88,7 +88,7 @@ async function packagesLoadedByPalaver(name: string, config: Record<string, unkn
   return packagesLoadedBy(`
     const { createPalaver, silentLogger } = await import(entry);
     const palaver = await createPalaver(${JSON.stringify(full)}, { logger: silentLogger() });
-    await palaver.close();`);
+    await palaver.close();`, from);
 }
 
 /** Packages that only an adapter the config names may load. */
@@ -127,6 +127,21 @@ describe('loading only what is used', () => {
       const loaded = await packagesLoadedByPalaver('telegram', { channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot } } });
       expect(loaded).toContain('grammy');
       expect(adaptersIn(loaded, [/^kysely$/, /^better-sqlite3$/])).toEqual([]);
+    } finally {
+      await telegram.close();
+    }
+  });
+
+  it('the built package\'s Telegram channel loads no node-fetch (with whatwg-url and tr46) nor abort-controller', async () => {
+    // grammY's own Node build requires them at load; dist/vendor/grammy.cjs (scripts/build.mjs) does not.
+    const built = new URL('dist/index.js', root);
+    expect(existsSync(built), 'run `npm run build` first').toBe(true);
+    const telegram = await startFakeTelegram();
+    try {
+      const loaded = await packagesLoadedByPalaver('telegram-built', { channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot } } }, built.href);
+      expect(loaded.filter((name) => ['node-fetch', 'whatwg-url', 'tr46', 'abort-controller', 'grammy', 'undici'].includes(name))).toEqual([]);
+      // A check of the check: the Telegram channel did start, and called the Bot API through the transport.
+      expect(telegram.calls.map((call) => call.method)).toContain('getMe');
     } finally {
       await telegram.close();
     }
