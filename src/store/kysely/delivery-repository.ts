@@ -1,7 +1,8 @@
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { DeliveryRecord, DeliveryRepository } from '../../domain/ports/store.js';
-import { claimExpired, renewLeases } from './leases.js';
+import { claimExpired, renewLeases, type ExpiredRowProbe } from './leases.js';
+import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
 import type { DeliveriesTable } from './schema.js';
 import { storeOperation } from './store-errors.js';
@@ -102,6 +103,7 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
         now,
         leaseUntil: now + input.leaseMs,
         order: ['created_at', 'reply_message_id', 'part'],
+        probe: anyExpiredPart,
         narrow: (select) => select.where((eb) => eb.not(eb.exists(earlierPostponed(eb, now)))),
       });
       return rows.map(toDelivery);
@@ -109,6 +111,9 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
   }
 
 }
+
+/** See `ExpiredRowProbe`: a pending part whose lease ran out (a postponed part's lease is its retry time). */
+const anyExpiredPart: ExpiredRowProbe = prepared((db, $: { now: number }) => db.selectFrom('deliveries').select('id').where('state', '=', 'pending').where('lease_until', '<', $.now).limit(1));
 
 /**
  * A part of the same conversation, before this one in claim order (created, reply, part), that is postponed and whose

@@ -4,7 +4,7 @@ import type { InboundRecord, NewInboundRecord } from '../../domain/model.js';
 import type { InboundRepository } from '../../domain/ports/store.js';
 import { nextArrival } from './arrival.js';
 import { prepared } from './prepared-query.js';
-import { claimExpired, renewLeases } from './leases.js';
+import { claimExpired, renewLeases, type ExpiredRowProbe } from './leases.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
 import type { InboundMessagesTable } from './schema.js';
@@ -85,6 +85,7 @@ export class KyselyInboundRepository implements InboundRepository {
         now,
         leaseUntil: now + input.leaseMs,
         order: ['arrival', 'id'],
+        probe: anyExpiredMessage,
         // A paused session's messages wait for its resume, whoever looks.
         narrow: (select) => {
           const unpaused = select.where((eb) => eb.not(eb.exists(pausedSession((table) => eb.selectFrom(table)))));
@@ -211,6 +212,17 @@ const markAnsweredQuery = prepared((db, $: { id: string; replyId: string; replyS
   db.updateTable('inbound_messages').set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null }).where('id', '=', $.id).where('state', '=', 'queued'),
 );
 
+
+/** See `ExpiredRowProbe`: a queued message whose lease ran out, due, and not held for a paused conversation. */
+const anyExpiredMessage: ExpiredRowProbe = prepared((db, $: { now: number }) =>
+  db
+    .selectFrom('inbound_messages')
+    .select('id')
+    .where('state', '=', 'queued')
+    .where('lease_until', '<', $.now)
+    .where((eb) => eb.and([eb.or([eb('not_before', 'is', null), eb('not_before', '<=', $.now)]), eb.not(eb.exists(pausedSession((table) => eb.selectFrom(table))))]))
+    .limit(1),
+);
 
 /** The message's session, when it is paused (a correlated subquery on `inbound_messages.session_id`). */
 function pausedSession(selectFrom: (table: 'sessions') => SelectQueryBuilder<any, any, any>) {

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DialectStrategy } from './dialect-strategy.js';
+import { prepared, type PreparedQuery } from './prepared-query.js';
 import { atomically } from './repository-context.js';
 import type { Database } from './schema.js';
 
@@ -22,21 +23,34 @@ function countAttempt(row: Selectable<Database['inbound_messages']>): Selectable
 
 /** Extends the lease of every open row `owner` holds; returns how many. */
 export async function renewLeases(db: Kysely<Database>, table: LeasedTable, owner: string, leaseUntil: number): Promise<number> {
-  const result = await (db as Kysely<any>)
-    .updateTable(table)
-    .set({ lease_until: leaseUntil })
-    .where('state', '=', OPEN_STATE[table])
-    .where('owner', '=', owner)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  const result = await RENEW_LEASES[table].execute(db, { owner, leaseUntil });
+  return Number(result.numAffectedRows ?? 0n);
 }
+
+// The heartbeat renews every half second, busy or idle: prepared, a renewal allocates next to nothing, so an idle
+// process's allocation rate drops low enough for V8's memory reducer to give the heap grown under load back.
+const RENEW_LEASES: Record<LeasedTable, PreparedQuery<{ owner: string; leaseUntil: number }, unknown>> = {
+  inbound_messages: prepared((db, $: { owner: string; leaseUntil: number }) =>
+    db.updateTable('inbound_messages').set({ lease_until: $.leaseUntil }).where('state', '=', OPEN_STATE.inbound_messages).where('owner', '=', $.owner),
+  ),
+  deliveries: prepared((db, $: { owner: string; leaseUntil: number }) =>
+    db.updateTable('deliveries').set({ lease_until: $.leaseUntil }).where('state', '=', OPEN_STATE.deliveries).where('owner', '=', $.owner),
+  ),
+};
+
+/**
+ * A prepared query that finds (at most) one row `claimExpired` could take, whatever its channel, or none. It looks
+ * for a superset of what the claim takes (the claim adds its channels and the caller's other conditions), so when it
+ * finds none, the claim would take none either.
+ */
+export type ExpiredRowProbe = PreparedQuery<{ now: number }, unknown>;
 
 /**
  * Takes over open rows of `channels` whose lease ran out before `now`, in `order`, leasing them to `owner` until
  * `leaseUntil`. Read and take-over happen in one transaction, each row only if its lease is still expired: of two
  * processes recovering at once, one gets a row and the other does not.
  */
-export function claimExpired<T extends LeasedTable>(
+export async function claimExpired<T extends LeasedTable>(
   db: Kysely<Database>,
   dialect: DialectStrategy,
   table: T,
@@ -49,8 +63,15 @@ export function claimExpired<T extends LeasedTable>(
     readonly order: readonly string[];
     /** A further condition on the rows handed out (the table's own rule). */
     readonly narrow?: (select: SelectQueryBuilder<any, any, any>) => SelectQueryBuilder<any, any, any>;
+    /**
+     * Run first, outside the transaction: when it finds no row, nothing is claimed and no transaction is opened. The
+     * heartbeat looks for expired rows every half second and almost always finds none; the transaction and the query
+     * built for the channels cost some 40 KB of garbage each time, which kept an idle process's allocation rate up.
+     */
+    readonly probe?: ExpiredRowProbe;
   },
 ): Promise<Selectable<Database[T]>[]> {
+  if (input.probe && (await input.probe.execute(db, { now: input.now })).rows.length === 0) return [];
   return atomically(db, async (trx) => {
     // The two tables share these columns; Kysely cannot type a query over "either table", hence the loose handle.
     const any = trx as Kysely<any>;

@@ -19,6 +19,23 @@ import type { ChannelAccountsTable, MessagesTable, SessionsTable, ToolCallsTable
 // Row → record mapping, shared by the repositories. Every conversion that differs by driver (int8 as string on pg,
 // numeric with trailing zeros) is normalised here, so records look the same on both back ends.
 
+/** Distinct texts {@link shared} keeps; past it a text is returned as read (the columns it serves hold a few values). */
+const SHARED_TEXTS_MAX = 1024;
+const sharedTexts = new Map<string, string>();
+
+/**
+ * One string per distinct value of a column that holds few (channel names, statuses, currencies, roles): every row
+ * read otherwise brings its own copy, and records that live long, such as the sessions and accounts of a crowd's
+ * waiting messages, kept some 24 bytes per copy (over 10 MB at 100,000 conversations).
+ */
+export function shared<T extends string | null>(value: T): T {
+  if (value === null) return value;
+  const known = sharedTexts.get(value);
+  if (known !== undefined) return known as T;
+  if (sharedTexts.size < SHARED_TEXTS_MAX) sharedTexts.set(value, value);
+  return value;
+}
+
 /** Epoch milliseconds (number or pg int8 string) to a Date. */
 export function toDate(value: number | string): Date {
   return new Date(Number(value));
@@ -29,22 +46,22 @@ export function toUser(row: Pick<Selectable<UsersTable>, 'id' | 'display_name' |
 }
 
 export function toChannelAccount(row: Selectable<ChannelAccountsTable>): ChannelAccount {
-  return { channel: row.channel, accountId: row.account_id, userId: row.user_id, createdAt: toDate(row.created_at) };
+  return { channel: shared(row.channel), accountId: row.account_id, userId: row.user_id, createdAt: toDate(row.created_at) };
 }
 
 export function toSession(row: Selectable<SessionsTable>): Session {
   return {
     id: row.id,
     userId: row.user_id,
-    channel: row.channel,
+    channel: shared(row.channel),
     conversationId: row.conversation_id,
-    status: row.status as SessionStatus,
+    status: shared(row.status) as SessionStatus,
     title: row.title,
     inputTokens: Number(row.input_tokens),
     outputTokens: Number(row.output_tokens),
     cachedInputTokens: Number(row.cached_input_tokens),
     cost: fromStoredCost(row.cost),
-    currency: row.currency,
+    currency: shared(row.currency),
     pausedAt: row.paused_at == null ? null : toDate(row.paused_at),
     endedAt: row.ended_at == null ? null : toDate(row.ended_at),
     createdAt: toDate(row.created_at),
@@ -57,19 +74,19 @@ export function toMessage(row: Selectable<MessagesTable>): StoredMessage {
     id: row.id,
     sessionId: row.session_id,
     seq: Number(row.seq),
-    role: row.role as MessageRole,
-    audience: row.audience as Audience,
+    role: shared(row.role) as MessageRole,
+    audience: shared(row.audience) as Audience,
     content: row.content,
     toolCalls: row.tool_calls === null ? null : (JSON.parse(row.tool_calls) as ToolCallRef[]),
     toolCallId: row.tool_call_id,
-    model: row.model,
+    model: shared(row.model),
     inputTokens: Number(row.input_tokens),
     outputTokens: Number(row.output_tokens),
     cachedInputTokens: Number(row.cached_input_tokens),
     // 0 only on rows stored before migration 0008: estimated now, as the insert would have.
     tokenEstimate: Number(row.token_estimate) || estimateTokens(row.content, row.tool_calls),
     cost: fromStoredCost(row.cost),
-    currency: row.currency,
+    currency: shared(row.currency),
     correlationId: row.correlation_id,
     meta: row.meta === null ? null : (JSON.parse(row.meta) as Record<string, unknown>),
     createdAt: toDate(row.created_at),

@@ -40,14 +40,16 @@ export interface WalCheckpointerOptions {
 }
 
 /**
- * Writes within {@link START_WINDOW_MS} that start the thread: 600 a second. A turn writes some 12 WAL pages with
- * about 6 statements, so SQLite's own checkpoint, inside the commit that crosses 1000 pages, comes every ~500 writes
- * and costs that commit about 4 ms: below this rate under 0.5 % of the time, against a thread that holds 10–20 MB
- * (more on Node 24) and takes CPU to start. Busier (the turn benchmark writes ~4000 a second at c=1), those
+ * Writes within {@link START_WINDOW_MS} that start the thread: 600 a second, held for 10 s. A turn writes some 12 WAL
+ * pages with about 6 statements, so SQLite's own checkpoint, inside the commit that crosses 1000 pages, comes every
+ * ~500 writes and costs that commit about 4 ms: below this rate under 0.5 % of the time, against a thread that holds
+ * 10–20 MB (more on Node 24) while it runs, leaves a few MB of its allocations behind when it ends (2 MB on Node 20,
+ * 4 MB on Node 24, measured after a burst of 100 Telegram chats, ~4000 writes in 7 s, which a 5 s window counted as
+ * sustained), and takes CPU to start. Busier for longer (the turn benchmark writes ~4000 a second at c=1), those
  * checkpoints cost about 5 % of the throughput, and the thread pays for itself.
  */
-export const START_WRITES = 3_000;
-export const START_WINDOW_MS = 5_000;
+export const START_WRITES = 6_000;
+export const START_WINDOW_MS = 10_000;
 
 /** How long the worker runs on without new WAL frames before it ends (an idle server then holds no thread). */
 export const IDLE_STOP_MS = 10_000;
