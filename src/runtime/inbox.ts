@@ -1,3 +1,5 @@
+import { DueSchedule, type Scheduled } from './due-schedule.js';
+
 /**
  * Per-conversation inbox: at most one turn per conversation at a time, and messages that arrive while a turn runs
  * (or within the quiet window before it starts) are answered together by the next turn.
@@ -32,10 +34,10 @@ export interface QuietWindow {
 
 const AT_ONCE: QuietWindow = { quietWindowMs: 0, maxWaitMs: 0 };
 
-interface Conversation<Item> {
+interface Conversation<Item> extends Scheduled {
+  readonly key: string;
   pending: Item[];
   running: boolean;
-  timer: NodeJS.Timeout | undefined;
   /** When the oldest waiting message arrived, and when the newest did (for the quiet window). */
   firstWaitingAt: number;
   lastArrivedAt: number;
@@ -47,7 +49,14 @@ export class Inbox<Item> {
   readonly #conversations = new Map<string, Conversation<Item>>();
   readonly #idle = new Set<() => void>();
   /** Conversations whose turn may start but waits for a free slot, oldest first. */
-  readonly #ready: [string, Conversation<Item>][] = [];
+  readonly #ready: Conversation<Item>[] = [];
+  /**
+   * Conversations waiting for their quiet window to end, earliest first, under one timer: a timer, its callback and
+   * their context per conversation cost some 200 bytes each, which a crowd of 100,000 pays.
+   */
+  readonly #schedule = new DueSchedule<Conversation<Item>>();
+  #timer: NodeJS.Timeout | undefined;
+  #timerDue = Number.POSITIVE_INFINITY;
   #running = 0;
   #held = 0;
 
@@ -69,15 +78,17 @@ export class Inbox<Item> {
     const now = performance.now();
     let conversation = this.#conversations.get(conversationKey);
     if (!conversation) {
-      conversation = { pending: [], running: false, timer: undefined, firstWaitingAt: now, lastArrivedAt: now, window };
+      conversation = { key: conversationKey, pending: [], running: false, firstWaitingAt: now, lastArrivedAt: now, window, due: 0, slot: -1, order: 0 };
       this.#conversations.set(conversationKey, conversation);
     }
     if (conversation.pending.length === 0) conversation.firstWaitingAt = now;
-    conversation.pending.push(...items);
+    // `concat` makes an array of exactly the right length: `push` (and spreading) reserves spare slots, some 130
+    // bytes in each of a crowd's thousands of conversations.
+    conversation.pending = conversation.pending.concat(items);
     this.#held += items.length;
     conversation.lastArrivedAt = now;
     conversation.window = window;
-    this.#schedule(conversationKey, conversation);
+    this.#scheduleTurn(conversation);
   }
 
   /** Messages waiting in a conversation (not counting those its running turn answers). */
@@ -96,31 +107,59 @@ export class Inbox<Item> {
     await new Promise<void>((resolve) => this.#idle.add(resolve));
   }
 
-  #schedule(key: string, conversation: Conversation<Item>): void {
+  #scheduleTurn(conversation: Conversation<Item>): void {
     if (conversation.running) return; // the running turn schedules the next one when it ends
-    clearTimeout(conversation.timer);
     const { quietWindowMs, maxWaitMs } = conversation.window;
     if (quietWindowMs <= 0) {
-      this.#start(key, conversation);
+      this.#schedule.remove(conversation);
+      this.#start(conversation);
       return;
     }
-    const now = performance.now();
     const due = Math.min(conversation.lastArrivedAt + quietWindowMs, conversation.firstWaitingAt + Math.max(quietWindowMs, maxWaitMs));
-    conversation.timer = setTimeout(() => this.#start(key, conversation), Math.max(0, due - now));
+    this.#schedule.add(conversation, due);
+    this.#armTimer();
+  }
+
+  /** Starts every conversation whose quiet window has ended, then waits for the next one. */
+  #startDue(): void {
+    // The timer firing means its moment came, as a timer per conversation did: the clock may read a hair earlier.
+    const reached = Math.max(this.#timerDue, performance.now());
+    this.#timer = undefined;
+    this.#timerDue = Number.POSITIVE_INFINITY;
+    for (let next = this.#schedule.first; next !== undefined && next.due <= reached; next = this.#schedule.first) {
+      this.#schedule.remove(next);
+      this.#start(next);
+    }
+    this.#armTimer();
+  }
+
+  /** The one timer, set for the earliest quiet window to end. */
+  #armTimer(): void {
+    const next = this.#schedule.first;
+    if (next === undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerDue = Number.POSITIVE_INFINITY;
+      return;
+    }
+    if (this.#timer !== undefined && this.#timerDue === next.due) return;
+    clearTimeout(this.#timer);
+    this.#timerDue = next.due;
+    this.#timer = setTimeout(() => this.#startDue(), Math.max(0, next.due - performance.now()));
   }
 
   /** Starts the conversation's turn now, or queues it for the next free slot. */
-  #start(key: string, conversation: Conversation<Item>): void {
-    conversation.timer = undefined;
+  #start(conversation: Conversation<Item>): void {
     conversation.running = true;
     if (this.#running >= (this.#options.maxRunning ?? Number.POSITIVE_INFINITY)) {
-      this.#ready.push([key, conversation]);
+      this.#ready.push(conversation);
       return;
     }
-    void this.#drainConversation(key, conversation);
+    void this.#drainConversation(conversation);
   }
 
-  async #drainConversation(key: string, conversation: Conversation<Item>): Promise<void> {
+  async #drainConversation(conversation: Conversation<Item>): Promise<void> {
+    const { key } = conversation;
     this.#running += 1;
     // Taken now, not when it became ready: what arrived while it waited for a slot joins this turn.
     const batch = this.#takeBatch(conversation);
@@ -132,11 +171,11 @@ export class Inbox<Item> {
     this.#held -= batch.length;
     this.#running -= 1;
     const next = this.#ready.shift();
-    if (next) void this.#drainConversation(next[0], next[1]);
+    if (next) void this.#drainConversation(next);
     conversation.running = false;
     if (conversation.pending.length > 0) {
       // Messages that came during the turn start exactly one next turn, after their own quiet window.
-      this.#schedule(key, conversation);
+      this.#scheduleTurn(conversation);
       return;
     }
     this.#conversations.delete(key);

@@ -80,6 +80,38 @@ describe('Inbox', () => {
       await inbox.drain();
     });
 
+    it('starts each conversation when its own quiet window ends, whatever order they were written in', async () => {
+      const started: string[] = [];
+      const inbox = new Inbox<string>({ onError: () => {}, runBatch: async (key) => void started.push(key) });
+      inbox.submit('slow', 'x', { quietWindowMs: 500, maxWaitMs: 5_000 });
+      inbox.submit('fast', 'x', { quietWindowMs: 100, maxWaitMs: 5_000 });
+      inbox.submit('later', 'x', { quietWindowMs: 300, maxWaitMs: 5_000 });
+      await vi.advanceTimersByTimeAsync(50);
+      // A new message puts `fast` back by a whole window: 150 ms from the start.
+      inbox.submit('fast', 'y', { quietWindowMs: 100, maxWaitMs: 5_000 });
+      await vi.advanceTimersByTimeAsync(99);
+      expect(started).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(started).toEqual(['fast']);
+      await vi.advanceTimersByTimeAsync(150);
+      expect(started).toEqual(['fast', 'later']);
+      await vi.advanceTimersByTimeAsync(199);
+      expect(started).toEqual(['fast', 'later']);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(started).toEqual(['fast', 'later', 'slow']);
+      await inbox.drain();
+    });
+
+    it('starts conversations whose windows end at the same moment in the order they were written in', async () => {
+      const started: string[] = [];
+      const inbox = new Inbox<string>({ onError: () => {}, runBatch: async (key) => void started.push(key) });
+      const keys = Array.from({ length: 50 }, (_, i) => `c${i}`);
+      for (const key of keys) inbox.submit(key, 'x', { quietWindowMs: 200, maxWaitMs: 200 });
+      await vi.advanceTimersByTimeAsync(200);
+      expect(started).toEqual(keys);
+      await inbox.drain();
+    });
+
     it('stops waiting for quiet after the maximum wait, however often messages keep coming', async () => {
       const started: number[] = [];
       const inbox = new Inbox<number>({ onError: () => {}, runBatch: async (_key, items) => void started.push(items.length) });
