@@ -54,15 +54,23 @@ export function startDelivery(scope: TurnScope): Delivery {
     promise?.catch((error: unknown) => scope.log.warn({ err: error, channel: channel.name }, `could not ${what}`));
   };
 
-  if (capabilities.readReceipts) quietly('mark messages read', channel.markRead?.(target));
+  // The turn calls the model right after this: its request is built and sent first, and the read mark and typing
+  // follow in the next turn of the event loop (a fraction of a millisecond later), since the reply is what the
+  // person waits for. A turn that ended before then (it failed at once) starts no typing.
   let typing: NodeJS.Timeout | undefined;
-  if (capabilities.typing && channel.typing) {
+  let ended = false;
+  setImmediate(() => {
+    if (capabilities.readReceipts) quietly('mark messages read', channel.markRead?.(target));
+    if (ended || !capabilities.typing || !channel.typing) return;
     const showTyping = () => quietly('show typing', channel.typing!(target));
     showTyping();
     typing = setInterval(showTyping, capabilities.typingIntervalMs ?? DEFAULT_TYPING_INTERVAL_MS);
     typing.unref();
-  }
-  const stopTyping = () => clearInterval(typing);
+  });
+  const stopTyping = () => {
+    ended = true;
+    clearInterval(typing);
+  };
   const discardStreamedText = (reply: string | undefined) => {
     if (scope.journal.streamedText !== '' && scope.journal.streamedText.trim() !== reply) scope.progress({ type: 'discard', messageId: scope.replyMessageId });
   };

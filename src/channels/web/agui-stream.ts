@@ -86,8 +86,14 @@ export class AguiStream {
   write(events: readonly AGUIEvent[]): void {
     if (!this.#open) return;
     this.#active = true;
-    for (const event of events) this.#enqueue(encodeSse(event));
-    if (events.length > 0) this.#wrote();
+    if (events.length > 0) {
+      // One chunk for the events of one write: the server sends each chunk as its own write to the socket, and a
+      // reply's first words (TEXT_MESSAGE_START, then CONTENT) should leave together.
+      let chunk = '';
+      for (const event of events) chunk += encodeSse(event);
+      this.#enqueue(chunk);
+      this.#wrote();
+    }
     if (this.translator.isEnded) {
       this.#controller.close();
       this.#close();
