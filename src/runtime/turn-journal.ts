@@ -39,9 +39,10 @@ export interface JournalTurn {
  * response without asking the model (or paying for it again), a finished tool call returns its recorded result
  * without running, and a call cut off while running runs again under the same idempotency key.
  *
- * Nothing is written until the turn's first model call that asked for tools completes: a turn cut off before that
- * has done nothing worth keeping and simply starts again, and a plain exchange (one model call, then the reply)
- * writes no journal at all. Everything goes in the transaction that stores the reply ({@link end}).
+ * Nothing is written until the turn acts: its first tool call is recorded as running, together with the turn and the
+ * model call that asked for it, in one transaction before it is dispatched. A turn cut off before that has done
+ * nothing worth keeping and simply starts again, and a plain exchange (one model call, then the reply) writes no
+ * journal at all. Everything goes in the transaction that stores the reply ({@link end}).
  */
 export class TurnJournal {
   /** The turn's id, stable across a resume; its reply is stored (and streamed) under it. */
@@ -106,17 +107,18 @@ export class TurnJournal {
   }
 
   /**
-   * Stores a completed model call (its response and tokens) at its place in the turn. A call that asked for no tool
-   * (most often the turn's last) is written only when the turn goes on ({@link flush}): a turn whose reply follows at
-   * once stores nothing here, and a crash in between costs at most that one call again.
+   * Stores a completed model call (its response and tokens) at its place in the turn, with the turn's next write:
+   * the first tool call it asked for, recorded as running before it is dispatched, or the next model call
+   * ({@link flush}). A turn whose reply follows at once stores nothing here, a tool round costs one commit, and a
+   * crash before that write costs at most this one call again: nothing acted on it yet.
    */
   async recordModelCall(seq: number, models: string | undefined, call: ModelCall): Promise<void> {
     this.modelCalls.push(call.record);
     const recorded = JSON.stringify({ models: models ?? null, response: call.response, record: call.record } satisfies RecordedModelCall);
     const write = (store: Store) => store.turns.recordModelCall(this.id, seq, recorded);
     // Tools the provider called itself (hosted MCP) acted already: such a call is kept at once, like a tool call.
-    if (call.response.toolCalls.length === 0 && (call.response.hostedToolCalls?.length ?? 0) === 0) this.#deferred = write;
-    else await this.#write(write);
+    if ((call.response.hostedToolCalls?.length ?? 0) > 0) await this.#write(write);
+    else this.#deferred = write;
   }
 
   /** Writes a model call kept back by {@link recordModelCall}: the turn goes on to another model call. */
@@ -138,7 +140,10 @@ export class TurnJournal {
     return record === undefined || record.status === 'running' || record.result === null ? undefined : (JSON.parse(record.result) as ToolCallResult);
   }
 
-  /** Records that a tool call is about to be dispatched (a call recorded before keeps its record). */
+  /**
+   * Records that a tool call is about to be dispatched (a call recorded before keeps its record), in one transaction
+   * with the model call that asked for it when that is not stored yet.
+   */
   toolStarted(call: ModelToolCall): Promise<void> {
     return this.#write(async (store) => {
       await store.toolCalls.start({
@@ -170,6 +175,8 @@ export class TurnJournal {
    * records its calls itself). @throws FencedOut when it does not.
    */
   async confirmOwnership(): Promise<void> {
+    // The model call that asked for the dispatch is kept first, as a tool call's start would keep it.
+    if (this.#deferred !== undefined) return this.#write(async () => {});
     const fence = this.#turn.fence;
     if (fence !== undefined) await this.#store.transaction(fence);
   }

@@ -91,7 +91,8 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     expect(await after.store.inbound.listQueued(answered.outcome.sessionId)).toEqual([]);
     const stored = await after.store.messages.listRecent(answered.outcome.sessionId, { limit: 10, audience: 'display' });
     expect(stored.map((message) => message.content)).toEqual(['hello', answered.outcome.reply]);
-    expect(await after.metrics.registry.getSingleMetricAsString('palaver_turns_abandoned_total')).toMatch(/palaver_turns_abandoned_total 1$/m);
+    // Counted once the apology is stored, a moment after the channel was told.
+    await expect.poll(() => after.metrics.registry.getSingleMetricAsString('palaver_turns_abandoned_total')).toMatch(/palaver_turns_abandoned_total 1$/m);
     const giveUp = harness.logs.find((line) => line['msg'] === 'giving up on the message after its turns failed inbox.maxTurnAttempts times; answering with an apology');
     expect(giveUp).toMatchObject({ correlationId: said.correlationId, attempts: 4 });
   });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session } from '../../src/domain/model.js';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/index.js';
+import { createTestMariadbDatabase, type TestMariadbDatabase } from '../support/mariadb.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
 /** The turn journal's store part, on each dialect: open turns by their messages, take-over, model calls, clean-up. */
@@ -120,10 +121,16 @@ function runTurnJournalContract(name: string, open: () => Promise<Store>): void 
 runTurnJournalContract('SQLite', () => openStore(`sqlite:${join(mkdtempSync(join(tmpdir(), 'palaver-journal-')), 'palaver.db')}`));
 
 let postgres: TestPostgresDatabase | undefined;
+let mariadb: TestMariadbDatabase | undefined;
 afterAll(async () => {
   await postgres?.drop();
+  await mariadb?.drop();
 });
 runTurnJournalContract('PostgreSQL', async () => {
   postgres = await createTestPostgresDatabase();
   return openStore(postgres.url);
+});
+runTurnJournalContract('MariaDB', async () => {
+  mariadb = await createTestMariadbDatabase();
+  return openStore(mariadb.url);
 });

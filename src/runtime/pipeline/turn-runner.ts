@@ -223,11 +223,14 @@ export class TurnRunner {
         await this.#retryLater(batch);
         return;
       }
-      this.#deps.logger.error(where, 'message abandoned: neither an answer nor an apology could be stored');
       // Not left `running`: the conversation's last turn failed.
       for (const sessionId of new Set(batch.map((item) => item.inbound.sessionId))) {
         await this.#deps.store.sessions.setStatus(sessionId, 'failed').catch((error: unknown) => this.#deps.logger.warn({ ...where, err: error }, 'could not mark the session failed'));
       }
+      this.#deps.metrics.turnsAbandoned.inc(batch.length);
+      // Logged last, once the store and the metric say so too: whoever reads the log line can rely on both.
+      this.#deps.logger.error(where, 'message abandoned: neither an answer nor an apology could be stored');
+      return;
     }
     this.#deps.metrics.turnsAbandoned.inc(batch.length);
   }
