@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import { Kysely, Migrator, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KyselyStore, migrations, openSqliteDatabase, type Database, type StoreDialect } from '../../src/store/index.js';
 import { openMysqlDatabase } from '../../src/store/mysql/open-mysql-database.js';
+import { openPostgresDatabase } from '../../src/store/postgres/open-postgres-database.js';
 import { createTestMariadbDatabase, type TestMariadbDatabase } from '../support/mariadb.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
@@ -27,7 +27,7 @@ const backends: Record<StoreDialect, () => Promise<Kysely<Database>>> = {
   postgres: async () => {
     const database = await createTestPostgresDatabase();
     postgres.push(database);
-    return new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }) });
+    return openPostgresDatabase(database.url, { poolSize: 2 });
   },
   mysql: async () => {
     const database = await createTestMariadbDatabase();

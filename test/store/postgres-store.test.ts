@@ -1,8 +1,7 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/domain/errors.js';
-import { migrateToLatest, migrations, openStore, type Database } from '../../src/store/index.js';
+import { migrateToLatest, migrations, openPostgresDatabase, openStore } from '../../src/store/index.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 import { runOperatorQueriesContract } from './operator-queries-contract.js';
 import { runStoreContract } from './store-contract.js';
@@ -30,13 +29,14 @@ runOperatorQueriesContract('PostgreSQL', async () => {
 });
 
 describe('PostgreSQL store', () => {
-  function rawDatabase(url: string): Kysely<Database> {
-    return new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 2 }) }) });
+  // The production pool: its error listener matters here, since dropping a database ends connections still closing.
+  function rawDatabase(url: string) {
+    return openPostgresDatabase(url, { poolSize: 2 });
   }
 
   it('applies migrations once, also when several processes race', async () => {
     const fresh = await createTestPostgresDatabase();
-    const dbs = [rawDatabase(fresh.url), rawDatabase(fresh.url)];
+    const dbs = await Promise.all([rawDatabase(fresh.url), rawDatabase(fresh.url)]);
     try {
       const applied = await Promise.all(dbs.map((db) => migrateToLatest(db)));
       expect(applied.flat()).toEqual(Object.keys(migrations('postgres')));
@@ -49,7 +49,7 @@ describe('PostgreSQL store', () => {
 
   it('names the failing migration and leaves no half-applied schema', async () => {
     const fresh = await createTestPostgresDatabase();
-    const db = rawDatabase(fresh.url);
+    const db = await rawDatabase(fresh.url);
     try {
       await sql`create table sessions (id text)`.execute(db);
       const error = await migrateToLatest(db).catch((caught: unknown) => caught);
@@ -64,7 +64,7 @@ describe('PostgreSQL store', () => {
   });
 
   it('stores money as numeric(20, 10)', async () => {
-    const db = rawDatabase(database.url);
+    const db = await rawDatabase(database.url);
     try {
       const { rows } = await sql<{ data_type: string; numeric_precision: number; numeric_scale: number }>`
         select data_type, numeric_precision, numeric_scale from information_schema.columns
