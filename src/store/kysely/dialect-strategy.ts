@@ -84,13 +84,20 @@ export interface DialectStrategy {
    * foreign key checks do not wait for it): a lock that serialises its takers without holding up anybody else.
    */
   lockForUpdate<QB extends SelectQueryBuilder<Database, any, any>>(select: QB, options?: { readonly allowReferences?: boolean }): QB;
+
+  /**
+   * Whether the dialect spells an upsert whose update is guarded and returns what it wrote
+   * (`INSERT … ON CONFLICT … DO UPDATE … WHERE … RETURNING`): one statement where others need a transaction of three.
+   */
+  readonly guardedUpsertReturning: boolean;
 }
 
 /**
  * What SQLite and PostgreSQL spell the same way: upserts with `onConflict`, RETURNING on every write, integer
  * division of integers.
  */
-export const sqliteAndPostgresCommons: Pick<DialectStrategy, 'insertOrIgnore' | 'upsert' | 'writeReturning' | 'epochDay'> = {
+export const sqliteAndPostgresCommons: Pick<DialectStrategy, 'insertOrIgnore' | 'upsert' | 'writeReturning' | 'epochDay' | 'guardedUpsertReturning'> = {
+  guardedUpsertReturning: true,
   writeReturning: (db, write) => write(db).executeTakeFirst() as Promise<any>,
   epochDay: (column, dayMs) => sql<string>`cast(${column} / ${sql.lit(dayMs)} as text)`,
   insertOrIgnore: (insert, keys) => insert.onConflict((oc) => oc.columns(keys as any).doNothing()) as typeof insert,

@@ -45,6 +45,8 @@ export const mysqlStrategy: DialectStrategy = {
   },
   // No FOR NO KEY UPDATE here: FOR UPDATE also holds up inserts referencing the row until the transaction ends.
   lockForUpdate: (select) => select.forUpdate() as typeof select,
+  // ON DUPLICATE KEY UPDATE has no WHERE, and MySQL no RETURNING.
+  guardedUpsertReturning: false,
 };
 
 /** Drops RETURNING from a write, for {@link mysqlStrategy.writeReturning}. */
