@@ -67,6 +67,15 @@ function outbox(databaseUrl: string): { readonly pending: number; readonly sent:
   }));
 }
 
+/** `promise`, or after `ms` a failure that names `step` and shows what `child` printed, so a hang says where it was. */
+function within<T>(promise: Promise<T>, ms: number, step: string, child: RunningChild): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${step}: nothing after ${ms} ms. The process printed:\n${child.stdout()}\n${child.stderr()}`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 describe('Telegram user account after a SIGKILL', () => {
   it('resends a part Telegram took just before the kill with the same random_id, and the person gets it once', async () => {
     const telegram = new FakeMtproto({ self: { id: 100, firstName: 'Reception' } });
@@ -77,7 +86,7 @@ describe('Telegram user account after a SIGKILL', () => {
     // Telegram carries out the send, and its answer is held: the process dies before it can mark the part sent.
     const held = telegram.holdNext('messages.sendMessage');
     telegram.incoming(ann.id, 'book a table');
-    const applied = await held.applied;
+    const applied = await within(held.applied, 30_000, 'the first process sending its reply', first);
     expect((await first.stop('SIGKILL')).signal).toBe('SIGKILL');
     held.release();
     expect(telegram.sent(ann.id).map((m) => m.text)).toEqual(['You said: book a table']);

@@ -1,5 +1,6 @@
 import type { ConnectionState, Message, TelegramClient, User } from '@mtcute/node';
 import { silentLogger, type Logger } from '../../observability/logger.js';
+import { whenCaughtUp } from './catch-up.js';
 import { SIGNED_OUT_ERRORS, type BuiltClient } from './client-factory.js';
 
 /** What `/health` and the `palaver_telegram_user_connection` gauge report. */
@@ -134,7 +135,7 @@ export class TelegramUserConnection {
     try {
       await client.connect();
       this.#self = await client.getMe();
-      const caughtUp = this.#caughtUp(client);
+      const caughtUp = whenCaughtUp(client, 30_000);
       await client.startUpdatesLoop();
       // Messages that came while Palaver was down: mtcute catches up at start, this makes sure of it.
       this.catchUp();
@@ -150,24 +151,6 @@ export class TelegramUserConnection {
       this.#logger.warn({ err: error }, 'could not connect the Telegram user account; trying again');
       return this.#retryLater(error);
     }
-  }
-
-  /** Resolves once the client went through catch-up (`updating`) and back to `connected`, or after 30 s. */
-  #caughtUp(client: TelegramClient): Promise<void> {
-    return new Promise((resolve) => {
-      let updating = false;
-      const done = () => {
-        clearTimeout(timer);
-        client.onConnectionState.remove(listener);
-        resolve();
-      };
-      const listener = (state: ConnectionState) => {
-        if (state === 'updating') updating = true;
-        else if (state === 'connected' && updating) done();
-      };
-      const timer = setTimeout(done, 30_000);
-      client.onConnectionState.add(listener);
-    });
   }
 
   #onState(built: BuiltClient, state: ConnectionState): void {
@@ -245,3 +228,4 @@ export function rpcErrorText(error: unknown): string | undefined {
   const text = (error as { text?: unknown }).text;
   return typeof text === 'string' ? text : undefined;
 }
+

@@ -39,7 +39,9 @@ export class FakeMtproto {
   private readonly log: { pts: number; update: tl.TypeUpdate }[] = [];
   private readonly failures = new Map<string, ScriptedFailure[]>();
   private readonly handlers = new Map<string, FakeMethodHandler>();
-  private readonly holds = new Map<string, { applied: (call: FakeMtprotoCall) => void; released: Promise<void> }[]>();
+  /** Calls held after they took effect ({@link holdNext}) and before ({@link delayNext}), by method. */
+  private readonly holds = new Map<string, Gate[]>();
+  private readonly delays = new Map<string, Gate[]>();
   private readonly events = new EventEmitter();
   private nextMessageId = 1;
   private nextUserId = 1000;
@@ -167,14 +169,17 @@ export class FakeMtproto {
    * `applied` resolves once it took effect, so a test can kill the caller's process between the two.
    */
   holdNext(method: string): { readonly applied: Promise<FakeMtprotoCall>; release(): void } {
-    let applied!: (call: FakeMtprotoCall) => void;
-    let release!: () => void;
-    const hold = { applied: (call: FakeMtprotoCall) => applied(call), released: new Promise<void>((resolve) => (release = resolve)) };
-    const appliedPromise = new Promise<FakeMtprotoCall>((resolve) => (applied = resolve));
-    const list = this.holds.get(method) ?? [];
-    list.push(hold);
-    this.holds.set(method, list);
-    return { applied: appliedPromise, release };
+    const { arrived, release } = gateNext(this.holds, method);
+    return { applied: arrived, release };
+  }
+
+  /**
+   * The next call of `method` waits, before it is carried out, until `release()`: Telegram being slow to look.
+   * `reached` resolves once the call arrived. (Unlike {@link holdNext}, the answer reflects the moment of release.)
+   */
+  delayNext(method: string): { readonly reached: Promise<FakeMtprotoCall>; release(): void } {
+    const { arrived, release } = gateNext(this.delays, method);
+    return { reached: arrived, release };
   }
 
   /** Answers `method` with `handler` instead of the built-in behaviour (or adds a method the fake does not know). */
@@ -215,6 +220,7 @@ export class FakeMtproto {
     const call: FakeMtprotoCall = { method, request, at: Date.now() };
     this.calls.push(call);
     this.events.emit('change');
+    await this.delays.get(method)?.shift()?.pass(call);
     const failure = this.takeFailure(method);
     const error = failure ?? this.authError(method);
     if (error !== undefined) {
@@ -224,11 +230,7 @@ export class FakeMtproto {
     const custom = this.handlers.get(method);
     const result = custom ? await custom(request, this) : this.answer(request);
     this.events.emit('change');
-    const hold = this.holds.get(method)?.shift();
-    if (hold) {
-      hold.applied(call);
-      await hold.released;
-    }
+    await this.holds.get(method)?.shift()?.pass(call);
     return result;
   }
 
@@ -592,6 +594,28 @@ export interface FakeTyping {
 export interface FakeRpcError {
   readonly code: number;
   readonly message: string;
+}
+
+/** One held call: `pass` tells the test it arrived and waits for its release. */
+interface Gate {
+  pass(call: FakeMtprotoCall): Promise<void>;
+}
+
+/** Queues a gate for the next call of `method`: `arrived` resolves with that call, `release` lets it go on. */
+function gateNext(gates: Map<string, Gate[]>, method: string): { readonly arrived: Promise<FakeMtprotoCall>; release(): void } {
+  let arrive!: (call: FakeMtprotoCall) => void;
+  let release!: () => void;
+  const arrived = new Promise<FakeMtprotoCall>((resolve) => (arrive = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const list = gates.get(method) ?? [];
+  list.push({
+    pass(call) {
+      arrive(call);
+      return released;
+    },
+  });
+  gates.set(method, list);
+  return { arrived, release };
 }
 
 export type FakeMethodHandler = (request: tl.RpcMethod, fake: FakeMtproto) => unknown;
