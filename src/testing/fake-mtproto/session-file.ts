@@ -1,4 +1,5 @@
 import { closeSync, openSync } from 'node:fs';
+import { whenCaughtUp } from '../../channels/telegram-user/catch-up.js';
 import { sessionStorage } from '../../channels/telegram-user/session-storage.js';
 import { createFakeClient } from './fake-client.js';
 import type { FakeMtprotoLink } from './link.js';
@@ -13,8 +14,11 @@ export async function signInSessionFile(link: FakeMtprotoLink, file: string): Pr
   const storage = sessionStorage(file);
   const client = createFakeClient(link, { storage });
   try {
+    // Signing in starts the updates loop; the state is known once its first catch-up is over. Destroying the client
+    // before that would leave no state, and makes mtcute 0.30 reject a promise nobody handles ("Client is destroyed").
+    const caughtUp = whenCaughtUp(client, 10_000);
     await client.start({ phone: '+15550100', code: () => Promise.resolve('12345') });
-    await client.startUpdatesLoop();
+    await caughtUp;
   } finally {
     await client.destroy();
   }
