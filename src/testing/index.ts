@@ -1,5 +1,5 @@
 export { startScriptedModelServer } from './scripted-model-server.js';
-export type { ScriptedModelServer, ScriptedModelServerOptions, TranscriptionCall, TranscriptionScript } from './scripted-model-server.js';
+export type { ModelTiming, ScriptedModelServer, ScriptedModelServerOptions, TranscriptionCall, TranscriptionScript } from './scripted-model-server.js';
 export { sequenceScript, textScript } from './scripted-model.js';
 export type { ModelScript, ScriptedCall, ScriptedHostedMcpCall, ScriptedReply, ScriptedToolCall } from './scripted-model.js';
 export { benchScript, demoScript } from './demo-script.js';

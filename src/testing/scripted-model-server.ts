@@ -21,6 +21,17 @@ export interface ScriptedModelServerOptions {
   readonly maxStoredResponses?: number;
   /** Answers `POST /v1/audio/transcriptions`; without it that route is 404. Swap it later with `setTranscriptionScript`. */
   readonly transcription?: TranscriptionScript;
+  /**
+   * Told, for each answered model request, when it arrived and when the first byte of its answer went out
+   * (`performance.now()` of this process): what the model's own time to first byte was, for latency benchmarks.
+   */
+  readonly onAnswered?: (call: ScriptedCall, timing: ModelTiming) => void;
+}
+
+/** When a model request arrived and its answer's first byte went out, `performance.now()` of the server's process. */
+export interface ModelTiming {
+  readonly receivedAt: number;
+  readonly firstByteAt: number;
 }
 
 /** One audio file the server was asked to transcribe (multipart form fields of OpenAI's `/audio/transcriptions`). */
@@ -87,7 +98,7 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     calls.push(call);
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, receivedAt: number): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]?.replace(/\/+$/, '') ?? '';
     if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       const given = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
@@ -116,7 +127,9 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       const call = parseChatRequest(body, headers);
       const reply = await answer(call, res);
       if (!reply) return;
-      if (call.stream) return sendSse(res, chatCompletionStream(call, reply), reply.cutStreamAfterEvents);
+      const payload = call.stream ? chatCompletionStream(call, reply) : undefined;
+      answered(call, receivedAt);
+      if (payload !== undefined) return sendSse(res, payload, reply.cutStreamAfterEvents, reply.streamGapMs);
       return sendJson(res, 200, chatCompletionBody(call, reply));
     }
 
@@ -128,8 +141,15 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if (!reply) return;
     const { response, chainItems } = renderResponse(call, reply);
     if (body['store'] !== false) chains.set(String(response['id']), chainItems);
-    if (call.stream) return sendSse(res, responseStream(response));
+    const payload = call.stream ? responseStream(response) : undefined;
+    answered(call, receivedAt);
+    if (payload !== undefined) return sendSse(res, payload, undefined, reply.streamGapMs);
     return sendJson(res, 200, response);
+  }
+
+  /** Reports the request's timing; called right before the answer's first byte is written. */
+  function answered(call: ScriptedCall, receivedAt: number): void {
+    options.onAnswered?.(call, { receivedAt, firstByteAt: performance.now() });
   }
 
   /** `POST /v1/audio/transcriptions`: a multipart form with `file` and `model` (and `language`); answers `{ text }`. */
@@ -196,9 +216,10 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
   }
 
   const server = createServer((req, res) => {
+    const receivedAt = performance.now();
     // A client that timed out may be gone before we answer; writing then must not crash the server.
     res.on('error', () => {});
-    handle(req, res).catch((error: unknown) => {
+    handle(req, res, receivedAt).catch((error: unknown) => {
       const message = error instanceof Error ? error.message : String(error);
       sendJson(res, 500, { error: { message, type: 'server_error', code: null, param: null } });
     });
@@ -269,14 +290,35 @@ function sendJson(res: ServerResponse, status: number, body: unknown, extraHeade
   res.end(payload);
 }
 
-function sendSse(res: ServerResponse, payload: string, cutAfterEvents?: number): void {
+/** An SSE event with text in it: a Chat `content` or a Responses `delta` that is not empty. */
+const FIRST_TEXT = /"(?:content|delta)":"[^"]/;
+
+function sendSse(res: ServerResponse, payload: string, cutAfterEvents?: number, gapMs?: number): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  if (cutAfterEvents === undefined) {
+  if (cutAfterEvents === undefined && !gapMs) {
     res.end(payload);
     return;
   }
   // A stream that breaks half-way, as a model gateway's connection can: the first events, then the socket closes.
-  const events = payload.split('\n\n').slice(0, cutAfterEvents);
-  res.write(events.map((event) => `${event}\n\n`).join(''), () => res.destroy());
+  const events = payload.split('\n\n').filter((event) => event !== '').slice(0, cutAfterEvents);
+  const finish = (): void => {
+    if (cutAfterEvents === undefined) res.end();
+    else res.destroy();
+  };
+  if (!gapMs) {
+    res.write(events.map((event) => `${event}\n\n`).join(''), finish);
+    return;
+  }
+  // One event at a time, `gapMs` apart. The first write goes out now and carries everything up to the first words
+  // (Chat's role-only chunk, the Responses API's opening events), so the first byte is the first text.
+  const firstText = events.findIndex((event) => FIRST_TEXT.test(event));
+  const start = Math.max(0, firstText);
+  const next = (index: number, preamble = ''): void => {
+    if (res.destroyed) return;
+    if (index >= events.length) return finish();
+    res.write(`${preamble}${events[index]}\n\n`);
+    setTimeout(next, gapMs, index + 1);
+  };
+  next(start, events.slice(0, start).map((event) => `${event}\n\n`).join(''));
 }

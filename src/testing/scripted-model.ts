@@ -55,6 +55,11 @@ export interface ScriptedReply {
   readonly delayMs?: number;
   /** Omit `usage` from the answer, as some local servers do. */
   readonly omitUsage?: boolean;
+  /**
+   * Streamed answers: send the SSE events one at a time, this many ms apart, as a model writes while it thinks
+   * (default: the whole stream in one write).
+   */
+  readonly streamGapMs?: number;
   /** Streamed Chat Completions only: send this many SSE events, then drop the connection (a broken stream). */
   readonly cutStreamAfterEvents?: number;
   /** Respond with an HTTP error instead. */
