@@ -1,23 +1,29 @@
 /**
  * Where a Palaver turn's time goes, without a profiler: counts the SQL statements a turn runs (by text), times
- * better-sqlite3's prepare and execute, and times the per-turn helpers suspected of being expensive.
+ * better-sqlite3's prepare and execute, and times the per-turn helpers suspected of being expensive. With
+ * `--postgres`, the turns run on a scratch PostgreSQL database (see bench-postgres.ts) and every `pg` query is one
+ * round trip, counted and timed from send to answer (so it includes waiting for the server).
  * Everything in one process (scripted model server included), so use it for counts and ratios, not throughput.
  *
- * Usage: node --import tsx bench/diagnose-turn.ts [turns=400] [concurrency=8]
+ * Usage: node --import tsx bench/diagnose-turn.ts [turns=400] [concurrency=8] [--postgres]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { createPalaver } from '../src/app.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { renderRuntimeFacts } from '../src/runtime/context/instructions.js';
 import { benchScript, startScriptedModelServer } from '../src/testing/index.js';
+import { createBenchPostgresDatabase } from './bench-postgres.js';
 import { runWorkers } from './stats.js';
 import { BASE_INSTRUCTIONS, BENCH_PRICES, lookupTool, USER_TEXT } from './workload.js';
 
-const turns = Number(process.argv[2] ?? 400);
-const concurrency = Number(process.argv[3] ?? 8);
+const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const onPostgres = process.argv.includes('--postgres');
+const turns = Number(positional[0] ?? 400);
+const concurrency = Number(positional[1] ?? 8);
 
 interface SqlStats {
   prepares: number;
@@ -27,6 +33,8 @@ interface SqlStats {
 }
 const bySql = new Map<string, SqlStats>();
 let counting = false;
+/** Statements of the one traced turn at the end, in the order they ran. */
+let trace: string[] | undefined;
 const statsFor = (text: string): SqlStats => {
   const key = text.replace(/\s+/g, ' ').replace(/\(\?(, \?)*\)/g, '(?…)').slice(0, 110);
   let stats = bySql.get(key);
@@ -49,6 +57,7 @@ proto.prepare = function prepare(this: BetterSqlite3.Database, text: string) {
   for (const method of ['run', 'all', 'get'] as const) {
     const original = statement[method] as (...args: unknown[]) => unknown;
     (statement as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+      trace?.push(text.replace(/\s+/g, ' ').slice(0, 140));
       if (!counting) return original.apply(statement, args);
       const t1 = performance.now();
       try {
@@ -62,6 +71,35 @@ proto.prepare = function prepare(this: BetterSqlite3.Database, text: string) {
   return statement;
 };
 
+// Wrap pg: each query (a simple query, or a parse/bind/execute of a prepared one) is one round trip to the server.
+const clientProto = pg.Client.prototype as unknown as { query(this: pg.Client, ...args: unknown[]): unknown };
+const originalQuery = clientProto.query;
+clientProto.query = function query(this: pg.Client, ...args: unknown[]) {
+  const first = args[0];
+  const text = typeof first === 'string' ? first : String((first as { text?: unknown } | undefined)?.text ?? '?');
+  trace?.push(text.replace(/\s+/g, ' ').slice(0, 140));
+  if (!counting) return originalQuery.apply(this, args);
+  const stats = statsFor(text);
+  const t0 = performance.now();
+  const done = () => {
+    stats.executes += 1;
+    stats.executeUs += (performance.now() - t0) * 1000;
+  };
+  // pg-pool's own query() (the cluster bus's pg_notify) passes a callback and gets no promise back.
+  const last = args.length - 1;
+  const callback = args[last];
+  if (typeof callback === 'function') {
+    args[last] = (...results: unknown[]) => {
+      done();
+      return (callback as (...results: unknown[]) => unknown)(...results);
+    };
+    return originalQuery.apply(this, args);
+  }
+  const result = originalQuery.apply(this, args);
+  return result instanceof Promise ? result.finally(done) : result;
+};
+
+const postgres = onPostgres ? await createBenchPostgresDatabase() : undefined;
 const dir = mkdtempSync(join(tmpdir(), 'palaver-diag-'));
 mkdirSync(join(dir, 'instructions'));
 writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
@@ -69,7 +107,7 @@ const model = await startScriptedModelServer({ script: benchScript, maxRecordedC
 const palaver = await createPalaver(
   {
     model: { name: 'scripted', baseUrl: model.baseUrl, maxRetries: 0, timeoutMs: 60_000, prices: BENCH_PRICES },
-    database: { url: `sqlite:${join(dir, 'palaver.db')}` },
+    database: { url: postgres?.url ?? `sqlite:${join(dir, 'palaver.db')}` },
     agent: { instructionsDir: join(dir, 'instructions') },
     limits: { maxConcurrentModelCalls: 128 },
   },
@@ -89,7 +127,11 @@ try {
   );
   const perTurn = (value: number): string => (value / turns).toFixed(2);
   console.log(`${turns} turns at c=${concurrency}: ${((turns * 1000) / run.elapsedMs).toFixed(0)} turns/s in-process, CPU ${((cpu.user + cpu.system) / 1000 / turns).toFixed(3)} ms/turn (client + model server)`);
-  console.log(`SQL per turn: ${perTurn(total.prepares)} statements prepared, ${perTurn(total.executes)} executed; ` + `prepare ${(total.prepareUs / turns / 1000).toFixed(3)} ms + execute ${(total.executeUs / turns / 1000).toFixed(3)} ms per turn`);
+  console.log(
+    onPostgres
+      ? `PostgreSQL round trips per turn: ${perTurn(total.executes)}, ${(total.executeUs / turns / 1000).toFixed(3)} ms from send to answer`
+      : `SQL per turn: ${perTurn(total.prepares)} statements prepared, ${perTurn(total.executes)} executed; ` + `prepare ${(total.prepareUs / turns / 1000).toFixed(3)} ms + execute ${(total.executeUs / turns / 1000).toFixed(3)} ms per turn`,
+  );
   console.log('\nper turn  prepare µs  execute µs  statement');
   for (const [text, s] of [...bySql].sort((a, b) => b[1].prepareUs + b[1].executeUs - (a[1].prepareUs + a[1].executeUs))) {
     console.log(`${perTurn(s.executes).padStart(8)}  ${(s.prepares ? s.prepareUs / s.prepares : 0).toFixed(1).padStart(10)}  ${(s.executes ? s.executeUs / s.executes : 0).toFixed(1).padStart(10)}  ${text}`);
@@ -106,10 +148,16 @@ try {
   time('renderRuntimeFacts (new Intl.DateTimeFormat per call; once per turn)', 2000, () =>
     renderRuntimeFacts({ now: new Date(), timeZone: 'UTC' }),
   );
+  trace = [];
+  await palaver.chat({ userId: 'user-0', text: USER_TEXT });
+  console.log(`\none more turn, its ${trace.length} statements in order:`);
+  for (const text of trace) console.log(`  ${text}`);
+  trace = undefined;
   const cached = new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'longOffset' });
   time('  the same with a cached Intl.DateTimeFormat', 2000, () => cached.format(new Date()));
 } finally {
   await palaver.close();
   await model.close();
+  await postgres?.drop();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,7 +1,7 @@
 /**
- * Turn time against the length of the conversation: a full turn (`palaver.chat`, the `lookup` tool round, SQLite
- * file) for a user whose session holds `stored[0]` messages (10) and one whose session holds `stored[1]` (100,000),
- * the two users' turns interleaved one by one (which goes first alternates), in several runs.
+ * Turn time against the length of the conversation: a full turn (`palaver.chat`, the `lookup` tool round) for a user
+ * whose session holds `stored[0]` messages (10) and one whose session holds `stored[1]` (100,000), the two users'
+ * turns interleaved one by one (which goes first alternates), in several runs.
  *
  * Both sessions are set up through the store in one transaction each, in the shape turns leave them (user message,
  * tool audit record, reply), and before every turn the oldest messages are deleted (outside the timing) so each
@@ -10,17 +10,33 @@
  *
  * `cacheTtlMs` as shipped leaves the history in the conversation cache between turns; at 1 ms every turn reads
  * participants, state, profile and history from the store (`listRecent` included), the case the index must carry.
+ *
+ * The variant (bench/run.ts's `--history-backends`) picks where Palaver runs (bench/history-palaver.ts):
+ * - `sqlite`: this process, a SQLite file in a temp folder, the tool inline;
+ * - `postgres`: this process, the PostgreSQL database `databaseUrl` (fresh, made and dropped by the parent);
+ * - `streams`: this process on SQLite, the tool dispatched through Redis Streams to the parent's `palaver worker`;
+ * - `two-processes`: two peer processes (bench/history-peer.ts, `peerEntry`) on the one PostgreSQL database, each
+ *   user's turns alternating between them, so every turn takes its conversation over from the other process; the
+ *   turn is timed by the peer that ran it (its `palaver.chat`, its CPU), not across the IPC.
  * Palaver runs from the compiled `dist`. Run by bench/run.ts (parameters as JSON in argv[2]); reports over IPC.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
-import { mainThreadCpuMs, scenarioArgs } from './stats.js';
-import { BASE_INSTRUCTIONS, lookupTool, USER_TEXT } from './workload.js';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../src/store/index.js';
+import { startHistoryPalaver, type HistoryPalaver, type HistoryPalaverArgs, type HistoryTurn } from './history-palaver.js';
+import type { HistoryPeerReply, HistoryPeerRequest } from './history-peer.js';
+import { scenarioArgs } from './stats.js';
+
+export { BENCH_HISTORY_LIMIT } from './history-palaver.js';
+
+export type HistoryVariant = 'sqlite' | 'postgres' | 'streams' | 'two-processes';
 
 export interface HistoryScenarioArgs {
   readonly baseUrl: string;
+  readonly variant: HistoryVariant;
   /** Stored messages of the two sessions, small first. */
   readonly stored: readonly [number, number];
   readonly runs: number;
@@ -29,6 +45,12 @@ export interface HistoryScenarioArgs {
   readonly warmupTurns: number;
   /** The conversation cache's time to live; 1 makes every turn read the store. */
   readonly cacheTtlMs: number;
+  /** A PostgreSQL database for this run; absent: a SQLite file in a temp folder. */
+  readonly databaseUrl?: string;
+  /** The Redis of the `palaver worker` that runs the tool (the `streams` variant). */
+  readonly streams?: { readonly redisUrl: string; readonly keyPrefix: string };
+  /** The compiled bench/history-peer.ts: set, two peer processes run the turns, alternating per user. */
+  readonly peerEntry?: string;
 }
 
 /** One run's turn times of one user. */
@@ -41,6 +63,7 @@ export interface HistoryRunSample {
 }
 
 export interface HistoryScenarioResult {
+  readonly variant: HistoryVariant;
   readonly cacheTtlMs: number;
   readonly samples: HistoryRunSample[];
   /** Per user, at the end: messages stored when a turn starts, and display messages its turn sends the model. */
@@ -49,79 +72,108 @@ export interface HistoryScenarioResult {
   readonly failed: number;
 }
 
-export const BENCH_HISTORY_LIMIT = 6;
-
-const args = scenarioArgs<HistoryScenarioArgs>();
-const { createPalaver, silentLogger } = (await import(new URL('../dist/index.js', import.meta.url).href)) as typeof import('../src/index.js');
-const { openSqliteDatabase } = (await import(new URL('../dist/store/index.js', import.meta.url).href)) as typeof import('../src/store/index.js');
-const dir = mkdtempSync(join(tmpdir(), 'palaver-bench-history-'));
-mkdirSync(join(dir, 'instructions'));
-writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
-const databaseUrl = `sqlite:${join(dir, 'palaver.db')}`;
-
-const palaver = await createPalaver(
-  {
-    model: { name: 'scripted', baseUrl: args.baseUrl, maxRetries: 0, timeoutMs: 60_000 },
-    database: { url: databaseUrl },
-    agent: { instructionsDir: join(dir, 'instructions'), historyLimit: BENCH_HISTORY_LIMIT },
-    cache: { ttlMs: args.cacheTtlMs },
-    log: { level: 'silent' },
-  },
-  { tools: [lookupTool], logger: silentLogger() },
-);
-// A second connection to the same file, for the trimming between turns (a WAL database takes both).
-const trimmer = openSqliteDatabase(databaseUrl);
-
-let failed = 0;
-const chat = async (userId: string): Promise<string> => {
-  const reply = await palaver.chat({ userId, text: USER_TEXT });
-  if (reply.status !== 'completed' || !reply.text.startsWith('Lookup done')) {
-    failed += 1;
-    if (failed <= 3) console.error(`[history] unexpected reply (${reply.status}): ${reply.text}`);
-  }
-  return reply.sessionId;
-};
-
-/** Messages in the shape a turn stores them: the question, the tool's audit record, the answer. */
-function turnShaped(count: number) {
-  return Array.from({ length: count }, (_, index) => {
-    const turn = Math.floor(index / 3);
-    switch (index % 3) {
-      case 0:
-        return { role: 'user' as const, audience: 'display' as const, content: `What is the status of item ${turn}? I need it before the delivery on Friday.` };
-      case 1:
-        return { role: 'tool' as const, audience: 'audit' as const, content: JSON.stringify({ id: turn, name: `item-${turn}`, status: 'in stock', priceEur: 12.5 }), toolCallId: `seed_${turn}` };
-      default:
-        return { role: 'assistant' as const, audience: 'display' as const, content: `Lookup done: item-${turn} is in stock at 12.50 EUR.` };
-    }
-  });
+/** Where the turns run: this process, or two peers taking turns (`chat`'s `turn` picks the peer). */
+interface TurnRunner {
+  chat(userId: string, turn: number): Promise<HistoryTurn>;
+  seed(sessionId: string, count: number): Promise<void>;
+  historySent(sessionId: string): Promise<number>;
+  close(): Promise<void>;
 }
 
-const users = args.stored.map((count) => ({ userId: `stored-${count}`, count, sessionId: '' }));
+function inProcess(palaver: HistoryPalaver): TurnRunner {
+  return { chat: (userId) => palaver.chat(userId), seed: (sessionId, count) => palaver.seed(sessionId, count), historySent: (sessionId) => palaver.historySent(sessionId), close: () => palaver.close() };
+}
+
+/** Two peer processes on the one database, started one after the other (the first migrates it). */
+async function startPeers(entry: string, palaverArgs: HistoryPalaverArgs): Promise<TurnRunner> {
+  const peers: Peer[] = [];
+  for (let index = 0; index < 2; index += 1) peers.push(await Peer.start(entry, palaverArgs, `peer ${index + 1}`));
+  return {
+    chat: (userId, turn) => peers[turn % 2]!.ask({ type: 'chat', userId }) as Promise<HistoryTurn>,
+    seed: async (sessionId, count) => void (await peers[0]!.ask({ type: 'seed', sessionId, count })),
+    historySent: (sessionId) => peers[0]!.ask({ type: 'historySent', sessionId }) as Promise<number>,
+    close: async () => void (await Promise.all(peers.map((peer) => peer.ask({ type: 'close' })))),
+  };
+}
+
+/** One peer process and its one request in flight. */
+class Peer {
+  #waiting: { resolve(value: unknown): void; reject(error: Error): void } | undefined;
+
+  private constructor(
+    readonly child: ChildProcess,
+    readonly label: string,
+  ) {
+    child.on('message', (reply: HistoryPeerReply) => {
+      const waiting = this.#waiting;
+      this.#waiting = undefined;
+      if (reply.type === 'done') waiting?.resolve(reply.value);
+      else if (reply.type === 'failed') waiting?.reject(new Error(`${label}: ${reply.message}`));
+    });
+    child.on('exit', (code, signal) => this.#waiting?.reject(new Error(`${label} exited (${signal ?? code})`)));
+  }
+
+  static async start(entry: string, palaverArgs: HistoryPalaverArgs, label: string): Promise<Peer> {
+    const child = fork(entry, [JSON.stringify(palaverArgs)], { execArgv: ['--no-warnings'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    await new Promise<void>((resolve, reject) => {
+      child.once('message', () => resolve());
+      child.once('exit', (code, signal) => reject(new Error(`history ${label} exited (${signal ?? code}) before it was ready`)));
+    });
+    return new Peer(child, label);
+  }
+
+  ask(request: HistoryPeerRequest): Promise<unknown> {
+    if (this.#waiting) throw new Error(`${this.label} asked twice at once; the scenario drives one turn at a time`);
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject };
+      this.child.send(request);
+    });
+  }
+}
+
+const args = scenarioArgs<HistoryScenarioArgs>();
+const { openSqliteDatabase, openPostgresDatabase } = (await import(new URL('../dist/store/index.js', import.meta.url).href)) as typeof import('../src/store/index.js');
+const dir = mkdtempSync(join(tmpdir(), 'palaver-bench-history-db-'));
+const databaseUrl = args.databaseUrl ?? `sqlite:${join(dir, 'palaver.db')}`;
+const palaverArgs: HistoryPalaverArgs = { baseUrl: args.baseUrl, databaseUrl, cacheTtlMs: args.cacheTtlMs, ...(args.streams ? { streams: args.streams } : {}) };
+
+const runner: TurnRunner = args.peerEntry ? await startPeers(args.peerEntry, palaverArgs) : inProcess(await startHistoryPalaver(palaverArgs));
+// A second connection to the same database, for the trimming between turns (a WAL SQLite file takes both).
+const trimmer: Kysely<Database> = databaseUrl.startsWith('sqlite:') ? openSqliteDatabase(databaseUrl) : await openPostgresDatabase(databaseUrl, { poolSize: 1 });
+
+let failed = 0;
+const users = args.stored.map((count) => ({ userId: `stored-${count}`, count, sessionId: '', turns: 0 }));
+type User = (typeof users)[number];
+
+async function chat(user: User): Promise<HistoryTurn> {
+  const turn = await runner.chat(user.userId, user.turns);
+  user.turns += 1;
+  if (!turn.ok) {
+    failed += 1;
+    if (failed <= 3) console.error(`[history ${args.variant}] unexpected reply (${turn.detail})`);
+  }
+  return turn;
+}
+
 const setupStarted = performance.now();
 for (const user of users) {
-  user.sessionId = await chat(user.userId);
+  user.sessionId = (await chat(user)).sessionId;
   // One append, one transaction: the session's seq counter and totals stay as turns would have left them.
-  await palaver.store.messages.append(user.sessionId, turnShaped(Math.max(0, user.count - 3)));
+  await runner.seed(user.sessionId, Math.max(0, user.count - 3));
 }
 const setupMs = performance.now() - setupStarted;
 
 /** Deletes the session's oldest messages so it holds exactly `count`. */
-async function trim(user: (typeof users)[number]): Promise<void> {
+async function trim(user: User): Promise<void> {
   await sql`delete from messages where session_id = ${user.sessionId} and seq <= (select last_seq from sessions where id = ${user.sessionId}) - ${user.count}`.execute(trimmer);
 }
 
-async function timedTurn(user: (typeof users)[number], sample: { turnMs: number[]; cpuMs: number; mainThreadCpuMs: number | undefined }): Promise<void> {
+async function timedTurn(user: User, sample: { turnMs: number[]; cpuMs: number; mainThreadCpuMs: number | undefined }): Promise<void> {
   await trim(user);
-  const cpuBefore = process.cpuUsage();
-  const mainBefore = mainThreadCpuMs();
-  const started = performance.now();
-  await chat(user.userId);
-  sample.turnMs.push(performance.now() - started);
-  const cpu = process.cpuUsage(cpuBefore);
-  sample.cpuMs += (cpu.user + cpu.system) / 1000;
-  const mainAfter = mainThreadCpuMs();
-  sample.mainThreadCpuMs = mainBefore === undefined || mainAfter === undefined || sample.mainThreadCpuMs === undefined ? undefined : sample.mainThreadCpuMs + (mainAfter - mainBefore);
+  const turn = await chat(user);
+  sample.turnMs.push(turn.turnMs);
+  sample.cpuMs += turn.cpuMs;
+  sample.mainThreadCpuMs = turn.mainThreadCpuMs === undefined || sample.mainThreadCpuMs === undefined ? undefined : sample.mainThreadCpuMs + turn.mainThreadCpuMs;
 }
 
 try {
@@ -142,13 +194,12 @@ try {
   const sessions = [];
   for (const user of users) {
     await trim(user);
-    const { rows } = await sql<{ n: number }>`select count(*) as n from messages where session_id = ${user.sessionId}`.execute(trimmer);
-    const history = await palaver.store.messages.listRecent(user.sessionId, { limit: BENCH_HISTORY_LIMIT, audience: 'display', sinceContextStart: true });
-    sessions.push({ stored: Number(rows[0]!.n), historySent: history.length });
+    const { rows } = await sql<{ n: number | string }>`select count(*) as n from messages where session_id = ${user.sessionId}`.execute(trimmer);
+    sessions.push({ stored: Number(rows[0]!.n), historySent: await runner.historySent(user.sessionId) });
   }
-  const result: HistoryScenarioResult = { cacheTtlMs: args.cacheTtlMs, samples, sessions, setupMs, failed };
+  const result: HistoryScenarioResult = { variant: args.variant, cacheTtlMs: args.cacheTtlMs, samples, sessions, setupMs, failed };
   await trimmer.destroy();
-  await palaver.close();
+  await runner.close();
   if (process.send) process.send(result, () => process.exit(0));
   else console.log(JSON.stringify(result, null, 2));
 } finally {

@@ -22,13 +22,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { openStore } from '../src/store/open-store.js';
 import { startScriptedModelServer, type ScriptedCall } from '../src/testing/index.js';
+import { createBenchPostgresDatabase } from './bench-postgres.js';
+import { listeningUrl } from './listening-url.js';
+import { visitor } from './web-visitor.js';
 import { summarize, type LatencySummary } from './stats.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const POSTGRES_URL = process.env.PALAVER_BENCH_POSTGRES_URL ?? process.env.PALAVER_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const COOKIE_SECRET = `bench-cookie-secret-${randomBytes(16).toString('hex')}`;
 
 export interface ScaleOptions {
@@ -195,11 +196,8 @@ async function measureTakeover(cluster: Cluster, kills: number, holds: Map<strin
 }
 
 async function startCluster(modelBaseUrl: string, count: number): Promise<Cluster> {
-  const name = `palaver_bench_${randomBytes(6).toString('hex')}`;
-  await withAdmin((admin) => admin.query(`create database ${name}`));
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${name}`;
-  const databaseUrl = url.toString();
+  const database = await createBenchPostgresDatabase();
+  const databaseUrl = database.url;
   const dir = mkdtempSync(join(tmpdir(), 'palaver-bench-scale-'));
   mkdirSync(join(dir, 'instructions'));
   writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
@@ -207,7 +205,7 @@ async function startCluster(modelBaseUrl: string, count: number): Promise<Cluste
   const close = async () => {
     await Promise.all(processes.map((p) => p.kill()));
     rmSync(dir, { recursive: true, force: true });
-    await withAdmin((admin) => admin.query(`drop database if exists ${name} with (force)`));
+    await database.drop();
   };
   try {
     for (let i = 0; i < count; i += 1) {
@@ -238,26 +236,7 @@ async function startProcess(label: string, configFile: string, cwd: string): Pro
   for (const key of Object.keys(env)) if (key.startsWith('PALAVER_') || key === 'NODE_OPTIONS') delete env[key];
   const launch = async (): Promise<{ child: ChildProcessWithoutNullStreams; url: string }> => {
     const child = spawn(process.execPath, [join(repoRoot, 'bin', 'palaver.js'), 'start', '--config', configFile, '--port', '0'], { cwd, env, stdio: 'pipe' });
-    let output = '';
-    const url = await new Promise<string>((resolveUrl, reject) => {
-      const timer = setTimeout(() => reject(new Error(`palaver ${label} did not listen within 60 s:\n${output.slice(-2000)}`)), 60_000);
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        output += chunk;
-        const match = /Palaver is listening on (\S+)/.exec(output);
-        if (match) {
-          clearTimeout(timer);
-          resolveUrl(match[1]!);
-        }
-      });
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`palaver ${label} exited (${signal ?? code}) before listening:\n${output.slice(-2000)}`));
-      });
-    });
-    // Keep draining its output so a chatty process never blocks on a full pipe.
-    child.stdout.resume();
-    child.stderr.resume();
+    const url = await listeningUrl(child, `palaver ${label}`);
     return { child, url };
   };
   const first = await launch();
@@ -278,28 +257,6 @@ async function startProcess(label: string, configFile: string, cwd: string): Pro
     },
   };
   return proc;
-}
-
-async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 5_000 });
-  try {
-    await admin.connect();
-  } catch (error) {
-    throw new Error(`PostgreSQL not reachable for the scale bench (${(error as Error).message}); start it or set PALAVER_BENCH_POSTGRES_URL.`, { cause: error });
-  }
-  try {
-    return await fn(admin);
-  } finally {
-    await admin.end();
-  }
-}
-
-async function visitor(base: string): Promise<string> {
-  const page = await fetch(`${base}/`);
-  await page.body?.cancel();
-  const cookie = page.headers.getSetCookie()[0]?.split(';')[0];
-  if (page.status !== 200 || cookie === undefined) throw new Error(`the chat page gave no cookie (${page.status})`);
-  return cookie;
 }
 
 function runBody(threadId: string, text: string): string {

@@ -28,14 +28,38 @@ export const lookupTool = defineTool({
   run: ({ id }) => lookupItem(id),
 });
 
+/** The model API both turn scenarios speak. */
+export type TurnApi = 'chat' | 'responses';
+
+/** Palaver's database in the turn scenarios. */
+export type TurnBackend = 'sqlite' | 'postgres';
+
 /** Parameters every turn scenario child receives from bench/run.ts. */
 export interface TurnScenarioArgs {
   readonly baseUrl: string;
   readonly concurrency: number;
   readonly turns: number;
   readonly warmupTurns: number;
+  readonly api: TurnApi;
+  /** A worker's person is replaced by a new one after this many turns (first contact counts too). */
+  readonly turnsPerPerson: number;
+  /** Palaver's PostgreSQL database; a SQLite file in a temp folder without it. */
+  readonly databaseUrl?: string;
   /** When set, the measured phase is CPU-profiled into this folder. */
   readonly profileDir?: string;
   /** The bare loop's SDK runs over Palaver's HTTP transport (`--bare-transport`), not the global fetch. */
   readonly palaverTransport?: boolean;
+}
+
+/**
+ * Who a worker's next turn is from: each worker talks for a person who has `turnsPerPerson` turns, then the next
+ * person takes over, so first contact (a new user and session) is part of the measured work on both sides.
+ */
+export function personRotation(prefix: string, turnsPerPerson: number): (worker: number) => string {
+  const turnsByWorker = new Map<number, number>();
+  return (worker) => {
+    const done = turnsByWorker.get(worker) ?? 0;
+    turnsByWorker.set(worker, done + 1);
+    return `${prefix}-${worker}-${Math.floor(done / turnsPerPerson)}`;
+  };
 }
