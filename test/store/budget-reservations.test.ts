@@ -55,7 +55,7 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
         { owner, leaseMs: options.leaseMs ?? 15_000 },
       );
       if (!accepted.accepted) throw new Error('not accepted');
-      return { turnId: accepted.record.id, owner, userId: user.id, day: DAY, sessionId: on.id, amount, currency: options.currency ?? 'USD' };
+      return { turnId: accepted.record.id, owner, liveWithinMs: 15_000, userId: user.id, day: DAY, sessionId: on.id, amount, currency: options.currency ?? 'USD' };
     };
     return { user, session, turn };
   }
@@ -101,6 +101,36 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
     expect(await store.spend.reserve({ ...crashed, owner: 'heir' }, limit)).toEqual({ reserved: true });
   });
 
+  it('keeps counting a claim whose lease lapsed while its process runs (its heartbeat is recent), and drops it once the heartbeat stops', async () => {
+    const { turn } = await start();
+    const limit = caps({ perUserPerDay: '1' });
+    await store.processes.register({ id: 'busy', host: 'h', pid: 1, startedAt: clock, heartbeatAt: clock });
+    const busy = await turn('0.6', { owner: 'busy', leaseMs: 2_000 });
+    expect(await store.spend.reserve(busy, limit)).toEqual({ reserved: true });
+    // The busy process's lease renewal lags behind its turns (the defect: its claims stopped counting and 20 turns of
+    // one user were let in): its heartbeat is still recent, so the claim stands.
+    clock += 5_000;
+    await store.processes.heartbeat('busy', clock);
+    expect((await store.spend.reserve(await turn('0.6'), limit)).reserved).toBe(false);
+    // Even when another process took the message over meanwhile: the busy one may still be paying for its call.
+    expect(await store.inbound.claimExpired({ owner: 'heir', leaseMs: 15_000, channels: ['api'], limit: 10 })).not.toHaveLength(0);
+    expect((await store.spend.reserve({ ...busy, owner: 'heir' }, limit)).reserved).toBe(false);
+    // Its heartbeat stops (it died, or was paused beyond the window): the claim no longer counts.
+    clock += 15_001;
+    expect(await store.spend.reserve({ ...busy, owner: 'heir' }, limit)).toEqual({ reserved: true });
+  });
+
+  it('counts the asking process\'s own claims whatever its lease and heartbeat say', async () => {
+    const { turn } = await start();
+    const limit = caps({ perUserPerDay: '1' });
+    const mine = await turn('0.6', { owner: 'me', leaseMs: 1_000 });
+    expect(await store.spend.reserve(mine, limit)).toEqual({ reserved: true });
+    clock += 60_000;
+    // Not registered, lease long gone: to another process it is dead, to itself it runs.
+    expect((await store.spend.reserve(await turn('0.6', { owner: 'me' }), limit)).reserved).toBe(false);
+    expect(await store.spend.reserve(await turn('0.6', { owner: 'other' }), limit)).toEqual({ reserved: true });
+  });
+
   it('replaces a turn\'s claim when it reserves again, and drops it on release', async () => {
     const { turn } = await start();
     const limit = caps({ perUserPerDay: '1' });
@@ -110,10 +140,13 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
     expect(await store.spend.reserve(first, limit)).toEqual({ reserved: true });
     const second = await turn('0.6');
     expect((await store.spend.reserve(second, limit)).reserved).toBe(false);
-    await store.spend.release(first.turnId);
+    // Another process's release of the turn leaves this process's claim alone.
+    await store.spend.release(first.turnId, 'process-b');
+    expect((await store.spend.reserve(second, limit)).reserved).toBe(false);
+    await store.spend.release(first.turnId, first.owner);
     expect(await store.spend.reserve(second, limit)).toEqual({ reserved: true });
     // Releasing what is not reserved is fine.
-    await store.spend.release(randomUUID());
+    await store.spend.release(randomUUID(), first.owner);
   });
 
   it('holds the session cap against the session\'s cost and its other turns\' claims', async () => {

@@ -47,6 +47,13 @@ export interface Store {
    * business: callers pass no hints.
    */
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
+  /**
+   * The store the heartbeat writes through (lease and claim renewals, the process record): on PostgreSQL and
+   * MariaDB a connection of its own, so that renewals never queue behind turns holding the pool (a process whose
+   * leases lapse while it works would see its messages taken over and its budget claims ignored). The store itself
+   * where there is one connection (SQLite) or inside a transaction.
+   */
+  readonly heartbeat: Store;
   /** Cheap round trip used by health checks and `palaver doctor`. */
   ping(): Promise<void>;
   /** Closes the connection pool. Safe to call twice. */
@@ -623,13 +630,16 @@ export type SpendCap = 'perUserPerDay' | 'perSession';
 /** A turn's claim on its user's budget of the day (and its session's), made before the turn's first model call. */
 export interface BudgetReservation {
   /**
-   * The turn's first accepted message (`InboundRecord.id`). The reservation counts while that message is queued under
-   * `owner`'s live lease: a crashed process's claims stop counting when its leases run out. A second reservation
-   * under the same id (the turn run again) replaces the first.
+   * The turn's first accepted message (`InboundRecord.id`). The reservation counts while that message is queued and
+   * `owner` runs: it is the process asking, its heartbeat is within `liveWithinMs`, or it holds the message's lease.
+   * A second reservation of the same turn by the same owner (its next model call, or the turn run again) replaces the
+   * first.
    */
   readonly turnId: string;
-  /** The process running the turn: the owner of its messages' lease. */
+  /** The process running the turn (its `processes` record, and the owner of its messages' lease). */
   readonly owner: string;
+  /** How recent a process's heartbeat must be for its claims to count: the lease (a dead process's work is free after it). */
+  readonly liveWithinMs: number;
   readonly userId: string;
   /** The user's calendar day, YYYY-MM-DD. */
   readonly day: string;
@@ -665,6 +675,6 @@ export interface SpendRepository {
    * exceed it. Reservations of one user are serialised, so turns running at once cannot all pass on the same spend.
    */
   reserve(reservation: BudgetReservation, caps: BudgetCaps): Promise<ReservationOutcome>;
-  /** Drops the turn's reservation (in its closing transaction, beside the actual cost); none is fine. */
-  release(turnId: string): Promise<void>;
+  /** Drops `owner`'s reservation for the turn (in its closing transaction, beside the actual cost); none is fine. */
+  release(turnId: string, owner: string): Promise<void>;
 }

@@ -15,12 +15,19 @@ export function reserveAgainstCaps(ctx: RepositoryContext, reservation: BudgetRe
     // One reservation of a user at a time: on PostgreSQL the user's row is locked (turns closing meanwhile still
     // write their spend); a SQLite transaction holds the only connection.
     await ctx.dialect.lockForUpdate(db.selectFrom('users').select('id').where('id', '=', reservation.userId), { allowReferences: true }).execute();
-    // This turn's earlier claim (it runs again) is replaced; the user's dead ones are swept.
+    const live = liveness(reservation, now);
+    // This process's earlier claim for the turn (its next model call, or the turn run again) is replaced; the
+    // user's dead ones are swept.
     await db
       .deleteFrom('budget_reservations')
-      .where((eb) => eb.or([eb('turn_id', '=', reservation.turnId), eb.and([eb('user_id', '=', reservation.userId), eb.not(isLive(eb, now))])]))
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('turn_id', '=', reservation.turnId), eb('owner', '=', reservation.owner)]),
+          eb.and([eb('user_id', '=', reservation.userId), eb.not(isLive(eb, live))]),
+        ]),
+      )
       .execute();
-    const committed = await committedAgainst(db, reservation, caps, now);
+    const committed = await committedAgainst(db, reservation, caps, live);
     const wanted = caps.inCapCurrency(amount, reservation.currency);
     for (const cap of CAPS) {
       const limit = caps[cap];
@@ -46,9 +53,9 @@ export function reserveAgainstCaps(ctx: RepositoryContext, reservation: BudgetRe
   });
 }
 
-/** Drops a turn's reservation, if any. */
-export async function releaseReservation(db: Kysely<Database>, turnId: string): Promise<void> {
-  await db.deleteFrom('budget_reservations').where('turn_id', '=', turnId).execute();
+/** Drops the reservation `owner` holds for a turn, if any (another process's claim on the same turn stays). */
+export async function releaseReservation(db: Kysely<Database>, turnId: string, owner: string): Promise<void> {
+  await db.deleteFrom('budget_reservations').where('turn_id', '=', turnId).where('owner', '=', owner).execute();
 }
 
 const CAPS: readonly SpendCap[] = ['perUserPerDay', 'perSession'];
@@ -59,20 +66,46 @@ interface CommittedRow {
   readonly amount: string;
 }
 
+/** Who asks, and when: what {@link isLive} needs. */
+interface Liveness {
+  readonly now: number;
+  /** The reserving process: its own claims are live (it knows its turns run). */
+  readonly self: string;
+  /** A process whose heartbeat is older than this is taken for stopped. */
+  readonly heartbeatAfter: number;
+}
+
+function liveness(reservation: BudgetReservation, now: number): Liveness {
+  return { now, self: reservation.owner, heartbeatAfter: now - reservation.liveWithinMs };
+}
+
 /**
- * A reservation is live while its turn's first message is queued under the lease of the process that reserved: once
- * answered (the closing transaction also deletes the reservation), or once the lease ran out (the process died, and
- * another one may take the message over and reserve afresh), it no longer counts.
+ * A reservation is live while its turn's first message is still queued (the closing transaction answers it and drops
+ * the claim together) and the process that reserved is running: it is the process asking, or its heartbeat is recent
+ * (`processes.heartbeat_at`), or it still holds the message's lease. A lease that lapsed while its process was busy
+ * does not end a claim; a process whose heartbeat stopped (it died, or was paused past the window) no longer holds
+ * one, and the process that takes its message over reserves afresh.
  */
-function isLive(eb: ExpressionBuilder<Database, 'budget_reservations'>, now: number) {
+function isLive(eb: ExpressionBuilder<Database, 'budget_reservations'>, live: Liveness) {
   return eb.exists(
     eb
       .selectFrom('inbound_messages as i')
       .select('i.id')
       .whereRef('i.id', '=', 'budget_reservations.turn_id')
       .where('i.state', '=', 'queued')
-      .whereRef('i.owner', '=', 'budget_reservations.owner')
-      .where('i.lease_until', '>', now),
+      .where((running) =>
+        running.or([
+          running('budget_reservations.owner', '=', live.self),
+          running.and([running('i.owner', '=', running.ref('budget_reservations.owner')), running('i.lease_until', '>', live.now)]),
+          running.exists(
+            running
+              .selectFrom('processes as p')
+              .select('p.id')
+              .whereRef('p.id', '=', 'budget_reservations.owner')
+              .where('p.heartbeat_at', '>', live.heartbeatAfter),
+          ),
+        ]),
+      ),
   );
 }
 
@@ -81,9 +114,9 @@ function isLive(eb: ExpressionBuilder<Database, 'budget_reservations'>, now: num
  * live reservations of other turns. One statement, so that it reads one snapshot: a turn closing meanwhile (its spend
  * added, its reservation dropped) is seen either wholly or not at all.
  */
-async function committedAgainst(db: Kysely<Database>, reservation: BudgetReservation, caps: BudgetCaps, now: number): Promise<Record<SpendCap, CommittedRow[]>> {
+async function committedAgainst(db: Kysely<Database>, reservation: BudgetReservation, caps: BudgetCaps, live: Liveness): Promise<Record<SpendCap, CommittedRow[]>> {
   const label = (cap: SpendCap) => sql<SpendCap>`${sql.lit(cap)}`.as('cap');
-  const reserved = (cap: SpendCap) => db.selectFrom('budget_reservations').select([label(cap), 'currency', 'amount']).where((eb) => isLive(eb, now));
+  const reserved = (cap: SpendCap) => db.selectFrom('budget_reservations').select([label(cap), 'currency', 'amount']).where((eb) => isLive(eb, live));
   const parts = [
     ...(caps.perUserPerDay === undefined
       ? []

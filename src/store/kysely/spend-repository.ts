@@ -47,8 +47,8 @@ export class KyselySpendRepository implements SpendRepository {
     return storeOperation('spend.reserve', () => reserveAgainstCaps(this.#ctx, reservation, caps));
   }
 
-  release(turnId: string): Promise<void> {
-    return storeOperation('spend.release', () => releaseReservation(this.#ctx.db, turnId));
+  release(turnId: string, owner: string): Promise<void> {
+    return storeOperation('spend.release', () => releaseReservation(this.#ctx.db, turnId, owner));
   }
 
   daily(userId: string, day: string): Promise<DailySpend[]> {
