@@ -29,6 +29,8 @@ export interface OpenStoreOptions extends PostgresDatabaseOptions {
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const scheme = url.slice(0, Math.max(0, url.indexOf(':'))).toLowerCase();
   let db: Kysely<Database>;
+  // PostgreSQL and MariaDB: one more connection, the heartbeat's own (see Store.heartbeat).
+  let heartbeatDb: Kysely<Database> | undefined;
   let dialect: StoreDialect;
   let where: string;
   if (scheme === 'sqlite') {
@@ -39,11 +41,13 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   } else if (scheme === 'postgres' || scheme === 'postgresql') {
     const { openPostgresDatabase, redactPostgresUrl } = await import('./postgres/open-postgres-database.js');
     db = await openPostgresDatabase(url, options);
+    heartbeatDb = await openPostgresDatabase(url, { ...options, poolSize: 1 });
     dialect = 'postgres';
     where = redactPostgresUrl(url);
   } else if (scheme === 'mysql' || scheme === 'mariadb') {
     const { openMysqlDatabase, redactMysqlUrl } = await import('./mysql/open-mysql-database.js');
     db = await openMysqlDatabase(url, options);
+    heartbeatDb = await openMysqlDatabase(url, { ...options, poolSize: 1 });
     dialect = 'mysql';
     where = redactMysqlUrl(url);
   } else {
@@ -53,7 +57,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     );
   }
 
-  const store = new KyselyStore(db, { dialect });
+  const store = new KyselyStore(db, { dialect, ...(heartbeatDb === undefined ? {} : { heartbeatDb }) });
   try {
     await store.ping().catch((error: unknown) => {
       throw new StoreError('unreachable', `Database not reachable at ${where}: ${toStoreError('connect', error).message}. Start it or fix the URL.`, { cause: error });

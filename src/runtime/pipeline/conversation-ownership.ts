@@ -83,7 +83,7 @@ export class ConversationOwnership {
       await store.claims.release(fence);
       this.#unreleased.delete(key);
     }
-    await store.claims.renew(owner, this.#now(), leaseMs);
+    await store.heartbeat.claims.renew(owner, this.#now(), leaseMs);
   }
 }
 

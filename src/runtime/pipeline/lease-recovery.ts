@@ -100,10 +100,13 @@ export class LeaseRecovery {
           await this.#registry.register();
           this.#registered = true;
         }
-        await inbound.renewLeases(owner, leaseMs);
-        await deliveries.renewLeases(owner, leaseMs);
-        await this.#ownership.renew();
+        // Renewals first, through the heartbeat's own connection (Store.heartbeat): a pool busy with turns must not
+        // let this process's leases lapse, or others would take its work over and ignore its budget claims.
+        const { heartbeat } = this.#deps.store;
         await this.#registry.beat();
+        await heartbeat.inbound.renewLeases(owner, leaseMs);
+        await heartbeat.deliveries.renewLeases(owner, leaseMs);
+        await this.#ownership.renew();
         if (this.#isStopped()) return;
         const claimed = await inbound.claimExpired({ owner, leaseMs, channels: [...this.#channels.keys()], limit: RECOVERY_BATCH });
         await this.#queueRecovered(claimed, 'answering a message left unanswered by a stopped process');

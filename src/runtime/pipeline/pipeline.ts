@@ -101,7 +101,8 @@ export class Pipeline {
       interfaceLanguage: (channel, accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
     });
     const ownership = new ConversationOwnership({ store: deps.store, cache: deps.cache, logger: deps.logger, owner: this.#lease.owner, leaseMs: this.#lease.leaseMs });
-    this.#registry = new ProcessRegistry({ store: deps.store, logger: deps.logger, id: this.#lease.owner });
+    // The heartbeat's writes go through its own connection: they must not wait behind the turns they keep alive.
+    this.#registry = new ProcessRegistry({ store: deps.store.heartbeat, logger: deps.logger, id: this.#lease.owner });
     this.#turns = new TurnRunner({ deps, inbox: this.#inbox, lease: this.#lease, ownership, maxTurnAttempts: options.maxTurnAttempts, isStopped });
     this.#intake = new Intake({
       deps,

@@ -15,8 +15,6 @@ export interface ProcessRegistryOptions {
   readonly now?: () => number;
 }
 
-/** How often the process's own row is stamped; its leases, not this row, say whether it is alive. */
-const STAMP_EVERY_MS = 30_000;
 /** A process not heard of for this long is forgotten. */
 const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
 /** The Palavers running in this Node process (tests and embedders run several in one), which share its pid. */
@@ -34,7 +32,6 @@ export class ProcessRegistry {
   readonly #host: string;
   readonly #pid: number;
   readonly #now: () => number;
-  #stampedAt = 0;
 
   constructor(options: ProcessRegistryOptions) {
     this.#options = options;
@@ -49,7 +46,6 @@ export class ProcessRegistry {
     const now = this.#now();
     await store.processes.register({ id, host: this.#host, pid: this.#pid, startedAt: now, heartbeatAt: now });
     runningHere.add(id);
-    this.#stampedAt = now;
     let left = 0;
     for (const other of await store.processes.list()) {
       if (other.id === id || other.host !== this.#host || this.#alive(other.id, other.pid)) continue;
@@ -61,12 +57,13 @@ export class ProcessRegistry {
     return left;
   }
 
-  /** The heartbeat's part: stamps this process's record now and then (operators see when it was last alive). */
+  /**
+   * The heartbeat's part: stamps this process's record every round. Other processes read it to know this one runs:
+   * its budget claims count while the stamp is within a lease (see `SpendRepository.reserve`).
+   */
   async beat(): Promise<void> {
     const now = this.#now();
-    if (now - this.#stampedAt < STAMP_EVERY_MS) return;
     await this.#options.store.processes.heartbeat(this.#options.id, now);
-    this.#stampedAt = now;
   }
 
   /** This process stops: another Palaver started in this Node process may retire what it leaves. */

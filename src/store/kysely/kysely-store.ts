@@ -37,6 +37,11 @@ export interface KyselyStoreOptions {
   readonly dialect?: StoreDialect | DialectStrategy;
   /** Clock in epoch milliseconds; defaults to `Date.now`. */
   readonly now?: () => number;
+  /**
+   * A second, small pool on the same database for the heartbeat ({@link Store.heartbeat}); closed with the store.
+   * Without it the heartbeat shares the store's own.
+   */
+  readonly heartbeatDb?: Kysely<Database>;
 }
 
 /**
@@ -70,6 +75,7 @@ export class KyselyStore implements Store {
   readonly spend: KyselySpendRepository;
   readonly profiles: KyselyProfileRepository;
   readonly operators: KyselyOperatorQueries;
+  readonly heartbeat: KyselyStore;
   readonly #ctx: RepositoryContext;
   readonly #engine: StoreEngine | undefined;
   /** The store handed to transactions run by the database's engine, on the engine's transaction-bound Kysely. */
@@ -102,6 +108,7 @@ export class KyselyStore implements Store {
     this.spend = new KyselySpendRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);
     this.operators = new KyselyOperatorQueries(this.#ctx);
+    this.heartbeat = options.heartbeatDb === undefined ? this : new KyselyStore(options.heartbeatDb, { dialect, ...(options.now === undefined ? {} : { now: options.now }) });
   }
 
   /** The SQL dialect this store speaks. */
@@ -165,6 +172,7 @@ export class KyselyStore implements Store {
     }
     if (this.#closed) return;
     this.#closed = true;
+    if (this.heartbeat !== this) await this.heartbeat.close();
     await this.#ctx.db.destroy();
   }
 }
