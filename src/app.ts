@@ -18,7 +18,7 @@ import { profileCodec, profileDefaultsFrom } from './identity/profile-settings.j
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
 import { Billing } from './runtime/billing.js';
-import type { BudgetSettings } from './runtime/budget.js';
+import { BUDGETED_MAX_OUTPUT_TOKENS, type BudgetSettings } from './runtime/budget.js';
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls, timeModelCalls } from './runtime/call-wrappers.js';
 import { storableModelOutput, storableToolResults } from './runtime/untrusted-output.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
@@ -195,7 +195,7 @@ async function withClassifierModels(config: PalaverConfig, named: ReadonlyMap<st
  * await palaver.close();
  */
 export async function createPalaver(input: PalaverConfigInput | PalaverConfig, options: PalaverOptions = {}): Promise<Palaver> {
-  const config = resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd());
+  const config = withBudgetedOutput(resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd()));
   // Made now, so that an outgoing proxy the environment names wrongly stops the start (its pools open on first use).
   sharedHttpTransport();
   // Every line passes one redaction step that knows the config's secrets, also on a logger passed in.
@@ -535,6 +535,17 @@ function replySettings(config: PalaverConfig): ReplySettings {
   ];
   const channels = new Map(overrides.flatMap(([name, mode]) => (mode === undefined ? [] : [[name, mode] as const])));
   return { mode: config.agent.replies, channels, actions: config.agent.actions };
+}
+
+/**
+ * Under a budget every model call needs a ceiling on what it writes, or its cost could not be reserved: the models
+ * that set no `maxOutputTokens` get {@link BUDGETED_MAX_OUTPUT_TOKENS}, sent to their endpoint (stage models and the
+ * fallback inherit it from `model`).
+ */
+function withBudgetedOutput(config: PalaverConfig): PalaverConfig {
+  const { perUserPerDay, perSession } = config.budgets;
+  if ((perUserPerDay === undefined && perSession === undefined) || config.model.maxOutputTokens !== undefined) return config;
+  return { ...config, model: { ...config.model, maxOutputTokens: BUDGETED_MAX_OUTPUT_TOKENS } };
 }
 
 /** The spend caps, or undefined when none is set (then a turn reads nothing for them). */

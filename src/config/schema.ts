@@ -48,6 +48,12 @@ const modelEndpointSchema = z.strictObject({
   timeoutMs: z.number().int().positive().default(60_000),
   maxRetries: z.number().int().min(0).max(10).default(2),
   temperature: z.number().min(0).max(2).optional(),
+  /**
+   * The most tokens one call may write (reasoning included), sent to the endpoint (`max_output_tokens`,
+   * `max_completion_tokens`). Unset: the endpoint's own limit, or 4096 while budgets are on (a call's cost must
+   * have a ceiling to be reserved; see docs/costs.md).
+   */
+  maxOutputTokens: z.number().int().positive().optional(),
 });
 
 /** A stage's model: its name, and what differs from the primary model (the rest is inherited, so no defaults here). */
@@ -59,6 +65,7 @@ const stageModelSchema = z.strictObject({
   timeoutMs: z.number().int().positive().optional(),
   maxRetries: z.number().int().min(0).max(10).optional(),
   temperature: z.number().min(0).max(2).optional(),
+  maxOutputTokens: z.number().int().positive().optional(),
 });
 
 /** OpenAI-compatible /audio/transcriptions for voice and audio messages; defaults to the model's endpoint. */
@@ -426,15 +433,15 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   /**
-   * Spend caps in `currency` (default `billing.defaultCurrency`), checked when a turn starts: a turn reserves
-   * `reservePerTurn` against them atomically, and one that would exceed a cap is refused before any model call (the
-   * person is told so). A turn that starts always ends. A user's day is the calendar day in their time zone.
+   * Spend caps in `currency` (default `billing.defaultCurrency`), checked before every model call: the turn reserves
+   * atomically what it spent plus the most the call can cost, and a call that could cross a cap is not made (the
+   * person is told so). A user's day is the calendar day in their time zone. See docs/costs.md.
    */
   budgets: z
     .strictObject({
       perUserPerDay: decimalString('1.50').optional(),
       perSession: decimalString('0.50').optional(),
-      /** Reserved per turn while it runs (see "Costs and budgets"); default a twentieth of the smallest cap. */
+      /** The least a running turn holds against the caps (a floor over what its model calls reserve); default none. */
       reservePerTurn: decimalString('0.02')
         .refine((amount) => Number(amount) > 0, 'an amount above zero')
         .optional(),

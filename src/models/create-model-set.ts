@@ -37,6 +37,7 @@ class DeferredProvider implements ModelProvider {
   readonly kind: string;
   readonly model: string;
   readonly capabilities: ModelCapabilities;
+  readonly maxOutputTokens: number | undefined;
   readonly #config: ModelEndpointConfig;
   readonly #options: OpenAIClientOptions;
   #provider: Promise<ModelProvider> | undefined;
@@ -45,6 +46,7 @@ class DeferredProvider implements ModelProvider {
     this.kind = config.provider;
     this.model = config.name;
     this.capabilities = CAPABILITIES[config.provider];
+    this.maxOutputTokens = config.maxOutputTokens;
     this.#config = config;
     this.#options = options;
   }

@@ -44,11 +44,13 @@ export class OpenAIChatProvider implements ModelProvider {
   readonly kind = 'openai-chat';
   readonly model: string;
   readonly capabilities: ModelCapabilities = { responseChains: false, hostedMcp: false };
+  readonly maxOutputTokens: number | undefined;
   readonly #client: ChatCompletionsClient;
   readonly #config: ModelEndpointConfig;
 
   constructor(config: ModelEndpointConfig, options: OpenAIChatProviderOptions = {}) {
     this.model = config.name;
+    this.maxOutputTokens = config.maxOutputTokens;
     this.#config = config;
     this.#client = options.client ?? createOpenAIClient(config, options);
   }
@@ -60,6 +62,7 @@ export class OpenAIChatProvider implements ModelProvider {
       ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
       ...(request.output ? { response_format: { type: 'json_schema', json_schema: { name: request.output.name, schema: { ...request.output.schema }, strict: true } } } : {}),
       ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
+      ...(this.#config.maxOutputTokens !== undefined ? { max_completion_tokens: this.#config.maxOutputTokens } : {}),
     };
     try {
       return request.onTextDelta

@@ -40,11 +40,13 @@ export class OpenAIResponsesProvider implements ModelProvider {
   readonly kind = 'openai-responses';
   readonly model: string;
   readonly capabilities: ModelCapabilities = { responseChains: true, hostedMcp: true };
+  readonly maxOutputTokens: number | undefined;
   readonly #client: ResponsesClient;
   readonly #config: ModelEndpointConfig;
 
   constructor(config: ModelEndpointConfig, options: OpenAIResponsesProviderOptions = {}) {
     this.model = config.name;
+    this.maxOutputTokens = config.maxOutputTokens;
     this.#config = config;
     this.#client = options.client ?? createOpenAIClient(config, options);
   }
@@ -60,6 +62,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
       ...(request.store !== undefined ? { store: request.store } : {}),
       ...(request.output ? { text: { format: { type: 'json_schema', name: request.output.name, schema: { ...request.output.schema }, strict: true } } } : {}),
       ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
+      ...(this.#config.maxOutputTokens !== undefined ? { max_output_tokens: this.#config.maxOutputTokens } : {}),
     };
     let response: Response;
     try {

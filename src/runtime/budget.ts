@@ -1,5 +1,7 @@
 import { COST_SCALE, MoneyDecimal } from '../domain/money.js';
 import type { SpendCap, Store } from '../domain/ports/store.js';
+import type { ModelInvocation } from './call-wrappers.js';
+import { promptTokensAtMost } from './prompt-bound.js';
 import type { TurnScope } from './turn-context.js';
 
 /** Spend caps (config `budgets`), in `currency`. */
@@ -8,8 +10,8 @@ export interface BudgetSettings {
   readonly perUserPerDay?: string;
   readonly perSession?: string;
   /**
-   * What a turn reserves against the caps before its first model call; default a twentieth of the smallest cap
-   * ({@link reservationOf}).
+   * The least a running turn holds against the caps, whatever its model calls reserve (a floor for turns that also
+   * spend elsewhere); by default a turn holds only what its calls can cost ({@link TurnBudget}).
    */
   readonly reservePerTurn?: string;
   readonly currency: string;
@@ -17,7 +19,13 @@ export interface BudgetSettings {
 
 export type BudgetKind = SpendCap;
 
-/** A turn refused at its start because a spend cap is reached: the turn tells the person and calls no model. */
+/** What a model call may write at most when budgets are on and `model.maxOutputTokens` is not set. */
+export const BUDGETED_MAX_OUTPUT_TOKENS = 4096;
+
+/**
+ * A model call refused because it could cross a spend cap: the call is not made, and the turn tells the person
+ * (with what it spent so far recorded as usual).
+ */
 export class BudgetExceeded extends Error {
   override readonly name = 'BudgetExceeded';
   readonly budget: BudgetKind;
@@ -29,37 +37,81 @@ export class BudgetExceeded extends Error {
 }
 
 /**
- * Reserves the turn's expected cost against the caps, before its first model call, in one atomic store operation:
- * refused when what the user spent today (or the session spent), plus what turns running meanwhile reserved, plus
- * this reservation would exceed a cap. A turn that starts is never stopped half-way (the person would have paid for
- * nothing); its real cost replaces the reservation when it closes ({@link settleBudget}).
+ * A turn's claim on its user's budget of the day (and its session's), kept exact under concurrency: before each model
+ * call it reserves, in one atomic store step, what the turn spent so far plus the most the call (and any other call
+ * of the turn still running) can cost — its prompt's tokens counted from above, times the input price, plus the
+ * model's `maxOutputTokens` (sent to the endpoint, so it cannot write more) times the output price. The store refuses
+ * when the day's spend, the other turns' live claims and this one would pass a cap; then the call is not made
+ * ({@link BudgetExceeded}). The turn's closing transaction replaces the claim with what the turn really cost
+ * ({@link settleBudget}).
  *
- * So a user's spend of a day stays at most the cap plus, for the turns admitted while others ran, what each cost
- * above its reservation; with `reservePerTurn` at or above a turn's real cost, at most the cap. Without budgets this
- * does nothing.
- *
- * @throws BudgetExceeded naming the cap reached.
+ * So however many turns of a person run at once, on however many processes, the spend of a day stays at most the cap,
+ * with one exception written down in docs/costs.md: a process paused for longer than a lease (its claims lapse) that
+ * then finishes the call it was making.
  */
-export async function reserveBudget(scope: TurnScope): Promise<void> {
-  const { budgets, billing, store } = scope.deps;
-  if (budgets === undefined) return;
-  const outcome = await store.spend.reserve(
-    {
-      turnId: turnIdOf(scope),
-      owner: scope.lease.owner,
-      userId: scope.user.id,
-      day: dayIn(scope.timeZone, scope.deps.now()),
-      sessionId: scope.session.id,
-      amount: reservationOf(budgets),
-      currency: budgets.currency,
-    },
-    {
-      ...(budgets.perUserPerDay === undefined ? {} : { perUserPerDay: budgets.perUserPerDay }),
-      ...(budgets.perSession === undefined ? {} : { perSession: budgets.perSession }),
-      inCapCurrency: (amount, currency) => billing.convert(amount, currency, budgets.currency),
-    },
-  );
-  if (!outcome.reserved) throw new BudgetExceeded(outcome.cap, outcome.committed, budgets[outcome.cap]!, budgets.currency);
+export class TurnBudget {
+  readonly #scope: TurnScope;
+  readonly #settings: BudgetSettings;
+  /** What the calls running now may cost at most, each in the budget's currency. */
+  readonly #running = new Set<{ readonly most: string }>();
+
+  constructor(scope: TurnScope, settings: BudgetSettings) {
+    this.#scope = scope;
+    this.#settings = settings;
+  }
+
+  /**
+   * Reserves for one model call; returns what to call when it is over (the claim stays: the call's real cost is now
+   * in the turn's spend, which the next reservation and the closing transaction count).
+   *
+   * @param chainTokens tokens a Responses chain adds to the prompt beyond the request (its earlier items).
+   * @throws BudgetExceeded when the call could cross a cap.
+   */
+  async beforeCall(invocation: ModelInvocation, chainTokens: number): Promise<() => void> {
+    const { billing } = this.#scope.deps;
+    const { currency } = this.#settings;
+    const { provider } = invocation;
+    const inputTokens = promptTokensAtMost(invocation.request) + chainTokens;
+    const outputTokens = provider.maxOutputTokens ?? BUDGETED_MAX_OUTPUT_TOKENS;
+    const usd = await billing.usdCostOf({ model: provider.model, usage: { inputTokens, outputTokens }, fallback: false, responseId: undefined, path: invocation.path }, this.#scope.deps.now());
+    const call = { most: billing.convert(usd, 'USD', currency) };
+    this.#running.add(call);
+    try {
+      await this.#reserve();
+    } catch (error) {
+      this.#running.delete(call);
+      throw error;
+    }
+    return () => this.#running.delete(call);
+  }
+
+  /** The turn's claim now: spent so far plus what its running calls may cost, at least `reservePerTurn`. */
+  async #reserve(): Promise<void> {
+    const scope = this.#scope;
+    const { billing, store } = scope.deps;
+    const settings = this.#settings;
+    const spent = (await billing.usageOf(scope.journal.modelCalls, settings.currency, scope.deps.now())).cost;
+    const claim = [...this.#running].reduce((total, call) => total.plus(call.most), new MoneyDecimal(spent));
+    const amount = MoneyDecimal.max(claim, settings.reservePerTurn ?? 0, SMALLEST_AMOUNT).toDecimalPlaces(COST_SCALE, MoneyDecimal.ROUND_UP).toFixed();
+    const outcome = await store.spend.reserve(
+      {
+        turnId: turnIdOf(scope),
+        owner: scope.lease.owner,
+        liveWithinMs: scope.lease.leaseMs,
+        userId: scope.user.id,
+        day: dayIn(scope.timeZone, scope.deps.now()),
+        sessionId: scope.session.id,
+        amount,
+        currency: settings.currency,
+      },
+      {
+        ...(settings.perUserPerDay === undefined ? {} : { perUserPerDay: settings.perUserPerDay }),
+        ...(settings.perSession === undefined ? {} : { perSession: settings.perSession }),
+        inCapCurrency: (value, from) => billing.convert(value, from, settings.currency),
+      },
+    );
+    if (!outcome.reserved) throw new BudgetExceeded(outcome.cap, outcome.committed, settings[outcome.cap]!, settings.currency);
+  }
 }
 
 /**
@@ -69,20 +121,25 @@ export async function reserveBudget(scope: TurnScope): Promise<void> {
 export async function settleBudget(scope: TurnScope, tx: Store, cost: string): Promise<void> {
   const { budgets } = scope.deps;
   if (budgets === undefined) return;
-  await tx.spend.release(turnIdOf(scope));
+  await tx.spend.release(turnIdOf(scope), scope.lease.owner);
   if (budgets.perUserPerDay === undefined || cost === '0') return;
   await tx.spend.addDaily(scope.user.id, dayIn(scope.timeZone, scope.deps.now()), cost, scope.currency);
 }
 
 /**
- * What a turn reserves: `reservePerTurn`, else a twentieth of the smallest cap — up to twenty turns of one user may
- * then run at once, and the last twentieth of a cap is left unstarted rather than overspent. Never zero: a turn must
- * claim something, or a cap already reached (a cap of 0 too) would still admit turns.
+ * A turn that ends without its closing transaction (another process took its conversation over, or the store
+ * failed): what it paid for and did not keep in its journal (`lostCost`, calls the next run will make again) still
+ * counts against the caps, and its claim goes, in one transaction that no fence stops.
  */
-export function reservationOf(budgets: BudgetSettings): string {
-  const caps = [budgets.perUserPerDay, budgets.perSession].filter((cap): cap is string => cap !== undefined);
-  const amount = budgets.reservePerTurn ?? MoneyDecimal.min(...caps).div(20);
-  return MoneyDecimal.max(amount, SMALLEST_AMOUNT).toDecimalPlaces(COST_SCALE, MoneyDecimal.ROUND_UP).toFixed();
+export async function settleAbandonedTurn(scope: TurnScope, lostCost: string): Promise<void> {
+  const { budgets, store } = scope.deps;
+  if (budgets === undefined && lostCost === '0') return;
+  await store.transaction(async (tx) => {
+    if (budgets !== undefined) await tx.spend.release(turnIdOf(scope), scope.lease.owner);
+    if (lostCost === '0') return;
+    await tx.sessions.addUsage(scope.session.id, { inputTokens: 0, outputTokens: 0, cost: lostCost, currency: scope.currency });
+    if (budgets?.perUserPerDay !== undefined) await tx.spend.addDaily(scope.user.id, dayIn(scope.timeZone, scope.deps.now()), lostCost, scope.currency);
+  });
 }
 
 /** The smallest amount of money the store keeps. */

@@ -1,6 +1,9 @@
 import { ConfigError, ModelError } from '../domain/errors.js';
 import type { FlowContext } from '../domain/ports/flow.js';
+import { TurnBudget } from './budget.js';
+import type { ModelInvoker } from './call-wrappers.js';
 import { composeInstructions } from './context/instructions.js';
+import { inputTokensAtMost } from './prompt-bound.js';
 import { renderUserSection } from './context/user-context.js';
 import { createModelCaller } from './model-policy.js';
 import { replyPlanFormat } from './reply-plan/plan-format.js';
@@ -17,26 +20,20 @@ export type ModelFailures = { path: string; failure: string }[];
  */
 export function createFlowContext(scope: TurnScope, failures: ModelFailures): FlowContext {
   const { deps, journal } = scope;
-  const callers = new Map<string, ReturnType<typeof createModelCaller>>();
-  const callerFor = (toolsAvailable: boolean, name: string | undefined) => {
-    const key = `${toolsAvailable}:${name ?? ''}`;
-    let caller = callers.get(key);
-    if (!caller) {
-      const models = name === undefined ? deps.models : deps.namedModels?.get(name);
-      if (models === undefined) throw new ConfigError(`The flow asked for model set "${name}", which is not configured`, [{ path: 'staged.types', message: `no model set ${name}` }]);
-      caller = createModelCaller({
-        models,
-        invoke: deps.invokeModel,
-        toolsAvailable,
-        onFailure: (error, path) => {
-          failures.push({ path, failure: error instanceof ModelError ? error.failure : 'error' });
-          // Text streamed by the attempt that failed will not be the reply: the person must not keep reading it.
-          if (scope.journal.streamedText !== '') scope.progress({ type: 'discard', messageId: scope.replyMessageId });
-        },
-      });
-      callers.set(key, caller);
-    }
-    return caller;
+  const budget = deps.budgets === undefined ? undefined : new TurnBudget(scope, deps.budgets);
+  const callerFor = (toolsAvailable: boolean, name: string | undefined, invoke: ModelInvoker) => {
+    const models = name === undefined ? deps.models : deps.namedModels?.get(name);
+    if (models === undefined) throw new ConfigError(`The flow asked for model set "${name}", which is not configured`, [{ path: 'staged.types', message: `no model set ${name}` }]);
+    return createModelCaller({
+      models,
+      invoke,
+      toolsAvailable,
+      onFailure: (error, path) => {
+        failures.push({ path, failure: error instanceof ModelError ? error.failure : 'error' });
+        // Text streamed by the attempt that failed will not be the reply: the person must not keep reading it.
+        if (scope.journal.streamedText !== '') scope.progress({ type: 'discard', messageId: scope.replyMessageId });
+      },
+    });
   };
   // The person's section is the same text all turn long: rendered once, put first by every flow's instructions.
   const userSection = renderUserSection(scope.userContext);
@@ -67,9 +64,25 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
       // The turn goes on: the call before this one is kept, so a crash from here on does not ask it again.
       await journal.flush();
       const toolsAvailable = request.tools.length > 0 || (request.hostedMcp?.length ?? 0) > 0;
-      const call = await callerFor(toolsAvailable, choice?.models)(request, transcript);
-      await journal.recordModelCall(seq, choice?.models, call);
-      return call;
+      // Under a budget every attempt (primary, chain retry, fallback) first reserves what it can cost. A chained
+      // request sends only the new items; the chain's earlier ones, which the provider adds, cost too. The claims of
+      // the attempts go once the call is in the journal, whose spend the next reservation counts.
+      const claims: (() => void)[] = [];
+      const chainTokens = request.previousResponseId === undefined ? 0 : inputTokensAtMost(transcript);
+      const invoke: ModelInvoker =
+        budget === undefined
+          ? deps.invokeModel
+          : async (invocation) => {
+              claims.push(await budget.beforeCall(invocation, invocation.request.previousResponseId === undefined ? 0 : chainTokens));
+              return deps.invokeModel(invocation);
+            };
+      try {
+        const call = await callerFor(toolsAvailable, choice?.models, invoke)(request, transcript);
+        await journal.recordModelCall(seq, choice?.models, call);
+        return call;
+      } finally {
+        for (const release of claims) release();
+      }
     },
     runTool: (call, role, state) => runToolCall(scope, call, role, state),
     progress: (event) => scope.progress(event),

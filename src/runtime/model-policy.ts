@@ -1,6 +1,7 @@
 import type { ModelInputItem, ModelProvider, ModelRequest, ModelSet } from '../domain/ports/model-provider.js';
 import type { ModelCall } from '../domain/ports/flow.js';
 import { ModelError } from '../domain/errors.js';
+import { BudgetExceeded } from './budget.js';
 import type { ModelInvoker } from './call-wrappers.js';
 
 export type { ModelSet };
@@ -48,6 +49,8 @@ export function createModelCaller(options: ModelPolicyOptions) {
     try {
       return await call(primary, request, request.previousResponseId ? 'chain' : 'direct');
     } catch (error) {
+      // A call the budget refused was not made: no other model is asked instead.
+      if (error instanceof BudgetExceeded) throw error;
       options.onFailure?.(error, request.previousResponseId ? 'chain' : 'direct');
       // The person went away: trying other models would only spend tokens nobody reads.
       if (request.signal?.aborted) throw error;
@@ -57,6 +60,7 @@ export function createModelCaller(options: ModelPolicyOptions) {
         try {
           return await call(primary, { ...unchained, input: transcript }, 'chain_retry');
         } catch (retryError) {
+          if (retryError instanceof BudgetExceeded) throw retryError;
           options.onFailure?.(retryError, 'chain_retry');
           lastError = retryError;
         }

@@ -57,6 +57,8 @@ export class TurnJournal {
   /** The journal's tool calls, by the model's call id. */
   readonly #recordedTools: ReadonlyMap<string, ToolCallRecord>;
   #nextModelCall = 0;
+  /** How many of {@link modelCalls} are in the store's journal (replayed ones were found there). */
+  #keptModelCalls = 0;
   /** Whether the recorded model calls still match the flow's (a flow that asks otherwise ends the replay). */
   #replaying: boolean;
   /** The turn's record exists in the store (written with its first step, or found there on resume). */
@@ -65,6 +67,7 @@ export class TurnJournal {
   /** A model call's record not written yet (see {@link recordModelCall}). */
   #deferred: ((store: Store) => Promise<void>) | undefined;
   #streamedText = '';
+  #keptOnCommit = 0;
 
   private constructor(store: Store, id: string, turn: JournalTurn, recorded: { modelCalls: readonly RecordedModelCall[]; tools: ReadonlyMap<string, ToolCallRecord> } | undefined) {
     this.#store = store;
@@ -100,6 +103,7 @@ export class TurnJournal {
     const recorded = this.#replaying ? this.#recordedModelCalls[seq] : undefined;
     if (recorded !== undefined && recorded.models === (models ?? null)) {
       this.modelCalls.push(recorded.record);
+      this.#keptModelCalls = this.modelCalls.length;
       return { seq, recorded: { response: recorded.response, record: recorded.record } };
     }
     this.#replaying = false;
@@ -114,8 +118,13 @@ export class TurnJournal {
    */
   async recordModelCall(seq: number, models: string | undefined, call: ModelCall): Promise<void> {
     this.modelCalls.push(call.record);
+    const kept = this.modelCalls.length;
     const recorded = JSON.stringify({ models: models ?? null, response: call.response, record: call.record } satisfies RecordedModelCall);
-    const write = (store: Store) => store.turns.recordModelCall(this.id, seq, recorded);
+    const write = async (store: Store) => {
+      await store.turns.recordModelCall(this.id, seq, recorded);
+      // Counted once the write's transaction commits (see #write).
+      this.#keptOnCommit = kept;
+    };
     // Tools the provider called itself (hosted MCP) acted already: such a call is kept at once, like a tool call.
     if ((call.response.hostedToolCalls?.length ?? 0) > 0) await this.#write(write);
     else this.#deferred = write;
@@ -181,6 +190,14 @@ export class TurnJournal {
     if (fence !== undefined) await this.#store.transaction(fence);
   }
 
+  /**
+   * Model calls made and paid for that are not in the store's journal: a run that ends without its closing
+   * transaction loses them (the next run asks the model again), so their cost is recorded on their own.
+   */
+  get unkeptModelCalls(): readonly ModelCallRecord[] {
+    return this.modelCalls.slice(this.#keptModelCalls);
+  }
+
   /** The text streamed to the channel since the last tool call: what the person sees as the reply so far. */
   get streamedText(): string {
     return this.#streamedText;
@@ -207,17 +224,19 @@ export class TurnJournal {
       const fence = this.#turn.fence;
       if (this.#open) {
         if (fence === undefined && deferred === undefined) return step(this.#store);
-        return this.#store.transaction(async (tx) => {
+        await this.#store.transaction(async (tx) => {
           await fence?.(tx);
           await steps(tx);
         });
+      } else {
+        await this.#store.transaction(async (tx) => {
+          await fence?.(tx);
+          await tx.turns.open({ id: this.id, sessionId: this.#turn.sessionId, owner: this.#turn.owner, inboundIds: this.#turn.inboundIds });
+          await steps(tx);
+        });
+        this.#open = true;
       }
-      await this.#store.transaction(async (tx) => {
-        await fence?.(tx);
-        await tx.turns.open({ id: this.id, sessionId: this.#turn.sessionId, owner: this.#turn.owner, inboundIds: this.#turn.inboundIds });
-        await steps(tx);
-      });
-      this.#open = true;
+      this.#keptModelCalls = Math.max(this.#keptModelCalls, this.#keptOnCommit);
     });
     this.#writes = write.catch(() => undefined);
     return write;

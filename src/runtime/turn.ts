@@ -1,7 +1,7 @@
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import { FencedOut, TurnError } from '../domain/errors.js';
 import { systemText } from '../i18n/index.js';
-import { BudgetExceeded, reserveBudget } from './budget.js';
+import { BudgetExceeded, settleAbandonedTurn } from './budget.js';
 import { historyToInput, newMessagesToInput } from './context/history.js';
 import { showableMessageId } from './context/message-id-label.js';
 import { isResetTrigger } from './context/reset.js';
@@ -12,7 +12,7 @@ import { createFlowContext, type ModelFailures } from './flow-context.js';
 import { answerWithPlan, shownMessageIds } from './reply-plan/answer-with-plan.js';
 import { checkReply } from './reply.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
-import { apologyText, persistBudgetNotice, persistFailure, persistReply, persistReset } from './turn-persistence.js';
+import { apologyText, persistBudgetNotice, persistFailure, persistReply, persistReset, usageOf } from './turn-persistence.js';
 import { loadEarlierHistory, openTurn } from './turn-scope.js';
 
 export type { AgentSettings, TurnDependencies, TurnRequest } from './turn-context.js';
@@ -34,16 +34,31 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
   } catch (error) {
     if (error instanceof FencedOut) {
       delivery.abandon();
+      await settleAbandoned(scope);
       throw error;
     }
     const errorId = newErrorId();
     scope.log.error({ err: error, errorId }, 'turn failed and could not be stored; nothing was sent');
+    await settleAbandoned(scope);
     // The store's own words (a driver error) are for the log, never for the person: they get the apology.
     delivery.fail(new TurnError(apologyText(scope, errorId, ' '), { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }));
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.
   return delivery.deliver(answer);
+}
+
+/**
+ * A turn that ends without its closing transaction still paid for its model calls: what its journal did not keep is
+ * recorded as spend and its budget claim goes (see `settleAbandonedTurn`). Best effort: when the store fails here
+ * too, the claim stays until the turn's message is answered or its process stops.
+ */
+async function settleAbandoned(scope: TurnScope): Promise<void> {
+  try {
+    await settleAbandonedTurn(scope, (await usageOf(scope, scope.journal.unkeptModelCalls)).cost);
+  } catch (error) {
+    scope.log.error({ err: error }, 'could not record the spend of a turn that ended without its reply');
+  }
 }
 
 /** The answer to messages whose turns kept failing: the apology, stored, with no model call. */
@@ -58,8 +73,6 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
   try {
     // A reset trigger is answered by Palaver itself: no model call, no flow.
     if (isResetTrigger(scope.messages[scope.messages.length - 1]!.inbound.text, scope.deps.agent.resetTriggers)) return await persistReset(scope);
-    // Over a spend cap the turn is refused here, before any model call; one that starts always ends.
-    await reserveBudget(scope);
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
     const { recent, earlier } = await loadEarlierHistory(scope);
     const state = chainContinues(scope.initialState, scope.session.id, recent) ? scope.initialState : { ...scope.initialState, responseChainId: null, responseChainAt: null };
@@ -98,7 +111,8 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
   } catch (error) {
     // Another process owns the conversation now: nothing more of this turn may be stored, not even an apology.
     if (error instanceof FencedOut) throw error;
-    // A spend cap refused the turn: not a failure, the person is told why and no model is called.
+    // A model call could have crossed a spend cap, so it was not made: not a failure, the person is told why (and
+    // what the turn spent before is recorded).
     if (error instanceof BudgetExceeded) {
       scope.log.info({ budget: error.budget }, error.message);
       return persistBudgetNotice(scope, failures, error.budget);

@@ -91,6 +91,35 @@ describe('one owner per conversation across processes', () => {
     expect(chat.sent.map((sent) => sent.value)).toEqual(['answer to hello']);
   });
 
+  it('records what the model call of a fenced-out turn cost: the turn stores nothing, but the money was spent', async () => {
+    const model = heldModel();
+    harness = await createHarness(model.script);
+    const chat = new MemoryChannel({ name: 'chat' });
+    const palaver = await harness.start({ model: { prices: { scripted: { input: '1', output: '1' } } }, budgets: { perUserPerDay: '5' } }, { channels: [chat] });
+    const said = await chat.say('hello', { accountId: 'cy', conversationId: 'cy' });
+    await model.askedTimes(1);
+    const taken = await palaver.store.claims.claim({ channel: 'chat', conversationId: 'cy', owner: 'other-process', now: Date.now() + 60_000, ttlMs: 60_000 });
+    model.releaseAll();
+    await expect.poll(() => harness!.logs.some((line) => String(line['msg']).includes('another process took conversation cy over'))).toBe(true);
+    const session = (await palaver.store.sessions.findByConversation('chat', 'cy'))!;
+    const user = (await palaver.store.users.findByAccount('chat', 'cy'))!;
+    const today = new Date().toISOString().slice(0, 10);
+    // Before, the call was paid and counted nowhere: 0 in the session and in the person's day.
+    await expect.poll(async () => (await palaver.store.sessions.findById(session.id))!.cost).not.toBe('0');
+    const paid = (await palaver.store.sessions.findById(session.id))!.cost;
+    expect(await palaver.store.spend.daily(user.id, today)).toEqual([{ currency: 'USD', cost: paid }]);
+    expect(await palaver.store.messages.listRecent(session.id, { limit: 10 })).toEqual([]);
+
+    // The turn that answers instead is counted on top.
+    if (taken.claimed) await palaver.store.claims.release({ channel: 'chat', conversationId: 'cy', owner: 'other-process', token: taken.token });
+    await model.askedTimes(2);
+    model.releaseAll();
+    expect((await chat.reply(said)).parts).toEqual(['answer to hello']);
+    const total = (await palaver.store.sessions.findById(session.id))!.cost;
+    expect(Number(total)).toBeGreaterThan(Number(paid));
+    expect(await palaver.store.spend.daily(user.id, today)).toEqual([{ currency: 'USD', cost: total }]);
+  });
+
   it("takes a stopped process's messages over at once when it restarts on the same machine", async () => {
     const model = heldModel();
     harness = await createHarness(model.script);

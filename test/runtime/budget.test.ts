@@ -1,19 +1,24 @@
 import { describe, expect, it } from 'vitest';
-import { dayIn, reservationOf } from '../../src/runtime/budget.js';
+import { dayIn } from '../../src/runtime/budget.js';
+import { inputTokensAtMost, promptTokensAtMost } from '../../src/runtime/prompt-bound.js';
 
-describe('budget reservation amount', () => {
-  it('is reservePerTurn when configured', () => {
-    expect(reservationOf({ perUserPerDay: '2', reservePerTurn: '0.35', currency: 'USD' })).toBe('0.35');
+describe('the most tokens a prompt can take', () => {
+  const request = (content: string) => ({ instructions: 'Be brief.', input: [{ type: 'message' as const, role: 'user' as const, content }], tools: [] });
+
+  it('counts every UTF-8 byte as a token at most, so no script or emoji is under-counted', () => {
+    // 'Привет' is 12 bytes, '你好' 6, '👋' 4: a byte-level tokenizer cannot need more tokens than bytes.
+    const ascii = promptTokensAtMost(request('hello'));
+    expect(promptTokensAtMost(request('Привет'))).toBe(ascii - 5 + 12);
+    expect(promptTokensAtMost(request('你好👋'))).toBe(ascii - 5 + 10);
   });
 
-  it('defaults to a twentieth of the smallest cap, rounded up to the store\'s 10 places', () => {
-    expect(reservationOf({ perUserPerDay: '2', perSession: '0.5', currency: 'USD' })).toBe('0.025');
-    expect(reservationOf({ perSession: '3', currency: 'USD' })).toBe('0.15');
-    expect(reservationOf({ perUserPerDay: '0.0000000021', currency: 'USD' })).toBe('0.0000000002');
-  });
-
-  it('is never zero, so a cap of 0 (or one already reached) admits no turn', () => {
-    expect(reservationOf({ perUserPerDay: '0', currency: 'USD' })).toBe('0.0000000001');
+  it('grows with tools, structured output and every item of input', () => {
+    const plain = promptTokensAtMost(request('hi'));
+    const withTool = promptTokensAtMost({ ...request('hi'), tools: [{ name: 'lookup', description: 'Finds an order', parameters: { type: 'object' } }] });
+    expect(withTool).toBeGreaterThan(plain + 'Finds an order'.length);
+    const withOutput = promptTokensAtMost({ ...request('hi'), output: { name: 'plan', schema: { type: 'object', properties: { x: { type: 'string' } } } } });
+    expect(withOutput).toBeGreaterThan(plain + 20);
+    expect(inputTokensAtMost([{ type: 'tool_result', callId: 'c1', output: 'x'.repeat(1000) }])).toBeGreaterThan(1000);
   });
 });
 

@@ -185,11 +185,13 @@ describe('costs', () => {
   });
 
   describe('budgets', () => {
-    it('per session: over the cap the person gets the notice in their language and no model is called', async () => {
+    it('per session: a call that could cross the cap is not made, and the person gets the notice in their language', async () => {
       harness = await createHarness(orderScript);
-      const palaver = await harness.start({ model: { prices: PRICES }, budgets: { perSession: '0.005' } }, { tools: [lookup] });
+      // Each call writes at most 100 tokens (0.001 USD at 10 per million): its cost has a ceiling to reserve.
+      const palaver = await harness.start({ model: { prices: PRICES, maxOutputTokens: 100 }, budgets: { perSession: '0.006' } }, { tools: [lookup] });
       await livingIn(palaver, 'ann', { country: 'US', interfaceLanguage: 'ru' });
-      // 0.00205 spent before the answer's call, below 0.005: the turn runs; it ends at 0.0051, above it.
+      // 0.00205 spent before the answer's call, plus the most that call can cost (~0.0033), fits under 0.006: it is
+      // made. The turn ends at 0.0051; the next call could cost ~0.003 more, so it is not made.
       const first = await palaver.chat({ userId: 'ann', text: 'order?' });
       expect(first.text).toBe('Result: {"id":7,"status":"shipped"}');
       expect(harness.model.calls).toHaveLength(2);
@@ -208,15 +210,14 @@ describe('costs', () => {
       expect(harness.model.calls).toHaveLength(3);
     });
 
-    it('per user and day: a turn that starts under the cap ends; the next, in any conversation, is refused, counted in the user\'s day', async () => {
+    it('per user and day: calls are made while what they can cost fits under the cap; the next turn\'s first call would not, so it is refused in any conversation, counted in the user\'s day', async () => {
       harness = await createHarness(orderScript);
       // 23:30 UTC is already the next day in Shanghai.
       const now = () => new Date('2026-03-01T23:30:00Z');
-      const palaver = await harness.start({ model: { prices: PRICES }, billing: BILLING, budgets: { perUserPerDay: '0.01', currency: 'CNY' } }, { tools: [lookup], now });
+      const palaver = await harness.start({ model: { prices: PRICES, maxOutputTokens: 100 }, billing: BILLING, budgets: { perUserPerDay: '0.04', currency: 'CNY' } }, { tools: [lookup], now });
       const userId = await livingIn(palaver, 'li', { country: 'CN', timeZone: 'Asia/Shanghai', interfaceLanguage: 'zh' });
 
-      // The turn starts at 0 spent: it runs to its answer, although the tool call alone (0.00205 USD = 0.014603175
-      // CNY) passes 0.01. The person does not pay for a turn that then tells them nothing.
+      // Both calls of the first turn fit: what was spent plus the most each can cost stays under 0.04 CNY.
       const first = await palaver.chat({ userId: 'li', text: 'order?' });
       expect(first.text).toBe('Result: {"id":7,"status":"shipped"}');
       expect(harness.model.calls).toHaveLength(2);

@@ -103,6 +103,8 @@ export interface ModelProvider {
   /** The configured model name. */
   readonly model: string;
   readonly capabilities: ModelCapabilities;
+  /** The most tokens one call may write (sent to the endpoint); undefined: the endpoint's own limit. */
+  readonly maxOutputTokens?: number;
   complete(request: ModelRequest): Promise<ModelResponse>;
 }
 
