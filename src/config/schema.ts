@@ -227,11 +227,11 @@ export const configSchema = z.strictObject({
       /** Limits and pacing of replies as actions (`replies: "actions"`). */
       actions: z
         .strictObject({
-          /** Most actions in one plan (`send_messages` counts as one). */
+          /** Most actions in one plan; each message of a `send_messages` counts as one. */
           maxActions: z.number().int().min(1).max(50).default(10),
           /** Longest single `wait` or `fake_typing`, in seconds. */
           maxWaitSeconds: z.number().min(0).max(300).default(30),
-          /** Longest total of waits and typing in one plan, in seconds. */
+          /** Longest total of waits and typing in one plan, in seconds; the typing shown before messages counts too. */
           maxTotalWaitSeconds: z.number().min(0).max(600).default(60),
           /** Typing shown before each message lasts its length at this speed (0: no typing before messages). */
           typingCharsPerSecond: z.number().min(0).max(1_000).default(25),
