@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../domain/tool-result-cap.js';
 import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../identity/profile-settings.js';
 import { normaliseDatabaseUrl } from './database-url.js';
 
@@ -369,7 +370,8 @@ export const configSchema = z.strictObject({
             toolLabels: z.record(z.string(), z.union([z.string().min(1), z.record(z.string(), z.string().min(1))])).optional(),
             /** Only `never` for now: Palaver has no step that asks a person to approve a hosted MCP call. */
             requireApproval: z.literal('never', { error: 'only "never" is supported: Palaver cannot yet ask for approval of hosted MCP calls' }).default('never'),
-            maxResultChars: z.number().int().positive().default(20_000),
+            /** Longest result of this server's tools, in characters; by default `tools.maxResultChars`. */
+            maxResultChars: z.number().int().positive().optional(),
           })
           .refine((server) => !(server.mode === 'hosted' && server.userIdArgument), {
             message: 'hosted mode cannot bind the user: the model provider calls the server with the model\'s arguments. Use mode "local" for tools that act for a user',
@@ -767,6 +769,12 @@ export const configSchema = z.strictObject({
       stream: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'letters, digits, ., _, : or -').default('events.plugins'),
       /** `streams`: the workers' consumer group on `stream`. */
       group: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'letters, digits, ., _, : or -').default('plugins-workers'),
+      /**
+       * Longest tool result, in characters, that reaches the model, the store and the web stream (local tools, MCP
+       * servers without their own `maxResultChars`, worker results; a worker cuts before it publishes). Longer
+       * results are cut and end in `…[truncated N chars]`.
+       */
+      maxResultChars: z.number().int().min(100).max(10_000_000).default(DEFAULT_MAX_TOOL_RESULT_CHARS),
     })
     .prefault({}),
   /**
