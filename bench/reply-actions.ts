@@ -49,8 +49,8 @@ const options: ReplyPlanCheckOptions = {
   limits: { maxActions: 10, maxWaitSeconds: 30, maxTotalWaitSeconds: 60, maxMessageChars: 4096 },
   recentMessageIds: new Set(Array.from({ length: 40 }, (_, index) => String(4680 + index))),
 };
-const paced: ReplyPacing = { typingCharsPerSecond: 25, maxTypingSeconds: 6 };
-const unpaced: ReplyPacing = { typingCharsPerSecond: 0, maxTypingSeconds: 0 };
+const paced: ReplyPacing = { typingCharsPerSecond: 25, maxTypingSeconds: 6, maxTotalWaitSeconds: 60 };
+const unpaced: ReplyPacing = { typingCharsPerSecond: 0, maxTypingSeconds: 0, maxTotalWaitSeconds: 60 };
 
 /** `turns` checks and sequential dispatches (after `warmup` of each); `pacedTurns` paced plans at once, after one such round to warm up. */
 export async function measureReplyActions(turns: number, warmup: number, pacedTurns: number): Promise<ReplyActionsResult> {

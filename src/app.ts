@@ -242,10 +242,10 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
       // Model output and tool results are made storable innermost, before any other wrapper or the turn sees them.
-      invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)), timeModelCalls(metrics), storableModelOutput()], ({ provider, request }) =>
+      invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)), timeModelCalls(metrics), storableModelOutput(config.tools.maxResultChars)], ({ provider, request }) =>
         provider.complete(request),
       ),
-      dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics), storableToolResults()], ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {})),
+      dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics), storableToolResults(config.tools.maxResultChars)], ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {})),
       dispatchRecordsCalls: dispatcher.recordsCalls === true,
       hostedMcp,
       instructions,

@@ -44,7 +44,7 @@ export async function createToolHosts(config: PalaverConfig, primary: ModelProvi
         name: server.label,
         url: server.url,
         timeoutMs: server.timeoutMs,
-        maxResultChars: server.maxResultChars,
+        maxResultChars: server.maxResultChars ?? config.tools.maxResultChars,
         logger,
         ...(server.bearerToken ? { bearerToken: server.bearerToken } : {}),
         ...(server.userIdArgument ? { userIdArgument: server.userIdArgument } : {}),

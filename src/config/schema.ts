@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../domain/tool-result-cap.js';
 import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../identity/profile-settings.js';
 import { normaliseDatabaseUrl } from './database-url.js';
 
@@ -234,11 +235,11 @@ export const configSchema = z.strictObject({
       /** Limits and pacing of replies as actions (`replies: "actions"`). */
       actions: z
         .strictObject({
-          /** Most actions in one plan (`send_messages` counts as one). */
+          /** Most actions in one plan; each message of a `send_messages` counts as one. */
           maxActions: z.number().int().min(1).max(50).default(10),
           /** Longest single `wait` or `fake_typing`, in seconds. */
           maxWaitSeconds: z.number().min(0).max(300).default(30),
-          /** Longest total of waits and typing in one plan, in seconds. */
+          /** Longest total of waits and typing in one plan, in seconds; the typing shown before messages counts too. */
           maxTotalWaitSeconds: z.number().min(0).max(600).default(60),
           /** Typing shown before each message lasts its length at this speed (0: no typing before messages). */
           typingCharsPerSecond: z.number().min(0).max(1_000).default(25),
@@ -376,7 +377,8 @@ export const configSchema = z.strictObject({
             toolLabels: z.record(z.string(), z.union([z.string().min(1), z.record(z.string(), z.string().min(1))])).optional(),
             /** Only `never` for now: Palaver has no step that asks a person to approve a hosted MCP call. */
             requireApproval: z.literal('never', { error: 'only "never" is supported: Palaver cannot yet ask for approval of hosted MCP calls' }).default('never'),
-            maxResultChars: z.number().int().positive().default(20_000),
+            /** Longest result of this server's tools, in characters; by default `tools.maxResultChars`. */
+            maxResultChars: z.number().int().positive().optional(),
           })
           .refine((server) => !(server.mode === 'hosted' && server.userIdArgument), {
             message: 'hosted mode cannot bind the user: the model provider calls the server with the model\'s arguments. Use mode "local" for tools that act for a user',
@@ -774,6 +776,12 @@ export const configSchema = z.strictObject({
       stream: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'letters, digits, ., _, : or -').default('events.plugins'),
       /** `streams`: the workers' consumer group on `stream`. */
       group: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'letters, digits, ., _, : or -').default('plugins-workers'),
+      /**
+       * Longest tool result, in characters, that reaches the model, the store and the web stream (local tools, MCP
+       * servers without their own `maxResultChars`, worker results; a worker cuts before it publishes). Longer
+       * results are cut and end in `…[truncated N chars]`.
+       */
+      maxResultChars: z.number().int().min(100).max(10_000_000).default(DEFAULT_MAX_TOOL_RESULT_CHARS),
     })
     .prefault({}),
   /**

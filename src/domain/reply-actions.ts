@@ -33,11 +33,11 @@ export const replyActionsAnswerSchema = z.union([z.strictObject({ actions: z.arr
 
 /** The limits a plan must keep (config `agent.actions`, with these defaults). */
 export interface ReplyActionLimits {
-  /** Most actions in one plan (a `send_messages` counts as one). Default 10. */
+  /** Most actions in one plan, each message of a `send_messages` counted as one. Default 10. */
   readonly maxActions: number;
   /** Longest single `wait` or `fake_typing`, in seconds. Default 30. */
   readonly maxWaitSeconds: number;
-  /** Longest total of waits and typing in one plan, in seconds. Default 60. */
+  /** Longest total of waits and typing in one plan (the typing shown before messages included), in seconds. Default 60. */
   readonly maxTotalWaitSeconds: number;
   /** Longest text of one message, in characters (the agent's `maxReplyChars`). */
   readonly maxMessageChars: number;

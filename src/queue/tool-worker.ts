@@ -1,4 +1,5 @@
 import type { ToolCallRequest, ToolDispatcher } from '../domain/ports/tool-dispatch.js';
+import { capToolResult } from '../domain/tool-result-cap.js';
 import type { Logger } from '../observability/logger.js';
 import type { ToolWorkerMetrics } from '../observability/tool-worker-metrics.js';
 import { CallClaims, callKeys, type CallKeys } from './call-claim.js';
@@ -24,6 +25,8 @@ export interface ToolWorkerSettings {
   readonly resultTtlMs: number;
   /** Catalogue heartbeat; the catalogue lives three heartbeats. */
   readonly heartbeatMs: number;
+  /** `tools.maxResultChars`: results are cut to it before they go on Redis (the runtime cuts again to its own). */
+  readonly maxResultChars: number;
 }
 
 export const TOOL_WORKER_DEFAULTS = { concurrency: 64, blockMs: 1_000, resultTtlMs: 24 * 60 * 60 * 1000, heartbeatMs: 5_000 } as const;
@@ -238,7 +241,7 @@ export class ToolWorker {
     try {
       let completed: ToolCallCompleted;
       try {
-        const result = await this.#dispatcher.dispatch(toDispatchRequest(request));
+        const result = capToolResult(await this.#dispatcher.dispatch(toDispatchRequest(request)), this.#settings.maxResultChars);
         completed = {
           eventType: 'PluginToolCallCompleted',
           correlationId: request.correlationId,

@@ -1,6 +1,7 @@
 import type { HostedToolCall, ModelResponse, ModelToolCall } from '../domain/ports/model-provider.js';
 import type { ToolCallResult } from '../domain/ports/tool-dispatch.js';
 import { toStorableJsonText, toStorableText } from '../domain/storable-text.js';
+import { capToolResult, capToolText } from '../domain/tool-result-cap.js';
 import type { ModelWrapper, ToolWrapper } from './call-wrappers.js';
 
 /**
@@ -12,31 +13,39 @@ import type { ModelWrapper, ToolWrapper } from './call-wrappers.js';
  *   escapes that `JSON.parse` would turn back into those characters;
  * - the model name and response id the provider reports (stored beside the reply): as tool data.
  *
- * Well-formed output passes through unchanged and uncopied. Size is bounded elsewhere: the reply by the reply
- * check (`agent.maxReplyChars`), the streamed text by the turn's progress.
+ * Well-formed output passes through unchanged and uncopied. A tool result is also cut to `tools.maxResultChars`
+ * here ({@link capToolResult}); other sizes are bounded elsewhere: the reply by the reply check
+ * (`agent.maxReplyChars`), the streamed text by the turn's progress.
  */
-export function storableModelOutput(): ModelWrapper {
-  return async (invocation, next) => toStorableResponse(await next(invocation));
+export function storableModelOutput(maxToolResultChars: number): ModelWrapper {
+  return async (invocation, next) => toStorableResponse(await next(invocation), maxToolResultChars);
 }
 
-/** Tool results (local tools, MCP servers, a Redis worker) made storable as {@link storableModelOutput} says. */
-export function storableToolResults(): ToolWrapper {
+/**
+ * Tool results (local tools, MCP servers, tool hosts passed in, a Redis worker), whatever their source: cut to
+ * `maxResultChars` with the notice the model reads ({@link capToolResult}), then made storable as
+ * {@link storableModelOutput} says. Cut first, so an oversized result is never scanned or copied whole.
+ */
+export function storableToolResults(maxResultChars: number): ToolWrapper {
   return async (call, next) => {
-    const result = await next(call);
+    const result = capToolResult(await next(call), maxResultChars);
     const content = toStorableText(result.content, 'replace');
     return content === result.content ? result : { ...result, content };
   };
 }
 
-/** A model response with every field that is stored or acted on made storable. */
-export function toStorableResponse(response: ModelResponse): ModelResponse {
+/**
+ * A model response with every field that is stored or acted on made storable; the output of a hosted MCP call (a tool
+ * result the provider fetched) cut to `maxToolResultChars` as every tool result is.
+ */
+export function toStorableResponse(response: ModelResponse, maxToolResultChars: number): ModelResponse {
   const data = (value: string) => toStorableText(value, 'replace');
   const toolCall = (call: ModelToolCall): ModelToolCall => ({ callId: data(call.callId), name: data(call.name), arguments: toStorableJsonText(call.arguments) });
   const hosted = (call: HostedToolCall): HostedToolCall => ({
     serverLabel: data(call.serverLabel),
     name: data(call.name),
     arguments: toStorableJsonText(call.arguments),
-    output: call.output === null ? null : data(call.output),
+    output: call.output === null ? null : data(capToolText(call.output, maxToolResultChars)),
     error: call.error === null ? null : data(call.error),
   });
   return {

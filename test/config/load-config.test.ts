@@ -256,7 +256,7 @@ describe('config', () => {
   it('dispatches tools inline by default; streams settings and the Redis URL (PALAVER_REDIS_URL) with its password kept secret', () => {
     const model = { name: 'm' };
     const plain = parseConfig({ model });
-    expect(plain.tools).toEqual({ dispatch: 'inline', callTimeoutMs: 15_000, maxAttempts: 3, reclaimIdleMs: 10_000, stream: 'events.plugins', group: 'plugins-workers' });
+    expect(plain.tools).toEqual({ dispatch: 'inline', callTimeoutMs: 15_000, maxAttempts: 3, reclaimIdleMs: 10_000, stream: 'events.plugins', group: 'plugins-workers', maxResultChars: 20_000 });
     expect(plain.redis).toEqual({ url: 'redis://127.0.0.1:6379', keyPrefix: 'palaver:' });
     expect(secretsOf(plain)).toEqual([]);
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { capText, mapCallResult, toHostedMcpSpec } from '../../src/tools/mcp/index.js';
+import { mapCallResult, toHostedMcpSpec } from '../../src/tools/mcp/index.js';
 
 describe('mapCallResult', () => {
   it('joins text items and summarises images, audio, resources and links', () => {
@@ -46,11 +46,6 @@ describe('mapCallResult', () => {
 
   it('reads the 2024-10-07 protocol shape { toolResult }', () => {
     expect(mapCallResult('legacy', { toolResult: { ok: true } }, 1_000)).toMatchObject({ content: '{"ok":true}', structured: { ok: true } });
-  });
-
-  it('caps text and says how much was cut', () => {
-    expect(capText('abcdef', 6)).toBe('abcdef');
-    expect(capText('abcdefgh', 6)).toBe('abcdef\n…[truncated 2 chars]');
   });
 });
 

@@ -34,7 +34,7 @@ describe('a Palaver with tools.dispatch "streams" and a palaver worker process',
     const palaver = await harness.start({ tools: { dispatch: 'streams', callTimeoutMs: 15_000 }, redis: { url: REDIS_URL, keyPrefix: client.prefix } });
 
     // The runtime offers what the live worker serves.
-    expect((await palaver.chat({ userId: 'olga', text: 'what can you do?' })).text).toBe('tools: book,crash,echo,slow');
+    expect((await palaver.chat({ userId: 'olga', text: 'what can you do?' })).text).toBe('tools: book,crash,echo,repeat,slow');
     const reply = await palaver.chat({ userId: 'olga', text: 'book a table please' });
     const { user } = await palaver.store.users.resolveAccount({ channel: 'api', accountId: 'olga' });
     expect(reply).toMatchObject({ status: 'completed', text: `Done: Booked a table for two for ${user.id}` });

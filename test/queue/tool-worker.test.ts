@@ -45,7 +45,7 @@ describe('palaver worker', { timeout: 60_000 }, () => {
     await expect.poll(async () => (await client!.redis.client.xPending(client!.redis.key(STREAM), GROUP)).pending, { timeout: 10_000 }).toBe(0);
 
     const published = await catalogue(client, workerId);
-    expect(published?.tools.map((tool) => tool.name).sort()).toEqual(['book', 'crash', 'echo', 'slow']);
+    expect(published?.tools.map((tool) => tool.name).sort()).toEqual(['book', 'crash', 'echo', 'repeat', 'slow']);
     expect(published?.tools.find((tool) => tool.name === 'echo')?.inputSchema).toMatchObject({ type: 'object', properties: { text: { type: 'string' } } });
   });
 
@@ -187,7 +187,7 @@ describe('palaver doctor with tools.dispatch "streams"', { timeout: 60_000 }, ()
     const { workerId } = await startWorker(writeWorkerConfig(client.prefix));
     const after = await checkToolStreams(configFor(client.prefix));
     expect(after.every((check) => check.ok)).toBe(true);
-    expect(after.find((check) => check.name === 'live tool workers')?.detail).toBe(`${workerId} (4 tools)`);
+    expect(after.find((check) => check.name === 'live tool workers')?.detail).toBe(`${workerId} (5 tools)`);
   });
 
   it('fails the Redis check, without the password, when Redis cannot be reached', async () => {

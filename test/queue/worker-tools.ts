@@ -45,6 +45,12 @@ export const tools = [
     },
   }),
   defineTool({
+    name: 'repeat',
+    description: 'Returns one character repeated (a result of any size).',
+    input: z.object({ char: z.string().length(1), times: z.number().int().min(0) }),
+    run: ({ char, times }) => char.repeat(times),
+  }),
+  defineTool({
     name: 'echo',
     description: 'Returns its text.',
     input: z.object({ text: z.string() }),

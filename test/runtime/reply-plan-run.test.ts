@@ -26,7 +26,7 @@ class PacedChannel extends MemoryChannel {
   }
 }
 
-const pacing: ReplyPacing = { typingCharsPerSecond: 10, maxTypingSeconds: 6 };
+const pacing: ReplyPacing = { typingCharsPerSecond: 10, maxTypingSeconds: 6, maxTotalWaitSeconds: 60 };
 const target: ReplyTarget = { channel: 'paced', conversationId: 'c1', accountId: 'ann', inReplyTo: ['77'], correlationId: 'corr', sessionId: 's1' };
 
 /** What a plan run touches of its turn: the channel, where it goes, and the store's marks (recorded). */
@@ -111,9 +111,22 @@ describe('carrying out a reply plan', () => {
     expect(marks).toEqual(['sent d0 as corr:1', 'sent d1 as 77', 'sent d2 as corr:2']);
   });
 
+  it('counts the typing before messages toward maxTotalWaitSeconds: what the waits leave, the first messages get', async () => {
+    const channel = new PacedChannel({ name: 'paced', capabilities: caps({ typingIntervalMs: 10_000 }) });
+    const { scope } = scopeFor(channel);
+    // 30 characters each: 3 s of typing apiece at 10 chars/s; the plan may take 5 s in all and waits 1.5 s itself.
+    const text = (n: number) => `${n}`.padEnd(30, '.');
+    const plan = planOf([{ kind: 'wait', ms: 1_500 }, ...[1, 2, 3, 4].map((n): ReplyStep => ({ kind: 'send', text: text(n), replyTo: null }))]);
+    const running = runPlan(scope, plan, { ...pacing, maxTotalWaitSeconds: 5 }, undefined);
+    await vi.runAllTimersAsync();
+    await running;
+
+    expect(channel.events).toEqual(['1500 typing', `4500 send ${text(1)} [reply-1:0]`, '4500 typing', `5000 send ${text(2)} [reply-1:1]`, `5000 send ${text(3)} [reply-1:2]`, `5000 send ${text(4)} [reply-1:3]`]);
+  });
+
   it('caps typing at maxTypingSeconds and shows none where typingCharsPerSecond is 0', () => {
     expect(typingMsFor('x'.repeat(1_000), pacing)).toBe(6_000);
-    expect(typingMsFor('hello', { typingCharsPerSecond: 0, maxTypingSeconds: 6 })).toBe(0);
+    expect(typingMsFor('hello', { typingCharsPerSecond: 0, maxTypingSeconds: 6, maxTotalWaitSeconds: 60 })).toBe(0);
   });
 
   it('skips a reaction the channel cannot show, logging it once per channel, and goes on with the plan', async () => {

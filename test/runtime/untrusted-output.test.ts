@@ -15,7 +15,7 @@ describe('model output made storable where it enters', () => {
       usage,
       responseId: 'r\u0000',
     };
-    expect(toStorableResponse(response)).toEqual({
+    expect(toStorableResponse(response, 1_000)).toEqual({
       model: 'm\uFFFD',
       text: 'hi \uFFFD',
       toolCalls: [{ callId: 'c\uFFFD', name: 'n\uFFFD', arguments: '{"a":"\\ufffd"}' }],
@@ -24,13 +24,18 @@ describe('model output made storable where it enters', () => {
       responseId: 'r\uFFFD',
     });
     const clean: ModelResponse = { model: 'm', text: 'ok', toolCalls: [], usage };
-    expect(toStorableResponse(clean)).toEqual(clean);
+    expect(toStorableResponse(clean, 1_000)).toEqual(clean);
   });
 
   it('replaces NUL in a tool result with U+FFFD', async () => {
-    const wrapper = storableToolResults();
+    const wrapper = storableToolResults(1_000);
     const result = await wrapper({ request: {} as never, signal: undefined }, async () => ({ callId: 'c', content: 'a\u0000b', isError: false, effects: {}, durationMs: 1 }));
     expect(result.content).toBe('a\uFFFDb');
+  });
+
+  it('cuts the output of a hosted MCP call to the tool result cap, with the notice', () => {
+    const response: ModelResponse = { model: 'm', text: 'ok', toolCalls: [], hostedToolCalls: [{ serverLabel: 's', name: 'h', arguments: '{}', output: 'o'.repeat(150), error: null }], usage };
+    expect(toStorableResponse(response, 100).hostedToolCalls?.[0]?.output).toBe(`${'o'.repeat(100)}\n…[truncated 50 chars]`);
   });
 });
 

@@ -71,4 +71,43 @@ describe('telegram bot: replies as actions', () => {
     expect(refused).toHaveLength(1);
     expect(refused[0]!['err']).toMatchObject({ message: expect.stringContaining('message to react not found') });
   });
+  it('refuses a send_messages of 1,000 texts as 1,000 separate messages would be, and sends only the repaired plan', async () => {
+    const thousand = Array.from({ length: 1_000 }, (_, index) => `spam ${index}`);
+    let answers = 0;
+    rig = await createTelegramRig(
+      // The first answer floods; the repair (second call) answers within the limits.
+      () => (++answers === 1 ? plan({ type: 'send_messages', messages: thousand }) : plan({ type: 'send_messages', messages: ['One.', 'Two.', 'Three.'] })),
+      { quietWindowMs: 50, replies: 'actions' },
+      { config: QUICK },
+    );
+    const { telegram, harness } = rig;
+    telegram.sendText({ chatId: 4300, text: 'talk to me' });
+    await waitUntilSettled(harness, 1);
+
+    expect(telegram.sentTo(4300).map((message) => message.text)).toEqual(['One.', 'Two.', 'Three.']);
+    expect(harness.model.calls).toHaveLength(2);
+    const refused = logsWith(harness, 'model answer refused as reply actions');
+    expect(refused.map((line) => line['reason'])).toEqual(['too_many_actions']);
+  });
+
+  it('counts the typing before messages toward maxTotalWaitSeconds', async () => {
+    let answeredAt = 0;
+    const answer = () => {
+      answeredAt = Date.now();
+      return plan({ type: 'send_messages', messages: ['a'.padEnd(30, '.'), 'b'.padEnd(30, '.'), 'c'.padEnd(30, '.')] });
+    };
+    rig = await createTelegramRig(answer, { quietWindowMs: 50, replies: 'actions' }, {
+      // 3 s of typing per message at 10 chars/s, but the whole plan may take 1 s: only the first message gets typing.
+      config: { agent: { actions: { typingCharsPerSecond: 10, maxTotalWaitSeconds: 1 } } },
+    });
+    const { telegram, harness } = rig;
+    telegram.sendText({ chatId: 4400, text: 'hello' });
+    await telegram.waitForMessages(3, { chatId: 4400, timeoutMs: 15_000 });
+    await waitUntilSettled(harness, 1);
+
+    // The first message got the 1 s of typing; the others went out without any, so the plan took about 1 s, not 9.
+    const sent = telegram.sentTo(4400);
+    expect(telegram.callsOf('sendChatAction').filter((call) => call.at >= sent[0]!.at)).toEqual([]);
+    expect(sent[2]!.at - answeredAt).toBeLessThan(5_000);
+  });
 });

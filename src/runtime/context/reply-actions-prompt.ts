@@ -37,7 +37,7 @@ export function replyActionsPrompt(options: ReplyActionsPromptOptions): string {
     '- {"type": "ignore", "reason": "…"}: do not answer at all this time; the person gets nothing. reason is for the log only (or null).',
     '',
     'Limits:',
-    `- At most ${limits.maxActions} actions (send_messages counts as one).`,
+    `- At most ${limits.maxActions} actions; each message of send_messages counts as one.`,
     `- Each wait or fake_typing lasts at most ${limits.maxWaitSeconds} seconds; all of them together at most ${limits.maxTotalWaitSeconds} seconds.`,
     `- Each message has text (never empty) of at most ${limits.maxMessageChars} characters.`,
     '',

@@ -33,8 +33,8 @@ function refuse(reason: ReplyPlanProblemReason, problem: string): CheckedReplyPl
 /**
  * Reads a model's answer in actions mode into a plan that is safe to store and carry out, or says why not. Accepts
  * `{"actions": [...]}` or a bare list, optionally inside one ``` fence and nothing else; every action must match the
- * schema and the limits, and a reaction or `reply_to` must name one of `recentMessageIds`. `send_messages` becomes
- * one `send` step per message; seconds become milliseconds; texts are trimmed and made storable.
+ * schema and the limits (each message of a `send_messages` counts as one action), and a reaction or `reply_to` must
+ * name one of `recentMessageIds`. `send_messages` becomes one `send` step per message; seconds become milliseconds; texts are trimmed and made storable.
  *
  * Pure and allocation-light: it runs on every turn in actions mode.
  */
@@ -51,7 +51,10 @@ export function checkReplyPlan(text: string, options: ReplyPlanCheckOptions): Ch
   if (list === undefined) return refuse('invalid_actions', 'the answer must be an object {"actions": [...]} with no other keys, or a list of actions');
   const { limits } = options;
   if (list.length === 0) return refuse('empty', 'the list of actions is empty (use {"type": "ignore"} to not answer)');
-  if (list.length > limits.maxActions) return refuse('too_many_actions', `${list.length} actions; at most ${limits.maxActions} are allowed`);
+  const counted = countedActions(list);
+  if (counted > limits.maxActions) {
+    return refuse('too_many_actions', `${counted} actions, each message of send_messages counted as one; at most ${limits.maxActions} are allowed`);
+  }
 
   const steps: ReplyStep[] = [];
   let waitedSeconds = 0;
@@ -72,6 +75,19 @@ export function checkReplyPlan(text: string, options: ReplyPlanCheckOptions): Ch
     return refuse('too_long_waits', `waits and typing add up to ${waitedSeconds} seconds; at most ${limits.maxTotalWaitSeconds} per answer`);
   }
   return { ok: true, plan: { steps } };
+}
+
+/**
+ * The actions a plan counts against `maxActions`: each message of a `send_messages` counts as one, so one action
+ * cannot send more messages than as many separate `send_message` actions could. Counted before any text is read.
+ */
+function countedActions(list: readonly unknown[]): number {
+  let count = 0;
+  for (const raw of list) {
+    const messages = raw !== null && typeof raw === 'object' && (raw as { type?: unknown }).type === 'send_messages' ? (raw as { messages?: unknown }).messages : undefined;
+    count += Array.isArray(messages) ? Math.max(1, messages.length) : 1;
+  }
+  return count;
 }
 
 /** The list inside `{"actions": [...]}`, or undefined for any other shape (other keys are refused, as strict output would). */

@@ -16,6 +16,8 @@ export interface ReplyPacing {
   readonly typingCharsPerSecond: number;
   /** Longest typing before one message, in seconds. */
   readonly maxTypingSeconds: number;
+  /** Longest total of the plan's waits and typing, in seconds: the typing before messages counts toward it too. */
+  readonly maxTotalWaitSeconds: number;
 }
 
 
@@ -34,7 +36,8 @@ const reactionsSkippedOn = new WeakSet<Channel>();
 
 /**
  * Carries out a stored reply plan in order: typing before each message for as long as a person would take to write
- * it (capped), explicit typing and waits, reactions where the channel can show them, and each message sent under its
+ * it (capped per message, and in all by what the plan's own waits leave of `maxTotalWaitSeconds`), explicit typing
+ * and waits, reactions where the channel can show them, and each message sent under its
  * outbox record's key and marked sent at once — so a crash from here on never sends it again, and recovery carries
  * out the rest (without the pacing: waits and typing are not replayed). Never throws.
  *
@@ -50,6 +53,8 @@ export async function runPlan(scope: TurnScope, plan: PlanToRun, pacing: ReplyPa
   const sentTexts: string[] = [];
   let effect = 0; // index of the next step with an effect (its outbox record)
   let send = 0; // index of the next send step (its display message)
+  // The plan's own waits and typing were checked against the total; typing before messages gets what they leave.
+  let typingLeftMs = Math.max(0, pacing.maxTotalWaitSeconds * 1_000 - plan.steps.reduce((sum, step) => sum + (step.kind === 'wait' || step.kind === 'typing' ? step.ms : 0), 0));
 
   const dropRest = async (from: number, reason: NotSentReason, error?: unknown) => {
     const unsentRecords = records?.slice(effect) ?? [];
@@ -70,7 +75,9 @@ export async function runPlan(scope: TurnScope, plan: PlanToRun, pacing: ReplyPa
     if (step.kind === 'wait') await pause(step.ms, interrupt);
     else if (step.kind === 'typing') await typingFor(scope, step.ms, interrupt);
     else if (step.kind === 'send') {
-      await typingFor(scope, typingMsFor(step.text, pacing), interrupt);
+      const typingMs = Math.min(typingMsFor(step.text, pacing), typingLeftMs);
+      typingLeftMs -= typingMs;
+      await typingFor(scope, typingMs, interrupt);
       if (interrupt?.aborted) {
         await dropRest(index, 'interrupted');
         return { sent, sentTexts, stopped: 'interrupted' };

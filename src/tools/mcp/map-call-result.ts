@@ -1,4 +1,5 @@
 import type { ToolResult } from '../../domain/ports/tool-host.js';
+import { capToolResult } from '../../domain/tool-result-cap.js';
 
 /**
  * An MCP `CallToolResult` (`content`, `structuredContent`, `isError`), or the 2024-10-07 protocol's
@@ -15,8 +16,8 @@ export interface McpContentLike {
 /**
  * Turns an MCP tool result into the text the model reads. Text items are joined with newlines; other items become
  * short placeholders (`[image: image/png]`), embedded text resources keep their text. When there is no text but
- * `structuredContent`, its JSON becomes the content. The content is capped with {@link capText}; structured content
- * larger than the cap is left out.
+ * `structuredContent`, its JSON becomes the content. Capped by the one rule for every tool result
+ * ({@link capToolResult}): the content cut with a notice, structured content over the cap left out.
  */
 export function mapCallResult(toolName: string, result: McpCallResultLike, maxChars: number): ToolResult {
   const isError = result['isError'] === true;
@@ -27,30 +28,16 @@ export function mapCallResult(toolName: string, result: McpCallResultLike, maxCh
     .map(summariseContent)
     .filter((part) => part.length > 0)
     .join('\n');
-  const structuredJson = structured === undefined ? undefined : (JSON.stringify(structured) ?? '');
-  if (content.length === 0 && structuredJson !== undefined) content = structuredJson;
+  if (content.length === 0 && structured !== undefined) content = JSON.stringify(structured) ?? '';
   if (content.length === 0) {
     content = isError ? `Tool ${toolName} failed without a message` : '';
   }
-  // Structured content over the cap is dropped rather than cut: a cut JSON value is no value. The text (capped,
-  // with its truncation marker) still tells the model what came back.
-  const keepStructured = structuredJson !== undefined && structuredJson.length <= maxChars;
-  return {
-    content: capText(content, maxChars),
-    ...(keepStructured ? { structured } : {}),
-    isError,
-  };
+  return capToolResult({ content, ...(structured === undefined ? {} : { structured }), isError }, maxChars);
 }
 
 /** A tool failure the model should read, e.g. a timeout or a refused argument. */
 export function errorResult(message: string): ToolResult {
   return { content: message, isError: true };
-}
-
-/** Cuts `text` to `maxChars` and says how much was cut, so the model knows the result is partial. */
-export function capText(text: string, maxChars: number): string {
-  if (text.length <= maxChars) return text;
-  return `${text.slice(0, maxChars)}\n…[truncated ${text.length - maxChars} chars]`;
 }
 
 function summariseContent(item: McpContentLike): string {

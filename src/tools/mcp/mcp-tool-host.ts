@@ -6,6 +6,7 @@ import { sharedHttpTransport } from '../../http-client/http-transport.js';
 import { ConfigError, ToolError } from '../../domain/errors.js';
 import type { JsonSchema } from '../../domain/ports/model-provider.js';
 import type { ToolCallContext, ToolDescriptor, ToolHost, ToolLabel, ToolResult } from '../../domain/ports/tool-host.js';
+import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../../domain/tool-result-cap.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { classifyMcpError } from './classify-mcp-error.js';
 import { closeMcpConnection, openMcpConnection, type McpConnection } from './mcp-connection.js';
@@ -22,7 +23,7 @@ export interface McpToolHostOptions {
   readonly timeoutMs?: number;
   /** How long `list()` serves its cached answer. Default 60 000 ms; `notifications/tools/list_changed` clears it. */
   readonly listCacheMs?: number;
-  /** Longest `content` handed to the model; longer results end in `…[truncated N chars]`. Default 20 000. */
+  /** Longest `content` handed to the model; longer results end in `…[truncated N chars]`. Default 20 000 (`tools.maxResultChars`). */
   readonly maxResultChars?: number;
   readonly logger?: Logger;
   /**
@@ -40,7 +41,6 @@ export interface McpToolHostOptions {
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_LIST_CACHE_MS = 60_000;
-const DEFAULT_MAX_RESULT_CHARS = 20_000;
 /** Guards against a server whose `nextCursor` never ends. */
 const MAX_LIST_PAGES = 50;
 /** Attempts to open a session before the server counts as unreachable; the first retry is immediate. */
@@ -115,7 +115,7 @@ export class McpToolHost implements ToolHost {
     this.redact = token ? (text) => text.split(token).join('[redacted]') : (text) => text;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.listCacheMs = options.listCacheMs ?? DEFAULT_LIST_CACHE_MS;
-    this.maxResultChars = options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
+    this.maxResultChars = options.maxResultChars ?? DEFAULT_MAX_TOOL_RESULT_CHARS;
     this.userIdArgument = options.userIdArgument;
     this.toolLabels = options.toolLabels ?? {};
     this.logger = (options.logger ?? silentLogger()).child({ toolHost: this.name });

@@ -8,7 +8,7 @@ describe('reply actions prompt', () => {
     const prompt = replyActionsPrompt({ limits, typingBeforeMessages: true, reactions: true });
     expect(prompt).toContain('{"actions": [ ... ]}');
     for (const type of ['send_message', 'send_messages', 'fake_typing', 'add_reaction', 'wait', 'ignore']) expect(prompt).toContain(`"type": "${type}"`);
-    expect(prompt).toContain('At most 7 actions');
+    expect(prompt).toContain('At most 7 actions; each message of send_messages counts as one.');
     expect(prompt).toContain('at most 12 seconds; all of them together at most 40 seconds');
     expect(prompt).toContain('at most 900 characters');
     expect(prompt).toContain('[message_id: 77]');

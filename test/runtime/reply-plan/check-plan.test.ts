@@ -73,6 +73,18 @@ describe('reply plan check', () => {
     expect(check(plan(...eleven.slice(1)))).toMatchObject({ ok: true });
   });
 
+  it('counts each message of send_messages toward maxActions, as separate send_message actions count', () => {
+    const texts = (count: number) => Array.from({ length: count }, (_, index) => `message ${index}`);
+    expect(check(plan({ type: 'send_messages', messages: texts(11) }))).toMatchObject({ ok: false, reason: 'too_many_actions', problem: expect.stringContaining('11 actions') });
+    expect(check(plan({ type: 'send_messages', messages: texts(1_000) }))).toMatchObject({ ok: false, reason: 'too_many_actions', problem: expect.stringContaining('1000 actions') });
+    // Five other actions and six messages in one send_messages make eleven.
+    const five = Array.from({ length: 5 }, () => ({ type: 'wait', seconds: 1 }));
+    expect(check(plan(...five, { type: 'send_messages', messages: texts(6) }))).toMatchObject({ ok: false, reason: 'too_many_actions' });
+    const ten = check(plan(...five, { type: 'send_messages', messages: texts(5) }));
+    expect(ten.ok && ten.plan.steps.filter((step) => step.kind === 'send')).toHaveLength(5);
+    expect(check(plan({ type: 'send_messages', messages: texts(10) }))).toMatchObject({ ok: true });
+  });
+
   it('refuses a negative or over-long wait or typing', () => {
     expect(check(plan({ type: 'wait', seconds: -1 }))).toMatchObject({ ok: false, reason: 'invalid_wait' });
     expect(check(plan({ type: 'fake_typing', seconds: 31 }))).toMatchObject({ ok: false, reason: 'invalid_wait' });
