@@ -363,6 +363,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
         hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
+        trustedProxies: config.server.trustedProxies,
         dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));

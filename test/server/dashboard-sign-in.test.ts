@@ -12,14 +12,15 @@ afterEach(async () => {
 });
 
 /** A server with the dashboard and one admin route to read and one to write, as the admin API's would be. */
-async function serve(options: { adminToken?: string; dashboard?: DashboardOptions; routes?: WebChannel['routes'] } = {}) {
+async function serve(options: { adminToken?: string; dashboard?: DashboardOptions | false; routes?: WebChannel['routes']; trustedProxies?: string[] } = {}) {
   const writes: string[] = [];
   const app = createHttpApp({
     health: async () => ({}),
     logger: silentLogger(),
     adminToken: 'adminToken' in options ? options.adminToken : TOKEN,
     routes: options.routes ?? [],
-    ...(options.dashboard ? { dashboard: options.dashboard } : {}),
+    ...(options.dashboard === undefined ? {} : { dashboard: options.dashboard }),
+    ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
     extraRoutes: (http) => {
       http.get('/admin/things', (c) => c.json({ things: ['a'] }));
       http.post('/admin/things', (c) => {
@@ -147,6 +148,47 @@ describe('dashboard sign-in', () => {
     expect(limited.response.status).toBe(429);
     expect(Number(limited.response.headers.get('retry-after'))).toBeGreaterThan(50);
     expect(limited.setCookie).toBe('');
+  });
+
+  it('counts wrong bearer tokens too: a locked address gets 429 with the right token, on the API and the sign-in', async () => {
+    const { call, signIn } = await serve({ dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
+    for (let attempt = 0; attempt < 3; attempt += 1) expect((await call('GET', '/admin/things', { authorization: `Bearer guess-number-${attempt}-of-many` })).status).toBe(401);
+    const limited = await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(50);
+    expect(((await limited.json()) as Record<string, any>)['error']['code']).toBe('too_many_attempts');
+    expect((await signIn()).response.status).toBe(429);
+  });
+
+  it('limits wrong bearer tokens with the dashboard off as well (five tries)', async () => {
+    const { call } = await serve({ dashboard: false });
+    for (let attempt = 0; attempt < 5; attempt += 1) expect((await call('GET', '/admin/things', { authorization: `Bearer guess-number-${attempt}-of-many` })).status).toBe(401);
+    expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` })).status).toBe(429);
+  });
+
+  it('a signed-in page keeps working while its address is locked (its cookie proves the token), a wrong sign-in locks the rest', async () => {
+    const { call, signIn } = await serve({ dashboard: { signInLimit: { maxFailures: 2, windowMs: 60_000 } } });
+    const { cookie } = await signIn();
+    for (let attempt = 0; attempt < 2; attempt += 1) expect((await signIn(`guess-number-${attempt}-of-many`)).response.status).toBe(401);
+    expect((await call('GET', '/admin/things', { cookie })).status).toBe(200);
+    expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` })).status).toBe(429);
+  });
+
+  it('behind a trusted proxy, counts each client by X-Forwarded-For, so one client\'s failures lock out only that client', async () => {
+    const { call, signIn } = await serve({ trustedProxies: ['127.0.0.1', '::1'], dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
+    const from = (client: string) => ({ 'x-forwarded-for': `203.0.113.200, ${client}` });
+    for (let attempt = 0; attempt < 3; attempt += 1) expect((await signIn(`guess-number-${attempt}-of-many`, from('198.51.100.1'))).response.status).toBe(401);
+    expect((await signIn(TOKEN, from('198.51.100.1'))).response.status).toBe(429);
+    expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}`, ...from('198.51.100.1') })).status).toBe(429);
+    // Another operator behind the same proxy, and one whose client forged the left part of the header.
+    expect((await signIn(TOKEN, from('198.51.100.2'))).response.status).toBe(200);
+    expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}`, 'x-forwarded-for': '198.51.100.1, 198.51.100.3' })).status).toBe(200);
+  });
+
+  it('ignores X-Forwarded-For from a peer that is not a trusted proxy, so forging it does not dodge the limit', async () => {
+    const { signIn } = await serve({ dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
+    for (let attempt = 0; attempt < 3; attempt += 1) expect((await signIn(`guess-number-${attempt}-of-many`, { 'x-forwarded-for': `198.51.100.${attempt}` })).response.status).toBe(401);
+    expect((await signIn(TOKEN, { 'x-forwarded-for': '198.51.100.99' })).response.status).toBe(429);
   });
 
   it('gives the chat page\'s allowed origins nothing under /admin', async () => {
