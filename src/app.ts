@@ -364,7 +364,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         routes: channels.flatMap((channel) => channel.routes ?? []),
         hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
         trustedProxies: config.server.trustedProxies,
-        dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry },
+        dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry, sessionStore: store.dashboardSessions },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
           // With streams dispatch the overview also shows the tool stream's backlog and dead letters.

@@ -57,7 +57,7 @@ export interface DashboardRoutesOptions {
  *                                   and answers `{ csrfToken, expiresAt }` (a form gets 303 to `/admin`)
  * - `GET    /admin/session`         `{ signedIn: true, csrfToken, expiresAt }` for a session cookie (a reloaded page),
  *                                   else `{ signedIn: false }`
- * - `DELETE /admin/session`         sign out
+ * - `DELETE /admin/session`         sign out, on every process (the session's row leaves the store)
  * - `GET    /admin/events`          server-sent `changed` events (see `adminEventsResponse`)
  * - `GET    /admin/metrics/summary` turn, model and tool latency and failure counts (see `summarizeMetrics`)
  *
@@ -96,7 +96,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
         limiter.fail(address);
         return c.json(errorBody('unauthorized', 'That is not the admin token.'), 401);
       }
-      const { cookie, session } = sessions.create();
+      const { cookie, session } = await sessions.create();
       setCookie(c, SESSION_COOKIE, cookie, {
         path: '/admin',
         httpOnly: true,
@@ -112,14 +112,14 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
 
   // Public, so that a page opened without a session learns it without an error: only the CSRF token of a valid
   // session cookie is ever answered (a cross-site page cannot read the answer, nor send the SameSite=Strict cookie).
-  app.get('/session', (c) => {
-    const session = sessions.verify(getCookie(c, SESSION_COOKIE));
+  app.get('/session', async (c) => {
+    const session = await sessions.verify(getCookie(c, SESSION_COOKIE));
     c.header('cache-control', 'no-store');
     if (session === undefined) return c.json({ signedIn: false });
     return c.json({ signedIn: true, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
   });
-  app.delete('/session', (c) => {
-    sessions.revoke(getCookie(c, SESSION_COOKIE));
+  app.delete('/session', async (c) => {
+    await sessions.revoke(getCookie(c, SESSION_COOKIE));
     deleteCookie(c, SESSION_COOKIE, { path: '/admin', httpOnly: true, sameSite: 'Strict', secure: isHttps(c) });
     return c.body(null, 204);
   });

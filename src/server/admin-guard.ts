@@ -56,14 +56,14 @@ export function adminGuard(options: AdminGuardOptions): MiddlewareHandler {
     }
     if (isPublic(c.req.method, c.req.path)) return next();
 
-    const cookie = getCookie(c, SESSION_COOKIE);
-    if (sessions.verify(cookie) === undefined) {
+    const session = await sessions.verify(getCookie(c, SESSION_COOKIE));
+    if (session === undefined) {
       c.header('WWW-Authenticate', 'Bearer');
       return c.json(errorBody('unauthorized', 'Sign in on /admin, or send the admin token as "Authorization: Bearer <token>".'), 401);
     }
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       if (!sameOrigin(c)) return c.json(errorBody('cross_origin', 'A dashboard write must come from a page of this server (its Origin must name this host).'), 403);
-      if (!sessions.checkCsrf(cookie, c.req.header('x-csrf-token'))) {
+      if (!sessions.checkCsrf(session, c.req.header('x-csrf-token'))) {
         return c.json(errorBody('csrf_failed', 'Send the CSRF token the dashboard got at sign-in as "X-CSRF-Token"; reload the page to get it again.'), 403);
       }
     }

@@ -3,11 +3,13 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { PalaverError } from '../domain/errors.js';
 import type { ChannelRoute } from '../domain/ports/channel.js';
+import type { DashboardSessionRepository } from '../domain/ports/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { ChangeProbe } from '../admin/admin-events.js';
 import type { MetricsSource } from '../admin/metrics-summary.js';
 import { dashboardRoutes } from '../admin/dashboard-routes.js';
 import { DashboardSessions } from '../admin/dashboard-session.js';
+import { MemoryDashboardSessions } from '../admin/memory-dashboard-sessions.js';
 import { SignInLimiter, type SignInLimiterOptions } from '../admin/sign-in-limiter.js';
 import { adminGuard } from './admin-guard.js';
 import { apiKeyAuth } from './api-key.js';
@@ -66,6 +68,11 @@ export interface DashboardOptions {
   readonly metrics?: MetricsSource;
   /** How long a sign-in lasts. Default 12 hours. */
   readonly sessionTtlMs?: number;
+  /**
+   * Where sign-ins are kept (`store.dashboardSessions`): then signing out holds after a restart and on every process
+   * of the database. Default: in this process only.
+   */
+  readonly sessionStore?: DashboardSessionRepository;
   /** Failed sign-ins (and wrong bearer tokens on `/admin`) allowed per address: default 5 per 15 minutes. */
   readonly signInLimit?: SignInLimiterOptions;
 }
@@ -95,7 +102,10 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 
   const auth = apiKeyAuth({ apiKey: options.apiKey });
   const dashboard = options.adminToken === undefined || options.dashboard === false ? undefined : (options.dashboard ?? {});
-  const sessions = dashboard && options.adminToken !== undefined ? new DashboardSessions({ adminToken: options.adminToken, ...(dashboard.sessionTtlMs === undefined ? {} : { ttlMs: dashboard.sessionTtlMs }) }) : undefined;
+  const sessions =
+    dashboard && options.adminToken !== undefined
+      ? new DashboardSessions({ adminToken: options.adminToken, store: dashboard.sessionStore ?? new MemoryDashboardSessions(), ...(dashboard.sessionTtlMs === undefined ? {} : { ttlMs: dashboard.sessionTtlMs }) })
+      : undefined;
   // One count of failures per address for every way in: the bearer token and the sign-in form.
   const limiter = new SignInLimiter(dashboard ? dashboard.signInLimit : undefined);
   const clientAddress = clientAddressResolver(options.trustedProxies);

@@ -3,6 +3,8 @@ import { WebChannel } from '../../src/channels/web/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { createHttpApp, startHttpServer, type DashboardOptions, type RunningHttpServer } from '../../src/server/index.js';
 import { DashboardSessions } from '../../src/admin/dashboard-session.js';
+import { MemoryDashboardSessions } from '../../src/admin/memory-dashboard-sessions.js';
+import type { NewDashboardSession } from '../../src/domain/ports/store.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
 const TOKEN = TEST_SECRETS.adminToken;
@@ -233,19 +235,38 @@ describe('dashboard sign-in', () => {
 });
 
 describe('dashboard sessions', () => {
-  it('end at their expiry, and a new admin token signs everyone out', () => {
+  it('end at their expiry, and a new admin token signs everyone out', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
-    const sessions = new DashboardSessions({ adminToken: TOKEN, ttlMs: 60_000, now: () => now });
-    const { cookie, session } = sessions.create();
-    expect(sessions.verify(cookie)).toEqual(session);
+    const store = new MemoryDashboardSessions();
+    const sessions = new DashboardSessions({ adminToken: TOKEN, store, ttlMs: 60_000, now: () => now });
+    const { cookie, session } = await sessions.create();
+    expect(await sessions.verify(cookie)).toEqual(session);
     now += 59_000;
-    expect(sessions.checkCsrf(cookie, session.csrfToken)).toBe(true);
+    expect(sessions.checkCsrf((await sessions.verify(cookie))!, session.csrfToken)).toBe(true);
+    expect(sessions.checkCsrf(session, 'x'.repeat(43))).toBe(false);
     now += 1_000;
-    expect(sessions.verify(cookie)).toBeUndefined();
-    expect(sessions.checkCsrf(cookie, session.csrfToken)).toBe(false);
+    expect(await sessions.verify(cookie)).toBeUndefined();
 
     now = Date.parse('2026-01-01T00:00:00Z');
-    const rotated = new DashboardSessions({ adminToken: `${TOKEN}-rotated`, ttlMs: 60_000, now: () => now });
-    expect(rotated.verify(cookie)).toBeUndefined();
+    const rotated = new DashboardSessions({ adminToken: `${TOKEN}-rotated`, store, ttlMs: 60_000, now: () => now });
+    expect(await rotated.verify(cookie)).toBeUndefined();
+  });
+
+  it('honour a sign-out made through another instance on the same store, and keep no cookie in it', async () => {
+    const stored: string[] = [];
+    const store = new (class extends MemoryDashboardSessions {
+      override create(row: NewDashboardSession) {
+        stored.push(row.id);
+        return super.create(row);
+      }
+    })();
+    const one = new DashboardSessions({ adminToken: TOKEN, store });
+    const other = new DashboardSessions({ adminToken: TOKEN, store });
+    const { cookie } = await one.create();
+    expect(await other.verify(cookie)).toBeDefined();
+    await other.revoke(cookie);
+    expect(await one.verify(cookie)).toBeUndefined();
+    expect(stored).toHaveLength(1);
+    expect(cookie).not.toContain(stored[0]);
   });
 });

@@ -24,6 +24,7 @@ import { operatorActionsMigration } from './0019-operator-actions.js';
 import { operatorReadIndexesMigration } from './0020-operator-read-indexes.js';
 import { conversationClaimsMigration } from './0021-conversation-claims.js';
 import { historyIndexPostgresMigration } from './0022-history-index-postgres.js';
+import { dashboardSessionsMigration } from './0023-dashboard-sessions.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -56,6 +57,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0020_operator_read_indexes': operatorReadIndexesMigration(dialect),
     '0021_conversation_claims': conversationClaimsMigration(dialect),
     '0022_history_index_postgres': historyIndexPostgresMigration(dialect),
+    '0023_dashboard_sessions': dashboardSessionsMigration(dialect),
   };
 }
 
