@@ -363,7 +363,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
         hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
-        dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry },
+        trustedProxies: config.server.trustedProxies,
+        dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry, sessionStore: store.dashboardSessions },
         extraRoutes: (http) => {
           http.route('/admin', adminRoutes(admin));
           // With streams dispatch the overview also shows the tool stream's backlog and dead letters.

@@ -1,15 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, extname, join } from 'node:path';
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { z } from 'zod';
 import { PalaverError } from '../domain/errors.js';
 import { PACKAGE_ROOT } from '../package-root.js';
-import { sameOrigin } from '../server/admin-guard.js';
+import { sameOrigin, tooManyAttempts } from '../server/admin-guard.js';
 import { adminTokenMatches } from '../server/api-key.js';
+import type { ClientAddress } from '../server/client-address.js';
 import { errorBody } from '../server/error-body.js';
 import { adminEventsResponse, type ChangeProbe } from './admin-events.js';
 import { SESSION_COOKIE, type DashboardSessions } from './dashboard-session.js';
@@ -33,7 +33,10 @@ const signInBody = z.object({ token: z.string().min(1).max(4096) });
 export interface DashboardRoutesOptions {
   readonly adminToken: string;
   readonly sessions: DashboardSessions;
+  /** Counts failed sign-ins per address; the same one the admin guard counts wrong bearer tokens with. */
   readonly limiter: SignInLimiter;
+  /** Who the client is (see `clientAddressResolver`); the same one the admin guard uses. */
+  readonly clientAddress: ClientAddress;
   /** Where `index.html` and the page's modules are. Default {@link DEFAULT_DASHBOARD_DIR}. */
   readonly dir?: string;
   /** Backs `GET /admin/events`; without it that route is absent and the page polls instead. */
@@ -54,11 +57,12 @@ export interface DashboardRoutesOptions {
  *                                   and answers `{ csrfToken, expiresAt }` (a form gets 303 to `/admin`)
  * - `GET    /admin/session`         `{ signedIn: true, csrfToken, expiresAt }` for a session cookie (a reloaded page),
  *                                   else `{ signedIn: false }`
- * - `DELETE /admin/session`         sign out
+ * - `DELETE /admin/session`         sign out, on every process (the session's row leaves the store)
  * - `GET    /admin/events`          server-sent `changed` events (see `adminEventsResponse`)
  * - `GET    /admin/metrics/summary` turn, model and tool latency and failure counts (see `summarizeMetrics`)
  *
- * Failed sign-ins are counted per client address (`SignInLimiter`): 429 `too_many_attempts` with `Retry-After`.
+ * Failed sign-ins are counted per client address (`SignInLimiter`), with wrong bearer tokens: 429
+ * `too_many_attempts` with `Retry-After`.
  * @throws PalaverError `web_assets_missing` when the page's folder cannot be read.
  */
 export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
@@ -82,12 +86,9 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
     async (c) => {
       // A page of another site must not sign this browser in (login CSRF); a script without Origin may.
       if (c.req.header('origin') !== undefined && !sameOrigin(c)) return c.json(errorBody('cross_origin', 'Sign in from the dashboard of this server.'), 403);
-      const address = clientAddress(c);
+      const address = options.clientAddress(c) ?? 'unknown';
       const wait = limiter.retryAfterSeconds(address);
-      if (wait > 0) {
-        c.header('Retry-After', String(wait));
-        return c.json(errorBody('too_many_attempts', `Too many failed sign-ins from this address; try again in ${wait} s.`), 429);
-      }
+      if (wait > 0) return tooManyAttempts(c, wait);
       const isForm = (c.req.header('content-type') ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
       const body = signInBody.safeParse(isForm ? Object.fromEntries(new URLSearchParams(await c.req.text())) : await c.req.json().catch(() => undefined));
       if (!body.success) return c.json(errorBody('invalid_request', 'Send { "token": "<admin token>" } as JSON, or token=<admin token> as a form.'), 400);
@@ -95,7 +96,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
         limiter.fail(address);
         return c.json(errorBody('unauthorized', 'That is not the admin token.'), 401);
       }
-      const { cookie, session } = sessions.create();
+      const { cookie, session } = await sessions.create();
       setCookie(c, SESSION_COOKIE, cookie, {
         path: '/admin',
         httpOnly: true,
@@ -111,14 +112,14 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
 
   // Public, so that a page opened without a session learns it without an error: only the CSRF token of a valid
   // session cookie is ever answered (a cross-site page cannot read the answer, nor send the SameSite=Strict cookie).
-  app.get('/session', (c) => {
-    const session = sessions.verify(getCookie(c, SESSION_COOKIE));
+  app.get('/session', async (c) => {
+    const session = await sessions.verify(getCookie(c, SESSION_COOKIE));
     c.header('cache-control', 'no-store');
     if (session === undefined) return c.json({ signedIn: false });
     return c.json({ signedIn: true, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
   });
-  app.delete('/session', (c) => {
-    sessions.revoke(getCookie(c, SESSION_COOKIE));
+  app.delete('/session', async (c) => {
+    await sessions.revoke(getCookie(c, SESSION_COOKIE));
     deleteCookie(c, SESSION_COOKIE, { path: '/admin', httpOnly: true, sameSite: 'Strict', secure: isHttps(c) });
     return c.body(null, 204);
   });
@@ -154,14 +155,6 @@ function loadAssets(dir: string): Map<string, Asset> {
   const chartDir = dirname(createRequire(import.meta.url).resolve('chart.js'));
   assets.set('chart.umd.min.js', { content: readFileSync(join(chartDir, 'chart.umd.min.js'), 'utf8'), type: TYPES['.js']! });
   return assets;
-}
-
-function clientAddress(c: Context): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    return 'unknown';
-  }
 }
 
 /** Secure cookies when the browser came over HTTPS, directly or through a proxy that says so. */

@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { DashboardSessionRepository } from '../domain/ports/store.js';
 
 /** The dashboard's session cookie. Its `Path=/admin` keeps it off every other route (the chat page's included). */
 export const SESSION_COOKIE = 'palaver_admin';
@@ -9,6 +10,8 @@ export const DEFAULT_SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 export interface DashboardSessionsOptions {
   /** The admin token: sessions are signed with a key derived from it, so a new token signs everyone out. */
   readonly adminToken: string;
+  /** Where sign-ins are kept: the database's (`store.dashboardSessions`), so sign-out reaches every process. */
+  readonly store: DashboardSessionRepository;
   /** Lifetime of a sign-in. Default {@link DEFAULT_SESSION_TTL_MS}. */
   readonly ttlMs?: number;
   /** Milliseconds since the epoch; tests pass a fake clock. */
@@ -22,23 +25,23 @@ export interface DashboardSession {
 }
 
 /**
- * Dashboard sign-ins as HMAC-signed cookie values: `v1.<expires>.<nonce>.<mac>`. No token and no secret is in the
- * cookie, and any process that knows the admin token can check it, so several processes behind one name share
- * sign-ins without a session table. The CSRF token is an HMAC of the session's nonce: bound to that one session,
- * useless with another.
- *
- * Signing out forgets the nonce in this process until it would have expired anyway; the browser drops the cookie.
+ * Dashboard sign-ins: HMAC-signed cookie values `v1.<expires>.<nonce>.<mac>`, each also a row in the store. No token
+ * and no secret is in the cookie; the row holds a digest of the nonce, not the cookie. A cookie is good while its MAC
+ * checks (forgeries are turned away without a query), it has not expired, and its row is in the store: every check
+ * asks the store (one primary-key read, no cache), so signing out, which deletes the row, holds at once after a
+ * restart and on every process of the database. The CSRF token is an HMAC of the session's nonce: bound to that one
+ * session, useless with another.
  */
 export class DashboardSessions {
   readonly #key: Buffer;
+  readonly #store: DashboardSessionRepository;
   readonly #ttlMs: number;
   readonly #now: () => number;
-  /** Signed-out nonces and when their sessions would have expired. */
-  readonly #revoked = new Map<string, number>();
 
   constructor(options: DashboardSessionsOptions) {
     // A key of its own, so a cookie's MAC never doubles as anything the token itself signs.
     this.#key = createHmac('sha256', options.adminToken).update('palaver dashboard session v1').digest();
+    this.#store = options.store;
     this.#ttlMs = options.ttlMs ?? DEFAULT_SESSION_TTL_MS;
     this.#now = options.now ?? Date.now;
   }
@@ -48,35 +51,33 @@ export class DashboardSessions {
     return this.#ttlMs;
   }
 
-  /** A new session: the cookie value to set and its CSRF token. */
-  create(): { readonly cookie: string; readonly session: DashboardSession } {
-    const expiresAt = this.#now() + this.#ttlMs;
+  /** A new session, recorded in the store: the cookie value to set and its CSRF token. */
+  async create(): Promise<{ readonly cookie: string; readonly session: DashboardSession }> {
+    const now = this.#now();
+    // Whole seconds, as the cookie carries it, so the row ends when the cookie does.
+    const expiresAt = Math.floor((now + this.#ttlMs) / 1000) * 1000;
     const nonce = randomBytes(18).toString('base64url');
-    const body = `v1.${Math.floor(expiresAt / 1000)}.${nonce}`;
-    return { cookie: `${body}.${this.#mac(body)}`, session: { csrfToken: this.#mac(`csrf.${nonce}`), expiresAt: Math.floor(expiresAt / 1000) * 1000 } };
+    await this.#store.create({ id: sessionId(nonce), createdAt: now, expiresAt });
+    const body = `v1.${expiresAt / 1000}.${nonce}`;
+    return { cookie: `${body}.${this.#mac(body)}`, session: { csrfToken: this.#mac(`csrf.${nonce}`), expiresAt } };
   }
 
   /** The session behind a cookie value, or undefined when it is forged, expired or signed out. */
-  verify(cookie: string | undefined): DashboardSession | undefined {
+  async verify(cookie: string | undefined): Promise<DashboardSession | undefined> {
     const parsed = this.#parse(cookie);
-    if (parsed === undefined) return undefined;
+    if (parsed === undefined || !(await this.#store.isActive(sessionId(parsed.nonce), this.#now()))) return undefined;
     return { csrfToken: this.#mac(`csrf.${parsed.nonce}`), expiresAt: parsed.expiresAt };
   }
 
-  /** True when `presented` is the CSRF token of the session behind `cookie`. Compared in constant time. */
-  checkCsrf(cookie: string | undefined, presented: string | undefined): boolean {
-    const session = this.verify(cookie);
-    if (session === undefined || presented === undefined) return false;
-    return sameText(session.csrfToken, presented);
+  /** True when `presented` is the CSRF token of `session` (from {@link verify}). Compared in constant time. */
+  checkCsrf(session: DashboardSession, presented: string | undefined): boolean {
+    return presented !== undefined && sameText(session.csrfToken, presented);
   }
 
-  /** Signs a session out in this process (the response also clears the cookie). */
-  revoke(cookie: string | undefined): void {
+  /** Signs a session out, for every process (the response also clears the cookie). */
+  async revoke(cookie: string | undefined): Promise<void> {
     const parsed = this.#parse(cookie);
-    if (parsed === undefined) return;
-    const now = this.#now();
-    for (const [nonce, expiresAt] of this.#revoked) if (expiresAt <= now) this.#revoked.delete(nonce);
-    this.#revoked.set(parsed.nonce, parsed.expiresAt);
+    if (parsed !== undefined) await this.#store.revoke(sessionId(parsed.nonce));
   }
 
   #parse(cookie: string | undefined): { readonly nonce: string; readonly expiresAt: number } | undefined {
@@ -85,13 +86,18 @@ export class DashboardSessions {
     const [, body, expires, nonce, mac] = match as unknown as [string, string, string, string, string];
     if (!sameText(this.#mac(body), mac)) return undefined;
     const expiresAt = Number(expires) * 1000;
-    if (expiresAt <= this.#now() || this.#revoked.has(nonce)) return undefined;
+    if (expiresAt <= this.#now()) return undefined;
     return { nonce, expiresAt };
   }
 
   #mac(text: string): string {
     return createHmac('sha256', this.#key).update(text).digest('base64url');
   }
+}
+
+/** The stored id of a session: a digest of its nonce, so a copy of the table holds no cookie. */
+function sessionId(nonce: string): string {
+  return createHash('sha256').update(nonce).digest('base64url');
 }
 
 function sameText(a: string, b: string): boolean {

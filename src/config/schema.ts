@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../domain/tool-result-cap.js';
 import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../identity/profile-settings.js';
@@ -491,6 +492,11 @@ export const configSchema = z.strictObject({
        */
       allowedHosts: z.array(z.string().regex(/^[a-z0-9.-]+(:\d{1,5})?$/i, 'a host name, optionally with :port')).default([]),
       /**
+       * Reverse proxies in front of this server (IP addresses or CIDR ranges). From these peers only, the client's
+       * address is read from `X-Forwarded-For`, for the admin sign-in limit; empty: the socket's peer is the client.
+       */
+      trustedProxies: z.array(z.string().refine(isAddressOrRange, 'an IP address or a CIDR range, e.g. 127.0.0.1 or 10.0.0.0/8')).default([]),
+      /**
        * On SIGTERM / SIGINT (and `Palaver.close()`), how long running turns and replies still being sent may take
        * before the process goes anyway; what is left stays leased and is answered after the next start.
        */
@@ -843,4 +849,12 @@ function isRedisUrl(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** `192.0.2.1`, `::1`, `10.0.0.0/8`, `fd00::/8`: what `server.trustedProxies` takes. */
+function isAddressOrRange(entry: string): boolean {
+  const [address = '', bits, extra] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
 }

@@ -1,7 +1,9 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { SESSION_COOKIE, type DashboardSessions } from '../admin/dashboard-session.js';
-import { adminTokenAuth } from './api-key.js';
+import { SignInLimiter } from '../admin/sign-in-limiter.js';
+import { adminTokenMatches, bearerToken } from './api-key.js';
+import { clientAddressResolver, type ClientAddress } from './client-address.js';
 import { errorBody } from './error-body.js';
 
 export interface AdminGuardOptions {
@@ -9,40 +11,70 @@ export interface AdminGuardOptions {
   readonly adminToken?: string | undefined;
   /** The dashboard's sign-ins; without them only the bearer token is accepted. */
   readonly sessions?: DashboardSessions | undefined;
+  /** Counts wrong tokens per client address; share it with the dashboard's sign-in. Default: a limiter of its own. */
+  readonly limiter?: SignInLimiter;
+  /** Who the client is (see `clientAddressResolver`). Default: the socket's peer. */
+  readonly clientAddress?: ClientAddress;
 }
 
 /**
  * Guards everything under `/admin`. A request passes with either
  *
- * - `Authorization: Bearer <admin token>` (scripts, `palaver admin`): checked as before, in constant time; or
- * - the dashboard's session cookie, signed and unexpired. A write (any method but GET and HEAD) with the cookie must
- *   also carry the session's CSRF token as `X-CSRF-Token` and an `Origin` naming this very host: SameSite=Strict
- *   already keeps other sites' requests cookie-less, and these two hold even where a browser or a sibling subdomain
- *   gets around it.
+ * - `Authorization: Bearer <admin token>` (scripts, `palaver admin`): compared in constant time. A wrong one counts
+ *   as a failed sign-in of the client's address (`SignInLimiter`, shared with the dashboard's sign-in form); an
+ *   address with too many gets 429 `too_many_attempts` with `Retry-After`, the right token included; or
+ * - the dashboard's session cookie, signed, unexpired and not signed out. A write (any method but GET and HEAD) with
+ *   the cookie must also carry the session's CSRF token as `X-CSRF-Token` and an `Origin` naming this very host:
+ *   SameSite=Strict already keeps other sites' requests cookie-less, and these two hold even where a browser or a
+ *   sibling subdomain gets around it. A cookie cannot be guessed (its MAC is 256 bits), so a stale one is not
+ *   counted as a failure, and a valid one passes from a locked address: it proves the token was known.
  *
  * The dashboard's own public routes pass without either: the page and its assets (no data in them) and the sign-in.
  * No CORS header is ever sent from here: the chat channel's `allowedOrigins` do not reach the admin routes.
  */
 export function adminGuard(options: AdminGuardOptions): MiddlewareHandler {
-  const bearer = adminTokenAuth(options.adminToken);
-  const { sessions } = options;
+  const { adminToken, sessions } = options;
+  const limiter = options.limiter ?? new SignInLimiter();
+  const clientAddress = options.clientAddress ?? clientAddressResolver();
   return async (c, next) => {
-    if (options.adminToken === undefined || sessions === undefined || c.req.header('authorization') !== undefined) return bearer(c, next);
+    if (adminToken === undefined) {
+      return c.json(errorBody('admin_disabled', 'The admin API is off. Set PALAVER_ADMIN_TOKEN (server.adminToken) and send it as "Authorization: Bearer <token>".'), 403);
+    }
+    const authorization = c.req.header('authorization');
+    if (authorization !== undefined || sessions === undefined) {
+      const address = clientAddress(c) ?? 'unknown';
+      const wait = limiter.retryAfterSeconds(address);
+      if (wait > 0) return tooManyAttempts(c, wait);
+      const presented = bearerToken(authorization);
+      if (presented === undefined || !adminTokenMatches(presented, adminToken)) {
+        // A request with no credentials at all guesses nothing; anything else in the header is a try.
+        if (authorization !== undefined) limiter.fail(address);
+        c.header('WWW-Authenticate', 'Bearer');
+        return c.json(errorBody('unauthorized', 'Send the admin token as "Authorization: Bearer <token>".'), 401);
+      }
+      return next();
+    }
     if (isPublic(c.req.method, c.req.path)) return next();
 
-    const cookie = getCookie(c, SESSION_COOKIE);
-    if (sessions.verify(cookie) === undefined) {
+    const session = await sessions.verify(getCookie(c, SESSION_COOKIE));
+    if (session === undefined) {
       c.header('WWW-Authenticate', 'Bearer');
       return c.json(errorBody('unauthorized', 'Sign in on /admin, or send the admin token as "Authorization: Bearer <token>".'), 401);
     }
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       if (!sameOrigin(c)) return c.json(errorBody('cross_origin', 'A dashboard write must come from a page of this server (its Origin must name this host).'), 403);
-      if (!sessions.checkCsrf(cookie, c.req.header('x-csrf-token'))) {
+      if (!sessions.checkCsrf(session, c.req.header('x-csrf-token'))) {
         return c.json(errorBody('csrf_failed', 'Send the CSRF token the dashboard got at sign-in as "X-CSRF-Token"; reload the page to get it again.'), 403);
       }
     }
     return next();
   };
+}
+
+/** 429 `too_many_attempts` with `Retry-After`: the answer to a locked address, whatever it sent. */
+export function tooManyAttempts(c: Context, waitSeconds: number): Response {
+  c.header('Retry-After', String(waitSeconds));
+  return c.json(errorBody('too_many_attempts', `Too many failed sign-ins from this address; try again in ${waitSeconds} s.`), 429);
 }
 
 /** The page, its assets, the sign-in and "am I signed in?": nothing in them is data, and the sign-in checks the token. */

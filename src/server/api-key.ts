@@ -48,7 +48,8 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
 /**
  * Guards the admin API with its own token, separate from the chat API key (a leaked chat key must not let anyone
  * relink accounts or read profiles). Without a token the admin API is off for every client, loopback included:
- * 403 naming the setting. The token is compared in constant time and never logged or echoed.
+ * 403 naming the setting. The token is compared in constant time and never logged or echoed. It counts no failures:
+ * `createHttpApp` guards `/admin` with `adminGuard`, which limits wrong tokens per address.
  */
 export function adminTokenAuth(adminToken: string | undefined): MiddlewareHandler {
   const expected = adminToken === undefined ? undefined : digest(adminToken);
@@ -79,7 +80,8 @@ export function isLoopbackAddress(address: string | undefined): boolean {
   return isIP(v4) === 4 && v4.startsWith('127.');
 }
 
-function bearerToken(header: string | undefined): string | undefined {
+/** The token of an `Authorization: Bearer <token>` header, or undefined for anything else. */
+export function bearerToken(header: string | undefined): string | undefined {
   const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match?.[1];
 }

@@ -3,14 +3,17 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { PalaverError } from '../domain/errors.js';
 import type { ChannelRoute } from '../domain/ports/channel.js';
+import type { DashboardSessionRepository } from '../domain/ports/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { ChangeProbe } from '../admin/admin-events.js';
 import type { MetricsSource } from '../admin/metrics-summary.js';
 import { dashboardRoutes } from '../admin/dashboard-routes.js';
 import { DashboardSessions } from '../admin/dashboard-session.js';
+import { MemoryDashboardSessions } from '../admin/memory-dashboard-sessions.js';
 import { SignInLimiter, type SignInLimiterOptions } from '../admin/sign-in-limiter.js';
 import { adminGuard } from './admin-guard.js';
 import { apiKeyAuth } from './api-key.js';
+import { clientAddressResolver } from './client-address.js';
 import { errorBody } from './error-body.js';
 import { healthRoute, type HealthProbe } from './health-route.js';
 import { hostGuard, type HostCheckOptions } from './host-check.js';
@@ -46,6 +49,11 @@ export interface HttpAppOptions {
    * with the admin token into a session cookie, and `/admin/events` when `events` is given.
    */
   readonly dashboard?: DashboardOptions | false;
+  /**
+   * Reverse proxies (addresses or CIDR ranges, `server.trustedProxies`) whose `X-Forwarded-For` names the client for
+   * the admin sign-in limit; from any other peer the header is ignored. See `clientAddressResolver`.
+   */
+  readonly trustedProxies?: readonly string[];
 }
 
 /** How the dashboard is served; every field has a default. */
@@ -60,7 +68,12 @@ export interface DashboardOptions {
   readonly metrics?: MetricsSource;
   /** How long a sign-in lasts. Default 12 hours. */
   readonly sessionTtlMs?: number;
-  /** Failed sign-ins allowed per address (default 5 per 15 minutes). */
+  /**
+   * Where sign-ins are kept (`store.dashboardSessions`): then signing out holds after a restart and on every process
+   * of the database. Default: in this process only.
+   */
+  readonly sessionStore?: DashboardSessionRepository;
+  /** Failed sign-ins (and wrong bearer tokens on `/admin`) allowed per address: default 5 per 15 minutes. */
   readonly signInLimit?: SignInLimiterOptions;
 }
 
@@ -89,16 +102,23 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 
   const auth = apiKeyAuth({ apiKey: options.apiKey });
   const dashboard = options.adminToken === undefined || options.dashboard === false ? undefined : (options.dashboard ?? {});
-  const sessions = dashboard && options.adminToken !== undefined ? new DashboardSessions({ adminToken: options.adminToken, ...(dashboard.sessionTtlMs === undefined ? {} : { ttlMs: dashboard.sessionTtlMs }) }) : undefined;
+  const sessions =
+    dashboard && options.adminToken !== undefined
+      ? new DashboardSessions({ adminToken: options.adminToken, store: dashboard.sessionStore ?? new MemoryDashboardSessions(), ...(dashboard.sessionTtlMs === undefined ? {} : { ttlMs: dashboard.sessionTtlMs }) })
+      : undefined;
+  // One count of failures per address for every way in: the bearer token and the sign-in form.
+  const limiter = new SignInLimiter(dashboard ? dashboard.signInLimit : undefined);
+  const clientAddress = clientAddressResolver(options.trustedProxies);
   // Hono's `/admin/*` also matches `/admin` itself.
-  app.use('/admin/*', adminGuard({ adminToken: options.adminToken, sessions }));
+  app.use('/admin/*', adminGuard({ adminToken: options.adminToken, sessions, limiter, clientAddress }));
   if (dashboard && sessions && options.adminToken !== undefined) {
     app.route(
       '/admin',
       dashboardRoutes({
         adminToken: options.adminToken,
         sessions,
-        limiter: new SignInLimiter(dashboard.signInLimit),
+        limiter,
+        clientAddress,
         ...(dashboard.dir === undefined ? {} : { dir: dashboard.dir }),
         ...(dashboard.events === undefined ? {} : { events: dashboard.events }),
         ...(dashboard.eventsIntervalMs === undefined ? {} : { eventsIntervalMs: dashboard.eventsIntervalMs }),

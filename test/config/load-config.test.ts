@@ -143,6 +143,14 @@ describe('config', () => {
     expect(() => parseConfig({ model: { name: 'm' }, server: { adminToken: 'short' } })).toThrow(/at least 16 characters/);
   });
 
+  it('takes trusted proxies only as IP addresses or CIDR ranges', () => {
+    const proxies = (trustedProxies: string[]) => parseConfig({ model: { name: 'm' }, server: { trustedProxies } }).server.trustedProxies;
+    expect(parseConfig({ model: { name: 'm' } }).server.trustedProxies).toEqual([]);
+    expect(proxies(['127.0.0.1', '10.0.0.0/8', 'fd00::/8', '::1'])).toEqual(['127.0.0.1', '10.0.0.0/8', 'fd00::/8', '::1']);
+    expect(() => proxies(['proxy.internal'])).toThrow(/server\.trustedProxies\.0: an IP address or a CIDR range/);
+    expect(() => proxies(['10.0.0.0/33'])).toThrow(/server\.trustedProxies\.0/);
+  });
+
   it('runs the single flow unless told otherwise, and refuses flows it does not have', () => {
     expect(parseConfig({ model: { name: 'm' } }).agent.flow).toBe('single');
     expect(parseConfig({ model: { name: 'm' }, agent: { flow: 'single' } }).agent.flow).toBe('single');

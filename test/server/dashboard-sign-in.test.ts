@@ -3,6 +3,8 @@ import { WebChannel } from '../../src/channels/web/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { createHttpApp, startHttpServer, type DashboardOptions, type RunningHttpServer } from '../../src/server/index.js';
 import { DashboardSessions } from '../../src/admin/dashboard-session.js';
+import { MemoryDashboardSessions } from '../../src/admin/memory-dashboard-sessions.js';
+import type { NewDashboardSession } from '../../src/domain/ports/store.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
 const TOKEN = TEST_SECRETS.adminToken;
@@ -12,14 +14,15 @@ afterEach(async () => {
 });
 
 /** A server with the dashboard and one admin route to read and one to write, as the admin API's would be. */
-async function serve(options: { adminToken?: string; dashboard?: DashboardOptions; routes?: WebChannel['routes'] } = {}) {
+async function serve(options: { adminToken?: string; dashboard?: DashboardOptions | false; routes?: WebChannel['routes']; trustedProxies?: string[] } = {}) {
   const writes: string[] = [];
   const app = createHttpApp({
     health: async () => ({}),
     logger: silentLogger(),
     adminToken: 'adminToken' in options ? options.adminToken : TOKEN,
     routes: options.routes ?? [],
-    ...(options.dashboard ? { dashboard: options.dashboard } : {}),
+    ...(options.dashboard === undefined ? {} : { dashboard: options.dashboard }),
+    ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
     extraRoutes: (http) => {
       http.get('/admin/things', (c) => c.json({ things: ['a'] }));
       http.post('/admin/things', (c) => {
@@ -149,6 +152,47 @@ describe('dashboard sign-in', () => {
     expect(limited.setCookie).toBe('');
   });
 
+  it('counts wrong bearer tokens too: a locked address gets 429 with the right token, on the API and the sign-in', async () => {
+    const { call, signIn } = await serve({ dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
+    for (let attempt = 0; attempt < 3; attempt += 1) expect((await call('GET', '/admin/things', { authorization: `Bearer guess-number-${attempt}-of-many` })).status).toBe(401);
+    const limited = await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(50);
+    expect(((await limited.json()) as Record<string, any>)['error']['code']).toBe('too_many_attempts');
+    expect((await signIn()).response.status).toBe(429);
+  });
+
+  it('limits wrong bearer tokens with the dashboard off as well (five tries)', async () => {
+    const { call } = await serve({ dashboard: false });
+    for (let attempt = 0; attempt < 5; attempt += 1) expect((await call('GET', '/admin/things', { authorization: `Bearer guess-number-${attempt}-of-many` })).status).toBe(401);
+    expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` })).status).toBe(429);
+  });
+
+  it('a signed-in page keeps working while its address is locked (its cookie proves the token), a wrong sign-in locks the rest', async () => {
+    const { call, signIn } = await serve({ dashboard: { signInLimit: { maxFailures: 2, windowMs: 60_000 } } });
+    const { cookie } = await signIn();
+    for (let attempt = 0; attempt < 2; attempt += 1) expect((await signIn(`guess-number-${attempt}-of-many`)).response.status).toBe(401);
+    expect((await call('GET', '/admin/things', { cookie })).status).toBe(200);
+    expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` })).status).toBe(429);
+  });
+
+  it('behind a trusted proxy, counts each client by X-Forwarded-For, so one client\'s failures lock out only that client', async () => {
+    const { call, signIn } = await serve({ trustedProxies: ['127.0.0.1', '::1'], dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
+    const from = (client: string) => ({ 'x-forwarded-for': `203.0.113.200, ${client}` });
+    for (let attempt = 0; attempt < 3; attempt += 1) expect((await signIn(`guess-number-${attempt}-of-many`, from('198.51.100.1'))).response.status).toBe(401);
+    expect((await signIn(TOKEN, from('198.51.100.1'))).response.status).toBe(429);
+    expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}`, ...from('198.51.100.1') })).status).toBe(429);
+    // Another operator behind the same proxy, and one whose client forged the left part of the header.
+    expect((await signIn(TOKEN, from('198.51.100.2'))).response.status).toBe(200);
+    expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}`, 'x-forwarded-for': '198.51.100.1, 198.51.100.3' })).status).toBe(200);
+  });
+
+  it('ignores X-Forwarded-For from a peer that is not a trusted proxy, so forging it does not dodge the limit', async () => {
+    const { signIn } = await serve({ dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
+    for (let attempt = 0; attempt < 3; attempt += 1) expect((await signIn(`guess-number-${attempt}-of-many`, { 'x-forwarded-for': `198.51.100.${attempt}` })).response.status).toBe(401);
+    expect((await signIn(TOKEN, { 'x-forwarded-for': '198.51.100.99' })).response.status).toBe(429);
+  });
+
   it('gives the chat page\'s allowed origins nothing under /admin', async () => {
     const web = new WebChannel({ maxInboundChars: 100, logger: silentLogger(), allowedOrigins: ['https://shop.example'], webDir: false });
     const { call, signIn } = await serve({ routes: web.routes });
@@ -191,19 +235,38 @@ describe('dashboard sign-in', () => {
 });
 
 describe('dashboard sessions', () => {
-  it('end at their expiry, and a new admin token signs everyone out', () => {
+  it('end at their expiry, and a new admin token signs everyone out', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
-    const sessions = new DashboardSessions({ adminToken: TOKEN, ttlMs: 60_000, now: () => now });
-    const { cookie, session } = sessions.create();
-    expect(sessions.verify(cookie)).toEqual(session);
+    const store = new MemoryDashboardSessions();
+    const sessions = new DashboardSessions({ adminToken: TOKEN, store, ttlMs: 60_000, now: () => now });
+    const { cookie, session } = await sessions.create();
+    expect(await sessions.verify(cookie)).toEqual(session);
     now += 59_000;
-    expect(sessions.checkCsrf(cookie, session.csrfToken)).toBe(true);
+    expect(sessions.checkCsrf((await sessions.verify(cookie))!, session.csrfToken)).toBe(true);
+    expect(sessions.checkCsrf(session, 'x'.repeat(43))).toBe(false);
     now += 1_000;
-    expect(sessions.verify(cookie)).toBeUndefined();
-    expect(sessions.checkCsrf(cookie, session.csrfToken)).toBe(false);
+    expect(await sessions.verify(cookie)).toBeUndefined();
 
     now = Date.parse('2026-01-01T00:00:00Z');
-    const rotated = new DashboardSessions({ adminToken: `${TOKEN}-rotated`, ttlMs: 60_000, now: () => now });
-    expect(rotated.verify(cookie)).toBeUndefined();
+    const rotated = new DashboardSessions({ adminToken: `${TOKEN}-rotated`, store, ttlMs: 60_000, now: () => now });
+    expect(await rotated.verify(cookie)).toBeUndefined();
+  });
+
+  it('honour a sign-out made through another instance on the same store, and keep no cookie in it', async () => {
+    const stored: string[] = [];
+    const store = new (class extends MemoryDashboardSessions {
+      override create(row: NewDashboardSession) {
+        stored.push(row.id);
+        return super.create(row);
+      }
+    })();
+    const one = new DashboardSessions({ adminToken: TOKEN, store });
+    const other = new DashboardSessions({ adminToken: TOKEN, store });
+    const { cookie } = await one.create();
+    expect(await other.verify(cookie)).toBeDefined();
+    await other.revoke(cookie);
+    expect(await one.verify(cookie)).toBeUndefined();
+    expect(stored).toHaveLength(1);
+    expect(cookie).not.toContain(stored[0]);
   });
 });

@@ -1231,6 +1231,35 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('dashboard sessions', () => {
+      it('keeps a sign-in until it ends or is signed out, in every later look', async () => {
+        const [id, other] = [unique('dash'), unique('dash')];
+        await store.dashboardSessions.create({ id, createdAt: 1_000, expiresAt: 61_000 });
+        await store.dashboardSessions.create({ id: other, createdAt: 1_000, expiresAt: 61_000 });
+        expect(await store.dashboardSessions.isActive(id, 60_999)).toBe(true);
+        expect(await store.dashboardSessions.isActive(id, 61_000)).toBe(false);
+        expect(await store.dashboardSessions.isActive(unique('dash'), 2_000)).toBe(false);
+        await store.dashboardSessions.revoke(id);
+        await store.dashboardSessions.revoke(id);
+        await store.dashboardSessions.revoke(unique('dash'));
+        expect(await store.dashboardSessions.isActive(id, 2_000)).toBe(false);
+        expect(await store.dashboardSessions.isActive(other, 2_000)).toBe(true);
+      });
+
+      it('drops ended sign-ins when a new one is made, and on request', async () => {
+        const [ended, later, fresh] = [unique('dash'), unique('dash'), unique('dash')];
+        await store.dashboardSessions.create({ id: ended, createdAt: 1_000, expiresAt: 2_000 });
+        await store.dashboardSessions.create({ id: later, createdAt: 1_000, expiresAt: 9_000 });
+        await store.dashboardSessions.create({ id: fresh, createdAt: 5_000, expiresAt: 65_000 });
+        // Asked about a time before its end, the dropped one is still gone: the row went, not just its validity.
+        expect(await store.dashboardSessions.isActive(ended, 1_500)).toBe(false);
+        expect(await store.dashboardSessions.isActive(later, 1_500)).toBe(true);
+        expect(await store.dashboardSessions.deleteExpired(10_000)).toBeGreaterThanOrEqual(1);
+        expect(await store.dashboardSessions.isActive(later, 1_500)).toBe(false);
+        expect(await store.dashboardSessions.isActive(fresh, 10_000)).toBe(true);
+      });
+    });
+
     describe('conversation claims', () => {
       const TTL = 2_500;
       const conversation = () => ({ channel: 'web', conversationId: unique('conv') });

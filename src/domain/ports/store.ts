@@ -36,6 +36,7 @@ export interface Store {
   readonly focus: FocusRepository;
   readonly identityEvents: IdentityEventRepository;
   readonly adminActions: AdminActionRepository;
+  readonly dashboardSessions: DashboardSessionRepository;
   readonly spend: SpendRepository;
   readonly profiles: ProfileRepository;
   /** What operators read across users and conversations (the admin API): lists, transcripts, costs, live turns. */
@@ -477,6 +478,30 @@ export interface AdminActionRepository {
   record(action: NewAdminAction): Promise<{ readonly recorded: true; readonly action: AdminAction } | { readonly recorded: false; readonly existing: AdminAction }>;
   /** The latest `limit` actions, newest first; with `sessionId`, only those on that session. */
   list(options: { readonly limit: number; readonly sessionId?: string }): Promise<AdminAction[]>;
+}
+
+/** A dashboard sign-in as stored: an id the cookie names, and when it ends and began (epoch ms). */
+export interface NewDashboardSession {
+  /** A digest of the cookie's random part: the stored row cannot be turned back into a cookie. */
+  readonly id: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+/**
+ * The operators' dashboard sign-ins, shared by every process of the database: a cookie is good only while its row
+ * is here and unexpired, so signing out holds after a restart and on every other process. `now` is the caller's
+ * clock in epoch milliseconds.
+ */
+export interface DashboardSessionRepository {
+  /** Records a sign-in, and drops the ones that ended by its `createdAt`. */
+  create(session: NewDashboardSession): Promise<void>;
+  /** True when the sign-in is recorded and has not ended at `now`. */
+  isActive(id: string, now: number): Promise<boolean>;
+  /** Signs out: the sign-in is gone for every process. Nothing when it is not there. */
+  revoke(id: string): Promise<void>;
+  /** Drops the sign-ins that ended by `now`; resolves how many. */
+  deleteExpired(now: number): Promise<number>;
 }
 
 /** Small values each channel keeps across restarts. */

@@ -9,6 +9,7 @@ import { KyselyChannelStateRepository } from './channel-state-repository.js';
 import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyFocusRepository } from './focus-repository.js';
 import { KyselyAdminActionRepository } from './admin-action-repository.js';
+import { KyselyDashboardSessionRepository } from './dashboard-session-repository.js';
 import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
@@ -72,6 +73,7 @@ export class KyselyStore implements Store {
   readonly focus: KyselyFocusRepository;
   readonly identityEvents: KyselyIdentityEventRepository;
   readonly adminActions: KyselyAdminActionRepository;
+  readonly dashboardSessions: KyselyDashboardSessionRepository;
   readonly spend: KyselySpendRepository;
   readonly profiles: KyselyProfileRepository;
   readonly operators: KyselyOperatorQueries;
@@ -105,6 +107,7 @@ export class KyselyStore implements Store {
     this.focus = new KyselyFocusRepository(this.#ctx);
     this.identityEvents = new KyselyIdentityEventRepository(this.#ctx);
     this.adminActions = new KyselyAdminActionRepository(this.#ctx);
+    this.dashboardSessions = new KyselyDashboardSessionRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);
     this.operators = new KyselyOperatorQueries(this.#ctx);

@@ -34,6 +34,7 @@ export interface Database {
   readonly budget_reservations: BudgetReservationsTable;
   readonly identity_events: IdentityEventsTable;
   readonly admin_actions: AdminActionsTable;
+  readonly dashboard_sessions: DashboardSessionsTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -298,6 +299,13 @@ export interface ChannelStateTable {
   key: string;
   value: string;
   updated_at: EpochMillis;
+}
+
+/** An operator's dashboard sign-in: a digest of its cookie's nonce, and when it ends. */
+export interface DashboardSessionsTable {
+  id: string;
+  created_at: EpochMillis;
+  expires_at: EpochMillis;
 }
 
 /** A channel that runs in one process only, and the process holding it (`host:pid:instance`) until `expires_at`. */

@@ -24,6 +24,7 @@ import { operatorActionsMigration } from './0019-operator-actions.js';
 import { operatorReadIndexesMigration } from './0020-operator-read-indexes.js';
 import { conversationClaimsMigration } from './0021-conversation-claims.js';
 import { historyIndexPostgresMigration } from './0022-history-index-postgres.js';
+import { dashboardSessionsMigration } from './0023-dashboard-sessions.js';
 import { budgetReservationsPerProcessMigration } from './0024-budget-reservations-per-process.js';
 
 /**
@@ -57,6 +58,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0020_operator_read_indexes': operatorReadIndexesMigration(dialect),
     '0021_conversation_claims': conversationClaimsMigration(dialect),
     '0022_history_index_postgres': historyIndexPostgresMigration(dialect),
+    '0023_dashboard_sessions': dashboardSessionsMigration(dialect),
     '0024_budget_reservations_per_process': budgetReservationsPerProcessMigration(dialect),
   };
 }
