@@ -404,11 +404,15 @@ export class WebChannel implements Channel {
    * The page: refused for a foreign `Host`; `GET /` and `GET /embed` give a browser without a valid visitor cookie a
    * new one (in the widget's frame, one another site's page may carry: see `visitorSetCookie`).
    */
-  #page(request: Request, path: string): { refuse: Response } | { headers: Record<string, string> } {
+  #page(request: Request, path: string): { refuse: Response } | { headers: Record<string, string>; visitor?: string } {
     const refusal = this.#guard.checkHost(request);
     if (refusal) return { refuse: errorResponse(refusal) };
     if ((path !== '/' && path !== '/embed') || this.#identity.hasValidVisitorCookie(request)) return { headers: {} };
-    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), request, path === '/embed') } };
+    const visitor = this.#identity.newVisitorCookie();
+    const headers = { 'set-cookie': this.#identity.visitorSetCookie(visitor, request, path === '/embed') };
+    // In another site's page the browser may keep no cookie for the frame (third-party cookies blocked): the frame's
+    // page carries the same signed id and sends it as a header instead, so the chat works for the page's lifetime.
+    return path === '/embed' ? { headers, visitor } : { headers };
   }
 
   async #run(request: Request, remoteAddress: string | undefined): Promise<Response> {
