@@ -24,6 +24,8 @@ import { errorResponse, RequestGuard } from './request-guard.js';
 import { badTextReason } from './text-check.js';
 import { WebIdentity, type UserTokenOptions } from './web-identity.js';
 import { ReplyRelay, type RelayedEvent, type RelayedTurn } from './reply-relay.js';
+import { DEFAULT_VISITOR_LIMITS, VisitorLimits, type LimitRefusal, type VisitorLimitOptions } from './visitor-limits.js';
+import { systemText } from '../../i18n/index.js';
 
 export interface WebChannelOptions {
   /** Longest accepted user text, in characters (`limits.maxInboundChars`); longer → 400 `message_too_long`. */
@@ -78,6 +80,12 @@ export interface WebChannelOptions {
    * (`/widget.js`, `/embed`), as the frame's `Content-Security-Policy: frame-ancestors`. Default none: no site may.
    */
   readonly embed?: { readonly allowedOrigins?: readonly string[] } | undefined;
+  /** `channels.web.limits`: runs and new conversations per browser caller and per address (see `VisitorLimits`). */
+  readonly limits?: Partial<VisitorLimitOptions> | undefined;
+  /** `agent.language`: the language of a refusal when the browser names none Palaver speaks. */
+  readonly language?: string | undefined;
+  /** The clock of the new-conversation window (tests). Default `Date.now`. */
+  readonly now?: () => number;
 }
 
 
@@ -144,6 +152,7 @@ export class WebChannel implements Channel {
   readonly #logger: Logger;
   readonly #guard: RequestGuard;
   readonly #identity: WebIdentity;
+  readonly #limits: VisitorLimits;
   #context: ChannelContext | undefined;
   #stopped = false;
   /** Open streams by conversation and run id: a run id is only unique within its thread. */
@@ -182,6 +191,7 @@ export class WebChannel implements Channel {
       logger: this.#logger,
       onSecret: options.onSecret,
     });
+    this.#limits = new VisitorLimits({ ...DEFAULT_VISITOR_LIMITS, ...options.limits }, options.now);
     const preflight = (request: Request): Response => this.#guard.preflight(request);
     const api: ChannelRoute[] = [
       { method: 'POST', path: '/agui', access: 'public', maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024, handle: (request, info) => this.#run(request, info.remoteAddress) },
@@ -448,6 +458,22 @@ export class WebChannel implements Channel {
     if (!account.ok) return json(account.status, account.code, account.message, cors);
     const message: InboundMessage = { ...parsed.message, accountId: account.accountId };
 
+    // A browser caller holds a run slot until its stream closes, and starts only so many conversations: one visitor
+    // (or one address) cannot take the capacity everyone shares. A server client answers for its own users.
+    let releaseRun = (): void => {};
+    let undoConversation = (): void => {};
+    if (account.browser) {
+      const slot = this.#limits.openRun(account.accountId, remoteAddress);
+      if (!slot.ok) return this.#tooMany(slot, parsed.message.languageHint, cors);
+      const started = await this.#limits.startConversation(account.accountId, remoteAddress, threadId, () => conversationExists(context, account.accountId, threadId));
+      if (!started.ok) {
+        slot.release();
+        return this.#tooMany(started, parsed.message.languageHint, cors);
+      }
+      releaseRun = slot.release;
+      undoConversation = started.undo;
+    }
+
     const log = this.#logger.child({ threadId, runId });
     const key = streamKey(threadId, runId);
     let registered = false;
@@ -463,6 +489,7 @@ export class WebChannel implements Channel {
         },
       },
     );
+    stream.onClose(releaseRun);
     // A run id already streaming is a retry: it will be recognised as a duplicate and takes over the stream only once
     // `accept` has confirmed the conversation is the caller's (`replace`).
     const register = (replace = false): boolean => {
@@ -493,6 +520,7 @@ export class WebChannel implements Channel {
       acceptance = await context.accept(message);
     } catch (error) {
       stream.dispose();
+      undoConversation();
       return this.#refused(error, log, message.correlationId, cors);
     }
     if (acceptance.status === 'duplicate' && acceptance.answered === undefined) {
@@ -581,7 +609,7 @@ export class WebChannel implements Channel {
     remoteAddress: string | undefined,
     claimedUserId: string | undefined,
     conversationId: string | undefined,
-  ): Promise<{ ok: true; accountId: string } | { ok: false; status: number; code: string; message: string }> {
+  ): Promise<{ ok: true; accountId: string; browser: boolean } | { ok: false; status: number; code: string; message: string }> {
     const identity = await this.#identity.identify(request, remoteAddress);
     if (!identity.ok) return identity;
     const { caller } = identity;
@@ -589,16 +617,27 @@ export class WebChannel implements Channel {
       if (claimedUserId !== undefined && claimedUserId !== '') {
         return { ok: false, status: 403, code: 'forbidden', message: 'Naming a user (forwardedProps.userId) is only for a server client holding the API key; a browser talks as itself.' };
       }
-      return { ok: true, accountId: caller.accountId };
+      return { ok: true, accountId: caller.accountId, browser: true };
     }
     if (claimedUserId !== undefined && claimedUserId !== '') {
       if (claimedUserId.length > MAX_ID_CHARS || badTextReason(claimedUserId) !== undefined) {
         return { ok: false, status: 400, code: 'invalid_input', message: `userId must be 1 to ${MAX_ID_CHARS} characters without NUL or lone surrogates.` };
       }
-      return { ok: true, accountId: `api:${claimedUserId}` };
+      return { ok: true, accountId: `api:${claimedUserId}`, browser: false };
     }
     if (conversationId === undefined) return { ok: false, status: 400, code: 'user_required', message: 'A server client names the user: add ?userId=<id>.' };
-    return { ok: true, accountId: `api:${conversationId}` };
+    return { ok: true, accountId: `api:${conversationId}`, browser: false };
+  }
+
+  /**
+   * 429 for a run over a limit, with a text in the browser's language (its `Accept-Language`, else the agent's): no
+   * store is read for a refusal, which a flood may send by the thousand.
+   */
+  #tooMany(refusal: LimitRefusal, languageHint: string | undefined, cors: Record<string, string>): Response {
+    const key = refusal.limit === 'conversations' ? 'web.tooManyConversations' : refusal.scope === 'address' ? 'web.tooManyRunsFromAddress' : 'web.tooManyRuns';
+    this.#logger.debug({ limit: refusal.limit, scope: refusal.scope }, 'web run refused: over a limit');
+    const code = refusal.limit === 'conversations' ? 'too_many_conversations' : 'too_many_runs';
+    return json(429, code, systemText(languageHint, key, undefined, this.#options.language), { ...cors, 'retry-after': String(refusal.retryAfterSeconds) });
   }
 
   /** The HTTP answer to a refused message or lookup; nothing was stored. */
@@ -614,6 +653,19 @@ export class WebChannel implements Channel {
     log.error({ err: error, correlationId }, 'web request failed');
     const reference = correlationId === undefined ? '' : ` (reference ${correlationId})`;
     return json(500, INTERNAL_ERROR_CODE, `The server could not handle the message${reference}; it was not stored, try again.`, cors);
+  }
+}
+
+/**
+ * Whether a conversation is there already, for a caller at the new-conversation limit: one of theirs (or someone
+ * else's, which `accept` then refuses with 403) is not new. A failed look-up says yes: `accept` meets the same store.
+ */
+async function conversationExists(context: ChannelContext, accountId: string, conversationId: string): Promise<boolean> {
+  try {
+    await context.transcript(accountId, conversationId, { limit: 1 });
+    return true;
+  } catch (error) {
+    return !(error instanceof ChannelError && error.code === 'not_found');
   }
 }
 
