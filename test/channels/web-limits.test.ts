@@ -85,7 +85,7 @@ describe('web channel: limits per visitor and per address', { timeout: 30_000 },
       ...Array.from({ length: 4 }, (_, i) => postRun(base, runInput(`first-${i}`, `hold a${i}`), { cookie: first.cookie })),
       postRun(base, runInput('second-0', 'hold b'), { cookie: second.cookie }),
     ];
-    await expect.poll(() => harness!.model.calls.length).toBe(5);
+    await expect.poll(() => harness!.model.calls.length, { timeout: 10_000 }).toBe(5);
 
     const refused = await postRun(base, runInput('third-0', 'hello'), { cookie: third.cookie });
     expect(refused.status).toBe(429);

@@ -119,8 +119,9 @@ const MAX_ID_CHARS = 256;
  * Then the response is the run's SSE stream. A retried run id whose turn completed gets the stored reply again
  * (RUN_FINISHED status `duplicate`); one whose turn has not answered waits for that turn, wherever it runs, and
  * streams its reply (an older stream of the same run ends with status `duplicate`). With a `bus`, a turn's events for
- * a run whose stream is in another process travel there (`ReplyRelay`). When the client
- * disconnects, the signal handed to `accept` aborts (a lone message's turn is then cancelled).
+ * a run whose stream is in another process travel there (`ReplyRelay`). When the client disconnects, a turn that
+ * began goes on (its reply is stored for a retry); a message whose turn has not begun is dropped (`AcceptOptions.left`)
+ * unless the run is retried first.
  *
  * Outbound, a reply goes to the open stream of the last run it answers (`target.inReplyTo`); other runs of the
  * same batch finish with status `answered_together` and `answeredIn`, the run that carried the reply. Each sent part
@@ -167,6 +168,11 @@ export class WebChannel implements Channel {
    * to one after the store said "not answered" asks again, since that turn will not settle a second time.
    */
   readonly #settled = new Set<string>();
+  /**
+   * Runs whose client left with no retry since, by stream key: a message of one whose turn has not begun is dropped
+   * (`AcceptOptions.left`), so a crowd that came and went leaves no turns queued behind it.
+   */
+  readonly #left = new Set<string>();
   /** Relays turn events to and from the other processes, when a bus was given. */
   #relay: ReplyRelay | undefined;
   #relayedParts = 0;
@@ -210,7 +216,14 @@ export class WebChannel implements Channel {
     const { bus } = this.#options;
     if (bus) {
       const relay = new ReplyRelay({ bus, channel: this.name, logger: this.#logger, ...(this.#options.relayHeartbeatMs === undefined ? {} : { heartbeatMs: this.#options.relayHeartbeatMs }) });
-      await relay.start({ onEvent: (event) => this.#relayed(event), onWatch: (conversationId, runId) => this.#supersede(conversationId, runId, 'retried on another process') });
+      await relay.start({
+        onEvent: (event) => this.#relayed(event),
+        onWatch: (conversationId, runId) => {
+          // Its client came back on another process, which waits for the answer: not to be dropped here.
+          this.#left.delete(streamKey(conversationId, runId));
+          this.#supersede(conversationId, runId, 'retried on another process');
+        },
+      });
       this.#relay = relay;
     }
   }
@@ -298,6 +311,7 @@ export class WebChannel implements Channel {
     for (const runId of target.inReplyTo) {
       const key = streamKey(target.conversationId, runId);
       this.#orphaned.delete(key);
+      this.#left.delete(key);
       remember(this.#settled, key);
     }
     let stream: AguiStream | undefined;
@@ -485,7 +499,10 @@ export class WebChannel implements Channel {
         clientSignal: request.signal,
         onClientGone: () => {
           log.info('client disconnected before the run ended');
-          if (registered) this.#orphan(key);
+          if (registered) {
+            this.#orphan(key);
+            remember(this.#left, key);
+          }
         },
       },
     );
@@ -508,16 +525,19 @@ export class WebChannel implements Channel {
     // once `accept` has confirmed the conversation is the caller's (until then, someone else's turn must not write
     // to it). A new run is registered first, so nothing its turn streams before `accept` returns is lost.
     const retryOfLeftRun = this.#orphaned.has(key);
+    // Someone waits for this run again: its message is not to be dropped (a message already dropped is taken back
+    // by `accept`).
+    this.#left.delete(key);
     if (!retryOfLeftRun) register();
     stream.correlationId = message.correlationId;
 
     // The message is stored (or refused) before the stream starts, so a refusal is an HTTP status, not a run. No
-    // abort signal: a client that disconnects (a dropped connection, a closed tab) does not cancel its turn, whose
-    // reply is stored and given to the retried run.
+    // abort signal: a client that disconnects (a dropped connection, a closed tab) does not cancel a turn that began,
+    // whose reply is stored and given to the retried run; only a message whose turn has not begun is dropped.
     let acceptance: Acceptance;
     let attached = false;
     try {
-      acceptance = await context.accept(message);
+      acceptance = await context.accept(message, { left: () => this.#left.has(key) });
     } catch (error) {
       stream.dispose();
       undoConversation();
@@ -544,6 +564,8 @@ export class WebChannel implements Channel {
       }
     }
     stream.correlationId = acceptance.correlationId;
+    // A retry of a left run whose message had been dropped was accepted afresh: its turn streams here.
+    if (acceptance.status === 'accepted' && retryOfLeftRun) register(true);
     if (acceptance.status === 'accepted') {
       stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
     } else if (attached) {
