@@ -435,7 +435,7 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
   if (config.channels.web.enabled) {
     const { WebChannel } = await import('./channels/web/web-channel.js');
     const { enabled: _enabled, ...web } = config.channels.web;
-    channels.push(new WebChannel({ ...web, agentName: config.agent.name, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }), onSecret: (secret) => secrets.add(secret), bus }));
+    channels.push(new WebChannel({ ...web, agentName: config.agent.name, language: config.agent.language, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }), onSecret: (secret) => secrets.add(secret), bus }));
   }
   const telegram = config.channels.telegram;
   if (telegram.enabled && telegram.token) {

@@ -6,6 +6,11 @@
 'use strict';
 
 (() => {
+  // First of all: the composer never submits as a form. A native submit would navigate the frame, which the page's
+  // policy (form-action 'none') refuses; whatever fails below, Send must not do that.
+  const form = document.getElementById('composer');
+  form.addEventListener('submit', (event) => event.preventDefault());
+
   const THREAD_KEY = 'palaver.threadId';
   const TOOL_RESULT_PREVIEW = 80;
   // A typing event says how long to show it; a value out of this range is clamped rather than trusted.
@@ -14,7 +19,6 @@
   const MAX_TOKEN_CHARS = 8192;
 
   const list = document.getElementById('messages');
-  const form = document.getElementById('composer');
   const input = document.getElementById('input');
   const send = document.getElementById('send');
   const errorLine = document.getElementById('error');
@@ -27,12 +31,13 @@
   const texts = pageTexts();
   applyTexts();
 
+  const storage = pageStorage();
   // Left over from earlier versions of the page: an API key and transcripts kept in this browser.
-  for (const key of Object.keys(localStorage)) {
-    if (key === 'palaver.apiKey' || key.startsWith('palaver.transcript.')) localStorage.removeItem(key);
+  for (const key of storage.keys()) {
+    if (key === 'palaver.apiKey' || key.startsWith('palaver.transcript.')) storage.remove(key);
   }
 
-  let threadId = localStorage.getItem(THREAD_KEY) || startThread();
+  let threadId = storage.get(THREAD_KEY) || startThread();
   let running = false;
   /** The embedding site's user token: in memory only, sent as a header, never put in a URL or in storage. */
   let userToken = null;
@@ -43,10 +48,7 @@
   else setRunning(false);
   if (embed) setUpEmbedding();
 
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    void submit();
-  });
+  form.addEventListener('submit', () => void submit());
   input.addEventListener('keydown', (event) => {
     // Enter sends, Shift+Enter adds a line; IME composition must not send half a word.
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
@@ -85,6 +87,9 @@
   function api(url, init = {}) {
     const headers = { ...init.headers };
     if (userToken) headers['x-palaver-user-token'] = userToken;
+    // In another site's frame the browser may keep no cookie for this server: the visitor id the server wrote into
+    // the page stands in for it (the cookie still wins where the browser sends one).
+    else if (embed && embed.visitor) headers['x-palaver-visitor'] = embed.visitor;
     return fetch(url, { ...init, headers });
   }
 
@@ -131,7 +136,7 @@
         button.addEventListener('click', () => {
           if (running || conversation.id === threadId) return;
           threadId = conversation.id;
-          localStorage.setItem(THREAD_KEY, threadId);
+          storage.set(THREAD_KEY, threadId);
           showError('');
           markCurrent();
           void openThread(threadId);
@@ -409,7 +414,7 @@
 
   function startThread() {
     const id = randomId();
-    localStorage.setItem(THREAD_KEY, id);
+    storage.set(THREAD_KEY, id);
     return id;
   }
 
@@ -465,7 +470,12 @@
     const origins = document.documentElement.dataset.embedOrigins;
     if (origins === undefined) return null;
     const params = new URLSearchParams(location.search);
-    return { origins: origins.split(' ').filter(Boolean), awaitToken: params.get('auth') === 'token', accent: params.get('accent') };
+    return {
+      origins: origins.split(' ').filter(Boolean),
+      awaitToken: params.get('auth') === 'token',
+      accent: params.get('accent'),
+      visitor: document.documentElement.dataset.visitor || null,
+    };
   }
 
   function showError(message) {
@@ -567,6 +577,38 @@
       return self.renderToken(tokens, index, options);
     };
     return md;
+  }
+
+  /**
+   * localStorage, or memory where the browser denies it (a third-party frame under blocked third-party storage throws
+   * on every access): the chat then forgets the open conversation when the page goes, and works all the same.
+   */
+  function pageStorage() {
+    const memory = new Map();
+    let local = null;
+    try {
+      local = window.localStorage;
+      local.getItem(THREAD_KEY);
+    } catch {
+      local = null;
+    }
+    const attempt = (use, fallback) => {
+      if (local) {
+        try {
+          return use(local);
+        } catch {
+          // Denied or full now: memory from here on.
+          local = null;
+        }
+      }
+      return fallback();
+    };
+    return {
+      get: (key) => attempt((s) => s.getItem(key), () => (memory.has(key) ? memory.get(key) : null)),
+      set: (key, value) => attempt((s) => s.setItem(key, value), () => void memory.set(key, value)),
+      remove: (key) => attempt((s) => s.removeItem(key), () => void memory.delete(key)),
+      keys: () => attempt((s) => Object.keys(s), () => [...memory.keys()]),
+    };
   }
 
   /** crypto.randomUUID exists only in secure contexts; a LAN address over plain http is not one. */

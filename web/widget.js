@@ -19,11 +19,14 @@
   if (!script || !script.src || (window.Palaver && window.Palaver.widget)) return;
 
   const LAUNCHER_TEXTS = {
-    en: { open: 'Open chat', close: 'Close chat', title: 'Chat' },
-    ru: { open: 'Открыть чат', close: 'Закрыть чат', title: 'Чат' },
-    uk: { open: 'Відкрити чат', close: 'Закрити чат', title: 'Чат' },
-    zh: { open: '打开聊天', close: '关闭聊天', title: '聊天' },
+    en: { open: 'Open chat', close: 'Close chat', title: 'Chat', failed: 'The chat could not be loaded. Please try again later.' },
+    ru: { open: 'Открыть чат', close: 'Закрыть чат', title: 'Чат', failed: 'Не удалось загрузить чат. Попробуйте позже.' },
+    uk: { open: 'Відкрити чат', close: 'Закрити чат', title: 'Чат', failed: 'Не вдалося завантажити чат. Спробуйте пізніше.' },
+    zh: { open: '打开聊天', close: '关闭聊天', title: '聊天', failed: '聊天无法加载，请稍后再试。' },
   };
+  // How long the chat's frame may take to say it is ready before the panel says it could not be loaded (the server
+  // is unreachable, or refuses to be framed by this site: channels.web.embed.allowedOrigins).
+  const READY_TIMEOUT_MS = 15_000;
   const HEX_COLOUR = /^#([0-9a-f]{3}|[0-9a-f]{4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
 
   const chatUrl = new URL('embed', script.src);
@@ -35,6 +38,8 @@
   let userToken = typeof options.userToken === 'string' && options.userToken !== '' ? options.userToken : null;
   let frame = null;
   let frameReady = false;
+  let readyTimer;
+  let failure = null;
   let open = false;
 
   const host = document.createElement('div');
@@ -66,6 +71,8 @@
     if (!data || typeof data !== 'object') return;
     if (data.type === 'palaver:ready') {
       frameReady = true;
+      clearTimeout(readyTimer);
+      if (failure) failure.remove();
       sendToken();
       if (open) frame.contentWindow.postMessage({ type: 'palaver:focus' }, chatOrigin);
     } else if (data.type === 'palaver:close') {
@@ -119,6 +126,19 @@
     frame.dataset.testid = 'widget-frame';
     frame.setAttribute('referrerpolicy', 'origin');
     panel.append(frame);
+    // The host page cannot see into the frame: a frame that never says it is ready failed to load, and the visitor is
+    // told so here instead of facing an empty panel.
+    readyTimer = setTimeout(showFailure, READY_TIMEOUT_MS);
+  }
+
+  function showFailure() {
+    if (frameReady || failure) return;
+    failure = document.createElement('p');
+    failure.className = 'failure';
+    failure.setAttribute('role', 'alert');
+    failure.dataset.testid = 'widget-error';
+    failure.textContent = texts.failed;
+    panel.prepend(failure);
   }
 
   /** The token to the chat's frame, addressed to the chat's origin: a frame navigated elsewhere does not get it. */
@@ -172,6 +192,10 @@
       }
       .panel[hidden] { display: none; }
       .panel iframe { width: 100%; height: 100%; border: 0; display: block; }
+      .failure {
+        position: absolute; inset: 0 0 auto 0; margin: 0; padding: 16px; background: #fff4f4; color: #8a1c1c;
+        font: 15px/1.4 system-ui, sans-serif; border-bottom: 1px solid #f0c4c4;
+      }
       @media (max-width: 480px) {
         .panel { inset: 0; width: auto; height: auto; border-radius: 0; }
         .panel:not([hidden]) + .launcher { display: none; }

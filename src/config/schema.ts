@@ -640,6 +640,22 @@ export const configSchema = z.strictObject({
                 .default([]),
             })
             .prefault({}),
+          /**
+           * What one browser caller (a visitor or a token user; never a server client) and one client address may
+           * hold, counted by each process: beyond them a run is refused with 429 and a text in the person's language.
+           */
+          limits: z
+            .strictObject({
+              /** Runs (messages waiting for their answer) one caller may have open at once. */
+              runsPerVisitor: z.number().int().min(1).max(1_000).default(4),
+              /** Runs all callers from one address (IPv6: one /64) may have open at once; 0: no limit. */
+              runsPerAddress: z.number().int().min(0).max(100_000).default(16),
+              /** New conversations one caller may start in an hour. */
+              newConversationsPerHourPerVisitor: z.number().int().min(1).max(100_000).default(20),
+              /** New conversations all callers from one address may start in an hour; 0: no limit. */
+              newConversationsPerHourPerAddress: z.number().int().min(0).max(1_000_000).default(100),
+            })
+            .prefault({}),
         })
         .prefault({}),
       /**

@@ -127,9 +127,10 @@ export interface UserStateRecord {
 
 /**
  * Whether an accepted message still waits for its answer: `abandoned` when its turns kept failing and not even an
- * apology could be stored (`inbox.maxTurnAttempts`).
+ * apology could be stored (`inbox.maxTurnAttempts`); `dropped` when the client that sent it left before its turn
+ * began (a web run whose browser went away), so no turn answers it unless it is sent again.
  */
-export type InboundState = 'queued' | 'answered' | 'abandoned';
+export type InboundState = 'queued' | 'answered' | 'abandoned' | 'dropped';
 
 /**
  * An accepted inbound message: stored before its turn, leased to the process that will answer it, and marked

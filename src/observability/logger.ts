@@ -50,6 +50,7 @@ export const REDACT_PATHS: readonly string[] = [
   'headers["set-cookie"]',
   'headers["x-api-key"]',
   'headers["x-palaver-user-token"]',
+  'headers["x-palaver-visitor"]',
   'headers["x-telegram-bot-api-secret-token"]',
   'headers["proxy-authorization"]',
   'req.headers.cookie',

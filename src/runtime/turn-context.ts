@@ -83,6 +83,8 @@ export interface AcceptedMessage {
   /** The message as the durable inbox holds it. */
   readonly inbound: InboundRecord;
   readonly signal: AbortSignal | undefined;
+  /** See `AcceptOptions.left`: asked as the message's turn is about to begin. */
+  readonly left?: (() => boolean) | undefined;
 }
 
 /** One turn: the accepted messages of one conversation, answered together (oldest first). */

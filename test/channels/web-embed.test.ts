@@ -46,6 +46,19 @@ describe('the chat on other sites (widget and frame)', () => {
     expect((await server.request('http://127.0.0.1/embed')).headers.get('set-cookie')).toMatch(/SameSite=Lax$/);
   });
 
+  it('writes a new visitor\'s id into the framed page, uncached, for a browser that keeps no cookie there; never into / or for a cookie it has', async () => {
+    const server = app(['https://shop.example']);
+    const framed = await server.request('http://127.0.0.1/embed');
+    const cookie = framed.headers.get('set-cookie')!.split(';')[0]!;
+    const html = await framed.text();
+    expect(html).toContain(`data-visitor="${cookie.split('=')[1]}"`);
+    expect(framed.headers.get('cache-control')).toBe('no-store');
+    const again = await server.request('http://127.0.0.1/embed', { headers: { cookie } });
+    expect(await again.text()).not.toContain('data-visitor');
+    expect(again.headers.get('cache-control')).toBe('no-cache');
+    expect(await (await server.request('http://127.0.0.1/')).text()).not.toContain('data-visitor');
+  });
+
   it('refuses an allowed origin that is not just scheme, host and port', () => {
     expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { embed: { allowedOrigins: ['https://shop.example/path'] } } } })).toThrow(/allowedOrigins/);
     expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { embed: { allowedOrigins: ["https://shop.example 'unsafe-inline'"] } } } })).toThrow(/allowedOrigins/);

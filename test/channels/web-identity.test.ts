@@ -68,6 +68,18 @@ describe('visitor cookies', () => {
     expect(identity.visitorSetCookie(cookie, request({}))).toMatch(/^palaver_visitor=.*; HttpOnly; SameSite=Lax$/);
   });
 
+  it('takes the visitor id from x-palaver-visitor where the browser keeps no cookie (the widget\'s frame), checked as the cookie', async () => {
+    const identity = new WebIdentity({ cookieSecret: 's'.repeat(40), logger: silentLogger() });
+    const visitor = identity.newVisitorCookie();
+    const other = identity.newVisitorCookie();
+    expect(await identity.identify(request({ 'x-palaver-visitor': visitor }), '10.0.0.5')).toMatchObject({ ok: true, caller: { kind: 'visitor', accountId: `visitor:${visitor.split('.')[1]}` } });
+    // The cookie wins when both come.
+    expect(await identity.identify(request({ 'x-palaver-visitor': other, cookie: `palaver_visitor=${visitor}` }), '10.0.0.5')).toMatchObject({ caller: { accountId: `visitor:${visitor.split('.')[1]}` } });
+    // A forged id: its signature does not match.
+    const forged = `v1.${'A'.repeat(22)}.${visitor.split('.')[2]}`;
+    expect(await identity.identify(request({ 'x-palaver-visitor': forged }), '10.0.0.5')).toMatchObject({ ok: false, status: 401, code: 'invalid_visitor_cookie' });
+  });
+
   it('over https (TLS or a proxy\'s X-Forwarded-Proto) uses a Secure __Host- cookie and ignores the plain name', async () => {
     const identity = new WebIdentity({ cookieSecret: 's'.repeat(40), logger: silentLogger() });
     const cookie = identity.newVisitorCookie();

@@ -30,6 +30,11 @@ function shopPage(palaverUrl: string, attributes: string): string {
     <script src="${palaverUrl}/widget.js" ${attributes}></script></body></html>`;
 }
 
+/** The same server under the name `localhost`: for the browser, another site than `127.0.0.1` (ports aside). */
+function otherSite(origin: string): string {
+  return origin.replace('127.0.0.1', 'localhost');
+}
+
 /** The chat's frame inside the widget, once it has loaded. */
 async function chatFrame(page: Page): Promise<Frame> {
   await expect.poll(() => page.frames().some((frame) => frame.url().includes('/embed')), { timeout: 10_000 }).toBe(true);
@@ -63,7 +68,8 @@ describe('the chat widget on another site', { timeout: 60_000 }, () => {
     harness = await createHarness(echoScript);
     const app = await harness.start({
       agent: { name: 'Shop assistant' },
-      channels: { web: { embed: { allowedOrigins: [shop.origin] }, userTokens: { secret: TOKEN_SECRET } } },
+      // The same shop also as `localhost`: another site than Palaver's 127.0.0.1, so the frame is a third party.
+      channels: { web: { embed: { allowedOrigins: [shop.origin, otherSite(shop.origin)] }, userTokens: { secret: TOKEN_SECRET } } },
     });
     palaver = await app.serve({ host: '127.0.0.1', port: 0 });
     // A site the team did not allow, framing the chat page directly.
@@ -160,6 +166,66 @@ describe('the chat widget on another site', { timeout: 60_000 }, () => {
     const stillMine = await send(palaver.url, { path: '/conversations', headers: { 'x-palaver-user-token': token } });
     expect((JSON.parse(stillMine.body) as { conversations: { id: string }[] }).conversations.map((c) => c.id)).toEqual([threadId]);
     await context.close();
+  });
+
+  it('works on another site whose frame may keep no storage or cookies, and shows in the panel what went wrong', async () => {
+    // Shop on localhost, Palaver on 127.0.0.1: the frame is a third party, and this Chromium denies it
+    // localStorage ("Access is denied") and its cookies, as browsers that block third-party storage do.
+    shopPageFor = () => shopPage(palaver.url, 'data-open="true"');
+    const context = await browser.newContext({ viewport: { width: 900, height: 700 } });
+    const page = await context.newPage();
+    const pageErrors: string[] = [];
+    const policyViolations: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      if (message.text().includes('Content Security Policy')) policyViolations.push(message.text());
+    });
+    await page.goto(`${otherSite(shop.origin)}/`);
+    const frame = await chatFrame(page);
+    // The frame really is denied its storage here (what made the chat fail before).
+    expect(await frame.evaluate("(() => { try { localStorage.length; return 'allowed'; } catch (error) { return error.name; } })()")).toBe('SecurityError');
+
+    await say(frame, 'Hello from the other site');
+    await say(frame, 'And a second question');
+    // Both in one conversation, kept for the page's lifetime.
+    const cookies = (await context.cookies(palaver.url)).map((c) => `${c.name}=${c.value}`).join('; ');
+    expect(cookies).not.toContain('palaver_visitor=');
+    expect(await frame.getByTestId('user-message').count()).toBe(2);
+
+    // A refusal shows its text in the panel, and the message is given back to send again.
+    await context.route(`${palaver.url}/agui`, (route) =>
+      route.fulfill({ status: 429, contentType: 'application/json', body: JSON.stringify({ error: { code: 'too_many_runs', message: 'Too many messages at once; wait for the answers.' } }) }),
+    );
+    await frame.getByTestId('message-input').fill('third');
+    await frame.getByTestId('send-button').click();
+    await expect.poll(() => frame.getByTestId('error-line').textContent()).toBe('Too many messages at once; wait for the answers.');
+    expect(await frame.getByTestId('message-input').inputValue()).toBe('third');
+    await context.unroute(`${palaver.url}/agui`);
+
+    // So does a server that cannot be reached.
+    await context.route(`${palaver.url}/agui`, (route) => route.abort('connectionrefused'));
+    await frame.getByTestId('send-button').click();
+    await expect.poll(() => frame.getByTestId('error-line').textContent()).toMatch(/^Could not reach the server:/);
+    await context.unroute(`${palaver.url}/agui`);
+
+    expect(pageErrors).toEqual([]);
+    expect(policyViolations).toEqual([]);
+    await context.close();
+  });
+
+  it('says in the panel when the chat cannot be loaded at all', async () => {
+    // A site the server does not allow to frame the chat: the frame is refused and never says it is ready.
+    const notListed = await siteServer(() => shopPage(palaver.url, 'data-open="true"'));
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.clock.install();
+    await page.goto(`${otherSite(notListed.origin)}/`);
+    await expect.poll(() => page.getByTestId('widget-panel').isVisible()).toBe(true);
+    expect(await page.getByTestId('widget-error').count()).toBe(0);
+    await page.clock.runFor(20_000);
+    await expect.poll(() => page.getByTestId('widget-error').textContent()).toBe('The chat could not be loaded. Please try again later.');
+    await context.close();
+    await new Promise((resolve) => notListed.server.close(resolve));
   });
 
   it('takes no token from a page it does not allow, and cannot be framed by one', async () => {

@@ -941,6 +941,37 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         ]);
       });
 
+      it('drops queued messages of one owner whose client left, and takes one back that is sent again', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        await store.sessions.setStatus(session.id, 'running');
+        const left = await givenInbound(session, { channel, owner: 'web-1', dedupeKey: 'run-left', text: 'left' });
+        const elsewhere = await givenInbound(session, { channel, owner: 'web-2', text: 'elsewhere' });
+        const id = (accepted: typeof left) => (accepted.accepted ? accepted.record.id : '');
+        // Only the owner's queued message goes; one leased to another process stays.
+        expect(await store.inbound.drop([id(left), id(elsewhere)], 'web-1')).toBe(1);
+        expect((await store.inbound.listQueued(session.id)).map((record) => record.text)).toEqual(['elsewhere']);
+        expect((await store.inbound.findByDedupeKey(channel, session.conversationId, 'run-left'))?.state).toBe('dropped');
+        // Something still queued: the session still runs. Nothing left: it does not.
+        expect((await store.sessions.findById(session.id))?.status).toBe('running');
+        expect(await store.inbound.drop([id(elsewhere)], 'web-2')).toBe(1);
+        expect((await store.sessions.findById(session.id))?.status).toBe('completed');
+        // Dropped messages are nobody's to take over.
+        expect(await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 })).toEqual([]);
+
+        // Sent again (the same run retried): queued again under the new owner, accepted, and nothing stored twice.
+        const again = await givenInbound(session, { channel, owner: 'web-3', dedupeKey: 'run-left', text: 'left' });
+        expect(again).toMatchObject({ accepted: true, record: { id: id(left), state: 'queued', text: 'left' } });
+        expect((await store.inbound.listQueued(session.id)).map((record) => record.text)).toEqual(['left']);
+        expect(await givenInbound(session, { channel, owner: 'web-3', dedupeKey: 'run-left', text: 'left' })).toMatchObject({ accepted: false });
+        // An answered message is never dropped.
+        const answered = await givenInbound(session, { channel, owner: 'web-3', text: 'answered' });
+        const [reply] = await store.messages.append(session.id, [{ role: 'assistant', audience: 'display', content: 'ok' }]);
+        await store.inbound.markAnswered([id(answered)], { id: reply!.id, seq: reply!.seq });
+        expect(await store.inbound.drop([id(answered)], 'web-3')).toBe(0);
+        expect((await store.inbound.findByDedupeKey(channel, session.conversationId, 'run-left'))?.state).toBe('queued');
+      });
+
       it('renews the leases of one owner only, so a live process keeps its messages', async () => {
         const channel = unique('chan');
         const session = await givenSession();

@@ -74,8 +74,15 @@ function withAppearance(html: string, appearance: PageAppearance, embedOrigins?:
   return page;
 }
 
-/** What the page routes ask of the channel per request: a refusal, or extra headers (the visitor cookie). */
-export type PageRequestHook = (request: Request, path: string) => { readonly refuse: Response } | { readonly headers: Record<string, string> };
+/**
+ * What the page routes ask of the channel per request: a refusal, or extra headers (the visitor cookie), and for the
+ * widget's frame the visitor id to write into the page (`data-visitor`), which stands in for a cookie the browser
+ * may not keep in another site's page.
+ */
+export type PageRequestHook = (
+  request: Request,
+  path: string,
+) => { readonly refuse: Response } | { readonly headers: Record<string, string>; readonly visitor?: string | undefined };
 
 /** The Markdown renderer's own prebuilt browser file, from its package: the page needs no bundler and no CDN. */
 function markdownRenderer(): string {
@@ -124,16 +131,19 @@ export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: Pag
       handle: (request) => {
         const hook = onRequest?.(request, path);
         if (hook && 'refuse' in hook) return hook.refuse;
+        const visitor = hook && 'visitor' in hook ? hook.visitor : undefined;
         const headers = {
           'content-type': type,
           'content-security-policy': path === '/embed' ? embedCsp : csp,
-          'cache-control': 'no-cache',
+          // A page that carries a visitor id is that visitor's alone: no cache keeps it.
+          'cache-control': visitor === undefined ? 'no-cache' : 'no-store',
           'referrer-policy': 'same-origin',
           'x-content-type-options': 'nosniff',
           ...extra,
           ...hook?.headers,
         };
-        return new Response(content, { status: 200, headers });
+        const body = visitor === undefined ? content : content.replace('<html lang="en"', `<html lang="en" data-visitor="${escapeHtml(visitor)}"`);
+        return new Response(body, { status: 200, headers });
       },
     } satisfies ChannelRoute;
   });

@@ -24,6 +24,8 @@ import { errorResponse, RequestGuard } from './request-guard.js';
 import { badTextReason } from './text-check.js';
 import { WebIdentity, type UserTokenOptions } from './web-identity.js';
 import { ReplyRelay, type RelayedEvent, type RelayedTurn } from './reply-relay.js';
+import { DEFAULT_VISITOR_LIMITS, VisitorLimits, type LimitRefusal, type VisitorLimitOptions } from './visitor-limits.js';
+import { systemText } from '../../i18n/index.js';
 
 export interface WebChannelOptions {
   /** Longest accepted user text, in characters (`limits.maxInboundChars`); longer → 400 `message_too_long`. */
@@ -78,6 +80,12 @@ export interface WebChannelOptions {
    * (`/widget.js`, `/embed`), as the frame's `Content-Security-Policy: frame-ancestors`. Default none: no site may.
    */
   readonly embed?: { readonly allowedOrigins?: readonly string[] } | undefined;
+  /** `channels.web.limits`: runs and new conversations per browser caller and per address (see `VisitorLimits`). */
+  readonly limits?: Partial<VisitorLimitOptions> | undefined;
+  /** `agent.language`: the language of a refusal when the browser names none Palaver speaks. */
+  readonly language?: string | undefined;
+  /** The clock of the new-conversation window (tests). Default `Date.now`. */
+  readonly now?: () => number;
 }
 
 
@@ -111,8 +119,9 @@ const MAX_ID_CHARS = 256;
  * Then the response is the run's SSE stream. A retried run id whose turn completed gets the stored reply again
  * (RUN_FINISHED status `duplicate`); one whose turn has not answered waits for that turn, wherever it runs, and
  * streams its reply (an older stream of the same run ends with status `duplicate`). With a `bus`, a turn's events for
- * a run whose stream is in another process travel there (`ReplyRelay`). When the client
- * disconnects, the signal handed to `accept` aborts (a lone message's turn is then cancelled).
+ * a run whose stream is in another process travel there (`ReplyRelay`). When the client disconnects, a turn that
+ * began goes on (its reply is stored for a retry); a message whose turn has not begun is dropped (`AcceptOptions.left`)
+ * unless the run is retried first.
  *
  * Outbound, a reply goes to the open stream of the last run it answers (`target.inReplyTo`); other runs of the
  * same batch finish with status `answered_together` and `answeredIn`, the run that carried the reply. Each sent part
@@ -144,6 +153,7 @@ export class WebChannel implements Channel {
   readonly #logger: Logger;
   readonly #guard: RequestGuard;
   readonly #identity: WebIdentity;
+  readonly #limits: VisitorLimits;
   #context: ChannelContext | undefined;
   #stopped = false;
   /** Open streams by conversation and run id: a run id is only unique within its thread. */
@@ -158,6 +168,11 @@ export class WebChannel implements Channel {
    * to one after the store said "not answered" asks again, since that turn will not settle a second time.
    */
   readonly #settled = new Set<string>();
+  /**
+   * Runs whose client left with no retry since, by stream key: a message of one whose turn has not begun is dropped
+   * (`AcceptOptions.left`), so a crowd that came and went leaves no turns queued behind it.
+   */
+  readonly #left = new Set<string>();
   /** Relays turn events to and from the other processes, when a bus was given. */
   #relay: ReplyRelay | undefined;
   #relayedParts = 0;
@@ -182,6 +197,7 @@ export class WebChannel implements Channel {
       logger: this.#logger,
       onSecret: options.onSecret,
     });
+    this.#limits = new VisitorLimits({ ...DEFAULT_VISITOR_LIMITS, ...options.limits }, options.now);
     const preflight = (request: Request): Response => this.#guard.preflight(request);
     const api: ChannelRoute[] = [
       { method: 'POST', path: '/agui', access: 'public', maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024, handle: (request, info) => this.#run(request, info.remoteAddress) },
@@ -200,7 +216,14 @@ export class WebChannel implements Channel {
     const { bus } = this.#options;
     if (bus) {
       const relay = new ReplyRelay({ bus, channel: this.name, logger: this.#logger, ...(this.#options.relayHeartbeatMs === undefined ? {} : { heartbeatMs: this.#options.relayHeartbeatMs }) });
-      await relay.start({ onEvent: (event) => this.#relayed(event), onWatch: (conversationId, runId) => this.#supersede(conversationId, runId, 'retried on another process') });
+      await relay.start({
+        onEvent: (event) => this.#relayed(event),
+        onWatch: (conversationId, runId) => {
+          // Its client came back on another process, which waits for the answer: not to be dropped here.
+          this.#left.delete(streamKey(conversationId, runId));
+          this.#supersede(conversationId, runId, 'retried on another process');
+        },
+      });
       this.#relay = relay;
     }
   }
@@ -288,6 +311,7 @@ export class WebChannel implements Channel {
     for (const runId of target.inReplyTo) {
       const key = streamKey(target.conversationId, runId);
       this.#orphaned.delete(key);
+      this.#left.delete(key);
       remember(this.#settled, key);
     }
     let stream: AguiStream | undefined;
@@ -404,11 +428,15 @@ export class WebChannel implements Channel {
    * The page: refused for a foreign `Host`; `GET /` and `GET /embed` give a browser without a valid visitor cookie a
    * new one (in the widget's frame, one another site's page may carry: see `visitorSetCookie`).
    */
-  #page(request: Request, path: string): { refuse: Response } | { headers: Record<string, string> } {
+  #page(request: Request, path: string): { refuse: Response } | { headers: Record<string, string>; visitor?: string } {
     const refusal = this.#guard.checkHost(request);
     if (refusal) return { refuse: errorResponse(refusal) };
     if ((path !== '/' && path !== '/embed') || this.#identity.hasValidVisitorCookie(request)) return { headers: {} };
-    return { headers: { 'set-cookie': this.#identity.visitorSetCookie(this.#identity.newVisitorCookie(), request, path === '/embed') } };
+    const visitor = this.#identity.newVisitorCookie();
+    const headers = { 'set-cookie': this.#identity.visitorSetCookie(visitor, request, path === '/embed') };
+    // In another site's page the browser may keep no cookie for the frame (third-party cookies blocked): the frame's
+    // page carries the same signed id and sends it as a header instead, so the chat works for the page's lifetime.
+    return path === '/embed' ? { headers, visitor } : { headers };
   }
 
   async #run(request: Request, remoteAddress: string | undefined): Promise<Response> {
@@ -444,6 +472,22 @@ export class WebChannel implements Channel {
     if (!account.ok) return json(account.status, account.code, account.message, cors);
     const message: InboundMessage = { ...parsed.message, accountId: account.accountId };
 
+    // A browser caller holds a run slot until its stream closes, and starts only so many conversations: one visitor
+    // (or one address) cannot take the capacity everyone shares. A server client answers for its own users.
+    let releaseRun = (): void => {};
+    let undoConversation = (): void => {};
+    if (account.browser) {
+      const slot = this.#limits.openRun(account.accountId, remoteAddress);
+      if (!slot.ok) return this.#tooMany(slot, parsed.message.languageHint, cors);
+      const started = await this.#limits.startConversation(account.accountId, remoteAddress, threadId, () => conversationExists(context, account.accountId, threadId));
+      if (!started.ok) {
+        slot.release();
+        return this.#tooMany(started, parsed.message.languageHint, cors);
+      }
+      releaseRun = slot.release;
+      undoConversation = started.undo;
+    }
+
     const log = this.#logger.child({ threadId, runId });
     const key = streamKey(threadId, runId);
     let registered = false;
@@ -455,10 +499,14 @@ export class WebChannel implements Channel {
         clientSignal: request.signal,
         onClientGone: () => {
           log.info('client disconnected before the run ended');
-          if (registered) this.#orphan(key);
+          if (registered) {
+            this.#orphan(key);
+            remember(this.#left, key);
+          }
         },
       },
     );
+    stream.onClose(releaseRun);
     // A run id already streaming is a retry: it will be recognised as a duplicate and takes over the stream only once
     // `accept` has confirmed the conversation is the caller's (`replace`).
     const register = (replace = false): boolean => {
@@ -477,18 +525,22 @@ export class WebChannel implements Channel {
     // once `accept` has confirmed the conversation is the caller's (until then, someone else's turn must not write
     // to it). A new run is registered first, so nothing its turn streams before `accept` returns is lost.
     const retryOfLeftRun = this.#orphaned.has(key);
+    // Someone waits for this run again: its message is not to be dropped (a message already dropped is taken back
+    // by `accept`).
+    this.#left.delete(key);
     if (!retryOfLeftRun) register();
     stream.correlationId = message.correlationId;
 
     // The message is stored (or refused) before the stream starts, so a refusal is an HTTP status, not a run. No
-    // abort signal: a client that disconnects (a dropped connection, a closed tab) does not cancel its turn, whose
-    // reply is stored and given to the retried run.
+    // abort signal: a client that disconnects (a dropped connection, a closed tab) does not cancel a turn that began,
+    // whose reply is stored and given to the retried run; only a message whose turn has not begun is dropped.
     let acceptance: Acceptance;
     let attached = false;
     try {
-      acceptance = await context.accept(message);
+      acceptance = await context.accept(message, { left: () => this.#left.has(key) });
     } catch (error) {
       stream.dispose();
+      undoConversation();
       return this.#refused(error, log, message.correlationId, cors);
     }
     if (acceptance.status === 'duplicate' && acceptance.answered === undefined) {
@@ -512,6 +564,8 @@ export class WebChannel implements Channel {
       }
     }
     stream.correlationId = acceptance.correlationId;
+    // A retry of a left run whose message had been dropped was accepted afresh: its turn streams here.
+    if (acceptance.status === 'accepted' && retryOfLeftRun) register(true);
     if (acceptance.status === 'accepted') {
       stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
     } else if (attached) {
@@ -577,7 +631,7 @@ export class WebChannel implements Channel {
     remoteAddress: string | undefined,
     claimedUserId: string | undefined,
     conversationId: string | undefined,
-  ): Promise<{ ok: true; accountId: string } | { ok: false; status: number; code: string; message: string }> {
+  ): Promise<{ ok: true; accountId: string; browser: boolean } | { ok: false; status: number; code: string; message: string }> {
     const identity = await this.#identity.identify(request, remoteAddress);
     if (!identity.ok) return identity;
     const { caller } = identity;
@@ -585,16 +639,27 @@ export class WebChannel implements Channel {
       if (claimedUserId !== undefined && claimedUserId !== '') {
         return { ok: false, status: 403, code: 'forbidden', message: 'Naming a user (forwardedProps.userId) is only for a server client holding the API key; a browser talks as itself.' };
       }
-      return { ok: true, accountId: caller.accountId };
+      return { ok: true, accountId: caller.accountId, browser: true };
     }
     if (claimedUserId !== undefined && claimedUserId !== '') {
       if (claimedUserId.length > MAX_ID_CHARS || badTextReason(claimedUserId) !== undefined) {
         return { ok: false, status: 400, code: 'invalid_input', message: `userId must be 1 to ${MAX_ID_CHARS} characters without NUL or lone surrogates.` };
       }
-      return { ok: true, accountId: `api:${claimedUserId}` };
+      return { ok: true, accountId: `api:${claimedUserId}`, browser: false };
     }
     if (conversationId === undefined) return { ok: false, status: 400, code: 'user_required', message: 'A server client names the user: add ?userId=<id>.' };
-    return { ok: true, accountId: `api:${conversationId}` };
+    return { ok: true, accountId: `api:${conversationId}`, browser: false };
+  }
+
+  /**
+   * 429 for a run over a limit, with a text in the browser's language (its `Accept-Language`, else the agent's): no
+   * store is read for a refusal, which a flood may send by the thousand.
+   */
+  #tooMany(refusal: LimitRefusal, languageHint: string | undefined, cors: Record<string, string>): Response {
+    const key = refusal.limit === 'conversations' ? 'web.tooManyConversations' : refusal.scope === 'address' ? 'web.tooManyRunsFromAddress' : 'web.tooManyRuns';
+    this.#logger.debug({ limit: refusal.limit, scope: refusal.scope }, 'web run refused: over a limit');
+    const code = refusal.limit === 'conversations' ? 'too_many_conversations' : 'too_many_runs';
+    return json(429, code, systemText(languageHint, key, undefined, this.#options.language), { ...cors, 'retry-after': String(refusal.retryAfterSeconds) });
   }
 
   /** The HTTP answer to a refused message or lookup; nothing was stored. */
@@ -610,6 +675,19 @@ export class WebChannel implements Channel {
     log.error({ err: error, correlationId }, 'web request failed');
     const reference = correlationId === undefined ? '' : ` (reference ${correlationId})`;
     return json(500, INTERNAL_ERROR_CODE, `The server could not handle the message${reference}; it was not stored, try again.`, cors);
+  }
+}
+
+/**
+ * Whether a conversation is there already, for a caller at the new-conversation limit: one of theirs (or someone
+ * else's, which `accept` then refuses with 403) is not new. A failed look-up says yes: `accept` meets the same store.
+ */
+async function conversationExists(context: ChannelContext, accountId: string, conversationId: string): Promise<boolean> {
+  try {
+    await context.transcript(accountId, conversationId, { limit: 1 });
+    return true;
+  } catch (error) {
+    return !(error instanceof ChannelError && error.code === 'not_found');
   }
 }
 

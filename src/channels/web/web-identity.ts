@@ -16,6 +16,12 @@ export const VISITOR_COOKIE = 'palaver_visitor';
 export const SECURE_VISITOR_COOKIE = `__Host-${VISITOR_COOKIE}`;
 /** Header that carries an embedding site's user token. `Authorization` is the API key's. */
 export const USER_TOKEN_HEADER = 'x-palaver-user-token';
+/**
+ * The visitor cookie's value as a header, from the widget's frame whose browser keeps no cookie in another site's
+ * page (third-party cookies blocked). A browser never adds it by itself, so it is no more open to forged requests
+ * than the cookie; the cookie wins when both come.
+ */
+export const VISITOR_HEADER = 'x-palaver-visitor';
 /** How long a visitor cookie lives; renewed on every visit of the page. 400 days is the most browsers keep. */
 const VISITOR_COOKIE_MAX_AGE_S = 400 * 24 * 60 * 60;
 const COOKIE_VERSION = 'v1';
@@ -65,7 +71,8 @@ export type IdentityResult =
  *    (`forwardedProps.userId` → account `api:<userId>`). A wrong key is refused (401).
  * 2. `x-palaver-user-token: <JWT>`: an embedding site's user, verified with jose (HS256 secret or JWKS; `exp` and
  *    `sub` required, `iss`/`aud` checked when configured) → account `token:<sub>`. Invalid or expired: 401.
- * 3. The signed visitor cookie → account `visitor:<random id>`. A cookie with a bad signature: 401.
+ * 3. The signed visitor cookie (or, from the widget's frame where the browser keeps no cookie, the same value in
+ *    `x-palaver-visitor`) → account `visitor:<random id>`. A bad signature: 401.
  * 4. Without an API key configured, a loopback client that is not a browser (no `Origin`, no `Sec-Fetch-Site`)
  *    is a server-to-server client, as above.
  * Otherwise 401 `no_identity`.
@@ -110,7 +117,7 @@ export class WebIdentity {
     const token = request.headers.get(USER_TOKEN_HEADER);
     if (token !== null) return this.#verifyToken(token);
 
-    const cookie = readCookie(request.headers.get('cookie'), visitorCookieName(request));
+    const cookie = readCookie(request.headers.get('cookie'), visitorCookieName(request)) ?? request.headers.get(VISITOR_HEADER) ?? undefined;
     if (cookie !== undefined) {
       const visitor = this.#verifyCookie(cookie);
       if (visitor === undefined) {

@@ -73,18 +73,31 @@ export interface TranscriptEntry {
   readonly at: Date;
 }
 
+/** How the client that sent a message may still change what happens to it. */
+export interface AcceptOptions {
+  /** Cancels a lone message's turn, also mid-way (a batch of several messages is never cancelled by one of them). */
+  readonly signal?: AbortSignal;
+  /**
+   * Asked as the message's turn is about to begin (before any model call): true when its client has left with
+   * nobody waiting for the answer. The message is then dropped (stored as `dropped`, no turn answers it; the others
+   * of its batch are answered). A turn that began is never stopped by it, and a message sent again (the same
+   * `dedupeKey`) is queued again.
+   */
+  readonly left?: () => boolean;
+}
+
 /** What the pipeline offers a channel while it runs. */
 export interface ChannelContext {
   /**
    * Hands a message to the pipeline. Resolves once the message is stored and queued for a turn (or recognised as a
-   * redelivery); the reply comes later through the channel's outbound side. `signal` lets a lone message's waiting
-   * client cancel its turn (a batch of several messages is never cancelled by one of them).
+   * redelivery); the reply comes later through the channel's outbound side. See {@link AcceptOptions} for how a
+   * waiting client may cancel its turn, or have it dropped when it leaves.
    * @throws ChannelError `inbound_invalid` for empty or oversized text or text a database cannot hold (NUL, lone
    *   surrogates), `forbidden` for a message into a direct conversation that belongs to someone else,
    *   `identity_unreachable` / `identity_unrecognised` when the identity resolver (the team's directory) cannot say who
    *   is writing (the error's message is a short text in the person's language to pass on); nothing is stored then.
    */
-  accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance>;
+  accept(message: InboundMessage, options?: AcceptOptions): Promise<Acceptance>;
   /** The conversations `accountId` has on this channel, most recently active first (at most `limit`, default 50). */
   conversations(accountId: string, options?: { readonly limit?: number }): Promise<readonly ConversationSummary[]>;
   /**

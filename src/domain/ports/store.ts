@@ -266,7 +266,8 @@ export interface TurnRepository {
 export interface InboundRepository {
   /**
    * Stores an accepted message, queued and leased to `owner` for `leaseMs`. A message whose `dedupeKey` was seen
-   * before in the same channel and conversation is not stored; the earlier record comes back instead.
+   * before in the same channel and conversation is not stored; the earlier record comes back instead — unless that
+   * one was dropped (see {@link drop}): sent again, it is queued again, leased to `owner`, and accepted.
    */
   accept(message: NewInboundRecord, lease: { readonly owner: string; readonly leaseMs: number }): Promise<{ readonly accepted: true; readonly record: InboundRecord } | { readonly accepted: false; readonly existing: InboundRecord }>;
   /**
@@ -290,6 +291,12 @@ export interface InboundRepository {
   retryLater(ids: readonly string[], delayMs: number): Promise<void>;
   /** Gives up on queued messages that can be neither answered nor apologised for: nobody takes them again. */
   markAbandoned(ids: readonly string[]): Promise<void>;
+  /**
+   * Drops queued messages leased to `owner` whose client left before their turn began: nobody answers them (unless
+   * sent again, see {@link accept}). A message answered or taken by another process meanwhile is left alone. A
+   * session left with nothing queued is no longer `running` (`completed`). Resolves how many were dropped.
+   */
+  drop(ids: readonly string[], owner: string): Promise<number>;
   /** The queued messages of a session, oldest first. */
   listQueued(sessionId: string): Promise<InboundRecord[]>;
   /** The message accepted in a conversation under a dedupe key, if any (a read: nothing is accepted). */

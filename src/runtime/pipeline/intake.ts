@@ -1,7 +1,7 @@
 import { ChannelError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import type { InboundRecord } from '../../domain/model.js';
-import type { Acceptance, Channel, InboundMessage, StoredReply } from '../../domain/ports/channel.js';
+import type { Acceptance, AcceptOptions, Channel, InboundMessage, StoredReply } from '../../domain/ports/channel.js';
 import type { Inbox } from '../inbox.js';
 import type { AcceptedMessage, TurnDependencies } from '../turn-context.js';
 import type { IdentityJoin } from './identity-join.js';
@@ -45,7 +45,7 @@ export class Intake {
   }
 
   /** See `Pipeline.accept`. */
-  async accept(channel: Channel, message: InboundMessage, options: { readonly signal?: AbortSignal } = {}): Promise<Acceptance> {
+  async accept(channel: Channel, message: InboundMessage, options: AcceptOptions = {}): Promise<Acceptance> {
     // The channel that hands the message over vouches for it: a message cannot claim another channel's accounts.
     if (message.channel !== channel.name) {
       throw new ChannelError('inbound_invalid', channel.name, `Channel ${channel.name} handed over a message of channel ${message.channel}.`);
@@ -57,10 +57,10 @@ export class Intake {
     }
     checkStorable(message, text);
     const limit = this.#options.limitAccepts;
-    return limit ? limit(() => this.#store(channel, message, text, options.signal)) : this.#store(channel, message, text, options.signal);
+    return limit ? limit(() => this.#store(channel, message, text, options)) : this.#store(channel, message, text, options);
   }
 
-  async #store(channel: Channel, message: InboundMessage, text: string, signal: AbortSignal | undefined): Promise<Acceptance> {
+  async #store(channel: Channel, message: InboundMessage, text: string, options: AcceptOptions): Promise<Acceptance> {
     // A conversation that floods faster than it is answered: refused before anything is stored.
     const maxWaiting = channel.inbox?.maxWaiting ?? DEFAULT_MAX_WAITING;
     if (this.#options.inbox.waiting(conversationKey(message.channel, message.conversationId)) >= maxWaiting) {
@@ -105,7 +105,7 @@ export class Intake {
       return { status: 'duplicate', correlationId: result.existing.correlationId, ...(answered ? { answered } : {}) };
     }
     if (joined.phone?.status === 'conflict') await identity.tellPhoneConflict(channel, message, participant, correlationId);
-    this.#options.turns.queueAccepted(channel, participant, result.record, signal);
+    this.#options.turns.queueAccepted(channel, participant, result.record, options);
     return { status: 'accepted', correlationId, sessionId: participant.session.id, userId: participant.user.id };
   }
 }

@@ -1,6 +1,6 @@
 import { newId } from '../../domain/ids.js';
 import type { Session } from '../../domain/model.js';
-import type { Acceptance, Channel, ChannelContext, InboundMessage, RecordedConversation, RecordedMessage } from '../../domain/ports/channel.js';
+import type { Acceptance, AcceptOptions, Channel, ChannelContext, InboundMessage, RecordedConversation, RecordedMessage } from '../../domain/ports/channel.js';
 import type { IdentityResolver } from '../../domain/ports/identity.js';
 import { Inbox } from '../inbox.js';
 import { settlesWithin } from '../settles-within.js';
@@ -175,7 +175,7 @@ export class Pipeline {
    *   `forbidden` for a direct conversation of someone else; `identity_unreachable` / `identity_unrecognised` (the
    *   message is the text to show the person) when the identity resolver cannot say who sent it. Nothing is stored then.
    */
-  accept(channel: Channel, message: InboundMessage, options: { readonly signal?: AbortSignal } = {}): Promise<Acceptance> {
+  accept(channel: Channel, message: InboundMessage, options: AcceptOptions = {}): Promise<Acceptance> {
     return this.#intake.accept(channel, message, options);
   }
 

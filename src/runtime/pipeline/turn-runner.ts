@@ -1,6 +1,6 @@
 import { FencedOut } from '../../domain/errors.js';
 import type { InboundRecord } from '../../domain/model.js';
-import type { Channel } from '../../domain/ports/channel.js';
+import type { AcceptOptions, Channel } from '../../domain/ports/channel.js';
 import type { Participant } from '../conversation-cache.js';
 import type { Inbox } from '../inbox.js';
 import { runTurn } from '../turn.js';
@@ -58,16 +58,16 @@ export class TurnRunner {
    * Queues a message this process just stored, and interrupts a reply plan of its conversation that the person's
    * new message cuts short (`interruptOnNewMessage`).
    */
-  queueAccepted(channel: Channel, participant: Participant, record: InboundRecord, signal: AbortSignal | undefined): void {
+  queueAccepted(channel: Channel, participant: Participant, record: InboundRecord, options: AcceptOptions = {}): void {
     this.#fresh.add(record.id);
-    this.queue(channel, participant, record, signal);
+    this.queue(channel, participant, record, options.signal, options.left);
     // The person wrote again while a reply plan of the conversation runs (`interruptOnNewMessage`): its rest is dropped.
     this.#interruptible.get(conversationKey(record.channel, record.conversationId))?.abort();
   }
 
   /** Queues a message for its conversation's next turn, when the channel's quiet window allows. */
-  queue(channel: Channel, participant: Participant, inbound: InboundRecord, signal: AbortSignal | undefined): void {
-    this.#inbox.submit(conversationKey(inbound.channel, inbound.conversationId), { channel, ...participant, inbound, signal }, quietWindowOf(channel));
+  queue(channel: Channel, participant: Participant, inbound: InboundRecord, signal: AbortSignal | undefined, left?: () => boolean): void {
+    this.#inbox.submit(conversationKey(inbound.channel, inbound.conversationId), { channel, ...participant, inbound, signal, ...(left ? { left } : {}) }, quietWindowOf(channel));
   }
 
   /**
@@ -75,6 +75,33 @@ export class TurnRunner {
    * process's turn holds the conversation, the batch waits for it and goes into this process's next turn.
    */
   async runBatch(handedOver: Batch): Promise<void> {
+    const batch = await this.#withoutLeft(handedOver);
+    if (batch === undefined) return;
+    await this.#runBatch(batch);
+  }
+
+  /**
+   * Drops the messages whose client left before their turn began (`AcceptOptions.left`): nothing of their turn has
+   * run, so nobody pays a model call no one waits for. The rest of the batch is answered; undefined when nothing is
+   * left to answer. When the store cannot drop them, they are answered after all.
+   */
+  async #withoutLeft(batch: Batch): Promise<Batch | undefined> {
+    const left = batch.filter((item) => item.left?.() === true);
+    if (left.length === 0) return batch;
+    const ids = left.map((item) => item.inbound.id);
+    try {
+      const dropped = await this.#deps.store.transaction((tx) => tx.inbound.drop(ids, this.#lease.owner));
+      this.#deps.logger.info({ correlationIds: left.map((item) => item.inbound.correlationId), dropped }, 'message dropped: its client left before its turn began');
+    } catch (error) {
+      this.#deps.logger.warn({ err: error, correlationId: left[0]!.inbound.correlationId }, 'could not drop messages whose client left; answering them');
+      return batch;
+    }
+    for (const id of ids) this.#fresh.delete(id);
+    const kept = batch.filter((item) => !left.includes(item));
+    return isNonEmpty(kept) ? kept : undefined;
+  }
+
+  async #runBatch(handedOver: Batch): Promise<void> {
     const first = handedOver[0].inbound;
     // Messages this process just accepted belong to no turn yet: only others need the store's word.
     const fresh = handedOver.map((item) => this.#fresh.delete(item.inbound.id)).every(Boolean);
@@ -124,7 +151,7 @@ export class TurnRunner {
       return;
     }
     const { messages: formedBatch, resume, later } = formed;
-    later.forEach((item) => this.queue(item.channel, item, item.inbound, item.signal));
+    later.forEach((item) => this.queue(item.channel, item, item.inbound, item.signal, item.left));
     if (formedBatch === undefined) return;
     const { due, exhausted } = byAttempts(formedBatch, this.#maxTurnAttempts);
     try {

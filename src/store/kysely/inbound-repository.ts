@@ -57,6 +57,12 @@ export class KyselyInboundRepository implements InboundRepository {
         .where('conversation_id', '=', message.conversationId)
         .where('dedupe_key', '=', message.dedupeKey)
         .executeTakeFirstOrThrow();
+      if (existing.state === 'dropped') {
+        // Its client left before it was answered and now sends it again: queued again, as if it had just come.
+        const revived = { state: 'queued', owner: lease.owner, lease_until: now + lease.leaseMs, not_before: null, arrival: nextArrival(now) };
+        const result = await this.#ctx.db.updateTable('inbound_messages').set(revived).where('id', '=', existing.id).where('state', '=', 'dropped').executeTakeFirst();
+        if (result.numUpdatedRows === 1n) return { accepted: true as const, record: toInboundRecord({ ...existing, ...revived }) };
+      }
       return { accepted: false as const, existing: toInboundRecord(existing) };
     });
   }
@@ -129,6 +135,31 @@ export class KyselyInboundRepository implements InboundRepository {
     return storeOperation('inbound.markAbandoned', async () => {
       if (ids.length === 0) return;
       await this.#ctx.db.updateTable('inbound_messages').set({ state: 'abandoned', owner: null }).where('id', 'in', [...ids]).where('state', '=', 'queued').execute();
+    });
+  }
+
+  drop(ids: readonly string[], owner: string): Promise<number> {
+    return storeOperation('inbound.drop', async () => {
+      if (ids.length === 0) return 0;
+      const result = await this.#ctx.db
+        .updateTable('inbound_messages')
+        .set({ state: 'dropped', owner: null })
+        .where('id', 'in', [...ids])
+        .where('state', '=', 'queued')
+        .where('owner', '=', owner)
+        .executeTakeFirst();
+      const sessions = await this.#ctx.db.selectFrom('inbound_messages').select('session_id').distinct().where('id', 'in', [...ids]).execute();
+      for (const { session_id: sessionId } of sessions) {
+        // Not `running` with nothing left to answer: what the sidebar and the dashboard show.
+        await this.#ctx.db
+          .updateTable('sessions')
+          .set({ status: 'completed' })
+          .where('id', '=', sessionId)
+          .where('status', '=', 'running')
+          .where((eb) => eb.not(eb.exists(eb.selectFrom('inbound_messages').select(sql.lit(1).as('one')).where('session_id', '=', sessionId).where('state', '=', 'queued'))))
+          .execute();
+      }
+      return Number(result.numUpdatedRows);
     });
   }
 
@@ -246,7 +277,7 @@ function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
     displayName: row.display_name,
     conversationKind: row.conversation_kind === 'shared' ? 'shared' : 'direct',
     receivedAt: toDate(row.received_at),
-    state: row.state === 'answered' || row.state === 'abandoned' ? row.state : 'queued',
+    state: row.state === 'answered' || row.state === 'abandoned' || row.state === 'dropped' ? row.state : 'queued',
     attempts: Number(row.attempts),
     replyMessageId: row.reply_message_id,
     replySeq: row.reply_seq === null ? null : Number(row.reply_seq),

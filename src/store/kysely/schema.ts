@@ -235,7 +235,7 @@ export interface InboundMessagesTable {
   received_at: EpochMillis;
   /** Order of arrival (epoch microseconds, strictly increasing per writing process). */
   arrival: ColumnType<number | string, number, number>;
-  /** `queued` until the turn that answers it commits, then `answered`; `abandoned` when given up on unanswered. */
+  /** `queued` until the turn that answers it commits, then `answered`; `abandoned` when given up on unanswered; `dropped` when its client left before its turn began. */
   state: ColumnType<string, string | undefined, string>;
   /** Turns that took the message (1 on accept). */
   attempts: ColumnType<number | string, number | undefined, number>;
