@@ -767,6 +767,12 @@ export const configSchema = z.strictObject({
       stream: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'letters, digits, ., _, : or -').default('events.plugins'),
       /** `streams`: the workers' consumer group on `stream`. */
       group: z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'letters, digits, ., _, : or -').default('plugins-workers'),
+      /**
+       * `streams`: a secret runtime and workers share (better: PALAVER_TOOL_RESULT_SECRET). Workers sign each result
+       * with it (HMAC-SHA256) and the runtime uses only results whose signature checks out; without it, whoever can
+       * write to Redis can answer tool calls. See docs/tool-workers.md#who-is-trusted.
+       */
+      resultSecret: z.string().min(32, 'use at least 32 characters').optional(),
     })
     .prefault({}),
   /**

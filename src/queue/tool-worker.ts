@@ -4,6 +4,7 @@ import type { ToolWorkerMetrics } from '../observability/tool-worker-metrics.js'
 import { CallClaims, callKeys, type CallKeys } from './call-claim.js';
 import { CataloguePublisher, type CatalogueTool } from './catalogue-publisher.js';
 import type { RedisClient, RedisConnection } from './redis-connection.js';
+import { resultSignature } from './result-signature.js';
 import { parseEntry, streamEvent, type ToolCallCompleted, type ToolCallRequested } from './wire.js';
 
 export interface ToolWorkerSettings {
@@ -24,6 +25,8 @@ export interface ToolWorkerSettings {
   readonly resultTtlMs: number;
   /** Catalogue heartbeat; the catalogue lives three heartbeats. */
   readonly heartbeatMs: number;
+  /** `tools.resultSecret`: when set, every result this worker makes is signed with it (result-signature.ts). */
+  readonly resultSecret?: string | undefined;
 }
 
 export const TOOL_WORKER_DEFAULTS = { concurrency: 64, blockMs: 1_000, resultTtlMs: 24 * 60 * 60 * 1000, heartbeatMs: 5_000 } as const;
@@ -239,7 +242,7 @@ export class ToolWorker {
       let completed: ToolCallCompleted;
       try {
         const result = await this.#dispatcher.dispatch(toDispatchRequest(request));
-        completed = {
+        completed = this.#signed(request, {
           eventType: 'PluginToolCallCompleted',
           correlationId: request.correlationId,
           toolCallId: request.toolCallId,
@@ -249,7 +252,7 @@ export class ToolWorker {
           effects: result.effects,
           durationMs: result.durationMs,
           workerId: this.#settings.workerId,
-        };
+        });
       } catch (error) {
         // The worker could not run it (a tool host is unusable): record why, free the claim and leave the entry
         // pending; it is reclaimed and tried again until `maxAttempts`.
@@ -280,7 +283,7 @@ export class ToolWorker {
 
   /** Gives up on a call: its entry to `<stream>.dead` with the last error, and a failed result the model reads. */
   async #deadLetter(entryId: string, request: ToolCallRequested, raw: string, attempts: number, error: string, keys: CallKeys, log: Logger): Promise<void> {
-    const completed: ToolCallCompleted = {
+    const completed = this.#signed(request, {
       eventType: 'PluginToolCallCompleted',
       correlationId: request.correlationId,
       toolCallId: request.toolCallId,
@@ -289,7 +292,7 @@ export class ToolWorker {
       effects: {},
       durationMs: 0,
       workerId: this.#settings.workerId,
-    };
+    });
     const data = JSON.stringify(completed);
     await this.#redis.client
       .multi()
@@ -349,6 +352,15 @@ export class ToolWorker {
 
   async #ack(entryId: string): Promise<void> {
     await this.#redis.client.xAck(this.#streamKey, this.#settings.group, entryId);
+  }
+
+  /**
+   * Signs a result this worker made, when `resultSecret` is set. Only here: a result read back from Redis (a repeat
+   * delivery's kept result) goes out as it was stored, so the worker never signs what someone else wrote.
+   */
+  #signed(request: ToolCallRequested, completed: ToolCallCompleted): ToolCallCompleted {
+    const secret = this.#settings.resultSecret;
+    return secret === undefined ? completed : { ...completed, signature: resultSignature(secret, request, completed) };
   }
 
   #responseKey(request: ToolCallRequested): string {
