@@ -51,6 +51,9 @@ const STREAM_MAX_LENGTH = 100_000;
  * else takes it. A call started `maxAttempts` times without a result goes to `<stream>.dead`, and the runtime gets a
  * failed result for the model. Every entry is parsed (wire.ts) before anything acts on it: a malformed one is
  * acknowledged and logged.
+ *
+ * An entry leaves the stream as it is acknowledged (`XACK` and `XDEL` in one `MULTI`), and a periodic `XTRIM MINID`
+ * takes any acknowledged head left over: the stream holds only calls not read yet and calls pending, for reclaim.
  */
 export class ToolWorker {
   readonly #redis: RedisConnection;
@@ -101,7 +104,14 @@ export class ToolWorker {
     this.#readLoop = this.#read();
     const renewEvery = Math.max(50, Math.floor(this.#settings.reclaimIdleMs / 3));
     const reclaimEvery = Math.min(5_000, Math.max(100, Math.floor(this.#settings.reclaimIdleMs / 2)));
-    this.#timers.push(setInterval(() => void this.#renew(), renewEvery), setInterval(() => void this.#reclaim(), reclaimEvery));
+    void this.#trimAcknowledged();
+    this.#timers.push(
+      setInterval(() => void this.#renew(), renewEvery),
+      setInterval(() => {
+        void this.#reclaim();
+        void this.#trimAcknowledged();
+      }, reclaimEvery),
+    );
     for (const timer of this.#timers) timer.unref();
     this.#logger.info({ stream: this.#streamKey, group: this.#settings.group }, 'tool worker reading');
   }
@@ -118,6 +128,7 @@ export class ToolWorker {
       for (const timer of this.#timers) clearInterval(timer);
       this.#timers = [];
       while (this.#handling.size > 0) await Promise.allSettled([...this.#handling]);
+      await this.#trimming;
       await this.#catalogue.stop().catch((error: unknown) => this.#logger.warn({ err: error }, 'could not remove the tool catalogue'));
       await this.#leaveGroup().catch((error: unknown) => this.#logger.warn({ err: error }, 'could not leave the consumer group'));
       this.#logger.info('tool worker stopped');
@@ -188,7 +199,7 @@ export class ToolWorker {
       }
       if (event.eventType === 'PluginToolCallCancelled') {
         const keys = callKeys(this.#redis, event.correlationId, event.toolCallId);
-        await this.#redis.client.multi().set(keys.cancelled, '1', { PX: this.#settings.resultTtlMs }).xAck(this.#streamKey, this.#settings.group, entry.id).exec();
+        await this.#redis.client.multi().set(keys.cancelled, '1', { PX: this.#settings.resultTtlMs }).xAck(this.#streamKey, this.#settings.group, entry.id).xDel(this.#streamKey, entry.id).exec();
         this.#logger.debug({ correlationId: event.correlationId, toolCallId: event.toolCallId }, 'tool call cancelled');
         return;
       }
@@ -215,7 +226,7 @@ export class ToolWorker {
       case 'done':
         log.debug('repeat delivery answered with the kept result');
         count('duplicate');
-        await this.#redis.client.multi().xAdd(this.#responseKey(request), '*', { data: claim.result }, trim()).xAck(this.#streamKey, this.#settings.group, entryId).exec();
+        await this.#redis.client.multi().xAdd(this.#responseKey(request), '*', { data: claim.result }, trim()).xAck(this.#streamKey, this.#settings.group, entryId).xDel(this.#streamKey, entryId).exec();
         return;
       case 'cancelled':
         log.info('cancelled tool call skipped');
@@ -273,6 +284,7 @@ export class ToolWorker {
         .set(keys.result, data, { PX: this.#settings.resultTtlMs })
         .xAdd(this.#responseKey(request), '*', { data }, trim())
         .xAck(this.#streamKey, this.#settings.group, entryId)
+        .xDel(this.#streamKey, entryId)
         .del(keys.claim)
         .exec();
       log.debug({ isError: completed.isError, ms: completed.durationMs, attempt }, 'tool call done');
@@ -300,6 +312,7 @@ export class ToolWorker {
       .set(keys.result, data, { PX: this.#settings.resultTtlMs })
       .xAdd(this.#responseKey(request), '*', { data }, trim())
       .xAck(this.#streamKey, this.#settings.group, entryId)
+      .xDel(this.#streamKey, entryId)
       .exec();
     this.#metrics.calls.inc({ tool: request.toolName, outcome: 'dead' });
     this.#metrics.deadLetters.inc({ tool: request.toolName });
@@ -350,8 +363,37 @@ export class ToolWorker {
     }
   }
 
+  /** Acknowledges an entry and removes it from the stream in one step: a handled call has nothing left to reclaim. */
   async #ack(entryId: string): Promise<void> {
-    await this.#redis.client.xAck(this.#streamKey, this.#settings.group, entryId);
+    await this.#redis.client.multi().xAck(this.#streamKey, this.#settings.group, entryId).xDel(this.#streamKey, entryId).exec();
+  }
+
+  #trimming: Promise<void> | undefined;
+
+  /**
+   * Removes the stream's acknowledged head, should any be left (entries an earlier version acknowledged and kept):
+   * everything before the oldest entry still pending, or, with none pending, everything the group has read. What is
+   * pending (to be reclaimed) or not read yet is kept.
+   */
+  #trimAcknowledged(): Promise<void> {
+    this.#trimming ??= this.#trim().finally(() => (this.#trimming = undefined));
+    return this.#trimming;
+  }
+
+  async #trim(): Promise<void> {
+    try {
+      const { client } = this.#redis;
+      const groups = await client.xInfoGroups(this.#streamKey);
+      const group = groups.find((entry) => String(entry.name) === this.#settings.group);
+      if (group === undefined) return;
+      // Read before the pending list: an entry delivered in between is after this id, so it is kept either way.
+      const unread = idAfter(String(group['last-delivered-id']));
+      const pending = await client.xPending(this.#streamKey, this.#settings.group);
+      const keepFrom = pending.pending > 0 && pending.firstId !== null && compareIds(String(pending.firstId), unread) < 0 ? String(pending.firstId) : unread;
+      await client.xTrim(this.#streamKey, 'MINID', keepFrom);
+    } catch (error) {
+      if (!(error instanceof Error) || !/NOGROUP|no such key/i.test(error.message)) this.#logger.warn({ err: error }, 'trimming the tool stream failed');
+    }
   }
 
   /**
@@ -366,6 +408,21 @@ export class ToolWorker {
   #responseKey(request: ToolCallRequested): string {
     return this.#redis.key(request.responseChannel);
   }
+}
+
+/** The smallest stream id after `id` (`<ms>-<seq>`). */
+function idAfter(id: string): string {
+  const [ms = '0', seq = '0'] = id.split('-');
+  const next = BigInt(seq) + 1n;
+  return next > 18446744073709551615n ? `${BigInt(ms) + 1n}-0` : `${ms}-${next}`;
+}
+
+function compareIds(a: string, b: string): number {
+  const [aMs = '0', aSeq = '0'] = a.split('-');
+  const [bMs = '0', bSeq = '0'] = b.split('-');
+  const byMs = BigInt(aMs) - BigInt(bMs);
+  const diff = byMs !== 0n ? byMs : BigInt(aSeq) - BigInt(bSeq);
+  return diff < 0n ? -1 : diff > 0n ? 1 : 0;
 }
 
 function trim() {

@@ -5,7 +5,7 @@
  *
  * Streams and keys, all under `redis.keyPrefix`:
  * - `<stream>` (`tools.stream`, default `events.plugins`): `ToolCallRequested` and `ToolCallCancelled`, read by the
- *   workers' consumer group `tools.group`.
+ *   workers' consumer group `tools.group`, which remove each entry as they acknowledge it.
  * - `<responseChannel>` (`rpc.plugins.responses:<runtime instance id>`): `ToolCallCompleted`, read by the runtime
  *   that asked.
  * - `<stream>.dead`: calls that failed `tools.maxAttempts` times, with their last error.
