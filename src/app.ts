@@ -259,7 +259,6 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         maxCallsPerTool: config.agent.maxCallsPerTool,
         defaultTimeZone: config.agent.timezone,
         defaultLanguage: config.agent.language,
-        roleNames: Object.keys(config.roles.definitions),
         setRoleTool: config.roles.setRoleTool,
         roleArgument: config.roles.roleArgument,
         resetTriggers: resetTriggerSet(config.reset.triggers),

@@ -16,6 +16,7 @@ const ENV_OVERRIDES: readonly { variable: string; path: readonly string[]; parse
   { variable: 'PALAVER_FALLBACK_MODEL', path: ['model', 'fallback', 'name'] },
   { variable: 'PALAVER_DB', path: ['database', 'url'] },
   { variable: 'PALAVER_REDIS_URL', path: ['redis', 'url'] },
+  { variable: 'PALAVER_TOOL_RESULT_SECRET', path: ['tools', 'resultSecret'] },
   { variable: 'PALAVER_CLUSTER_BUS', path: ['cluster', 'bus'] },
   { variable: 'PALAVER_API_KEY', path: ['server', 'apiKey'] },
   { variable: 'PALAVER_ADMIN_TOKEN', path: ['server', 'adminToken'] },

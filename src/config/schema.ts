@@ -804,6 +804,12 @@ export const configSchema = z.strictObject({
        * results are cut and end in `…[truncated N chars]`.
        */
       maxResultChars: z.number().int().min(100).max(10_000_000).default(DEFAULT_MAX_TOOL_RESULT_CHARS),
+      /**
+       * `streams`: a secret runtime and workers share (better: PALAVER_TOOL_RESULT_SECRET). Workers sign each result
+       * with it (HMAC-SHA256) and the runtime uses only results whose signature checks out; without it, whoever can
+       * write to Redis can answer tool calls. See docs/tool-workers.md#who-is-trusted.
+       */
+      resultSecret: z.string().min(32, 'use at least 32 characters').optional(),
     })
     .prefault({}),
   /**

@@ -15,7 +15,7 @@ export interface StreamBacklog {
  * and the stream's backlog as gauges collected on scrape.
  */
 export class ToolDispatchMetrics {
-  /** Calls by outcome: `ok`, `error` (the tool failed), `timeout` (no result after every attempt), `cancelled`. */
+  /** Calls by outcome: `ok`, `error` (the tool failed), `timeout` (no result after every attempt), `cancelled`, `rejected` (unsigned or badly signed result, with `tools.resultSecret`). */
   readonly calls: PromClient.Counter<'outcome'>;
   /** Attempts whose result did not come within `tools.callTimeoutMs`. */
   readonly attemptTimeouts: PromClient.Counter<string>;

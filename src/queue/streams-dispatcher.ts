@@ -5,6 +5,7 @@ import type { ToolCallRequest, ToolCallResult, ToolDispatcher } from '../domain/
 import type { Logger } from '../observability/logger.js';
 import type { ToolDispatchMetrics } from '../observability/tool-dispatch-metrics.js';
 import type { RedisClient, RedisConnection } from './redis-connection.js';
+import { hasValidSignature } from './result-signature.js';
 import { ToolOutboxRelay } from './tool-outbox-relay.js';
 import { parseEntry, toolCallCompleted, toolCallRequested, type ToolCallCancelled, type ToolCallCompleted, type ToolCallRequested } from './wire.js';
 
@@ -14,6 +15,8 @@ export interface StreamsDispatchSettings {
   readonly maxAttempts: number;
   readonly stream: string;
   readonly group: string;
+  /** `tools.resultSecret`: when set, only results signed with it are used (result-signature.ts). */
+  readonly resultSecret?: string | undefined;
 }
 
 export interface StreamsToolDispatcherOptions {
@@ -162,11 +165,17 @@ export class StreamsToolDispatcher implements ToolDispatcher {
         if (completed === undefined) void this.#relay.publish(entry);
         const outcome = await this.#wait(settings.callTimeoutMs, signal, (resume) => (wake = resume), () => completed !== undefined);
         if (completed !== undefined) {
+          this.#relay.settle(request.idempotencyKey);
+          if (!this.#verified(request, completed)) {
+            // Not applied, not shown to the model: whoever wrote it, the call counts as failed.
+            metrics?.calls.inc({ outcome: 'rejected' });
+            log.warn({ attempt, workerId: completed.workerId }, 'tool result rejected: missing or wrong signature');
+            return failure(request, `The tool ${request.tool} returned a result Palaver could not verify; it was not used.`);
+          }
           const result = toResult(request, completed);
           metrics?.roundTripSeconds.observe((performance.now() - started) / 1000);
           metrics?.calls.inc({ outcome: result.isError ? 'error' : 'ok' });
           log.debug({ attempt, workerId: completed.workerId, isError: result.isError }, 'tool call answered by a worker');
-          this.#relay.settle(request.idempotencyKey);
           return result;
         }
         if (outcome === 'aborted') {
@@ -188,6 +197,13 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     } finally {
       this.#waiters.delete(route);
     }
+  }
+
+  /** With `resultSecret`, a result counts only when a worker holding the secret signed it as this call's answer. */
+  #verified(request: ToolCallRequest, completed: ToolCallCompleted): boolean {
+    const secret = this.#options.settings.resultSecret;
+    if (secret === undefined) return true;
+    return hasValidSignature(secret, { correlationId: request.correlationId, toolCallId: request.callId, toolName: request.tool, userId: request.userId, arguments: request.arguments }, completed);
   }
 
   /** Records the call as running (a call recorded before, e.g. by a turn resumed, keeps its record). */

@@ -4,6 +4,7 @@ import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import { ToolDispatchMetrics } from '../observability/tool-dispatch-metrics.js';
 import { connectRedis, describeRedisUrl } from './redis-connection.js';
+import { streamBacklog } from './stream-backlog.js';
 import { StreamsToolDispatcher } from './streams-dispatcher.js';
 import { WorkerToolCatalogue } from './worker-tool-catalogue.js';
 
@@ -45,10 +46,7 @@ export async function startStreamsTools(config: PalaverConfig, store: Store, log
     dispatcher,
     catalogue: new WorkerToolCatalogue(redis, { logger }),
     async backlog() {
-      const [groups, deadLetters] = await Promise.all([redis.client.xInfoGroups(streamKey).catch(() => []), redis.client.xLen(redis.key(`${config.tools.stream}.dead`))]);
-      const group = groups.find((entry) => String(entry.name) === config.tools.group);
-      // No group yet (no worker ever started): every entry waits. `lag` is null when Redis cannot tell (trimmed).
-      const backlog = group === undefined ? await redis.client.xLen(streamKey) : Number(group.pending) + Number(group.lag ?? 0);
+      const [backlog, deadLetters] = await Promise.all([streamBacklog(redis, config.tools.stream, config.tools.group), redis.client.xLen(redis.key(`${config.tools.stream}.dead`))]);
       return { backlog, deadLetters };
     },
     async health() {

@@ -5,6 +5,7 @@ import type { ToolWorkerMetrics } from '../observability/tool-worker-metrics.js'
 import { CallClaims, callKeys, type CallKeys } from './call-claim.js';
 import { CataloguePublisher, type CatalogueTool } from './catalogue-publisher.js';
 import type { RedisClient, RedisConnection } from './redis-connection.js';
+import { resultSignature } from './result-signature.js';
 import { parseEntry, streamEvent, type ToolCallCompleted, type ToolCallRequested } from './wire.js';
 
 export interface ToolWorkerSettings {
@@ -27,6 +28,8 @@ export interface ToolWorkerSettings {
   readonly heartbeatMs: number;
   /** `tools.maxResultChars`: results are cut to it before they go on Redis (the runtime cuts again to its own). */
   readonly maxResultChars: number;
+  /** `tools.resultSecret`: when set, every result this worker makes is signed with it (result-signature.ts). */
+  readonly resultSecret?: string | undefined;
 }
 
 export const TOOL_WORKER_DEFAULTS = { concurrency: 64, blockMs: 1_000, resultTtlMs: 24 * 60 * 60 * 1000, heartbeatMs: 5_000 } as const;
@@ -51,6 +54,9 @@ const STREAM_MAX_LENGTH = 100_000;
  * else takes it. A call started `maxAttempts` times without a result goes to `<stream>.dead`, and the runtime gets a
  * failed result for the model. Every entry is parsed (wire.ts) before anything acts on it: a malformed one is
  * acknowledged and logged.
+ *
+ * An entry leaves the stream as it is acknowledged (`XACK` and `XDEL` in one `MULTI`), and a periodic `XTRIM MINID`
+ * takes any acknowledged head left over: the stream holds only calls not read yet and calls pending, for reclaim.
  */
 export class ToolWorker {
   readonly #redis: RedisConnection;
@@ -101,7 +107,14 @@ export class ToolWorker {
     this.#readLoop = this.#read();
     const renewEvery = Math.max(50, Math.floor(this.#settings.reclaimIdleMs / 3));
     const reclaimEvery = Math.min(5_000, Math.max(100, Math.floor(this.#settings.reclaimIdleMs / 2)));
-    this.#timers.push(setInterval(() => void this.#renew(), renewEvery), setInterval(() => void this.#reclaim(), reclaimEvery));
+    void this.#trimAcknowledged();
+    this.#timers.push(
+      setInterval(() => void this.#renew(), renewEvery),
+      setInterval(() => {
+        void this.#reclaim();
+        void this.#trimAcknowledged();
+      }, reclaimEvery),
+    );
     for (const timer of this.#timers) timer.unref();
     this.#logger.info({ stream: this.#streamKey, group: this.#settings.group }, 'tool worker reading');
   }
@@ -118,6 +131,7 @@ export class ToolWorker {
       for (const timer of this.#timers) clearInterval(timer);
       this.#timers = [];
       while (this.#handling.size > 0) await Promise.allSettled([...this.#handling]);
+      await this.#trimming;
       await this.#catalogue.stop().catch((error: unknown) => this.#logger.warn({ err: error }, 'could not remove the tool catalogue'));
       await this.#leaveGroup().catch((error: unknown) => this.#logger.warn({ err: error }, 'could not leave the consumer group'));
       this.#logger.info('tool worker stopped');
@@ -188,7 +202,7 @@ export class ToolWorker {
       }
       if (event.eventType === 'PluginToolCallCancelled') {
         const keys = callKeys(this.#redis, event.correlationId, event.toolCallId);
-        await this.#redis.client.multi().set(keys.cancelled, '1', { PX: this.#settings.resultTtlMs }).xAck(this.#streamKey, this.#settings.group, entry.id).exec();
+        await this.#redis.client.multi().set(keys.cancelled, '1', { PX: this.#settings.resultTtlMs }).xAck(this.#streamKey, this.#settings.group, entry.id).xDel(this.#streamKey, entry.id).exec();
         this.#logger.debug({ correlationId: event.correlationId, toolCallId: event.toolCallId }, 'tool call cancelled');
         return;
       }
@@ -215,7 +229,7 @@ export class ToolWorker {
       case 'done':
         log.debug('repeat delivery answered with the kept result');
         count('duplicate');
-        await this.#redis.client.multi().xAdd(this.#responseKey(request), '*', { data: claim.result }, trim()).xAck(this.#streamKey, this.#settings.group, entryId).exec();
+        await this.#redis.client.multi().xAdd(this.#responseKey(request), '*', { data: claim.result }, trim()).xAck(this.#streamKey, this.#settings.group, entryId).xDel(this.#streamKey, entryId).exec();
         return;
       case 'cancelled':
         log.info('cancelled tool call skipped');
@@ -242,7 +256,7 @@ export class ToolWorker {
       let completed: ToolCallCompleted;
       try {
         const result = capToolResult(await this.#dispatcher.dispatch(toDispatchRequest(request)), this.#settings.maxResultChars);
-        completed = {
+        completed = this.#signed(request, {
           eventType: 'PluginToolCallCompleted',
           correlationId: request.correlationId,
           toolCallId: request.toolCallId,
@@ -252,7 +266,7 @@ export class ToolWorker {
           effects: result.effects,
           durationMs: result.durationMs,
           workerId: this.#settings.workerId,
-        };
+        });
       } catch (error) {
         // The worker could not run it (a tool host is unusable): record why, free the claim and leave the entry
         // pending; it is reclaimed and tried again until `maxAttempts`.
@@ -273,6 +287,7 @@ export class ToolWorker {
         .set(keys.result, data, { PX: this.#settings.resultTtlMs })
         .xAdd(this.#responseKey(request), '*', { data }, trim())
         .xAck(this.#streamKey, this.#settings.group, entryId)
+        .xDel(this.#streamKey, entryId)
         .del(keys.claim)
         .exec();
       log.debug({ isError: completed.isError, ms: completed.durationMs, attempt }, 'tool call done');
@@ -283,7 +298,7 @@ export class ToolWorker {
 
   /** Gives up on a call: its entry to `<stream>.dead` with the last error, and a failed result the model reads. */
   async #deadLetter(entryId: string, request: ToolCallRequested, raw: string, attempts: number, error: string, keys: CallKeys, log: Logger): Promise<void> {
-    const completed: ToolCallCompleted = {
+    const completed = this.#signed(request, {
       eventType: 'PluginToolCallCompleted',
       correlationId: request.correlationId,
       toolCallId: request.toolCallId,
@@ -292,7 +307,7 @@ export class ToolWorker {
       effects: {},
       durationMs: 0,
       workerId: this.#settings.workerId,
-    };
+    });
     const data = JSON.stringify(completed);
     await this.#redis.client
       .multi()
@@ -300,6 +315,7 @@ export class ToolWorker {
       .set(keys.result, data, { PX: this.#settings.resultTtlMs })
       .xAdd(this.#responseKey(request), '*', { data }, trim())
       .xAck(this.#streamKey, this.#settings.group, entryId)
+      .xDel(this.#streamKey, entryId)
       .exec();
     this.#metrics.calls.inc({ tool: request.toolName, outcome: 'dead' });
     this.#metrics.deadLetters.inc({ tool: request.toolName });
@@ -350,13 +366,66 @@ export class ToolWorker {
     }
   }
 
+  /** Acknowledges an entry and removes it from the stream in one step: a handled call has nothing left to reclaim. */
   async #ack(entryId: string): Promise<void> {
-    await this.#redis.client.xAck(this.#streamKey, this.#settings.group, entryId);
+    await this.#redis.client.multi().xAck(this.#streamKey, this.#settings.group, entryId).xDel(this.#streamKey, entryId).exec();
+  }
+
+  #trimming: Promise<void> | undefined;
+
+  /**
+   * Removes the stream's acknowledged head, should any be left (entries an earlier version acknowledged and kept):
+   * everything before the oldest entry still pending, or, with none pending, everything the group has read. What is
+   * pending (to be reclaimed) or not read yet is kept.
+   */
+  #trimAcknowledged(): Promise<void> {
+    this.#trimming ??= this.#trim().finally(() => (this.#trimming = undefined));
+    return this.#trimming;
+  }
+
+  async #trim(): Promise<void> {
+    try {
+      const { client } = this.#redis;
+      const groups = await client.xInfoGroups(this.#streamKey);
+      const group = groups.find((entry) => String(entry.name) === this.#settings.group);
+      if (group === undefined) return;
+      // Read before the pending list: an entry delivered in between is after this id, so it is kept either way.
+      const unread = idAfter(String(group['last-delivered-id']));
+      const pending = await client.xPending(this.#streamKey, this.#settings.group);
+      const keepFrom = pending.pending > 0 && pending.firstId !== null && compareIds(String(pending.firstId), unread) < 0 ? String(pending.firstId) : unread;
+      await client.xTrim(this.#streamKey, 'MINID', keepFrom);
+    } catch (error) {
+      if (!(error instanceof Error) || !/NOGROUP|no such key/i.test(error.message)) this.#logger.warn({ err: error }, 'trimming the tool stream failed');
+    }
+  }
+
+  /**
+   * Signs a result this worker made, when `resultSecret` is set. Only here: a result read back from Redis (a repeat
+   * delivery's kept result) goes out as it was stored, so the worker never signs what someone else wrote.
+   */
+  #signed(request: ToolCallRequested, completed: ToolCallCompleted): ToolCallCompleted {
+    const secret = this.#settings.resultSecret;
+    return secret === undefined ? completed : { ...completed, signature: resultSignature(secret, request, completed) };
   }
 
   #responseKey(request: ToolCallRequested): string {
     return this.#redis.key(request.responseChannel);
   }
+}
+
+/** The smallest stream id after `id` (`<ms>-<seq>`). */
+function idAfter(id: string): string {
+  const [ms = '0', seq = '0'] = id.split('-');
+  const next = BigInt(seq) + 1n;
+  return next > 18446744073709551615n ? `${BigInt(ms) + 1n}-0` : `${ms}-${next}`;
+}
+
+function compareIds(a: string, b: string): number {
+  const [aMs = '0', aSeq = '0'] = a.split('-');
+  const [bMs = '0', bSeq = '0'] = b.split('-');
+  const byMs = BigInt(aMs) - BigInt(bMs);
+  const diff = byMs !== 0n ? byMs : BigInt(aSeq) - BigInt(bSeq);
+  return diff < 0n ? -1 : diff > 0n ? 1 : 0;
 }
 
 function trim() {

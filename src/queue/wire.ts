@@ -5,7 +5,7 @@
  *
  * Streams and keys, all under `redis.keyPrefix`:
  * - `<stream>` (`tools.stream`, default `events.plugins`): `ToolCallRequested` and `ToolCallCancelled`, read by the
- *   workers' consumer group `tools.group`.
+ *   workers' consumer group `tools.group`, which remove each entry as they acknowledge it.
  * - `<responseChannel>` (`rpc.plugins.responses:<runtime instance id>`): `ToolCallCompleted`, read by the runtime
  *   that asked.
  * - `<stream>.dead`: calls that failed `tools.maxAttempts` times, with their last error.
@@ -63,6 +63,8 @@ export const toolCallCompleted = z.strictObject({
   durationMs: z.number().nonnegative(),
   /** The worker that ran it, for logs. */
   workerId: z.string().min(1).max(200),
+  /** With `tools.resultSecret`: HMAC-SHA256 of the call and result (result-signature.ts), hex. */
+  signature: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 });
 export type ToolCallCompleted = z.infer<typeof toolCallCompleted>;
 

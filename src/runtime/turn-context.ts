@@ -30,7 +30,6 @@ export interface AgentSettings {
   readonly maxCallsPerTool: number;
   readonly defaultTimeZone: string;
   readonly defaultLanguage: string;
-  readonly roleNames: readonly string[];
   readonly setRoleTool: string;
   readonly roleArgument: string;
   /** Whole messages (compared trimmed, case ignored) that start the conversation afresh, without the model. */

@@ -93,15 +93,15 @@ export async function connectStreamClient(): Promise<StreamClient> {
   return client;
 }
 
-/** A config file for `palaver worker` with the test tools, under the client's prefix; returns its path. */
-export function writeWorkerConfig(prefix: string, extra: { tools?: Record<string, unknown>; mcp?: Record<string, unknown> } = {}): string {
+/** A config file for `palaver worker` with the test tools (or those of `toolsModule`), under the client's prefix; returns its path. */
+export function writeWorkerConfig(prefix: string, extra: { tools?: Record<string, unknown>; mcp?: Record<string, unknown>; toolsModule?: string } = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'palaver-worker-'));
   const file = join(dir, 'palaver.config.json');
   writeFileSync(
     file,
     JSON.stringify({
       model: { name: 'test-model' },
-      agent: { toolsModule: WORKER_TOOLS },
+      agent: { toolsModule: extra.toolsModule ?? WORKER_TOOLS },
       log: { level: 'info' },
       tools: { dispatch: 'streams', stream: STREAM, group: GROUP, maxAttempts: 3, reclaimIdleMs: 1_000, ...extra.tools },
       redis: { url: REDIS_URL, keyPrefix: prefix },

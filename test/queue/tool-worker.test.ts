@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startLogisticsMcpServer, type LogisticsMcpServer } from '../../examples/logistics/mcp-server.js';
 import { checkToolStreams } from '../../src/cli/doctor-streams.js';
 import { parseConfig } from '../../src/config/index.js';
+import { streamBacklog } from '../../src/queue/stream-backlog.js';
 import { parseEntry, toolCatalogue } from '../../src/queue/wire.js';
 import { killAll } from '../cli/child-process.js';
 import { connectStreamClient, effectsFile, GROUP, startWorker, STREAM, writeWorkerConfig, type StreamClient } from './stream-client.js';
@@ -83,6 +84,40 @@ describe('palaver worker', { timeout: 60_000 }, () => {
     expect(await client.results(call)).toHaveLength(1);
     // The dead worker's catalogue expires with its heartbeat; the live one's stays.
     expect(await catalogue(client, other.workerId)).toBeDefined();
+  });
+
+  it('keeps on the request stream only calls not finished: answered entries go, a dead worker\'s call stays to be taken over', async () => {
+    client = await connectStreamClient();
+    const streamKey = client.redis.key(STREAM);
+    // What an earlier version left behind: entries its workers acknowledged and never removed.
+    await client.redis.client.xGroupCreate(streamKey, GROUP, '0', { MKSTREAM: true });
+    for (let index = 0; index < 20; index++) await client.publish({ toolName: 'echo', arguments: { text: `old ${index}` } });
+    const old = (await client.redis.client.xReadGroup(GROUP, 'earlier-version', { key: streamKey, id: '>' }, { COUNT: 100 })) as { messages: { id: string }[] }[];
+    await client.redis.client.xAck(streamKey, GROUP, old[0]!.messages.map((message) => message.id));
+
+    const config = writeWorkerConfig(client.prefix, { tools: { reclaimIdleMs: 1_000 } });
+    const first = await startWorker(config);
+    const file = effectsFile();
+    const held = await client.publish({ toolName: 'book', arguments: { file, what: 'a car', holdFirst: true } });
+    await expect.poll(() => records(file).length, { timeout: 15_000 }).toBe(1);
+    const calls = await Promise.all(Array.from({ length: 50 }, (_, index) => client!.publish({ toolName: 'echo', arguments: { text: `call ${index}` } })));
+    for (const call of calls) expect((await client.result(call)).content).toBe(call.arguments.text);
+
+    // Left: the entry of the call still running. The 50 answered ones and the earlier version's are gone.
+    await expect.poll(() => client!.redis.client.xLen(streamKey), { timeout: 10_000 }).toBe(1);
+    expect(await client.redis.client.xRange(streamKey, '-', '+')).toEqual([expect.objectContaining({ message: { data: JSON.stringify(held) } })]);
+
+    // Its worker dies; calls published meanwhile wait, and the backlog counts them with the held one.
+    await first.child.stop('SIGKILL');
+    const waiting = [await client.publish({ toolName: 'echo', arguments: { text: 'w1' } }), await client.publish({ toolName: 'echo', arguments: { text: 'w2' } })];
+    expect(await streamBacklog(client.redis, STREAM, GROUP)).toBe(3);
+
+    // Another worker takes the held entry over and finishes the call; then nothing is left.
+    const second = await startWorker(config);
+    expect(await client.result(held)).toMatchObject({ content: 'Booked a car for alice', workerId: second.workerId });
+    for (const call of waiting) await client.result(call);
+    await expect.poll(() => client!.redis.client.xLen(streamKey), { timeout: 10_000 }).toBe(0);
+    expect(await streamBacklog(client.redis, STREAM, GROUP)).toBe(0);
   });
 
   it('gives up on a call no worker can finish after tools.maxAttempts: dead-letter stream, and a failed result for the model', async () => {

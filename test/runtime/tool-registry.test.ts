@@ -28,6 +28,16 @@ describe('ToolRegistry', () => {
     expect(await tools.call('cargo_add', {}, ctx)).toMatchObject({ content: 'cargo_add ran', isError: false });
   });
 
+  it('lets a tool grant only a configured role whose allowlist names it', () => {
+    const registry = new ToolRegistry([host], { roles: { ...policy.roles, admin: { tools: ['cargo_add'] } }, withoutRole: ['set_role'] });
+    expect(registry.mayGrantRole('set_role', 'client')).toBe(true);
+    expect(registry.mayGrantRole('set_role', 'admin')).toBe(false);
+    expect(registry.mayGrantRole('set_role', 'root-nonexistent')).toBe(false);
+    expect(registry.mayGrantRole('set_role', 'constructor')).toBe(false);
+    // With no roles configured, roles restrict nothing.
+    expect(new ToolRegistry([host]).mayGrantRole('set_role', 'anything')).toBe(true);
+  });
+
   it('treats an unknown role like no role rather than granting everything', async () => {
     const tools = await new ToolRegistry([host], policy).toolsFor('removed-role');
     expect(tools.specs.map((spec) => spec.name)).toEqual(['set_role']);

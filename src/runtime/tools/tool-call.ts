@@ -53,9 +53,21 @@ async function dispatch(scope: TurnScope, call: ModelToolCall, role: string | nu
   // The configured role tool (e.g. an MCP `set_role`) changes the role when it succeeds.
   const requested = args[deps.agent.roleArgument];
   if (!result.isError && result.effects.role === undefined && call.name === deps.agent.setRoleTool && typeof requested === 'string') {
-    if (deps.agent.roleNames.length === 0 || deps.agent.roleNames.includes(requested)) return { ...result, effects: { ...result.effects, role: requested } };
+    return checkedRoleEffect(scope, call, { ...result, effects: { ...result.effects, role: requested } });
   }
-  return result;
+  return checkedRoleEffect(scope, call, result);
+}
+
+/**
+ * A role change, from the role tool's argument or from a result's effects (`ctx.setRole`, or a worker's answer read
+ * from Redis), is held to one rule before the flow applies it: a configured role whose allowlist names the tool
+ * (`ToolRegistry.mayGrantRole`). Any other is dropped, and logged.
+ */
+function checkedRoleEffect(scope: TurnScope, call: ModelToolCall, result: ToolCallResult): ToolCallResult {
+  const { role, ...effects } = result.effects;
+  if (role === undefined || scope.deps.tools.mayGrantRole(call.name, role)) return result;
+  scope.deps.logger.warn({ correlationId: scope.correlationId, tool: call.name, toolCallId: call.callId, role }, 'tool result asked for a role the tool may not grant; ignored');
+  return { ...result, effects };
 }
 
 /**

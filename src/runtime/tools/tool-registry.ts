@@ -90,6 +90,17 @@ export class ToolRegistry {
     return entry.host.call(name, args, ctx);
   }
 
+  /**
+   * Whether a call of `tool` may move the person into `role` (the role tool's argument, or a role a result's effects
+   * name): only into a configured role whose allowlist names that tool, so a tool offered to clients cannot make
+   * anyone `admin`, and a forged or buggy result cannot set a role nobody configured. With no roles defined, roles
+   * restrict nothing and any is taken.
+   */
+  mayGrantRole(tool: string, role: string): boolean {
+    if (Object.keys(this.#policy.roles).length === 0) return true;
+    return Object.hasOwn(this.#policy.roles, role) && this.#policy.roles[role]!.tools.includes(tool);
+  }
+
   /** The label of the tool `name` as its host last listed it, if it has one. */
   labelOf(name: string): ToolLabel | undefined {
     return this.#offered.get(name)?.descriptor.label;
