@@ -142,7 +142,8 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     const handlers: MiddlewareHandler[] = [
       ...(route.access === 'client' ? [auth] : []),
       limitBody(route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES),
-      async (c) => route.handle(c.req.raw, { remoteAddress: remoteAddress(c) }),
+      // The client's address as the admin limiter sees it: behind a trusted proxy, the one it forwarded.
+      async (c) => route.handle(c.req.raw, { remoteAddress: clientAddress(c) }),
     ];
     app.on(route.method, route.path, ...(handlers as [MiddlewareHandler]));
   }
@@ -156,13 +157,4 @@ function limitBody(maxSize: number): MiddlewareHandler {
     maxSize,
     onError: (c) => c.json(errorBody('body_too_large', `The request body is larger than ${maxSize} bytes; send only the new message.`), 413),
   });
-}
-
-function remoteAddress(c: Context): string | undefined {
-  try {
-    return getConnInfo(c).remote.address;
-  } catch {
-    // No Node socket behind this request (app.request(), another runtime).
-    return undefined;
-  }
 }

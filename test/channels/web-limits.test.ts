@@ -17,14 +17,14 @@ afterEach(async () => {
   harness = server = release = undefined;
 });
 
-async function start(limits: Record<string, number> = {}): Promise<string> {
+async function start(limits: Record<string, number> = {}, trustedProxies: readonly string[] = []): Promise<string> {
   const held = new Promise<void>((resolve) => (release = resolve));
   harness = await createHarness(async (call) => {
     const text = userTexts(call).at(-1) ?? '';
     if (text.startsWith('hold')) await held;
     return { text: `echo: ${text}` };
   });
-  const palaver = await harness.start({ channels: { web: { limits } } });
+  const palaver = await harness.start({ channels: { web: { limits } }, server: { trustedProxies } });
   server = await palaver.serve({ host: '127.0.0.1', port: 0 });
   return server.url;
 }
@@ -94,6 +94,30 @@ describe('web channel: limits per visitor and per address', { timeout: 30_000 },
     release!();
     expect((await Promise.all(held)).map((response) => response.status)).toEqual([200, 200, 200, 200, 200]);
     expect(shownText(await postRun(base, runInput('third-0', 'hello'), { cookie: third.cookie }))).toBe('echo: hello');
+  });
+
+  it('behind a trusted proxy counts each client by X-Forwarded-For, and from any other peer ignores the header', async () => {
+    // Palaver behind a proxy on this machine: every connection comes from 127.0.0.1.
+    const base = await start({ runsPerVisitor: 4, runsPerAddress: 1 }, ['127.0.0.1']);
+    const [ann, bob] = [await newVisitor(base), await newVisitor(base)];
+    const held = postRun(base, runInput('ann-0', 'hold ann'), { cookie: ann.cookie, 'x-forwarded-for': '198.51.100.7' });
+    await expect.poll(() => harness!.model.calls.length, { timeout: 10_000 }).toBe(1);
+    // Another client behind the same proxy has its own count; the first one's second run is over its address's limit.
+    const other = postRun(base, runInput('bob-0', 'hold bob'), { cookie: bob.cookie, 'x-forwarded-for': '203.0.113.9' });
+    await expect.poll(() => harness!.model.calls.length, { timeout: 10_000 }).toBe(2);
+    expect((await postRun(base, runInput('ann-1', 'hello'), { cookie: ann.cookie, 'x-forwarded-for': '198.51.100.7' })).status).toBe(429);
+    release!();
+    expect((await Promise.all([held, other])).map((response) => response.status)).toEqual([200, 200]);
+  });
+
+  it('without trusted proxies, a forged X-Forwarded-For does not get a client a count of its own', async () => {
+    const base = await start({ runsPerVisitor: 4, runsPerAddress: 1 });
+    const [ann, bob] = [await newVisitor(base), await newVisitor(base)];
+    const held = postRun(base, runInput('ann-0', 'hold ann'), { cookie: ann.cookie, 'x-forwarded-for': '198.51.100.7' });
+    await expect.poll(() => harness!.model.calls.length, { timeout: 10_000 }).toBe(1);
+    expect((await postRun(base, runInput('bob-0', 'hello'), { cookie: bob.cookie, 'x-forwarded-for': '203.0.113.9' })).status).toBe(429);
+    release!();
+    expect((await held).status).toBe(200);
   });
 
   it('refuses a visitor’s new conversations beyond the hour’s limit, and lets them go on in their own', async () => {
