@@ -101,7 +101,7 @@ export class Pipeline {
       interfaceLanguage: (channel, accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
     });
     const ownership = new ConversationOwnership({ store: deps.store, cache: deps.cache, logger: deps.logger, owner: this.#lease.owner, leaseMs: this.#lease.leaseMs });
-    this.#registry = new ProcessRegistry({ store: deps.store, logger: deps.logger, id: this.#lease.owner });
+    this.#registry = new ProcessRegistry({ store: deps.store, logger: deps.logger, id: this.#lease.owner, leaseMs: this.#lease.leaseMs });
     this.#turns = new TurnRunner({ deps, inbox: this.#inbox, lease: this.#lease, ownership, maxTurnAttempts: options.maxTurnAttempts, isStopped });
     this.#intake = new Intake({
       deps,
@@ -163,7 +163,9 @@ export class Pipeline {
     const drained = this.#recovery.settled.then(() => this.#inbox.drain());
     const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);
     this.#recovery.stop();
-    this.#registry.stopped();
+    // After the last round: none stamps the heartbeat again once it is marked stopped.
+    await this.#recovery.settled;
+    await this.#registry.stopped();
     this.#unwatchInbox();
     return done;
   }
