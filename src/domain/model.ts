@@ -158,7 +158,10 @@ export interface InboundRecord {
   readonly conversationKind: 'direct' | 'shared';
   readonly receivedAt: Date;
   readonly state: InboundState;
-  /** Turns that took the message so far, this one included (1 on accept); counted in the store across restarts. */
+  /**
+   * Turns that took the message so far, this one included (1 on accept); counted in the store across restarts. A
+   * takeover after a crash counts only when a turn had begun work on it (a model or tool call journaled).
+   */
   readonly attempts: number;
   /** The reply that answered it, once answered, and its place in the session. */
   readonly replyMessageId: string | null;

@@ -71,22 +71,26 @@ export class Inbox<Item> {
 
   /**
    * Queues several items at once, so one turn answers them together (as far as `sameBatch` allows): messages taken
-   * over after a crash, or held while their conversation was paused.
+   * over after a crash, or held while their conversation was paused. `arrived` says how long ago the newest and the
+   * oldest of them arrived (default: now): the quiet window counts from their arrival, not from the takeover.
    */
-  submitAll(conversationKey: string, items: readonly Item[], window: QuietWindow = AT_ONCE): void {
+  submitAll(conversationKey: string, items: readonly Item[], window: QuietWindow = AT_ONCE, arrived?: { readonly newestMsAgo: number; readonly oldestMsAgo: number }): void {
     if (items.length === 0) return;
     const now = performance.now();
+    const newest = now - Math.max(0, arrived?.newestMsAgo ?? 0);
+    const oldest = Math.min(newest, now - Math.max(0, arrived?.oldestMsAgo ?? 0));
     let conversation = this.#conversations.get(conversationKey);
     if (!conversation) {
-      conversation = { key: conversationKey, pending: [], running: false, firstWaitingAt: now, lastArrivedAt: now, window, due: 0, slot: -1, order: 0 };
+      conversation = { key: conversationKey, pending: [], running: false, firstWaitingAt: oldest, lastArrivedAt: newest, window, due: 0, slot: -1, order: 0 };
       this.#conversations.set(conversationKey, conversation);
     }
-    if (conversation.pending.length === 0) conversation.firstWaitingAt = now;
+    if (conversation.pending.length === 0) conversation.firstWaitingAt = oldest;
     // `concat` makes an array of exactly the right length: `push` (and spreading) reserves spare slots, some 130
     // bytes in each of a crowd's thousands of conversations.
     conversation.pending = conversation.pending.concat(items);
     this.#held += items.length;
-    conversation.lastArrivedAt = now;
+    // A message that came in meanwhile keeps the window open from its own arrival.
+    conversation.lastArrivedAt = conversation.pending.length === items.length ? newest : Math.max(conversation.lastArrivedAt, newest);
     conversation.window = window;
     this.#scheduleTurn(conversation);
   }

@@ -66,9 +66,10 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
           : { toolCalls: [{ name: 'book', arguments: { slot: `${text}-1` } }, { name: 'book', arguments: { slot: `${text}-2` } }], usage };
       },
     });
-    // A turn taken over after a crash counts as an attempt (a message that kills its process must not loop), and past
-    // `inbox.maxTurnAttempts` it is answered with an apology. Here kills come every second or two, so one message may be
-    // cut off by several: allow one attempt per kill, so that every message still gets the model's answer.
+    // A turn that began work (its tool calls journaled) and was taken over after a crash counts as an attempt (a message
+    // that kills its process must not loop), and past `inbox.maxTurnAttempts` it is answered with an apology. Here kills
+    // come every second or two, so one message may be cut off by several: allow one attempt per kill, so that every
+    // message still gets the model's answer.
     const config = JSON.stringify({ databaseUrl: `sqlite:${databasePath}`, modelUrl: model.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS, maxTurnAttempts: MAX_KILLS + 1, toolLog, toolDelayMs: 50 });
 
     const texts = Array.from({ length: CONVERSATIONS }, (_, c) => Array.from({ length: MESSAGES_EACH }, (_, m) => `c${c}m${m}`));

@@ -128,6 +128,30 @@ describe('Inbox', () => {
       expect(started).toEqual([8]);
       await inbox.drain();
     });
+
+    it('counts the quiet window of messages taken over after a crash from their arrival, not from the takeover', async () => {
+      const batches: string[][] = [];
+      const inbox = new Inbox<string>({ onError: () => {}, runBatch: async (_key, items) => void batches.push([...items]) });
+      const window = { quietWindowMs: 2_500, maxWaitMs: 10_000 };
+      // Arrived 4 and 3 s ago: their window passed while their process lay dead, so the turn starts at once.
+      inbox.submitAll('old', ['a', 'b'], window, { newestMsAgo: 3_000, oldestMsAgo: 4_000 });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(batches).toEqual([['a', 'b']]);
+      // Arrived 2 s ago: only the rest of its window, 500 ms, is left.
+      inbox.submitAll('recent', ['c'], window, { newestMsAgo: 2_000, oldestMsAgo: 2_000 });
+      await vi.advanceTimersByTimeAsync(499);
+      expect(batches).toEqual([['a', 'b']]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(batches).toEqual([['a', 'b'], ['c']]);
+      // A message that arrived here just now keeps its own window, whatever older ones join it.
+      inbox.submit('mixed', 'new', window);
+      inbox.submitAll('mixed', ['older'], window, { newestMsAgo: 5_000, oldestMsAgo: 5_000 });
+      await vi.advanceTimersByTimeAsync(2_499);
+      expect(batches).toHaveLength(2);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(batches.at(-1)).toEqual(['new', 'older']);
+      await inbox.drain();
+    });
   });
 
   it('starts exactly one more turn for messages that came during a turn, after their own quiet window', async () => {

@@ -929,10 +929,10 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await store.inbound.retryLater([id(soon)], 1);
         await new Promise((resolve) => setTimeout(resolve, 5)); // the 1 ms leases and the 1 ms wait run out
         const claimed = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
-        // `soon`'s second attempt was counted by its failed turn; `fresh` is counted as it is taken over.
+        // `soon`'s second attempt was counted by its failed turn; `fresh` never began a turn, so its takeover is free.
         expect(claimed.map((record) => [record.text, record.attempts])).toEqual([
           ['soon', 2],
-          ['fresh', 2],
+          ['fresh', 1],
         ]);
         await store.inbound.markAbandoned([id(fresh)]);
         expect((await store.inbound.listQueued(session.id)).map((record) => [record.text, record.attempts])).toEqual([
@@ -970,6 +970,49 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await store.inbound.markAnswered([id(answered)], { id: reply!.id, seq: reply!.seq });
         expect(await store.inbound.drop([id(answered)], 'web-3')).toBe(0);
         expect((await store.inbound.findByDedupeKey(channel, session.conversationId, 'run-left'))?.state).toBe('queued');
+      });
+
+      it('counts a takeover as an attempt only for a turn that began work (a model or tool call journaled) and did not finish', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const id = (accepted: Awaited<ReturnType<typeof givenInbound>>) => (accepted.accepted ? accepted.record.id : '');
+        const waited = id(await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'waited' }));
+        const modelled = id(await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'modelled' }));
+        const tooled = id(await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'tooled' }));
+        // `modelled`'s turn kept a model call, `tooled`'s a tool call under way; `waited` was only queued.
+        const modelTurn = unique('turn');
+        await store.turns.open({ id: modelTurn, sessionId: session.id, owner: 'dead', inboundIds: [modelled] });
+        await store.turns.recordModelCall(modelTurn, 0, '{"models":null}');
+        const toolTurn = unique('turn');
+        await store.turns.open({ id: toolTurn, sessionId: session.id, owner: 'dead', inboundIds: [tooled] });
+        await store.toolCalls.start({ callId: `${toolTurn}:call-1`, sessionId: session.id, userId: session.userId, correlationId: unique('corr'), name: 'book', arguments: '{}', turnId: toolTurn });
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the 1 ms leases run out
+
+        const attempts = (records: readonly { text: string; attempts: number }[]) => records.map((record) => [record.text, record.attempts]);
+        const first = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 1, channels: [channel], limit: 10 });
+        expect(attempts(first)).toEqual([
+          ['waited', 1],
+          ['modelled', 2],
+          ['tooled', 2],
+        ]);
+        // The heir died too, before its turns wrote anything: each takeover of a begun turn costs one more, a wait none.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const second = await store.inbound.claimExpired({ owner: 'next-heir', leaseMs: 60_000, channels: [channel], limit: 10 });
+        expect(attempts(second)).toEqual([
+          ['waited', 1],
+          ['modelled', 3],
+          ['tooled', 3],
+        ]);
+        expect(attempts(await store.inbound.listQueued(session.id))).toEqual(attempts(second));
+      });
+
+      it("never hands a process its own messages, even with their lease run out: its own turns are still on them", async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        await givenInbound(session, { channel, owner: 'busy', leaseMs: 1, text: 'mine' });
+        await new Promise((resolve) => setTimeout(resolve, 5)); // its renewal lagged: the lease ran out
+        expect(await store.inbound.claimExpired({ owner: 'busy', leaseMs: 60_000, channels: [channel], limit: 10 })).toEqual([]);
+        expect((await store.inbound.claimExpired({ owner: 'other', leaseMs: 60_000, channels: [channel], limit: 10 })).map((record) => record.text)).toEqual(['mine']);
       });
 
       it('renews the leases of one owner only, so a live process keeps its messages', async () => {

@@ -279,8 +279,10 @@ export interface InboundRepository {
   renewLeases(owner: string, leaseMs: number): Promise<number>;
   /**
    * Takes over queued messages of `channels` whose lease ran out and that are due (see {@link retryLater}), oldest
-   * first, leasing them to `owner` and counting the attempt (the records come back with it counted). Two processes
-   * never take the same message. Messages of a paused session are never taken; with `sessionId`, only that session's.
+   * first, leasing them to `owner`. A takeover counts an attempt only when a turn that began work on the message (a
+   * model or tool call journaled) did not finish; a message that only waited costs none (the records come back with
+   * the count). Two processes never take the same message, and `owner` never takes its own. Messages of a paused
+   * session are never taken; with `sessionId`, only that session's.
    */
   claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number; readonly sessionId?: string }): Promise<InboundRecord[]>;
   /**

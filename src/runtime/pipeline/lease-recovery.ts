@@ -27,12 +27,14 @@ export interface LeaseRecoveryOptions {
   readonly outbox: Pick<OutboxResend, 'resendAll'>;
   /** Whether the pipeline is closing: leases are still renewed then, but nothing more is taken over. */
   readonly isStopped: () => boolean;
+  /** The clock messages' arrival (`receivedAt`) is read against: the store's, `Date.now` unless a test says otherwise. */
+  readonly now?: () => number;
 }
 
 /**
  * The heartbeat: keeps this process's leases and claims alive and takes over what a process that died left: its
  * unanswered messages (queued for a turn) and its unsent outbox parts (sent again). `start` registers the process
- * (retiring a dead predecessor on this machine, whose work is then free at once), runs a round, and then one every
+ * (retiring processes whose heartbeat stopped, whose work is then free at once), runs a round, and then one every
  * `heartbeatMs`.
  */
 export class LeaseRecovery {
@@ -46,6 +48,7 @@ export class LeaseRecovery {
   readonly #heartbeatMs: number;
   #registered = false;
   readonly #isStopped: () => boolean;
+  readonly #now: () => number;
   #timer: NodeJS.Timeout | undefined;
   #maintaining: Promise<void> = Promise.resolve();
 
@@ -59,6 +62,7 @@ export class LeaseRecovery {
     this.#registry = options.registry;
     this.#heartbeatMs = options.heartbeatMs;
     this.#isStopped = options.isStopped;
+    this.#now = options.now ?? Date.now;
   }
 
   /** Runs a round now and then every heartbeat (at most a third of a lease, at least 50 ms); a second call does nothing. */
@@ -132,7 +136,13 @@ export class LeaseRecovery {
       const key = conversationKey(record.channel, record.conversationId);
       byConversation.set(key, [...(byConversation.get(key) ?? []), item]);
     }
-    for (const [key, items] of byConversation) this.#inbox.submitAll(key, items, quietWindowOf(items[0]!.channel));
+    // Their quiet window counts from their arrival: a message whose window passed while its process lay dead is
+    // answered at once, not made to wait a fresh window after every restart.
+    const now = this.#now();
+    for (const [key, items] of byConversation) {
+      const ages = items.map((item) => now - item.inbound.receivedAt.getTime());
+      this.#inbox.submitAll(key, items, quietWindowOf(items[0]!.channel), { newestMsAgo: Math.min(...ages), oldestMsAgo: Math.max(...ages) });
+    }
   }
 
   /** A message taken over from the store, as the inbox holds it; undefined when its channel, user or session is gone. */

@@ -102,7 +102,7 @@ export class Pipeline {
     });
     const ownership = new ConversationOwnership({ store: deps.store, cache: deps.cache, logger: deps.logger, owner: this.#lease.owner, leaseMs: this.#lease.leaseMs });
     // The heartbeat's writes go through its own connection: they must not wait behind the turns they keep alive.
-    this.#registry = new ProcessRegistry({ store: deps.store.heartbeat, logger: deps.logger, id: this.#lease.owner });
+    this.#registry = new ProcessRegistry({ store: deps.store.heartbeat, logger: deps.logger, id: this.#lease.owner, leaseMs: this.#lease.leaseMs });
     this.#turns = new TurnRunner({ deps, inbox: this.#inbox, lease: this.#lease, ownership, maxTurnAttempts: options.maxTurnAttempts, isStopped });
     this.#intake = new Intake({
       deps,
@@ -164,7 +164,9 @@ export class Pipeline {
     const drained = this.#recovery.settled.then(() => this.#inbox.drain());
     const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);
     this.#recovery.stop();
-    this.#registry.stopped();
+    // After the last round: none stamps the heartbeat again once it is marked stopped.
+    await this.#recovery.settled;
+    await this.#registry.stopped();
     this.#unwatchInbox();
     return done;
   }

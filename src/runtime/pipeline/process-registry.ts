@@ -7,31 +7,31 @@ export interface ProcessRegistryOptions {
   readonly logger: Logger;
   /** This process, as the owner of its leases and claims. */
   readonly id: string;
-  /** The machine and process id it runs as (defaults: this one's). */
+  /** How long this process's leases live without a renewal: its heartbeat is stamped at least twice per lease. */
+  readonly leaseMs: number;
+  /** The machine and process id it runs as (defaults: this one's), for operators to read. */
   readonly host?: string;
   readonly pid?: number;
-  /** Whether a process id is running on this machine (default: `process.kill(pid, 0)`). */
-  readonly isRunning?: (pid: number) => boolean;
   readonly now?: () => number;
 }
 
 /** A process not heard of for this long is forgotten. */
 const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
-/** The Palavers running in this Node process (tests and embedders run several in one), which share its pid. */
-const runningHere = new Set<string>();
 
 /**
- * This process's entry among the processes on the database. On start it registers and retires the processes it
- * replaces: a record of this machine whose process id is no longer running, or is its own (a container restarted
- * with the same host name and pid 1). Their messages, outbox parts and claims are free at once, so a restart takes
- * its predecessor's work over without waiting for its leases to run out. A process on another machine is only ever
- * taken over through its leases.
+ * This process's entry among the processes on the database, and its heartbeat there. On start it registers and
+ * retires every process whose heartbeat stopped: not stamped for two leases (a stamp every half lease, then a whole
+ * lease), so its leases and claims have run out too and nothing it still does can be lost. Host name and pid decide
+ * nothing: containers share them (the same host name, pid 1 in each), and a restart must never retire the live work
+ * of another container. A process that closes marks its heartbeat stopped, so its successor takes over at once.
  */
 export class ProcessRegistry {
   readonly #options: ProcessRegistryOptions;
   readonly #host: string;
   readonly #pid: number;
   readonly #now: () => number;
+  #stampedAt = 0;
+  #stopped = false;
 
   constructor(options: ProcessRegistryOptions) {
     this.#options = options;
@@ -40,50 +40,45 @@ export class ProcessRegistry {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Registers this process and retires the dead ones it replaces; returns how many messages they left. */
+  /** Registers this process and retires those whose heartbeat stopped; returns how many messages they left. */
   async register(): Promise<number> {
-    const { store, id, logger } = this.#options;
+    const { store, id, logger, leaseMs } = this.#options;
     const now = this.#now();
     await store.processes.register({ id, host: this.#host, pid: this.#pid, startedAt: now, heartbeatAt: now });
-    runningHere.add(id);
+    this.#stampedAt = now;
     let left = 0;
     for (const other of await store.processes.list()) {
-      if (other.id === id || other.host !== this.#host || this.#alive(other.id, other.pid)) continue;
+      if (other.id === id || other.heartbeatAt >= now - 2 * leaseMs) continue;
       const messages = await store.processes.retire(other.id);
       left += messages;
-      logger.info({ process: other.id, pid: other.pid, messages }, "taking over a stopped process's work on this machine at once");
+      logger.info({ process: other.id, host: other.host, pid: other.pid, messages }, "taking over the work of a process whose heartbeat stopped");
     }
     await store.processes.forgetSilentSince(now - FORGET_AFTER_MS);
     return left;
   }
 
   /**
-   * The heartbeat's part: stamps this process's record every round. Other processes read it to know this one runs:
-   * its budget claims count while the stamp is within a lease (see `SpendRepository.reserve`).
+   * The heartbeat's part: stamps this process's record every half lease, which tells the others it is alive: they
+   * retire it once the stamp is two leases old, and count its budget claims while it is within a lease
+   * (`SpendRepository.reserve`).
    */
   async beat(): Promise<void> {
     const now = this.#now();
+    if (this.#stopped || now - this.#stampedAt < this.#options.leaseMs / 2) return;
     await this.#options.store.processes.heartbeat(this.#options.id, now);
+    this.#stampedAt = now;
   }
 
-  /** This process stops: another Palaver started in this Node process may retire what it leaves. */
-  stopped(): void {
-    runningHere.delete(this.#options.id);
-  }
-
-  /** Whether a process of this machine still runs: another Palaver of this Node process, or another Node process. */
-  #alive(id: string, pid: number): boolean {
-    return pid === this.#pid ? runningHere.has(id) : this.#isRunning(pid);
-  }
-
-  #isRunning(pid: number): boolean {
-    if (this.#options.isRunning) return this.#options.isRunning(pid);
+  /**
+   * This process stops (its heartbeat rounds are over): its record says so, and the next process to start retires it
+   * at once. Never throws: unmarked, the record goes stale on its own after two leases.
+   */
+  async stopped(): Promise<void> {
+    this.#stopped = true;
     try {
-      process.kill(pid, 0);
-      return true;
+      await this.#options.store.processes.heartbeat(this.#options.id, 0);
     } catch (error) {
-      // EPERM: it runs, as another user.
-      return (error as NodeJS.ErrnoException).code === 'EPERM';
+      this.#options.logger.warn({ err: error }, 'could not mark this process stopped; its record goes stale on its own');
     }
   }
 }

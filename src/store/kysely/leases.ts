@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { DialectStrategy } from './dialect-strategy.js';
 import { prepared, type PreparedQuery } from './prepared-query.js';
 import { atomically } from './repository-context.js';
@@ -14,11 +14,30 @@ const OPEN_STATE: Record<LeasedTable, string> = { inbound_messages: 'queued', de
 const COUNTS_ATTEMPTS: Record<LeasedTable, boolean> = { inbound_messages: true, deliveries: false };
 
 /**
- * A message taken over counts one more attempt, unless its failed turn already counted the next one when it set
- * `not_before` (see `InboundRepository.retryLater`): a process that stopped before retrying costs no attempt.
+ * Whether a turn holding the message (a correlated subquery on `inbound_messages.id`) began work: the journal kept a
+ * model call or a tool call of it. A message that was only queued, or waited in its quiet window, has none.
  */
-function countAttempt(row: Selectable<Database['inbound_messages']>): Selectable<Database['inbound_messages']> {
-  return { ...row, attempts: Number(row.attempts) + (row.not_before === null ? 1 : 0), not_before: null };
+function begunTurn(eb: ExpressionBuilder<any, any>) {
+  const journaled = (table: 'turn_model_calls' | 'tool_calls') => eb.exists(eb.selectFrom(table).select(sql.lit(1).as('one')).whereRef(`${table}.turn_id`, '=', 'tm.turn_id'));
+  return eb.exists(
+    eb
+      .selectFrom('turn_messages as tm')
+      .select(sql.lit(1).as('one'))
+      .whereRef('tm.inbound_id', '=', 'inbound_messages.id')
+      .where(() => eb.or([journaled('turn_model_calls'), journaled('tool_calls')])),
+  );
+}
+
+/**
+ * A message taken over counts one more attempt only when a turn that began work on it did not finish (a crash cut it
+ * off): a message that only waited is taken over without cost, so restarts alone never use its attempts up. A failed
+ * turn that already counted the next attempt when it set `not_before` (see `InboundRepository.retryLater`) costs none
+ * either: a process that stopped before retrying used no attempt.
+ */
+function countAttempt(row: Selectable<Database['inbound_messages']> & { readonly begun: unknown }): Selectable<Database['inbound_messages']> {
+  const { begun, ...message } = row;
+  const counts = row.not_before === null && Boolean(Number(begun));
+  return { ...message, attempts: Number(row.attempts) + (counts ? 1 : 0), not_before: null };
 }
 
 /** Extends the lease of every open row `owner` holds; returns how many. */
@@ -75,9 +94,17 @@ export async function claimExpired<T extends LeasedTable>(
   return atomically(db, async (trx) => {
     // The two tables share these columns; Kysely cannot type a query over "either table", hence the loose handle.
     const any = trx as Kysely<any>;
-    let select = any.selectFrom(table as LeasedTable).selectAll().where('state', '=', OPEN_STATE[table]).where('lease_until', '<', input.now).where('channel', 'in', [...input.channels]);
+    let select = any
+      .selectFrom(table as LeasedTable)
+      .selectAll()
+      .where('state', '=', OPEN_STATE[table])
+      .where('lease_until', '<', input.now)
+      .where('channel', 'in', [...input.channels])
+      // Never its own rows: a process's own lease runs out only when its renewal lags, and its own turn or send is
+      // still on them; taking them would answer (or send) twice.
+      .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '<>', input.owner)]));
     // A message whose turn failed waits for its retry time, whoever takes it.
-    if (COUNTS_ATTEMPTS[table]) select = select.where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', input.now)]));
+    if (COUNTS_ATTEMPTS[table]) select = select.where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', input.now)])).select((eb) => begunTurn(eb).as('begun'));
     if (input.narrow) select = input.narrow(select);
     for (const column of input.order) select = select.orderBy(column);
     const rows = (await dialect.lockForUpdate(select.limit(input.limit)).execute()) as Selectable<Database[T]>[];
@@ -85,13 +112,17 @@ export async function claimExpired<T extends LeasedTable>(
     for (const row of rows) {
       const taken = await any
         .updateTable(table as LeasedTable)
-        .set({ owner: input.owner, lease_until: input.leaseUntil, ...(COUNTS_ATTEMPTS[table] ? { attempts: sql`case when not_before is null then attempts + 1 else attempts end`, not_before: null } : {}) })
+        .set((eb) => ({
+          owner: input.owner,
+          lease_until: input.leaseUntil,
+          ...(COUNTS_ATTEMPTS[table] ? { attempts: eb.case().when(eb.and([eb('not_before', 'is', null), begunTurn(eb)])).then(sql`attempts + 1`).else(eb.ref('attempts')).end(), not_before: null } : {}),
+        }))
         .where('id', '=', (row as { id: string }).id)
         .where('state', '=', OPEN_STATE[table])
         .where('lease_until', '<', input.now)
         .executeTakeFirst();
       if (taken.numUpdatedRows !== 1n) continue;
-      claimed.push(COUNTS_ATTEMPTS[table] ? (countAttempt(row as Selectable<Database['inbound_messages']>) as Selectable<Database[T]>) : row);
+      claimed.push(COUNTS_ATTEMPTS[table] ? (countAttempt(row as Selectable<Database['inbound_messages']> & { begun: unknown }) as Selectable<Database[T]>) : row);
     }
     return claimed;
   });
