@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { addressGroup } from '../server/address-group.js';
 
 export interface SignInLimiterOptions {
   /** Failed sign-ins an address may make per window before it is refused. Default 5. */
@@ -68,7 +68,7 @@ export class SignInLimiter {
 
   /** The address's own count when it has one or there is room for one, else the shared count. */
   #keyOf(address: string): string {
-    const key = addressKey(address);
+    const key = addressGroup(address);
     const ownCounts = this.#failures.size - (this.#failures.has(OVERFLOW) ? 1 : 0);
     return this.#failures.has(key) || ownCounts < this.#maxAddresses ? key : OVERFLOW;
   }
@@ -81,19 +81,4 @@ export class SignInLimiter {
       this.#failures.delete(key);
     }
   }
-}
-
-/** An IPv4 address as it is (also written IPv4-mapped), an IPv6 address by its first 64 bits. */
-function addressKey(address: string): string {
-  const lower = address.toLowerCase();
-  const mapped = lower.startsWith('::ffff:') ? lower.slice('::ffff:'.length) : lower;
-  if (isIP(mapped) === 4) return mapped;
-  if (isIP(lower) !== 6) return lower;
-  const [head = '', tail = ''] = lower.split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === '' ? [] : tail.split(':');
-  // A trailing dotted IPv4 part (`64:ff9b::192.0.2.1`) fills two groups.
-  if (right.at(-1)?.includes('.') === true) right.push('0');
-  const groups = lower.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((group) => Number.parseInt(group, 16).toString(16)).join(':')}::/64`;
 }

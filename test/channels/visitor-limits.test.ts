@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { addressGroup, VisitorLimits } from '../../src/channels/web/visitor-limits.js';
+import { VisitorLimits } from '../../src/channels/web/visitor-limits.js';
+import { addressGroup } from '../../src/server/address-group.js';
 
 const LIMITS = { runsPerVisitor: 2, runsPerAddress: 3, newConversationsPerHourPerVisitor: 2, newConversationsPerHourPerAddress: 3 };
 const isNew = async (): Promise<boolean> => false;

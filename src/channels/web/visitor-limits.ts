@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { addressGroup } from '../../server/address-group.js';
 
 /** `channels.web.limits`: what one browser caller (a visitor or a token user) and one client address may hold. */
 export interface VisitorLimitOptions {
@@ -150,19 +150,4 @@ export class VisitorLimits {
   #sweep(now: number): void {
     for (const key of [...this.#started.keys()]) this.#recent(key, now);
   }
-}
-
-/**
- * The group an address is limited in: IPv4 as it is; IPv6 by its first 64 bits (a household or a host gets a /64
- * at least, so counting single IPv6 addresses would limit nothing); IPv4-mapped IPv6 as its IPv4 address.
- */
-export function addressGroup(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (isIP(address) !== 6) return address;
-  const [head = '', tail = ''] = address.split('%')[0]!.toLowerCase().split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = address.includes('::') ? (tail === '' ? [] : tail.split(':')) : [];
-  const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((group) => group.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }
