@@ -90,7 +90,12 @@ async function startRig(config: Record<string, unknown>): Promise<Rig> {
     current.calls++;
     return answer;
   });
-  const palaver = await harness.start({ ...config, agent: { maxReplyChars: MAX_REPLY_CHARS, maxToolRounds: MAX_TOOL_ROUNDS } }, { tools: [note] });
+  // One visitor starts a conversation per random output: the web channel's hourly limit of new conversations would
+  // refuse most of them.
+  const palaver = await harness.start(
+    { ...config, agent: { maxReplyChars: MAX_REPLY_CHARS, maxToolRounds: MAX_TOOL_ROUNDS }, channels: { web: { limits: { newConversationsPerHourPerVisitor: 100_000, newConversationsPerHourPerAddress: 0 } } } },
+    { tools: [note] },
+  );
   const server = await palaver.serve({ host: '127.0.0.1', port: 0 });
   const { cookie } = await newVisitor(server.url);
   rig = { harness, palaver, server, cookie, runs, current: { plan: [], calls: 0 } };

@@ -127,8 +127,9 @@ export async function startCluster(options: ClusterOptions): Promise<PalaverClus
           ...(options.leaseMs === undefined ? {} : { inbox: { leaseMs: options.leaseMs } }),
           cluster: { bus: redis ? 'redis' : options.database === 'postgres' ? 'postgres' : 'local' },
           ...(redis ? { redis: { url: redis.url, keyPrefix: redis.keyPrefix } } : {}),
-          // One cookie secret for all: a visitor cookie from one process is good on every other.
-          channels: { web: { cookieSecret: TEST_SECRETS.cookieSecret } },
+          // One cookie secret for all: a visitor cookie from one process is good on every other. The tests' clients
+          // are many people on one loopback address: no limits per address (per visitor they stay).
+          channels: { web: { cookieSecret: TEST_SECRETS.cookieSecret, limits: { runsPerAddress: 0, newConversationsPerHourPerAddress: 0 } } },
           limits: { maxConcurrentModelCalls: 64 },
           log: { level: options.logLevel ?? 'warn' },
         },
