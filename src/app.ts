@@ -351,6 +351,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
+      const { clientAddressResolver } = await import('./server/client-address.js');
       const { conversationChangeProbe } = await import('./admin/conversation-change-probe.js');
       const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
       const { actionRoutes } = await import('./server/admin/action-routes.js');
@@ -365,7 +366,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         trustedProxies: config.server.trustedProxies,
         dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry, sessionStore: store.dashboardSessions },
         extraRoutes: (http) => {
-          http.route('/admin', adminRoutes(admin));
+          http.route('/admin', adminRoutes(admin, clientAddressResolver(config.server.trustedProxies)));
           // With streams dispatch the overview also shows the tool stream's backlog and dead letters.
           http.route('/admin', operatorReadRoutes({ queries: store.operators, ...(streams ? { toolStream: () => streams.backlog() } : {}) }));
           http.route('/admin', actionRoutes(operators));

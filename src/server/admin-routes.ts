@@ -1,9 +1,9 @@
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import type { AdminActor, AdminRefusal, AdminResult, IdentityAdmin } from '../identity/identity-admin.js';
 import { operatorRequest } from './admin/action-routes.js';
 import { errorBody } from './error-body.js';
+import { clientAddressResolver, type ClientAddress } from './client-address.js';
 
 const phoneBody = z.strictObject({ phone: z.string().min(1).max(64).nullable() });
 const roleBody = z.strictObject({ role: z.string().min(1).max(64).nullable() });
@@ -21,8 +21,9 @@ const limitQuery = z.coerce.number().int().min(1).max(1000).optional();
  * - `GET    /admin/accounts/:channel/:accountId`   the user behind an account
  * - `POST   /admin/relink`                   `{ channel, accountId, toUserId }`: move an account and its own conversations
  */
-export function adminRoutes(admin: IdentityAdmin): Hono {
+export function adminRoutes(admin: IdentityAdmin, clientAddress: ClientAddress = clientAddressResolver()): Hono {
   const app = new Hono();
+  const actorOf = (c: Context) => actorFrom(c, clientAddress);
 
   app.get('/users/:userId', async (c) => {
     const view = await admin.user(c.req.param('userId'));
@@ -87,13 +88,9 @@ async function jsonBody(c: Context): Promise<Record<string, unknown> | undefined
   }
 }
 
-function actorOf(c: Context): AdminActor {
-  let remoteAddress: string | undefined;
-  try {
-    remoteAddress = getConnInfo(c).remote.address;
-  } catch {
-    // no socket (app.request in tests)
-  }
+/** Who made an admin change, for the audit: the client's address (behind a trusted proxy, the one it forwarded). */
+function actorFrom(c: Context, clientAddress: ClientAddress): AdminActor {
+  const remoteAddress = clientAddress(c);
   // Checked as the operators' action routes check it; a malformed name is not kept.
   const name = operatorRequest(c);
   return { remoteAddress, requestId: c.req.header('x-request-id'), ...(name.ok && name.value.actor !== 'admin' ? { name: name.value.actor } : {}) };

@@ -218,6 +218,24 @@ describe('admin API: ending a conversation', () => {
     expect(JSON.stringify(actions)).not.toContain('Europe/Kyiv');
   });
 
+  it('audits an identity change with the client behind a trusted proxy, not the proxy, and ignores the header from anyone else', async () => {
+    harness = await createHarness(() => ({ text: 'hi' }));
+    const behindProxy = await harness.start({ server: { adminToken: TEST_SECRETS.adminToken, trustedProxies: ['127.0.0.1'] }, roles: { definitions: { driver: { tools: [] } } } });
+    const admin = await adminOf(behindProxy);
+    await behindProxy.chat({ userId: 'ada', text: 'hello' });
+    const userId = (await admin('GET', '/accounts/api/ada')).body['userId'] as string;
+    expect((await admin('PUT', `/users/${userId}/role`, { role: 'driver' }, { 'x-forwarded-for': '198.51.100.7' })).status).toBe(200);
+    const audited = async (palaver: Palaver, user: string) => (await palaver.store.identityEvents.listByUser(user)).filter((event) => event.kind === 'admin_change').map((event) => event.details['remoteAddress']);
+    expect(await audited(behindProxy, userId)).toEqual(['198.51.100.7']);
+
+    const direct = await harness.start({ server: { adminToken: TEST_SECRETS.adminToken }, roles: { definitions: { driver: { tools: [] } } } });
+    const directAdmin = await adminOf(direct);
+    await direct.chat({ userId: 'bo', text: 'hello' });
+    const bo = (await directAdmin('GET', '/accounts/api/bo')).body['userId'] as string;
+    expect((await directAdmin('PUT', `/users/${bo}/role`, { role: 'driver' }, { 'x-forwarded-for': '198.51.100.7' })).status).toBe(200);
+    expect(await audited(direct, bo)).toEqual(['127.0.0.1']);
+  });
+
   it('sends a message as the agent directly through a channel without an outbox, once per key', async () => {
     harness = await createHarness(() => ({ text: 'hi' }));
     const memo = new MemoryChannel({ name: 'memo' });
