@@ -1006,39 +1006,6 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(attempts(await store.inbound.listQueued(session.id))).toEqual(attempts(second));
       });
 
-      it('counts an attempt for a message its dead process was answering before anything was journaled (a crash in the first model call), not for one that came after', async () => {
-        const channel = unique('chan');
-        const session = await givenSession();
-        const id = (accepted: Awaited<ReturnType<typeof givenInbound>>) => (accepted.accepted ? accepted.record.id : '');
-        id(await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'in the turn' }));
-        await new Promise((resolve) => setTimeout(resolve, 2));
-        // The dead process's turn claimed the conversation (its first model call under way), then a message came.
-        expect(await store.claims.claim({ channel, conversationId: session.conversationId, owner: 'dead', now: Date.now(), ttlMs: 1 })).toMatchObject({ claimed: true });
-        await new Promise((resolve) => setTimeout(resolve, 2));
-        id(await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'came later' }));
-        await new Promise((resolve) => setTimeout(resolve, 5)); // the leases run out
-
-        const attempts = (records: readonly { text: string; attempts: number }[]) => records.map((record) => [record.text, record.attempts]);
-        const taken = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
-        expect(attempts(taken)).toEqual([
-          ['in the turn', 2],
-          ['came later', 1],
-        ]);
-        expect(attempts(await store.inbound.listQueued(session.id))).toEqual(attempts(taken));
-      });
-
-      it('counts no attempt for a message whose turn released its claim (it ended) before its process died', async () => {
-        const channel = unique('chan');
-        const session = await givenSession();
-        await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'waiting' });
-        await new Promise((resolve) => setTimeout(resolve, 2));
-        const claim = await store.claims.claim({ channel, conversationId: session.conversationId, owner: 'dead', now: Date.now(), ttlMs: 60_000 });
-        if (claim.claimed) await store.claims.release({ channel, conversationId: session.conversationId, owner: 'dead', token: claim.token });
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        const taken = await store.inbound.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
-        expect(taken.map((record) => [record.text, record.attempts])).toEqual([['waiting', 1]]);
-      });
-
       it("never hands a process its own messages, even with their lease run out: its own turns are still on them", async () => {
         const channel = unique('chan');
         const session = await givenSession();

@@ -80,7 +80,7 @@ const renewClaims = prepared((db, $: { owner: string; until: number }) =>
 const claimInOneStatement = prepared((db, $: { channel: string; conversationId: string; owner: string; now: number; until: number }) =>
   db
     .insertInto('conversation_claims')
-    .values({ channel: $.channel, conversation_id: $.conversationId, owner: $.owner, previous_owner: null, token: 1, claimed_until: $.until, claimed_at: $.now })
+    .values({ channel: $.channel, conversation_id: $.conversationId, owner: $.owner, previous_owner: null, token: 1, claimed_until: $.until })
     .onConflict((oc) =>
       oc
         .columns(['channel', 'conversation_id'])
@@ -89,7 +89,6 @@ const claimInOneStatement = prepared((db, $: { channel: string; conversationId: 
           owner: $.owner,
           token: sql`conversation_claims.token + 1`,
           claimed_until: $.until,
-          claimed_at: $.now,
         })
         .where((eb) =>
           eb.or([
@@ -110,7 +109,7 @@ const takeClaim = prepared((db, $: { channel: string; conversationId: string; ow
   db
     .updateTable('conversation_claims')
     // previous_owner first: MySQL assigns left to right, each assignment seeing the ones before it.
-    .set({ previous_owner: sql`owner`, owner: $.owner, token: sql`token + 1`, claimed_until: $.until, claimed_at: $.now })
+    .set({ previous_owner: sql`owner`, owner: $.owner, token: sql`token + 1`, claimed_until: $.until })
     .where('channel', '=', $.channel)
     .where('conversation_id', '=', $.conversationId)
     .where((eb) => eb.or([eb('claimed_until', '<', $.now), eb('owner', '=', $.owner), eb('owner', 'is', null)])),
@@ -127,8 +126,7 @@ const lockClaim = prepared((db, $: { channel: string; conversationId: string }, 
 const releaseClaim = prepared((db, $: { channel: string; conversationId: string; owner: string; token: number }) =>
   db
     .updateTable('conversation_claims')
-    // The turn is over: no message counts an attempt for it (see 0025-claim-start.ts).
-    .set({ claimed_until: 0, claimed_at: 0 })
+    .set({ claimed_until: 0 })
     .where('channel', '=', $.channel)
     .where('conversation_id', '=', $.conversationId)
     .where('owner', '=', $.owner)

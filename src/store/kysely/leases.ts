@@ -19,27 +19,13 @@ const COUNTS_ATTEMPTS: Record<LeasedTable, boolean> = { inbound_messages: true, 
  */
 function begunTurn(eb: ExpressionBuilder<any, any>) {
   const journaled = (table: 'turn_model_calls' | 'tool_calls') => eb.exists(eb.selectFrom(table).select(sql.lit(1).as('one')).whereRef(`${table}.turn_id`, '=', 'tm.turn_id'));
-  return eb.or([
-    eb.exists(
-      eb
-        .selectFrom('turn_messages as tm')
-        .select(sql.lit(1).as('one'))
-        .whereRef('tm.inbound_id', '=', 'inbound_messages.id')
-        .where(() => eb.or([journaled('turn_model_calls'), journaled('tool_calls')])),
-    ),
-    // A turn of its process was running in the conversation (its claim not released) and the message was there when
-    // it began: it was in that turn, even if the turn had journaled nothing yet (a crash in its first model call).
-    eb.exists(
-      eb
-        .selectFrom('conversation_claims as cc')
-        .select(sql.lit(1).as('one'))
-        .whereRef('cc.channel', '=', 'inbound_messages.channel')
-        .whereRef('cc.conversation_id', '=', 'inbound_messages.conversation_id')
-        .whereRef('cc.owner', '=', 'inbound_messages.owner')
-        .where('cc.claimed_at', '>', 0)
-        .whereRef('inbound_messages.received_at', '<=', 'cc.claimed_at'),
-    ),
-  ]);
+  return eb.exists(
+    eb
+      .selectFrom('turn_messages as tm')
+      .select(sql.lit(1).as('one'))
+      .whereRef('tm.inbound_id', '=', 'inbound_messages.id')
+      .where(() => eb.or([journaled('turn_model_calls'), journaled('tool_calls')])),
+  );
 }
 
 /**
@@ -126,11 +112,10 @@ export async function claimExpired<T extends LeasedTable>(
     for (const row of rows) {
       const taken = await any
         .updateTable(table as LeasedTable)
-        // attempts first: MySQL assigns left to right, and the count reads the message's owner before it changes.
         .set((eb) => ({
-          ...(COUNTS_ATTEMPTS[table] ? { attempts: eb.case().when(eb.and([eb('not_before', 'is', null), begunTurn(eb)])).then(sql`attempts + 1`).else(eb.ref('attempts')).end(), not_before: null } : {}),
           owner: input.owner,
           lease_until: input.leaseUntil,
+          ...(COUNTS_ATTEMPTS[table] ? { attempts: eb.case().when(eb.and([eb('not_before', 'is', null), begunTurn(eb)])).then(sql`attempts + 1`).else(eb.ref('attempts')).end(), not_before: null } : {}),
         }))
         .where('id', '=', (row as { id: string }).id)
         .where('state', '=', OPEN_STATE[table])

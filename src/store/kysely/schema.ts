@@ -324,8 +324,6 @@ export interface ConversationClaimsTable {
   previous_owner: string | null;
   token: ColumnType<number | string, number, number>;
   claimed_until: EpochMillis;
-  /** When the owner's turn claimed the conversation; 0 once released (or never claimed). */
-  claimed_at: BigCounter;
 }
 
 /** The Palaver processes on the database. */
