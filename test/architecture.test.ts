@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +16,111 @@ function sourceFiles(dir: string): string[] {
 function imports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   return [...text.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)].map((match) => match[1]!);
+}
+
+/** The `.ts` file a relative specifier names: `./x.js` is `./x.ts`, a folder is its `index.ts`. */
+function resolveSource(file: string, specifier: string): string | undefined {
+  const target = resolve(dirname(file), specifier);
+  const candidates = [target.replace(/\.js$/, '.ts'), target, `${target}.ts`, join(target, 'index.ts')];
+  return candidates.find((candidate) => candidate.endsWith('.ts') && existsSync(candidate) && statSync(candidate).isFile());
+}
+
+/** Each file's imports of other files of `src/`, resolved. */
+function importGraph(files: string[]): Map<string, string[]> {
+  return new Map(
+    files.map((file) => {
+      const targets = imports(file)
+        .filter((specifier) => specifier.startsWith('.'))
+        .map((specifier) => resolveSource(file, specifier))
+        .filter((target) => target !== undefined);
+      return [relative(SRC, file), [...new Set(targets.map((target) => relative(SRC, target)))]];
+    }),
+  );
+}
+
+/** The same graph between the top-level folders of `src/`; a file at the top (`app.ts`) stands for itself. */
+function folderGraph(files: Map<string, string[]>): Map<string, string[]> {
+  const folder = (file: string): string => file.split('/')[0]!;
+  const graph = new Map<string, Set<string>>();
+  for (const [file, targets] of files) {
+    const from = graph.get(folder(file)) ?? graph.set(folder(file), new Set()).get(folder(file))!;
+    for (const target of targets) if (folder(target) !== folder(file)) from.add(folder(target));
+  }
+  return new Map([...graph].map(([from, targets]) => [from, [...targets]]));
+}
+
+/** Tarjan's algorithm: the strongly connected components, each a set of nodes that all reach one another. */
+function stronglyConnected(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const connect = (node: string): void => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        connect(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, index.get(next)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    components.push(component.sort());
+  };
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) connect(node);
+  return components;
+}
+
+/** The shortest way from `start` back to itself inside `members` (breadth-first), as `a -> b -> a`. */
+function shortestCycle(graph: Map<string, string[]>, members: Set<string>, start: string): string[] {
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  for (let node = queue.shift(); node !== undefined; node = queue.shift()) {
+    const targets = graph.get(node) ?? [];
+    if (targets.includes(start)) {
+      const path = [node];
+      while (path[0] !== start) path.unshift(cameFrom.get(path[0]!)!);
+      return [...path, start];
+    }
+    for (const next of targets) {
+      if (members.has(next) && next !== start && !cameFrom.has(next)) {
+        cameFrom.set(next, node);
+        queue.push(next);
+      }
+    }
+  }
+  return [];
+}
+
+/**
+ * Every import cycle of `graph`, each as a path (`a.ts -> b.ts -> a.ts`): for each tangle of modules that reach one
+ * another, the shortest cycle through each module that no cycle printed so far passes, so every module of a tangle
+ * shows up in at least one cycle and each cycle can be cut where it reads wrong.
+ */
+function importCycles(graph: Map<string, string[]>): string[] {
+  return stronglyConnected(graph).flatMap((component) => {
+    const members = new Set(component);
+    if (component.length === 1 && !graph.get(component[0]!)?.includes(component[0]!)) return [];
+    const shown = new Set<string>();
+    return component.flatMap((start) => {
+      if (shown.has(start)) return [];
+      const cycle = shortestCycle(graph, members, start);
+      for (const node of cycle) shown.add(node);
+      return [cycle.join(' -> ')];
+    });
+  });
 }
 
 /** Libraries the core may use: small, pure helpers. No SDK, driver, server framework or channel library. */
@@ -61,5 +166,26 @@ describe('architecture', () => {
         .map((specifier) => `${relative(SRC, file)} imports ${specifier}`),
     );
     expect(offences).toEqual([]);
+  });
+
+  it('imports src/testing only from inside src/testing: fakes are injected, never reached for', () => {
+    const offences = sourceFiles(SRC)
+      .filter((file) => !relative(SRC, file).startsWith('testing/'))
+      .flatMap((file) =>
+        imports(file)
+          .filter((specifier) => specifier.startsWith('.') && relative(SRC, resolve(dirname(file), specifier)).split('/')[0] === 'testing')
+          .map((specifier) => `${relative(SRC, file)} imports ${specifier}`),
+      );
+    expect(offences).toEqual([]);
+  });
+
+  // Type-only imports count as much as value imports: a type two modules share belongs to one of them or to a module
+  // below both, and a cycle of types is where a cycle of values grows back.
+  it('has no import cycle between files of src/', () => {
+    expect(importCycles(importGraph(sourceFiles(SRC)))).toEqual([]);
+  });
+
+  it('has no import cycle between the top-level folders of src/', () => {
+    expect(importCycles(folderGraph(importGraph(sourceFiles(SRC))))).toEqual([]);
   });
 });
