@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../domain/tool-result-cap.js';
-import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../identity/profile-settings.js';
+import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../i18n/locale-codes.js';
 import { normaliseDatabaseUrl } from './database-url.js';
 
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
