@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { SESSION_COOKIE, type DashboardSessions } from '../admin/dashboard-session.js';
-import { SignInLimiter } from '../admin/sign-in-limiter.js';
+import { SignInLimiter } from './sign-in-limiter.js';
 import { adminTokenMatches, bearerToken } from './api-key.js';
 import { clientAddressResolver, type ClientAddress } from './client-address.js';
 import { errorBody } from './error-body.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SignInLimiter } from '../../src/admin/sign-in-limiter.js';
+import { SignInLimiter } from '../../src/server/sign-in-limiter.js';
 
 const WINDOW = 15 * 60 * 1000;
 

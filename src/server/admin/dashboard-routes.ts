@@ -5,16 +5,16 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { z } from 'zod';
-import { PalaverError } from '../domain/errors.js';
-import { PACKAGE_ROOT } from '../package-root.js';
-import { sameOrigin, tooManyAttempts } from '../server/admin-guard.js';
-import { adminTokenMatches } from '../server/api-key.js';
-import type { ClientAddress } from '../server/client-address.js';
-import { errorBody } from '../server/error-body.js';
-import { adminEventsResponse, type ChangeProbe } from './admin-events.js';
-import { SESSION_COOKIE, type DashboardSessions } from './dashboard-session.js';
-import { summarizeMetrics, type MetricsSource } from './metrics-summary.js';
-import type { SignInLimiter } from './sign-in-limiter.js';
+import { PalaverError } from '../../domain/errors.js';
+import { PACKAGE_ROOT } from '../../package-root.js';
+import { sameOrigin, tooManyAttempts } from '../admin-guard.js';
+import { adminTokenMatches } from '../api-key.js';
+import type { ClientAddress } from '../client-address.js';
+import { errorBody } from '../error-body.js';
+import { adminEventsResponse, type ChangeProbe } from '../../admin/admin-events.js';
+import { SESSION_COOKIE, type DashboardSessions } from '../../admin/dashboard-session.js';
+import { summarizeMetrics, type MetricsSource } from '../../admin/metrics-summary.js';
+import type { SignInLimiter } from '../sign-in-limiter.js';
 
 /** `web/admin/` of the package. */
 export const DEFAULT_DASHBOARD_DIR = join(PACKAGE_ROOT, 'web', 'admin');
