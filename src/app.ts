@@ -18,7 +18,7 @@ import { profileCodec, profileDefaultsFrom } from './identity/profile-settings.j
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
 import { PalaverMetrics } from './observability/metrics.js';
 import { Billing } from './runtime/billing.js';
-import { BUDGETED_MAX_OUTPUT_TOKENS, type BudgetSettings } from './runtime/budget.js';
+import { BUDGETED_MAX_OUTPUT_TOKENS, type BudgetSettings } from './runtime/budget-settings.js';
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls, timeModelCalls } from './runtime/call-wrappers.js';
 import { storableModelOutput, storableToolResults } from './runtime/untrusted-output.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';

@@ -1,26 +1,11 @@
 import { COST_SCALE, MoneyDecimal } from '../domain/money.js';
 import type { SpendCap, Store } from '../domain/ports/store.js';
 import type { ModelInvocation } from './call-wrappers.js';
+import { BUDGETED_MAX_OUTPUT_TOKENS, type BudgetSettings } from './budget-settings.js';
 import { promptTokensAtMost } from './prompt-bound.js';
 import type { TurnScope } from './turn-context.js';
 
-/** Spend caps (config `budgets`), in `currency`. */
-export interface BudgetSettings {
-  /** Per user and calendar day in the user's time zone. */
-  readonly perUserPerDay?: string;
-  readonly perSession?: string;
-  /**
-   * The least a running turn holds against the caps, whatever its model calls reserve (a floor for turns that also
-   * spend elsewhere); by default a turn holds only what its calls can cost ({@link TurnBudget}).
-   */
-  readonly reservePerTurn?: string;
-  readonly currency: string;
-}
-
 export type BudgetKind = SpendCap;
-
-/** What a model call may write at most when budgets are on and `model.maxOutputTokens` is not set. */
-export const BUDGETED_MAX_OUTPUT_TOKENS = 4096;
 
 /**
  * A model call refused because it could cross a spend cap: the call is not made, and the turn tells the person

@@ -7,7 +7,7 @@ import type { ProfileCodec, ProfileSettings } from '../domain/profile.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import type { Billing } from './billing.js';
-import type { BudgetSettings } from './budget.js';
+import type { BudgetSettings } from './budget-settings.js';
 import type { ModelInvoker, ToolInvoker } from './call-wrappers.js';
 import type { InstructionLibrary } from './context/instructions.js';
 import type { UserAgentContext } from './context/user-context.js';
