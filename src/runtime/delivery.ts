@@ -1,31 +1,12 @@
 import { ChannelError, ChannelRetryLaterError } from '../domain/errors.js';
 import type { SentPart, TurnOutcome } from '../domain/ports/channel.js';
 import type { DeliveryRecord } from '../domain/ports/store.js';
-import type { ReplyStep } from '../domain/reply-actions.js';
+import type { Answer, PlanToRun } from './answer.js';
 import { postponeParts } from './postponement.js';
 import { runPlan } from './reply-plan/run-plan.js';
 import type { TurnScope } from './turn-context.js';
 
 const DEFAULT_TYPING_INTERVAL_MS = 4_000;
-
-/** The stored reply of a turn, ready to send. */
-export interface Answer {
-  readonly outcome: TurnOutcome;
-  readonly parts: readonly string[];
-  /** The parts' outbox records, for a channel that delivers offline: each is marked sent as the channel takes it. */
-  readonly deliveries?: readonly DeliveryRecord[] | undefined;
-  /** Replies as actions: the stored plan, carried out step by step in place of sending `parts`. */
-  readonly plan?: PlanToRun;
-}
-
-/** A stored reply plan, ready to carry out. */
-export interface PlanToRun {
-  readonly steps: readonly ReplyStep[];
-  /** The stored display message of each send step, in order. */
-  readonly displayIds: readonly string[];
-  /** The outbox records of the sends and reactions, in plan order (a channel that delivers offline). */
-  readonly deliveries: readonly DeliveryRecord[] | undefined;
-}
 
 /** The outbound side of one turn. */
 export interface Delivery {

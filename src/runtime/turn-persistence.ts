@@ -11,7 +11,7 @@ import { saveTurnState, type SavedUserState } from './context/user-state-update.
 import type { ModelFailures } from './flow-context.js';
 import { splitReply } from './reply.js';
 import { toolAuditRecords } from './tools/tool-call.js';
-import type { Answer } from './delivery.js';
+import type { Answer } from './answer.js';
 import type { BilledUsage } from './billing.js';
 import { settleBudget, type BudgetKind } from './budget.js';
 import type { TurnScope } from './turn-context.js';

@@ -3,7 +3,7 @@ import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import type { ChannelCapabilities, ReplyTarget, SendOptions, SentPart } from '../../src/domain/ports/channel.js';
 import type { DeliveryRecord } from '../../src/domain/ports/store.js';
 import type { ReplyStep } from '../../src/domain/reply-actions.js';
-import type { PlanToRun } from '../../src/runtime/delivery.js';
+import type { PlanToRun } from '../../src/runtime/answer.js';
 import { runPlan, typingMsFor, type ReplyPacing } from '../../src/runtime/reply-plan/run-plan.js';
 import type { TurnScope } from '../../src/runtime/turn-context.js';
 

@@ -5,7 +5,7 @@ import type { CheckedReplyPlan, ReplyPlan } from '../../domain/reply-actions.js'
 import { toStorableText } from '../../domain/storable-text.js';
 import { historyMessageIds } from '../context/history.js';
 import { showableMessageId } from '../context/message-id-label.js';
-import type { Answer } from '../delivery.js';
+import type { Answer } from '../answer.js';
 import { newErrorId } from '../error-id.js';
 import type { ModelFailures } from '../flow-context.js';
 import { withReplyFormat } from '../flows/reply-format.js';

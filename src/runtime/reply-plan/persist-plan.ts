@@ -4,7 +4,7 @@ import type { FlowResult, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { DeliveryRecord, Store } from '../../domain/ports/store.js';
 import type { ReplyPlan, ReplyStep } from '../../domain/reply-actions.js';
 import { chainPointAfter } from '../context/response-chain.js';
-import type { Answer, PlanToRun } from '../delivery.js';
+import type { Answer, PlanToRun } from '../answer.js';
 import type { ModelFailures } from '../flow-context.js';
 import { settleBudget } from '../budget.js';
 import type { TurnScope } from '../turn-context.js';
