@@ -1,9 +1,8 @@
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type InsertQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder, type UpdateQueryBuilder } from 'kysely';
 import { sql } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
-import type { MessageValues } from './message-repository.js';
-import type { Database } from './schema.js';
-import type { SessionWriteArgs, SessionWriteShape } from './session-write.js';
+import type { Database, MessageValues } from './schema.js';
+import type { SessionWriteArgs, SessionWriteShape } from './session-write-args.js';
 
 /** The SQL dialects the store speaks. */
 export type StoreDialect = 'sqlite' | 'postgres' | 'mysql';

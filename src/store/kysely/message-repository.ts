@@ -1,4 +1,4 @@
-import { sql, type InsertObject, type Insertable, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type InsertObject, type Kysely, type RawBuilder } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { Audience, NewMessage, StoredMessage } from '../../domain/model.js';
 import { fromStoredCost, isZeroCost, toStoredCost } from '../../domain/money.js';
@@ -8,9 +8,10 @@ import { strategyOf, type DialectStrategy } from './dialect-strategy.js';
 import { prepared, preparedBatch } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toMessage } from './rows.js';
-import type { Database, MessagesTable } from './schema.js';
+import type { Database, MessageValues } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
-import { currencyMismatch, explainRefusedSessionWrite, sessionNotFound, sessionWriteArgs, type SessionWriteArgs, type SessionWriteShape } from './session-write.js';
+import { currencyMismatch, explainRefusedSessionWrite, sessionNotFound } from './session-write.js';
+import { sessionWriteArgs, type SessionWriteArgs, type SessionWriteShape } from './session-write-args.js';
 import { classifyDriverError, storeOperation } from './store-errors.js';
 
 /** Currency recorded on a message that names none (its cost is then "0" unless given). */
@@ -24,9 +25,6 @@ interface PreparedRow {
   readonly values: MessageValues;
   readonly message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] };
 }
-
-/** The columns of a new message row. */
-export type MessageValues = { -readonly [K in keyof Insertable<MessagesTable>]-?: Exclude<Insertable<MessagesTable>[K], undefined> };
 
 /** The conversation history of sessions, ordered by a per-session `seq`. */
 export class KyselyMessageRepository implements MessageRepository {

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType, Generated, Insertable } from 'kysely';
 
 /**
  * The tables as Kysely sees them. Column names are snake_case; repositories map rows to domain records explicitly
@@ -116,6 +116,9 @@ export interface MessagesTable {
   meta: string | null;
   created_at: EpochMillis;
 }
+
+/** The columns of a new message row, every one given. */
+export type MessageValues = { -readonly [K in keyof Insertable<MessagesTable>]-?: Exclude<Insertable<MessagesTable>[K], undefined> };
 
 export interface UserStateTable {
   user_id: string;

@@ -7,7 +7,8 @@ import type { SessionRepository } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toSession } from './rows.js';
-import { currencyMismatch, explainRefusedSessionWrite, sessionNotFound, sessionWriteArgs } from './session-write.js';
+import { currencyMismatch, explainRefusedSessionWrite, sessionNotFound } from './session-write.js';
+import { sessionWriteArgs } from './session-write-args.js';
 import { storeOperation } from './store-errors.js';
 
 /** Default page size of {@link KyselySessionRepository.listByUser}. */

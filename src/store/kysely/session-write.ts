@@ -1,61 +1,11 @@
 import { sql, type Kysely, type QueryCreator } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
-import type { SessionStatus, TokenUsage } from '../../domain/model.js';
-import { toStoredCost } from '../../domain/money.js';
 import type { CostSql } from './dialect-strategy.js';
 import { prepared, type PreparedQuery } from './prepared-query.js';
 import type { Database } from './schema.js';
+import type { SessionWriteArgs, SessionWriteShape } from './session-write-args.js';
 
 // The one write of a session row that every change of a turn goes through: seqs for new messages, status, usage.
-
-/** What a write to a session row sets besides `updated_at`: the same for every write of one shape. */
-export interface SessionWriteShape {
-  /** Sets `status`. */
-  readonly status: boolean;
-  /** Adds usage (tokens, and cost when `cost`) with the database's exact cost arithmetic in SQL. */
-  readonly usage: boolean;
-  /**
-   * Adds a non-zero cost, under the currency rule. A zero cost (an unpriced model) changes no money, so it is
-   * neither summed nor refused for its currency.
-   */
-  readonly cost: boolean;
-}
-
-/** The values of a session write (fields a shape does not use are ignored). */
-export interface SessionWriteArgs {
-  readonly id: string;
-  readonly now: number;
-  /** Seqs handed out: `last_seq` grows by this much (0 for none). */
-  readonly count: number;
-  readonly status: SessionStatus;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  readonly cachedInputTokens: number;
-  /** Canonical decimal text. */
-  readonly cost: string;
-  readonly currency: string;
-}
-
-/** Validated values for {@link SessionWriteArgs}; no usage counts as zero. */
-export function sessionWriteArgs(
-  id: string,
-  now: number,
-  count: number,
-  status: SessionStatus | undefined,
-  usage?: TokenUsage & { readonly cost: string; readonly currency: string },
-): SessionWriteArgs {
-  return {
-    id,
-    now,
-    count,
-    status: status ?? 'pending',
-    inputTokens: usage === undefined ? 0 : tokenCount(usage.inputTokens, 'inputTokens'),
-    outputTokens: usage === undefined ? 0 : tokenCount(usage.outputTokens, 'outputTokens'),
-    cachedInputTokens: usage?.cachedInputTokens === undefined ? 0 : cachedTokenCount(usage),
-    cost: usage === undefined || usage.cost === '0' ? '0' : toStoredCost(usage.cost),
-    currency: usage?.currency ?? 'USD',
-  };
-}
 
 /**
  * The one UPDATE of a session row: hands out `count` seqs, and per `shape` sets the status and adds usage (with
@@ -105,20 +55,6 @@ export async function explainRefusedSessionWrite(db: Kysely<Database>, sessionId
   const row = await db.selectFrom('sessions').select('currency').where('id', '=', sessionId).executeTakeFirst();
   if (row === undefined || currency === undefined) throw sessionNotFound(sessionId);
   throw currencyMismatch(sessionId, row.currency, currency);
-}
-
-/** Cached input tokens are part of the input: never more than it. */
-export function cachedTokenCount(usage: TokenUsage): number {
-  const cached = tokenCount(usage.cachedInputTokens ?? 0, 'cachedInputTokens');
-  if (cached > usage.inputTokens) throw new StoreError('invalid_usage', `cachedInputTokens (${cached}) cannot exceed inputTokens (${usage.inputTokens}): cached tokens are counted within the input.`);
-  return cached;
-}
-
-function tokenCount(value: number, field: string): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new StoreError('invalid_usage', `${field} must be a non-negative integer, got ${value}.`);
-  }
-  return value;
 }
 
 export function sessionNotFound(sessionId: string): StoreError {
