@@ -5,9 +5,8 @@ import { createDemoTools } from '../demo/demo-tools.js';
 import { salonScript } from '../demo/salon-script.js';
 import { createSalonTools } from '../demo/salon-tools.js';
 import { PACKAGE_ROOT } from '../package-root.js';
-// The scripted server's own modules, not the testing index (which also brings the fake Telegram server).
-import { demoScript } from '../testing/demo-script.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../testing/scripted-model-server.js';
+import { demoScript } from '../demo/demo-script.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../models/scripted/scripted-model-server.js';
 import type { LocalTool } from '../tools/define-tool.js';
 
 const DEMO_MODEL = 'palaver-demo-script';

@@ -1,4 +1,4 @@
-import type { ModelScript } from '../testing/scripted-model.js';
+import type { ModelScript } from '../models/scripted/scripted-model.js';
 
 /**
  * A deterministic stand-in model for the salon demo: it reads the appointments from the hidden context block in its

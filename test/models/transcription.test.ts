@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ModelError } from '../../src/domain/errors.js';
 import { createTranscriber } from '../../src/models/openai-transcription.js';
 import { startScriptedModelServer, textScript, type ScriptedModelServer } from '../../src/testing/index.js';
-import type { TranscriptionScript } from '../../src/testing/scripted-model-server.js';
+import type { TranscriptionScript } from '../../src/models/scripted/scripted-model-server.js';
 
 const API_KEY = 'sk-transcription-test-4f9a2c7e1b';
 const AUDIO = new Uint8Array([0x4f, 0x67, 0x67, 0x53, 0x00, 0x02, 0xff, 0x10]);

@@ -1,5 +1,5 @@
 import type { ModelInputItem } from '../domain/ports/model-provider.js';
-import type { ModelScript, ScriptedCall, ScriptedReply } from './scripted-model.js';
+import type { ModelScript, ScriptedCall } from '../models/scripted/scripted-model.js';
 
 /**
  * A deterministic stand-in model for the bundled demo agent (local tools `current_time`, `save_note`, `list_notes`):
@@ -22,16 +22,6 @@ export const demoScript: ModelScript = (call) => {
   return {
     text: `(scripted reply) You said: «${said.trim()}». Point Palaver at a real model with PALAVER_LLM_BASE_URL and PALAVER_MODEL.`,
   };
-};
-
-/**
- * The benchmark's model: the first call asks for `lookup` with `{"id": 1}`; once a tool result arrives it answers
- * with a short text. Deterministic, so runs are comparable.
- */
-export const benchScript: ModelScript = (call): ScriptedReply => {
-  const last = call.messages.at(-1);
-  if (last?.type === 'tool_result') return { text: `Lookup done: ${last.output.slice(0, 40)}` };
-  return { toolCalls: [{ name: 'lookup', arguments: { id: 1 } }] };
 };
 
 function lastUserText(items: readonly ModelInputItem[]): string {

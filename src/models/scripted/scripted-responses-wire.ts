@@ -3,7 +3,7 @@
  * the SSE event sequence the `openai` SDK's stream helpers accept. Pure functions plus a bounded in-memory chain
  * store for `previous_response_id`.
  */
-import type { ModelInputItem } from '../domain/ports/model-provider.js';
+import type { ModelInputItem } from '../../domain/ports/model-provider.js';
 import {
   contentText,
   fragments,

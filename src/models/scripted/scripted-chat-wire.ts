@@ -2,7 +2,7 @@
  * The Chat Completions wire format of the scripted model server: request → `ScriptedCall`, reply → JSON or SSE.
  * Pure functions; the server only moves bytes.
  */
-import type { ModelInputItem } from '../domain/ports/model-provider.js';
+import type { ModelInputItem } from '../../domain/ports/model-provider.js';
 import {
   contentText,
   fragments,

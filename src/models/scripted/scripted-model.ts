@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ModelInputItem } from '../domain/ports/model-provider.js';
+import type { ModelInputItem } from '../../domain/ports/model-provider.js';
 
 /** One request the scripted server received, normalised the same way for both APIs. */
 export interface ScriptedCall {
