@@ -38,6 +38,7 @@ import type { RunningHttpServer } from './server/http-server.js';
 import { MemoryChannel } from './channels/memory/memory-channel.js';
 import { TELEGRAM_BOT_CHANNEL } from './channels/telegram-bot/address.js';
 import { TELEGRAM_USER_CHANNEL } from './channels/telegram-user/channel-name.js';
+import type { TelegramNetworkOverride } from './channels/telegram-user/client-factory.js';
 import { WEB_CHANNEL } from './channels/web/web-constants.js';
 import type { ReplyMode, ReplySettings } from './runtime/reply-plan/reply-settings.js';
 import { genaiPriceLookup } from './models/genai-price-lookup.js';
@@ -66,6 +67,8 @@ export interface PalaverOptions {
   readonly serveInbox?: boolean;
   /** Overrides the bus the web channel relays replies on (default: the `cluster.bus` one). */
   readonly bus?: ClusterBus;
+  /** Replaces the way to Telegram for `channels.telegramUser` (tests give the fake MTProto server's link). */
+  readonly telegramUserNetwork?: TelegramNetworkOverride;
 }
 
 /** A reply from `Palaver.chat`. */
@@ -281,7 +284,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const configured = await configuredChannels(config, logger, secrets, metrics, store, options.bus ?? cluster.bus);
+  const configured = await configuredChannels(config, logger, secrets, metrics, store, options.bus ?? cluster.bus, options.telegramUserNetwork);
   const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
@@ -429,7 +432,7 @@ async function directoryResolver(
 /** A channel's own line in `/health`. */
 type ChannelHealthCheck = () => { ok: boolean; detail?: string };
 
-async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics, store: Store, bus: ClusterBus | undefined): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
+async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics, store: Store, bus: ClusterBus | undefined, telegramUserNetwork: TelegramNetworkOverride | undefined): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
   const channels: Channel[] = [];
   const healthChecks: Record<string, ChannelHealthCheck> = {};
   if (config.channels.web.enabled) {
@@ -468,7 +471,13 @@ async function configuredChannels(config: PalaverConfig, logger: Logger, secrets
     const { telegramUserChannel } = await import('./channels/telegram-user/configured.js');
     // The bot's transcription settings unless channels.telegramUser.transcription names others.
     const transcribe = lazyTranscriber(telegramUser.transcription ?? telegram.transcription, config);
-    const channel = await telegramUserChannel(telegramUser, { logger: logger.child({ channel: 'telegram-user' }), metrics, leases: store.channelLeases, transcribe });
+    const channel = await telegramUserChannel(telegramUser, {
+      logger: logger.child({ channel: 'telegram-user' }),
+      metrics,
+      leases: store.channelLeases,
+      transcribe,
+      ...(telegramUserNetwork ? { network: telegramUserNetwork } : {}),
+    });
     channels.push(channel);
     healthChecks['telegram-user'] = () => {
       const { state, detail } = channel.health;

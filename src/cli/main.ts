@@ -5,6 +5,7 @@ import { Command, Option } from 'commander';
 import { loadConfig, type PalaverConfig } from '../config/index.js';
 import { dataFolder } from '../config/paths.js';
 import type { Palaver, PalaverOptions } from '../app.js';
+import type { TelegramNetworkOverride } from '../channels/telegram-user/client-factory.js';
 import { ConsoleChannel } from '../channels/console/console-channel.js';
 import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
@@ -23,8 +24,14 @@ interface CommonOptions {
   readonly demo?: boolean | 'notes' | 'salon';
 }
 
+/** What the code that runs the CLI may put in place of the real thing. */
+export interface CliDeps {
+  /** The way to Telegram of the user account, for `start` and `telegram …` (tests give the fake MTProto server's link). */
+  readonly telegramUserNetwork?: TelegramNetworkOverride;
+}
+
 /** Entry point of the `palaver` command. */
-export async function main(argv: readonly string[]): Promise<void> {
+export async function main(argv: readonly string[], deps: CliDeps = {}): Promise<void> {
   const program = new Command()
     .name('palaver')
     .description('Run LLM agents that talk with people over messaging channels.')
@@ -40,7 +47,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .addOption(demoOption())
     .option('-p, --port <port>', 'port to listen on (overrides config)', parsePort)
     .action(async (options: CommonOptions & { port?: number }) => {
-      const { palaver, demo } = await boot(options, { processMetrics: true });
+      const { palaver, demo } = await boot(options, { processMetrics: true, ...(deps.telegramUserNetwork ? { telegramUserNetwork: deps.telegramUserNetwork } : {}) });
       limitHeapGrowth(palaver.config.limits.heapGrowthPercent);
       const stopIdleWatch = releaseMemoryWhenIdle();
       for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
@@ -166,7 +173,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     });
 
   program.addCommand(adminCommand(configOption));
-  program.addCommand(telegramCommand(configOption));
+  program.addCommand(telegramCommand(configOption, deps.telegramUserNetwork));
 
   try {
     await program.parseAsync([...argv]);
@@ -182,7 +189,7 @@ export async function main(argv: readonly string[]): Promise<void> {
 
 async function boot(
   options: CommonOptions,
-  extra: { processMetrics?: boolean; logToFile?: boolean; channels?: PalaverOptions['channels']; overrides?: Record<string, unknown> },
+  extra: { processMetrics?: boolean; logToFile?: boolean; channels?: PalaverOptions['channels']; overrides?: Record<string, unknown>; telegramUserNetwork?: TelegramNetworkOverride },
 ): Promise<{ palaver: Palaver; demo: Demo | undefined; logFile?: string }> {
   let demo: Demo | undefined;
   try {
@@ -195,6 +202,7 @@ async function boot(
       ...(demo ? { tools: demo.toolsFor(config) } : {}),
       ...(extra.channels ? { channels: extra.channels } : {}),
       ...(extra.processMetrics ? { processMetrics: true } : {}),
+      ...(extra.telegramUserNetwork ? { telegramUserNetwork: extra.telegramUserNetwork } : {}),
       ...(logFile === undefined ? {} : { logger: createLogger({ level: config.log.level, destination: createWriteStream(logFile, { flags: 'a' }) }) }),
     };
     const { createPalaver } = await import('../app.js');

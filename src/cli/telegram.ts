@@ -20,7 +20,7 @@ interface TelegramCommandOptions {
 }
 
 /** The `telegram` command group, for `main`. */
-export function telegramCommand(configOption: () => Option): Command {
+export function telegramCommand(configOption: () => Option, network?: TelegramNetworkOverride): Command {
   const telegram = new Command('telegram').description('the Telegram user account (MTProto): sign in, sign out, status, history sync');
 
   telegram
@@ -29,7 +29,7 @@ export function telegramCommand(configOption: () => Option): Command {
     .addOption(configOption())
     .option('--qr', 'sign in by scanning a QR code with Telegram on a phone that is signed in')
     .action(async (options: TelegramCommandOptions & { qr?: boolean }) => {
-      const setup = await telegramSetup(options, { needCredentials: true });
+      const setup = await telegramSetup(options, { needCredentials: true, network });
       const existing = setup.session.account();
       if (existing) {
         console.log(`Already signed in as ${describeStored(existing)} (session: ${setup.session.path}).`);
@@ -55,7 +55,7 @@ export function telegramCommand(configOption: () => Option): Command {
     .description('end the session at Telegram and delete the local session file')
     .addOption(configOption())
     .action(async (options: TelegramCommandOptions) => {
-      const setup = await telegramSetup(options, { needCredentials: true });
+      const setup = await telegramSetup(options, { needCredentials: true, network });
       const account = setup.session.account();
       if (!account) {
         const existed = setup.session.exists();
@@ -84,7 +84,7 @@ export function telegramCommand(configOption: () => Option): Command {
     .addOption(configOption())
     .option('--offline', 'only what the session file and the database say: do not ask Telegram')
     .action(async (options: TelegramCommandOptions & { offline?: boolean }) => {
-      const setup = await telegramSetup(options, { needCredentials: false });
+      const setup = await telegramSetup(options, { needCredentials: false, network });
       const configured = setup.user.apiId !== undefined;
       console.log(`Channel: ${!configured ? 'not configured (set TELEGRAM_API_ID and TELEGRAM_API_HASH)' : setup.user.enabled === false ? 'configured, turned off (enabled: false)' : 'configured'}`);
       console.log(`Session file: ${setup.session.path}`);
@@ -127,7 +127,7 @@ export function telegramCommand(configOption: () => Option): Command {
     .option('--after <id>', 'only messages after this Telegram message id (e.g. the last id of an earlier sync)', parseMessageId)
     .option('--limit <n>', 'at most this many messages, the newest', parseLimit, 1000)
     .action(async (chat: string, options: TelegramCommandOptions & { after?: number; limit: number }) => {
-      const setup = await telegramSetup(options, { needCredentials: true });
+      const setup = await telegramSetup(options, { needCredentials: true, network });
       setup.session.requireSignedIn();
       const { syncHistory } = await import('../channels/telegram-user/history-sync.js');
       const recorder = await startRecorder(setup.config);
@@ -154,7 +154,10 @@ interface TelegramSetup {
   readonly network: TelegramNetworkOverride | undefined;
 }
 
-async function telegramSetup(options: TelegramCommandOptions, { needCredentials }: { readonly needCredentials: boolean }): Promise<TelegramSetup> {
+async function telegramSetup(
+  options: TelegramCommandOptions,
+  { needCredentials, network }: { readonly needCredentials: boolean; readonly network: TelegramNetworkOverride | undefined },
+): Promise<TelegramSetup> {
   const { config } = loadConfig(options.config ? { file: options.config } : {});
   const user = config.channels.telegramUser;
   if (needCredentials && (user.apiId === undefined || user.apiHash === undefined)) {
@@ -166,7 +169,6 @@ async function telegramSetup(options: TelegramCommandOptions, { needCredentials 
   const { TelegramSessionFile } = await import('../channels/telegram-user/session-store.js');
   // resolveConfigPaths always sets it; the schema keeps it optional for configs that do not say.
   const session = new TelegramSessionFile(user.sessionFile!);
-  const network = user.fakeServerUrl === undefined ? undefined : (await import('../testing/fake-mtproto/remote-link.js')).remoteFakeMtprotoLink(user.fakeServerUrl);
   return { config, user, session, network };
 }
 

@@ -162,11 +162,6 @@ const telegramUserSchema = z
     /** Voice and round video transcription; unset: the same as `channels.telegram.transcription`. */
     transcription: transcriptionSchema.optional(),
     /**
-     * For tests only: `http://127.0.0.1:PORT` of Palaver's fake MTProto server (src/testing/fake-mtproto). The
-     * client then sends every request there and never reaches Telegram.
-     */
-    fakeServerUrl: z.url({ protocol: /^http$/ }).optional(),
-    /**
      * The session's lease (one MTProto session runs in one process): a start finding it held by a process that
      * stopped renewing it waits for it to run out (about 3 s) rather than failing.
      */

@@ -9,6 +9,8 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 /** A stand-in for bin/palaver.js that runs src/ instead of dist/. */
 export const PALAVER_BIN = fileURLToPath(new URL('./palaver-bin.ts', import.meta.url));
+/** The same bin on the fake Telegram: its first argument is the fake MTProto server's URL. */
+export const PALAVER_ON_FAKE_TELEGRAM_BIN = fileURLToPath(new URL('./palaver-on-fake-telegram.ts', import.meta.url));
 
 export interface Exit {
   readonly code: number | null;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeMtproto, fakeMtprotoLink, serveFakeMtproto, signInSessionFile, type FakeMtprotoServer } from '../../src/testing/fake-mtproto/index.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, PALAVER_BIN, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, PALAVER_ON_FAKE_TELEGRAM_BIN, spawnTs, type RunningChild } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
 
@@ -19,7 +19,7 @@ afterEach(async () => {
 
 /**
  * `palaver start` processes with the Telegram user account on one SQLite file, each reaching the test's fake MTProto
- * server over loopback (`channels.telegramUser.fakeServerUrl`), signed in through a session file made on the fake.
+ * server over loopback (injected by `test/cli/palaver-on-fake-telegram.ts`), signed in through a session file made on the fake.
  */
 async function rig(telegram: FakeMtproto) {
   const dir = mkdtempSync(join(tmpdir(), 'palaver-telegram-user-crash-'));
@@ -28,6 +28,7 @@ async function rig(telegram: FakeMtproto) {
   writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
   model = await startScriptedModelServer({ script: (call) => ({ text: `You said: ${userTexts(call).at(-1)}` }) });
   server = await serveFakeMtproto(telegram);
+  const fakeUrl = server.url;
   const sessionFile = join(dir, 'data', 'telegram-user.session');
   await signInSessionFile(fakeMtprotoLink(telegram), sessionFile);
   const databaseUrl = `sqlite:${join(dir, 'data', 'palaver.db')}`;
@@ -42,7 +43,7 @@ async function rig(telegram: FakeMtproto) {
       log: { level: 'warn' },
       channels: {
         web: { enabled: false },
-        telegramUser: { apiId: 12345, apiHash: '0123456789abcdef0123456789abcdef', sessionFile, fakeServerUrl: server.url, quietWindowMs: 100 },
+        telegramUser: { apiId: 12345, apiHash: '0123456789abcdef0123456789abcdef', sessionFile, quietWindowMs: 100 },
       },
     }),
   );
@@ -53,7 +54,7 @@ async function rig(telegram: FakeMtproto) {
      * meanwhile waits for it rather than being refused: no restart loop is needed.
      */
     async start(): Promise<RunningChild> {
-      const child = spawnTs(PALAVER_BIN, ['start', '--port', '0', '-c', configFile], { cwd: dir, env: cleanEnv() });
+      const child = spawnTs(PALAVER_ON_FAKE_TELEGRAM_BIN, [fakeUrl, 'start', '--port', '0', '-c', configFile], { cwd: dir, env: cleanEnv() });
       await child.waitForOutput(/listening on/, 30_000);
       return child;
     },

@@ -20,8 +20,9 @@ export const SIGNED_OUT_ERRORS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Replaces the way to Telegram's data centres (tests only): the fake MTProto server's link
- * (`src/testing/fake-mtproto`) has this shape. Its middleware answers every call; its transport carries nothing.
+ * Replaces the way to Telegram's data centres, given by the code that starts Palaver (`PalaverOptions`, the CLI's
+ * `main`): tests give the fake MTProto server's link (`src/testing/fake-mtproto`), which has this shape. Its
+ * middleware answers every call; its transport carries nothing.
  */
 export interface TelegramNetworkOverride {
   readonly middleware: RpcCallMiddleware;

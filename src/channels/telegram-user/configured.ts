@@ -5,6 +5,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { PalaverMetrics } from '../../observability/metrics.js';
 import type { Transcribe } from '../telegram/index.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
+import type { TelegramNetworkOverride } from './client-factory.js';
 import { CONNECTION_HEALTH_STATES } from './connection.js';
 import { SessionLease } from './session-lease.js';
 import { TelegramSessionFile } from './session-store.js';
@@ -16,14 +17,19 @@ import { TelegramUserChannel } from './telegram-user-channel.js';
  */
 export async function telegramUserChannel(
   config: PalaverConfig['channels']['telegramUser'],
-  deps: { readonly logger: Logger; readonly metrics: PalaverMetrics; readonly leases: ChannelLeaseRepository; readonly transcribe?: Transcribe },
+  deps: {
+    readonly logger: Logger;
+    readonly metrics: PalaverMetrics;
+    readonly leases: ChannelLeaseRepository;
+    readonly transcribe?: Transcribe;
+    /** In place of Telegram's data centres (tests give the fake MTProto server's link). */
+    readonly network?: TelegramNetworkOverride;
+  },
 ): Promise<TelegramUserChannel> {
   const { apiId, apiHash, sessionFile } = config;
   if (apiId === undefined || apiHash === undefined || sessionFile === undefined) {
     throw new ChannelError('not_configured', TELEGRAM_USER_CHANNEL, 'channels.telegramUser needs apiId, apiHash and a sessionFile');
   }
-  // Tests only: the fake MTProto server of src/testing, over loopback, instead of Telegram.
-  const network = config.fakeServerUrl === undefined ? undefined : (await import('../../testing/fake-mtproto/remote-link.js')).remoteFakeMtprotoLink(config.fakeServerUrl);
   const gauge = deps.metrics.telegramUserConnection;
   return new TelegramUserChannel({
     apiId,
@@ -48,7 +54,7 @@ export async function telegramUserChannel(
       for (const state of CONNECTION_HEALTH_STATES) gauge.set({ state }, state === health ? 1 : 0);
     },
     onSignedOut: (error) => deps.metrics.telegramUserSignedOut.inc({ error }),
-    ...(network ? { network } : {}),
+    ...(deps.network ? { network: deps.network } : {}),
     logger: deps.logger,
   });
 }

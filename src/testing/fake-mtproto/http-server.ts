@@ -76,7 +76,7 @@ export async function serveFakeMtproto(fake: FakeMtproto): Promise<FakeMtprotoSe
 }
 
 export interface FakeMtprotoServer {
-  /** `http://127.0.0.1:PORT`: give it to the child as `channels.telegramUser.fakeServerUrl`. */
+  /** `http://127.0.0.1:PORT`: the child reaches it through `remoteFakeMtprotoLink(url)`. */
   readonly url: string;
   /** Stops serving; pending polls end. Safe to call twice. */
   close(): Promise<void>;

@@ -6,7 +6,7 @@ import { decodeTl, encodeTl } from './wire.js';
 
 /**
  * The link for a client in a spawned process: RPCs go to the test's fake over loopback HTTP (`serveFakeMtproto`),
- * and pushed updates come back by long polling. Only ever used when a test sets `channels.telegramUser.fakeServerUrl`.
+ * and pushed updates come back by long polling. The child gets it injected (`test/cli/palaver-on-fake-telegram.ts`).
  */
 export function remoteFakeMtprotoLink(url: string): FakeMtprotoLink {
   const base = url.replace(/\/+$/, '');

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeMtproto, fakeMtprotoLink, serveFakeMtproto, signInSessionFile, type FakeMtprotoServer } from '../../../src/testing/fake-mtproto/index.js';
+import type { PalaverOptions } from '../../../src/app.js';
+import { FakeMtproto, fakeMtprotoLink, remoteFakeMtprotoLink, serveFakeMtproto, signInSessionFile, type FakeMtprotoServer } from '../../../src/testing/fake-mtproto/index.js';
 import { createHarness, userTexts, type Harness } from '../../support/palaver-harness.js';
 
 // channels.telegramUser as a team configures it: the channel built by createPalaver, reaching the fake over loopback.
@@ -14,7 +15,7 @@ afterEach(async () => {
   harness = server = served = undefined;
 });
 
-async function setUp(): Promise<{ harness: Harness; telegram: FakeMtproto; config: (sessionFile: string) => Record<string, unknown> }> {
+async function setUp(): Promise<{ harness: Harness; telegram: FakeMtproto; config: (sessionFile: string) => Record<string, unknown>; options: PalaverOptions }> {
   harness = await createHarness((call) => ({ text: `ok: ${userTexts(call).at(-1)}` }));
   server = new FakeMtproto();
   served = await serveFakeMtproto(server);
@@ -24,23 +25,24 @@ async function setUp(): Promise<{ harness: Harness; telegram: FakeMtproto; confi
     harness,
     telegram: server,
     config: (sessionFile) => ({
-      channels: { web: { enabled: false }, telegramUser: { apiId: 12345, apiHash: '0123456789abcdef0123456789abcdef', sessionFile, fakeServerUrl: url, quietWindowMs: 0 } },
+      channels: { web: { enabled: false }, telegramUser: { apiId: 12345, apiHash: '0123456789abcdef0123456789abcdef', sessionFile, quietWindowMs: 0 } },
     }),
+    options: { telegramUserNetwork: remoteFakeMtprotoLink(url) },
   };
 }
 
 describe('channels.telegramUser', () => {
   it('refuses to start without a signed-in session, naming the login command, before any network', async () => {
-    const { harness, telegram, config } = await setUp();
-    await expect(harness.start(config(join(harness.dir, 'data', 'telegram-user.session')))).rejects.toThrow(/palaver telegram login/);
+    const { harness, telegram, config, options } = await setUp();
+    await expect(harness.start(config(join(harness.dir, 'data', 'telegram-user.session')), options)).rejects.toThrow(/palaver telegram login/);
     expect(telegram.calls).toEqual([]);
   });
 
   it('runs signed in: answers through the fake, reports connected in /health and in the gauge, signed_out when revoked', async () => {
-    const { harness, telegram, config } = await setUp();
+    const { harness, telegram, config, options } = await setUp();
     const sessionFile = join(harness.dir, 'data', 'telegram-user.session');
     await signInSessionFile(fakeMtprotoLink(telegram), sessionFile);
-    const palaver = await harness.start(config(sessionFile));
+    const palaver = await harness.start(config(sessionFile), options);
     const ann = telegram.addUser({ firstName: 'Ann' });
     telegram.incoming(ann.id, 'hello');
     const [reply] = await telegram.waitForSent(1, { chatId: ann.id });
