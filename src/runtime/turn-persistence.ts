@@ -1,20 +1,19 @@
-import { FencedOut, StoreError } from '../domain/errors.js';
+import { StoreError } from '../domain/errors.js';
 import type { NewMessage, StoredMessage } from '../domain/model.js';
 import type { TurnOutcome } from '../domain/ports/channel.js';
 import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
-import type { DeliveryRecord, Store } from '../domain/ports/store.js';
 import { systemText } from '../i18n/index.js';
 import { resetUserState } from './context/reset.js';
 import { chainPointAfter } from './context/response-chain.js';
 import type { UserState } from './context/user-state.js';
-import { saveTurnState, type SavedUserState } from './context/user-state-update.js';
 import type { ModelFailures } from './flow-context.js';
 import { splitReply } from './reply.js';
 import { toolAuditRecords } from './tools/tool-call.js';
 import type { Answer } from './answer.js';
 import type { BilledUsage } from './billing.js';
-import { settleBudget, type BudgetKind } from './budget.js';
+import type { BudgetKind } from './budget.js';
 import type { TurnScope } from './turn-context.js';
+import { closeTurn } from './turn/close-turn.js';
 
 /**
  * Stores a completed turn in one transaction: the flow's audit records, the reply with its usage, cost and model
@@ -56,16 +55,16 @@ async function storeReply(scope: TurnScope, flow: FlowResult, text: string, part
       ...(failures.length > 0 ? { failures } : {}),
     },
   };
-  const { stored, state, version, deliveries } = await deps.store.transaction(async (tx) => {
+  const { stored, saved, deliveries } = await closeTurn(scope, {
     // The new messages join the conversation with their answer, in the order the model saw them.
-    const stored = await tx.messages.append(scope.session.id, [...newMessages(scope), ...flow.audit, reply], { status: 'completed', usage: { ...usage, currency: scope.currency } });
-    await markAnswered(scope, tx, stored);
-    await settleBudget(scope, tx, usage.cost);
+    messages: [...newMessages(scope), ...flow.audit, reply],
+    session: { status: 'completed', usage: { ...usage, currency: scope.currency } },
+    cost: usage.cost,
     // The chain (if any) has seen the conversation up to this reply, unless something was stored in between.
-    const state = { ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) };
-    const saved = await saveState(scope, tx, state);
-    return { stored, state: saved.state, version: saved.version, deliveries: await addToOutbox(scope, tx, stored, parts) };
+    state: (stored) => ({ ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) }),
+    outbox: parts.map((text) => ({ text })),
   });
+  const { version, state } = saved!;
   deps.metrics.addCost(scope.currency, usage.cost);
   deps.cache.rememberState(scope.user.id, { version, state });
   const followsOn = chainPointAfter(scope.session.id, stored, seenUpTo) !== null;
@@ -141,20 +140,16 @@ async function storeOwnReply(
   const usage = await usageOf(scope, scope.journal.modelCalls);
   const audit = [...toolAuditRecords([...scope.journal.toolRuns.values()], [], scope.correlationId), ...(reply.audit ?? [])];
   const parts = splitReply(reply.text, scope.channel.capabilities.maxMessageChars);
-  const deliveries = await deps.store.transaction(async (tx) => {
-    const stored = await tx.messages.append(
-      scope.session.id,
-      [
-        ...newMessages(scope),
-        ...audit,
-        { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: reply.text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: reply.meta },
-      ],
-      { status: reply.status, ...(scope.journal.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
-    );
-    await markAnswered(scope, tx, stored);
-    await settleBudget(scope, tx, usage.cost);
-    if (reply.state) await saveState(scope, tx, reply.state);
-    return addToOutbox(scope, tx, stored, parts);
+  const { deliveries } = await closeTurn(scope, {
+    messages: [
+      ...newMessages(scope),
+      ...audit,
+      { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: reply.text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: reply.meta },
+    ],
+    session: { status: reply.status, ...(scope.journal.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
+    cost: usage.cost,
+    ...(reply.state ? { state: () => reply.state! } : {}),
+    outbox: parts.map((text) => ({ text })),
   });
   deps.metrics.addCost(scope.currency, usage.cost);
   return { outcome: outcome(scope, reply.status, reply.text, usage), parts, deliveries };
@@ -175,50 +170,6 @@ export function newMessages(scope: TurnScope): NewMessage[] {
     };
     return { role: 'user', audience: 'display', content: inbound.text, correlationId: inbound.correlationId, ...(Object.keys(meta).length === 0 ? {} : { meta }) };
   });
-}
-
-/** The inbox's record that these messages are answered, by the reply (by default the last message stored); the journal goes. */
-export async function markAnswered(scope: TurnScope, tx: Store, stored: readonly StoredMessage[], reply: StoredMessage = stored[stored.length - 1]!): Promise<void> {
-  // The turn's progress is over with its reply: its journal goes in the same transaction.
-  await scope.journal.end(tx);
-  const ids = scope.messages.map(({ inbound }) => inbound.id);
-  const marked = await tx.inbound.markAnswered(ids, { id: reply.id, seq: reply.seq });
-  // Another process answered one of them while this process's lease on it had lapsed: this reply is not stored.
-  if (marked !== ids.length) throw new FencedOut(`another turn answered ${ids.length - marked} of this turn's messages meanwhile; it stores and sends nothing`);
-}
-
-/**
- * For a channel that delivers offline: the reply's parts, pending, in the outbox — stored with the reply, so a crash
- * between storing and sending leaves them to be sent after restart.
- */
-async function addToOutbox(scope: TurnScope, tx: Store, stored: readonly StoredMessage[], parts: readonly string[]): Promise<readonly DeliveryRecord[] | undefined> {
-  if (!scope.channel.capabilities.offlineDelivery) return undefined;
-  const reply = stored[stored.length - 1]!;
-  const { target } = scope;
-  return tx.deliveries.add(
-    parts.map((text, part) => ({
-      sessionId: scope.session.id,
-      replyMessageId: reply.id,
-      part,
-      text,
-      channel: target.channel,
-      conversationId: target.conversationId,
-      accountId: target.accountId,
-      inReplyTo: target.inReplyTo,
-      correlationId: scope.correlationId,
-    })),
-    scope.lease,
-  );
-}
-
-/**
- * Saves the user's state if nobody else changed it since it was loaded. Another process may have (a second
- * Palaver on the same database): the turn's state still wins, as the newest, and the overwrite is logged.
- */
-export async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<SavedUserState> {
-  const saved = await saveTurnState(tx.userState, scope.user.id, { state: scope.initialState, version: scope.stateVersion }, state);
-  if (saved.rebased) scope.log.info({ expectedVersion: scope.stateVersion, version: saved.version }, "user state changed elsewhere during the turn; this turn's changes were applied to it");
-  return saved;
 }
 
 /**
@@ -267,17 +218,16 @@ export async function persistReset(scope: TurnScope): Promise<Answer> {
   const usage = await usageOf(scope, []);
   const state = resetUserState(scope.initialState, deps.agent.resetKeepsRole);
   const parts = splitReply(text, scope.channel.capabilities.maxMessageChars);
-  const { deliveries, ...saved } = await deps.store.transaction(async (tx) => {
-    const stored = await tx.messages.append(
-      scope.session.id,
-      [...newMessages(scope), { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { reset: true } }],
-      { status: 'completed' },
-    );
-    await markAnswered(scope, tx, stored);
-    // After the append: the trigger and its confirmation are behind the new start too.
-    await tx.sessions.resetContext(scope.session.id);
-    return { ...(await saveState(scope, tx, state)), deliveries: await addToOutbox(scope, tx, stored, parts) };
+  const closed = await closeTurn(scope, {
+    messages: [...newMessages(scope), { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { reset: true } }],
+    session: { status: 'completed' },
+    // The trigger and its confirmation are behind the new start too.
+    resetContext: true,
+    state: () => state,
+    outbox: parts.map((text) => ({ text })),
   });
+  const { deliveries } = closed;
+  const saved = closed.saved!;
   deps.cache.rememberState(scope.user.id, saved);
   deps.cache.rememberHistory(scope.session.id, []);
   deps.metrics.turns.inc({ status: 'completed' });

@@ -1,14 +1,13 @@
 import { newId } from '../../domain/ids.js';
 import type { NewMessage, StoredMessage } from '../../domain/model.js';
 import type { FlowResult, ModelCallRecord } from '../../domain/ports/flow.js';
-import type { DeliveryRecord, Store } from '../../domain/ports/store.js';
 import type { ReplyPlan, ReplyStep } from '../../domain/reply-actions.js';
 import { chainPointAfter } from '../context/response-chain.js';
 import type { Answer, PlanToRun } from '../answer.js';
 import type { ModelFailures } from '../flow-context.js';
-import { settleBudget } from '../budget.js';
 import type { TurnScope } from '../turn-context.js';
-import { inSessionCurrency, markAnswered, newMessages, outcome, saveState, usageOf } from '../turn-persistence.js';
+import { inSessionCurrency, newMessages, outcome, usageOf } from '../turn-persistence.js';
+import { closeTurn } from '../turn/close-turn.js';
 import { UNANSWERED_NOTE } from './model-notes.js';
 
 /**
@@ -85,19 +84,18 @@ async function storePlan(
     const last = incoming[incoming.length - 1]!;
     incoming[incoming.length - 1] = { ...last, meta: { ...last.meta, replyNote: UNANSWERED_NOTE } };
   }
-  const { stored, state, version, deliveries } = await deps.store.transaction(async (tx) => {
-    const stored = await tx.messages.append(scope.session.id, [...incoming, ...flow.audit, ...extraAudit, planRecord, ...displays], {
-      status: 'completed',
-      usage: { ...usage, currency: scope.currency },
-    });
+  const { stored, saved, deliveries } = await closeTurn(scope, {
+    messages: [...incoming, ...flow.audit, ...extraAudit, planRecord, ...displays],
+    session: { status: 'completed', usage: { ...usage, currency: scope.currency } },
     // The inbox points at the first message sent (a duplicate is answered with it), else at the plan.
-    const answeredBy = stored.find((message) => message.id === scope.replyMessageId)!;
-    await markAnswered(scope, tx, stored, answeredBy);
-    await settleBudget(scope, tx, usage.cost);
-    const state = { ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) };
-    const saved = await saveState(scope, tx, state);
-    return { stored, state: saved.state, version: saved.version, deliveries: await addPlanToOutbox(scope, tx, plan.steps) };
+    answeredBy: (stored) => stored.find((message) => message.id === scope.replyMessageId)!,
+    cost: usage.cost,
+    state: (stored) => ({ ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) }),
+    // Every send and reaction of the plan, in plan order, as the parts of the turn's one reply: recovery after a crash
+    // carries out the rest in order, each once.
+    outbox: plan.steps.filter(hasEffect).map((step) => (step.kind === 'send' ? { text: step.text, replyTo: step.replyTo } : { text: '', reaction: { emoji: step.emoji, messageId: step.messageId } })),
   });
+  const { version, state } = saved!;
   deps.cache.rememberState(scope.user.id, { version, state });
   const followsOn = chainPointAfter(scope.session.id, stored, seenUpTo) !== null;
   if (!followsOn || flow.state.role !== (scope.initialState.role ?? deps.agent.defaultRole)) deps.cache.forgetHistory(scope.session.id);
@@ -112,28 +110,4 @@ async function storePlan(
 /** A step that leaves the system: a message or a reaction. Waits and typing are only pacing. */
 export function hasEffect(step: ReplyStep): step is Extract<ReplyStep, { kind: 'send' | 'react' }> {
   return step.kind === 'send' || step.kind === 'react';
-}
-
-/**
- * For a channel that delivers offline: every send and reaction of the plan, pending, in plan order, as the parts of
- * the turn's one reply — stored with the plan, so recovery after a crash carries out the rest in order, each once.
- */
-async function addPlanToOutbox(scope: TurnScope, tx: Store, steps: readonly ReplyStep[]): Promise<readonly DeliveryRecord[] | undefined> {
-  if (!scope.channel.capabilities.offlineDelivery) return undefined;
-  const { target } = scope;
-  return tx.deliveries.add(
-    steps.filter(hasEffect).map((step, part) => ({
-      sessionId: scope.session.id,
-      replyMessageId: scope.replyMessageId,
-      part,
-      text: step.kind === 'send' ? step.text : '',
-      ...(step.kind === 'send' ? { replyTo: step.replyTo } : { reaction: { emoji: step.emoji, messageId: step.messageId } }),
-      channel: target.channel,
-      conversationId: target.conversationId,
-      accountId: target.accountId,
-      inReplyTo: target.inReplyTo,
-      correlationId: scope.correlationId,
-    })),
-    scope.lease,
-  );
 }

@@ -1,0 +1,103 @@
+import { FencedOut } from '../../domain/errors.js';
+import type { NewMessage, StoredMessage } from '../../domain/model.js';
+import type { DeliveryRecord, SessionChange, Store } from '../../domain/ports/store.js';
+import { settleBudget } from '../budget.js';
+import type { UserState } from '../context/user-state.js';
+import { saveTurnState, type SavedUserState } from '../context/user-state-update.js';
+import type { TurnScope } from '../turn-context.js';
+
+/** One outbox record of the turn's reply: a part to send, or a reaction (numbered in the order given). */
+export type OutboxPart = Pick<DeliveryRecord, 'text'> & Partial<Pick<DeliveryRecord, 'replyTo' | 'reaction'>>;
+
+/**
+ * How a turn ends, whatever answered it (the model's text, a reply plan, Palaver's own notice or apology, a reset):
+ * the one closing write of a turn is made of these.
+ */
+export interface TurnClosing {
+  /** Everything the conversation gains, in order: the person's messages, audit records, the reply (or replies). */
+  readonly messages: readonly NewMessage[];
+  /** The session's status and usage, changed in the same write as its message counter. */
+  readonly session: SessionChange;
+  /** The stored message the inbox points at as the answer. Default: the last one stored. */
+  readonly answeredBy?: (stored: readonly StoredMessage[]) => StoredMessage;
+  /** The real cost to settle the turn's budget reservation with; undefined: the turn reserved nothing. */
+  readonly cost?: string;
+  /** After the append, the conversation starts afresh (a reset): the next turn's history is empty. */
+  readonly resetContext?: boolean;
+  /** The user's state after the turn, given what was stored (a response chain's place); undefined: unchanged. */
+  readonly state?: (stored: readonly StoredMessage[]) => UserState;
+  /** For a channel that delivers offline, what goes to the outbox (as parts of the turn's reply), in order. */
+  readonly outbox: readonly OutboxPart[];
+}
+
+export interface ClosedTurn {
+  readonly stored: readonly StoredMessage[];
+  /** The user's state as saved (undefined when the closing changed none). */
+  readonly saved: SavedUserState | undefined;
+  readonly deliveries: readonly DeliveryRecord[] | undefined;
+}
+
+/**
+ * The turn's closing write, in one transaction: its messages and the session's change, the inbox's "answered" mark
+ * (fenced: another process that answered them meanwhile wins, and nothing is stored), the journal's end, the budget
+ * settled, the context reset, the user's state and the outbox. Every kind of reply ends its turn here.
+ * @throws FencedOut when another turn answered one of the messages meanwhile.
+ */
+export async function closeTurn(scope: TurnScope, closing: TurnClosing): Promise<ClosedTurn> {
+  return scope.deps.store.transaction(async (tx) => {
+    const stored = await tx.messages.append(scope.session.id, closing.messages, closing.session);
+    await markAnswered(scope, tx, (closing.answeredBy ?? lastOf)(stored));
+    if (closing.cost !== undefined) await settleBudget(scope, tx, closing.cost);
+    // After the append: the closing's own messages are behind the new start too.
+    if (closing.resetContext) await tx.sessions.resetContext(scope.session.id);
+    const saved = closing.state === undefined ? undefined : await saveState(scope, tx, closing.state(stored));
+    const deliveries = scope.channel.capabilities.offlineDelivery ? await addToOutbox(scope, tx, closing.outbox) : undefined;
+    return { stored, saved, deliveries };
+  });
+}
+
+function lastOf(stored: readonly StoredMessage[]): StoredMessage {
+  return stored[stored.length - 1]!;
+}
+
+/** The inbox's record that the turn's messages are answered by `reply`; the journal goes with it. */
+async function markAnswered(scope: TurnScope, tx: Store, reply: StoredMessage): Promise<void> {
+  // The turn's progress is over with its reply: its journal goes in the same transaction.
+  await scope.journal.end(tx);
+  const ids = scope.messages.map(({ inbound }) => inbound.id);
+  const marked = await tx.inbound.markAnswered(ids, { id: reply.id, seq: reply.seq });
+  // Another process answered one of them while this process's lease on it had lapsed: this reply is not stored.
+  if (marked !== ids.length) throw new FencedOut(`another turn answered ${ids.length - marked} of this turn's messages meanwhile; it stores and sends nothing`);
+}
+
+/**
+ * Saves the user's state if nobody else changed it since it was loaded. Another process may have (a second
+ * Palaver on the same database): the turn's state still wins, as the newest, and the overwrite is logged.
+ */
+async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<SavedUserState> {
+  const saved = await saveTurnState(tx.userState, scope.user.id, { state: scope.initialState, version: scope.stateVersion }, state);
+  if (saved.rebased) scope.log.info({ expectedVersion: scope.stateVersion, version: saved.version }, "user state changed elsewhere during the turn; this turn's changes were applied to it");
+  return saved;
+}
+
+/**
+ * The reply's parts, pending, in the outbox — stored with the reply, so a crash between storing and sending leaves
+ * them to be sent after restart.
+ */
+async function addToOutbox(scope: TurnScope, tx: Store, parts: readonly OutboxPart[]): Promise<readonly DeliveryRecord[]> {
+  const { target } = scope;
+  return tx.deliveries.add(
+    parts.map((part, index) => ({
+      sessionId: scope.session.id,
+      replyMessageId: scope.replyMessageId,
+      part: index,
+      ...part,
+      channel: target.channel,
+      conversationId: target.conversationId,
+      accountId: target.accountId,
+      inReplyTo: target.inReplyTo,
+      correlationId: scope.correlationId,
+    })),
+    scope.lease,
+  );
+}
