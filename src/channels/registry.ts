@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ChannelPlugin, ChannelSettings } from './channel-plugin.js';
+import { jsonHttpPlugin } from './json-http/plugin.js';
 import { telegramBotPlugin } from './telegram-bot/plugin.js';
 import { telegramUserPlugin } from './telegram-user/plugin.js';
 import { webPlugin } from './web/plugin.js';
@@ -9,7 +10,7 @@ import { webPlugin } from './web/plugin.js';
  * `plugin.ts`) and one line here; the config schema, `createPalaver`, the metrics and the CLI read this list. The
  * order is the order of the config keys, of channel start-up and of the metrics.
  */
-export const CHANNEL_PLUGINS = [webPlugin, telegramBotPlugin, telegramUserPlugin] as const;
+export const CHANNEL_PLUGINS = [webPlugin, telegramBotPlugin, telegramUserPlugin, jsonHttpPlugin] as const;
 
 /** The list with each plug-in's own types forgotten, for code that treats them all alike. */
 export const channelPlugins: readonly ChannelPlugin[] = CHANNEL_PLUGINS;
