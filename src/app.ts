@@ -351,7 +351,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
-      const { clientAddressResolver } = await import('./server/client-address.js');
+      const { clientAddressResolver } = await import('./platform/client-address.js');
       const { conversationChangeProbe } = await import('./admin/conversation-change-probe.js');
       const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
       const { actionRoutes } = await import('./server/admin/action-routes.js');

@@ -4,7 +4,7 @@ import type { PalaverConfig, PalaverConfigInput } from '../config/index.js';
 import { createDemoTools } from '../demo/demo-tools.js';
 import { salonScript } from '../demo/salon-script.js';
 import { createSalonTools } from '../demo/salon-tools.js';
-import { PACKAGE_ROOT } from '../package-root.js';
+import { PACKAGE_ROOT } from '../platform/package-root.js';
 // The scripted server's own modules, not the testing index (which also brings the fake Telegram server).
 import { demoScript } from '../testing/demo-script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../testing/scripted-model-server.js';

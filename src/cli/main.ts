@@ -9,7 +9,7 @@ import { ConsoleChannel } from '../channels/console/console-channel.js';
 import { channelsOffOverride } from '../channels/registry.js';
 import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
-import { packageVersion } from '../package-root.js';
+import { packageVersion } from '../platform/package-root.js';
 import { adminCommand } from './admin.js';
 import type { Demo } from './demo.js';
 import { limitHeapGrowth } from './heap-growth.js';
