@@ -45,11 +45,12 @@ const ADAPTERS = [
  * src/platform, the channel plug-in contract, and the two pieces channels share by design: channels/telegram (Bot API
  * and MTProto formatting, media, transcription: used by both Telegram channels, and by nothing else) and
  * channels/shared (streamed replies, reaction emoji). src/http-client is allowed for now: it is being replaced by
- * undici in platform (branch fix/libs). Not adapters, and free to import adapters, are the composition roots: app.ts,
+ * undici in platform (branch fix/libs). store/dialects.ts, the dialect registry, is allowed too: it says which
+ * database a URL names, and the cluster bus picks its default from it (its entries load no driver). Not adapters, and free to import adapters, are the composition roots: app.ts,
  * index.ts, worker.ts, tool-hosts.ts, cli/, server/ (mounts channel and admin routes on one HTTP app),
- * channels/registry.ts, store/index.ts and store/open-store.ts, demo/ and testing/.
+ * channels/registry.ts, store/index.ts, store/open-store.ts and store/dialects.ts, demo/ and testing/.
  */
-const ADAPTER_MAY_IMPORT = ['domain', 'runtime', 'i18n', 'config', 'observability', 'platform', 'http-client', 'channels/telegram', 'channels/shared', 'channels/channel-plugin.ts'];
+const ADAPTER_MAY_IMPORT = ['domain', 'runtime', 'i18n', 'config', 'observability', 'platform', 'http-client', 'channels/telegram', 'channels/shared', 'channels/channel-plugin.ts', 'store/dialects.ts'];
 
 /**
  * Offences another branch removes (fix/rules takes src/testing out of production code). Each must still be there:
@@ -62,7 +63,7 @@ function unitOf(path: string): string {
   const [top = '', second = '', ...rest] = path.split('/');
   if (second === '') return top;
   if (top === 'channels') return rest.length === 0 ? path : `channels/${second}`;
-  if (top === 'store') return ['sqlite', 'postgres', 'mysql'].includes(second) ? `store/${second}` : rest.length === 0 && ['index.ts', 'open-store.ts'].includes(second) ? path : 'store';
+  if (top === 'store') return ['sqlite', 'postgres', 'mysql'].includes(second) ? `store/${second}` : rest.length === 0 && ['index.ts', 'open-store.ts', 'dialects.ts'].includes(second) ? path : 'store';
   if (top === 'tools' && second === 'mcp') return 'tools/mcp';
   return top;
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../domain/tool-result-cap.js';
 import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../identity/profile-settings.js';
 import { channelsConfigSchema } from '../channels/registry.js';
+import { dialectOfUrl } from '../store/dialects.js';
 import { normaliseDatabaseUrl } from './database-url.js';
 
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
@@ -584,7 +585,7 @@ export const configSchema = z.strictObject({
   needsRate(billing.defaultCurrency, ['billing', 'defaultCurrency']);
   for (const [country, currency] of Object.entries(billing.currencyByCountry)) needsRate(currency, ['billing', 'currencyByCountry', country]);
   if (budgets.currency !== undefined) needsRate(budgets.currency, ['budgets', 'currency']);
-  if (config.cluster.bus === 'postgres' && !/^postgres(ql)?:\/\//.test(config.database.url)) {
+  if (config.cluster.bus === 'postgres' && dialectOfUrl(config.database.url)?.name !== 'postgres') {
     ctx.addIssue({ code: 'custom', path: ['cluster', 'bus'], message: 'postgres needs a PostgreSQL database.url; use redis (or local for one process)' });
   }
 });
