@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { fromStoredCost } from '../../domain/money.js';
-import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from './dialect-strategy.js';
-import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT, type MessageValues } from './message-repository.js';
-import { preparedBatch, type PreparedBatch } from './prepared-query.js';
-import { sessionWrite, sessionWriteQuery, shapeIndex, type SessionWriteArgs, type SessionWriteShape } from './session-write.js';
+import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from '../kysely/dialect-strategy.js';
+import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT, type MessageValues } from '../kysely/message-repository.js';
+import { preparedBatch, type PreparedBatch } from '../kysely/prepared-query.js';
+import { sessionWrite, sessionWriteQuery, shapeIndex, type SessionWriteArgs, type SessionWriteShape } from '../kysely/session-write.js';
 
 const numericCost: CostSql = { add: (amount) => sql<string>`cost + cast(${amount} as numeric)`, isZero: sql<boolean>`cost = 0` };
 
