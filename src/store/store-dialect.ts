@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { StoreDialect } from './kysely/dialect-strategy.js';
+import type { DriverFailure } from './kysely/store-errors.js';
 import type { Database } from './kysely/schema.js';
 import type { DatabasePoolOptions } from './pool-options.js';
 
@@ -26,4 +27,18 @@ export interface StoreDialectPlugin {
   /** What `cluster.bus: "auto"` picks on this database. */
   readonly defaultBus: 'local' | 'postgres' | 'redis';
   open(url: string, options: DatabasePoolOptions): Promise<OpenedDatabase>;
+  /** How its driver names failures, so the store can say what happened without importing any driver. */
+  readonly errors: DriverErrors;
+}
+
+/** A driver's error codes and what each means to a caller. */
+export interface DriverErrors {
+  /** The error's `code` (SQLite: the extended result code's name) → what it means. */
+  readonly codes: Readonly<Record<string, DriverFailure>>;
+  /** Code prefixes that each mean one failure (PostgreSQL's SQLSTATE class `08`: connection exceptions). */
+  readonly classes?: Readonly<Record<string, DriverFailure>>;
+  /** Numeric codes (node:sqlite's `errcode`) → the names `codes` uses. */
+  readonly numericCodes?: Readonly<Record<number, string>>;
+  /** The code of a deadlock's victim: the database rolled the transaction back, and it may run again. */
+  readonly deadlock?: string;
 }
