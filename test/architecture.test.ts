@@ -69,12 +69,13 @@ function unitOf(path: string): string {
 }
 
 /**
- * A store dialect may use the store's shared part (repositories, migrations), and that part's strategy table
- * (store/kysely/strategies.ts) each dialect's strategy; the MCP tool host may use local tools' types.
+ * A store dialect may use the store's shared part (repositories, migrations), and that part's two tables by
+ * dialect name (store/kysely/strategies.ts, store/migrations/dialect-schema.ts) each dialect's strategy and
+ * migration types; the MCP tool host may use local tools' types.
  */
 function sameFamily(from: string, to: string, file: string): boolean {
   if (from.startsWith('store/') && to === 'store') return true;
-  if (file === 'store/kysely/strategies.ts' && to.startsWith('store/')) return true;
+  if (['store/kysely/strategies.ts', 'store/migrations/dialect-schema.ts'].includes(file) && to.startsWith('store/')) return true;
   return from === 'tools/mcp' && to === 'tools';
 }
 
