@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/observability/logger.js';
-import { connectRedis } from '../src/queue/redis-connection.js';
+import { connectRedis } from '../src/platform/redis-connection.js';
 import { StreamsToolDispatcher } from '../src/queue/streams-dispatcher.js';
 import { KyselyStore, migrateToLatest, openSqliteDatabase } from '../src/store/index.js';
 import { parseEntry, toolCallCompleted, type ToolCallCompleted, type ToolCallRequested } from '../src/queue/wire.js';

@@ -580,7 +580,7 @@ if (options.only === 'dispatch') {
       })));
     }
   }
-  const { connectRedis } = await import('../src/queue/redis-connection.js');
+  const { connectRedis } = await import('../src/platform/redis-connection.js');
   const redis = await connectRedis({ url: redisUrl, keyPrefix });
   for await (const keys of redis.client.scanIterator({ MATCH: `${keyPrefix}*`, COUNT: 1_000 })) if (keys.length > 0) await redis.client.del(keys);
   await redis.close();
@@ -718,7 +718,7 @@ async function withHistoryVariant(variant: HistoryVariant, fn: (args: Pick<Histo
   if (variant !== 'streams') return fn({});
   const redisUrl = 'redis://127.0.0.1:6379';
   const keyPrefix = `bench:history-${process.pid}-${Date.now()}:`;
-  const { connectRedis } = await import('../src/queue/redis-connection.js');
+  const { connectRedis } = await import('../src/platform/redis-connection.js');
   const redis = await connectRedis({ url: redisUrl, keyPrefix }); // throws "Cannot connect to Redis at …" when it is not running
   const worker = spawn(process.execPath, ['--no-warnings', childEntry('dispatch-worker.ts'), JSON.stringify({ redisUrl, keyPrefix })], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   try {

@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import { parseConfig, resolveConfigPaths, secretsOf, telegramUserEnabled, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
+import { parseConfig, resolveConfigPaths, secretsOf, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { ConfigError } from './domain/errors.js';
 import type { Channel } from './domain/ports/channel.js';
 import type { ClusterBus } from './domain/ports/cluster-bus.js';
@@ -34,13 +34,14 @@ import { createToolHosts, loadToolsModule } from './tool-hosts.js';
 import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
 import type { Transcriber } from './models/openai-transcription.js';
+import type { TranscriptionSettings } from './config/schema-parts.js';
 import type { RunningHttpServer } from './server/http-server.js';
 import { MemoryChannel } from './channels/memory/memory-channel.js';
-import { TELEGRAM_BOT_CHANNEL } from './channels/telegram-bot/address.js';
+import { configuredChannels } from './channels/configured-channels.js';
+import { channelPlugins, sliceOf } from './channels/registry.js';
 import { TELEGRAM_USER_CHANNEL } from './channels/telegram-user/channel-name.js';
 import type { TelegramNetworkOverride } from './channels/telegram-user/client-factory.js';
-import { WEB_CHANNEL } from './channels/web/web-constants.js';
-import type { ReplyMode, ReplySettings } from './runtime/reply-plan/reply-settings.js';
+import type { ReplySettings } from './runtime/reply-plan/reply-settings.js';
 import { genaiPriceLookup } from './models/genai-price-lookup.js';
 import { closeSharedHttpTransport, sharedHttpTransport } from './http-client/http-transport.js';
 
@@ -284,7 +285,16 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   // `chat()` is a channel like any other: its messages take the same road.
   const api = new MemoryChannel({ name: 'api', record: false });
-  const configured = await configuredChannels(config, logger, secrets, metrics, store, options.bus ?? cluster.bus, options.telegramUserNetwork);
+  const configured = await configuredChannels({
+    config,
+    logger,
+    metrics,
+    store,
+    bus: options.bus ?? cluster.bus,
+    onSecret: (secret) => secrets.add(secret),
+    transcriber: (settings) => lazyTranscriber(settings, config),
+    overrides: options.telegramUserNetwork ? { [TELEGRAM_USER_CHANNEL]: options.telegramUserNetwork } : {},
+  });
   const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
@@ -354,7 +364,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
       const { adminRoutes } = await import('./server/admin-routes.js');
-      const { clientAddressResolver } = await import('./server/client-address.js');
+      const { clientAddressResolver } = await import('./platform/client-address.js');
       const { conversationChangeProbe } = await import('./admin/conversation-change-probe.js');
       const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
       const { actionRoutes } = await import('./server/admin/action-routes.js');
@@ -365,7 +375,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         adminToken: config.server.adminToken,
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
-        hosts: { allowedHosts: [...config.server.allowedHosts, ...(config.channels.web.allowedHosts ?? [])], serverHost: host },
+        hosts: { allowedHosts: [...config.server.allowedHosts, ...channelPlugins.flatMap((plugin) => plugin.allowedHosts?.(sliceOf(config.channels, plugin)) ?? [])], serverHost: host },
         trustedProxies: config.server.trustedProxies,
         dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry, sessionStore: store.dashboardSessions },
         extraRoutes: (http) => {
@@ -426,72 +436,10 @@ async function directoryResolver(
 }
 
 /**
- * The channels `config.channels` turns on; each adapter loads only when enabled. A secret a channel comes to hold
- * (a generated cookie secret) joins `secrets`, which the log scrubber reads.
- */
-/** A channel's own line in `/health`. */
-type ChannelHealthCheck = () => { ok: boolean; detail?: string };
-
-async function configuredChannels(config: PalaverConfig, logger: Logger, secrets: Set<string>, metrics: PalaverMetrics, store: Store, bus: ClusterBus | undefined, telegramUserNetwork: TelegramNetworkOverride | undefined): Promise<{ channels: Channel[]; healthChecks: Record<string, ChannelHealthCheck> }> {
-  const channels: Channel[] = [];
-  const healthChecks: Record<string, ChannelHealthCheck> = {};
-  if (config.channels.web.enabled) {
-    const { WebChannel } = await import('./channels/web/web-channel.js');
-    const { enabled: _enabled, ...web } = config.channels.web;
-    channels.push(new WebChannel({ ...web, agentName: config.agent.name, language: config.agent.language, maxInboundChars: config.limits.maxInboundChars, showToolDetails: config.server.showToolDetails, apiKey: config.server.apiKey, serverHost: config.server.host, logger: logger.child({ channel: 'web' }), onSecret: (secret) => secrets.add(secret), bus }));
-  }
-  const telegram = config.channels.telegram;
-  if (telegram.enabled && telegram.token) {
-    const { TelegramBotChannel } = await import('./channels/telegram-bot/telegram-bot-channel.js');
-    const transcribe = lazyTranscriber(telegram.transcription, config);
-    channels.push(
-      new TelegramBotChannel({
-        token: telegram.token,
-        apiRoot: telegram.apiRoot,
-        mode: telegram.mode ?? (telegram.webhookUrl ? 'webhook' : 'polling'),
-        ...(telegram.webhookUrl ? { webhookUrl: telegram.webhookUrl } : {}),
-        ...(telegram.webhookSecret ? { webhookSecret: telegram.webhookSecret } : {}),
-        quietWindowMs: telegram.quietWindowMs,
-        ...(telegram.maxWaitMs === undefined ? {} : { maxWaitMs: telegram.maxWaitMs }),
-        groupAnswer: telegram.groups.answer,
-        drafts: telegram.drafts,
-        maxUpdateAttempts: telegram.maxUpdateAttempts,
-        floodWaitInlineMaxSeconds: telegram.floodWaitInlineMaxSeconds,
-        onDeadLetter: (reason) => metrics.deadLetters.inc({ channel: 'telegram-bot', reason }),
-        // One poller among several processes on this database; the others stand by (docs/telegram-several-processes.md).
-        pollingLease: { leases: store.channelLeases, timings: telegram.lease },
-        transcribe,
-        agentName: config.agent.name,
-        logger: logger.child({ channel: 'telegram-bot' }),
-      }),
-    );
-  }
-  const telegramUser = config.channels.telegramUser;
-  if (telegramUserEnabled(telegramUser)) {
-    const { telegramUserChannel } = await import('./channels/telegram-user/configured.js');
-    // The bot's transcription settings unless channels.telegramUser.transcription names others.
-    const transcribe = lazyTranscriber(telegramUser.transcription ?? telegram.transcription, config);
-    const channel = await telegramUserChannel(telegramUser, {
-      logger: logger.child({ channel: 'telegram-user' }),
-      metrics,
-      leases: store.channelLeases,
-      transcribe,
-      ...(telegramUserNetwork ? { network: telegramUserNetwork } : {}),
-    });
-    channels.push(channel);
-    healthChecks['telegram-user'] = () => {
-      const { state, detail } = channel.health;
-      return { ok: state === 'connected', detail: detail === undefined || state === 'connected' ? state : `${state}: ${detail}` };
-    };
-  }
-  return { channels, healthChecks };
-}
-
-/**
- * Speech to text for a Telegram channel: the model's endpoint (and key) unless `settings` names another endpoint.
+ * Speech to text for a channel (the Telegram ones): the model's endpoint (and key) unless `settings` names another endpoint.
  * The transcriber (and the openai SDK under it) loads with the first voice message, not at start-up.
  */
-function lazyTranscriber(settings: PalaverConfig['channels']['telegram']['transcription'], config: PalaverConfig): Transcriber['transcribe'] {
+function lazyTranscriber(settings: TranscriptionSettings, config: PalaverConfig): Transcriber['transcribe'] {
   const apiKey = settings.apiKey ?? (settings.baseUrl === undefined ? config.model.apiKey : undefined);
   let transcriber: Promise<Transcriber> | undefined;
   return async (audio, options) => {
@@ -537,13 +485,12 @@ function createBilling(config: PalaverConfig, logger: Logger): Billing {
  * a config entry (the console, `chat()`, one passed in) answers as the agent does.
  */
 function replySettings(config: PalaverConfig): ReplySettings {
-  const { web, telegram, telegramUser } = config.channels;
-  const overrides: [string, ReplyMode | undefined][] = [
-    [WEB_CHANNEL, web.replies],
-    [TELEGRAM_BOT_CHANNEL, telegram.replies],
-    [TELEGRAM_USER_CHANNEL, telegramUser.replies],
-  ];
-  const channels = new Map(overrides.flatMap(([name, mode]) => (mode === undefined ? [] : [[name, mode] as const])));
+  const channels = new Map(
+    channelPlugins.flatMap((plugin) => {
+      const mode = sliceOf(config.channels, plugin).replies;
+      return mode === undefined ? [] : [[plugin.name, mode] as const];
+    }),
+  );
   return { mode: config.agent.replies, channels, actions: config.agent.actions };
 }
 

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { parseConfig, resolveConfigPaths, secretsOf, type PalaverConfig, type PalaverConfigInput } from './config/index.js';
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
 import { ToolWorkerMetrics } from './observability/tool-worker-metrics.js';
-import { connectRedis } from './queue/redis-connection.js';
+import { connectRedis } from './platform/redis-connection.js';
 import { TOOL_WORKER_DEFAULTS, ToolWorker, type ToolWorkerSettings } from './queue/tool-worker.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
 import { ToolRegistry } from './runtime/tools/tool-registry.js';

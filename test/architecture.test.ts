@@ -135,6 +135,56 @@ const CORE_PACKAGES = new Set(['zod', 'lru-cache', 'decimal.js', 'intl-messagefo
 /** Folders of `src/` the core may import from (the core itself, Palaver's own texts, and type-only observability). */
 const CORE_FOLDERS = ['domain', 'runtime', 'i18n', 'observability'];
 
+/**
+ * Adapters: the folders that implement a port for one outside thing. Each channel folder, each store dialect, the
+ * store's shared part (kysely repositories, migrations), models, local tools, the MCP tool host, the Redis queue,
+ * the cluster bus, the admin API and identity (local and directory resolvers).
+ */
+const ADAPTERS = [
+  ...['web', 'telegram-bot', 'telegram-user', 'console', 'memory', 'json-http'].map((name) => `channels/${name}`),
+  'store',
+  ...['sqlite', 'postgres', 'mysql'].map((dialect) => `store/${dialect}`),
+  'models',
+  'tools',
+  'tools/mcp',
+  'queue',
+  'cluster',
+  'admin',
+  'identity',
+];
+/**
+ * What an adapter may import besides its own folder: the core, config, observability, the shared infrastructure in
+ * src/platform, the channel plug-in contract, and the two pieces channels share by design: channels/telegram (Bot API
+ * and MTProto formatting, media, transcription: used by both Telegram channels, and by nothing else) and
+ * channels/shared (streamed replies, reaction emoji). src/http-client is allowed for now: it is being replaced by
+ * undici in platform (branch fix/libs). store/dialects.ts, the dialect registry, is allowed too: it says which
+ * database a URL names, and the cluster bus picks its default from it (its entries load no driver). Not adapters, and free to import adapters, are the composition roots: app.ts,
+ * index.ts, worker.ts, tool-hosts.ts, cli/, server/ (mounts channel and admin routes on one HTTP app),
+ * channels/registry.ts, store/index.ts, store/open-store.ts and store/dialects.ts, demo/ and testing/.
+ */
+const ADAPTER_MAY_IMPORT = ['domain', 'runtime', 'i18n', 'config', 'observability', 'platform', 'http-client', 'channels/telegram', 'channels/shared', 'channels/channel-plugin.ts', 'store/dialects.ts'];
+
+/** The unit a path under src/ belongs to: `channels/web`, `store/sqlite`, `tools/mcp`, `store`, `admin`, `app.ts`… */
+function unitOf(path: string): string {
+  const [top = '', second = '', ...rest] = path.split('/');
+  if (second === '') return top;
+  if (top === 'channels') return rest.length === 0 ? path : `channels/${second}`;
+  if (top === 'store') return ['sqlite', 'postgres', 'mysql'].includes(second) ? `store/${second}` : rest.length === 0 && ['index.ts', 'open-store.ts', 'dialects.ts'].includes(second) ? path : 'store';
+  if (top === 'tools' && second === 'mcp') return 'tools/mcp';
+  return top;
+}
+
+/**
+ * A store dialect may use the store's shared part (repositories, migrations), and that part's two tables by
+ * dialect name (store/kysely/strategies.ts, store/migrations/dialect-schema.ts) each dialect's strategy and
+ * migration types; the MCP tool host may use local tools' types.
+ */
+function sameFamily(from: string, to: string, file: string): boolean {
+  if (from.startsWith('store/') && to === 'store') return true;
+  if (['store/kysely/strategies.ts', 'store/migrations/dialect-schema.ts'].includes(file) && to.startsWith('store/')) return true;
+  return from === 'tools/mcp' && to === 'tools';
+}
+
 describe('architecture', () => {
   const core = [...sourceFiles(join(SRC, 'domain')), ...sourceFiles(join(SRC, 'runtime'))];
 
@@ -197,5 +247,20 @@ describe('architecture', () => {
 
   it('has no import cycle between the top-level folders of src/', () => {
     expect(importCycles(folderGraph(importGraph(sourceFiles(SRC))))).toEqual([]);
+  });
+
+  it('keeps adapters from importing one another (shared pieces live in src/platform)', () => {
+    const offences: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      const from = unitOf(relative(SRC, file));
+      if (!ADAPTERS.includes(from)) continue;
+      for (const specifier of imports(file)) {
+        if (!specifier.startsWith('.')) continue;
+        const to = unitOf(relative(SRC, resolve(dirname(file), specifier)).replace(/\.js$/, '.ts'));
+        if (to === from || sameFamily(from, to, relative(SRC, file)) || ADAPTER_MAY_IMPORT.includes(to)) continue;
+        offences.push(`${relative(SRC, file)} imports ${specifier}`);
+      }
+    }
+    expect(offences).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@ import { newId } from '../domain/ids.js';
 import type { Session } from '../domain/model.js';
 import type { Channel, ReplyTarget } from '../domain/ports/channel.js';
 import type { AdminAction, AdminActionKind, DeliveryRecord, Store } from '../domain/ports/store.js';
-import type { AdminResult } from '../identity/identity-admin.js';
+import type { AdminResult } from '../domain/admin-result.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import { resetUserState } from '../runtime/context/reset.js';

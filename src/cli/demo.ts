@@ -4,7 +4,7 @@ import type { PalaverConfig, PalaverConfigInput } from '../config/index.js';
 import { createDemoTools } from '../demo/demo-tools.js';
 import { salonScript } from '../demo/salon-script.js';
 import { createSalonTools } from '../demo/salon-tools.js';
-import { PACKAGE_ROOT } from '../package-root.js';
+import { PACKAGE_ROOT } from '../platform/package-root.js';
 import { demoScript } from '../demo/demo-script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../models/scripted/scripted-model-server.js';
 import type { LocalTool } from '../tools/define-tool.js';

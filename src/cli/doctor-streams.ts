@@ -1,5 +1,5 @@
 import type { PalaverConfig } from '../config/index.js';
-import { connectRedis, describeRedisUrl } from '../queue/redis-connection.js';
+import { connectRedis, describeRedisUrl } from '../platform/redis-connection.js';
 import { parseEntry, toolCatalogue } from '../queue/wire.js';
 
 export type StreamsCheck = { readonly name: string; readonly ok: boolean; readonly detail: string };

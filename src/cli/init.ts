@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
 import { PalaverError } from '../domain/errors.js';
-import { PACKAGE_ROOT, packageVersion } from '../package-root.js';
+import { PACKAGE_ROOT, packageVersion } from '../platform/package-root.js';
 
 /** What `palaver init` was asked for. */
 export interface InitOptions {

@@ -7,9 +7,10 @@ import { dataFolder } from '../config/paths.js';
 import type { Palaver, PalaverOptions } from '../app.js';
 import type { TelegramNetworkOverride } from '../channels/telegram-user/client-factory.js';
 import { ConsoleChannel } from '../channels/console/console-channel.js';
+import { channelsOffOverride } from '../channels/registry.js';
 import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
-import { packageVersion } from '../package-root.js';
+import { packageVersion } from '../platform/package-root.js';
 import { adminCommand } from './admin.js';
 import type { Demo } from './demo.js';
 import { limitHeapGrowth } from './heap-growth.js';
@@ -101,7 +102,7 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
       });
       // The terminal is the only channel here: the web and Telegram channels belong to `start` (a second poller
       // would take the bot's updates from the running server, a second MTProto client would duplicate the session).
-      const { palaver, demo, logFile } = await boot(options, { logToFile: true, channels: [channel], overrides: { channels: { web: { enabled: false }, telegram: { enabled: false }, telegramUser: { enabled: false } } } });
+      const { palaver, demo, logFile } = await boot(options, { logToFile: true, channels: [channel], overrides: { channels: channelsOffOverride() } });
       resetWords = [...new Set(Object.values(palaver.config.reset.triggers).flat())].filter((word) => word.startsWith('/'));
       if (demo) console.log(`${demo.banner(palaver.config)}\n`);
       console.log(`Type a message and press Enter; /help lists the commands, /exit ends the chat. Logs: ${logFile}`);

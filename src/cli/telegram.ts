@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { Command, InvalidArgumentError, type Option } from 'commander';
 import type { User } from '@mtcute/node';
 import { loadConfig, type PalaverConfig } from '../config/index.js';
+import { channelsOff } from '../channels/registry.js';
 import type { TelegramNetworkOverride } from '../channels/telegram-user/client-factory.js';
 import type { LoginPrompts } from '../channels/telegram-user/login.js';
 import type { StoredAccount, TelegramSessionFile } from '../channels/telegram-user/session-store.js';
@@ -224,7 +225,7 @@ async function startRecorder(config: PalaverConfig): Promise<{ readonly context:
   const palaver = await createPalaver(
     {
       ...config,
-      channels: { ...config.channels, web: { ...config.channels.web, enabled: false }, telegram: { ...config.channels.telegram, enabled: false }, telegramUser: { ...config.channels.telegramUser, enabled: false } },
+      channels: channelsOff(config.channels),
       mcp: { ...config.mcp, servers: [] },
     },
     { channels: [recorder], serveInbox: false, logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) },

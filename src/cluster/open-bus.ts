@@ -2,6 +2,7 @@ import type { PalaverConfig } from '../config/schema.js';
 import type { ClusterBus } from '../domain/ports/cluster-bus.js';
 import type { Logger } from '../observability/logger.js';
 import type { ConversationCache } from '../runtime/conversation-cache.js';
+import { dialectOfUrl } from '../store/dialects.js';
 import { startClusterCacheSync } from './cluster-cache-sync.js';
 import { LocalBus } from './local-bus.js';
 
@@ -14,9 +15,7 @@ export type ClusterBusKind = 'local' | 'postgres' | 'redis';
  */
 export function clusterBusKind(config: Pick<PalaverConfig, 'cluster' | 'database'>): ClusterBusKind {
   if (config.cluster.bus !== 'auto') return config.cluster.bus;
-  if (/^postgres(ql)?:\/\//.test(config.database.url)) return 'postgres';
-  if (config.database.url.startsWith('sqlite:')) return 'local';
-  return 'redis';
+  return dialectOfUrl(config.database.url)?.defaultBus ?? 'redis';
 }
 
 /**

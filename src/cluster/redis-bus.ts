@@ -1,7 +1,7 @@
 import { newId } from '../domain/ids.js';
 import type { ClusterBus, ClusterMessage, ClusterTopic } from '../domain/ports/cluster-bus.js';
 import type { Logger } from '../observability/logger.js';
-import { connectRedis, type RedisClient, type RedisConnection, type RedisSettings } from '../queue/redis-connection.js';
+import { connectRedis, type RedisClient, type RedisConnection, type RedisSettings } from '../platform/redis-connection.js';
 import { decodeEnvelope, encodeEnvelope } from './bus-envelope.js';
 import { TopicListeners } from './topic-listeners.js';
 

@@ -1,12 +1,11 @@
 import { isAbsolute, resolve } from 'node:path';
+import { dialectOfUrl } from '../store/dialects.js';
 
 /** What {@link normaliseDatabaseUrl} makes of a `database.url` / `PALAVER_DB` value. */
 export type NormalisedDatabaseUrl = { readonly ok: true; readonly url: string } | { readonly ok: false; readonly message: string };
 
 // A scheme of two or more letters followed by a colon: one letter would be a Windows drive (`C:\data\palaver.db`).
 const URL_SCHEME = /^([a-z][a-z0-9+.-]+):/i;
-// The database servers Palaver speaks to: PostgreSQL, MariaDB and MySQL.
-const SERVER_URL = /^(postgres(ql)?|mysql|mariadb):\/\//;
 
 /**
  * Accepts `sqlite:<path>`, `sqlite::memory:`, `postgres://…`, `postgresql://…`, `mysql://…`, `mariadb://…` unchanged,
@@ -17,7 +16,8 @@ const SERVER_URL = /^(postgres(ql)?|mysql|mariadb):\/\//;
 export function normaliseDatabaseUrl(value: string): NormalisedDatabaseUrl {
   const url = value.trim();
   if (url === '') return { ok: false, message: 'empty; use sqlite:<path>, a file path, postgres://user:pass@host/db or mysql://user:pass@host/db' };
-  if (url.startsWith('sqlite:') || SERVER_URL.test(url)) return { ok: true, url };
+  // A URL of a dialect Palaver speaks (src/store/dialects.ts), its scheme in lower case.
+  if (dialectOfUrl(url)?.schemes.some((scheme) => url.startsWith(`${scheme}:`))) return { ok: true, url };
   const scheme = URL_SCHEME.exec(url)?.[1];
   if (scheme !== undefined) {
     return {

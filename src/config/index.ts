@@ -1,4 +1,5 @@
-export { configSchema, telegramUserEnabled, type PalaverConfig, type PalaverConfigInput, type ModelEndpointConfig } from './schema.js';
+export { configSchema, type PalaverConfig, type PalaverConfigInput, type ModelEndpointConfig } from './schema.js';
+export { telegramUserEnabled } from '../channels/telegram-user/config.js';
 export { loadConfig, parseConfig, type LoadConfigOptions } from './load-config.js';
 export { resolveConfigPaths } from './paths.js';
 export { normaliseDatabaseUrl, resolveDatabaseUrl, type NormalisedDatabaseUrl } from './database-url.js';

@@ -1,26 +1,20 @@
 import { dirname, resolve } from 'node:path';
+import { channelPlugins, sliceOf } from '../channels/registry.js';
 import { resolveDatabaseUrl } from './database-url.js';
 import type { PalaverConfig } from './schema.js';
 
-/** Name of the file that keeps a generated cookie secret, when `channels.web.cookieSecretFile` is not set. */
-export const COOKIE_SECRET_FILE_NAME = 'web-cookie-secret';
-/** Name of the Telegram user account's session file, when `channels.telegramUser.sessionFile` is not set. */
-export const TELEGRAM_SESSION_FILE_NAME = 'telegram-user.session';
-
 /**
  * Makes the config's relative paths absolute against `baseDir` (the config file's folder, or the working folder
- * when there is no file): the instructions folder, the tools module, a SQLite database file and the web channel's
- * cookie secret file. The cookie secret file defaults to `web-cookie-secret` beside a SQLite file, in
- * `baseDir/data/` for PostgreSQL, and to none (an in-memory secret) for `sqlite::memory:`, whose visitors cannot outlive it anyway.
- * The Telegram user account's session file defaults to `telegram-user.session` in the same folder (`baseDir/data/`
- * for `sqlite::memory:` too: a sign-in outlives any one database).
+ * when there is no file): the instructions folder, the tools module, a SQLite database file, and each channel's
+ * own files (its plug-in's `resolvePaths`: the web channel's cookie secret, the Telegram account's session).
  */
 export function resolveConfigPaths(config: PalaverConfig, baseDir: string): PalaverConfig {
   const databaseUrl = resolveDatabaseUrl(config.database.url, baseDir);
-  const { cookieSecretFile, ...web } = config.channels.web;
-  const secretFile = cookieSecretFile === undefined ? defaultCookieSecretFile(databaseUrl, baseDir) : resolve(baseDir, cookieSecretFile);
-  const telegramUser = config.channels.telegramUser;
-  const sessionFile = resolve(baseDir, telegramUser.sessionFile ?? resolve(dataDir(databaseUrl, baseDir) ?? resolve(baseDir, 'data'), TELEGRAM_SESSION_FILE_NAME));
+  const where = { baseDir, dataDir: dataDir(databaseUrl, baseDir) };
+  const channels: Record<string, unknown> = { ...config.channels };
+  for (const plugin of channelPlugins) {
+    if (plugin.resolvePaths) channels[plugin.configKey] = plugin.resolvePaths(sliceOf(config.channels, plugin), where);
+  }
   return {
     ...config,
     agent: {
@@ -29,17 +23,8 @@ export function resolveConfigPaths(config: PalaverConfig, baseDir: string): Pala
       ...(config.agent.toolsModule ? { toolsModule: resolve(baseDir, config.agent.toolsModule) } : {}),
     },
     database: { ...config.database, url: databaseUrl },
-    channels: {
-      ...config.channels,
-      web: { ...web, ...(secretFile === undefined ? {} : { cookieSecretFile: secretFile }) },
-      telegramUser: { ...telegramUser, sessionFile },
-    },
+    channels: channels as PalaverConfig['channels'],
   };
-}
-
-function defaultCookieSecretFile(databaseUrl: string, baseDir: string): string | undefined {
-  const folder = dataDir(databaseUrl, baseDir);
-  return folder === undefined ? undefined : resolve(folder, COOKIE_SECRET_FILE_NAME);
 }
 
 /**

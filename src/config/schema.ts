@@ -2,6 +2,8 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../domain/tool-result-cap.js';
 import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../i18n/locale-codes.js';
+import { channelsConfigSchema } from '../channels/registry.js';
+import { dialectOfUrl } from '../store/dialects.js';
 import { normaliseDatabaseUrl } from './database-url.js';
 
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
@@ -70,117 +72,7 @@ const stageModelSchema = z.strictObject({
   maxOutputTokens: z.number().int().positive().optional(),
 });
 
-/** OpenAI-compatible /audio/transcriptions for voice and audio messages; defaults to the model's endpoint. */
-const transcriptionSchema = z.strictObject({
-  baseUrl: z.url().optional(),
-  apiKey: z.string().min(1).optional(),
-  model: z.string().min(1).default('whisper-1'),
-});
 
-/**
- * Someone the Telegram user account answers: a user id (a number, or its digits as a string, since JSON cannot hold
- * every id exactly) or a username (`@Some_Name` → `some_name`: usernames are case-insensitive, 4–32 characters).
- */
-const telegramPeer = z.union([z.number(), z.string()]).transform((value, ctx) => {
-  const text = String(value).trim();
-  if (/^\d{1,20}$/.test(text) && text !== '0') return text;
-  if (/^@?[A-Za-z][A-Za-z0-9_]{3,31}$/.test(text)) return text.replace(/^@/, '').toLowerCase();
-  ctx.addIssue({ code: 'custom', message: `"${text}" is neither a Telegram user id (digits) nor a Telegram username such as @alice_smith` });
-  return z.NEVER;
-});
-
-/**
- * The lease that lets one process of several on one database do what only one may (poll the bot's updates, run the
- * user account's MTProto session): renewed every `renewEveryMs`, run out `ttlMs` after the last renewal, tried by
- * the processes standing by every `retryEveryMs`. A holder killed without a word is replaced within
- * `ttlMs + retryEveryMs` (3 s with the defaults). See docs/telegram-several-processes.md.
- */
-const leaseSchema = z
-  .strictObject({
-    ttlMs: z.number().int().min(200).max(600_000).default(2_500),
-    renewEveryMs: z.number().int().min(50).max(300_000).default(1_000),
-    retryEveryMs: z.number().int().min(50).max(300_000).default(500),
-  })
-  .refine((lease) => lease.renewEveryMs * 2 <= lease.ttlMs, {
-    message: 'renewEveryMs must be at most half of ttlMs, so that one failed renewal does not lose the lease',
-    path: ['renewEveryMs'],
-  })
-  .prefault({});
-
-const telegramUserSchema = z
-  .strictObject({
-    /**
-     * Unset: on when `apiId` and `apiHash` are set. `false`: off even with them (`palaver chat` turns it off, so a
-     * terminal chat never takes the session from a running server). `true` without them is refused.
-     */
-    enabled: z.boolean().optional(),
-    /** From my.telegram.org → "API development tools" (better: TELEGRAM_API_ID). */
-    apiId: z.number().int().positive('the api_id from my.telegram.org, a positive number').optional(),
-    /** From my.telegram.org, 32 hex characters (better: TELEGRAM_API_HASH). A secret: scrubbed from logs. */
-    apiHash: z.string().regex(/^[0-9a-f]{32}$/i, 'the api_hash from my.telegram.org: 32 hex characters').optional(),
-    /**
-     * SQLite file holding the MTProto session (the account's auth key), created owner-only (mode 0600). Default:
-     * `telegram-user.session` beside the SQLite database, or in `data/` of the config folder for PostgreSQL.
-     * Whoever has this file is signed in as the account: keep it out of backups others can read.
-     */
-    sessionFile: z.string().min(1).optional(),
-    /**
-     * Who gets answers, always in private chats only and only after they wrote first: `everyone` (default),
-     * `contacts` (people in the account's contact list), or a list of user ids and @usernames. Bots, Telegram's
-     * service account (777000) and the account's own messages are never answered; groups and channels never.
-     */
-    answer: z
-      .union([z.enum(['everyone', 'contacts']), z.array(telegramPeer).min(1, 'name at least one user id or @username, or use "everyone"')], {
-        // A list's own problem (which entry is wrong) rather than zod's "Invalid input" for a failed union.
-        error: (issue) => (issue.code === 'invalid_union' && Array.isArray(issue.input) ? issue.errors[1]?.[0]?.message : undefined) ?? '"everyone", "contacts", or a list of user ids and @usernames',
-      })
-      .default('everyone'),
-    /**
-     * When the account's owner writes in a chat by hand (from a phone), the agent stays quiet in that chat for this
-     * many minutes; what arrives meanwhile is stored, not answered. 0: the agent never steps back.
-     */
-    ownerTakeoverMinutes: z.number().int().min(0).max(10_080).default(30),
-    /** Overrides `agent.replies` for the user account (`text` or `actions`). */
-    replies: z.enum(['text', 'actions']).optional(),
-    /**
-     * Import this many of a chat's last messages (both sides, no turn, no cost) before its first turn, so an agent
-     * taking over an existing chat knows what was said. 0: off. `palaver telegram sync` imports on demand.
-     */
-    importHistoryOnFirstContact: z.number().int().min(0).max(1_000).default(0),
-    /**
-     * A turn starts only after this many ms without a new message in the chat: one answer to a burst, and no
-     * machine-fast replies (Telegram limits accounts that answer faster than a person could).
-     */
-    quietWindowMs: z.number().int().min(0).max(60_000).default(2_500),
-    /** The longest the first message of a burst waits while more keep coming. Default 4 × quietWindowMs. */
-    maxWaitMs: z.number().int().min(0).max(600_000).optional(),
-    /**
-     * FLOOD_WAIT up to this many seconds is waited out inside the send; a longer one leaves the reply in the outbox
-     * and it is sent when Telegram allows (never dropped, never an error to the person).
-     */
-    floodWaitInlineMaxSeconds: z.number().int().min(0).max(300).default(10),
-    /** Voice and round video transcription; unset: the same as `channels.telegram.transcription`. */
-    transcription: transcriptionSchema.optional(),
-    /**
-     * The session's lease (one MTProto session runs in one process): a start finding it held by a process that
-     * stopped renewing it waits for it to run out (about 3 s) rather than failing.
-     */
-    lease: leaseSchema,
-  })
-  .refine((user) => (user.apiId === undefined) === (user.apiHash === undefined), {
-    message: 'set both apiId and apiHash (TELEGRAM_API_ID / TELEGRAM_API_HASH), or neither',
-    path: ['apiHash'],
-  })
-  .refine((user) => user.enabled !== true || user.apiId !== undefined, {
-    message: 'enabled is true but apiId and apiHash are missing: get them at my.telegram.org ("API development tools") and set TELEGRAM_API_ID / TELEGRAM_API_HASH',
-    path: ['apiId'],
-  })
-  .prefault({});
-
-/** Whether the Telegram user-account channel runs: credentials set and not turned off. */
-export function telegramUserEnabled(user: PalaverConfig['channels']['telegramUser']): boolean {
-  return user.enabled !== false && user.apiId !== undefined && user.apiHash !== undefined;
-}
 
 export const configSchema = z.strictObject({
   agent: z
@@ -570,152 +462,7 @@ export const configSchema = z.strictObject({
       heartbeatMs: z.number().int().min(50).max(60_000).default(500),
     })
     .prefault({}),
-  channels: z
-    .strictObject({
-      /** The web chat page and AG-UI over SSE on Palaver's HTTP server. */
-      web: z
-        .strictObject({
-          enabled: z.boolean().default(true),
-          /** Overrides `agent.replies` for this channel (`text` or `actions`). */
-          replies: z.enum(['text', 'actions']).optional(),
-          /**
-           * HMAC-SHA256 key that signs visitor cookies (better: PALAVER_COOKIE_SECRET). When unset, one is generated
-           * and kept in `cookieSecretFile`, so visitors keep their identity across restarts.
-           */
-          cookieSecret: z.string().min(32, 'use at least 32 characters').optional(),
-          /**
-           * Where a generated cookie secret is kept. Default: `web-cookie-secret` beside the SQLite file; `data/` in
-           * the config folder (or working folder) for PostgreSQL; none (in memory) for `sqlite::memory:`.
-           */
-          cookieSecretFile: z.string().min(1).optional(),
-          /** Signed user tokens (JWT) from a site that embeds the chat, sent as `x-palaver-user-token`. */
-          userTokens: z
-            .strictObject({
-              /** HS256 shared secret (better: PALAVER_USER_TOKEN_SECRET). */
-              secret: z.string().min(32, 'use at least 32 characters').optional(),
-              /** JWKS of the issuer, for asymmetric tokens (RS256, ES256, EdDSA, …). */
-              jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
-              /** Required `iss` when set. */
-              issuer: z.string().min(1).optional(),
-              /** Required `aud` when set. */
-              audience: z.string().min(1).optional(),
-            })
-            .refine((tokens) => (tokens.secret === undefined) !== (tokens.jwksUrl === undefined), 'set exactly one of secret and jwksUrl')
-            .optional(),
-          /**
-           * Origins (scheme://host[:port]) of other sites allowed to call /agui and /conversations from a browser;
-           * they get CORS headers. The page's own origin needs no entry.
-           */
-          allowedOrigins: z
-            .array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)'))
-            .optional(),
-          /**
-           * Host names (optionally with :port) this server answers to, besides loopback names, IP addresses and
-           * `server.host`; any other `Host` is refused (DNS rebinding). Add the public name behind a reverse proxy.
-           */
-          allowedHosts: z.array(z.string().regex(/^[a-z0-9.-]+(:\d{1,5})?$/i, 'a host name, optionally with :port')).optional(),
-          /** The chat page's accent colour (buttons, the person's bubbles, links), as a CSS hex colour. */
-          accentColor: z
-            .string()
-            .regex(/^#([0-9a-f]{3}|[0-9a-f]{4}|[0-9a-f]{6}|[0-9a-f]{8})$/i, 'a CSS hex colour such as #2f6feb')
-            .optional(),
-          /** A logo beside the agent's name on the chat page: an http(s) URL, or a path on this server (`/logo.svg`). */
-          logoUrl: z
-            .union([z.url({ protocol: /^https?$/ }), z.string().regex(/^\/(?!\/)\S*$/, 'a path starting with a single /')])
-            .optional(),
-          /** The chat on other sites: the widget (`/widget.js`) and its frame (`/embed`). */
-          embed: z
-            .strictObject({
-              /**
-               * Origins (scheme://host[:port]) of the sites whose pages may show the chat in a frame; sent as the
-               * frame's `Content-Security-Policy: frame-ancestors`. Empty (the default): no site may frame it.
-               */
-              allowedOrigins: z
-                .array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)'))
-                .default([]),
-            })
-            .prefault({}),
-          /**
-           * What one browser caller (a visitor or a token user; never a server client) and one client address may
-           * hold, counted by each process: beyond them a run is refused with 429 and a text in the person's language.
-           */
-          limits: z
-            .strictObject({
-              /** Runs (messages waiting for their answer) one caller may have open at once. */
-              runsPerVisitor: z.number().int().min(1).max(1_000).default(4),
-              /** Runs all callers from one address (IPv6: one /64) may have open at once; 0: no limit. */
-              runsPerAddress: z.number().int().min(0).max(100_000).default(16),
-              /** New conversations one caller may start in an hour. */
-              newConversationsPerHourPerVisitor: z.number().int().min(1).max(100_000).default(20),
-              /** New conversations all callers from one address may start in an hour; 0: no limit. */
-              newConversationsPerHourPerAddress: z.number().int().min(0).max(1_000_000).default(100),
-            })
-            .prefault({}),
-        })
-        .prefault({}),
-      /**
-       * The Telegram bot (grammY). On when a token is set (better: TELEGRAM_BOT_TOKEN). See "Telegram" in the README.
-       */
-      telegram: z
-        .strictObject({
-          /** Off: no Telegram channel even with a token (`palaver chat` turns it off, so it never polls beside `start`). */
-          enabled: z.boolean().default(true),
-          /** Overrides `agent.replies` for this channel (`text` or `actions`). */
-          replies: z.enum(['text', 'actions']).optional(),
-          /** The bot token from @BotFather (better: TELEGRAM_BOT_TOKEN). Without one the channel is off. */
-          token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, 'a bot token as @BotFather gives it: digits, a colon, then letters, digits, _ or -').optional(),
-          /** Bot API root (TELEGRAM_API_ROOT): a self-hosted Bot API server, or a fake one in tests. */
-          apiRoot: z.url({ protocol: /^https?$/ }).default('https://api.telegram.org'),
-          /** `polling` (default; long polling, offset kept in the database) or `webhook` (default when webhookUrl is set). */
-          mode: z.enum(['polling', 'webhook']).optional(),
-          /** Public HTTPS URL of POST /telegram/webhook on this server (TELEGRAM_WEBHOOK_URL); registered at start. */
-          webhookUrl: z.url({ protocol: /^https?$/ }).optional(),
-          /** Checked against X-Telegram-Bot-Api-Secret-Token on every webhook request (TELEGRAM_WEBHOOK_SECRET). */
-          webhookSecret: z.string().regex(/^[A-Za-z0-9_-]{16,256}$/, '16 to 256 characters: letters, digits, _ or -').optional(),
-          /** A turn starts only after this many ms without a new message in the chat (one answer to a burst). */
-          quietWindowMs: z.number().int().min(0).max(60_000).default(2_500),
-          /** The longest the first message of a burst waits while more keep coming. Default 4 × quietWindowMs. */
-          maxWaitMs: z.number().int().min(0).max(600_000).optional(),
-          groups: z
-            .strictObject({
-              /** `mention`: answer a group message only when it mentions or replies to the bot; `all`: every message. */
-              answer: z.enum(['mention', 'all']).default('mention'),
-            })
-            .prefault({}),
-          /** Stream the reply as a live draft in private chats (sendMessageDraft, Bot API 9.5+). */
-          drafts: z.boolean().default(true),
-          /** Attempts at handling one update before it is kept as a dead letter and skipped (polling goes on). */
-          maxUpdateAttempts: z.number().int().min(1).max(100).default(3),
-          /**
-           * The longest flood wait (429 retry_after, seconds) waited out inside a send; a longer one leaves the reply
-           * part in the outbox, sent when Telegram allows (the conversation's later replies queue behind it).
-           */
-          floodWaitInlineMaxSeconds: z.number().int().min(0).max(3_600).default(30),
-          /** OpenAI-compatible /audio/transcriptions for voice and audio messages; defaults to the model's endpoint. */
-          transcription: transcriptionSchema.prefault({}),
-          /**
-           * Polling mode with several processes on one database: the polling lease. One process polls; the others
-           * stand by (they still send the replies of the turns they run) and take over when it stops or dies.
-           */
-          lease: leaseSchema,
-        })
-        .refine((telegram) => !(telegram.mode === 'polling' && telegram.webhookUrl !== undefined), {
-          message: 'webhookUrl is set but mode is "polling": drop one (Telegram sends no updates to getUpdates while a webhook is set)',
-          path: ['webhookUrl'],
-        })
-        .refine((telegram) => telegram.token === undefined || (telegram.mode ?? (telegram.webhookUrl ? 'webhook' : 'polling')) === 'polling' || telegram.webhookSecret !== undefined, {
-          message: 'webhook mode needs webhookSecret (TELEGRAM_WEBHOOK_SECRET): without it anyone could post updates',
-          path: ['webhookSecret'],
-        })
-        .prefault({}),
-      /**
-       * A person's own Telegram account (MTProto, mtcute): the agent answers private chats as that account, paced
-       * like a person. On when `apiId` and `apiHash` are set (TELEGRAM_API_ID / TELEGRAM_API_HASH); sign in first
-       * with `palaver telegram login`. See docs/telegram-user-account.md.
-       */
-      telegramUser: telegramUserSchema,
-    })
-    .prefault({}),
+  channels: channelsConfigSchema(),
   /** Who is talking: how channel accounts map to users. */
   identity: z
     .strictObject({
@@ -838,7 +585,7 @@ export const configSchema = z.strictObject({
   needsRate(billing.defaultCurrency, ['billing', 'defaultCurrency']);
   for (const [country, currency] of Object.entries(billing.currencyByCountry)) needsRate(currency, ['billing', 'currencyByCountry', country]);
   if (budgets.currency !== undefined) needsRate(budgets.currency, ['budgets', 'currency']);
-  if (config.cluster.bus === 'postgres' && !/^postgres(ql)?:\/\//.test(config.database.url)) {
+  if (config.cluster.bus === 'postgres' && dialectOfUrl(config.database.url)?.name !== 'postgres') {
     ctx.addIssue({ code: 'custom', path: ['cluster', 'bus'], message: 'postgres needs a PostgreSQL database.url; use redis (or local for one process)' });
   }
 });
@@ -848,15 +595,6 @@ export type PalaverConfig = z.infer<typeof configSchema>;
 export type PalaverConfigInput = z.input<typeof configSchema>;
 export type ModelEndpointConfig = z.infer<typeof modelEndpointSchema>;
 
-/** `https://shop.example`, `http://localhost:5173`: a URL that is its own origin. */
-function isOrigin(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.replace(/\/$/, '').toLowerCase();
-  } catch {
-    return false;
-  }
-}
 
 /** `redis://…` or `rediss://…` with a host. Never echoes the value (it may hold a password). */
 function isRedisUrl(value: string): boolean {

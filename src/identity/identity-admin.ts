@@ -1,3 +1,4 @@
+import type { AdminRefusal, AdminResult } from '../domain/admin-result.js';
 import { StoreError } from '../domain/errors.js';
 import type { ChannelAccount, User } from '../domain/model.js';
 import type { ProfileSettings, ProfileUpdateResult } from '../domain/profile.js';
@@ -47,13 +48,8 @@ export interface AdminUserView {
   readonly profileStored: boolean;
 }
 
-export type AdminResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: AdminRefusal };
-
-/** Why an admin change was refused; the HTTP layer maps each to a status. */
-export type AdminRefusal =
-  | { readonly code: 'not_found'; readonly message: string }
-  | { readonly code: 'invalid'; readonly message: string; readonly fields?: readonly { readonly path: string; readonly message: string }[] }
-  | { readonly code: 'conflict'; readonly message: string; readonly holderUserId?: string };
+// Shared with the operator actions of src/admin, so they live in the domain.
+export type { AdminRefusal, AdminResult } from '../domain/admin-result.js';
 
 /**
  * The admin's view of identities: read a user (accounts, role, profile, audit), change their profile, phone and

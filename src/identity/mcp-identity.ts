@@ -8,7 +8,7 @@ import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain
 import type { Store } from '../domain/ports/store.js';
 import { sharedHttpTransport } from '../http-client/http-transport.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
-import type { McpConnection } from '../tools/mcp/mcp-connection.js';
+import type { McpConnection } from '../platform/mcp-connection.js';
 import { normalisePhone } from './phones.js';
 
 export interface McpIdentityResolverOptions {
@@ -227,7 +227,7 @@ export class McpIdentityResolver implements IdentityResolver {
 
   async #open(): Promise<Connection> {
     // The MCP SDK loads with the first lookup, not at start-up.
-    const { openMcpConnection } = await import('../tools/mcp/mcp-connection.js');
+    const { openMcpConnection } = await import('../platform/mcp-connection.js');
     return openMcpConnection({
       url: this.#url,
       headers: this.#headers,
@@ -243,7 +243,7 @@ export class McpIdentityResolver implements IdentityResolver {
   async #dispose(connecting: Promise<Connection> | undefined): Promise<void> {
     const connection = await connecting?.catch(() => undefined);
     if (!connection) return;
-    const { closeMcpConnection } = await import('../tools/mcp/mcp-connection.js');
+    const { closeMcpConnection } = await import('../platform/mcp-connection.js');
     await closeMcpConnection(connection);
   }
 }

@@ -1,5 +1,8 @@
 import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
+import type { ChannelPlugin } from '../channels/channel-plugin.js';
+import { channelPlugins } from '../channels/registry.js';
+import type { TelegramUserMetrics } from '../channels/telegram-user/metrics.js';
 import { MoneyDecimal } from '../domain/money.js';
 
 // prom-client (CommonJS, about 4 MB of heap and 30 ms to load) is required when the first PalaverMetrics is made,
@@ -48,15 +51,8 @@ export class PalaverMetrics {
   readonly replyPartsPostponed: PromClient.Counter<'channel'>;
   /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
   readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
-  /** The Telegram user account's connection: 1 for its current state (connected, reconnecting, signed_out), 0 for the others. */
-  readonly telegramUserConnection: PromClient.Gauge<'state'>;
-  /** Times Telegram ended the user account's session (AUTH_KEY_UNREGISTERED, SESSION_REVOKED…), by error. */
-  readonly telegramUserSignedOut: PromClient.Counter<'error'>;
-  /** Chats of the Telegram user account its owner took over by writing by hand (each start of a takeover). */
-  readonly telegramUserOwnerTakeovers: PromClient.Counter<string>;
-  /** Chats of the Telegram user account taken over right now, read from the sources `watchTakenOverChats` adds. */
-  readonly telegramUserTakenOverChats: PromClient.Gauge<string>;
-  readonly #takenOverSources = new Set<() => number>();
+  /** Each channel plug-in's own metrics, by channel name (see `channel`). */
+  readonly #channels = new Map<string, unknown>();
   readonly #inboxSources = new Set<() => number>();
   readonly #costs = new Map<string, InstanceType<typeof MoneyDecimal>>();
 
@@ -118,20 +114,8 @@ export class PalaverMetrics {
     this.replyActionsInvalid = new prom.Counter({ name: 'palaver_reply_actions_invalid_total', help: 'Model answers refused as reply actions (invalid JSON, unknown action, a limit, an invented message id), by reason', labelNames: ['reason'] as const, registers: [registry] });
     this.replyPartsPostponed = new prom.Counter({ name: 'palaver_reply_parts_postponed_total', help: 'Reply parts kept in the outbox to be sent later because the channel asked to wait, by channel', labelNames: ['channel'] as const, registers: [registry] });
     this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
-    this.telegramUserConnection = new prom.Gauge({ name: 'palaver_telegram_user_connection', help: 'Telegram user account connection: 1 for the current state (connected, reconnecting, signed_out)', labelNames: ['state'] as const, registers: [registry] });
-    this.telegramUserSignedOut = new prom.Counter({ name: 'palaver_telegram_user_signed_out_total', help: 'Times Telegram ended the user account session (the channel stopped), by error', labelNames: ['error'] as const, registers: [registry] });
-    this.telegramUserOwnerTakeovers = new prom.Counter({ name: 'palaver_telegram_user_owner_takeovers_total', help: 'Telegram user-account chats the owner took over by writing by hand (the agent steps back there)', registers: [registry] });
-    const takenOverSources = this.#takenOverSources;
-    this.telegramUserTakenOverChats = new prom.Gauge({
-      name: 'palaver_telegram_user_taken_over_chats',
-      help: 'Telegram user-account chats the owner has taken over right now (the agent answers nothing there)',
-      registers: [registry],
-      collect() {
-        let total = 0;
-        for (const source of takenOverSources) total += source();
-        this.set(total);
-      },
-    });
+    // Every channel's metrics, whether it runs or not: a dashboard sees its series at 0 rather than missing.
+    for (const plugin of channelPlugins) if (plugin.metrics) this.#channels.set(plugin.name, plugin.metrics(prom, registry));
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   }
 
@@ -146,9 +130,29 @@ export class PalaverMetrics {
     return () => this.#inboxSources.delete(source);
   }
 
+  /** A channel plug-in's own metrics (what its `metrics` made on this registry). */
+  channel<Metrics>(plugin: Pick<ChannelPlugin<string, never, Metrics>, 'name' | 'metrics'>): Metrics {
+    return this.#channels.get(plugin.name) as Metrics;
+  }
+
+  // The Telegram user account's metrics under their earlier names, for the callers that use them.
+  get #telegramUser(): TelegramUserMetrics {
+    return this.#channels.get('telegram-user') as TelegramUserMetrics;
+  }
+  get telegramUserConnection(): PromClient.Gauge<'state'> {
+    return this.#telegramUser.connection;
+  }
+  get telegramUserSignedOut(): PromClient.Counter<'error'> {
+    return this.#telegramUser.signedOut;
+  }
+  get telegramUserOwnerTakeovers(): PromClient.Counter<string> {
+    return this.#telegramUser.ownerTakeovers;
+  }
+  get telegramUserTakenOverChats(): PromClient.Gauge<string> {
+    return this.#telegramUser.takenOverChats;
+  }
   /** Adds a count of taken-over chats to the gauge (a user-account channel's); the returned function removes it. */
   watchTakenOverChats(source: () => number): () => void {
-    this.#takenOverSources.add(source);
-    return () => this.#takenOverSources.delete(source);
+    return this.#telegramUser.watchTakenOverChats(source);
   }
 }

@@ -1,4 +1,4 @@
-import type { RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from '../platform/redis-connection.js';
 
 /**
  * Who runs a tool call, decided atomically in Redis (one Lua script), so the same call delivered twice — two

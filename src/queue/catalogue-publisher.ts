@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.js';
-import type { RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from '../platform/redis-connection.js';
 import type { ToolCatalogue } from './wire.js';
 
 /** One tool as the catalogue lists it. */

@@ -1,4 +1,4 @@
-import type { RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from '../platform/redis-connection.js';
 
 /**
  * Calls waiting on the request stream: not yet read by the workers' group, or read and not acknowledged. No group

@@ -4,7 +4,7 @@ import type { Store } from '../domain/ports/store.js';
 import type { ToolCallRequest, ToolCallResult, ToolDispatcher } from '../domain/ports/tool-dispatch.js';
 import type { Logger } from '../observability/logger.js';
 import type { ToolDispatchMetrics } from '../observability/tool-dispatch-metrics.js';
-import type { RedisClient, RedisConnection } from './redis-connection.js';
+import type { RedisClient, RedisConnection } from '../platform/redis-connection.js';
 import { hasValidSignature } from './result-signature.js';
 import { ToolOutboxRelay } from './tool-outbox-relay.js';
 import { parseEntry, toolCallCompleted, toolCallRequested, type ToolCallCancelled, type ToolCallCompleted, type ToolCallRequested } from './wire.js';

@@ -3,7 +3,7 @@ import type { Store } from '../domain/ports/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import { ToolDispatchMetrics } from '../observability/tool-dispatch-metrics.js';
-import { connectRedis, describeRedisUrl } from './redis-connection.js';
+import { connectRedis, describeRedisUrl } from '../platform/redis-connection.js';
 import { streamBacklog } from './stream-backlog.js';
 import { StreamsToolDispatcher } from './streams-dispatcher.js';
 import { WorkerToolCatalogue } from './worker-tool-catalogue.js';

@@ -1,6 +1,6 @@
 import type { ToolOutboxEntry, ToolOutboxRepository } from '../domain/ports/store.js';
 import type { Logger } from '../observability/logger.js';
-import type { RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from '../platform/redis-connection.js';
 
 /** What the relay needs to know of the streams set-up; names are unprefixed (the connection prefixes them). */
 export interface ToolOutboxRelayOptions {

@@ -4,7 +4,7 @@ import type { Logger } from '../observability/logger.js';
 import type { ToolWorkerMetrics } from '../observability/tool-worker-metrics.js';
 import { CallClaims, callKeys, type CallKeys } from './call-claim.js';
 import { CataloguePublisher, type CatalogueTool } from './catalogue-publisher.js';
-import type { RedisClient, RedisConnection } from './redis-connection.js';
+import type { RedisClient, RedisConnection } from '../platform/redis-connection.js';
 import { resultSignature } from './result-signature.js';
 import { parseEntry, streamEvent, type ToolCallCompleted, type ToolCallRequested } from './wire.js';
 

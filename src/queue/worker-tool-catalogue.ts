@@ -1,6 +1,6 @@
 import type { ToolCallContext, ToolDescriptor, ToolHost, ToolResult } from '../domain/ports/tool-host.js';
 import type { Logger } from '../observability/logger.js';
-import type { RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from '../platform/redis-connection.js';
 import { parseEntry, toolCatalogue, type ToolCatalogue } from './wire.js';
 
 /**

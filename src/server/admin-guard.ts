@@ -2,9 +2,9 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { SESSION_COOKIE, type DashboardSessions } from '../admin/dashboard-session.js';
 import { SignInLimiter } from './sign-in-limiter.js';
-import { adminTokenMatches, bearerToken } from './api-key.js';
-import { clientAddressResolver, type ClientAddress } from './client-address.js';
-import { errorBody } from './error-body.js';
+import { adminTokenMatches, bearerToken } from '../platform/api-key.js';
+import { clientAddressResolver, type ClientAddress } from '../platform/client-address.js';
+import { errorBody } from '../platform/error-body.js';
 
 export interface AdminGuardOptions {
   /** The admin token; without it everything under `/admin` answers 403 `admin_disabled`. */

@@ -2,8 +2,8 @@ import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import type { AdminActor, AdminRefusal, AdminResult, IdentityAdmin } from '../identity/identity-admin.js';
 import { operatorRequest } from './admin/action-routes.js';
-import { errorBody } from './error-body.js';
-import { clientAddressResolver, type ClientAddress } from './client-address.js';
+import { errorBody } from '../platform/error-body.js';
+import { clientAddressResolver, type ClientAddress } from '../platform/client-address.js';
 
 const phoneBody = z.strictObject({ phone: z.string().min(1).max(64).nullable() });
 const roleBody = z.strictObject({ role: z.string().min(1).max(64).nullable() });

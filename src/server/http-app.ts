@@ -12,11 +12,11 @@ import { DashboardSessions } from '../admin/dashboard-session.js';
 import { MemoryDashboardSessions } from '../admin/memory-dashboard-sessions.js';
 import { SignInLimiter, type SignInLimiterOptions } from './sign-in-limiter.js';
 import { adminGuard } from './admin-guard.js';
-import { apiKeyAuth } from './api-key.js';
-import { clientAddressResolver } from './client-address.js';
-import { errorBody } from './error-body.js';
+import { apiKeyAuth } from '../platform/api-key.js';
+import { clientAddressResolver } from '../platform/client-address.js';
+import { errorBody } from '../platform/error-body.js';
 import { healthRoute, type HealthProbe } from './health-route.js';
-import { hostGuard, type HostCheckOptions } from './host-check.js';
+import { hostGuard, type HostCheckOptions } from '../platform/host-check.js';
 
 /** Body limit of a channel route that names none: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;

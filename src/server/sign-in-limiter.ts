@@ -1,4 +1,4 @@
-import { addressGroup } from './address-group.js';
+import { addressGroup } from '../platform/address-group.js';
 
 export interface SignInLimiterOptions {
   /** Failed sign-ins an address may make per window before it is refused. Default 5. */

@@ -1,15 +1,13 @@
-import type { Kysely } from 'kysely';
 import { StoreError } from '../domain/errors.js';
 import type { Store } from '../domain/ports/store.js';
-import type { StoreDialect } from './kysely/dialect-strategy.js';
 import { KyselyStore } from './kysely/kysely-store.js';
-import type { Database } from './kysely/schema.js';
 import { toStoreError } from './kysely/store-errors.js';
 import { migrateToLatest } from './migrations/index.js';
-import type { PostgresDatabaseOptions } from './postgres/open-postgres-database.js';
+import { dialectOfUrl } from './dialects.js';
+import type { DatabasePoolOptions } from './pool-options.js';
 
 /** Options of {@link openStore}. */
-export interface OpenStoreOptions extends PostgresDatabaseOptions {
+export interface OpenStoreOptions extends DatabasePoolOptions {
   /** Apply pending migrations before returning; default true. */
   readonly migrate?: boolean;
 }
@@ -27,42 +25,23 @@ export interface OpenStoreOptions extends PostgresDatabaseOptions {
  * try { await store.ping(); } finally { await store.close(); }
  */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
-  const scheme = url.slice(0, Math.max(0, url.indexOf(':'))).toLowerCase();
-  let db: Kysely<Database>;
-  // PostgreSQL and MariaDB: one more connection, the heartbeat's own (see Store.heartbeat).
-  let heartbeatDb: Kysely<Database> | undefined;
-  let dialect: StoreDialect;
-  let where: string;
-  if (scheme === 'sqlite') {
-    const { openSqliteDatabase } = await import('./sqlite/open-sqlite-database.js');
-    db = openSqliteDatabase(url);
-    dialect = 'sqlite';
-    where = url;
-  } else if (scheme === 'postgres' || scheme === 'postgresql') {
-    const { openPostgresDatabase, redactPostgresUrl } = await import('./postgres/open-postgres-database.js');
-    db = await openPostgresDatabase(url, options);
-    heartbeatDb = await openPostgresDatabase(url, { ...options, poolSize: 1 });
-    dialect = 'postgres';
-    where = redactPostgresUrl(url);
-  } else if (scheme === 'mysql' || scheme === 'mariadb') {
-    const { openMysqlDatabase, redactMysqlUrl } = await import('./mysql/open-mysql-database.js');
-    db = await openMysqlDatabase(url, options);
-    heartbeatDb = await openMysqlDatabase(url, { ...options, poolSize: 1 });
-    dialect = 'mysql';
-    where = redactMysqlUrl(url);
-  } else {
+  const dialect = dialectOfUrl(url);
+  if (dialect === undefined) {
+    const scheme = url.slice(0, Math.max(0, url.indexOf(':'))).toLowerCase();
     throw new StoreError(
       'invalid_url',
       `Unsupported store URL scheme "${scheme}:": use sqlite:<path>, sqlite::memory:, postgres://user@host:port/database or mysql://user@host:port/database.`,
     );
   }
+  // Each dialect loads its engine when its URL is opened.
+  const { db, heartbeatDb, where } = await dialect.open(url, options);
 
-  const store = new KyselyStore(db, { dialect, ...(heartbeatDb === undefined ? {} : { heartbeatDb }) });
+  const store = new KyselyStore(db, { dialect: dialect.name, ...(heartbeatDb === undefined ? {} : { heartbeatDb }) });
   try {
     await store.ping().catch((error: unknown) => {
       throw new StoreError('unreachable', `Database not reachable at ${where}: ${toStoreError('connect', error).message}. Start it or fix the URL.`, { cause: error });
     });
-    if (options.migrate ?? true) await migrateToLatest(db, { dialect });
+    if (options.migrate ?? true) await migrateToLatest(db, { dialect: dialect.name });
   } catch (error) {
     await store.close().catch(() => {});
     throw error;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { VisitorLimits } from '../../src/channels/web/visitor-limits.js';
-import { addressGroup } from '../../src/server/address-group.js';
+import { addressGroup } from '../../src/platform/address-group.js';
 
 const LIMITS = { runsPerVisitor: 2, runsPerAddress: 3, newConversationsPerHourPerVisitor: 2, newConversationsPerHourPerAddress: 3 };
 const isNew = async (): Promise<boolean> => false;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SessionLease, SessionLeaseHeldError } from '../../src/channels/telegram-user/session-lease.js';
-import { DEFAULT_LEASE_TIMINGS, HeldLease, takeoverBoundMs } from '../../src/cluster/held-lease.js';
+import { DEFAULT_LEASE_TIMINGS, HeldLease, takeoverBoundMs } from '../../src/platform/held-lease.js';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/index.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js';
-import { DEFAULT_LEASE_TIMINGS, takeoverBoundMs } from '../../src/cluster/held-lease.js';
+import { DEFAULT_LEASE_TIMINGS, takeoverBoundMs } from '../../src/platform/held-lease.js';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startFakeTelegram, startScriptedModelServer, type FakeCall, type FakeTelegram, type ModelScript, type ScriptedModelServer } from '../../src/testing/index.js';

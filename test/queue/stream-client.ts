@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { connectRedis, type RedisConnection } from '../../src/queue/redis-connection.js';
+import { connectRedis, type RedisConnection } from '../../src/platform/redis-connection.js';
 import { parseEntry, toolCallCompleted, type ToolCallCompleted, type ToolCallRequested } from '../../src/queue/wire.js';
 import { PALAVER_BIN, REPO_ROOT, cleanEnv, spawnTs, type RunningChild } from '../cli/child-process.js';
 

@@ -8,7 +8,7 @@ import type { ToolCallRequest } from '../../src/domain/ports/tool-dispatch.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { PalaverMetrics } from '../../src/observability/metrics.js';
 import { ToolDispatchMetrics } from '../../src/observability/tool-dispatch-metrics.js';
-import { connectRedis, type RedisSettings } from '../../src/queue/redis-connection.js';
+import { connectRedis, type RedisSettings } from '../../src/platform/redis-connection.js';
 import { StreamsToolDispatcher, type StreamsDispatchSettings } from '../../src/queue/streams-dispatcher.js';
 import { parseEntry, streamEvent } from '../../src/queue/wire.js';
 import { ToolRegistry } from '../../src/runtime/tools/tool-registry.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Palaver } from '../../src/app.js';
-import type { RedisSettings } from '../../src/queue/redis-connection.js';
+import type { RedisSettings } from '../../src/platform/redis-connection.js';
 import { ToolRegistry } from '../../src/runtime/tools/tool-registry.js';
 import type { RunningHttpServer } from '../../src/server/index.js';
 import { startFakeTelegram, type FakeTelegram, type ModelScript } from '../../src/testing/index.js';

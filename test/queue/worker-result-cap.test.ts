@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { RedisSettings } from '../../src/queue/redis-connection.js';
+import type { RedisSettings } from '../../src/platform/redis-connection.js';
 import { ToolRegistry } from '../../src/runtime/tools/tool-registry.js';
 import type { ModelScript } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';

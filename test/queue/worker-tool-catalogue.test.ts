@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RedisConnection, RedisSettings } from '../../src/queue/redis-connection.js';
+import type { RedisConnection, RedisSettings } from '../../src/platform/redis-connection.js';
 import { WorkerToolCatalogue } from '../../src/queue/worker-tool-catalogue.js';
 import type { ToolCatalogue } from '../../src/queue/wire.js';
 import { connectTestRedis, dropTestKeys, testRedisSettings } from '../support/redis.js';

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { connectRedis, type RedisConnection, type RedisSettings } from '../../src/queue/redis-connection.js';
+import { connectRedis, type RedisConnection, type RedisSettings } from '../../src/platform/redis-connection.js';
 
 /** The server the Redis suites use; override with PALAVER_TEST_REDIS_URL. */
 export const TEST_REDIS_URL = process.env.PALAVER_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

@@ -1,5 +1,5 @@
-import type { RedisSettings } from '../../src/queue/redis-connection.js';
-import { connectRedis } from '../../src/queue/redis-connection.js';
+import type { RedisSettings } from '../../src/platform/redis-connection.js';
+import { connectRedis } from '../../src/platform/redis-connection.js';
 import { parseEntry, streamEvent, type ToolCallCancelled, type ToolCallCompleted, type ToolCallRequested, type ToolCatalogue } from '../../src/queue/wire.js';
 import { InlineToolDispatcher } from '../../src/runtime/tools/inline-dispatcher.js';
 import type { ToolRegistry } from '../../src/runtime/tools/tool-registry.js';

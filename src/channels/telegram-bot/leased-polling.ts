@@ -1,4 +1,4 @@
-import { HeldLease, type LeaseTimings } from '../../cluster/held-lease.js';
+import { HeldLease, type LeaseTimings } from '../../platform/held-lease.js';
 import type { ChannelError } from '../../domain/errors.js';
 import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';

@@ -2,7 +2,7 @@ import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot, type Api, type ApiClientOptions } from 'grammy';
 import { sharedHttpTransport } from '../../http-client/http-transport.js';
 import type { UserFromGetMe } from 'grammy/types';
-import { DEFAULT_LEASE_TIMINGS, type LeaseTimings } from '../../cluster/held-lease.js';
+import { DEFAULT_LEASE_TIMINGS, type LeaseTimings } from '../../platform/held-lease.js';
 import { ChannelError } from '../../domain/errors.js';
 import type {
   Channel,

@@ -1,4 +1,4 @@
-import { DEFAULT_LEASE_TIMINGS, HeldLease, holderId, type LeaseTimings } from '../../cluster/held-lease.js';
+import { DEFAULT_LEASE_TIMINGS, HeldLease, holderId, type LeaseTimings } from '../../platform/held-lease.js';
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelLease, ChannelLeaseRepository } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';

@@ -1,6 +1,6 @@
 import { BaseSqliteStorage, BaseSqliteStorageDriver, type ISqliteDatabase, type ISqliteStatement } from '@mtcute/core';
 import { SqliteStorage } from '@mtcute/node';
-import { nodeSqlite } from '../../store/sqlite/sqlite-bindings.js';
+import { nodeSqlite } from '../../platform/sqlite-bindings.js';
 
 /** The slice of `node:sqlite`'s DatabaseSync the session storage uses. */
 interface NodeDatabase {

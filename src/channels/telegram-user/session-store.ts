@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import type { BaseSqliteStorage } from '@mtcute/core';
 import { ChannelError } from '../../domain/errors.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
-import { nodeSqlite } from '../../store/sqlite/sqlite-bindings.js';
+import { nodeSqlite } from '../../platform/sqlite-bindings.js';
 
 /** Who a session file says is signed in, read from the file alone (no network): the user id and usernames. */
 export interface StoredAccount {

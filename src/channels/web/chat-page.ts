@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PalaverError } from '../../domain/errors.js';
 import type { ChannelRoute } from '../../domain/ports/channel.js';
-import { PACKAGE_ROOT } from '../../package-root.js';
+import { PACKAGE_ROOT } from '../../platform/package-root.js';
 
 /** `web/` of the package. */
 export const DEFAULT_WEB_DIR = join(PACKAGE_ROOT, 'web');

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { HostCheck } from '../../server/host-check.js';
+import { HostCheck } from '../../platform/host-check.js';
 
 export interface RequestGuardOptions {
   /**

@@ -1,4 +1,4 @@
-import { addressGroup } from '../../server/address-group.js';
+import { addressGroup } from '../../platform/address-group.js';
 
 /** `channels.web.limits`: what one browser caller (a visitor or a token user) and one client address may hold. */
 export interface VisitorLimitOptions {

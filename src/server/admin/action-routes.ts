@@ -5,7 +5,7 @@ import type { OperatorActions, OperatorRequest } from '../../admin/operator-acti
 import { newId } from '../../domain/ids.js';
 import type { AdminAction } from '../../domain/ports/store.js';
 import type { AdminRefusal, AdminResult } from '../../identity/identity-admin.js';
-import { errorBody } from '../error-body.js';
+import { errorBody } from '../../platform/error-body.js';
 
 /** A name an operator gives themselves for the audit: letters, digits, spaces and `._@-`. */
 const actorHeader = z.string().trim().min(1).max(64).regex(/^[\p{L}\p{N} ._@-]+$/u);

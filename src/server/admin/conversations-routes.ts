@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { z } from 'zod';
 import { conversationsQuery, transcriptQuery, type conversationsPage, type transcript } from '../../admin/api-contract.js';
 import type { OperatorQueries } from '../../domain/ports/operator-queries.js';
-import { errorBody } from '../error-body.js';
+import { errorBody } from '../../platform/error-body.js';
 import { cursorRefusal, parseQuery } from './request-query.js';
 import { conversationView, transcriptMessageView } from './views.js';
 

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { StoreError } from '../../domain/errors.js';
-import { errorBody } from '../error-body.js';
+import { errorBody } from '../../platform/error-body.js';
 
 /** The query string parsed by a contract schema, or the 400 answer that says which parameter is wrong and why. */
 export function parseQuery<S extends z.ZodType>(c: Context, schema: S): { readonly ok: true; readonly value: z.output<S> } | { readonly ok: false; readonly response: Response } {

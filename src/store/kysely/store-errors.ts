@@ -1,52 +1,24 @@
 import { StoreError } from '../../domain/errors.js';
+import { STORE_DIALECTS } from '../dialects.js';
 
 /** What a driver failure means to a caller. */
 export type DriverFailure = 'conflict' | 'foreign_key' | 'not_null' | 'unreachable' | 'other';
 
-/** node:sqlite reports SQLite's extended result code as a number (`errcode`); these are the ones named below. */
-const SQLITE_EXTENDED_CODES: Readonly<Record<number, string>> = {
-  5: 'SQLITE_BUSY',
-  787: 'SQLITE_CONSTRAINT_FOREIGNKEY',
-  1299: 'SQLITE_CONSTRAINT_NOTNULL',
-  1555: 'SQLITE_CONSTRAINT_PRIMARYKEY',
-  2067: 'SQLITE_CONSTRAINT_UNIQUE',
-};
+/** Node's own network failures: the database cannot be reached, whichever it is. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
 
-/** Classifies a better-sqlite3, node:sqlite, pg or mysql2 error without importing any driver. */
+/** Classifies a driver's error by the codes each dialect names (src/store/dialects.ts), without importing any driver. */
 export function classifyDriverError(error: unknown): DriverFailure {
   const fields = typeof error === 'object' && error !== null ? (error as { code?: unknown; errcode?: unknown }) : {};
-  const code = typeof fields.errcode === 'number' ? (SQLITE_EXTENDED_CODES[fields.errcode] ?? '') : String(fields.code ?? '');
-  switch (code) {
-    case '23505':
-    case 'SQLITE_CONSTRAINT_UNIQUE':
-    case 'SQLITE_CONSTRAINT_PRIMARYKEY':
-    case 'ER_DUP_ENTRY':
-      return 'conflict';
-    case '23503':
-    case 'SQLITE_CONSTRAINT_FOREIGNKEY':
-    case 'ER_NO_REFERENCED_ROW_2':
-    case 'ER_ROW_IS_REFERENCED_2':
-      return 'foreign_key';
-    case '23502':
-    case 'SQLITE_CONSTRAINT_NOTNULL':
-    case 'ER_BAD_NULL_ERROR':
-      return 'not_null';
-    case 'ECONNREFUSED':
-    case 'ECONNRESET':
-    case 'ETIMEDOUT':
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case '57P01': // admin_shutdown
-    case '57P03': // cannot_connect_now
-    case '53300': // too_many_connections
-    case 'SQLITE_BUSY':
-    case 'PROTOCOL_CONNECTION_LOST':
-    case 'ER_CON_COUNT_ERROR':
-    case 'ER_SERVER_SHUTDOWN':
-      return 'unreachable';
-    default:
-      return code.startsWith('08') ? 'unreachable' : 'other';
+  const numeric = typeof fields.errcode === 'number' ? fields.errcode : undefined;
+  for (const { errors } of STORE_DIALECTS) {
+    const code = numeric === undefined ? String(fields.code ?? '') : errors.numericCodes?.[numeric];
+    if (code === undefined) continue;
+    if (NETWORK_CODES.has(code)) return 'unreachable';
+    const failure = errors.codes[code] ?? Object.entries(errors.classes ?? {}).find(([prefix]) => code.startsWith(prefix))?.[1];
+    if (failure !== undefined) return failure;
   }
+  return 'other';
 }
 
 /**
@@ -58,7 +30,7 @@ export function classifyDriverError(error: unknown): DriverFailure {
 export function isDeadlock(error: unknown): boolean {
   for (let current = error; typeof current === 'object' && current !== null; current = (current as { cause?: unknown }).cause) {
     const code = (current as { code?: unknown }).code;
-    if (code === 'ER_LOCK_DEADLOCK' || code === '40P01') return true;
+    if (typeof code === 'string' && STORE_DIALECTS.some(({ errors }) => errors.deadlock === code)) return true;
   }
   return false;
 }

@@ -1,7 +1,7 @@
 import type { DialectStrategy, StoreDialect } from './dialect-strategy.js';
-import { mysqlStrategy } from './mysql-strategy.js';
-import { postgresStrategy } from './postgres-strategy.js';
-import { sqliteStrategy } from './sqlite-strategy.js';
+import { mysqlStrategy } from '../mysql/mysql-strategy.js';
+import { postgresStrategy } from '../postgres/postgres-strategy.js';
+import { sqliteStrategy } from '../sqlite/sqlite-strategy.js';
 
 /** The strategy of each dialect the store speaks. */
 export const DIALECT_STRATEGIES: Readonly<Record<StoreDialect, DialectStrategy>> = {

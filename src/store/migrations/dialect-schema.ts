@@ -1,11 +1,15 @@
-import { sql, type ColumnDataType, type CreateTableBuilder, type Expression, type Kysely } from 'kysely';
+import type { ColumnDataType, CreateTableBuilder, Expression, Kysely } from 'kysely';
 import type { StoreDialect } from '../kysely/dialect-strategy.js';
+import type { MigrationDialect } from '../migration-types.js';
+import { mysqlMigrations } from '../mysql/migration-dialect.js';
+import { postgresMigrations } from '../postgres/migration-dialect.js';
+import { sqliteMigrations } from '../sqlite/migration-dialect.js';
 
 type DataTypeExpression = ColumnDataType | Expression<unknown>;
 
-// What the migrations spell per dialect. SQLite and PostgreSQL take `text` for every string; MariaDB/MySQL cannot
-// index TEXT, so keys, indexed and enumerated columns are varchar(255) there (1020 bytes in utf8mb4, so three of them
-// still fit InnoDB's 3072-byte index key) and free text (messages, JSON, names) is LONGTEXT.
+// What the migrations spell per dialect lives in each dialect's folder (`migration-dialect.ts`); the migrations
+// ask here by the dialect's name.
+const MIGRATION_DIALECTS: Readonly<Record<StoreDialect, MigrationDialect>> = { sqlite: sqliteMigrations, postgres: postgresMigrations, mysql: mysqlMigrations };
 
 /** Column types of a dialect: `key` for ids, keys, indexed and enumerated text; `long` for free text. */
 export interface TextTypes {
@@ -14,25 +18,23 @@ export interface TextTypes {
 }
 
 export function textTypes(dialect: StoreDialect): TextTypes {
-  return dialect === 'mysql' ? { key: sql`varchar(255)`, long: sql`longtext` } : { key: 'text', long: 'text' };
+  const { key, long } = MIGRATION_DIALECTS[dialect];
+  return { key, long };
 }
 
-/** Exact money: numeric on PostgreSQL, DECIMAL on MariaDB/MySQL, canonical decimal text on SQLite (a numeric column there would hold floats). */
+/** Exact money: numeric on PostgreSQL, DECIMAL on MariaDB/MySQL, canonical decimal text on SQLite. */
 export function moneyType(dialect: StoreDialect): Expression<unknown> {
-  return dialect === 'postgres' ? sql`numeric(20, 10)` : dialect === 'mysql' ? sql`decimal(20, 10)` : sql`text`;
+  return MIGRATION_DIALECTS[dialect].money;
 }
 
-/**
- * `db.schema.createTable(name)`, on MariaDB/MySQL as an InnoDB table in utf8mb4 with a binary collation, whatever the
- * database's defaults: ids, dedupe keys and names then compare byte for byte, as on PostgreSQL.
- */
+/** `db.schema.createTable(name)` with the dialect's table options (MariaDB/MySQL: InnoDB, utf8mb4, binary collation). */
 export function createTable(db: Kysely<any>, dialect: StoreDialect, name: string): CreateTableBuilder<string, never> {
   const table = db.schema.createTable(name);
-  return dialect === 'mysql' ? table.modifyEnd(sql`engine = InnoDB default charset = utf8mb4 collate = utf8mb4_bin`) : table;
+  return MIGRATION_DIALECTS[dialect].createTable?.(table) ?? table;
 }
 
 /** Drops an index; MariaDB/MySQL name indexes per table, so there the table is named too. */
 export async function dropIndex(db: Kysely<any>, dialect: StoreDialect, name: string, table: string): Promise<void> {
   const drop = db.schema.dropIndex(name);
-  await (dialect === 'mysql' ? drop.on(table) : drop).execute();
+  await (MIGRATION_DIALECTS[dialect].dropIndexOnTable === true ? drop.on(table) : drop).execute();
 }

@@ -2,10 +2,10 @@ import { Kysely, MysqlDialect, type MysqlPool, type MysqlPoolConnection, type My
 import type { Pool, PoolConnection, PoolOptions } from 'mysql2';
 import { StoreError } from '../../domain/errors.js';
 import type { Database } from '../kysely/schema.js';
-import type { PostgresDatabaseOptions } from '../postgres/open-postgres-database.js';
+import type { DatabasePoolOptions } from '../pool-options.js';
 
 /** Options of {@link openMysqlDatabase}: the same pool settings as PostgreSQL's. */
-export type MysqlDatabaseOptions = PostgresDatabaseOptions;
+export type MysqlDatabaseOptions = DatabasePoolOptions;
 
 /**
  * Opens a `mysql2` pool for a `mysql://` or `mariadb://` URL (MariaDB 10.11+). `mysql2` is imported lazily, so users

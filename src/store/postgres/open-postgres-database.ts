@@ -2,21 +2,10 @@ import { Kysely, PostgresDialect } from 'kysely';
 import type { PoolConfig } from 'pg';
 import { StoreError } from '../../domain/errors.js';
 import type { Database } from '../kysely/schema.js';
+import type { DatabasePoolOptions } from '../pool-options.js';
 
 /** Options of {@link openPostgresDatabase}. */
-export interface PostgresDatabaseOptions {
-  /** Most connections the pool opens; default 10. */
-  readonly poolSize?: number;
-  /** Server-side limit per statement in milliseconds; default 30 000. */
-  readonly statementTimeoutMs?: number;
-  /** How long to wait for a connection in milliseconds; default 10 000. */
-  readonly connectTimeoutMs?: number;
-  /**
-   * Called when an idle pooled connection fails (e.g. the server restarted). The pool drops that connection and
-   * opens a new one on demand; without a listener Node would crash the process on the unhandled `error` event.
-   */
-  readonly onPoolError?: (error: Error) => void;
-}
+export type PostgresDatabaseOptions = DatabasePoolOptions;
 
 /**
  * Opens a `pg` pool for a `postgres://` or `postgresql://` URL. `pg` is imported lazily, so SQLite-only users

@@ -4,7 +4,7 @@
 
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
-import { loadNodeSqlite } from './load-node-sqlite.js';
+import { loadNodeSqlite } from '../../platform/load-node-sqlite.js';
 
 /** What the main thread hands the worker. */
 export interface CheckpointWorkerData {

@@ -5,11 +5,11 @@ import { StoreError } from '../../domain/errors.js';
 import type { Database } from '../kysely/schema.js';
 import { ConnectionGate } from './connection-gate.js';
 import { createGatedSqliteKysely } from './gated-sqlite-kysely.js';
-import { ADD_COST_FUNCTION, nodeSqlite, openWithBetterSqlite3, openWithNodeSqlite, type OpenedSqlite, type SqliteDriver } from './sqlite-bindings.js';
+import { ADD_COST_FUNCTION, nodeSqlite, openWithBetterSqlite3, openWithNodeSqlite, type OpenedSqlite, type SqliteDriver } from '../../platform/sqlite-bindings.js';
 import { withStatementCache } from './statement-cache.js';
 import { WalCheckpointer, type WalCheckpointerOptions } from './wal-checkpointer.js';
 
-export type { SqliteDriver } from './sqlite-bindings.js';
+export type { SqliteDriver } from '../../platform/sqlite-bindings.js';
 
 /** The in-memory database URL: gone when closed, private to one store. */
 export const SQLITE_MEMORY_URL = 'sqlite::memory:';

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { CheckpointWorkerCommand, CheckpointWorkerData, CheckpointWorkerEvent } from './checkpoint-worker.js';
-import { PACKAGE_ROOT } from '../../package-root.js';
+import { PACKAGE_ROOT } from '../../platform/package-root.js';
 
 /** How often the checkpointer copies the WAL back into the database file, in ms. */
 export const CHECKPOINT_INTERVAL_MS = 100;

@@ -9,7 +9,7 @@ import type { ToolCallContext, ToolDescriptor, ToolHost, ToolLabel, ToolResult }
 import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../../domain/tool-result-cap.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { classifyMcpError } from './classify-mcp-error.js';
-import { closeMcpConnection, openMcpConnection, type McpConnection } from './mcp-connection.js';
+import { closeMcpConnection, openMcpConnection, type McpConnection } from '../../platform/mcp-connection.js';
 import { errorResult, mapCallResult } from './map-call-result.js';
 
 export interface McpToolHostOptions {

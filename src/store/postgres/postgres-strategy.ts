@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import { fromStoredCost } from '../../domain/money.js';
-import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from './dialect-strategy.js';
-import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT } from './message-repository.js';
-import { preparedBatch, type PreparedBatch } from './prepared-query.js';
-import { sessionWrite, sessionWriteQuery, shapeIndex } from './session-write.js';
-import type { MessageValues } from './schema.js';
-import type { SessionWriteArgs, SessionWriteShape } from './session-write-args.js';
+import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from '../kysely/dialect-strategy.js';
+import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT } from '../kysely/message-repository.js';
+import { preparedBatch, type PreparedBatch } from '../kysely/prepared-query.js';
+import { sessionWrite, sessionWriteQuery, shapeIndex } from '../kysely/session-write.js';
+import type { MessageValues } from '../kysely/schema.js';
+import type { SessionWriteArgs, SessionWriteShape } from '../kysely/session-write-args.js';
 
 const numericCost: CostSql = { add: (amount) => sql<string>`cost + cast(${amount} as numeric)`, isZero: sql<boolean>`cost = 0` };
 

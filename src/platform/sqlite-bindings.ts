@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { SqliteDatabase } from 'kysely';
-import { StoreError } from '../../domain/errors.js';
-import { addCosts } from '../../domain/money.js';
+import { StoreError } from '../domain/errors.js';
+import { addCosts } from '../domain/money.js';
 import { loadNodeSqlite } from './load-node-sqlite.js';
 
 // The two SQLite bindings behind one small interface. better-sqlite3 is CommonJS and loaded only when chosen, so

@@ -1,10 +1,10 @@
 import { sql, type KyselyPlugin, type RootOperationNode } from 'kysely';
 import { fromStoredCost } from '../../domain/money.js';
-import type { CostSql, DialectStrategy } from './dialect-strategy.js';
-import { prepared, type PreparedQuery } from './prepared-query.js';
-import { atomically } from './repository-context.js';
-import { sessionWrite, shapeIndex } from './session-write.js';
-import type { SessionWriteArgs, SessionWriteShape } from './session-write-args.js';
+import type { CostSql, DialectStrategy } from '../kysely/dialect-strategy.js';
+import { prepared, type PreparedQuery } from '../kysely/prepared-query.js';
+import { atomically } from '../kysely/repository-context.js';
+import { sessionWrite, shapeIndex } from '../kysely/session-write.js';
+import type { SessionWriteArgs, SessionWriteShape } from '../kysely/session-write-args.js';
 
 const decimalCost: CostSql = { add: (amount) => sql<string>`cost + cast(${amount} as decimal(20, 10))`, isZero: sql<boolean>`cost = 0` };
 

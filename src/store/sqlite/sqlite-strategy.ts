@@ -1,8 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import { COST_SCALE, fromStoredCost, MoneyDecimal } from '../../domain/money.js';
-import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from './dialect-strategy.js';
-import { sessionWriteQuery } from './session-write.js';
-import { engineOf } from './store-engine.js';
+import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from '../kysely/dialect-strategy.js';
+import { sessionWriteQuery } from '../kysely/session-write.js';
+import { engineOf } from '../kysely/store-engine.js';
 
 // Money is canonical decimal text on SQLite, so zero is exactly '0'; sums need the engine's exact SQL function.
 const costSqlByFunction = new Map<string, CostSql>();

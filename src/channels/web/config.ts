@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { isOrigin } from '../../config/schema-parts.js';
+
+/** The web chat page and AG-UI over SSE on Palaver's HTTP server. */
+export const webConfigSchema = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    /** Overrides `agent.replies` for this channel (`text` or `actions`). */
+    replies: z.enum(['text', 'actions']).optional(),
+    /**
+     * HMAC-SHA256 key that signs visitor cookies (better: PALAVER_COOKIE_SECRET). When unset, one is generated
+     * and kept in `cookieSecretFile`, so visitors keep their identity across restarts.
+     */
+    cookieSecret: z.string().min(32, 'use at least 32 characters').optional(),
+    /**
+     * Where a generated cookie secret is kept. Default: `web-cookie-secret` beside the SQLite file; `data/` in
+     * the config folder (or working folder) for PostgreSQL; none (in memory) for `sqlite::memory:`.
+     */
+    cookieSecretFile: z.string().min(1).optional(),
+    /** Signed user tokens (JWT) from a site that embeds the chat, sent as `x-palaver-user-token`. */
+    userTokens: z
+      .strictObject({
+        /** HS256 shared secret (better: PALAVER_USER_TOKEN_SECRET). */
+        secret: z.string().min(32, 'use at least 32 characters').optional(),
+        /** JWKS of the issuer, for asymmetric tokens (RS256, ES256, EdDSA, …). */
+        jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
+        /** Required `iss` when set. */
+        issuer: z.string().min(1).optional(),
+        /** Required `aud` when set. */
+        audience: z.string().min(1).optional(),
+      })
+      .refine((tokens) => (tokens.secret === undefined) !== (tokens.jwksUrl === undefined), 'set exactly one of secret and jwksUrl')
+      .optional(),
+    /**
+     * Origins (scheme://host[:port]) of other sites allowed to call /agui and /conversations from a browser;
+     * they get CORS headers. The page's own origin needs no entry.
+     */
+    allowedOrigins: z
+      .array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)'))
+      .optional(),
+    /**
+     * Host names (optionally with :port) this server answers to, besides loopback names, IP addresses and
+     * `server.host`; any other `Host` is refused (DNS rebinding). Add the public name behind a reverse proxy.
+     */
+    allowedHosts: z.array(z.string().regex(/^[a-z0-9.-]+(:\d{1,5})?$/i, 'a host name, optionally with :port')).optional(),
+    /** The chat page's accent colour (buttons, the person's bubbles, links), as a CSS hex colour. */
+    accentColor: z
+      .string()
+      .regex(/^#([0-9a-f]{3}|[0-9a-f]{4}|[0-9a-f]{6}|[0-9a-f]{8})$/i, 'a CSS hex colour such as #2f6feb')
+      .optional(),
+    /** A logo beside the agent's name on the chat page: an http(s) URL, or a path on this server (`/logo.svg`). */
+    logoUrl: z
+      .union([z.url({ protocol: /^https?$/ }), z.string().regex(/^\/(?!\/)\S*$/, 'a path starting with a single /')])
+      .optional(),
+    /** The chat on other sites: the widget (`/widget.js`) and its frame (`/embed`). */
+    embed: z
+      .strictObject({
+        /**
+         * Origins (scheme://host[:port]) of the sites whose pages may show the chat in a frame; sent as the
+         * frame's `Content-Security-Policy: frame-ancestors`. Empty (the default): no site may frame it.
+         */
+        allowedOrigins: z
+          .array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)'))
+          .default([]),
+      })
+      .prefault({}),
+    /**
+     * What one browser caller (a visitor or a token user; never a server client) and one client address may
+     * hold, counted by each process: beyond them a run is refused with 429 and a text in the person's language.
+     */
+    limits: z
+      .strictObject({
+        /** Runs (messages waiting for their answer) one caller may have open at once. */
+        runsPerVisitor: z.number().int().min(1).max(1_000).default(4),
+        /** Runs all callers from one address (IPv6: one /64) may have open at once; 0: no limit. */
+        runsPerAddress: z.number().int().min(0).max(100_000).default(16),
+        /** New conversations one caller may start in an hour. */
+        newConversationsPerHourPerVisitor: z.number().int().min(1).max(100_000).default(20),
+        /** New conversations all callers from one address may start in an hour; 0: no limit. */
+        newConversationsPerHourPerAddress: z.number().int().min(0).max(1_000_000).default(100),
+      })
+      .prefault({}),
+  })
+  .prefault({});
+
+export type WebConfig = z.infer<typeof webConfigSchema>;
