@@ -1,12 +1,14 @@
 import { createClient, type RedisClientType } from 'redis';
-import type { PalaverConfig } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
 
 /** A node-redis client as Palaver uses it (no modules, RESP2 replies). */
 export type RedisClient = RedisClientType;
 
-/** `redis` part of the config: the server and the prefix of every key. */
-export type RedisSettings = Pick<PalaverConfig['redis'], 'url' | 'keyPrefix'>;
+/** The config's `redis` section: the server and the prefix of every key (named here: platform sits below the config). */
+export interface RedisSettings {
+  readonly url: string;
+  readonly keyPrefix: string;
+}
 
 /**
  * One Redis server as the runtime and the workers reach it: `client` for ordinary commands (node-redis's 5 s

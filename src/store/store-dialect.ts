@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { StoreDialect } from './kysely/dialect-strategy.js';
-import type { DriverFailure } from './kysely/store-errors.js';
 import type { Database } from './kysely/schema.js';
 import type { DatabasePoolOptions } from './pool-options.js';
 
@@ -30,6 +29,9 @@ export interface StoreDialectPlugin {
   /** How its driver names failures, so the store can say what happened without importing any driver. */
   readonly errors: DriverErrors;
 }
+
+/** What a driver failure means to a caller. */
+export type DriverFailure = 'conflict' | 'foreign_key' | 'not_null' | 'unreachable' | 'other';
 
 /** A driver's error codes and what each means to a caller. */
 export interface DriverErrors {

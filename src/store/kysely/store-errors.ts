@@ -1,8 +1,6 @@
 import { StoreError } from '../../domain/errors.js';
 import { STORE_DIALECTS } from '../dialects.js';
-
-/** What a driver failure means to a caller. */
-export type DriverFailure = 'conflict' | 'foreign_key' | 'not_null' | 'unreachable' | 'other';
+import type { DriverFailure } from '../store-dialect.js';
 
 /** Node's own network failures: the database cannot be reached, whichever it is. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
