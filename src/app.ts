@@ -205,7 +205,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   // Every line passes one redaction step that knows the config's secrets, also on a logger passed in.
   const secrets = new Set(secretsOf(config));
   const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, secrets });
-  const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false });
+  const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false, channels: channelPlugins });
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
   const { createModelSet } = await import('./models/create-model-set.js');
   const models = createModelSet(config.model);

@@ -1,14 +1,20 @@
 import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
-import type { ChannelPlugin } from '../channels/channel-plugin.js';
-import { channelPlugins } from '../channels/registry.js';
-import type { TelegramUserMetrics } from '../channels/telegram-user/metrics.js';
 import { MoneyDecimal } from '../domain/money.js';
 
 // prom-client (CommonJS, about 4 MB of heap and 30 ms to load) is required when the first PalaverMetrics is made,
 // so that importing the package entry (which exports this class) does not load it. In dist the require points at a
 // one-file bundle of it (scripts/build.mjs).
 const require = createRequire(import.meta.url);
+
+/**
+ * What makes a channel's own metrics on a registry, by channel name: each channel plug-in fits it. The composition
+ * root hands the plug-ins over, so that the metrics need not know the channels.
+ */
+export interface ChannelMetricsSource<Metrics = unknown> {
+  readonly name: string;
+  readonly metrics?: ((prom: typeof PromClient, registry: PromClient.Registry) => Metrics) | undefined;
+}
 
 /**
  * Prometheus metrics of one Palaver instance. Each instance has its own registry, so two instances in one
@@ -56,7 +62,7 @@ export class PalaverMetrics {
   readonly #inboxSources = new Set<() => number>();
   readonly #costs = new Map<string, InstanceType<typeof MoneyDecimal>>();
 
-  constructor(options: { defaultMetrics?: boolean } = {}) {
+  constructor(options: { defaultMetrics?: boolean; channels?: readonly ChannelMetricsSource[] } = {}) {
     const prom = require('prom-client') as typeof PromClient;
     const registry = (this.registry = new prom.Registry());
     this.turns = new prom.Counter({ name: 'palaver_turns_total', help: 'Turns run, by outcome', labelNames: ['status'] as const, registers: [registry] });
@@ -115,7 +121,7 @@ export class PalaverMetrics {
     this.replyPartsPostponed = new prom.Counter({ name: 'palaver_reply_parts_postponed_total', help: 'Reply parts kept in the outbox to be sent later because the channel asked to wait, by channel', labelNames: ['channel'] as const, registers: [registry] });
     this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
     // Every channel's metrics, whether it runs or not: a dashboard sees its series at 0 rather than missing.
-    for (const plugin of channelPlugins) if (plugin.metrics) this.#channels.set(plugin.name, plugin.metrics(prom, registry));
+    for (const plugin of options.channels ?? []) if (plugin.metrics) this.#channels.set(plugin.name, plugin.metrics(prom, registry));
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   }
 
@@ -130,29 +136,8 @@ export class PalaverMetrics {
     return () => this.#inboxSources.delete(source);
   }
 
-  /** A channel plug-in's own metrics (what its `metrics` made on this registry). */
-  channel<Metrics>(plugin: Pick<ChannelPlugin<string, never, Metrics>, 'name' | 'metrics'>): Metrics {
+  /** A channel plug-in's own metrics (what its `metrics` made on this registry; the plug-in must be among `channels`). */
+  channel<Metrics>(plugin: ChannelMetricsSource<Metrics>): Metrics {
     return this.#channels.get(plugin.name) as Metrics;
-  }
-
-  // The Telegram user account's metrics under their earlier names, for the callers that use them.
-  get #telegramUser(): TelegramUserMetrics {
-    return this.#channels.get('telegram-user') as TelegramUserMetrics;
-  }
-  get telegramUserConnection(): PromClient.Gauge<'state'> {
-    return this.#telegramUser.connection;
-  }
-  get telegramUserSignedOut(): PromClient.Counter<'error'> {
-    return this.#telegramUser.signedOut;
-  }
-  get telegramUserOwnerTakeovers(): PromClient.Counter<string> {
-    return this.#telegramUser.ownerTakeovers;
-  }
-  get telegramUserTakenOverChats(): PromClient.Gauge<string> {
-    return this.#telegramUser.takenOverChats;
-  }
-  /** Adds a count of taken-over chats to the gauge (a user-account channel's); the returned function removes it. */
-  watchTakenOverChats(source: () => number): () => void {
-    return this.#telegramUser.watchTakenOverChats(source);
   }
 }

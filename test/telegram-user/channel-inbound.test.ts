@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import { MemoryStorage } from '@mtcute/node';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Palaver } from '../../src/app.js';
+import { telegramUserPlugin } from '../../src/channels/telegram-user/plugin.js';
 import { TelegramUserChannel, type TelegramUserChannelOptions } from '../../src/channels/telegram-user/telegram-user-channel.js';
 import { createTranscriber } from '../../src/models/openai-transcription.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
@@ -172,8 +173,8 @@ describe('telegram user account: inbound end to end', () => {
 
   it('registers its count of taken-over chats for the gauge at start', async () => {
     // The metrics hooks as app.ts passes them; a takeover itself needs ChannelContext.record (h2, below).
-    const metrics = new PalaverMetrics();
-    const { palaver } = await startChannel({ onOwnerTakeover: () => metrics.telegramUserOwnerTakeovers.inc(), watchTakenOverChats: (count) => metrics.watchTakenOverChats(count) });
+    const metrics = new PalaverMetrics({ channels: [telegramUserPlugin] });
+    const { palaver } = await startChannel({ onOwnerTakeover: () => metrics.channel(telegramUserPlugin).ownerTakeovers.inc(), watchTakenOverChats: (count) => metrics.channel(telegramUserPlugin).watchTakenOverChats(count) });
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^palaver_telegram_user_taken_over_chats 0$/m);
     expect(text).toMatch(/^palaver_telegram_user_owner_takeovers_total 0$/m);
@@ -185,12 +186,12 @@ describe('telegram user account: inbound end to end', () => {
 describe('telegram user account: owner takeover end to end', () => {
   it('stores the owner\'s message as the account\'s side, holds the person\'s next one, answers again after the window', async () => {
     const logs = collectedLogger();
-    const metrics = new PalaverMetrics();
+    const metrics = new PalaverMetrics({ channels: [telegramUserPlugin] });
     const { fake, clock, harness } = await startChannel({
       ownerTakeoverMinutes: 30,
       logger: logs.logger,
-      onOwnerTakeover: () => metrics.telegramUserOwnerTakeovers.inc(),
-      watchTakenOverChats: (count) => metrics.watchTakenOverChats(count),
+      onOwnerTakeover: () => metrics.channel(telegramUserPlugin).ownerTakeovers.inc(),
+      watchTakenOverChats: (count) => metrics.channel(telegramUserPlugin).watchTakenOverChats(count),
     });
     const said = (line: string) => logs.lines.some((l) => String(l['msg']).includes(line));
     const vera = fake.addUser({ firstName: 'Vera' });

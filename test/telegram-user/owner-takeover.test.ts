@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OwnerTakeover } from '../../src/channels/telegram-user/owner-takeover.js';
+import { telegramUserPlugin } from '../../src/channels/telegram-user/plugin.js';
 import { PalaverMetrics } from '../../src/observability/metrics.js';
 import { FakeChannelContext } from '../channels/fake-pipeline.js';
 
@@ -60,10 +61,10 @@ describe('telegram user account: owner takeover state', () => {
 
   it('counts takeovers and shows the chats taken over right now in the metrics', async () => {
     const { state } = new FakeChannelContext();
-    const metrics = new PalaverMetrics();
+    const metrics = new PalaverMetrics({ channels: [telegramUserPlugin] });
     let now = Date.UTC(2026, 10, 27, 9, 0);
-    const takeover = await OwnerTakeover.load({ state, windowMs: 30 * MINUTE, now: () => now, onTakeover: () => metrics.telegramUserOwnerTakeovers.inc() });
-    metrics.watchTakenOverChats(() => takeover.activeCount());
+    const takeover = await OwnerTakeover.load({ state, windowMs: 30 * MINUTE, now: () => now, onTakeover: () => metrics.channel(telegramUserPlugin).ownerTakeovers.inc() });
+    metrics.channel(telegramUserPlugin).watchTakenOverChats(() => takeover.activeCount());
     await takeover.ownerWrote('42', new Date(now));
     await takeover.ownerWrote('42', new Date(now));
     await takeover.ownerWrote('43', new Date(now));

@@ -2,11 +2,11 @@ import type { PalaverConfig } from '../../config/index.js';
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';
-import type { PalaverMetrics } from '../../observability/metrics.js';
 import type { Transcribe } from '../telegram/index.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import type { TelegramNetworkOverride } from './client-factory.js';
 import { CONNECTION_HEALTH_STATES } from './connection.js';
+import type { TelegramUserMetrics } from './metrics.js';
 import { SessionLease } from './session-lease.js';
 import { TelegramSessionFile } from './session-store.js';
 import { TelegramUserChannel } from './telegram-user-channel.js';
@@ -19,7 +19,7 @@ export async function telegramUserChannel(
   config: PalaverConfig['channels']['telegramUser'],
   deps: {
     readonly logger: Logger;
-    readonly metrics: PalaverMetrics;
+    readonly metrics: TelegramUserMetrics;
     readonly leases: ChannelLeaseRepository;
     readonly transcribe?: Transcribe;
     /** In place of Telegram's data centres (tests give the fake MTProto server's link). */
@@ -30,7 +30,7 @@ export async function telegramUserChannel(
   if (apiId === undefined || apiHash === undefined || sessionFile === undefined) {
     throw new ChannelError('not_configured', TELEGRAM_USER_CHANNEL, 'channels.telegramUser needs apiId, apiHash and a sessionFile');
   }
-  const gauge = deps.metrics.telegramUserConnection;
+  const gauge = deps.metrics.connection;
   return new TelegramUserChannel({
     apiId,
     apiHash,
@@ -48,12 +48,12 @@ export async function telegramUserChannel(
     answer: config.answer,
     ownerTakeoverMinutes: config.ownerTakeoverMinutes,
     ...(deps.transcribe ? { transcribe: deps.transcribe } : {}),
-    onOwnerTakeover: () => deps.metrics.telegramUserOwnerTakeovers.inc(),
+    onOwnerTakeover: () => deps.metrics.ownerTakeovers.inc(),
     watchTakenOverChats: (count) => deps.metrics.watchTakenOverChats(count),
     onHealth: (health) => {
       for (const state of CONNECTION_HEALTH_STATES) gauge.set({ state }, state === health ? 1 : 0);
     },
-    onSignedOut: (error) => deps.metrics.telegramUserSignedOut.inc({ error }),
+    onSignedOut: (error) => deps.metrics.signedOut.inc({ error }),
     ...(deps.network ? { network: deps.network } : {}),
     logger: deps.logger,
   });

@@ -23,7 +23,7 @@ export const telegramUserPlugin: ChannelPlugin<'telegramUser', typeof telegramUs
     // The bot's transcription settings unless channels.telegramUser.transcription names others.
     const transcribe = transcriber(settings.transcription ?? config.channels.telegram.transcription);
     const network = overrides?.[TELEGRAM_USER_CHANNEL] as TelegramNetworkOverride | undefined;
-    const channel = await telegramUserChannel(settings, { logger, metrics, leases: store.channelLeases, transcribe, ...(network ? { network } : {}) });
+    const channel = await telegramUserChannel(settings, { logger, metrics: metrics.channel(telegramUserPlugin), leases: store.channelLeases, transcribe, ...(network ? { network } : {}) });
     return {
       channel,
       health: () => {
