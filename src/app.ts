@@ -34,7 +34,7 @@ import { createToolHosts, loadToolsModule } from './tool-hosts.js';
 import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
 import type { Transcriber } from './models/openai-transcription.js';
-import type { TranscriptionSettings } from './config/schema-parts.js';
+import type { TranscriptionSettings } from './channels/telegram/transcription-settings.js';
 import type { RunningHttpServer } from './server/http-server.js';
 import { MemoryChannel } from './channels/memory/memory-channel.js';
 import { configuredChannels } from './channels/configured-channels.js';

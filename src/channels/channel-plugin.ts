@@ -1,13 +1,12 @@
 import type * as PromClient from 'prom-client';
 import type { z } from 'zod';
-import type { PalaverConfig } from '../config/schema.js';
-import type { TranscriptionSettings } from '../config/schema-parts.js';
 import type { Channel } from '../domain/ports/channel.js';
 import type { ClusterBus } from '../domain/ports/cluster-bus.js';
 import type { Store } from '../domain/ports/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import type { Transcribe } from './telegram/transcription.js';
+import type { TranscriptionSettings } from './telegram/transcription-settings.js';
 
 /**
  * What every channel's config slice holds besides its own settings: `enabled` (`palaver chat` and `palaver telegram
@@ -18,10 +17,22 @@ export interface ChannelSettings {
   readonly replies?: 'text' | 'actions' | undefined;
 }
 
+/**
+ * The agent-wide settings channels show, as PalaverConfig holds them. Named here rather than imported: the config
+ * is composed from the plug-ins' slices (src/config imports this folder, never the reverse).
+ */
+export interface AgentWideSettings {
+  readonly agent: { readonly name: string; readonly language: string };
+  readonly limits: { readonly maxInboundChars: number };
+  readonly server: { readonly host: string; readonly apiKey?: string | undefined; readonly showToolDetails: boolean };
+  /** Every plug-in's parsed slice under its key (read one with `sliceOf`). */
+  readonly channels: object;
+}
+
 /** What the composition root (`createPalaver`) hands a plug-in to build its channel with. */
 export interface ChannelDeps {
-  /** The whole config, for the agent-wide settings a channel shows (`agent.name`, `server.apiKey`, …). */
-  readonly config: PalaverConfig;
+  /** The config (PalaverConfig), for the agent-wide settings a channel shows (`agent.name`, `server.apiKey`, …). */
+  readonly config: AgentWideSettings;
   /** Already a child logger with `{ channel: <name> }`. */
   readonly logger: Logger;
   readonly metrics: PalaverMetrics;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { z } from 'zod';
 import type { ChannelLease, ChannelLeaseRepository } from '../domain/ports/store.js';
 import type { Logger } from '../observability/logger.js';
 
@@ -18,6 +19,22 @@ export interface LeaseTimings {
 }
 
 export const DEFAULT_LEASE_TIMINGS: LeaseTimings = { ttlMs: 2_500, renewEveryMs: 1_000, retryEveryMs: 500 };
+
+/**
+ * A channel's `lease` settings in the config (the bot's polling, the user account's MTProto session): the timings
+ * above, with the defaults, refused when one failed renewal would lose the lease. See docs/telegram-several-processes.md.
+ */
+export const leaseSchema = z
+  .strictObject({
+    ttlMs: z.number().int().min(200).max(600_000).default(2_500),
+    renewEveryMs: z.number().int().min(50).max(300_000).default(1_000),
+    retryEveryMs: z.number().int().min(50).max(300_000).default(500),
+  })
+  .refine((lease) => lease.renewEveryMs * 2 <= lease.ttlMs, {
+    message: 'renewEveryMs must be at most half of ttlMs, so that one failed renewal does not lose the lease',
+    path: ['renewEveryMs'],
+  })
+  .prefault({});
 
 /** The longest a lease stays with a holder that died without releasing it, until another process has it. */
 export function takeoverBoundMs(timings: LeaseTimings): number {

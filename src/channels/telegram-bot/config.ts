@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { leaseSchema, transcriptionSchema } from '../../config/schema-parts.js';
+import { leaseSchema } from '../../platform/held-lease.js';
+import { transcriptionSchema } from '../telegram/transcription-settings.js';
 
 /**
  * The Telegram bot (grammY). On when a token is set (better: TELEGRAM_BOT_TOKEN). See "Telegram" in the README.

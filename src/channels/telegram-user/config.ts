@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { leaseSchema, transcriptionSchema } from '../../config/schema-parts.js';
+import { leaseSchema } from '../../platform/held-lease.js';
+import { transcriptionSchema } from '../telegram/transcription-settings.js';
 
 /**
  * Someone the Telegram user account answers: a user id (a number, or its digits as a string, since JSON cannot hold

@@ -1,10 +1,10 @@
-import type { PalaverConfig } from '../../config/index.js';
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Transcribe } from '../telegram/index.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import type { TelegramNetworkOverride } from './client-factory.js';
+import type { TelegramUserConfig } from './config.js';
 import { CONNECTION_HEALTH_STATES } from './connection.js';
 import type { TelegramUserMetrics } from './metrics.js';
 import { SessionLease } from './session-lease.js';
@@ -16,7 +16,7 @@ import { TelegramUserChannel } from './telegram-user-channel.js';
  * `palaver_telegram_user_connection` gauge. Loaded only when the channel is on (mtcute is about 90 MB).
  */
 export async function telegramUserChannel(
-  config: PalaverConfig['channels']['telegramUser'],
+  config: TelegramUserConfig,
   deps: {
     readonly logger: Logger;
     readonly metrics: TelegramUserMetrics;

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import type { ChannelPlugin } from '../channel-plugin.js';
+import type { TranscriptionSettings } from '../telegram/transcription-settings.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import type { TelegramNetworkOverride } from './client-factory.js';
 import { telegramUserConfigSchema, telegramUserEnabled } from './config.js';
@@ -20,8 +21,10 @@ export const telegramUserPlugin: ChannelPlugin<'telegramUser', typeof telegramUs
   isEnabled: telegramUserEnabled,
   async create(settings, { config, logger, metrics, store, transcriber, overrides }) {
     const { telegramUserChannel } = await import('./configured.js');
-    // The bot's transcription settings unless channels.telegramUser.transcription names others.
-    const transcribe = transcriber(settings.transcription ?? config.channels.telegram.transcription);
+    // The bot's transcription settings unless channels.telegramUser.transcription names others. The bot's slice is
+    // another plug-in's (one this folder may not import): read by its shape.
+    const bot = (config.channels as { readonly telegram: { readonly transcription: TranscriptionSettings } }).telegram;
+    const transcribe = transcriber(settings.transcription ?? bot.transcription);
     const network = overrides?.[TELEGRAM_USER_CHANNEL] as TelegramNetworkOverride | undefined;
     const channel = await telegramUserChannel(settings, { logger, metrics: metrics.channel(telegramUserPlugin), leases: store.channelLeases, transcribe, ...(network ? { network } : {}) });
     return {

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { isOrigin } from '../../config/schema-parts.js';
 
 /** The web chat page and AG-UI over SSE on Palaver's HTTP server. */
 export const webConfigSchema = z
@@ -84,3 +83,13 @@ export const webConfigSchema = z
   .prefault({});
 
 export type WebConfig = z.infer<typeof webConfigSchema>;
+
+/** `https://shop.example`, `http://localhost:5173`: a URL that is its own origin. */
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.replace(/\/$/, '').toLowerCase();
+  } catch {
+    return false;
+  }
+}
