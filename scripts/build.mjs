@@ -2,7 +2,7 @@
 // `npm run build`: dist/ as the package ships it.
 //   1. Types: `tsc -p tsconfig.build.json` writes only the declarations (dist/**/*.d.ts), one per source file.
 //   2. JavaScript: esbuild bundles src/ from the package's entry points (its `exports`, the CLI, the SQLite
-//      checkpointer's worker, and three internal modules the benchmarks load) into those same paths, with the code
+//      checkpointer's worker, and two internal modules the benchmarks load) into those same paths, with the code
 //      they share split into dist/chunks/. Every module still exists once, so `palaver` and `palaver/server` hand
 //      out the same classes; code behind a dynamic import stays behind it (createPalaver still loads only the
 //      adapters its config names).
@@ -17,7 +17,7 @@
 //      only called, metrics registered in `palaver.metrics.registry` are never tested with instanceof, and channel
 //      routes take a web-standard Request and return a Response (an application mounting `createHttpApp()` in its
 //      own Hono app uses `route` or `mount`, which only call it). So these copies and an application's own live side
-//      by side. Also bundled: the parts of undici the HTTP transport uses, and grammY with its plugins (without
+//      by side. Also bundled: grammY with its plugins (without
 //      node-fetch; see VENDORED). Every other dependency is imported from node_modules as usual.
 // Tests and the type checker use src/ and the packages as they are; only what ships is bundled.
 import { execFileSync } from 'node:child_process';
@@ -33,7 +33,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 
 /**
  * The package's `exports` (dist/x.js ← src/x.ts), the CLI, the worker the checkpointer starts by its path, and the
- * internal modules the benchmarks import from dist/ by path (bench/inbox-load.ts, bench/turns-bare.ts).
+ * internal modules the benchmarks import from dist/ by path (bench/inbox-load.ts).
  */
 const entryPoints = [
   ...Object.values(pkg.exports)
@@ -44,7 +44,6 @@ const entryPoints = [
   'src/store/sqlite/checkpoint-worker.ts',
   'src/channels/memory/memory-channel.ts',
   'src/cli/heap-growth.ts',
-  'src/http-client/http-transport.ts',
 ];
 
 /** Dependencies bundled into dist/vendor/, and how the compiled code refers to them. */
@@ -67,19 +66,6 @@ const VENDORED = [
   // metrics.ts requires prom-client on the first PalaverMetrics through createRequire, which esbuild may rename
   // (require2): the argument is matched.
   { name: 'prom-client', file: 'prom-client.cjs', format: 'cjs', reference: /(\(\s*)(['"])prom-client\2(?=\s*\))/g },
-  {
-    // The HTTP transport requires undici on its first call. Only the parts it uses: the pool and proxy agents with
-    // `request` (undici's index also loads fetch, WebSocket, EventSource, its cache and mocks: 111 files).
-    name: 'undici',
-    file: 'undici.cjs',
-    format: 'cjs',
-    contents: [
-      "const Dispatcher = require('undici/lib/dispatcher/dispatcher.js');",
-      "Object.assign(Dispatcher.prototype, require('undici/lib/api/index.js'));",
-      "module.exports = { Agent: require('undici/lib/dispatcher/agent.js'), EnvHttpProxyAgent: require('undici/lib/dispatcher/env-http-proxy-agent.js') };",
-    ].join('\n'),
-    reference: /(\(\s*)(['"])undici\2(?=\s*\))/g,
-  },
   {
     // The Telegram bot channel: grammY with its runner and auto-retry plugins, which require grammY's Node build. That
     // build requires node-fetch (with whatwg-url and tr46, ~19 MB resident) and abort-controller at load even when a

@@ -2,8 +2,8 @@ import { ConfigError } from '../domain/errors.js';
 
 /**
  * The outgoing proxy, as the environment names it (HTTP_PROXY, HTTPS_PROXY, NO_PROXY; the lower-case names first,
- * as curl and undici read them). Palaver's HTTP transport takes these settings explicitly (see
- * `src/http-client/http-transport.ts`), so they apply on every Node version, to model, MCP and Telegram calls alike.
+ * as curl and undici read them). Palaver's outgoing HTTP client takes these settings explicitly (see
+ * `src/outgoing-http/outgoing-http.ts`), so they apply on every Node version, to model, MCP and Telegram calls alike.
  */
 export interface ProxySettings {
   /** The proxy for `http:` URLs (and `https:` ones when `httpsProxy` is unset), e.g. `http://proxy:3128`. */
