@@ -2,7 +2,7 @@
 // `npm run build`: dist/ as the package ships it.
 //   1. Types: `tsc -p tsconfig.build.json` writes only the declarations (dist/**/*.d.ts), one per source file.
 //   2. JavaScript: esbuild bundles src/ from the package's entry points (its `exports`, the CLI, the SQLite
-//      checkpointer's worker, and two internal modules the benchmarks load) into those same paths, with the code
+//      checkpointer's worker, and an internal module the benchmarks load) into those same paths, with the code
 //      they share split into dist/chunks/. Every module still exists once, so `palaver` and `palaver/server` hand
 //      out the same classes; code behind a dynamic import stays behind it (createPalaver still loads only the
 //      adapters its config names).
@@ -24,7 +24,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 
 /**
  * The package's `exports` (dist/x.js ← src/x.ts), the CLI, the worker the checkpointer starts by its path, and the
- * internal modules the benchmarks import from dist/ by path (bench/inbox-load.ts).
+ * internal module the benchmarks import from dist/ by path (bench/inbox-load.ts).
  */
 const entryPoints = [
   ...Object.values(pkg.exports)
@@ -34,7 +34,6 @@ const entryPoints = [
   'src/cli/main.ts',
   'src/store/sqlite/checkpoint-worker.ts',
   'src/channels/memory/memory-channel.ts',
-  'src/cli/heap-growth.ts',
 ];
 
 rmSync(dist, { recursive: true, force: true });
