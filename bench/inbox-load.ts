@@ -17,9 +17,8 @@
  *
  * Run by bench/run.ts (`--only inbox`, `--inbox-conversations 100000`); by hand:
  *   node --import tsx bench/inbox-load.ts [conversations=10000] [bursts=40] [--burst 3] [--crowd-quiet-window ms]
- *     [--v8-heap-growth] [--heap-snapshot dir] [--trace]
- * `--v8-heap-growth` leaves heap growth to V8's heuristics instead of `limits.heapGrowthPercent`; `--heap-snapshot`
- * writes a heap snapshot into `dir` once every burst is pending (the last round accepted, no turn started yet);
+ *     [--heap-snapshot dir] [--trace]
+ * `--heap-snapshot` writes a heap snapshot into `dir` once every burst is pending (the last round accepted, no turn started yet);
  * `--trace` prints memory and progress to stderr every second.
  */
 import { spawn } from 'node:child_process';
@@ -42,7 +41,6 @@ export interface InboxLoadOptions {
   readonly quietWindowMs?: number;
   /** The crowd's quiet window (default {@link defaultCrowdQuietWindowMs}). */
   readonly crowdQuietWindowMs?: number;
-  readonly defaultHeapGrowth?: boolean;
   /** A directory to write a heap snapshot into once every burst is pending. */
   readonly heapSnapshotDir?: string;
   /** Prints memory (RSS anonymous and file-backed, heap, external) and progress to stderr every second. */
@@ -188,9 +186,6 @@ async function measureInChild(options: InboxLoadOptions & { baseUrl: string }): 
     },
     { logger: silentLogger(), channels: [crowd, paced] },
   );
-  // The process as `palaver start` runs it: with the heap growth limit its config sets.
-  const { limitHeapGrowth } = (await import(new URL('../dist/cli/heap-growth.js', import.meta.url).href)) as typeof import('../src/cli/heap-growth.js');
-  if (!options.defaultHeapGrowth) limitHeapGrowth(palaver.config.limits.heapGrowthPercent);
   const startRssMb = process.memoryUsage().rss / 1048576;
   let atPeak = { rssMb: 0, heapUsedMb: 0, heapTotalMb: 0, externalMb: 0 };
   const sampler = setInterval(() => {
@@ -333,7 +328,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const burst = flag('--burst');
     const crowdQuietWindowMs = flag('--crowd-quiet-window');
     const heapSnapshotDir = flag('--heap-snapshot');
-    const defaultHeapGrowth = args.includes('--v8-heap-growth');
     const trace = args.includes('--trace');
     const [conversations, bursts] = args.filter((arg) => !arg.startsWith('--'));
     console.log(
@@ -341,7 +335,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
         await measureInboxLoad({
           conversations: Number(conversations ?? 10_000),
           bursts: Number(bursts ?? 40),
-          defaultHeapGrowth,
           trace,
           ...(burst === undefined ? {} : { burst: Number(burst) }),
           ...(crowdQuietWindowMs === undefined ? {} : { crowdQuietWindowMs: Number(crowdQuietWindowMs) }),

@@ -36,7 +36,7 @@
  * Flags: --quick (smoke run) · --turns N (turns per scenario) · --warmup N (turns before measuring, default 500)
  *        --runs N (default 3; the median run is reported) · --concurrency 1,64 · --only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions|scale|latency
  *        --json <file> (raw numbers) · --cpu-prof (profiles of each measured phase, in a temp dir)
- *        --bare-transport (the bare loop's SDK over Palaver's HTTP transport: what Palaver's own work costs per turn)
+ *        --bare-transport (the bare loop's SDK over Palaver's fetch, undici's on an Agent: what Palaver's own work costs per turn)
  *        --history-backends sqlite,postgres,streams,two-processes (the history scenario's variants; default sqlite;
  *        postgres and two-processes need PostgreSQL as for --only scale, streams the Redis at 127.0.0.1:6379)
  *        --inbox-conversations N (the inbox scenario's crowd; 100000 is the large run, see bench/inbox-load.ts)
@@ -75,7 +75,7 @@ interface Options {
   json: string | undefined;
   cpuProf: boolean;
   warmup: number | undefined;
-  /** The bare loop's SDK gets Palaver's HTTP transport instead of the global fetch: Palaver's own cost per turn. */
+  /** The bare loop's SDK gets Palaver's fetch (undici's on an Agent) instead of the global one: Palaver's own cost per turn. */
   bareTransport: boolean;
   /** The history scenario's variants, in this order. */
   historyBackends: HistoryVariant[];
@@ -425,7 +425,7 @@ console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) p
 
 if (options.only !== 'mcp' && options.only !== 'dispatch' && options.only !== 'actions') {
   // The turn and start-up scenarios runs Palaver's compiled output, as an application would; compile the current sources first.
-  console.log('Building Palaver (npm run build: the types, then the bundle of src/ and dist/vendor/) …');
+  console.log('Building Palaver (npm run build: the types, then the bundle of src/) …');
   execFileSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
 }
 

@@ -7,7 +7,7 @@
  *   each its own thread, the SSE stream read to RUN_FINISHED), 4 at a time; then the process is left alone for
  *   `idleMs` and its resident set is read from /proc/<pid>/status (VmRSS; VmHWM is its peak).
  *
- * Used by bench/run.ts (`--only start`); by hand: node --import tsx bench/start-demo.ts [runs=3] [checkout, built]
+ * Used by bench/run.ts (`--only start`); by hand: node --import tsx bench/start-demo.ts [runs=3] [checkout, built; '.' for this one] [node flags…]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -52,6 +52,8 @@ export interface StartDemoOptions {
   readonly settledMs?: number;
   /** The Palaver checkout whose bin/palaver.js is run (default: this one); to compare with another commit's build. */
   readonly root?: string;
+  /** Flags given to node before bin/palaver.js (e.g. `--optimize-for-size`), as an operator would start it. */
+  readonly nodeFlags?: readonly string[];
 }
 
 /** CPU time of a process so far, in ms (utime + stime of /proc/<pid>/stat, in clock ticks of 10 ms). */
@@ -101,7 +103,7 @@ export async function measureStartDemo(options: StartDemoOptions = {}): Promise<
   const env = { ...process.env };
   for (const name of Object.keys(env)) if (name.startsWith('PALAVER_') || name === 'NODE_OPTIONS') delete env[name];
   const started = performance.now();
-  const child = spawn(process.execPath, [join(options.root ?? repoRoot, 'bin', 'palaver.js'), 'start', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), join(options.root ?? repoRoot, 'bin', 'palaver.js'), 'start', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
   try {
@@ -156,5 +158,8 @@ export async function measureStartDemo(options: StartDemoOptions = {}): Promise<
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const runs = Number(process.argv[2] ?? 3);
-  for (let run = 1; run <= runs; run += 1) console.log(JSON.stringify(await measureStartDemo(process.argv[3] ? { root: resolve(process.argv[3]) } : {})));
+  // [runs] [checkout, or '.' for this one] [node flags …]
+  const root = process.argv[3] && process.argv[3] !== '.' ? { root: resolve(process.argv[3]) } : {};
+  const nodeFlags = process.argv.slice(4);
+  for (let run = 1; run <= runs; run += 1) console.log(JSON.stringify(await measureStartDemo({ ...root, nodeFlags })));
 }

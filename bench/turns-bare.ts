@@ -12,10 +12,14 @@ import { runWorkers, scenarioArgs, serveChunks } from './stats.js';
 import { BASE_INSTRUCTIONS, HISTORY_LIMIT, lookupInput, lookupItem, personRotation, USER_TEXT, type TurnScenarioArgs } from './workload.js';
 
 const args = scenarioArgs<TurnScenarioArgs>();
-// As a team writes it, the SDK brings its own wire (the global fetch); with --bare-transport it gets Palaver's, so the
-// difference left is Palaver's own work per turn.
+// As a team writes it, the SDK brings its own wire (the global fetch); with --bare-transport it gets Palaver's (undici's
+// fetch on a keep-alive Agent, as src/platform/outgoing-http.ts makes it), so the difference left is Palaver's own work per turn.
 const transport = args.palaverTransport
-  ? ((await import(new URL('../dist/http-client/http-transport.js', import.meta.url).href)) as typeof import('../src/http-client/http-transport.js')).createHttpTransport()
+  ? await (async () => {
+      const { Agent, fetch: undiciFetch } = await import('undici');
+      const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+      return { fetch: ((input: string, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher })) as unknown as typeof fetch };
+    })()
   : undefined;
 const client = new OpenAI({ baseURL: args.baseUrl, apiKey: 'not-needed', maxRetries: 0, timeout: 60_000, ...(transport ? { fetch: transport.fetch } : {}) });
 

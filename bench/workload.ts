@@ -47,7 +47,7 @@ export interface TurnScenarioArgs {
   readonly databaseUrl?: string;
   /** When set, the measured phase is CPU-profiled into this folder. */
   readonly profileDir?: string;
-  /** The bare loop's SDK runs over Palaver's HTTP transport (`--bare-transport`), not the global fetch. */
+  /** The bare loop's SDK runs over Palaver's fetch (`--bare-transport`: undici's on an Agent), not the global fetch. */
   readonly palaverTransport?: boolean;
 }
 

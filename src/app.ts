@@ -35,6 +35,7 @@ import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
 import type { Transcriber } from './models/openai-transcription.js';
 import type { TranscriptionSettings } from './channels/telegram/transcription-settings.js';
+import type { OpenAIClientOptions } from './models/openai-client.js';
 import type { RunningHttpServer } from './server/http-server.js';
 import { MemoryChannel } from './channels/memory/memory-channel.js';
 import { configuredChannels } from './channels/configured-channels.js';
@@ -43,7 +44,8 @@ import { TELEGRAM_USER_CHANNEL } from './channels/telegram-user/channel-name.js'
 import type { TelegramNetworkOverride } from './channels/telegram-user/client-factory.js';
 import type { ReplySettings } from './runtime/reply-plan/reply-settings.js';
 import { genaiPriceLookup } from './models/genai-price-lookup.js';
-import { closeSharedHttpTransport, sharedHttpTransport } from './http-client/http-transport.js';
+import { proxySettingsFromEnv } from './config/env-proxy.js';
+import { createOutgoingHttp } from './platform/outgoing-http.js';
 
 /** What the embedding code adds to the config. */
 export interface PalaverOptions {
@@ -156,7 +158,7 @@ function focusSettings(config: PalaverConfig['focus'], tools: readonly LocalTool
  * from `staged.types[agent.type]`, inheriting the primary model's endpoint and fallback.
  * @throws ConfigError when the staged flow has no agent type or its type has no stage models.
  */
-async function configuredFlow(config: PalaverConfig): Promise<{ flow: Flow; namedModels: ReadonlyMap<string, ModelSet> }> {
+async function configuredFlow(config: PalaverConfig, models: OpenAIClientOptions): Promise<{ flow: Flow; namedModels: ReadonlyMap<string, ModelSet> }> {
   if (config.agent.flow === 'single') return { flow: singleFlow, namedModels: new Map() };
   const known = Object.keys(config.staged.types);
   const type = config.agent.type;
@@ -174,19 +176,19 @@ async function configuredFlow(config: PalaverConfig): Promise<{ flow: Flow; name
   for (const stage of STAGES) {
     const name = `${type}.${stage}`;
     const own = Object.fromEntries(Object.entries(stages[stage]).filter(([, value]) => value !== undefined));
-    namedModels.set(name, createModelSet({ ...config.model, ...own }));
+    namedModels.set(name, createModelSet({ ...config.model, ...own }, models));
     names[stage] = name;
   }
   return { flow: createStagedFlow({ models: names, prompts: config.staged.prompts }), namedModels };
 }
 
 /** The flow's named model sets plus the stage classifier's own model (`focus.classifier.model`), when it has one. */
-async function withClassifierModels(config: PalaverConfig, named: ReadonlyMap<string, ModelSet>): Promise<ReadonlyMap<string, ModelSet>> {
+async function withClassifierModels(config: PalaverConfig, named: ReadonlyMap<string, ModelSet>, models: OpenAIClientOptions): Promise<ReadonlyMap<string, ModelSet>> {
   const { classifier } = config.focus;
   if (!classifier.enabled || classifier.model === undefined || config.focus.stages.length === 0) return named;
   const { createModelSet } = await import('./models/create-model-set.js');
   const own = Object.fromEntries(Object.entries(classifier.model).filter(([, value]) => value !== undefined));
-  return new Map([...named, [CLASSIFIER_MODELS, createModelSet({ ...config.model, ...own })]]);
+  return new Map([...named, [CLASSIFIER_MODELS, createModelSet({ ...config.model, ...own }, models)]]);
 }
 
 /**
@@ -200,23 +202,25 @@ async function withClassifierModels(config: PalaverConfig, named: ReadonlyMap<st
  */
 export async function createPalaver(input: PalaverConfigInput | PalaverConfig, options: PalaverOptions = {}): Promise<Palaver> {
   const config = withBudgetedOutput(resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd()));
-  // Made now, so that an outgoing proxy the environment names wrongly stops the start (its pools open on first use).
-  sharedHttpTransport();
+  // What model, MCP and Telegram calls go out with. Made now, so that an outgoing proxy the environment names wrongly
+  // stops the start (its connections open on first use).
+  const http = createOutgoingHttp({ proxy: proxySettingsFromEnv() });
+  const callsOut = { fetch: http.fetch };
   // Every line passes one redaction step that knows the config's secrets, also on a logger passed in.
   const secrets = new Set(secretsOf(config));
   const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, secrets });
   const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false, channels: channelPlugins });
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
   const { createModelSet } = await import('./models/create-model-set.js');
-  const models = createModelSet(config.model);
-  const agentFlow = await configuredFlow(config);
+  const models = createModelSet(config.model, callsOut);
+  const agentFlow = await configuredFlow(config, callsOut);
   const moduleTools = config.agent.toolsModule ? await loadToolsModule(config.agent.toolsModule) : [];
   const { openStore } = await import('./store/open-store.js');
   const store = await openStore(config.database.url);
   // `streams`: tools run on `palaver worker` processes; the runtime offers what live workers serve and builds no
   // local or MCP hosts (hosted MCP stays: the model provider calls it). The role, focus and limit checks stay here.
   const streams = config.tools.dispatch === 'streams' ? await startStreamsToolsOrClose(config, store, logger, metrics) : undefined;
-  const { hosts, hostedMcp } = await createToolHosts(config, models.primary, streams ? [] : [...moduleTools, ...(options.tools ?? [])], logger, streams !== undefined).catch(async (error: unknown) => {
+  const { hosts, hostedMcp } = await createToolHosts(config, models.primary, streams ? [] : [...moduleTools, ...(options.tools ?? [])], logger, streams !== undefined, http.fetch).catch(async (error: unknown) => {
     await streams?.dispatcher.close();
     await store.close();
     throw error;
@@ -224,7 +228,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const policy = { roles: config.roles.definitions, withoutRole: config.roles.withoutRole };
   const tools = streams ? new ToolRegistry([streams.catalogue], policy) : new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], policy);
   const dispatcher: ToolDispatcher = streams ? streams.dispatcher : new InlineToolDispatcher(tools);
-  const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger) : new LocalIdentityResolver(store, { phones: config.identity.phones });
+  const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger, http.fetch) : new LocalIdentityResolver(store, { phones: config.identity.phones });
   const { defaultRegion, fromText } = config.identity.phones;
 
   const profiles = profileCodec(profileDefaultsFrom(config));
@@ -241,7 +245,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     {
       store,
       models,
-      namedModels: await withClassifierModels(config, agentFlow.namedModels),
+      namedModels: await withClassifierModels(config, agentFlow.namedModels, callsOut),
       flow: config.focus.stages.length === 0 ? agentFlow.flow : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
@@ -293,6 +297,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     bus: options.bus ?? cluster.bus,
     onSecret: (secret) => secrets.add(secret),
     transcriber: (settings) => lazyTranscriber(settings, config),
+    fetch: http.fetch,
     overrides: options.telegramUserNetwork ? { [TELEGRAM_USER_CHANNEL]: options.telegramUserNetwork } : {},
   });
   const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
@@ -407,7 +412,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         await store.close();
         // Model, MCP and Telegram calls are over: their idle pooled connections close now, one still busy (a call
         // past the grace period) once it is answered.
-        await settlesWithin(closeSharedHttpTransport(), Math.max(0, deadline - Date.now()));
+        await settlesWithin(http.close(), Math.max(0, deadline - Date.now()));
       })();
       return closing;
     },
@@ -420,6 +425,7 @@ async function directoryResolver(
   phoneRegion: string | undefined,
   store: Store,
   logger: Logger,
+  fetch: typeof globalThis.fetch,
 ): Promise<IdentityResolver> {
   const { McpIdentityResolver } = await import('./identity/mcp-identity.js');
   return new McpIdentityResolver(store, {
@@ -432,6 +438,7 @@ async function directoryResolver(
     cacheTtlSeconds: settings.cacheTtlSeconds,
     ...(phoneRegion === undefined ? {} : { phoneRegion }),
     logger,
+    fetch,
   });
 }
 

@@ -15,9 +15,10 @@ import type { LocalTool } from './tools/define-tool.js';
  * The local tools and the MCP servers of `config.mcp.servers`. A `hosted` server is called by the model provider
  * itself, so it becomes a spec for the model, not a host; without a `primary` model (a tool worker) it is left out.
  * `hostedOnly` (a runtime with streams dispatch): only the hosted servers, since the others are the workers'.
+ * `fetch`: what the MCP hosts call out with (the process's `OutgoingHttp`).
  * @throws ConfigError when a hosted server needs a provider that cannot call it.
  */
-export async function createToolHosts(config: PalaverConfig, primary: ModelProvider | undefined, localTools: readonly LocalTool[], logger: Logger, hostedOnly = false) {
+export async function createToolHosts(config: PalaverConfig, primary: ModelProvider | undefined, localTools: readonly LocalTool[], logger: Logger, hostedOnly = false, fetch?: typeof globalThis.fetch) {
   const hosts: ToolHost[] = [];
   const hostedMcp: HostedMcpSpec[] = [];
   if (localTools.length > 0) {
@@ -46,6 +47,7 @@ export async function createToolHosts(config: PalaverConfig, primary: ModelProvi
         timeoutMs: server.timeoutMs,
         maxResultChars: server.maxResultChars ?? config.tools.maxResultChars,
         logger,
+        ...(fetch ? { fetch } : {}),
         ...(server.bearerToken ? { bearerToken: server.bearerToken } : {}),
         ...(server.userIdArgument ? { userIdArgument: server.userIdArgument } : {}),
         ...(server.toolLabels ? { toolLabels: server.toolLabels } : {}),

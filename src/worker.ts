@@ -10,6 +10,8 @@ import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { RunningHttpServer } from './server/http-server.js';
 import type { LocalTool } from './tools/define-tool.js';
 import { createToolHosts, loadToolsModule } from './tool-hosts.js';
+import { createOutgoingHttp } from './platform/outgoing-http.js';
+import { proxySettingsFromEnv } from './config/env-proxy.js';
 
 // The composition root of `palaver worker`, beside app.ts (the runtime's): the same config file, the same tool hosts
 // (tool-hosts.ts), and only what running tools needs — no store, model, channels or turn pipeline.
@@ -57,7 +59,9 @@ export async function startToolWorker(input: PalaverConfigInput | PalaverConfig,
   const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const metrics = new ToolWorkerMetrics({ defaultMetrics: options.processMetrics ?? false });
   const moduleTools = config.agent.toolsModule ? await loadToolsModule(config.agent.toolsModule) : [];
-  const { hosts } = await createToolHosts(config, undefined, [...moduleTools, ...(options.tools ?? [])], logger);
+  // The worker's own connections to MCP servers, through the proxy the environment names; closed when it stops.
+  const http = createOutgoingHttp({ proxy: proxySettingsFromEnv() });
+  const { hosts } = await createToolHosts(config, undefined, [...moduleTools, ...(options.tools ?? [])], logger, false, http.fetch);
   // No role policy: roles, focus ids and per-turn limits were checked by the runtime before it published the call.
   const registry = new ToolRegistry(hosts);
   const dispatcher = new InlineToolDispatcher(registry);
@@ -66,6 +70,7 @@ export async function startToolWorker(input: PalaverConfigInput | PalaverConfig,
     redis = await connectRedis(config.redis, { logger, name: `worker:${workerId}` });
   } catch (error) {
     await dispatcher.close();
+    await http.close();
     throw error;
   }
   const worker = new ToolWorker({
@@ -97,6 +102,7 @@ export async function startToolWorker(input: PalaverConfigInput | PalaverConfig,
     await worker.stop().catch(() => undefined);
     await redis.close();
     await dispatcher.close();
+    await http.close();
     throw error;
   }
   let stopping: Promise<void> | undefined;
@@ -112,6 +118,7 @@ export async function startToolWorker(input: PalaverConfigInput | PalaverConfig,
         await metricsServer?.close();
         await redis.close();
         await dispatcher.close();
+        await http.close();
       })();
       return stopping;
     },

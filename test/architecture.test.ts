@@ -123,19 +123,6 @@ function importCycles(graph: Map<string, string[]>): string[] {
   });
 }
 
-/**
- * Cycles left in place for now, each with its reason.
- * - src/http-client (a type of http-transport.ts used by undici-wire.ts, which http-transport.ts calls): the folder is
- *   being replaced by undici's own client on another branch, and the cycle goes with it.
- */
-const TOLERATED_CYCLES: readonly string[] = ['http-client/http-transport.ts -> http-client/undici-wire.ts -> http-client/http-transport.ts'];
-/**
- * The same for folders. src/http-client reads the proxy settings from config/env-proxy.ts (the environment is read
- * only in src/config) and the Telegram bot uses it, while the config imports the channel registry: the cycle goes
- * with the folder (branch fix/libs).
- */
-const TOLERATED_FOLDER_CYCLES: readonly string[] = ['channels -> http-client -> config -> channels'];
-
 /** Libraries the core may use: small, pure helpers. No SDK, driver, server framework or channel library. */
 const CORE_PACKAGES = new Set(['zod', 'lru-cache', 'decimal.js', 'intl-messageformat', 'bcp-47-match']);
 /** Folders of `src/` the core may import from (the core itself, Palaver's own texts, and type-only observability). */
@@ -162,13 +149,12 @@ const ADAPTERS = [
  * What an adapter may import besides its own folder: the core, config, observability, the shared infrastructure in
  * src/platform, the channel plug-in contract, and the two pieces channels share by design: channels/telegram (Bot API
  * and MTProto formatting, media, transcription: used by both Telegram channels, and by nothing else) and
- * channels/shared (streamed replies, reaction emoji). src/http-client is allowed for now: it is being replaced by
- * undici in platform (branch fix/libs). store/dialects.ts, the dialect registry, is allowed too: it says which
+ * channels/shared (streamed replies, reaction emoji). store/dialects.ts, the dialect registry, is allowed too: it says which
  * database a URL names, and the cluster bus picks its default from it (its entries load no driver). Not adapters, and free to import adapters, are the composition roots: app.ts,
  * index.ts, worker.ts, tool-hosts.ts, cli/, server/ (mounts channel and admin routes on one HTTP app),
  * channels/registry.ts, store/index.ts, store/open-store.ts and store/dialects.ts, demo/ and testing/.
  */
-const ADAPTER_MAY_IMPORT = ['domain', 'runtime', 'i18n', 'config', 'observability', 'platform', 'http-client', 'channels/telegram', 'channels/shared', 'channels/channel-plugin.ts', 'store/dialects.ts'];
+const ADAPTER_MAY_IMPORT = ['domain', 'runtime', 'i18n', 'config', 'observability', 'platform', 'channels/telegram', 'channels/shared', 'channels/channel-plugin.ts', 'store/dialects.ts'];
 
 /** The unit a path under src/ belongs to: `channels/web`, `store/sqlite`, `tools/mcp`, `store`, `admin`, `app.ts`… */
 function unitOf(path: string): string {
@@ -246,15 +232,12 @@ describe('architecture', () => {
   // below both, and a cycle of types is where a cycle of values grows back.
   it('has no import cycle between files of src/', () => {
     const cycles = importCycles(importGraph(sourceFiles(SRC)));
-    expect(cycles.filter((cycle) => !TOLERATED_CYCLES.includes(cycle))).toEqual([]);
-    // A tolerated cycle that is gone leaves the list, so the list only shrinks.
-    expect(TOLERATED_CYCLES.filter((cycle) => !cycles.includes(cycle))).toEqual([]);
+    expect(cycles).toEqual([]);
   });
 
   it('has no import cycle between the top-level folders of src/', () => {
     const cycles = importCycles(folderGraph(importGraph(sourceFiles(SRC))));
-    expect(cycles.filter((cycle) => !TOLERATED_FOLDER_CYCLES.includes(cycle))).toEqual([]);
-    expect(TOLERATED_FOLDER_CYCLES.filter((cycle) => !cycles.includes(cycle))).toEqual([]);
+    expect(cycles).toEqual([]);
   });
 
   it('keeps adapters from importing one another (shared pieces live in src/platform)', () => {

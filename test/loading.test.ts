@@ -132,21 +132,6 @@ describe('loading only what is used', () => {
     }
   });
 
-  it('the built package\'s Telegram channel loads no node-fetch (with whatwg-url and tr46) nor abort-controller', async () => {
-    // grammY's own Node build requires them at load; dist/vendor/grammy.cjs (scripts/build.mjs) does not.
-    const built = new URL('dist/index.js', root);
-    expect(existsSync(built), 'run `npm run build` first').toBe(true);
-    const telegram = await startFakeTelegram();
-    try {
-      const loaded = await packagesLoadedByPalaver('telegram-built', { channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot } } }, built.href);
-      expect(loaded.filter((name) => ['node-fetch', 'whatwg-url', 'tr46', 'abort-controller', 'grammy', 'undici'].includes(name))).toEqual([]);
-      // A check of the check: the Telegram channel did start, and called the Bot API through the transport.
-      expect(telegram.calls.map((call) => call.method)).toContain('getMe');
-    } finally {
-      await telegram.close();
-    }
-  });
-
   it('loading a JSON config loads no YAML parser', async () => {
     const file = join(work, 'palaver.config.json');
     writeFileSync(file, JSON.stringify({ model: { name: 'scripted', baseUrl: 'http://127.0.0.1:9/v1' } }));

@@ -47,6 +47,8 @@ export interface ChannelDeps {
    * imports the models adapter.
    */
   transcriber(settings: TranscriptionSettings): Transcribe;
+  /** What the channel calls out over HTTP with (the Palaver's one keep-alive agent, through its outgoing proxy). */
+  readonly fetch: typeof globalThis.fetch;
   /**
    * By channel name, what the code starting Palaver hands a channel in place of the outside world (tests give the
    * fake MTProto server's link to `telegram-user`); each plug-in knows the type of its own.

@@ -13,8 +13,6 @@ import { createLogger } from '../observability/logger.js';
 import { packageVersion } from '../platform/package-root.js';
 import { adminCommand } from './admin.js';
 import type { Demo } from './demo.js';
-import { limitHeapGrowth } from './heap-growth.js';
-import { releaseMemoryWhenIdle } from './idle-memory.js';
 import { initNextSteps, initProject } from './init.js';
 import { redactUrl } from './redact-url.js';
 import { telegramCommand } from './telegram.js';
@@ -49,8 +47,6 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
     .option('-p, --port <port>', 'port to listen on (overrides config)', parsePort)
     .action(async (options: CommonOptions & { port?: number }) => {
       const { palaver, demo } = await boot(options, { processMetrics: true, ...(deps.telegramUserNetwork ? { telegramUserNetwork: deps.telegramUserNetwork } : {}) });
-      limitHeapGrowth(palaver.config.limits.heapGrowthPercent);
-      const stopIdleWatch = releaseMemoryWhenIdle();
       for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
       let server: Awaited<ReturnType<typeof palaver.serve>>;
       try {
@@ -58,7 +54,6 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
       } catch (error) {
         // Nothing was accepted yet: release the database, channels and demo model, then exit 1 rather than run on
         // without a server.
-        stopIdleWatch?.();
         await palaver.close({ graceMs: 0 });
         await demo?.close();
         const port = options.port ?? palaver.config.server.port;
@@ -75,7 +70,6 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
         console.error('Shutdown did not finish; exiting. Unanswered messages are answered after the next start.');
         process.exit(1);
       }, graceMs + 5_000).unref();
-      stopIdleWatch?.();
       await server.close();
       await palaver.close({ graceMs });
       await demo?.close();

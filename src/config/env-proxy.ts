@@ -1,19 +1,12 @@
 import { ConfigError } from '../domain/errors.js';
+import type { ProxySettings } from '../platform/outgoing-http.js';
+
+export type { ProxySettings };
 
 /**
  * The outgoing proxy, as the environment names it (HTTP_PROXY, HTTPS_PROXY, NO_PROXY; the lower-case names first,
- * as curl and undici read them). Palaver's HTTP transport takes these settings explicitly (see
- * `src/http-client/http-transport.ts`), so they apply on every Node version, to model, MCP and Telegram calls alike.
+ * as curl and undici read them), for Palaver's outgoing HTTP client (`src/platform/outgoing-http.ts`).
  */
-export interface ProxySettings {
-  /** The proxy for `http:` URLs (and `https:` ones when `httpsProxy` is unset), e.g. `http://proxy:3128`. */
-  readonly httpProxy?: string;
-  /** The proxy for `https:` URLs, reached with CONNECT. */
-  readonly httpsProxy?: string;
-  /** Hosts reached directly: comma- or space-separated names, `.suffix`, `host:port`, or `*` for all. */
-  readonly noProxy?: string;
-}
-
 export function proxySettingsFromEnv(env: NodeJS.ProcessEnv = process.env): ProxySettings {
   const pick = (name: string): string | undefined => {
     const value = (env[name.toLowerCase()] ?? env[name.toUpperCase()])?.trim();

@@ -410,11 +410,6 @@ export const configSchema = z.strictObject({
       maxConcurrentAccepts: z.number().int().min(1).max(10_000).default(256),
       /** Longest accepted inbound text, in characters. */
       maxInboundChars: z.number().int().min(1).default(16_000),
-      /**
-       * `palaver start` only: how far (in percent) the JavaScript heap may grow past its live size before a full
-       * collection. 0 leaves it to V8, which lets a busy server hold up to 4× its live heap.
-       */
-      heapGrowthPercent: z.number().int().min(0).max(1000).default(40),
     })
     .prefault({}),
   /**

@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
@@ -6,7 +5,6 @@ import { ConfigError, IdentityError } from '../domain/errors.js';
 import type { User } from '../domain/model.js';
 import type { AccountClaim, IdentityResolver, ResolvedIdentity } from '../domain/ports/identity.js';
 import type { Store } from '../domain/ports/store.js';
-import { sharedHttpTransport } from '../http-client/http-transport.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { McpConnection } from '../platform/mcp-connection.js';
 import { normalisePhone } from './phones.js';
@@ -29,7 +27,7 @@ export interface McpIdentityResolverOptions {
   /** Region for a verified phone written without its country code (`identity.phones.defaultRegion`). */
   readonly phoneRegion?: string;
   readonly logger?: Logger;
-  /** Custom fetch (proxies, tests). Default: Palaver's keep-alive HTTP transport (`src/http-client/`). */
+  /** The `fetch` calls go out with: Palaver passes its own (`src/platform/outgoing-http.ts`). Default: the global `fetch`. */
   readonly fetch?: FetchLike;
 }
 
@@ -97,12 +95,7 @@ export class McpIdentityResolver implements IdentityResolver {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#phoneRegion = options.phoneRegion;
     this.#logger = (options.logger ?? silentLogger()).child({ identityResolver: `mcp:${this.#url.host}` });
-    const baseFetch = options.fetch ?? (sharedHttpTransport().fetch as FetchLike);
-    this.#fetch = (url, init) => {
-      // The SDK hands one long-lived AbortSignal to every request of a session (see McpToolHost).
-      if (init?.signal) setMaxListeners(0, init.signal);
-      return baseFetch(url, init);
-    };
+    this.#fetch = options.fetch ?? ((url, init) => globalThis.fetch(url, init));
     const ttlSeconds = options.cacheTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS;
     const size = options.cacheSize ?? DEFAULT_CACHE_SIZE;
     this.#cache = ttlSeconds > 0 && size > 0 ? new LRUCache({ max: size, ttl: ttlSeconds * 1000 }) : undefined;

@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ModelEndpointConfig } from '../config/schema.js';
 import { ModelError } from '../domain/errors.js';
-import { sharedHttpTransport } from '../http-client/http-transport.js';
+import { withAnswerDeadline } from './answer-deadline.js';
 
 /** OpenAI's own endpoint, used when `baseUrl` is not configured. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -16,7 +16,7 @@ export const PLACEHOLDER_API_KEY = 'not-needed';
 export interface OpenAIClientOptions {
   /** Headers sent on every request (e.g. an `OpenAI-Organization` or a gateway tag). */
   readonly defaultHeaders?: Readonly<Record<string, string>>;
-  /** A `fetch` to use instead of Palaver's HTTP transport (tests, proxies). */
+  /** The `fetch` calls go out with: Palaver passes its own (`src/platform/outgoing-http.ts`). Default: the global `fetch`. */
   readonly fetch?: typeof fetch;
 }
 
@@ -25,9 +25,9 @@ export interface OpenAIClientOptions {
  * 5xx and connection errors `maxRetries` times with backoff (honouring `retry-after(-ms)`), which is our bounded retry.
  *
  * Every option the SDK would otherwise read from `process.env` (`OPENAI_BASE_URL`, `OPENAI_ORG_ID`, …) is set
- * explicitly, so config stays the only source of truth. Requests go over Palaver's keep-alive transport (Node's
- * HTTP client, or undici through the proxy the environment names: see `src/http-client/http-transport.ts`), unless
- * the caller passes a `fetch`.
+ * explicitly, so config stays the only source of truth. Requests go out with the caller's `fetch` (Palaver's is
+ * undici's on its keep-alive or proxy agent: see `src/platform/outgoing-http.ts`), bounded by `timeoutMs` until
+ * the whole answer is read (`answer-deadline.ts`).
  */
 export function createOpenAIClient(config: ModelEndpointConfig, options: OpenAIClientOptions = {}): OpenAI {
   return new OpenAI({
@@ -40,7 +40,7 @@ export function createOpenAIClient(config: ModelEndpointConfig, options: OpenAIC
     timeout: config.timeoutMs,
     maxRetries: config.maxRetries,
     defaultHeaders: { ...options.defaultHeaders },
-    fetch: options.fetch ?? sharedHttpTransport().fetch,
+    fetch: withAnswerDeadline(options.fetch ?? globalThis.fetch, config.timeoutMs),
   });
 }
 
@@ -74,7 +74,8 @@ export function toModelError(error: unknown, model: string, secret?: string): Mo
   if (error instanceof APIUserAbortError) {
     return new ModelError('unreachable', model, `Model ${model}: the call was aborted by the caller.`, { cause: error });
   }
-  if (error instanceof APIConnectionTimeoutError) {
+  // The second: the answer's body did not arrive within the timeout (see `withAnswerDeadline`).
+  if (error instanceof APIConnectionTimeoutError || (error instanceof DOMException && error.name === 'TimeoutError')) {
     return new ModelError(
       'unreachable',
       model,

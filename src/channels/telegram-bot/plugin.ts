@@ -9,7 +9,7 @@ export const telegramBotPlugin: ChannelPlugin<'telegram', typeof telegramBotConf
   configKey: 'telegram',
   configSchema: telegramBotConfigSchema,
   isEnabled: (settings) => settings.enabled && settings.token !== undefined,
-  async create(telegram, { config, logger, metrics, store, transcriber }) {
+  async create(telegram, { config, logger, metrics, store, transcriber, fetch }) {
     const { TelegramBotChannel } = await import('./telegram-bot-channel.js');
     return {
       channel: new TelegramBotChannel({
@@ -29,6 +29,7 @@ export const telegramBotPlugin: ChannelPlugin<'telegram', typeof telegramBotConf
         pollingLease: { leases: store.channelLeases, timings: telegram.lease },
         transcribe: transcriber(telegram.transcription),
         agentName: config.agent.name,
+        fetch,
         logger,
       }),
     };

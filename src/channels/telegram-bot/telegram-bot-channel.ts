@@ -1,6 +1,5 @@
 import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot, type Api, type ApiClientOptions } from 'grammy';
-import { sharedHttpTransport } from '../../http-client/http-transport.js';
 import type { UserFromGetMe } from 'grammy/types';
 import { DEFAULT_LEASE_TIMINGS, type LeaseTimings } from '../../platform/held-lease.js';
 import { ChannelError } from '../../domain/errors.js';
@@ -78,6 +77,8 @@ export interface TelegramBotChannelOptions {
    * `leased-polling.ts`). Without it this process polls alone, as if no other existed.
    */
   readonly pollingLease?: { readonly leases: ChannelLeaseRepository; readonly timings?: Partial<LeaseTimings> };
+  /** What Bot API calls and file downloads go out with (Palaver's: its keep-alive or proxy agent). Default the global `fetch`. */
+  readonly fetch?: typeof fetch;
 }
 
 /** The updates this channel asks Telegram for. */
@@ -129,8 +130,9 @@ export class TelegramBotChannel implements Channel {
     const quietWindowMs = options.quietWindowMs ?? 2_500;
     this.inbox = { quietWindowMs, ...(options.maxWaitMs === undefined ? {} : { maxWaitMs: options.maxWaitMs }) };
     const apiRoot = options.apiRoot ?? 'https://api.telegram.org';
-    // Palaver's HTTP transport (its pool, the proxy from the environment) instead of grammY's node-fetch.
-    this.#bot = new Bot(options.token, { client: { apiRoot, timeoutSeconds: options.requestTimeoutSeconds ?? 75, fetch: sharedHttpTransport().fetch as NonNullable<ApiClientOptions['fetch']> } });
+    // Palaver's HTTP client (its connections, the proxy from the environment) instead of grammY's node-fetch.
+    const callOut = options.fetch ?? globalThis.fetch;
+    this.#bot = new Bot(options.token, { client: { apiRoot, timeoutSeconds: options.requestTimeoutSeconds ?? 75, fetch: callOut as NonNullable<ApiClientOptions['fetch']> } });
     const api = this.#bot.api;
     const logger = this.#logger;
     const context = () => this.#context;
@@ -141,7 +143,7 @@ export class TelegramBotChannel implements Channel {
       context,
       businesses,
       notices,
-      voice: new BotVoice({ api, token: options.token, apiRoot, transcribe: options.transcribe, notices, logger }),
+      voice: new BotVoice({ api, token: options.token, apiRoot, transcribe: options.transcribe, notices, logger, fetch: callOut }),
       groupAnswer: options.groupAnswer ?? 'mention',
       logger,
       onDeadLetter: options.onDeadLetter,

@@ -1,5 +1,4 @@
 import type { Api } from 'grammy';
-import { sharedHttpTransport } from '../../http-client/http-transport.js';
 import type { Logger } from '../../observability/logger.js';
 import { transcribeAudio, type AudioMedia, type Transcribe } from '../telegram/index.js';
 import type { ChatAddress } from './address.js';
@@ -17,6 +16,8 @@ export interface BotVoiceOptions {
   readonly transcribe: Transcribe | undefined;
   readonly notices: Notices;
   readonly logger: Logger;
+  /** What the file is downloaded with (the channel's `fetch`). */
+  readonly fetch: typeof fetch;
 }
 
 /**
@@ -50,7 +51,7 @@ export class BotVoice {
     const file = await this.#options.api.getFile(fileId);
     if (!file.file_path) throw new Error('Telegram gave no file_path for the audio');
     const root = this.#options.apiRoot.replace(/\/+$/, '');
-    const response = await sharedHttpTransport().fetch(`${root}/file/bot${this.#options.token}/${file.file_path}`, { signal: AbortSignal.timeout(60_000) });
+    const response = await this.#options.fetch(`${root}/file/bot${this.#options.token}/${file.file_path}`, { signal: AbortSignal.timeout(60_000) });
     if (!response.ok) throw new Error(`downloading the audio answered HTTP ${response.status}`);
     return new Uint8Array(await response.arrayBuffer());
   }

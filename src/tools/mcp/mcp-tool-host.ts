@@ -1,8 +1,6 @@
-import { setMaxListeners } from 'node:events';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { sharedHttpTransport } from '../../http-client/http-transport.js';
 import { ConfigError, ToolError } from '../../domain/errors.js';
 import type { JsonSchema } from '../../domain/ports/model-provider.js';
 import type { ToolCallContext, ToolDescriptor, ToolHost, ToolLabel, ToolResult } from '../../domain/ports/tool-host.js';
@@ -33,7 +31,7 @@ export interface McpToolHostOptions {
   readonly userIdArgument?: string;
   /** What people see while a tool of this server runs, by tool name (the server itself has no such field). */
   readonly toolLabels?: Readonly<Record<string, ToolLabel>>;
-  /** Custom fetch (proxies, tests). Default: Palaver's keep-alive HTTP transport (`src/http-client/`). */
+  /** The `fetch` calls go out with: Palaver passes its own (`src/platform/outgoing-http.ts`). Default: the global `fetch`. */
   readonly fetch?: FetchLike;
   /** Clock for the list cache. Default `Date.now`. */
   readonly now?: () => number;
@@ -120,12 +118,11 @@ export class McpToolHost implements ToolHost {
     this.toolLabels = options.toolLabels ?? {};
     this.logger = (options.logger ?? silentLogger()).child({ toolHost: this.name });
     this.now = options.now ?? Date.now;
-    const baseFetch = options.fetch ?? (sharedHttpTransport().fetch as FetchLike);
+    const baseFetch = options.fetch ?? (globalThis.fetch as FetchLike);
     this.fetch = (url, init) => {
-      // The SDK hands one long-lived AbortSignal to every request of a session; Node's fetch detaches its listener
-      // from it only when the request is garbage-collected, so concurrent calls trip the 10-listener warning
-      // although nothing leaks for good.
-      if (init?.signal) setMaxListeners(0, init.signal);
+      // The SDK hands one long-lived AbortSignal to every request of a session, to which each call adds a listener;
+      // undici's fetch raises that signal's listener limit itself (Node's `getMaxListeners` throws on Node 20 for a
+      // signal whose limit was set to 0, so none is set here).
       const correlationId = correlation.getStore();
       if (correlationId === undefined) return baseFetch(url, init);
       const headers = new Headers(init?.headers);
