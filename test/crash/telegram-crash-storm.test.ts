@@ -56,20 +56,30 @@ describe('Telegram bot in a crash storm', () => {
       inbox: { leaseMs: 600 },
       channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, drafts: false } },
     });
-    const start = async (): Promise<RunningChild> => {
-      const child = spawnTs(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
+    // Each successor loads its modules while its predecessor lives (a few seconds of a loaded machine each), and
+    // starts Palaver only once the predecessor is killed: one Palaver at a time, as before, with less waiting.
+    const load = (): Promise<RunningChild> => {
+      const child = spawnTs(CHILD, [config, '--standby'], { cwd: REPO_ROOT, env: cleanEnv() });
+      const loaded = child.waitForOutput(/^loaded$/m, 30_000).then(() => child);
+      loaded.catch(() => {}); // awaited in start(); this only keeps a failure meanwhile from counting as unhandled
+      return loaded;
+    };
+    const start = async (standby: Promise<RunningChild>): Promise<RunningChild> => {
+      const child = await standby;
+      child.process.stdin.write('start\n');
       await child.waitForOutput(/^ready$/m, 30_000);
       return child;
     };
 
-    let current = await start();
+    let current = await start(load());
     for (const [index, life] of LIVES.entries()) {
+      const successor = load();
       // The first processes each get a wave of messages half-way through their life: one from every chat.
       await sleep(life / 2);
       if (index < WAVES) for (const chatId of CHATS) telegram.sendText({ chatId, text: textOf(chatId, index) });
       await sleep(life / 2);
       expect((await current.stop('SIGKILL')).signal).toBe('SIGKILL');
-      current = await start();
+      current = await start(successor);
     }
 
     await expect.poll(() => inboxState(databaseUrl), { timeout: 30_000, interval: 200 }).toEqual({ accepted: CHATS.length * WAVES, queued: 0, unsent: 0 });
