@@ -1,16 +1,17 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startFakeTelegram, startScriptedModelServer, type FakeTelegram, type ModelScript, type ScriptedModelServer } from '../../src/testing/index.js';
-import { killAll, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
-import { loadChild, startChild } from './standby-child.js';
 
+const CHILD = fileURLToPath(new URL('./palaver-child.ts', import.meta.url));
 const LEASE_MS = 600;
 
 let model: ScriptedModelServer | undefined;
@@ -37,8 +38,8 @@ const DATABASES: readonly { readonly name: string; readonly url: () => Promise<s
   },
 ];
 
-/** Palaver child processes with the Telegram channel on the fake Bot API, on `databaseUrl`, loaded (see loadChild). */
-async function rig(databaseUrl: string, script: ModelScript): Promise<{ load(): Promise<RunningChild> }> {
+/** A Palaver child process with the Telegram channel on the fake Bot API, on `databaseUrl`. */
+async function rig(databaseUrl: string, script: ModelScript): Promise<{ start(): Promise<RunningChild> }> {
   const dir = mkdtempSync(join(tmpdir(), 'palaver-telegram-crash-'));
   mkdirSync(join(dir, 'instructions'));
   writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
@@ -51,7 +52,13 @@ async function rig(databaseUrl: string, script: ModelScript): Promise<{ load(): 
     inbox: { leaseMs: LEASE_MS },
     channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 100, drafts: false } },
   });
-  return { load: () => loadChild(config) };
+  return {
+    async start() {
+      const child = spawnTs(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
+      await child.waitForOutput(/^ready$/m, 20_000);
+      return child;
+    },
+  };
 }
 
 /**
@@ -84,15 +91,13 @@ describe.each(DATABASES)('Telegram bot after a crash, on $name', ({ url }) => {
       return { text: `You said: ${userTexts(call).at(-1)}` };
     });
 
-    const first = await startChild(processes.load(), 20_000);
-    // The restart's process loads meanwhile, and starts once the first is killed.
-    const successor = processes.load();
+    const first = await processes.start();
     telegram!.sendText({ chatId: 4242, text: 'are you there?' });
     await expect.poll(() => model!.calls.length, { timeout: 10_000 }).toBe(1);
     expect((await first.stop('SIGKILL')).signal).toBe('SIGKILL');
     expect(telegram!.sentTo(4242)).toEqual([]);
 
-    const second = await startChild(successor, 20_000);
+    const second = await processes.start();
     const [reply] = await telegram!.waitForMessages(1, { chatId: 4242, timeoutMs: 15_000 });
     expect(reply!.text).toBe('You said: are you there?');
     await waitUntilSettled(databaseUrl, 4242, 1);
@@ -108,9 +113,7 @@ describe.each(DATABASES)('Telegram bot after a crash, on $name', ({ url }) => {
   it('sends a part Telegram took just before a SIGKILL once more after restart (the pinned repeat), and no other', async () => {
     const databaseUrl = await url();
     const processes = await rig(databaseUrl, (call) => ({ text: `You said: ${userTexts(call).at(-1)}` }));
-    const first = await startChild(processes.load(), 20_000);
-    // The restart's process loads meanwhile, and starts once the first is killed.
-    const successor = processes.load();
+    const first = await processes.start();
     // Telegram carries out the sendMessage, and its answer is held: the process dies before it can mark the part sent.
     const held = telegram!.holdResponseNext('sendMessage');
     telegram!.sendText({ chatId: 4343, text: 'book a table' });
@@ -120,7 +123,7 @@ describe.each(DATABASES)('Telegram bot after a crash, on $name', ({ url }) => {
     expect(telegram!.sentTo(4343).map((message) => message.text)).toEqual(['You said: book a table']);
 
     // The part is still pending in the outbox: the next process cannot know Telegram took it, and sends it again.
-    const second = await startChild(successor, 20_000);
+    const second = await processes.start();
     await telegram!.waitForMessages(2, { chatId: 4343, timeoutMs: 15_000 });
     await waitUntilSettled(databaseUrl, 4343, 1);
     expect(telegram!.sentTo(4343).map((message) => message.text)).toEqual(['You said: book a table', 'You said: book a table']);
