@@ -153,10 +153,10 @@ function parseOptions(argv: readonly string[]): Options {
         options.turnsPerPerson = positiveInt(flag, value());
         break;
       case '--help':
+      // biome-ignore lint/suspicious/noFallthroughSwitchClause: process.exit never returns
       case '-h':
         console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions|scale|latency] [--json file] [--cpu-prof] [--bare-transport] [--history-backends sqlite,postgres,streams,two-processes] [--inbox-conversations N] [--turn-apis chat,responses] [--turn-backends sqlite,postgres] [--turns-per-person N]');
         process.exit(0);
-      // eslint-disable-next-line no-fallthrough
       default:
         throw new Error(`Unknown flag ${flag}; try --help`);
     }

@@ -1,16 +1,15 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js';
 import type { DeliveryRecord, Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startFakeTelegram, startScriptedModelServer, type FakeTelegram, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs } from '../cli/child-process.js';
+import { killAll } from '../cli/child-process.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
+import { loadChild, startChild } from './standby-child.js';
 
-const CHILD = fileURLToPath(new URL('./palaver-child.ts', import.meta.url));
 const LEASE_MS = 600;
 const CHAT = 5151;
 
@@ -63,13 +62,9 @@ describe.each(DATABASES)('a reply plan after a crash, on $name', ({ url }) => {
       inbox: { leaseMs: LEASE_MS },
       channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 100, drafts: false } },
     });
-    const start = async () => {
-      const child = spawnTs(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
-      await child.waitForOutput(/^ready$/m, 20_000);
-      return child;
-    };
-
-    const first = await start();
+    const first = await startChild(loadChild(config), 20_000);
+    // The restart's process loads meanwhile (see loadChild), and starts once the first is killed.
+    const successor = loadChild(config);
     telegram.sendText({ chatId: CHAT, text: 'a table tonight?' });
     await telegram.waitForMessages(1, { chatId: CHAT, timeoutMs: 15_000 });
     // The first message is marked sent and the plan waits its 30 s: the process dies in the middle of the plan.
@@ -77,7 +72,7 @@ describe.each(DATABASES)('a reply plan after a crash, on $name', ({ url }) => {
     expect((await first.stop('SIGKILL')).signal).toBe('SIGKILL');
 
     // The next process carries out the rest once its lease ran out (the wait is not replayed), without the model.
-    const second = await start();
+    const second = await startChild(successor, 20_000);
     await telegram.waitForMessages(2, { chatId: CHAT, timeoutMs: 15_000 });
     await expect.poll(async () => (await planRecords(databaseUrl)).map((record) => record.state), { timeout: 10_000, interval: 50 }).toEqual(['sent', 'sent']);
     // Nothing to wait for: what is checked is that no repeat comes, over a few more recovery rounds (a third of a lease each).

@@ -1,19 +1,18 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { en } from '../../src/i18n/catalogues/en.js';
 import { startFakeTelegram, startScriptedModelServer, type FakeTelegram, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { killAll } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
+import { loadChild, startChild } from './standby-child.js';
 
 // A crash storm (issue 34): a Telegram bot process is SIGKILLed and restarted 10 times while 30 chats write to it.
 // A message that only waited (queued, or in its quiet window) when its process died is taken over at no cost and
 // answered once its quiet window, counted from its arrival, is over: no chat is left with the apology.
 
-const CHILD = fileURLToPath(new URL('./palaver-child.ts', import.meta.url));
 const CHATS = Array.from({ length: 30 }, (_, index) => 5_001 + index);
 const WAVES = 5;
 /** How long each process lives once ready, in ms: all shorter than Telegram's quiet window (2.5 s, the default). */
@@ -56,20 +55,18 @@ describe('Telegram bot in a crash storm', () => {
       inbox: { leaseMs: 600 },
       channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, drafts: false } },
     });
-    const start = async (): Promise<RunningChild> => {
-      const child = spawnTs(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
-      await child.waitForOutput(/^ready$/m, 30_000);
-      return child;
-    };
+    // Each successor loads its modules while its predecessor lives (see loadChild): one Palaver at a time, as before.
+    const load = () => loadChild(config);
 
-    let current = await start();
+    let current = await startChild(load());
     for (const [index, life] of LIVES.entries()) {
+      const successor = load();
       // The first processes each get a wave of messages half-way through their life: one from every chat.
       await sleep(life / 2);
       if (index < WAVES) for (const chatId of CHATS) telegram.sendText({ chatId, text: textOf(chatId, index) });
       await sleep(life / 2);
       expect((await current.stop('SIGKILL')).signal).toBe('SIGKILL');
-      current = await start();
+      current = await startChild(successor);
     }
 
     await expect.poll(() => inboxState(databaseUrl), { timeout: 30_000, interval: 200 }).toEqual({ accepted: CHATS.length * WAVES, queued: 0, unsent: 0 });

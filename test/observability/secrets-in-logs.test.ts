@@ -38,7 +38,7 @@ describe('secrets in the log of a real turn', () => {
     const failure = harness.logs.find((line) => line['msg'] === 'model call failed');
     expect(failure).toMatchObject({ level: 40, model: 'scripted', correlationId: reply.correlationId });
     expect(failure?.['err']).toMatchObject({ status: 401 });
-    expect(String((failure?.['err'] as { message?: string }).message)).toMatch(/Incorrect API key provided: \[redacted\]/);
+    expect(String((failure?.['err'] as { message?: string } | undefined)?.message)).toMatch(/Incorrect API key provided: \[redacted\]/);
   });
 
   it('a 401 from an MCP server echoing the bearer token is logged without the token', async () => {

@@ -28,11 +28,11 @@ function formFieldParts(target: string): { name: string; value: string } {
 /** The attacker's site: a page that posts a form to /agui, and one that tries fetch without and with CORS. */
 function attackerPages(target: string, victimThread: string): (path: string) => string {
   const field = formFieldParts(victimThread);
-  const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/'/g, '&#39;').replace(/</g, '&lt;');
+  const escapeHtml = (text: string): string => text.replace(/&/g, '&amp;').replace(/'/g, '&#39;').replace(/</g, '&lt;');
   const body = JSON.stringify({ threadId: victimThread, runId: 'evil-fetch', messages: [{ id: 'm', role: 'user', content: 'evil fetch' }], tools: [], context: [], state: {}, forwardedProps: {} });
   return (path) => {
     if (path === '/form') {
-      return `<!doctype html><form method="POST" action="${target}/agui" enctype="text/plain"><input name='${escape(field.name)}' value='${escape(field.value)}'></form><script>document.forms[0].submit()</script>`;
+      return `<!doctype html><form method="POST" action="${target}/agui" enctype="text/plain"><input name='${escapeHtml(field.name)}' value='${escapeHtml(field.value)}'></form><script>document.forms[0].submit()</script>`;
     }
     return `<!doctype html><script>
       window.results = (async () => {

@@ -61,7 +61,7 @@ describe('telegram bot: what it understands', () => {
     // A reply to the bot's message counts as addressed; Alice joins the same shared conversation.
     telegram.sendGroupText({ chatId: -1001, from: alice, text: 'and for dessert?', replyTo: { messageId: reply!.messageId, text: reply!.text } });
     await telegram.waitForMessages(2, { chatId: -1001 });
-    expect(userTexts(harness.model.calls[1]!).at(-1)).toMatch(/^\[from "Alice" #[0-9a-f]{6}\] [^]*and for dessert\?$/);
+    expect(userTexts(harness.model.calls[1]!).at(-1)).toMatch(/^\[from "Alice" #[0-9a-f]{6}\] [\s\S]*and for dessert\?$/);
 
     // Forum topics are conversations of their own, answered in their topic.
     telegram.sendGroupText({ chatId: -1002, from: bob, threadId: 11, text: 'topic eleven', mention: true });

@@ -316,7 +316,10 @@ function sendSse(res: ServerResponse, payload: string, cutAfterEvents?: number, 
   const start = Math.max(0, firstText);
   const next = (index: number, preamble = ''): void => {
     if (res.destroyed) return;
-    if (index >= events.length) return finish();
+    if (index >= events.length) {
+      finish();
+      return;
+    }
     res.write(`${preamble}${events[index]}\n\n`);
     setTimeout(next, gapMs, index + 1);
   };

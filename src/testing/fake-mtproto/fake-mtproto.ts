@@ -187,6 +187,14 @@ export class FakeMtproto {
     this.handlers.set(method, handler);
   }
 
+  /**
+   * Telegram tells online clients to catch up (`updatesTooLong`), as it does after a burst or a reconnect: each
+   * calls `updates.getDifference` at once, without waiting out a gap.
+   */
+  tellClientsToCatchUp(): void {
+    this.push({ _: 'updatesTooLong' });
+  }
+
   /** Login by QR: the next `auth.exportLoginToken` succeeds as if the owner scanned the code on a phone. */
   scanQr(): void {
     this.qrScanned = true;
