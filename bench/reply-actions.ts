@@ -16,7 +16,7 @@ import type { ReplyPlan } from '../src/domain/reply-actions.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { checkReplyPlan, type ReplyPlanCheckOptions } from '../src/runtime/reply-plan/check-plan.js';
 import { runPlan, type ReplyPacing } from '../src/runtime/reply-plan/run-plan.js';
-import type { TurnScope } from '../src/runtime/turn-context.js';
+import type { TurnScope } from '../src/runtime/turn/turn-context.js';
 
 export interface ReplyActionsResult {
   /** Mean wall time of one check, in microseconds. */

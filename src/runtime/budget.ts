@@ -3,7 +3,7 @@ import type { SpendCap, Store } from '../domain/ports/store.js';
 import type { ModelInvocation } from './call-wrappers.js';
 import { BUDGETED_MAX_OUTPUT_TOKENS, type BudgetSettings } from './budget-settings.js';
 import { promptTokensAtMost } from './prompt-bound.js';
-import type { TurnScope } from './turn-context.js';
+import type { TurnScope } from './turn/turn-context.js';
 
 export type BudgetKind = SpendCap;
 

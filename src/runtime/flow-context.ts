@@ -8,7 +8,7 @@ import { renderUserSection } from './context/user-context.js';
 import { createModelCaller } from './model-policy.js';
 import { replyPlanFormat } from './reply-plan/plan-format.js';
 import { runToolCall } from './tools/tool-call.js';
-import type { TurnScope } from './turn-context.js';
+import type { TurnScope } from './turn/turn-context.js';
 
 /** Failed model attempts of a turn (path and reason), recorded beside the calls that answered. */
 export type ModelFailures = { path: string; failure: string }[];

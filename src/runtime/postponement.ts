@@ -1,6 +1,6 @@
 import type { DeliveryRecord } from '../domain/ports/store.js';
 import type { Logger } from '../observability/logger.js';
-import type { TurnDependencies } from './turn-context.js';
+import type { TurnDependencies } from './turn/turn-context.js';
 
 /**
  * The longest wait taken at once. The number comes from a messenger (untrusted); a part whose channel still asks to

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import type { ReplyTarget } from '../../src/domain/ports/channel.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { startDelivery } from '../../src/runtime/delivery.js';
-import type { TurnScope } from '../../src/runtime/turn-context.js';
+import { startDelivery } from '../../src/runtime/turn/deliver.js';
+import type { TurnScope } from '../../src/runtime/turn/turn-context.js';
 
 // What a person sees of a turn before its reply: the messages marked read and typing, shown once the turn's model
 // request has left (in the next turn of the event loop), and never after the turn ended.

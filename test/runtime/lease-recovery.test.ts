@@ -8,7 +8,7 @@ import type { Store } from '../../src/domain/ports/store.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { Inbox } from '../../src/runtime/inbox.js';
 import { LeaseRecovery } from '../../src/runtime/pipeline/lease-recovery.js';
-import type { AcceptedMessage } from '../../src/runtime/turn-context.js';
+import type { AcceptedMessage } from '../../src/runtime/turn/turn-context.js';
 import { openStore } from '../../src/store/open-store.js';
 
 let store: Store | undefined;

@@ -3,9 +3,9 @@ import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
 import type { ChannelCapabilities, ReplyTarget, SendOptions, SentPart } from '../../src/domain/ports/channel.js';
 import type { DeliveryRecord } from '../../src/domain/ports/store.js';
 import type { ReplyStep } from '../../src/domain/reply-actions.js';
-import type { PlanToRun } from '../../src/runtime/answer.js';
+import type { PlanToRun } from '../../src/runtime/turn/answer.js';
 import { runPlan, typingMsFor, type ReplyPacing } from '../../src/runtime/reply-plan/run-plan.js';
-import type { TurnScope } from '../../src/runtime/turn-context.js';
+import type { TurnScope } from '../../src/runtime/turn/turn-context.js';
 
 /** A memory channel that notes, with the (fake) clock, every call a plan makes. */
 class PacedChannel extends MemoryChannel {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelResponse } from '../../src/domain/ports/model-provider.js';
 import { storableToolResults, toStorableResponse } from '../../src/runtime/untrusted-output.js';
-import { byAttempts, retryDelayMs } from '../../src/runtime/turn-attempts.js';
+import { byAttempts, retryDelayMs } from '../../src/runtime/turn/turn-attempts.js';
 
 const usage = { inputTokens: 1, outputTokens: 1 } as ModelResponse['usage'];
 

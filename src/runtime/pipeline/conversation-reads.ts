@@ -5,8 +5,8 @@ import type { Channel, ConversationSummary, StoredReply, TranscriptEntry } from 
 import { resetUserState } from '../context/reset.js';
 import { updateUserState } from '../context/user-state-update.js';
 import { wasNotSent } from '../reply-plan/model-notes.js';
-import type { TurnDependencies } from '../turn-context.js';
-import { loadProfile } from '../turn-scope.js';
+import type { TurnDependencies } from '../turn/turn-context.js';
+import { loadProfile } from '../turn/turn-scope.js';
 import { accountNamespaceOf } from './keys.js';
 
 /**

@@ -3,7 +3,7 @@ import type { Channel, InboundMessage } from '../../domain/ports/channel.js';
 import type { AccountClaim, IdentityResolver, PhoneLinkOutcome, ResolvedIdentity } from '../../domain/ports/identity.js';
 import { systemText } from '../../i18n/index.js';
 import type { Participant } from '../conversation-cache.js';
-import type { TurnDependencies } from '../turn-context.js';
+import type { TurnDependencies } from '../turn/turn-context.js';
 import { accountNamespaceOf, participantKey } from './keys.js';
 import { titleFrom } from './title.js';
 

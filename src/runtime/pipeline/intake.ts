@@ -3,7 +3,7 @@ import { newId } from '../../domain/ids.js';
 import type { InboundRecord } from '../../domain/model.js';
 import type { Acceptance, AcceptOptions, Channel, InboundMessage, StoredReply } from '../../domain/ports/channel.js';
 import type { Inbox } from '../inbox.js';
-import type { AcceptedMessage, TurnDependencies } from '../turn-context.js';
+import type { AcceptedMessage, TurnDependencies } from '../turn/turn-context.js';
 import type { IdentityJoin } from './identity-join.js';
 import { accountNamespaceOf, conversationKey, participantKey } from './keys.js';
 import type { ProcessLease } from './lease.js';

@@ -1,7 +1,7 @@
 import type { InboundRecord, Session } from '../../domain/model.js';
 import type { Channel } from '../../domain/ports/channel.js';
 import type { Inbox } from '../inbox.js';
-import type { AcceptedMessage, TurnDependencies } from '../turn-context.js';
+import type { AcceptedMessage, TurnDependencies } from '../turn/turn-context.js';
 import { conversationKey, quietWindowOf } from './keys.js';
 import { RECOVERY_BATCH, type ProcessLease } from './lease.js';
 import type { ConversationOwnership } from './conversation-ownership.js';

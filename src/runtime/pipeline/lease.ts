@@ -1,4 +1,4 @@
-import type { TurnRequest } from '../turn-context.js';
+import type { TurnRequest } from '../turn/turn-context.js';
 
 /**
  * The lease this process holds its inbox messages and outbox parts under: who owns them, and how long they stay

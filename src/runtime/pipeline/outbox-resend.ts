@@ -2,7 +2,7 @@ import { ChannelRetryLaterError } from '../../domain/errors.js';
 import type { Channel } from '../../domain/ports/channel.js';
 import type { DeliveryRecord } from '../../domain/ports/store.js';
 import { postponeParts } from '../postponement.js';
-import type { TurnDependencies } from '../turn-context.js';
+import type { TurnDependencies } from '../turn/turn-context.js';
 
 /** What resending outbox parts needs. */
 export interface OutboxResendOptions {

@@ -4,7 +4,7 @@ import type { Acceptance, AcceptOptions, Channel, ChannelContext, InboundMessage
 import type { IdentityResolver } from '../../domain/ports/identity.js';
 import { Inbox } from '../inbox.js';
 import { settlesWithin } from '../settles-within.js';
-import type { AcceptedMessage, TurnDependencies } from '../turn-context.js';
+import type { AcceptedMessage, TurnDependencies } from '../turn/turn-context.js';
 import { ConversationOwnership } from './conversation-ownership.js';
 import { ConversationReads } from './conversation-reads.js';
 import { IdentityJoin } from './identity-join.js';

@@ -2,7 +2,7 @@ import { ChannelError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import type { Channel, InboundMessage, RecordedConversation, RecordedMessage } from '../../domain/ports/channel.js';
 import { unstorableReason } from '../../domain/storable-text.js';
-import type { TurnDependencies } from '../turn-context.js';
+import type { TurnDependencies } from '../turn/turn-context.js';
 import type { IdentityJoin } from './identity-join.js';
 import { accountNamespaceOf, participantKey } from './keys.js';
 import { checkStorable } from './storable-inbound.js';

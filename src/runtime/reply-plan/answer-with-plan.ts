@@ -5,12 +5,12 @@ import type { CheckedReplyPlan, ReplyPlan } from '../../domain/reply-actions.js'
 import { toStorableText } from '../../domain/storable-text.js';
 import { historyMessageIds } from '../context/history.js';
 import { showableMessageId } from '../context/message-id-label.js';
-import type { Answer } from '../answer.js';
+import type { Answer } from '../turn/answer.js';
 import { newErrorId } from '../error-id.js';
 import type { ModelFailures } from '../flow-context.js';
 import { withReplyFormat } from '../flows/reply-format.js';
-import type { TurnScope } from '../turn-context.js';
-import { persistFailure } from '../turn-persistence.js';
+import type { TurnScope } from '../turn/turn-context.js';
+import { persistFailure } from '../turn/persist-reply.js';
 import { checkReplyPlan, type ReplyPlanCheckOptions } from './check-plan.js';
 import { planLimitsOf } from './plan-format.js';
 import { REPLY_PLAN_OUTPUT } from './plan-schema.js';

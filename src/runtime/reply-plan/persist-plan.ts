@@ -3,10 +3,10 @@ import type { NewMessage, StoredMessage } from '../../domain/model.js';
 import type { FlowResult, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { ReplyPlan, ReplyStep } from '../../domain/reply-actions.js';
 import { chainPointAfter } from '../context/response-chain.js';
-import type { Answer, PlanToRun } from '../answer.js';
+import type { Answer, PlanToRun } from '../turn/answer.js';
 import type { ModelFailures } from '../flow-context.js';
-import type { TurnScope } from '../turn-context.js';
-import { inSessionCurrency, newMessages, outcome, usageOf } from '../turn-persistence.js';
+import type { TurnScope } from '../turn/turn-context.js';
+import { inSessionCurrency, newMessages, outcome, usageOf } from '../turn/persist-reply.js';
 import { closeTurn } from '../turn/close-turn.js';
 import { UNANSWERED_NOTE } from './model-notes.js';
 

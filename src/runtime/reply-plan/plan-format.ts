@@ -1,7 +1,7 @@
 import type { ReplyFormat } from '../../domain/ports/flow.js';
 import type { ReplyActionLimits } from '../../domain/reply-actions.js';
 import { replyActionsPrompt } from '../context/reply-actions-prompt.js';
-import type { TurnScope } from '../turn-context.js';
+import type { TurnScope } from '../turn/turn-context.js';
 import { REPLY_PLAN_OUTPUT } from './plan-schema.js';
 import { replyActionLimits } from './reply-settings.js';
 

@@ -2,9 +2,9 @@ import { ChannelRetryLaterError } from '../../domain/errors.js';
 import type { Channel, SentPart } from '../../domain/ports/channel.js';
 import type { DeliveryRecord } from '../../domain/ports/store.js';
 import type { ReplyStep } from '../../domain/reply-actions.js';
-import type { PlanToRun } from '../answer.js';
+import type { PlanToRun } from '../turn/answer.js';
 import { postponeParts } from '../postponement.js';
-import type { TurnScope } from '../turn-context.js';
+import type { TurnScope } from '../turn/turn-context.js';
 import { hasEffect } from './persist-plan.js';
 import type { NotSentReason } from './model-notes.js';
 

@@ -2,7 +2,7 @@ import type { NewMessage } from '../../domain/model.js';
 import type { FlowState } from '../../domain/ports/flow.js';
 import type { HostedToolCall, ModelToolCall } from '../../domain/ports/model-provider.js';
 import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
-import type { ToolRun, TurnScope } from '../turn-context.js';
+import type { ToolRun, TurnScope } from '../turn/turn-context.js';
 import { toolProgressLabel } from './tool-label.js';
 
 /**

@@ -4,7 +4,7 @@ import type { DeliveryRecord, SessionChange, Store } from '../../domain/ports/st
 import { settleBudget } from '../budget.js';
 import type { UserState } from '../context/user-state.js';
 import { saveTurnState, type SavedUserState } from '../context/user-state-update.js';
-import type { TurnScope } from '../turn-context.js';
+import type { TurnScope } from './turn-context.js';
 
 /** One outbox record of the turn's reply: a part to send, or a reaction (numbered in the order given). */
 export type OutboxPart = Pick<DeliveryRecord, 'text'> & Partial<Pick<DeliveryRecord, 'replyTo' | 'reaction'>>;

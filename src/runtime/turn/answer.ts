@@ -1,6 +1,6 @@
-import type { TurnOutcome } from '../domain/ports/channel.js';
-import type { DeliveryRecord } from '../domain/ports/store.js';
-import type { ReplyStep } from '../domain/reply-actions.js';
+import type { TurnOutcome } from '../../domain/ports/channel.js';
+import type { DeliveryRecord } from '../../domain/ports/store.js';
+import type { ReplyStep } from '../../domain/reply-actions.js';
 
 // What persisting a turn hands to delivering it: persistence makes an Answer, delivery sends it.
 

@@ -1,9 +1,9 @@
-import { ChannelError, ChannelRetryLaterError } from '../domain/errors.js';
-import type { SentPart, TurnOutcome } from '../domain/ports/channel.js';
-import type { DeliveryRecord } from '../domain/ports/store.js';
+import { ChannelError, ChannelRetryLaterError } from '../../domain/errors.js';
+import type { SentPart, TurnOutcome } from '../../domain/ports/channel.js';
+import type { DeliveryRecord } from '../../domain/ports/store.js';
 import type { Answer, PlanToRun } from './answer.js';
-import { postponeParts } from './postponement.js';
-import { runPlan } from './reply-plan/run-plan.js';
+import { postponeParts } from '../postponement.js';
+import { runPlan } from '../reply-plan/run-plan.js';
 import type { TurnScope } from './turn-context.js';
 
 const DEFAULT_TYPING_INTERVAL_MS = 4_000;

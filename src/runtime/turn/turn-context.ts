@@ -1,20 +1,20 @@
-import type { InboundRecord, Session, User } from '../domain/model.js';
-import type { Channel, ReplyTarget, TurnProgress } from '../domain/ports/channel.js';
-import type { Flow } from '../domain/ports/flow.js';
-import type { HostedMcpSpec, ModelSet } from '../domain/ports/model-provider.js';
-import type { OpenTurnRecord, Store } from '../domain/ports/store.js';
-import type { ProfileCodec, ProfileSettings } from '../domain/profile.js';
-import type { Logger } from '../observability/logger.js';
-import type { PalaverMetrics } from '../observability/metrics.js';
-import type { Billing } from './billing.js';
-import type { BudgetSettings } from './budget-settings.js';
-import type { ModelInvoker, ToolInvoker } from './call-wrappers.js';
-import type { InstructionLibrary } from './context/instructions.js';
-import type { UserAgentContext } from './context/user-context.js';
-import type { UserState } from './context/user-state.js';
-import type { ConversationCache } from './conversation-cache.js';
-import type { ReplyMode, ReplySettings } from './reply-plan/reply-settings.js';
-import type { ToolRegistry } from './tools/tool-registry.js';
+import type { InboundRecord, Session, User } from '../../domain/model.js';
+import type { Channel, ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
+import type { Flow } from '../../domain/ports/flow.js';
+import type { HostedMcpSpec, ModelSet } from '../../domain/ports/model-provider.js';
+import type { OpenTurnRecord, Store } from '../../domain/ports/store.js';
+import type { ProfileCodec, ProfileSettings } from '../../domain/profile.js';
+import type { Logger } from '../../observability/logger.js';
+import type { PalaverMetrics } from '../../observability/metrics.js';
+import type { Billing } from '../billing.js';
+import type { BudgetSettings } from '../budget-settings.js';
+import type { ModelInvoker, ToolInvoker } from '../call-wrappers.js';
+import type { InstructionLibrary } from '../context/instructions.js';
+import type { UserAgentContext } from '../context/user-context.js';
+import type { UserState } from '../context/user-state.js';
+import type { ConversationCache } from '../conversation-cache.js';
+import type { ReplyMode, ReplySettings } from '../reply-plan/reply-settings.js';
+import type { ToolRegistry } from '../tools/tool-registry.js';
 import type { TurnJournal } from './turn-journal.js';
 
 /** Agent settings a turn needs, taken from config once. */

@@ -1,4 +1,4 @@
-import type { OpenTurnRecord, Store } from '../domain/ports/store.js';
+import type { OpenTurnRecord, Store } from '../../domain/ports/store.js';
 import type { AcceptedMessage, TurnRequest } from './turn-context.js';
 
 type Batch = TurnRequest['messages'];

@@ -1,12 +1,12 @@
-import { newId } from '../domain/ids.js';
-import type { StoredMessage } from '../domain/model.js';
-import type { ProfileSettings } from '../domain/profile.js';
-import type { ReplyTarget, TurnProgress } from '../domain/ports/channel.js';
-import type { Logger } from '../observability/logger.js';
-import { boundHistory } from './context/history.js';
-import { buildUserAgentContext } from './context/user-context.js';
-import { parseUserState } from './context/user-state.js';
-import { replyModeFor } from './reply-plan/reply-settings.js';
+import { newId } from '../../domain/ids.js';
+import type { StoredMessage } from '../../domain/model.js';
+import type { ProfileSettings } from '../../domain/profile.js';
+import type { ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
+import type { Logger } from '../../observability/logger.js';
+import { boundHistory } from '../context/history.js';
+import { buildUserAgentContext } from '../context/user-context.js';
+import { parseUserState } from '../context/user-state.js';
+import { replyModeFor } from '../reply-plan/reply-settings.js';
 import { TurnJournal } from './turn-journal.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
 

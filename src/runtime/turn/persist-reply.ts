@@ -1,19 +1,19 @@
-import { StoreError } from '../domain/errors.js';
-import type { NewMessage, StoredMessage } from '../domain/model.js';
-import type { TurnOutcome } from '../domain/ports/channel.js';
-import type { FlowResult, ModelCallRecord } from '../domain/ports/flow.js';
-import { systemText } from '../i18n/index.js';
-import { resetUserState } from './context/reset.js';
-import { chainPointAfter } from './context/response-chain.js';
-import type { UserState } from './context/user-state.js';
-import type { ModelFailures } from './flow-context.js';
-import { splitReply } from './reply.js';
-import { toolAuditRecords } from './tools/tool-call.js';
+import { StoreError } from '../../domain/errors.js';
+import type { NewMessage, StoredMessage } from '../../domain/model.js';
+import type { TurnOutcome } from '../../domain/ports/channel.js';
+import type { FlowResult, ModelCallRecord } from '../../domain/ports/flow.js';
+import { systemText } from '../../i18n/index.js';
+import { resetUserState } from '../context/reset.js';
+import { chainPointAfter } from '../context/response-chain.js';
+import type { UserState } from '../context/user-state.js';
+import type { ModelFailures } from '../flow-context.js';
+import { splitReply } from '../reply.js';
+import { toolAuditRecords } from '../tools/tool-call.js';
 import type { Answer } from './answer.js';
-import type { BilledUsage } from './billing.js';
-import type { BudgetKind } from './budget.js';
+import type { BilledUsage } from '../billing.js';
+import type { BudgetKind } from '../budget.js';
 import type { TurnScope } from './turn-context.js';
-import { closeTurn } from './turn/close-turn.js';
+import { closeTurn } from './close-turn.js';
 
 /**
  * Stores a completed turn in one transaction: the flow's audit records, the reply with its usage, cost and model

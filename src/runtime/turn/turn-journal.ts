@@ -1,9 +1,9 @@
-import type { ToolCallRecord } from '../domain/model.js';
-import type { TurnProgress } from '../domain/ports/channel.js';
-import type { ModelCall, ModelCallRecord } from '../domain/ports/flow.js';
-import type { ModelToolCall } from '../domain/ports/model-provider.js';
-import type { OpenTurnRecord, Store } from '../domain/ports/store.js';
-import type { ToolCallResult } from '../domain/ports/tool-dispatch.js';
+import type { ToolCallRecord } from '../../domain/model.js';
+import type { TurnProgress } from '../../domain/ports/channel.js';
+import type { ModelCall, ModelCallRecord } from '../../domain/ports/flow.js';
+import type { ModelToolCall } from '../../domain/ports/model-provider.js';
+import type { OpenTurnRecord, Store } from '../../domain/ports/store.js';
+import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
 
 /** A tool call this turn ran, with what came back, for idempotency within the turn and for the audit records. */
 export interface ToolRun {
