@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { HostCheck } from '../../platform/host-check.js';
 
 export interface RequestGuardOptions {
@@ -123,15 +122,6 @@ export class RequestGuard {
  */
 export function isBrowserRequest(request: Request): boolean {
   return request.headers.has('origin') || request.headers.has('sec-fetch-site');
-}
-
-/** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback (`::ffff:127.x.x.x`). */
-export function isLoopbackAddress(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  const lower = address.toLowerCase();
-  if (lower === '::1' || lower === '0:0:0:0:0:0:0:1') return true;
-  const v4 = lower.startsWith('::ffff:') ? lower.slice('::ffff:'.length) : lower;
-  return isIP(v4) === 4 && v4.startsWith('127.');
 }
 
 /** `{ error: { code, message } }` with the refusal's status. */

@@ -4,7 +4,8 @@ import { dirname } from 'node:path';
 import type { JWTVerifyGetKey } from 'jose';
 import { PalaverError } from '../../domain/errors.js';
 import type { Logger } from '../../observability/logger.js';
-import { isLoopbackAddress, isBrowserRequest } from './request-guard.js';
+import { isLoopbackAddress } from '../../platform/api-key.js';
+import { isBrowserRequest } from './request-guard.js';
 import { badTextReason } from './text-check.js';
 
 /** Name of the visitor cookie over http (loopback, a LAN address). */
