@@ -136,7 +136,7 @@ describe('the README\'s two commands', () => {
     expect(firstBlock?.type === 'code' ? firstBlock.value : undefined).toBe(
       [
         'npm ci && npm start -- --demo     # install, then start Palaver on its embedded defaults (SQLite, scripted demo model)',
-        'npm test                          # prepare the machine (chromium, PostgreSQL, MariaDB, Redis), typecheck, build, run every suite',
+        'npm test                          # prepare the machine (chromium, PostgreSQL, MariaDB, Redis), lint, typecheck, build, run every suite',
       ].join('\n'),
     );
     const ci = readFileSync(join(root, '.ci/run'), 'utf8');
