@@ -90,8 +90,11 @@ describe('palaver start: shutdown', () => {
     expect(first.stderr() + first.stdout()).toMatch(/shutdown grace period/);
     expect(telegram.sent).toEqual([]);
 
-    // Telegram and the model are back; the leased work is recovered by the next process.
+    // Telegram and the model are back; the leased work is recovered by the next process. The dead process's
+    // sendMessage must be gone first (its connection closed), or the fake would carry it out after all and the
+    // part would reach the chat twice: once from the dead process, once from its successor.
     holding.on = false;
+    await expect.poll(() => telegram!.hanging('sendMessage'), { timeout: 10_000 }).toBe(0);
     telegram.hang('sendMessage', false);
     telegram.hang('sendChatAction', false);
     const second = await startPalaver(dir);
