@@ -58,9 +58,7 @@ export function createOutgoingHttp(options: OutgoingHttpOptions = {}): OutgoingH
  * What callers hand over that undici's `fetch` would refuse or send otherwise than they meant:
  * - Node's global `FormData` is another copy of undici's class, which this one would send as text: it is copied into
  *   this undici's;
- * - a Node stream body (as grammY uploads a file) needs `duplex: 'half'`, which not every caller sets;
- * - grammY's Node build passes the signal of the `abort-controller` package, which undici refuses as not an
- *   `AbortSignal`: it is followed by a real one.
+ * - a Node stream body (as grammY uploads a file) needs `duplex: 'half'`, which not every caller sets.
  */
 function forUndici(undici: typeof Undici, init: RequestInit | undefined): Partial<Undici.RequestInit> {
   const adjusted: Partial<Undici.RequestInit> = {};
@@ -72,16 +70,7 @@ function forUndici(undici: typeof Undici, init: RequestInit | undefined): Partia
   } else if (body instanceof ReadableStream || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body)) {
     adjusted.duplex = 'half';
   }
-  const signal = init?.signal;
-  if (signal != null && !(signal instanceof AbortSignal)) adjusted.signal = followed(signal);
   return adjusted;
-}
-
-function followed(foreign: Pick<AbortSignal, 'aborted' | 'reason' | 'addEventListener'>): AbortSignal {
-  const controller = new AbortController();
-  if (foreign.aborted) controller.abort(foreign.reason);
-  else foreign.addEventListener('abort', () => controller.abort(foreign.reason), { once: true });
-  return controller.signal;
 }
 
 function createDispatcher({ Agent, EnvHttpProxyAgent }: typeof Undici, options: OutgoingHttpOptions): Undici.Dispatcher {

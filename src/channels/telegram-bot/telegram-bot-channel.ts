@@ -1,5 +1,5 @@
 import { autoRetry } from '@grammyjs/auto-retry';
-import { Bot, type Api, type ApiClientOptions } from 'grammy';
+import { Bot, type Api } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
 import { DEFAULT_LEASE_TIMINGS, type LeaseTimings } from '../../platform/held-lease.js';
 import { ChannelError } from '../../domain/errors.js';
@@ -23,6 +23,7 @@ import { BusinessConnections } from './business.js';
 import { registerCommands } from './commands.js';
 import type { DeadLetterReason } from './dead-letters.js';
 import { DraftStreamer } from './drafts.js';
+import { fetchForGrammy } from './grammy-fetch.js';
 import { Notices } from './notices.js';
 import { BotOutbound } from './outbound.js';
 import { LeasedPolling } from './leased-polling.js';
@@ -132,7 +133,7 @@ export class TelegramBotChannel implements Channel {
     const apiRoot = options.apiRoot ?? 'https://api.telegram.org';
     // Palaver's HTTP client (its connections, the proxy from the environment) instead of grammY's node-fetch.
     const callOut = options.fetch ?? globalThis.fetch;
-    this.#bot = new Bot(options.token, { client: { apiRoot, timeoutSeconds: options.requestTimeoutSeconds ?? 75, fetch: callOut as NonNullable<ApiClientOptions['fetch']> } });
+    this.#bot = new Bot(options.token, { client: { apiRoot, timeoutSeconds: options.requestTimeoutSeconds ?? 75, fetch: fetchForGrammy(callOut) } });
     const api = this.#bot.api;
     const logger = this.#logger;
     const context = () => this.#context;
