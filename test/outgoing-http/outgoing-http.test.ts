@@ -2,11 +2,12 @@ import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { Api, InputFile, type ApiClientOptions } from 'grammy';
+import { Api, InputFile } from 'grammy';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEndpointProvider } from '../../src/models/create-model-set.js';
 import { proxySettingsFromEnv } from '../../src/config/env-proxy.js';
 import { createOutgoingHttp, type OutgoingHttp, type OutgoingHttpOptions } from '../../src/platform/outgoing-http.js';
+import { fetchForGrammy } from '../../src/channels/telegram-bot/grammy-fetch.js';
 
 type Handler = (request: IncomingMessage, body: string, response: ServerResponse) => void;
 
@@ -290,7 +291,8 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
       uploads.push(`${request.url} ${request.headers['content-type']?.split(';')[0]} ${body.includes('filename=note.ogg') && body.includes('OggS voice') ? 'with file' : 'without'}`);
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, result: { message_id: 7, date: 0, chat: { id: 5, type: 'private' } } }));
     });
-    const api = new Api('123:abc', { apiRoot: url, fetch: transport().fetch as NonNullable<ApiClientOptions['fetch']> });
+    // As the Telegram bot channel hands it to grammY.
+    const api = new Api('123:abc', { apiRoot: url, fetch: fetchForGrammy(transport().fetch) });
     const sent = await api.sendVoice(5, new InputFile(Buffer.from('OggS voice'), 'note.ogg'));
     expect(sent.message_id).toBe(7);
     expect(uploads).toEqual(['/bot123:abc/sendVoice multipart/form-data with file']);
