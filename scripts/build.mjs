@@ -14,7 +14,8 @@
 //      src/platform/browser-assets.ts serves them) are copied unmodified from their packages into dist/browser/, each
 //      with its package's license, and SOURCES.md names package and version. Only browsers run them, so the packages
 //      are devDependencies (still in the lock file, so `npm audit` sees them) and an installed Palaver needs neither.
-// Tests and the type checker use src/ and the packages as they are; only what ships is bundled.
+// Tests and the type checker use src/ and the packages as they are; only what ships is bundled. The browser libraries
+// are the exception: src/ serves them from dist/browser/ as well, so tests need a build first (`npm test` makes one).
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
