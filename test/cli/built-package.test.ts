@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { TEST_SECRETS } from '../support/secrets.js';
 import { cleanEnv, killAll, REPO_ROOT, spawnTs, typeLines } from './child-process.js';
 
 // The published package runs dist/, which `npm run build` (scripts/build.mjs) bundles from src/: the entry points of
@@ -52,13 +53,42 @@ describe('the built package', () => {
     expect(JSON.parse(run.stdout)).toEqual({ pages: 0, warnings: [] });
   });
 
-  it('imports its dependencies from node_modules, as npm lists them: no copy of a dependency ships in dist/', () => {
+  it('imports its dependencies from node_modules, as npm lists them: no copy of a dependency ships in dist/ (only the browser libraries, in dist/browser/)', () => {
     const files = readdirSync(DIST, { recursive: true, encoding: 'utf8' });
     expect(files.filter((file) => file.split(sep)[0] === 'vendor')).toEqual([]);
     const compiled = files.filter((file) => file.endsWith('.js')).map((file) => readFileSync(join(DIST, file), 'utf8'));
     // Each is imported by its package name somewhere in the compiled code (so from node_modules).
     for (const name of ['kysely', 'hono', 'prom-client', 'undici', 'grammy']) {
       expect(compiled.some((source) => new RegExp(`(?:from\\s*|import\\s*\\(\\s*|require\\w*\\(\\s*)['"]${name}['"]`).test(source)), name).toBe(true);
+    }
+  });
+
+  it('serves the pages\' browser libraries from dist/browser/: the packages\' own files, unmodified, with their licenses and versions', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'palaver-dist-'));
+    dirs.push(cwd);
+    const server = spawnTs(join(REPO_ROOT, 'bin', 'palaver.js'), ['start', '--demo', '--port', '0'], { cwd, env: cleanEnv({ PALAVER_ADMIN_TOKEN: TEST_SECRETS.adminToken }) });
+    const url = (await server.waitForOutput(/Palaver is listening on (http:\/\/[^\s]+)/, 30_000))[1]!;
+    const browser = join(DIST, 'browser');
+    const sources = readFileSync(join(browser, 'SOURCES.md'), 'utf8');
+    const compiled = readdirSync(DIST, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.js') && file.split(sep)[0] !== 'browser')
+      .map((file) => readFileSync(join(DIST, file), 'utf8'));
+    for (const [path, name, file, license] of [
+      ['/markdown-it.min.js', 'markdown-it', 'markdown-it.min.js', 'LICENSE'],
+      ['/admin/assets/chart.umd.min.js', 'chart.js', 'chart.umd.min.js', 'LICENSE.md'],
+    ] as const) {
+      const response = await fetch(`${url}${path}`);
+      expect(response.status, path).toBe(200);
+      const served = await response.text();
+      expect(served).toBe(readFileSync(join(browser, file), 'utf8'));
+      // The devDependency's own file, and the license and version that go with it.
+      const packageDir = join(REPO_ROOT, 'node_modules', name);
+      expect(served).toBe(readFileSync(join(packageDir, 'dist', file), 'utf8'));
+      expect(readFileSync(join(browser, `${name}-${license}`), 'utf8')).toBe(readFileSync(join(packageDir, license), 'utf8'));
+      const { version } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version: string };
+      expect(sources).toContain(`| ${file} | ${name} | ${version} |`);
+      // The server never loads the package itself: an installed Palaver has no devDependencies.
+      expect(compiled.some((source) => new RegExp(`(?:from\\s*|import\\s*\\(\\s*|require\\w*\\(\\s*|resolve\\(\\s*)['"]${name.replace('.', '\\.')}['"/]`).test(source)), name).toBe(false);
     }
   });
 

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { TEST_SECRETS } from '../support/secrets.js';
 import { cleanEnv, killAll, PALAVER_BIN, REPO_ROOT, spawnTs } from './child-process.js';
 import { installWithoutRegistry } from './install-without-registry.js';
 
@@ -67,7 +68,8 @@ describe('palaver init', () => {
 
     // npm start with the project's own config on a free port, as a person would run it (no API key needed to serve).
     writeFileSync(join(project, 'palaver.config.yaml'), readFileSync(join(project, 'palaver.config.yaml'), 'utf8').replace('port: 3000', 'port: 0'));
-    const start = spawn('npm', ['start'], { cwd: project, env, stdio: 'pipe', detached: true });
+    // The admin token turns the dashboard on, so its chart library is served too.
+    const start = spawn('npm', ['start'], { cwd: project, env: { ...env, PALAVER_ADMIN_TOKEN: TEST_SECRETS.adminToken }, stdio: 'pipe', detached: true });
     let output = '';
     start.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     start.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -84,6 +86,13 @@ describe('palaver init', () => {
         start.once('exit', () => reject(new Error(`npm start exited:\n${output}`)));
       });
       expect((await fetch(`${url}/health`)).status).toBeLessThan(600);
+      // The pages' browser libraries ship in the package (dist/browser/): an install has not their packages.
+      expect(existsSync(join(project, 'node_modules', 'palaver', 'node_modules', 'markdown-it'))).toBe(false);
+      for (const [path, library] of [['/markdown-it.min.js', 'markdown-it'], ['/admin/assets/chart.umd.min.js', 'Chart.js']]) {
+        const response = await fetch(`${url}${path}`);
+        expect(response.status, path).toBe(200);
+        expect(await response.text()).toContain(library);
+      }
       expect(existsSync(join(project, 'data'))).toBe(true);
     } finally {
       // npm runs palaver in a child: end the whole group.

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { PalaverError } from '../../domain/errors.js';
 import type { ChannelRoute } from '../../domain/ports/channel.js';
+import { readBrowserAsset } from '../../platform/browser-assets.js';
 import { PACKAGE_ROOT } from '../../platform/package-root.js';
 
 /** `web/` of the package. */
@@ -84,12 +84,6 @@ export type PageRequestHook = (
   path: string,
 ) => { readonly refuse: Response } | { readonly headers: Record<string, string>; readonly visitor?: string | undefined };
 
-/** The Markdown renderer's own prebuilt browser file, from its package: the page needs no bundler and no CDN. */
-function markdownRenderer(): string {
-  const packageDir = dirname(dirname(createRequire(import.meta.url).resolve('markdown-it')));
-  return readFileSync(join(packageDir, 'dist', 'markdown-it.min.js'), 'utf8');
-}
-
 /**
  * The web chat page as public routes (`GET /`, `/chat.js`, `/chat.css`, `/chat-texts.js`, `/chat-drawer.js`, the Markdown renderer
  * `/markdown-it.min.js`), the widget's loader `/widget.js` and the page for its frame `/embed`. The files are read
@@ -97,8 +91,8 @@ function markdownRenderer(): string {
  * may refuse a request (a foreign `Host`) or add headers (the page's `Set-Cookie`); `appearance` names and colours
  * the page. `embedOrigins` (`channels.web.embed.allowedOrigins`) are the sites whose pages may frame `/embed`; none:
  * no site may, and `/` may never be framed.
- * @throws PalaverError `web_assets_missing` when a file cannot be read; `invalid_embed_origin` for an origin that
- *   is not http(s).
+ * @throws PalaverError `web_assets_missing` when a file cannot be read (markdown-it's is in `dist/browser/`, made by
+ *   `npm run build`); `invalid_embed_origin` for an origin that is not http(s).
  */
 export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: PageRequestHook, appearance: PageAppearance = {}, embedOrigins: readonly string[] = []): ChannelRoute[] {
   const origins = [...new Set(embedOrigins.map(normaliseOrigin))];
@@ -114,7 +108,8 @@ export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: Pag
       throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, { cause: error });
     }
   });
-  files.push({ path: '/markdown-it.min.js', type: 'text/javascript; charset=utf-8', content: markdownRenderer() });
+  // The Markdown renderer's own prebuilt browser file, as the build ships it: the page needs no bundler and no CDN.
+  files.push({ path: '/markdown-it.min.js', type: 'text/javascript; charset=utf-8', content: readBrowserAsset('markdown-it.min.js') });
   return files.map(({ path, type, content }) => {
     const extra: Record<string, string> =
       path === '/'

@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, extname, join } from 'node:path';
+import { extname, join } from 'node:path';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { z } from 'zod';
 import { PalaverError } from '../../domain/errors.js';
+import { readBrowserAsset } from '../../platform/browser-assets.js';
 import { PACKAGE_ROOT } from '../../platform/package-root.js';
 import { sameOrigin, tooManyAttempts } from '../admin-guard.js';
 import { adminTokenMatches } from '../../platform/api-key.js';
@@ -52,7 +52,7 @@ export interface DashboardRoutesOptions {
  * The dashboard, mounted under `/admin` behind `adminGuard`:
  *
  * - `GET    /admin`                 the page (public: no data in it)
- * - `GET    /admin/assets/<file>`   its modules, styles and the chart library (Chart.js, from its package)
+ * - `GET    /admin/assets/<file>`   its modules, styles and the chart library (Chart.js, from `dist/browser/`)
  * - `POST   /admin/session`         sign in with `{ "token" }` (JSON) or `token=` (a form): sets the session cookie
  *                                   and answers `{ csrfToken, expiresAt }` (a form gets 303 to `/admin`)
  * - `GET    /admin/session`         `{ signedIn: true, csrfToken, expiresAt }` for a session cookie (a reloaded page),
@@ -63,7 +63,7 @@ export interface DashboardRoutesOptions {
  *
  * Failed sign-ins are counted per client address (`SignInLimiter`), with wrong bearer tokens: 429
  * `too_many_attempts` with `Retry-After`.
- * @throws PalaverError `web_assets_missing` when the page's folder cannot be read.
+ * @throws PalaverError `web_assets_missing` when the page's folder, or Chart.js in `dist/browser/` (not built), cannot be read.
  */
 export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
   const { sessions, limiter } = options;
@@ -151,9 +151,8 @@ function loadAssets(dir: string): Map<string, Asset> {
   } catch (error) {
     throw new PalaverError('web_assets_missing', `Cannot read the dashboard from ${dir}.`, { cause: error });
   }
-  // Chart.js's own prebuilt bundle, served from its package: never a CDN (the CSP would refuse it anyway).
-  const chartDir = dirname(createRequire(import.meta.url).resolve('chart.js'));
-  assets.set('chart.umd.min.js', { content: readFileSync(join(chartDir, 'chart.umd.min.js'), 'utf8'), type: TYPES['.js']! });
+  // Chart.js's own prebuilt bundle, as the build ships it: never a CDN (the CSP would refuse it anyway).
+  assets.set('chart.umd.min.js', { content: readBrowserAsset('chart.umd.min.js'), type: TYPES['.js']! });
   return assets;
 }
 
