@@ -1,6 +1,7 @@
-import type { Kysely } from 'kysely';
-import type { StoreDialect } from './kysely/dialect-strategy.js';
+import type { DialectAdapter, Kysely } from 'kysely';
+import type { DialectStrategy, StoreDialect } from './kysely/dialect-strategy.js';
 import type { Database } from './kysely/schema.js';
+import type { MigrationDialect } from './migration-types.js';
 import type { DatabasePoolOptions } from './pool-options.js';
 
 /** A database the dialect opened: its pool, the heartbeat's own connection (server databases), how to name it. */
@@ -13,9 +14,10 @@ export interface OpenedDatabase {
 }
 
 /**
- * A database dialect as a plug-in: the URL schemes it opens, how it opens them, and the cluster bus `cluster.bus:
- * "auto"` picks on it. `src/store/dialects.ts` lists them; opening a store, the config's URL check and the bus
- * read that list. Keep this light: the config imports every dialect, so each loads its driver inside `open`.
+ * A database dialect as a plug-in: the URL schemes it opens, how it opens them, the cluster bus `cluster.bus:
+ * "auto"` picks on it, its driver's error codes, and its SQL (see {@link DialectSql}). `src/store/dialects.ts` lists
+ * them; opening a store, the config's URL check, the bus, the store and the migrations read that list. Keep this
+ * light: the config imports every dialect, so each loads its driver inside `open` and its SQL inside `loadSql`.
  */
 export interface StoreDialectPlugin {
   readonly name: StoreDialect;
@@ -28,6 +30,18 @@ export interface StoreDialectPlugin {
   open(url: string, options: DatabasePoolOptions): Promise<OpenedDatabase>;
   /** How its driver names failures, so the store can say what happened without importing any driver. */
   readonly errors: DriverErrors;
+  /** Loads its SQL half, which imports Kysely (the store loads every dialect's at once: `src/store/dialect-sql.ts`). */
+  loadSql(): Promise<DialectSql>;
+}
+
+/** What the store's shared code (`kysely/`, `migrations/`) asks a dialect: how it speaks SQL. */
+export interface DialectSql {
+  /** Kysely's adapter class of this SQL: a Kysely instance whose adapter is one speaks this dialect. */
+  readonly adapter: abstract new (...args: never[]) => DialectAdapter;
+  /** Where its SQL differs, for the repositories. */
+  readonly strategy: DialectStrategy;
+  /** Its column types, table options and index drops, for the migrations. */
+  readonly migrations: MigrationDialect;
 }
 
 /** What a driver failure means to a caller. */

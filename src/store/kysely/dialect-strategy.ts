@@ -1,6 +1,4 @@
-import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type InsertQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder, type UpdateQueryBuilder } from 'kysely';
-import { sql } from 'kysely';
-import { StoreError } from '../../domain/errors.js';
+import { sql, type InsertQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder, type UpdateQueryBuilder } from 'kysely';
 import type { Database, MessageValues } from './schema.js';
 import type { SessionWriteArgs, SessionWriteShape } from './session-write-args.js';
 
@@ -131,20 +129,4 @@ export function strategyOf(db: Kysely<any>): DialectStrategy {
   const strategy = strategies.get(db.getExecutor().adapter);
   if (strategy === undefined) throw new Error('No dialect strategy is bound to this Kysely; make a KyselyStore on it first.');
   return strategy;
-}
-
-/**
- * Tells the dialect of a Kysely instance from its adapter.
- *
- * @throws StoreError `unsupported_dialect` for anything but Kysely's SQLite, PostgreSQL or MySQL adapters.
- */
-export function dialectOf(db: Kysely<any>): StoreDialect {
-  const adapter = db.getExecutor().adapter;
-  if (adapter instanceof PostgresAdapter) return 'postgres';
-  if (adapter instanceof SqliteAdapter) return 'sqlite';
-  if (adapter instanceof MysqlAdapter) return 'mysql';
-  throw new StoreError(
-    'unsupported_dialect',
-    `The store supports Kysely's SQLite, PostgreSQL and MySQL dialects, got ${adapter.constructor.name}; pass { dialect } to KyselyStore if yours is compatible.`,
-  );
 }

@@ -1,7 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
 import type { Store } from '../../domain/ports/store.js';
-import { bindStrategy, dialectOf, type DialectStrategy, type StoreDialect } from './dialect-strategy.js';
+import { dialectOf, dialectSql } from '../dialect-sql.js';
+import { bindStrategy, type DialectStrategy, type StoreDialect } from './dialect-strategy.js';
 import { KyselyChannelLeaseRepository } from './channel-lease-repository.js';
 import { KyselyConversationClaimRepository } from './conversation-claim-repository.js';
 import { KyselyProcessRepository } from './process-repository.js';
@@ -22,7 +23,6 @@ import type { Database } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
 import { retryingDeadlocks, storeOperation, toStoreError } from './store-errors.js';
 import { engineOf, type StoreEngine } from './store-engine.js';
-import { DIALECT_STRATEGIES } from './strategies.js';
 import { KyselyToolCallRepository } from './tool-call-repository.js';
 import { KyselyToolOutboxRepository } from './tool-outbox-repository.js';
 import { KyselyTurnRepository } from './turn-repository.js';
@@ -86,7 +86,7 @@ export class KyselyStore implements Store {
 
   constructor(db: Kysely<Database>, options: KyselyStoreOptions = {}) {
     const chosen = options.dialect ?? dialectOf(db);
-    const dialect = typeof chosen === 'string' ? DIALECT_STRATEGIES[chosen] : chosen;
+    const dialect = typeof chosen === 'string' ? dialectSql(chosen).strategy : chosen;
     bindStrategy(db, dialect);
     this.#ctx = { db, dialect, costSql: dialect.costSql(db), now: options.now ?? Date.now };
     this.#engine = engineOf(db);

@@ -1,4 +1,4 @@
-import { sql, type InsertObject, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { Audience, NewMessage, StoredMessage } from '../../domain/model.js';
 import { fromStoredCost, isZeroCost, toStoredCost } from '../../domain/money.js';
@@ -7,6 +7,7 @@ import type { MessageRepository, SessionChange } from '../../domain/ports/store.
 import { strategyOf, type DialectStrategy } from './dialect-strategy.js';
 import { prepared, preparedBatch } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
+import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT } from './message-rows.js';
 import { toMessage } from './rows.js';
 import type { Database, MessageValues } from './schema.js';
 import { KyselySessionRepository } from './session-repository.js';
@@ -16,9 +17,6 @@ import { classifyDriverError, storeOperation } from './store-errors.js';
 
 /** Currency recorded on a message that names none (its cost is then "0" unless given). */
 export const DEFAULT_CURRENCY = 'USD';
-
-// Rows per INSERT: 18 parameters each stays far below SQLite's 32766 and PostgreSQL's 65535 bound parameters.
-export const ROWS_PER_INSERT = 500;
 
 /** A message on its way in: the row to insert (its `seq` set once known) and the record to return. */
 interface PreparedRow {
@@ -150,36 +148,9 @@ const listContextOfAudienceQuery = prepared((db, $: { sessionId: string; audienc
     .limit($.limit),
 );
 
-// Appends of up to this many rows run as prepared queries (one template per row count); longer ones are built anew.
-export const PREPARED_MAX_ROWS = 16;
-
 const insertMessagesQuery = preparedBatch((db, _$: object, rows: readonly MessageValues[]) => db.insertInto('messages').values(rows.map((row) => columnsOf(row))), {
   maxRows: PREPARED_MAX_ROWS,
 });
-
-/** The row's columns one by one (a prepared query reads its rows field by field), `seq` possibly computed in SQL. */
-export function columnsOf(row: MessageValues, seq: number | RawBuilder<number> = row.seq): InsertObject<Database, 'messages'> {
-  return {
-    id: row.id,
-    session_id: row.session_id,
-    seq,
-    role: row.role,
-    audience: row.audience,
-    content: row.content,
-    tool_calls: row.tool_calls,
-    tool_call_id: row.tool_call_id,
-    model: row.model,
-    input_tokens: row.input_tokens,
-    output_tokens: row.output_tokens,
-    cached_input_tokens: row.cached_input_tokens,
-    token_estimate: row.token_estimate,
-    cost: row.cost,
-    currency: row.currency,
-    correlation_id: row.correlation_id,
-    meta: row.meta,
-    created_at: row.created_at,
-  };
-}
 
 /** Any dialect: the session write, then the insert with explicit seqs, inside the caller's transaction. */
 async function appendInTransaction(trx: Kysely<Database>, dialect: DialectStrategy, args: SessionWriteArgs, shape: SessionWriteShape, values: readonly MessageValues[]): Promise<void> {

@@ -1,6 +1,7 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
-import { dialectOf, type StoreDialect } from '../kysely/dialect-strategy.js';
+import { dialectOf } from '../dialect-sql.js';
+import type { StoreDialect } from '../kysely/dialect-strategy.js';
 import { toStoreError } from '../kysely/store-errors.js';
 import { initialMigration } from './0001-initial.js';
 import { lighterTurnWritesMigration } from './0002-lighter-turn-writes.js';

@@ -10,6 +10,9 @@ export const mysqlDialect: StoreDialectPlugin = {
     const { openMysqlDatabase, redactMysqlUrl } = await import('./open-mysql-database.js');
     return { db: await openMysqlDatabase(url, options), heartbeatDb: await openMysqlDatabase(url, { ...options, poolSize: 1 }), where: redactMysqlUrl(url) };
   },
+  async loadSql() {
+    return (await import('./mysql-sql.js')).mysqlSql;
+  },
   errors: {
     codes: {
       ER_DUP_ENTRY: 'conflict',

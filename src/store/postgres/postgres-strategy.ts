@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { fromStoredCost } from '../../domain/money.js';
 import { sqliteAndPostgresCommons, type CostSql, type DialectStrategy } from '../kysely/dialect-strategy.js';
-import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT } from '../kysely/message-repository.js';
+import { columnsOf, PREPARED_MAX_ROWS, ROWS_PER_INSERT } from '../kysely/message-rows.js';
 import { preparedBatch, type PreparedBatch } from '../kysely/prepared-query.js';
 import { sessionWrite, sessionWriteQuery, shapeIndex } from '../kysely/session-write.js';
 import type { MessageValues } from '../kysely/schema.js';

@@ -10,6 +10,9 @@ export const sqliteDialect: StoreDialectPlugin = {
     const { openSqliteDatabase } = await import('./open-sqlite-database.js');
     return { db: openSqliteDatabase(url), where: url };
   },
+  async loadSql() {
+    return (await import('./sqlite-sql.js')).sqliteSql;
+  },
   errors: {
     codes: {
       SQLITE_CONSTRAINT_UNIQUE: 'conflict',
