@@ -311,8 +311,10 @@ describe.each(DATABASES)('two Palaver processes on $name', ({ database }) => {
     const b = cluster.process('b');
     const cookie = await newVisitor(a.url);
     const threadId = `p-${Date.now().toString(36)}`;
-    // a has answered in the conversation before (its caches know it).
-    expect((await postRun(a.url, cookie, webRun(threadId, 'p-m1 hello'))).text).toBe('answer to p-m1 by a');
+    // The conversation has a reply before (a's caches know it). On a starved machine b may run that turn once a's
+    // claim has run out: by design, and beside the point here.
+    const first = (await postRun(a.url, cookie, webRun(threadId, 'p-m1 hello'))).text;
+    expect(first).toMatch(/^answer to p-m1 by [ab]$/);
 
     const run: WebRun = webRun(threadId, 'p-m2 where is my parcel?');
     const leave = new AbortController();
@@ -325,7 +327,7 @@ describe.each(DATABASES)('two Palaver processes on $name', ({ database }) => {
     await onA;
     const retried = await postRun(b.url, cookie, run);
     expect(retried.text).toBe('answer to p-m2 by b');
-    expect(await repliesStored(cluster, threadId)).toEqual(['answer to p-m1 by a', 'answer to p-m2 by b']);
+    expect(await repliesStored(cluster, threadId)).toEqual([first, 'answer to p-m2 by b']);
 
     // a sleeps well past its claim, then wakes up to the model's answer to its old request.
     await sleep(Math.max(0, pausedAt + LEASE_MS + 1_000 - performance.now()));
@@ -338,15 +340,15 @@ describe.each(DATABASES)('two Palaver processes on $name', ({ database }) => {
     const next = await postRun(a.url, cookie, webRun(threadId, 'p-m3 thanks!'));
     expect(next.finished).toBe('completed');
     const last = cluster.requests.findLast((request) => newTags(request).includes('p-m3'))!;
-    expect(repliesShown(last)).toEqual(['answer to p-m1 by a', 'answer to p-m2 by b']);
+    expect(repliesShown(last)).toEqual([first, 'answer to p-m2 by b']);
 
     // The paused process's turn stored nothing: one reply per message, p-m2's by b; a asked the model for p-m2 once.
-    expect((await repliesStored(cluster, threadId)).filter((reply) => !reply.startsWith('answer to p-m3'))).toEqual(['answer to p-m1 by a', 'answer to p-m2 by b']);
+    expect((await repliesStored(cluster, threadId)).filter((reply) => !reply.startsWith('answer to p-m3'))).toEqual([first, 'answer to p-m2 by b']);
     expect(cluster.requests.filter((request) => newTags(request).includes('p-m2')).map((request) => request.via).sort()).toEqual(['a', 'b']);
     expect(await queued(cluster, threadId)).toBe(0);
     // Nothing of a's old turn shows in the conversation the visitor reads.
     const transcript = (await fetch(`${b.url}/conversations/messages?id=${encodeURIComponent(threadId)}`, { headers: { cookie } }).then((response) => response.json())) as { messages: Array<{ role: string; text: string }> };
-    expect(transcript.messages.filter((message) => message.role === 'assistant').map((message) => message.text)).toEqual(['answer to p-m1 by a', 'answer to p-m2 by b', next.text]);
+    expect(transcript.messages.filter((message) => message.role === 'assistant').map((message) => message.text)).toEqual([first, 'answer to p-m2 by b', next.text]);
   }, 120_000);
 });
 
