@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TEST_SECRETS } from '../support/secrets.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from './child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnNode, type RunningChild } from './child-process.js';
 
 // `palaver admin` as an operator runs it: the built CLI (bin/palaver.js over dist/; `npm test` builds first) in its
 // own process, against a real `palaver start --demo` (scripted model, real SQLite) in another.
@@ -25,7 +25,7 @@ function tempCwd(): string {
 
 beforeAll(async () => {
   const cwd = tempCwd();
-  const child = spawnTs(BIN, ['start', '--demo', '--port', '0'], { cwd, env: cleanEnv({ PALAVER_ADMIN_TOKEN: TOKEN }) });
+  const child = spawnNode(BIN, ['start', '--demo', '--port', '0'], { cwd, env: cleanEnv({ PALAVER_ADMIN_TOKEN: TOKEN }) });
   const match = await child.waitForOutput(/Palaver is listening on (http:\/\/[^\s]+)/, 30_000);
   server = { child, url: match[1]!, cwd };
 });
@@ -37,7 +37,7 @@ afterAll(async () => {
 
 /** Runs `palaver admin …` to its end, in a fresh folder unless `cwd` is given. */
 async function admin(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawnTs(BIN, ['admin', ...args], { cwd: options.cwd ?? tempCwd(), env: cleanEnv(options.env ?? { PALAVER_ADMIN_TOKEN: TOKEN }) });
+  const child = spawnNode(BIN, ['admin', ...args], { cwd: options.cwd ?? tempCwd(), env: cleanEnv(options.env ?? { PALAVER_ADMIN_TOKEN: TOKEN }) });
   const exit = await child.waitForExit(30_000);
   return { code: exit.code, stdout: child.stdout(), stderr: child.stderr() };
 }

@@ -6,7 +6,7 @@ import { join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TEST_SECRETS } from '../support/secrets.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs, typeLines } from './child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnNode, typeLines } from './child-process.js';
 
 // The published package runs dist/, which `npm run build` (scripts/build.mjs) bundles from src/: the entry points of
 // `exports`, the CLI and the checkpointer's worker, with shared chunks; its dependencies stay in node_modules, as npm
@@ -66,7 +66,7 @@ describe('the built package', () => {
   it('serves the pages\' browser libraries from dist/browser/: the packages\' own files, unmodified, with their licenses and versions', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'palaver-dist-'));
     dirs.push(cwd);
-    const server = spawnTs(join(REPO_ROOT, 'bin', 'palaver.js'), ['start', '--demo', '--port', '0'], { cwd, env: cleanEnv({ PALAVER_ADMIN_TOKEN: TEST_SECRETS.adminToken }) });
+    const server = spawnNode(join(REPO_ROOT, 'bin', 'palaver.js'), ['start', '--demo', '--port', '0'], { cwd, env: cleanEnv({ PALAVER_ADMIN_TOKEN: TEST_SECRETS.adminToken }) });
     const url = (await server.waitForOutput(/Palaver is listening on (http:\/\/[^\s]+)/, 30_000))[1]!;
     const browser = join(DIST, 'browser');
     const sources = readFileSync(join(browser, 'SOURCES.md'), 'utf8');
@@ -114,7 +114,7 @@ describe('the built package', () => {
   it('serves the demo with its metrics, process metrics included', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'palaver-dist-'));
     dirs.push(cwd);
-    const server = spawnTs(join(REPO_ROOT, 'bin', 'palaver.js'), ['start', '--demo', '--port', '0'], { cwd });
+    const server = spawnNode(join(REPO_ROOT, 'bin', 'palaver.js'), ['start', '--demo', '--port', '0'], { cwd });
     const url = (await server.waitForOutput(/Palaver is listening on (http:\/\/[^\s]+)/, 30_000))[1]!;
     const page = await fetch(url);
     expect(page.status).toBe(200);
@@ -130,12 +130,12 @@ describe('the built package', () => {
   it('chats in the terminal on a fresh SQLite file and keeps the notes across a restart (migrations, turns and history through the bundle)', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'palaver-dist-'));
     dirs.push(cwd);
-    const first = spawnTs(join(REPO_ROOT, 'bin', 'palaver.js'), ['chat', '--demo'], { cwd });
+    const first = spawnNode(join(REPO_ROOT, 'bin', 'palaver.js'), ['chat', '--demo'], { cwd });
     typeLines(first, ['remember: call mom', '/exit']);
     expect(await first.waitForExit(30_000)).toEqual({ code: 0, signal: null });
     expect(first.stdout()).toContain('bot> Saved your note: call mom\n');
 
-    const second = spawnTs(join(REPO_ROOT, 'bin', 'palaver.js'), ['chat', '--demo'], { cwd });
+    const second = spawnNode(join(REPO_ROOT, 'bin', 'palaver.js'), ['chat', '--demo'], { cwd });
     typeLines(second, ['list my notes', '/exit']);
     expect(await second.waitForExit(30_000)).toEqual({ code: 0, signal: null });
     expect(second.stdout()).toContain('bot> Your notes: 1. call mom\n');

@@ -7,8 +7,12 @@ import { recordRunLog } from '../support/run-log.js';
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** tsx's loader as an absolute URL, so a child running in a temp folder (no node_modules) still finds it. */
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-/** A stand-in for bin/palaver.js that runs src/ instead of dist/. */
-export const PALAVER_BIN = fileURLToPath(new URL('./palaver-bin.ts', import.meta.url));
+/**
+ * The `palaver` command as people run it: bin/palaver.js over the built dist/ (`npm test` builds first, and the
+ * global setup `test/support/fresh-build.ts` rebuilds a dist/ older than src/). Started without tsx, a process costs
+ * a third of the CPU time it did from src/ through tsx.
+ */
+export const PALAVER_BIN = fileURLToPath(new URL('../../bin/palaver.js', import.meta.url));
 /** The same bin on the fake Telegram: its first argument is the fake MTProto server's URL. */
 export const PALAVER_ON_FAKE_TELEGRAM_BIN = fileURLToPath(new URL('./palaver-on-fake-telegram.ts', import.meta.url));
 
@@ -40,9 +44,10 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, NO_COLOR: '1', ...extra };
 }
 
-/** Runs `node --import tsx <script> ...args`. Call {@link killAll} in `afterEach`. */
-export function spawnTs(script: string, args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): RunningChild {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, script, ...args], { cwd: options.cwd, env: options.env ?? cleanEnv(), stdio: 'pipe' });
+/** Runs `node <script> ...args`, through tsx when the script is TypeScript. Call {@link killAll} in `afterEach`. */
+export function spawnNode(script: string, args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): RunningChild {
+  const loader = script.endsWith('.ts') ? ['--import', TSX_LOADER] : [];
+  const child = spawn(process.execPath, [...loader, script, ...args], { cwd: options.cwd, env: options.env ?? cleanEnv(), stdio: 'pipe' });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

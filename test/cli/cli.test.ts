@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseSse } from '../server/sse.js';
-import { cleanEnv, killAll, PALAVER_BIN, spawnTs, typeLines, type RunningChild } from './child-process.js';
+import { cleanEnv, killAll, PALAVER_BIN, spawnNode, typeLines, type RunningChild } from './child-process.js';
 
 // Each test runs the real CLI in its own process and temp folder (./data/palaver.db lands there), with no PALAVER_*
 // variables from the developer's shell.
@@ -24,7 +24,7 @@ function tempCwd(): string {
 }
 
 function palaver(args: readonly string[], cwd: string, env: Record<string, string> = {}): RunningChild {
-  return spawnTs(PALAVER_BIN, args, { cwd, env: cleanEnv(env) });
+  return spawnNode(PALAVER_BIN, args, { cwd, env: cleanEnv(env) });
 }
 
 async function startDemoServer(cwd: string): Promise<{ child: RunningChild; url: string }> {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TEST_SECRETS } from '../support/secrets.js';
-import { cleanEnv, killAll, PALAVER_BIN, REPO_ROOT, spawnTs } from './child-process.js';
+import { cleanEnv, killAll, PALAVER_BIN, REPO_ROOT, spawnNode } from './child-process.js';
 import { installWithoutRegistry } from './install-without-registry.js';
 
 const dirs: string[] = [];
@@ -22,7 +22,7 @@ function tempDir(prefix: string): string {
 describe('palaver init', () => {
   it('scaffolds a project (config, instructions, a TypeScript tool, a test) and refuses a folder that is not empty', async () => {
     const cwd = tempDir('palaver-init-');
-    const child = spawnTs(PALAVER_BIN, ['init', 'Front Desk', '--palaver', 'git+https://example.org/palaver.git'], { cwd, env: cleanEnv() });
+    const child = spawnNode(PALAVER_BIN, ['init', 'Front Desk', '--palaver', 'git+https://example.org/palaver.git'], { cwd, env: cleanEnv() });
     expect(await child.waitForExit(30_000)).toEqual({ code: 0, signal: null });
     expect(child.stdout()).toContain('cd Front Desk');
     const project = join(cwd, 'Front Desk');
@@ -35,11 +35,11 @@ describe('palaver init', () => {
     expect(readFileSync(join(project, 'palaver.config.yaml'), 'utf8')).toContain('name: Front desk');
 
     // Its config passes Palaver's own check (the tool module's path and the role's tool included).
-    const doctor = spawnTs(PALAVER_BIN, ['doctor'], { cwd: project, env: cleanEnv() });
+    const doctor = spawnNode(PALAVER_BIN, ['doctor'], { cwd: project, env: cleanEnv() });
     await doctor.waitForExit(60_000);
     expect(doctor.stdout()).toMatch(/^✔ config/m);
 
-    const again = spawnTs(PALAVER_BIN, ['init', 'Front Desk'], { cwd, env: cleanEnv() });
+    const again = spawnNode(PALAVER_BIN, ['init', 'Front Desk'], { cwd, env: cleanEnv() });
     expect(await again.waitForExit(30_000)).toEqual({ code: 1, signal: null });
     expect(again.stderr()).toContain('is not empty; choose a new folder');
   });
@@ -53,7 +53,7 @@ describe('palaver init', () => {
     const pack = spawnSync('npm', ['pack', '--ignore-scripts', '--pack-destination', work], { cwd: REPO_ROOT, encoding: 'utf8', env: cleanEnv() });
     expect(pack.status, pack.stderr).toBe(0);
     const tarball = readdirSync(work).find((file) => file.endsWith('.tgz'))!;
-    const init = spawnTs(PALAVER_BIN, ['init', 'agent', '--palaver', join(work, tarball)], { cwd: work, env: cleanEnv() });
+    const init = spawnNode(PALAVER_BIN, ['init', 'agent', '--palaver', join(work, tarball)], { cwd: work, env: cleanEnv() });
     expect(await init.waitForExit(30_000)).toEqual({ code: 0, signal: null });
     const project = join(work, 'agent');
     expect(JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).dependencies.palaver).toBe(`file:../${tarball}`);

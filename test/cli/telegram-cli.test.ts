@@ -10,7 +10,7 @@ import { signInSessionFile } from '../../src/testing/fake-mtproto/session-file.j
 import { registerRunSecrets } from '../support/run-log.js';
 import { openSqliteFile } from '../support/sqlite-file.js';
 import { TEST_SECRETS } from '../support/secrets.js';
-import { cleanEnv, killAll, PALAVER_ON_FAKE_TELEGRAM_BIN, spawnTs, type RunningChild } from './child-process.js';
+import { cleanEnv, killAll, PALAVER_ON_FAKE_TELEGRAM_BIN, spawnNode, type RunningChild } from './child-process.js';
 
 // `palaver telegram login|logout|status|sync` as a person runs them: spawned processes answering prompts on stdin,
 // against the fake Telegram served on loopback (injected by palaver-on-fake-telegram.ts). Each spawn loads tsx and
@@ -52,7 +52,7 @@ async function setup(options: { readonly signedIn?: boolean } = {}): Promise<Set
 }
 
 function palaver(s: Setup, args: readonly string[]): RunningChild {
-  return spawnTs(PALAVER_ON_FAKE_TELEGRAM_BIN, [s.server.url, ...args], { cwd: s.cwd, env: cleanEnv() });
+  return spawnNode(PALAVER_ON_FAKE_TELEGRAM_BIN, [s.server.url, ...args], { cwd: s.cwd, env: cleanEnv() });
 }
 
 /** Answers the next prompt matching `prompt` (counted from `from` characters of stdout) with `answer`. */

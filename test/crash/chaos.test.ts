@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
 
 const CHILD = fileURLToPath(new URL('./journal-child.ts', import.meta.url));
@@ -93,7 +93,7 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
 
     while (answered.size < CONVERSATIONS * MESSAGES_EACH) {
       expect(Date.now() - started, `not every message was answered in time (seed ${seed})`).toBeLessThan(DEADLINE_MS);
-      const child = spawnTs(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
+      const child = spawnNode(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
       children.push(child);
       const say = (conversation: number) => {
         const text = texts[conversation]![position[conversation]!];

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
 const CHILD = fileURLToPath(new URL('./crash-child.ts', import.meta.url));
@@ -45,7 +45,7 @@ async function killMidTurnAndRestart(databaseUrl: string): Promise<void> {
   });
   const args = [JSON.stringify({ databaseUrl, modelUrl: model.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS })];
   const start = async (): Promise<RunningChild> => {
-    const child = spawnTs(CHILD, args, { cwd: REPO_ROOT, env: cleanEnv() });
+    const child = spawnNode(CHILD, args, { cwd: REPO_ROOT, env: cleanEnv() });
     await child.waitForOutput(/^ready$/m, 20_000);
     return child;
   };
@@ -86,13 +86,13 @@ async function killMidDeliveryAndRestart(databaseUrl: string): Promise<void> {
   const reply = 'The first part of the answer. The second part of the answer.';
   model = await startScriptedModelServer({ script: () => ({ text: reply }) });
   const args = (blockSend: boolean) => [JSON.stringify({ databaseUrl, modelUrl: model!.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS, offline: true, blockSend })];
-  const first = spawnTs(CHILD, args(true), { cwd: REPO_ROOT, env: cleanEnv() });
+  const first = spawnNode(CHILD, args(true), { cwd: REPO_ROOT, env: cleanEnv() });
   await first.waitForOutput(/^ready$/m, 20_000);
   first.process.stdin.write('tell me\n');
   await first.waitForOutput(/^sending /m, 10_000);
   await first.stop('SIGKILL');
 
-  const second = spawnTs(CHILD, args(false), { cwd: REPO_ROOT, env: cleanEnv() });
+  const second = spawnNode(CHILD, args(false), { cwd: REPO_ROOT, env: cleanEnv() });
   await second.waitForOutput(/^ready$/m, 20_000);
   await second.waitForOutput(/^sent "The second part of the answer\."$/m, 10_000);
   // Every part of the reply is marked sent: nothing is left for any process to send, so this is the final count.

@@ -7,7 +7,7 @@ import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startFakeTelegram, startScriptedModelServer, type FakeTelegram, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs } from '../cli/child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnNode } from '../cli/child-process.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
 const CHILD = fileURLToPath(new URL('./serving-child.ts', import.meta.url));
@@ -40,7 +40,7 @@ describe('send as the agent across a crash', () => {
       channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 100, drafts: false } },
     });
     const start = async () => {
-      const child = spawnTs(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
+      const child = spawnNode(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
       const [, url] = await child.waitForOutput(/^ready (\S+)$/m, 20_000);
       const send = async (sessionId: string) => {
         const response = await fetch(`${url}/admin/conversations/${sessionId}/messages`, {

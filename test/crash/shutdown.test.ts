@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram, startScriptedModelServer, type FakeTelegram, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, PALAVER_BIN, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, PALAVER_BIN, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 
 // `palaver start` as a process, stopped by signals while a turn waits on a model that does not answer and a reply
@@ -58,7 +58,7 @@ function writeConfig(graceMs: number): string {
 }
 
 async function startPalaver(dir: string): Promise<RunningChild> {
-  const child = spawnTs(PALAVER_BIN, ['start', '--port', '0', '-c', join(dir, 'palaver.config.json')], { cwd: dir, env: cleanEnv() });
+  const child = spawnNode(PALAVER_BIN, ['start', '--port', '0', '-c', join(dir, 'palaver.config.json')], { cwd: dir, env: cleanEnv() });
   await child.waitForOutput(/Palaver is listening on/, 30_000);
   return child;
 }

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { cleanEnv, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
 
 const CHILD = fileURLToPath(new URL('./palaver-child.ts', import.meta.url));
 
@@ -9,7 +9,7 @@ const CHILD = fileURLToPath(new URL('./palaver-child.ts', import.meta.url));
  * once the predecessor is killed (one Palaver at a time, as a supervisor restarts it).
  */
 export function loadChild(config: string): Promise<RunningChild> {
-  const child = spawnTs(CHILD, [config, '--standby'], { cwd: REPO_ROOT, env: cleanEnv() });
+  const child = spawnNode(CHILD, [config, '--standby'], { cwd: REPO_ROOT, env: cleanEnv() });
   const loaded = child.waitForOutput(/^loaded$/m, 30_000).then(() => child);
   loaded.catch(() => {}); // awaited in startChild; this only keeps a failure meanwhile from counting as unhandled
   return loaded;

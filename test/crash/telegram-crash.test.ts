@@ -7,7 +7,7 @@ import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startFakeTelegram, startScriptedModelServer, type FakeTelegram, type ModelScript, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
@@ -54,7 +54,7 @@ async function rig(databaseUrl: string, script: ModelScript): Promise<{ start():
   });
   return {
     async start() {
-      const child = spawnTs(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
+      const child = spawnNode(CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
       await child.waitForOutput(/^ready$/m, 20_000);
       return child;
     },

@@ -10,7 +10,7 @@ import { DEFAULT_LEASE_TIMINGS, takeoverBoundMs } from '../../src/platform/held-
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startFakeTelegram, startScriptedModelServer, type FakeCall, type FakeTelegram, type ModelScript, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
@@ -56,7 +56,7 @@ async function rig(script: ModelScript, telegramConfig: Record<string, unknown> 
         inbox: { leaseMs: inboxLeaseMs },
         channels: { web: { enabled: false }, telegram: { token: fake.token, apiRoot: `${fake.apiRoot}/via/${label}`, quietWindowMs: 100, drafts: false, ...telegramConfig } },
       });
-      const child = spawnTs(SERVING_CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
+      const child = spawnNode(SERVING_CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
       const [, url] = await child.waitForOutput(/^ready (\S+)$/m, 30_000);
       return { child, url: url! };
     },

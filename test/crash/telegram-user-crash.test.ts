@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeMtproto, fakeMtprotoLink, serveFakeMtproto, signInSessionFile, type FakeMtprotoServer } from '../../src/testing/fake-mtproto/index.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, PALAVER_ON_FAKE_TELEGRAM_BIN, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, PALAVER_ON_FAKE_TELEGRAM_BIN, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
 
@@ -54,7 +54,7 @@ async function rig(telegram: FakeMtproto) {
      * meanwhile waits for it rather than being refused: no restart loop is needed.
      */
     async start(): Promise<RunningChild> {
-      const child = spawnTs(PALAVER_ON_FAKE_TELEGRAM_BIN, [fakeUrl, 'start', '--port', '0', '-c', configFile], { cwd: dir, env: cleanEnv() });
+      const child = spawnNode(PALAVER_ON_FAKE_TELEGRAM_BIN, [fakeUrl, 'start', '--port', '0', '-c', configFile], { cwd: dir, env: cleanEnv() });
       await child.waitForOutput(/listening on/, 30_000);
       return child;
     },

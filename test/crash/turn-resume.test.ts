@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startScriptedModelServer, type ScriptedCall, type ScriptedModelServer } from '../../src/testing/index.js';
-import { cleanEnv, killAll, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, killAll, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
@@ -69,7 +69,7 @@ function prepare(databaseUrl: string): Run {
     toolLog,
     async start(options = {}) {
       const config = { databaseUrl, modelUrl: model!.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS, toolLog, ...options };
-      const child = spawnTs(CHILD, [JSON.stringify(config)], { cwd: REPO_ROOT, env: cleanEnv() });
+      const child = spawnNode(CHILD, [JSON.stringify(config)], { cwd: REPO_ROOT, env: cleanEnv() });
       await child.waitForOutput(/^ready$/m, 20_000);
       return child;
     },

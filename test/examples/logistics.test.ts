@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { logisticsScript, parseShipment } from '../../examples/logistics/scripted-model.js';
 import type { ScriptedCall } from '../../src/testing/index.js';
-import { killAll, REPO_ROOT, spawnTs, typeLines } from '../cli/child-process.js';
+import { killAll, REPO_ROOT, spawnNode, typeLines } from '../cli/child-process.js';
 import { parseSse } from '../server/sse.js';
 
 const RUN = join(REPO_ROOT, 'examples', 'logistics', 'run.ts');
@@ -24,7 +24,7 @@ function dataDir(): string {
 
 describe('examples/logistics/run.ts', () => {
   it('chats in the terminal: sets the client role, adds a cargo and lists it', async () => {
-    const child = spawnTs(RUN, ['chat', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
+    const child = spawnNode(RUN, ['chat', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
     typeLines(child, ["I'm a client", 'ship 200 kg from Kyiv to Lviv', 'show my cargo', '/exit']);
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
     const out = child.stdout();
@@ -38,7 +38,7 @@ describe('examples/logistics/run.ts', () => {
   });
 
   it('lets a transporter find cargo a client added, in the same process', async () => {
-    const child = spawnTs(RUN, ['chat', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
+    const child = spawnNode(RUN, ['chat', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
     typeLines(child, ['I ship: 3 t from Odesa to Kharkiv', 'I am a transporter', 'find cargo to Kharkiv', 'find cargo to Lviv', '/exit']);
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
     const out = child.stdout();
@@ -49,7 +49,7 @@ describe('examples/logistics/run.ts', () => {
   });
 
   it('serves the web chat and AG-UI, and stops cleanly on SIGTERM', async () => {
-    const child = spawnTs(RUN, ['serve', '--port', '0', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
+    const child = spawnNode(RUN, ['serve', '--port', '0', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
     const [, url] = await child.waitForOutput(/Palaver is listening on (http:\/\/\S+)/);
     expect((await fetch(`${url}/health`)).status).toBe(200);
     const response = await fetch(`${url}/agui`, {

@@ -7,7 +7,7 @@ import { startExample, type RunningExample } from '../../examples/receptionist/r
 import { TelegramBotChannel } from '../../src/channels/telegram-bot/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { startFakeTelegram, type FakeTelegram } from '../../src/testing/index.js';
-import { killAll, REPO_ROOT, spawnTs, typeLines } from '../cli/child-process.js';
+import { killAll, REPO_ROOT, spawnNode, typeLines } from '../cli/child-process.js';
 
 const RUN = join(REPO_ROOT, 'examples', 'receptionist', 'run.ts');
 vi.setConfig({ testTimeout: 60_000 });
@@ -54,7 +54,7 @@ describe('examples/receptionist/run.ts', () => {
   it('chats in the terminal: a greeting is answered with two messages, an "ok" with nothing', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'palaver-receptionist-'));
     dirs.push(dataDir);
-    const child = spawnTs(RUN, ['chat', '--data', dataDir], { cwd: REPO_ROOT });
+    const child = spawnNode(RUN, ['chat', '--data', dataDir], { cwd: REPO_ROOT });
     typeLines(child, ['hello', 'ok', '/exit']);
     // The greeting is paced as a person types (about 4 s), on top of starting tsx: more than the default 15 s on a busy machine.
     expect(await child.waitForExit(45_000)).toEqual({ code: 0, signal: null });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { connectRedis, type RedisConnection } from '../../src/platform/redis-connection.js';
 import { parseEntry, toolCallCompleted, type ToolCallCompleted, type ToolCallRequested } from '../../src/queue/wire.js';
-import { PALAVER_BIN, REPO_ROOT, cleanEnv, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { PALAVER_BIN, REPO_ROOT, cleanEnv, spawnNode, type RunningChild } from '../cli/child-process.js';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
 export const STREAM = 'events.plugins';
@@ -113,7 +113,7 @@ export function writeWorkerConfig(prefix: string, extra: { tools?: Record<string
 
 /** Spawns `palaver worker -c <config>` (src through tsx) and waits until it reads; resolves with its id and process. */
 export async function startWorker(configFile: string, args: readonly string[] = []): Promise<{ child: RunningChild; workerId: string }> {
-  const child = spawnTs(PALAVER_BIN, ['worker', '-c', configFile, ...args], { cwd: REPO_ROOT, env: cleanEnv() });
+  const child = spawnNode(PALAVER_BIN, ['worker', '-c', configFile, ...args], { cwd: REPO_ROOT, env: cleanEnv() });
   const match = await child.waitForOutput(/^Palaver worker (\S+) is running/m, 30_000);
   return { child, workerId: match[1]! };
 }

@@ -5,7 +5,7 @@ import { parseConfig, secretsOf } from '../../src/config/index.js';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startScriptedModelServer, type ScriptedCall, type ScriptedModelServer, type ScriptedReply } from '../../src/testing/index.js';
-import { cleanEnv, PALAVER_BIN, REPO_ROOT, spawnTs, type RunningChild } from '../cli/child-process.js';
+import { cleanEnv, PALAVER_BIN, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { parseSse } from '../server/sse.js';
 import { createTestMariadbDatabase } from './mariadb.js';
 import { createTestPostgresDatabase } from './postgres.js';
@@ -174,7 +174,7 @@ async function startProcess(label: string, configFile: string, cwd: string): Pro
   let url = '';
   let alive = false;
   const spawnIt = async () => {
-    child = spawnTs(PALAVER_BIN, ['start', '--config', configFile, '--port', '0'], { cwd, env: cleanEnv() });
+    child = spawnNode(PALAVER_BIN, ['start', '--config', configFile, '--port', '0'], { cwd, env: cleanEnv() });
     alive = true;
     void child.exited.then(() => (alive = false));
     const [, listening] = await child.waitForOutput(/Palaver is listening on (\S+)/, 60_000);
