@@ -1,10 +1,8 @@
 // A Palaver process for the crash tests: one memory channel `chat`, fed by stdin lines, on the database and model
 // given in argv[2] (JSON). Prints `ready` once serving and `accepted <correlation id>` for each stored message.
 import { createInterface } from 'node:readline';
-import { createPalaver } from '../../src/app.js';
-import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
+import { MemoryChannel, createLogger, createPalaver } from './built-palaver.js';
 import type { ReplyTarget, SendOptions } from '../../src/domain/ports/channel.js';
-import { createLogger } from '../../src/observability/logger.js';
 
 const { databaseUrl, modelUrl, instructionsDir, leaseMs, offline, blockSend } = JSON.parse(process.argv[2]!) as {
   databaseUrl: string;

@@ -5,11 +5,8 @@
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { createPalaver } from '../../src/app.js';
-import { MemoryChannel } from '../../src/channels/memory/memory-channel.js';
+import { MemoryChannel, createLogger, createPalaver, defineTool } from './built-palaver.js';
 import type { ReplyTarget } from '../../src/domain/ports/channel.js';
-import { createLogger } from '../../src/observability/logger.js';
-import { defineTool } from '../../src/tools/define-tool.js';
 
 const { databaseUrl, modelUrl, instructionsDir, leaseMs, maxTurnAttempts, toolLog, holdSlot, toolDelayMs, agent, staged } = JSON.parse(process.argv[2]!) as {
   databaseUrl: string;

@@ -3,8 +3,7 @@
 // With `--standby` as argv[3] it loads its modules, prints `loaded` and starts Palaver only when a line arrives on
 // stdin: a test can load the next process while the current one runs, and still have one Palaver at a time.
 import { once } from 'node:events';
-import { createPalaver } from '../../src/app.js';
-import { createLogger } from '../../src/observability/logger.js';
+import { createLogger, createPalaver } from './built-palaver.js';
 
 if (process.argv[3] === '--standby') {
   console.log('loaded');
