@@ -1,0 +1,3 @@
+import { describeTwoProcesses } from './two-processes.js';
+
+describeTwoProcesses('MariaDB (cluster bus on Redis)', 'mariadb');
