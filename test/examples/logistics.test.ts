@@ -9,6 +9,12 @@ import { parseSse } from '../server/sse.js';
 
 const RUN = join(REPO_ROOT, 'examples', 'logistics', 'run.ts');
 vi.setConfig({ testTimeout: 60_000 });
+/**
+ * How long the example's process may take to start, or to end a chat of a few lines: it runs from source through
+ * tsx with its MCP server, and with two suites on a 2-core machine a chat took more than 15 s (it was still
+ * answering). A bound, not a timing.
+ */
+const CHILD_BOUND_MS = 50_000;
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -26,7 +32,7 @@ describe('examples/logistics/run.ts', () => {
   it('chats in the terminal: sets the client role, adds a cargo and lists it', async () => {
     const child = spawnNode(RUN, ['chat', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
     typeLines(child, ["I'm a client", 'ship 200 kg from Kyiv to Lviv', 'show my cargo', '/exit']);
-    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(await child.waitForExit(CHILD_BOUND_MS)).toEqual({ code: 0, signal: null });
     const out = child.stdout();
     expect(out).toContain('SCRIPTED MODEL');
     expect(out).toContain('set_role → Role set to client');
@@ -40,7 +46,7 @@ describe('examples/logistics/run.ts', () => {
   it('lets a transporter find cargo a client added, in the same process', async () => {
     const child = spawnNode(RUN, ['chat', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
     typeLines(child, ['I ship: 3 t from Odesa to Kharkiv', 'I am a transporter', 'find cargo to Kharkiv', 'find cargo to Lviv', '/exit']);
-    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(await child.waitForExit(CHILD_BOUND_MS)).toEqual({ code: 0, signal: null });
     const out = child.stdout();
     expect(out).toMatch(/bot> Done! Your cargo C-1 is registered: Odesa → Kharkiv, 3000 kg\./);
     expect(out).toContain('set_role → Role set to transporter');
@@ -50,7 +56,7 @@ describe('examples/logistics/run.ts', () => {
 
   it('serves the web chat and AG-UI, and stops cleanly on SIGTERM', async () => {
     const child = spawnNode(RUN, ['serve', '--port', '0', '--mcp-port', '0', '--data', dataDir()], { cwd: REPO_ROOT });
-    const [, url] = await child.waitForOutput(/Palaver is listening on (http:\/\/\S+)/);
+    const [, url] = await child.waitForOutput(/Palaver is listening on (http:\/\/\S+)/, CHILD_BOUND_MS);
     expect((await fetch(`${url}/health`)).status).toBe(200);
     const response = await fetch(`${url}/agui`, {
       method: 'POST',
