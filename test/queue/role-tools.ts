@@ -2,7 +2,9 @@
 // changes the person's role from the worker (ctx.setRole, sent back as the result's role effect), one that only
 // answers.
 import { z } from 'zod';
-import { defineTool } from '../../src/tools/define-tool.js';
+// From the package, as a team's tools module imports it: the worker runs the built Palaver, and on Node 22.18+ it
+// loads this file by stripping its types, which maps no `.js` import to a `.ts` source.
+import { defineTool } from 'palaver';
 
 export const tools = [
   defineTool({

@@ -3,7 +3,9 @@
 // count starts and side effects per idempotency key.
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { defineTool } from '../../src/tools/define-tool.js';
+// From the package, as a team's tools module imports it: the worker runs the built Palaver, and on Node 22.18+ it
+// loads this file by stripping its types, which maps no `.js` import to a `.ts` source.
+import { defineTool } from 'palaver';
 
 const record = (file: string, line: string) => appendFileSync(file, `${line}\n`);
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
