@@ -2,11 +2,14 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { recordRunLog } from '../support/run-log.js';
+import { bundledChild } from './bundled-child.js';
 
 /** The repository root; spawned scripts are resolved against it. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** tsx's loader as an absolute URL, so a child running in a temp folder (no node_modules) still finds it. */
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** The tests' own folder: child scripts under it are bundled rather than loaded through tsx. */
+const TEST_ROOT = fileURLToPath(new URL('../', import.meta.url));
 /**
  * The `palaver` command as people run it: bin/palaver.js over the built dist/ (`npm test` builds first, and the
  * global setup `test/support/fresh-build.ts` rebuilds a dist/ older than src/). Started without tsx, a process costs
@@ -44,10 +47,15 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, NO_COLOR: '1', ...extra };
 }
 
-/** Runs `node <script> ...args`, through tsx when the script is TypeScript. Call {@link killAll} in `afterEach`. */
+/**
+ * Runs `node <script> ...args`. A TypeScript script of the tests' own runs as its bundle (test/cli/bundled-child.ts);
+ * any other TypeScript (the examples, as a team runs them) through tsx. Call {@link killAll} in `afterEach`.
+ */
 export function spawnNode(script: string, args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): RunningChild {
-  const loader = script.endsWith('.ts') ? ['--import', TSX_LOADER] : [];
-  const child = spawn(process.execPath, [...loader, script, ...args], { cwd: options.cwd, env: options.env ?? cleanEnv(), stdio: 'pipe' });
+  const typescript = script.endsWith('.ts');
+  const ours = typescript && script.startsWith(TEST_ROOT);
+  const command = ours ? [bundledChild(script)] : typescript ? ['--import', TSX_LOADER, script] : [script];
+  const child = spawn(process.execPath, [...command, ...args], { cwd: options.cwd, env: options.env ?? cleanEnv(), stdio: 'pipe' });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

@@ -9,7 +9,7 @@ import { cleanEnv, killAll, PALAVER_BIN, spawnNode, typeLines, type RunningChild
 
 // Each test runs the real CLI in its own process and temp folder (./data/palaver.db lands there), with no PALAVER_*
 // variables from the developer's shell.
-// Starting the CLI through tsx takes seconds on a busy machine; the restart test starts it twice.
+// Starting the CLI takes seconds on a busy machine; the restart test starts it twice.
 vi.setConfig({ testTimeout: 60_000 });
 const dirs: string[] = [];
 afterEach(async () => {

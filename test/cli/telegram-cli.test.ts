@@ -13,8 +13,8 @@ import { TEST_SECRETS } from '../support/secrets.js';
 import { cleanEnv, killAll, PALAVER_ON_FAKE_TELEGRAM_BIN, spawnNode, type RunningChild } from './child-process.js';
 
 // `palaver telegram login|logout|status|sync` as a person runs them: spawned processes answering prompts on stdin,
-// against the fake Telegram served on loopback (injected by palaver-on-fake-telegram.ts). Each spawn loads tsx and
-// mtcute, several seconds on a busy machine.
+// against the fake Telegram served on loopback (injected by palaver-on-fake-telegram.ts). Each spawn loads mtcute,
+// seconds on a busy machine.
 vi.setConfig({ testTimeout: 180_000 });
 
 const API_HASH = TEST_SECRETS.telegramApiHash;

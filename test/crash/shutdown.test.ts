@@ -11,7 +11,7 @@ import { userTexts } from '../support/palaver-harness.js';
 
 const LEASE_MS = 600;
 const GRACE_MS = 1_500;
-/** Generous: this bounds the shutdown, it does not time it (starting Node and tsx alone takes seconds on a busy machine). */
+/** Generous: this bounds the shutdown, it does not time it (starting Node alone takes seconds on a busy machine). */
 const MARGIN_MS = 8_000;
 
 let model: ScriptedModelServer | undefined;

@@ -111,7 +111,7 @@ export function writeWorkerConfig(prefix: string, extra: { tools?: Record<string
   return file;
 }
 
-/** Spawns `palaver worker -c <config>` (src through tsx) and waits until it reads; resolves with its id and process. */
+/** Spawns `palaver worker -c <config>` (the built bin/palaver.js) and waits until it reads; resolves with its id and process. */
 export async function startWorker(configFile: string, args: readonly string[] = []): Promise<{ child: RunningChild; workerId: string }> {
   const child = spawnNode(PALAVER_BIN, ['worker', '-c', configFile, ...args], { cwd: REPO_ROOT, env: cleanEnv() });
   const match = await child.waitForOutput(/^Palaver worker (\S+) is running/m, 30_000);

@@ -14,7 +14,7 @@ import { merge } from './palaver-harness.js';
 import { registerRunSecrets } from './run-log.js';
 import { TEST_SECRETS } from './secrets.js';
 
-// Several real `palaver start` processes (child processes running src/ through tsx) on one fresh database, each on
+// Several real `palaver start` processes (child processes running the built bin/palaver.js) on one fresh database, each on
 // its own HTTP port, all calling one scripted model server in the test process: as several processes behind a load
 // balancer. The model records when each call started and ended and which process made it (each process has its own
 // model name, `scripted@<label>`), so a test can tell whether two turns of one conversation overlapped.
