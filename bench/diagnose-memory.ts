@@ -74,7 +74,11 @@ if (side === 'palaver') {
   turn = async (userId) => {
     const history = histories.get(userId) ?? [];
     histories.set(userId, history);
-    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: instructions }, ...history.slice(-HISTORY_LIMIT), { role: 'user', content: USER_TEXT }];
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'system', content: instructions },
+      ...history.slice(-HISTORY_LIMIT),
+      { role: 'user', content: USER_TEXT },
+    ];
     for (let round = 0; round < 8; round += 1) {
       const completion = await client.chat.completions.create({ model: 'scripted', messages, tools });
       const message = completion.choices[0]?.message;

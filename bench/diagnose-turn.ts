@@ -36,7 +36,10 @@ let counting = false;
 /** Statements of the one traced turn at the end, in the order they ran. */
 let trace: string[] | undefined;
 const statsFor = (text: string): SqlStats => {
-  const key = text.replace(/\s+/g, ' ').replace(/\(\?(, \?)*\)/g, '(?…)').slice(0, 110);
+  const key = text
+    .replace(/\s+/g, ' ')
+    .replace(/\(\?(, \?)*\)/g, '(?…)')
+    .slice(0, 110);
   let stats = bySql.get(key);
   if (!stats) bySql.set(key, (stats = { prepares: 0, executes: 0, prepareUs: 0, executeUs: 0 }));
   return stats;
@@ -122,19 +125,29 @@ try {
   counting = false;
 
   const total = [...bySql.values()].reduce(
-    (sum, s) => ({ prepares: sum.prepares + s.prepares, executes: sum.executes + s.executes, prepareUs: sum.prepareUs + s.prepareUs, executeUs: sum.executeUs + s.executeUs }),
+    (sum, s) => ({
+      prepares: sum.prepares + s.prepares,
+      executes: sum.executes + s.executes,
+      prepareUs: sum.prepareUs + s.prepareUs,
+      executeUs: sum.executeUs + s.executeUs,
+    }),
     { prepares: 0, executes: 0, prepareUs: 0, executeUs: 0 },
   );
   const perTurn = (value: number): string => (value / turns).toFixed(2);
-  console.log(`${turns} turns at c=${concurrency}: ${((turns * 1000) / run.elapsedMs).toFixed(0)} turns/s in-process, CPU ${((cpu.user + cpu.system) / 1000 / turns).toFixed(3)} ms/turn (client + model server)`);
+  console.log(
+    `${turns} turns at c=${concurrency}: ${((turns * 1000) / run.elapsedMs).toFixed(0)} turns/s in-process, CPU ${((cpu.user + cpu.system) / 1000 / turns).toFixed(3)} ms/turn (client + model server)`,
+  );
   console.log(
     onPostgres
       ? `PostgreSQL round trips per turn: ${perTurn(total.executes)}, ${(total.executeUs / turns / 1000).toFixed(3)} ms from send to answer`
-      : `SQL per turn: ${perTurn(total.prepares)} statements prepared, ${perTurn(total.executes)} executed; ` + `prepare ${(total.prepareUs / turns / 1000).toFixed(3)} ms + execute ${(total.executeUs / turns / 1000).toFixed(3)} ms per turn`,
+      : `SQL per turn: ${perTurn(total.prepares)} statements prepared, ${perTurn(total.executes)} executed; ` +
+          `prepare ${(total.prepareUs / turns / 1000).toFixed(3)} ms + execute ${(total.executeUs / turns / 1000).toFixed(3)} ms per turn`,
   );
   console.log('\nper turn  prepare µs  execute µs  statement');
   for (const [text, s] of [...bySql].sort((a, b) => b[1].prepareUs + b[1].executeUs - (a[1].prepareUs + a[1].executeUs))) {
-    console.log(`${perTurn(s.executes).padStart(8)}  ${(s.prepares ? s.prepareUs / s.prepares : 0).toFixed(1).padStart(10)}  ${(s.executes ? s.executeUs / s.executes : 0).toFixed(1).padStart(10)}  ${text}`);
+    console.log(
+      `${perTurn(s.executes).padStart(8)}  ${(s.prepares ? s.prepareUs / s.prepares : 0).toFixed(1).padStart(10)}  ${(s.executes ? s.executeUs / s.executes : 0).toFixed(1).padStart(10)}  ${text}`,
+    );
   }
 
   // Per-turn helpers.
@@ -145,15 +158,22 @@ try {
     console.log(`${label}: ${(((performance.now() - t0) / n) * 1000).toFixed(1)} µs per call`);
   };
   console.log('');
-  time('renderRuntimeFacts (new Intl.DateTimeFormat per call; once per turn)', 2000, () =>
-    renderRuntimeFacts({ now: new Date(), timeZone: 'UTC' }),
-  );
+  time('renderRuntimeFacts (new Intl.DateTimeFormat per call; once per turn)', 2000, () => renderRuntimeFacts({ now: new Date(), timeZone: 'UTC' }));
   trace = [];
   await palaver.chat({ userId: 'user-0', text: USER_TEXT });
   console.log(`\none more turn, its ${trace.length} statements in order:`);
   for (const text of trace) console.log(`  ${text}`);
   trace = undefined;
-  const cached = new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'longOffset' });
+  const cached = new Intl.DateTimeFormat('en-GB', {
+    timeZone: 'UTC',
+    weekday: 'long',
+    year: 'numeric',
+    month: 'long',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'longOffset',
+  });
   time('  the same with a cached Intl.DateTimeFormat', 2000, () => cached.format(new Date()));
 } finally {
   await palaver.close();

@@ -43,7 +43,9 @@ let stopped = false;
 const reading = (async () => {
   let lastId = '0-0'; // the stream is this process's own and new
   while (!stopped) {
-    const reply = (await reader.xRead({ key: redis.key(responseChannel), id: lastId }, { BLOCK: 1_000, COUNT: 1_000 })) as { messages: { id: string; message: Record<string, string> }[] }[] | null;
+    const reply = (await reader.xRead({ key: redis.key(responseChannel), id: lastId }, { BLOCK: 1_000, COUNT: 1_000 })) as
+      | { messages: { id: string; message: Record<string, string> }[] }[]
+      | null;
     for (const { id, message } of reply?.[0]?.messages ?? []) {
       lastId = id;
       const result = parseEntry(toolCallCompleted, message.data);
@@ -84,7 +86,9 @@ const call = async (worker: number, index: number): Promise<void> => {
 };
 
 if (args.warmupCalls > 0) await runWorkers(Math.min(args.concurrency, args.warmupCalls), args.warmupCalls, call);
-const run = await profiled(args.profileDir, `dispatch-w${args.workers}-c${args.concurrency}-${process.pid}`, () => runWorkers(args.concurrency, args.calls, call));
+const run = await profiled(args.profileDir, `dispatch-w${args.workers}-c${args.concurrency}-${process.pid}`, () =>
+  runWorkers(args.concurrency, args.calls, call),
+);
 stopped = true;
 await reading;
 await redis.close();
@@ -97,7 +101,10 @@ async function runtimePath(): Promise<never> {
   await migrateToLatest(db);
   const now = Date.now();
   await db.insertInto('users').values({ id: 'user-1', display_name: null, phone: null, created_at: now }).execute();
-  await db.insertInto('sessions').values({ id: 'session-1', user_id: 'user-1', channel: 'bench', conversation_id: 'c-1', title: null, created_at: now, updated_at: now }).execute();
+  await db
+    .insertInto('sessions')
+    .values({ id: 'session-1', user_id: 'user-1', channel: 'bench', conversation_id: 'c-1', title: null, created_at: now, updated_at: now })
+    .execute();
   const store = new KyselyStore(db, { dialect: 'sqlite' });
   const dispatcher = await StreamsToolDispatcher.start({
     redis: await connectRedis({ url: args.redisUrl, keyPrefix: args.keyPrefix }),
@@ -128,7 +135,9 @@ async function runtimePath(): Promise<never> {
     }
   };
   if (args.warmupCalls > 0) await runWorkers(Math.min(args.concurrency, args.warmupCalls), args.warmupCalls, dispatch);
-  const measured = await profiled(args.profileDir, `dispatch-runtime-w${args.workers}-c${args.concurrency}-${process.pid}`, () => runWorkers(args.concurrency, args.calls, dispatch));
+  const measured = await profiled(args.profileDir, `dispatch-runtime-w${args.workers}-c${args.concurrency}-${process.pid}`, () =>
+    runWorkers(args.concurrency, args.calls, dispatch),
+  );
   await dispatcher.close();
   await store.close();
   rmSync(dir, { recursive: true, force: true });

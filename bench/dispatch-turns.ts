@@ -80,6 +80,14 @@ const result: ScenarioResult = {
   cpuMsPerOp: 0,
   mainThreadCpuMsPerOp: undefined,
   peakRssMb: process.resourceUsage().maxRSS / 1024,
-  extra: { failed, inlineP50Ms: inline.p50Ms, streamsP50Ms: streams.p50Ms, ratioP50: streams.p50Ms / inline.p50Ms, ratioMean: mean(latencies.streams) / mean(latencies.inline), inlineMeanMs: mean(latencies.inline), streamsMeanMs: mean(latencies.streams) },
+  extra: {
+    failed,
+    inlineP50Ms: inline.p50Ms,
+    streamsP50Ms: streams.p50Ms,
+    ratioP50: streams.p50Ms / inline.p50Ms,
+    ratioMean: mean(latencies.streams) / mean(latencies.inline),
+    inlineMeanMs: mean(latencies.inline),
+    streamsMeanMs: mean(latencies.streams),
+  },
 };
 report(result);

@@ -98,7 +98,12 @@ function turnShaped(count: number) {
       case 0:
         return { role: 'user' as const, audience: 'display' as const, content: `What is the status of item ${turn}? I need it before the delivery on Friday.` };
       case 1:
-        return { role: 'tool' as const, audience: 'audit' as const, content: JSON.stringify({ id: turn, name: `item-${turn}`, status: 'in stock', priceEur: 12.5 }), toolCallId: `seed_${turn}` };
+        return {
+          role: 'tool' as const,
+          audience: 'audit' as const,
+          content: JSON.stringify({ id: turn, name: `item-${turn}`, status: 'in stock', priceEur: 12.5 }),
+          toolCallId: `seed_${turn}`,
+        };
       default:
         return { role: 'assistant' as const, audience: 'display' as const, content: `Lookup done: item-${turn} is in stock at 12.50 EUR.` };
     }

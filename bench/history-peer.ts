@@ -12,7 +12,10 @@ export type HistoryPeerRequest =
   | { readonly type: 'historySent'; readonly sessionId: string }
   | { readonly type: 'close' };
 
-export type HistoryPeerReply = { readonly type: 'ready' } | { readonly type: 'done'; readonly value?: unknown } | { readonly type: 'failed'; readonly message: string };
+export type HistoryPeerReply =
+  | { readonly type: 'ready' }
+  | { readonly type: 'done'; readonly value?: unknown }
+  | { readonly type: 'failed'; readonly message: string };
 
 const palaver = await startHistoryPalaver(scenarioArgs<HistoryPalaverArgs>());
 const send = (reply: HistoryPeerReply): void => void process.send?.(reply);

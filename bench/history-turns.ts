@@ -81,7 +81,12 @@ interface TurnRunner {
 }
 
 function inProcess(palaver: HistoryPalaver): TurnRunner {
-  return { chat: (userId) => palaver.chat(userId), seed: (sessionId, count) => palaver.seed(sessionId, count), historySent: (sessionId) => palaver.historySent(sessionId), close: () => palaver.close() };
+  return {
+    chat: (userId) => palaver.chat(userId),
+    seed: (sessionId, count) => palaver.seed(sessionId, count),
+    historySent: (sessionId) => palaver.historySent(sessionId),
+    close: () => palaver.close(),
+  };
 }
 
 /** Two peer processes on the one database, started one after the other (the first migrates it). */
@@ -132,14 +137,18 @@ class Peer {
 }
 
 const args = scenarioArgs<HistoryScenarioArgs>();
-const { openSqliteDatabase, openPostgresDatabase } = (await import(new URL('../dist/store/index.js', import.meta.url).href)) as typeof import('../src/store/index.js');
+const { openSqliteDatabase, openPostgresDatabase } = (await import(
+  new URL('../dist/store/index.js', import.meta.url).href
+)) as typeof import('../src/store/index.js');
 const dir = mkdtempSync(join(tmpdir(), 'palaver-bench-history-db-'));
 const databaseUrl = args.databaseUrl ?? `sqlite:${join(dir, 'palaver.db')}`;
 const palaverArgs: HistoryPalaverArgs = { baseUrl: args.baseUrl, databaseUrl, cacheTtlMs: args.cacheTtlMs, ...(args.streams ? { streams: args.streams } : {}) };
 
 const runner: TurnRunner = args.peerEntry ? await startPeers(args.peerEntry, palaverArgs) : inProcess(await startHistoryPalaver(palaverArgs));
 // A second connection to the same database, for the trimming between turns (a WAL SQLite file takes both).
-const trimmer: Kysely<Database> = databaseUrl.startsWith('sqlite:') ? openSqliteDatabase(databaseUrl) : await openPostgresDatabase(databaseUrl, { poolSize: 1 });
+const trimmer: Kysely<Database> = databaseUrl.startsWith('sqlite:')
+  ? openSqliteDatabase(databaseUrl)
+  : await openPostgresDatabase(databaseUrl, { poolSize: 1 });
 
 let failed = 0;
 const users = args.stored.map((count) => ({ userId: `stored-${count}`, count, sessionId: '', turns: 0 }));
@@ -165,7 +174,9 @@ const setupMs = performance.now() - setupStarted;
 
 /** Deletes the session's oldest messages so it holds exactly `count`. */
 async function trim(user: User): Promise<void> {
-  await sql`delete from messages where session_id = ${user.sessionId} and seq <= (select last_seq from sessions where id = ${user.sessionId}) - ${user.count}`.execute(trimmer);
+  await sql`delete from messages where session_id = ${user.sessionId} and seq <= (select last_seq from sessions where id = ${user.sessionId}) - ${user.count}`.execute(
+    trimmer,
+  );
 }
 
 async function timedTurn(user: User, sample: { turnMs: number[]; cpuMs: number; mainThreadCpuMs: number | undefined }): Promise<void> {
@@ -173,7 +184,8 @@ async function timedTurn(user: User, sample: { turnMs: number[]; cpuMs: number; 
   const turn = await chat(user);
   sample.turnMs.push(turn.turnMs);
   sample.cpuMs += turn.cpuMs;
-  sample.mainThreadCpuMs = turn.mainThreadCpuMs === undefined || sample.mainThreadCpuMs === undefined ? undefined : sample.mainThreadCpuMs + turn.mainThreadCpuMs;
+  sample.mainThreadCpuMs =
+    turn.mainThreadCpuMs === undefined || sample.mainThreadCpuMs === undefined ? undefined : sample.mainThreadCpuMs + turn.mainThreadCpuMs;
 }
 
 try {

@@ -115,13 +115,24 @@ function childEntry(): string {
   if (!self.endsWith('.ts')) return self;
   // .bench/ sits beside bench/, so `new URL('../dist/…', import.meta.url)` in the child still finds dist.
   const entry = join(dirname(self), '..', '.bench', 'inbox-load.mjs');
-  buildSync({ entryPoints: [self], outfile: entry, bundle: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', logLevel: 'warning' });
+  buildSync({
+    entryPoints: [self],
+    outfile: entry,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'warning',
+  });
   return entry;
 }
 
 async function measureInChild(options: InboxLoadOptions & { baseUrl: string }): Promise<InboxLoadResult> {
   const { createPalaver, silentLogger } = (await import(new URL('../dist/index.js', import.meta.url).href)) as typeof import('../src/index.js');
-  const { MemoryChannel } = (await import(new URL('../dist/channels/memory/memory-channel.js', import.meta.url).href)) as typeof import('../src/channels/memory/memory-channel.js');
+  const { MemoryChannel } = (await import(
+    new URL('../dist/channels/memory/memory-channel.js', import.meta.url).href
+  )) as typeof import('../src/channels/memory/memory-channel.js');
   const quietWindowMs = options.quietWindowMs ?? 2500;
   const conversations = options.conversations;
   const burstSize = options.burst ?? 3;
@@ -191,7 +202,8 @@ async function measureInChild(options: InboxLoadOptions & { baseUrl: string }): 
   const sampler = setInterval(() => {
     const usage = process.memoryUsage();
     const rssMb = usage.rss / 1048576;
-    if (rssMb > atPeak.rssMb) atPeak = { rssMb, heapUsedMb: usage.heapUsed / 1048576, heapTotalMb: usage.heapTotal / 1048576, externalMb: usage.external / 1048576 };
+    if (rssMb > atPeak.rssMb)
+      atPeak = { rssMb, heapUsedMb: usage.heapUsed / 1048576, heapTotalMb: usage.heapTotal / 1048576, externalMb: usage.external / 1048576 };
   }, 50);
   let phase = 'accepting';
   const traceStarted = performance.now();
@@ -229,7 +241,8 @@ async function measureInChild(options: InboxLoadOptions & { baseUrl: string }): 
     const acceptMs = performance.now() - started;
     const acceptPeakRssMb = process.resourceUsage().maxRSS / 1024;
     phase = 'answering';
-    if (options.heapSnapshotDir) console.error(`heap snapshot: ${writeHeapSnapshot(join(options.heapSnapshotDir, `inbox-${conversations}-pending.heapsnapshot`))}`);
+    if (options.heapSnapshotDir)
+      console.error(`heap snapshot: ${writeHeapSnapshot(join(options.heapSnapshotDir, `inbox-${conversations}-pending.heapsnapshot`))}`);
     // A reply that never comes shows as lost once nothing has settled for a minute (past the quiet windows).
     lastSettledAt = performance.now();
     const stalled = new Promise<void>((resolve) => {

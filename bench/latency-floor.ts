@@ -22,7 +22,9 @@ const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
-    relay(JSON.parse(Buffer.concat(chunks).toString('utf8')) as { threadId: string; runId: string; messages: { content: string }[] }, res).catch(() => res.destroy());
+    relay(JSON.parse(Buffer.concat(chunks).toString('utf8')) as { threadId: string; runId: string; messages: { content: string }[] }, res).catch(() =>
+      res.destroy(),
+    );
   });
 });
 

@@ -24,7 +24,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startFakeTelegram, startScriptedModelServer, type FakeTelegram, type ModelTiming, type ScriptedCall, type ScriptedModelServer } from '../src/testing/index.js';
+import {
+  startFakeTelegram,
+  startScriptedModelServer,
+  type FakeTelegram,
+  type ModelTiming,
+  type ScriptedCall,
+  type ScriptedModelServer,
+} from '../src/testing/index.js';
 import { listeningUrl } from './listening-url.js';
 import { visitor } from './web-visitor.js';
 import { procCpuMs } from './start-demo.js';
@@ -180,7 +187,15 @@ async function converseAll(palaver: Palaver, clock: ModelClock, options: WebLate
     }),
   );
   const cpuMs = cpuStart === undefined ? 0 : procCpuMs(palaver.pid) - cpuStart;
-  return { concurrency: options.concurrency, messages: own.length, own: summarize(own), firstToken: summarize(firstToken), model: summarize(model), cpuMsPerMessage: measuring > 0 ? cpuMs / measuring : 0, failed };
+  return {
+    concurrency: options.concurrency,
+    messages: own.length,
+    own: summarize(own),
+    firstToken: summarize(firstToken),
+    model: summarize(model),
+    cpuMsPerMessage: measuring > 0 ? cpuMs / measuring : 0,
+    failed,
+  };
 }
 
 export async function measureTelegramLatency(options: TelegramLatencyOptions): Promise<TelegramLatencyResult> {
@@ -188,7 +203,10 @@ export async function measureTelegramLatency(options: TelegramLatencyOptions): P
   const telegram = await startFakeTelegram();
   const dir = mkdtempSync(join(tmpdir(), 'palaver-bench-latency-telegram-'));
   try {
-    const channels = { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: options.quietWindowMs, drafts: true } };
+    const channels = {
+      web: { enabled: false },
+      telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: options.quietWindowMs, drafts: true },
+    };
     const palaver = await startPalaver(dir, server.baseUrl, { channels }, options.profileDir);
     try {
       return await burstAll(telegram, clock, options);
@@ -214,7 +232,9 @@ async function burstAll(telegram: FakeTelegram, clock: ModelClock, options: Tele
     telegram.sendText({ chatId, text: `${tag} one more thing` });
     // The last message goes out on a poll that waits for it, so the moment it is handed to the bot is now.
     await waitUntil(() => pollHasNothing(telegram));
-    const draft = telegram.waitForCall('sendMessageDraft', (call) => call.params['chat_id'] === chatId && String(call.params['text'] ?? '') !== '', { timeoutMs: 30_000 }).then(() => performance.now());
+    const draft = telegram
+      .waitForCall('sendMessageDraft', (call) => call.params['chat_id'] === chatId && String(call.params['text'] ?? '') !== '', { timeoutMs: 30_000 })
+      .then(() => performance.now());
     const handedAt = performance.now();
     telegram.sendText({ chatId, text: `${tag} where is my parcel, please?` });
     try {
@@ -298,11 +318,23 @@ async function startChild(dir: string, args: readonly string[], nodeFlags: reado
 /** One run: POST /agui, the SSE stream read as it comes; when it was sent and when the first text content was read. */
 async function post(base: string, cookie: string, threadId: string, text: string): Promise<{ ok: boolean; sentAt: number; firstTokenAt: number | undefined }> {
   const id = randomBytes(8).toString('hex');
-  const body = JSON.stringify({ threadId, runId: `run-${id}`, messages: [{ id: `m-${id}`, role: 'user', content: text }], tools: [], context: [], state: {}, forwardedProps: {} });
+  const body = JSON.stringify({
+    threadId,
+    runId: `run-${id}`,
+    messages: [{ id: `m-${id}`, role: 'user', content: text }],
+    tools: [],
+    context: [],
+    state: {},
+    forwardedProps: {},
+  });
   const sentAt = performance.now();
   let firstTokenAt: number | undefined;
   try {
-    const response = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', cookie }, body });
+    const response = await fetch(`${base}/agui`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', cookie },
+      body,
+    });
     if (response.status !== 200 || !response.body) {
       await response.body?.cancel();
       return { ok: false, sentAt, firstTokenAt };
@@ -334,7 +366,7 @@ function tagOf(call: ScriptedCall): string | undefined {
 export function describeWebLatency(result: WebLatencyResult, floor = false): string {
   const f = (summary: LatencySummary) => `p50 ${summary.p50Ms.toFixed(2)} ms, p99 ${summary.p99Ms.toFixed(2)} ms`;
   return (
-    `${floor ? 'floor (a bare relay in Palaver\'s place) ' : ''}web c=${result.concurrency}: ${result.messages} messages; ${floor ? 'the relay\'s' : 'Palaver\'s'} own time to the first token ${f(result.own)} (mean ${result.own.meanMs.toFixed(2)}, max ${result.own.maxMs.toFixed(1)}); ` +
+    `${floor ? "floor (a bare relay in Palaver's place) " : ''}web c=${result.concurrency}: ${result.messages} messages; ${floor ? "the relay's" : "Palaver's"} own time to the first token ${f(result.own)} (mean ${result.own.meanMs.toFixed(2)}, max ${result.own.maxMs.toFixed(1)}); ` +
     `POST → first token ${f(result.firstToken)}; model's first byte ${result.model.p50Ms.toFixed(1)} ms; CPU ${result.cpuMsPerMessage.toFixed(2)} ms/message${result.failed ? `; FAILED ${result.failed}` : ''}`
   );
 }
@@ -350,7 +382,11 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const quick = process.argv.includes('--quick');
   for (const concurrency of [1, 64]) {
     const people = concurrency === 1 ? (quick ? 10 : 60) : quick ? 64 : 192;
-    console.log(describeWebLatency(await measureWebLatency({ concurrency, people, messagesPerPerson: quick ? 3 : 6, thinkMeanMs: concurrency === 1 ? 0 : 500, modelTtfbMs: 20 })));
+    console.log(
+      describeWebLatency(
+        await measureWebLatency({ concurrency, people, messagesPerPerson: quick ? 3 : 6, thinkMeanMs: concurrency === 1 ? 0 : 500, modelTtfbMs: 20 }),
+      ),
+    );
   }
   console.log(describeTelegramLatency(await measureTelegramLatency({ bursts: quick ? 5 : 20, quietWindowMs: 500, modelTtfbMs: 20 })));
 }

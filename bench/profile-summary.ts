@@ -51,7 +51,10 @@ for (const [id, us] of selfUs) {
   const node = byId.get(id);
   if (!node) continue;
   const { functionName, url, lineNumber } = node.callFrame;
-  const short = url.replace(/^file:\/\//, '').replace(/.*node_modules\//, '').replace(/.*\/(src|bench|examples)\//, '$1/');
+  const short = url
+    .replace(/^file:\/\//, '')
+    .replace(/.*node_modules\//, '')
+    .replace(/.*\/(src|bench|examples)\//, '$1/');
   const key = `${functionName || '(anonymous)'}  ${short ? `${short}:${lineNumber + 1}` : ''}`;
   fnSelf.set(key, (fnSelf.get(key) ?? 0) + us);
   const group = where(url);
@@ -71,7 +74,10 @@ const inclusiveOf = (id: number): number => {
 };
 const fnKey = (node: ProfileNode): string => {
   const { functionName, url, lineNumber } = node.callFrame;
-  const short = url.replace(/^file:\/\//, '').replace(/.*node_modules\//, '').replace(/.*\/(src|bench|examples)\//, '$1/');
+  const short = url
+    .replace(/^file:\/\//, '')
+    .replace(/.*node_modules\//, '')
+    .replace(/.*\/(src|bench|examples)\//, '$1/');
   return `${functionName || '(anonymous)'}  ${short ? `${short}:${lineNumber + 1}` : ''}`;
 };
 const fnTotal = new Map<string, number>();
@@ -91,7 +97,8 @@ if (root) walk(root.id);
 
 const pct = (us: number): string => `${((us / totalUs) * 100).toFixed(1).padStart(5)}%`;
 console.log(`Profile ${file}: ${(totalUs / 1000).toFixed(0)} ms\n\nSelf time by package / folder:`);
-for (const [group, us] of [...groupSelf].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${group}`);
+for (const [group, us] of [...groupSelf].sort((a, b) => b[1] - a[1]).slice(0, 25))
+  console.log(`  ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${group}`);
 console.log(`\nTop ${top} functions by self time:`);
 for (const [key, us] of [...fnSelf].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
 console.log(`\nTop ${top} functions by inclusive time (file path contains "${inclusiveFilter}"):`);

@@ -104,6 +104,13 @@ const log = silentLogger();
  * online, so there are no outbox records to mark).
  */
 function scopeFor(turn: number): TurnScope {
-  const target: ReplyTarget = { channel: 'bench', conversationId: `c${turn}`, accountId: `a${turn}`, inReplyTo: ['4711'], correlationId: `corr-${turn}`, sessionId: `s${turn}` };
+  const target: ReplyTarget = {
+    channel: 'bench',
+    conversationId: `c${turn}`,
+    accountId: `a${turn}`,
+    inReplyTo: ['4711'],
+    correlationId: `corr-${turn}`,
+    sessionId: `s${turn}`,
+  };
   return { channel, target, log, replyMessageId: `r${turn}` } as unknown as TurnScope;
 }

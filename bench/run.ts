@@ -52,7 +52,14 @@ import { fileURLToPath } from 'node:url';
 import { startLogisticsMcpServer } from '../examples/logistics/mcp-server.js';
 import { measureInboxLoad, type InboxLoadResult } from './inbox-load.js';
 import { measureReplyActions, type ReplyActionsResult } from './reply-actions.js';
-import { describeTelegramLatency, describeWebLatency, measureTelegramLatency, measureWebLatency, type TelegramLatencyResult, type WebLatencyResult } from './latency.js';
+import {
+  describeTelegramLatency,
+  describeWebLatency,
+  measureTelegramLatency,
+  measureWebLatency,
+  type TelegramLatencyResult,
+  type WebLatencyResult,
+} from './latency.js';
 import { describeScale, measureScale, type ScaleResult } from './scale.js';
 import { measureStartDemo, type StartDemoResult } from './start-demo.js';
 import { measureTelegramIdle, type TelegramIdleResult } from './telegram-idle.js';
@@ -93,7 +100,22 @@ const TURN_APIS: readonly TurnApi[] = ['chat', 'responses'];
 const TURN_BACKENDS: readonly TurnBackend[] = ['sqlite', 'postgres'];
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { quick: false, turns: undefined, runs: 3, concurrency: [1, 64], only: undefined, json: undefined, cpuProf: false, warmup: undefined, bareTransport: false, historyBackends: ['sqlite'], inboxConversations: undefined, turnApis: ['chat'], turnBackends: ['sqlite'], turnsPerPerson: 10 };
+  const options: Options = {
+    quick: false,
+    turns: undefined,
+    runs: 3,
+    concurrency: [1, 64],
+    only: undefined,
+    json: undefined,
+    cpuProf: false,
+    warmup: undefined,
+    bareTransport: false,
+    historyBackends: ['sqlite'],
+    inboxConversations: undefined,
+    turnApis: ['chat'],
+    turnBackends: ['sqlite'],
+    turnsPerPerson: 10,
+  };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
     const value = (): string => {
@@ -115,11 +137,25 @@ function parseOptions(argv: readonly string[]): Options {
         options.runs = positiveInt(flag, value());
         break;
       case '--concurrency':
-        options.concurrency = value().split(',').map((part) => positiveInt(flag, part));
+        options.concurrency = value()
+          .split(',')
+          .map((part) => positiveInt(flag, part));
         break;
       case '--only': {
         const only = value();
-        if (only !== 'turns' && only !== 'mcp' && only !== 'start' && only !== 'inbox' && only !== 'history' && only !== 'telegram' && only !== 'telegram-user' && only !== 'dispatch' && only !== 'actions' && only !== 'scale' && only !== 'latency') {
+        if (
+          only !== 'turns' &&
+          only !== 'mcp' &&
+          only !== 'start' &&
+          only !== 'inbox' &&
+          only !== 'history' &&
+          only !== 'telegram' &&
+          only !== 'telegram-user' &&
+          only !== 'dispatch' &&
+          only !== 'actions' &&
+          only !== 'scale' &&
+          only !== 'latency'
+        ) {
           throw new Error('--only takes turns, mcp, start, inbox, history, telegram, telegram-user, dispatch, actions, scale or latency');
         }
         options.only = only;
@@ -135,10 +171,13 @@ function parseOptions(argv: readonly string[]): Options {
         options.bareTransport = true;
         break;
       case '--history-backends':
-        options.historyBackends = value().split(',').map((name) => {
-          if (!(HISTORY_VARIANTS as readonly string[]).includes(name)) throw new Error(`--history-backends takes a list of ${HISTORY_VARIANTS.join(', ')}, not ${name}`);
-          return name as HistoryVariant;
-        });
+        options.historyBackends = value()
+          .split(',')
+          .map((name) => {
+            if (!(HISTORY_VARIANTS as readonly string[]).includes(name))
+              throw new Error(`--history-backends takes a list of ${HISTORY_VARIANTS.join(', ')}, not ${name}`);
+            return name as HistoryVariant;
+          });
         break;
       case '--inbox-conversations':
         options.inboxConversations = positiveInt(flag, value());
@@ -155,7 +194,9 @@ function parseOptions(argv: readonly string[]): Options {
       case '--help':
       // biome-ignore lint/suspicious/noFallthroughSwitchClause: process.exit never returns
       case '-h':
-        console.log('Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions|scale|latency] [--json file] [--cpu-prof] [--bare-transport] [--history-backends sqlite,postgres,streams,two-processes] [--inbox-conversations N] [--turn-apis chat,responses] [--turn-backends sqlite,postgres] [--turns-per-person N]');
+        console.log(
+          'Usage: npm run bench -- [--quick] [--turns N] [--warmup N] [--runs N] [--concurrency 1,64] [--only turns|mcp|start|inbox|history|telegram|telegram-user|dispatch|actions|scale|latency] [--json file] [--cpu-prof] [--bare-transport] [--history-backends sqlite,postgres,streams,two-processes] [--inbox-conversations N] [--turn-apis chat,responses] [--turn-backends sqlite,postgres] [--turns-per-person N]',
+        );
         process.exit(0);
       default:
         throw new Error(`Unknown flag ${flag}; try --help`);
@@ -209,7 +250,16 @@ function childEntry(file: string): string {
   if (entry === undefined) {
     // .bench/ sits beside bench/, so `new URL('../dist/…', import.meta.url)` in a child still finds dist.
     entry = join(repoRoot, '.bench', file.replace(/\.ts$/, '.mjs'));
-    buildSync({ entryPoints: [join(benchDir, file)], outfile: entry, bundle: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', logLevel: 'warning' });
+    buildSync({
+      entryPoints: [join(benchDir, file)],
+      outfile: entry,
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      logLevel: 'warning',
+    });
     compiledChildren.set(file, entry);
   }
   return entry;
@@ -250,7 +300,9 @@ function report(label: string, record: RunRecord): RunRecord {
   console.log(
     `  ${label.padEnd(24)} run ${record.run}: ${record.perSecond.toFixed(0).padStart(6)}/s  p50 ${record.latency.p50Ms.toFixed(2)} ms  p99 ${record.latency.p99Ms.toFixed(2)} ms  CPU ${record.cpuMsPerOp.toFixed(3)} ms/op (main thread ${record.mainThreadCpuMsPerOp?.toFixed(3) ?? '?'})  ` +
       `RSS ${record.peakRssMb.toFixed(0)} MB  load ${record.loadBefore.toFixed(1)}→${record.loadAfter.toFixed(1)}${failed ? `  FAILED ${failed}` : ''}` +
-      (listenerWarnings ? `  ⚠ ${listenerWarnings}× MaxListenersExceededWarning (up to ${String(record.extra?.mostAbortListeners)} abort listeners on one AbortSignal)` : ''),
+      (listenerWarnings
+        ? `  ⚠ ${listenerWarnings}× MaxListenersExceededWarning (up to ${String(record.extra?.mostAbortListeners)} abort listeners on one AbortSignal)`
+        : ''),
   );
   return record;
 }
@@ -309,7 +361,8 @@ interface TurnVariant {
   readonly backend: TurnBackend;
 }
 
-const turnVariantLabel = (variant: TurnVariant): string => `${variant.backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${variant.api === 'chat' ? 'Chat Completions' : 'Responses'}`;
+const turnVariantLabel = (variant: TurnVariant): string =>
+  `${variant.backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${variant.api === 'chat' ? 'Chat Completions' : 'Responses'}`;
 
 /**
  * One run of both turn scenarios at `concurrency`. Both children start and warm up, then run the measured turns in
@@ -321,7 +374,9 @@ async function measureTurnPair(variant: TurnVariant, concurrency: number, run: n
   const turns = turnsFor(concurrency);
   const chunks = Math.max(1, Math.round(turns / chunkTurns(concurrency)));
   // Responses chains: every person's last response must still be there at their next turn.
-  const servers = await Promise.all(SIDES.map(() => startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100, maxStoredResponses: variant.api === 'responses' ? 100_000 : 100 })));
+  const servers = await Promise.all(
+    SIDES.map(() => startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100, maxStoredResponses: variant.api === 'responses' ? 100_000 : 100 })),
+  );
   const database = variant.backend === 'postgres' ? await createBenchPostgresDatabase() : undefined;
   const children = SIDES.map((side, index) => {
     const args: TurnScenarioArgs = {
@@ -405,7 +460,8 @@ function spread(records: readonly RunRecord[], scenario: string, concurrency: nu
 
 function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)));
-  const line = (cells: readonly string[]): string => `| ${cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ')} |`;
+  const line = (cells: readonly string[]): string =>
+    `| ${cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ')} |`;
   return [line(headers), `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...rows.map(line)].join('\n');
 }
 
@@ -420,8 +476,12 @@ const machine = {
 };
 console.log(`Palaver benchmarks — ${machine.date}`);
 console.log(`Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.totalMemoryGb} GB RAM, ${machine.os}, Node ${machine.node}`);
-console.log(`Load average at start (1/5/15 min): ${machine.loadAverage.join(' / ')}${machine.loadAverage[0]! > machine.cores * 0.5 ? '  ⚠ the machine is busy; numbers will be noisy' : ''}`);
-console.log(`Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, the median run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`);
+console.log(
+  `Load average at start (1/5/15 min): ${machine.loadAverage.join(' / ')}${machine.loadAverage[0]! > machine.cores * 0.5 ? '  ⚠ the machine is busy; numbers will be noisy' : ''}`,
+);
+console.log(
+  `Mode: ${options.quick ? 'quick' : 'full'}, ${options.runs} run(s) per scenario, the median run reported${profileDir ? `, CPU profiles in ${profileDir}` : ''}\n`,
+);
 
 if (options.only !== 'mcp' && options.only !== 'dispatch' && options.only !== 'actions') {
   // The turn and start-up scenarios runs Palaver's compiled output, as an application would; compile the current sources first.
@@ -435,7 +495,9 @@ const turnRecords = new Map<string, RunRecord[]>();
 const mcpRecords: RunRecord[] = [];
 
 if (options.only === undefined || options.only === 'turns') {
-  console.log(`Turn throughput (scripted model, zero latency; each worker's person replaced by a new one every ${options.turnsPerPerson} turns; the two sides' chunks interleaved):`);
+  console.log(
+    `Turn throughput (scripted model, zero latency; each worker's person replaced by a new one every ${options.turnsPerPerson} turns; the two sides' chunks interleaved):`,
+  );
   for (const variant of turnVariants) {
     const records: RunRecord[] = [];
     turnRecords.set(turnVariantLabel(variant), records);
@@ -484,11 +546,24 @@ for (const [label, records] of turnRecords) {
       const r = median(records, scenario, concurrency);
       if (!r) continue;
       const mainThread = r.mainThreadCpuMsPerOp === undefined ? '?' : ms(r.mainThreadCpuMsPerOp);
-      rows.push([scenario === 'bare' ? 'bare openai loop' : 'Palaver', String(concurrency), String(r.operations), r.perSecond.toFixed(0), ms(r.latency.p50Ms), ms(r.latency.p99Ms), ms(r.cpuMsPerOp), mainThread, r.peakRssMb.toFixed(0), spread(records, scenario, concurrency)]);
+      rows.push([
+        scenario === 'bare' ? 'bare openai loop' : 'Palaver',
+        String(concurrency),
+        String(r.operations),
+        r.perSecond.toFixed(0),
+        ms(r.latency.p50Ms),
+        ms(r.latency.p99Ms),
+        ms(r.cpuMsPerOp),
+        mainThread,
+        r.peakRssMb.toFixed(0),
+        spread(records, scenario, concurrency),
+      ]);
     }
   }
   console.log(`\nTurn throughput, ${label} (median of ${options.runs} run(s) of each):\n`);
-  console.log(table(['scenario', 'concurrency', 'turns', 'turns/s', 'p50 ms', 'p99 ms', 'CPU ms/turn', 'main thread ms/turn', 'peak RSS MB', 'run spread'], rows));
+  console.log(
+    table(['scenario', 'concurrency', 'turns', 'turns/s', 'p50 ms', 'p99 ms', 'CPU ms/turn', 'main thread ms/turn', 'peak RSS MB', 'run spread'], rows),
+  );
   console.log('');
   for (const concurrency of options.concurrency) {
     const ratio = pairedRatio(records, concurrency, (r) => r.perSecond);
@@ -503,7 +578,9 @@ for (const [label, records] of turnRecords) {
     console.log(
       `${label}: Palaver / bare at c=${concurrency}: ${(ratio * 100).toFixed(0)}% of the throughput, median of per-run ratios (goal ≥ ${goal * 100}%: ${ratio >= goal ? 'met' : 'NOT met'}; ` +
         `by run: ${byRun.join(', ')} %); main-thread CPU per turn ${cpuRatio.toFixed(2)}× the bare loop's` +
-        (rssAbove === undefined ? '' : `; peak RSS ${rssAbove >= 0 ? '+' : ''}${rssAbove.toFixed(0)} MB against the bare loop (goal ≤ +0 MB: ${rssAbove <= 0 ? 'met' : 'NOT met'})`),
+        (rssAbove === undefined
+          ? ''
+          : `; peak RSS ${rssAbove >= 0 ? '+' : ''}${rssAbove.toFixed(0)} MB against the bare loop (goal ≤ +0 MB: ${rssAbove <= 0 ? 'met' : 'NOT met'})`),
     );
   }
 }
@@ -514,8 +591,21 @@ if (mcpRecords.length > 0) {
   for (const concurrency of mcpConcurrency) {
     const local = median(mcpRecords, 'local', concurrency);
     const mcp = median(mcpRecords, 'mcp', concurrency);
-    for (const [label, r] of [['LocalToolHost (floor)', local], ['McpToolHost (HTTP)', mcp]] as const) {
-      if (r) rows.push([label, String(concurrency), String(r.operations), r.perSecond.toFixed(0), ms(r.latency.p50Ms), ms(r.latency.p99Ms), ms(r.cpuMsPerOp), r.peakRssMb.toFixed(0)]);
+    for (const [label, r] of [
+      ['LocalToolHost (floor)', local],
+      ['McpToolHost (HTTP)', mcp],
+    ] as const) {
+      if (r)
+        rows.push([
+          label,
+          String(concurrency),
+          String(r.operations),
+          r.perSecond.toFixed(0),
+          ms(r.latency.p50Ms),
+          ms(r.latency.p99Ms),
+          ms(r.cpuMsPerOp),
+          r.peakRssMb.toFixed(0),
+        ]);
     }
     if (local && mcp) {
       overheads.push(
@@ -539,17 +629,35 @@ if (options.only === 'dispatch') {
   const calls = (concurrency: number): number => options.turns ?? (options.quick ? 500 : concurrency === 1 ? 3_000 : 20_000);
   console.log(`\nTool calls over Redis Streams (echo; round trip from XADD to the result read back; keys under ${keyPrefix}):`);
   for (const workerCount of dispatchWorkers) {
-    const workers = Array.from({ length: workerCount }, () => spawn(process.execPath, ['--no-warnings', childEntry('dispatch-worker.ts'), JSON.stringify({ redisUrl, keyPrefix })], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+    const workers = Array.from({ length: workerCount }, () =>
+      spawn(process.execPath, ['--no-warnings', childEntry('dispatch-worker.ts'), JSON.stringify({ redisUrl, keyPrefix })], {
+        cwd: repoRoot,
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      }),
+    );
     try {
-      await Promise.all(workers.map((worker) => new Promise<void>((resolvePromise, reject) => {
-        worker.once('message', () => resolvePromise());
-        worker.once('exit', (code) => reject(new Error(`dispatch worker exited (${code}) before it was ready`)));
-      })));
+      await Promise.all(
+        workers.map(
+          (worker) =>
+            new Promise<void>((resolvePromise, reject) => {
+              worker.once('message', () => resolvePromise());
+              worker.once('exit', (code) => reject(new Error(`dispatch worker exited (${code}) before it was ready`)));
+            }),
+        ),
+      );
       for (const concurrency of dispatchConcurrency) {
         for (let run = 1; run <= options.runs; run += 1) {
           // The wire alone, then the runtime's path (dispatcher, outbox, relay) right after, in the same phase.
           for (const via of ['wire', 'runtime'] as const) {
-            const params = { redisUrl, keyPrefix, workers: workerCount, concurrency, via, calls: calls(concurrency), warmupCalls: options.warmup ?? (options.quick ? 100 : 2_000) };
+            const params = {
+              redisUrl,
+              keyPrefix,
+              workers: workerCount,
+              concurrency,
+              via,
+              calls: calls(concurrency),
+              warmupCalls: options.warmup ?? (options.quick ? 100 : 2_000),
+            };
             // The workers' CPU time per call: on a busy machine wall-clock figures say more about the neighbours.
             const cpuBefore = workers.map((worker) => processCpuMs(worker.pid!));
             const label = `${via === 'wire' ? '' : 'runtime '}workers=${workerCount}`;
@@ -568,16 +676,23 @@ if (options.only === 'dispatch') {
           const params = { redisUrl, keyPrefix, workers: workerCount, turns: options.quick ? 100 : 500, warmupTurns: options.quick ? 20 : 100 };
           const record = await measure('turn streams/inline', run, () => runChild('dispatch-turns.ts', params));
           const extra = record.extra ?? {};
-          console.log(`    turn p50: inline ${ms(Number(extra['inlineP50Ms']))} ms, streams ${ms(Number(extra['streamsP50Ms']))} ms → ${Number(extra['ratioP50']).toFixed(2)}× (mean ${Number(extra['ratioMean']).toFixed(2)}×)`);
+          console.log(
+            `    turn p50: inline ${ms(Number(extra['inlineP50Ms']))} ms, streams ${ms(Number(extra['streamsP50Ms']))} ms → ${Number(extra['ratioP50']).toFixed(2)}× (mean ${Number(extra['ratioMean']).toFixed(2)}×)`,
+          );
           turnRatioRecords.push(record);
         }
       }
     } finally {
-      await Promise.all(workers.map((worker) => new Promise((resolvePromise) => {
-        if (worker.exitCode !== null) return resolvePromise(undefined);
-        worker.once('exit', resolvePromise);
-        worker.kill('SIGTERM');
-      })));
+      await Promise.all(
+        workers.map(
+          (worker) =>
+            new Promise((resolvePromise) => {
+              if (worker.exitCode !== null) return resolvePromise(undefined);
+              worker.once('exit', resolvePromise);
+              worker.kill('SIGTERM');
+            }),
+        ),
+      );
     }
   }
   const { connectRedis } = await import('../src/platform/redis-connection.js');
@@ -590,7 +705,18 @@ if (options.only === 'dispatch') {
     for (const workerCount of dispatchWorkers) {
       for (const concurrency of dispatchConcurrency) {
         const r = median(dispatchRecords, `${via === 'wire' ? '' : 'runtime '}workers=${workerCount}`, concurrency);
-        if (r) rows.push([via, String(workerCount), String(concurrency), String(r.operations), r.perSecond.toFixed(0), ms(r.latency.p50Ms), ms(r.latency.p99Ms), ms(r.cpuMsPerOp), ms(Number(r.extra?.workerCpuMsPerCall ?? 0))]);
+        if (r)
+          rows.push([
+            via,
+            String(workerCount),
+            String(concurrency),
+            String(r.operations),
+            r.perSecond.toFixed(0),
+            ms(r.latency.p50Ms),
+            ms(r.latency.p99Ms),
+            ms(r.cpuMsPerOp),
+            ms(Number(r.extra?.workerCpuMsPerCall ?? 0)),
+          ]);
       }
     }
   }
@@ -600,12 +726,17 @@ if (options.only === 'dispatch') {
     const prefix = via === 'wire' ? '' : 'runtime ';
     const one = median(dispatchRecords, `${prefix}workers=1`, 1);
     const best = Math.max(...dispatchConcurrency.map((concurrency) => median(dispatchRecords, `${prefix}workers=2`, concurrency)?.perSecond ?? 0));
-    if (one) console.log(`Goals (${via}): p50 < 2 ms (${ms(one.latency.p50Ms)}: ${one.latency.p50Ms < 2 ? 'met' : 'NOT met'}), p99 < 10 ms (${ms(one.latency.p99Ms)}: ${one.latency.p99Ms < 10 ? 'met' : 'NOT met'}) at c=1; > 5,000 calls/s with 2 workers (${best.toFixed(0)}: ${best > 5_000 ? 'met' : 'NOT met'})`);
+    if (one)
+      console.log(
+        `Goals (${via}): p50 < 2 ms (${ms(one.latency.p50Ms)}: ${one.latency.p50Ms < 2 ? 'met' : 'NOT met'}), p99 < 10 ms (${ms(one.latency.p99Ms)}: ${one.latency.p99Ms < 10 ? 'met' : 'NOT met'}) at c=1; > 5,000 calls/s with 2 workers (${best.toFixed(0)}: ${best > 5_000 ? 'met' : 'NOT met'})`,
+      );
   }
   const ratios = turnRatioRecords.map((record) => Number(record.extra?.['ratioP50'])).sort((a, b) => a - b);
   if (ratios.length > 0) {
     const ratio = ratios[Math.floor((ratios.length - 1) / 2)]!;
-    console.log(`Goal: a turn with one streamed tool call within 1.2× the inline turn (p50 ratio, median of ${ratios.length} run(s): ${ratio.toFixed(2)}×: ${ratio <= 1.2 ? 'met' : 'NOT met'})`);
+    console.log(
+      `Goal: a turn with one streamed tool call within 1.2× the inline turn (p50 ratio, median of ${ratios.length} run(s): ${ratio.toFixed(2)}×: ${ratio <= 1.2 ? 'met' : 'NOT met'})`,
+    );
   }
 }
 
@@ -624,7 +755,9 @@ if (options.only === undefined || options.only === 'inbox') {
   const conversations = options.inboxConversations ?? (options.quick ? 1_000 : 10_000);
   // Peak RSS goals of issue #26: < 200 MB at 10,000 conversations, < 1 GB at 100,000 (other sizes: none).
   const peakGoalMb = conversations === 10_000 ? 200 : conversations === 100_000 ? 1024 : undefined;
-  console.log(`\nThe inbox under load (${conversations} conversations at once, each with a burst of three pending; bursts of three against a 2500 ms quiet window):`);
+  console.log(
+    `\nThe inbox under load (${conversations} conversations at once, each with a burst of three pending; bursts of three against a 2500 ms quiet window):`,
+  );
   for (let run = 1; run <= options.runs; run += 1) {
     const result = await measureInboxLoad({ conversations, bursts: options.quick ? 8 : 40 });
     inboxRecords.push({ ...result, run });
@@ -643,26 +776,44 @@ if (options.only === undefined || options.only === 'history') {
   const stored: [number, number] = [10, 100_000];
   const turns = options.turns ?? (options.quick ? 30 : 150);
   const warmupTurns = options.warmup ?? (options.quick ? 20 : 150);
-  console.log(`\nTurn time at ${stored[0]} vs ${stored[1].toLocaleString('en')} stored messages (${options.runs} run(s) of ${turns} turns per user, the users' turns interleaved; ${options.historyBackends.join(', ')}):`);
+  console.log(
+    `\nTurn time at ${stored[0]} vs ${stored[1].toLocaleString('en')} stored messages (${options.runs} run(s) of ${turns} turns per user, the users' turns interleaved; ${options.historyBackends.join(', ')}):`,
+  );
   const server = await startScriptedModelServer({ script: benchScript, maxRecordedCalls: 100, maxStoredResponses: 100 });
   try {
     for (const variant of options.historyBackends) {
       await withHistoryVariant(variant, async (variantArgs) => {
-        for (const [label, cacheTtlMs] of [['cache as shipped', 300_000], ['cache expiring: history read from the store every turn', 1]] as const) {
+        for (const [label, cacheTtlMs] of [
+          ['cache as shipped', 300_000],
+          ['cache expiring: history read from the store every turn', 1],
+        ] as const) {
           // A fresh PostgreSQL database per run, dropped after it (also when the run fails).
           const database = variant === 'postgres' || variant === 'two-processes' ? await createBenchPostgresDatabase() : undefined;
           let result: HistoryScenarioResult;
           try {
-            const params: HistoryScenarioArgs = { baseUrl: server.baseUrl, variant, stored, runs: options.runs, turns, warmupTurns, cacheTtlMs, ...variantArgs, ...(database ? { databaseUrl: database.url } : {}) };
+            const params: HistoryScenarioArgs = {
+              baseUrl: server.baseUrl,
+              variant,
+              stored,
+              runs: options.runs,
+              turns,
+              warmupTurns,
+              cacheTtlMs,
+              ...variantArgs,
+              ...(database ? { databaseUrl: database.url } : {}),
+            };
             result = (await runChild('history-turns.ts', params)) as unknown as HistoryScenarioResult;
           } finally {
             await database?.drop();
           }
           historyResults.push(result);
-          console.log(`  ${variant}, ${label} (set-up ${(result.setupMs / 1000).toFixed(1)} s; at each turn's start ${result.sessions.map((s) => `${s.stored} stored, ${s.historySent} sent`).join(' / ')}${result.failed ? `; FAILED ${result.failed}` : ''}):`);
+          console.log(
+            `  ${variant}, ${label} (set-up ${(result.setupMs / 1000).toFixed(1)} s; at each turn's start ${result.sessions.map((s) => `${s.stored} stored, ${s.historySent} sent`).join(' / ')}${result.failed ? `; FAILED ${result.failed}` : ''}):`,
+          );
           for (let run = 1; run <= options.runs; run += 1) {
             const [small, large] = stored.map((count) => result.samples.find((sample) => sample.stored === count && sample.run === run)!);
-            const mainThread = (sample: HistoryRunSample): string => (sample.mainThreadCpuMs === undefined ? '?' : ms(sample.mainThreadCpuMs / sample.turnMs.length));
+            const mainThread = (sample: HistoryRunSample): string =>
+              sample.mainThreadCpuMs === undefined ? '?' : ms(sample.mainThreadCpuMs / sample.turnMs.length);
             console.log(
               `    run ${run}: p50 ${ms(middle(small!.turnMs))} vs ${ms(middle(large!.turnMs))} ms (×${(middle(large!.turnMs) / middle(small!.turnMs)).toFixed(3)}), ` +
                 `CPU ${ms(small!.cpuMs / small!.turnMs.length)} vs ${ms(large!.cpuMs / large!.turnMs.length)} ms/turn (main thread ${mainThread(small!)} vs ${mainThread(large!)})`,
@@ -678,7 +829,11 @@ if (options.only === undefined || options.only === 'history') {
   const verdicts: string[] = [];
   historyResults.forEach((result) => {
     const label = `${result.variant}, ${result.cacheTtlMs === 1 ? 'cache expiring every turn' : 'cache as shipped'}`;
-    const perRun = (count: number, value: (sample: HistoryRunSample) => number): number[] => result.samples.filter((sample) => sample.stored === count).sort((a, b) => a.run - b.run).map(value);
+    const perRun = (count: number, value: (sample: HistoryRunSample) => number): number[] =>
+      result.samples
+        .filter((sample) => sample.stored === count)
+        .sort((a, b) => a.run - b.run)
+        .map(value);
     const p50 = (sample: HistoryRunSample): number => middle(sample.turnMs);
     const cpu = (sample: HistoryRunSample): number => sample.cpuMs / sample.turnMs.length;
     // The main thread alone, where Linux tells it: the process total also counts the checkpointer's copying.
@@ -720,7 +875,10 @@ async function withHistoryVariant(variant: HistoryVariant, fn: (args: Pick<Histo
   const keyPrefix = `bench:history-${process.pid}-${Date.now()}:`;
   const { connectRedis } = await import('../src/platform/redis-connection.js');
   const redis = await connectRedis({ url: redisUrl, keyPrefix }); // throws "Cannot connect to Redis at …" when it is not running
-  const worker = spawn(process.execPath, ['--no-warnings', childEntry('dispatch-worker.ts'), JSON.stringify({ redisUrl, keyPrefix })], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const worker = spawn(process.execPath, ['--no-warnings', childEntry('dispatch-worker.ts'), JSON.stringify({ redisUrl, keyPrefix })], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   try {
     await new Promise<void>((resolvePromise, reject) => {
       worker.once('message', () => resolvePromise());
@@ -752,14 +910,18 @@ if (options.only === undefined || options.only === 'telegram') {
   }
   const idle = middle(telegramRecords.map((r) => r.idle40sRssMb));
   const worst = Math.max(...telegramRecords.map((r) => r.idle40sRssMb));
-  console.log(`Telegram idle after 40 s: median ${idle.toFixed(0)} MB, worst ${worst.toFixed(0)} MB (goal ≤ 75 MB, issue #26: ${worst <= 75 ? 'met in every run' : idle <= 75 ? 'met in the median, NOT in every run' : 'NOT met'})`);
+  console.log(
+    `Telegram idle after 40 s: median ${idle.toFixed(0)} MB, worst ${worst.toFixed(0)} MB (goal ≤ 75 MB, issue #26: ${worst <= 75 ? 'met in every run' : idle <= 75 ? 'met in the median, NOT in every run' : 'NOT met'})`,
+  );
 }
 
 const telegramUserRecords: (TelegramUserResult & { run: number })[] = [];
 if (options.only === undefined || options.only === 'telegram-user') {
   const bursts = options.quick ? 5 : 20;
   const quietWindowMs = 500;
-  console.log(`\nTelegram user account (\`palaver start --demo\`, fake MTProto server over loopback): ${bursts} bursts of three messages, quiet window ${quietWindowMs} ms, then idle:`);
+  console.log(
+    `\nTelegram user account (\`palaver start --demo\`, fake MTProto server over loopback): ${bursts} bursts of three messages, quiet window ${quietWindowMs} ms, then idle:`,
+  );
   for (let run = 1; run <= options.runs; run += 1) {
     const result = await measureTelegramUser(bursts, quietWindowMs);
     telegramUserRecords.push({ ...result, run });
@@ -771,22 +933,30 @@ if (options.only === undefined || options.only === 'telegram-user') {
   }
   const overhead = middle(telegramUserRecords.map((r) => r.overheadP50Ms));
   const idle = middle(telegramUserRecords.map((r) => r.idle40sRssMb));
-  console.log(`Telegram user account: burst → reply = quiet window + ${overhead.toFixed(0)} ms at p50 (goal + 50 ms: ${overhead <= 50 ? 'met' : 'NOT met'}); idle after 40 s ${idle.toFixed(0)} MB (goal ≤ 90 MB, issue #26: ${idle <= 90 ? 'met' : 'NOT met'} on ${process.version})`);
+  console.log(
+    `Telegram user account: burst → reply = quiet window + ${overhead.toFixed(0)} ms at p50 (goal + 50 ms: ${overhead <= 50 ? 'met' : 'NOT met'}); idle after 40 s ${idle.toFixed(0)} MB (goal ≤ 90 MB, issue #26: ${idle <= 90 ? 'met' : 'NOT met'} on ${process.version})`,
+  );
 }
 
 const actionsRecords: (ReplyActionsResult & { run: number })[] = [];
 if (options.only === undefined || options.only === 'actions') {
   const turns = options.turns ?? (options.quick ? 20_000 : 100_000);
   const pacedTurns = options.quick ? 200 : 2_000;
-  console.log(`\nReplies as actions: check + dispatch of a typical five-action plan (${turns.toLocaleString('en')} turns one after another; ${pacedTurns} paced turns at once, CPU time):`);
+  console.log(
+    `\nReplies as actions: check + dispatch of a typical five-action plan (${turns.toLocaleString('en')} turns one after another; ${pacedTurns} paced turns at once, CPU time):`,
+  );
   for (let run = 1; run <= options.runs; run += 1) {
     const result = await measureReplyActions(turns, options.warmup ?? (options.quick ? 2_000 : 20_000), pacedTurns);
     actionsRecords.push({ ...result, run });
-    console.log(`  run ${run}: check ${result.checkUs.toFixed(1)} µs, check + dispatch ${result.checkAndDispatchUs.toFixed(1)} µs per turn; with its pauses ${result.pacedCpuUs.toFixed(1)} µs CPU per turn`);
+    console.log(
+      `  run ${run}: check ${result.checkUs.toFixed(1)} µs, check + dispatch ${result.checkAndDispatchUs.toFixed(1)} µs per turn; with its pauses ${result.pacedCpuUs.toFixed(1)} µs CPU per turn`,
+    );
   }
   const perTurnMs = middle(actionsRecords.map((r) => r.checkAndDispatchUs)) / 1_000;
   const pacedMs = middle(actionsRecords.map((r) => r.pacedCpuUs)) / 1_000;
-  console.log(`Replies as actions: check + dispatch ${perTurnMs.toFixed(4)} ms per turn at the median, ${pacedMs.toFixed(4)} ms CPU with the pauses' timers (goal < 0.2 ms: ${Math.max(perTurnMs, pacedMs) < 0.2 ? 'met' : 'NOT met'})`);
+  console.log(
+    `Replies as actions: check + dispatch ${perTurnMs.toFixed(4)} ms per turn at the median, ${pacedMs.toFixed(4)} ms CPU with the pauses' timers (goal < 0.2 ms: ${Math.max(perTurnMs, pacedMs) < 0.2 ? 'met' : 'NOT met'})`,
+  );
 }
 
 const scaleRecords: (ScaleResult & { run: number })[] = [];
@@ -849,7 +1019,9 @@ if (options.only === 'latency' || options.only === undefined) {
     );
   }
   const telegramOwn = middle(telegramLatencyRecords.map((r) => r.own.p50Ms));
-  console.log(`Telegram: burst → first draft = quiet window + model's first byte + ${ms(telegramOwn)} ms at p50 (goal ≤ 30 ms: ${telegramOwn <= 30 ? 'met' : 'NOT met'}), p99 + ${ms(middle(telegramLatencyRecords.map((r) => r.own.p99Ms)))} ms`);
+  console.log(
+    `Telegram: burst → first draft = quiet window + model's first byte + ${ms(telegramOwn)} ms at p50 (goal ≤ 30 ms: ${telegramOwn <= 30 ? 'met' : 'NOT met'}), p99 + ${ms(middle(telegramLatencyRecords.map((r) => r.own.p99Ms)))} ms`,
+  );
 }
 
 if (startRecords.length > 0) {
@@ -860,17 +1032,36 @@ if (startRecords.length > 0) {
   console.log(
     table(
       ['command', 'spawn → /health 200 ms', 'CPU ms to then', 'RSS after start MB', 'RSS 3 s after 100 conversations MB', 'RSS 40 s after MB', 'peak RSS MB'],
-      [['palaver start --demo', startup.toFixed(0), middle(startRecords.map((r) => r.startupCpuMs)).toFixed(0), middle(startRecords.map((r) => r.rssAfterStartMb)).toFixed(0), idle.toFixed(0), settled.toFixed(0), middle(startRecords.map((r) => r.peakRssMb)).toFixed(0)]],
+      [
+        [
+          'palaver start --demo',
+          startup.toFixed(0),
+          middle(startRecords.map((r) => r.startupCpuMs)).toFixed(0),
+          middle(startRecords.map((r) => r.rssAfterStartMb)).toFixed(0),
+          idle.toFixed(0),
+          settled.toFixed(0),
+          middle(startRecords.map((r) => r.peakRssMb)).toFixed(0),
+        ],
+      ],
     ),
   );
-  console.log(`\nStart-up ${startup.toFixed(0)} ms (goal < 250 ms on Node 24, issue #26: ${startup < 250 ? 'met' : 'NOT met'} on ${process.version}); idle ${settled.toFixed(0)} MB 40 s after the conversations, ${idle.toFixed(0)} MB 3 s after (goal < 110 MB idle: ${settled < 110 ? 'met' : 'NOT met'})`);
+  console.log(
+    `\nStart-up ${startup.toFixed(0)} ms (goal < 250 ms on Node 24, issue #26: ${startup < 250 ? 'met' : 'NOT met'} on ${process.version}); idle ${settled.toFixed(0)} MB 40 s after the conversations, ${idle.toFixed(0)} MB 3 s after (goal < 110 MB idle: ${settled < 110 ? 'met' : 'NOT met'})`,
+  );
 }
 
-console.log(`\nLoad average at end: ${loadavg().map((value) => value.toFixed(2)).join(' / ')}`);
+console.log(
+  `\nLoad average at end: ${loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' / ')}`,
+);
 if (profileDir) console.log(`CPU profiles: ${profileDir} (summarise with: node --import tsx bench/profile-summary.ts ${profileDir}/<file>.cpuprofile)`);
 
 if (options.json) {
   const path = resolve(options.json);
-  writeFileSync(path, `${JSON.stringify({ machine, options, turns: [...turnRecords].flatMap(([variant, records]) => records.map((record) => ({ variant, ...record }))), mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords, actions: actionsRecords, scale: scaleRecords, latency: { web: webLatencyRecords, floor: webFloorRecords, telegram: telegramLatencyRecords }, dispatch: dispatchRecords, dispatchTurns: turnRatioRecords }, null, 2)}\n`);
+  writeFileSync(
+    path,
+    `${JSON.stringify({ machine, options, turns: [...turnRecords].flatMap(([variant, records]) => records.map((record) => ({ variant, ...record }))), mcp: mcpRecords, start: startRecords, inbox: inboxRecords, history: historyResults, telegram: telegramRecords, telegramUser: telegramUserRecords, actions: actionsRecords, scale: scaleRecords, latency: { web: webLatencyRecords, floor: webFloorRecords, telegram: telegramLatencyRecords }, dispatch: dispatchRecords, dispatchTurns: turnRatioRecords }, null, 2)}\n`,
+  );
   console.log(`Raw numbers: ${path}`);
 }

@@ -134,22 +134,26 @@ async function measureThroughput(cluster: Cluster, conversations: number, turnsP
   const cookies = await Promise.all(Array.from({ length: conversations }, (_, i) => visitor(processes[i % processes.length]!.url)));
   const threadIds = cookies.map(() => `bench-${randomBytes(6).toString('hex')}`);
   // Warm-up: the first two messages of every conversation (new visitor, new session, JIT).
-  await Promise.all(cookies.map(async (cookie, i) => {
-    for (let turn = 0; turn < 2; turn += 1) await converse(pick().url, cookie, threadIds[i]!, `warm-up ${turn}`);
-  }));
+  await Promise.all(
+    cookies.map(async (cookie, i) => {
+      for (let turn = 0; turn < 2; turn += 1) await converse(pick().url, cookie, threadIds[i]!, `warm-up ${turn}`);
+    }),
+  );
 
   const cpuBefore = processes.map((p) => processCpuMs(p.child.pid!));
   const latencies: number[] = [];
   let failed = 0;
   const started = performance.now();
-  await Promise.all(cookies.map(async (cookie, i) => {
-    for (let turn = 0; turn < turnsPerConversation; turn += 1) {
-      const sent = performance.now();
-      const ok = await converse(pick().url, cookie, threadIds[i]!, `question ${turn} of conversation ${i}`);
-      latencies.push(performance.now() - sent);
-      if (!ok) failed += 1;
-    }
-  }));
+  await Promise.all(
+    cookies.map(async (cookie, i) => {
+      for (let turn = 0; turn < turnsPerConversation; turn += 1) {
+        const sent = performance.now();
+        const ok = await converse(pick().url, cookie, threadIds[i]!, `question ${turn} of conversation ${i}`);
+        latencies.push(performance.now() - sent);
+        if (!ok) failed += 1;
+      }
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   const cpuMs = processes.reduce((sum, p, i) => sum + processCpuMs(p.child.pid!) - cpuBefore[i]!, 0);
   const turns = conversations * turnsPerConversation;
@@ -177,12 +181,17 @@ async function measureTakeover(cluster: Cluster, kills: number, holds: Map<strin
       await lost;
       const retry = post(survivor.url, cookie, run);
       let stored = 0;
-      await waitFor(async () => {
-        const session = await store.sessions.findByConversation('web', threadId);
-        const messages = session ? await store.messages.listRecent(session.id, { limit: 10, audience: 'display' }) : [];
-        stored = messages.filter((message) => message.role === 'assistant').length;
-        return stored > 0;
-      }, 30_000, `the reply of round ${round}`, 10);
+      await waitFor(
+        async () => {
+          const session = await store.sessions.findByConversation('web', threadId);
+          const messages = session ? await store.messages.listRecent(session.id, { limit: 10, audience: 'display' }) : [];
+          stored = messages.filter((message) => message.role === 'assistant').length;
+          return stored > 0;
+        },
+        30_000,
+        `the reply of round ${round}`,
+        10,
+      );
       storedMs.push(performance.now() - killedAt);
       const shown = await retry;
       retriedMs.push(shown.endedAt - killedAt);
@@ -261,7 +270,15 @@ async function startProcess(label: string, configFile: string, cwd: string): Pro
 
 function runBody(threadId: string, text: string): string {
   const id = randomBytes(8).toString('hex');
-  return JSON.stringify({ threadId, runId: `run-${id}`, messages: [{ id: `m-${id}`, role: 'user', content: text }], tools: [], context: [], state: {}, forwardedProps: {} });
+  return JSON.stringify({
+    threadId,
+    runId: `run-${id}`,
+    messages: [{ id: `m-${id}`, role: 'user', content: text }],
+    tools: [],
+    context: [],
+    state: {},
+    forwardedProps: {},
+  });
 }
 
 /** Posts a run and reads its stream to the end: the reply text shown and when it ended. */

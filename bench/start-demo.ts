@@ -81,7 +81,11 @@ async function converse(baseUrl: string, index: number): Promise<boolean> {
     state: {},
     forwardedProps: {},
   };
-  const response = await fetch(`${baseUrl}/agui`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) });
+  const response = await fetch(`${baseUrl}/agui`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify(body),
+  });
   if (!response.ok || !response.body) return false;
   const decoder = new TextDecoder();
   let text = '';
@@ -103,7 +107,11 @@ export async function measureStartDemo(options: StartDemoOptions = {}): Promise<
   const env = { ...process.env };
   for (const name of Object.keys(env)) if (name.startsWith('PALAVER_') || name === 'NODE_OPTIONS') delete env[name];
   const started = performance.now();
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), join(options.root ?? repoRoot, 'bin', 'palaver.js'), 'start', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), join(options.root ?? repoRoot, 'bin', 'palaver.js'), 'start', '--demo', '--port', '0'], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
   try {
@@ -145,7 +153,18 @@ export async function measureStartDemo(options: StartDemoOptions = {}): Promise<
     const idleRssMb = procStatusMb(child.pid!, 'VmRSS');
     await new Promise((resolveTimer) => setTimeout(resolveTimer, settledMs - idleMs));
     const settledRssMb = procStatusMb(child.pid!, 'VmRSS');
-    return { startupMs, startupCpuMs, listeningMs, rssAfterStartMb, idleRssMb, settledRssMb, peakRssMb: procStatusMb(child.pid!, 'VmHWM'), conversations, conversationsMs, failed };
+    return {
+      startupMs,
+      startupCpuMs,
+      listeningMs,
+      rssAfterStartMb,
+      idleRssMb,
+      settledRssMb,
+      peakRssMb: procStatusMb(child.pid!, 'VmHWM'),
+      conversations,
+      conversationsMs,
+      failed,
+    };
   } finally {
     const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
     child.kill('SIGTERM');

@@ -25,11 +25,7 @@ export function summarize(latenciesMs: readonly number[]): LatencySummary {
  * Runs `total` operations with `concurrency` workers. Worker `w` runs its share sequentially (worker-local state,
  * e.g. one user per worker, stays consistent); every operation's latency is recorded.
  */
-export async function runWorkers(
-  concurrency: number,
-  total: number,
-  op: (worker: number, index: number) => Promise<void>,
-): Promise<RunMeasurement> {
+export async function runWorkers(concurrency: number, total: number, op: (worker: number, index: number) => Promise<void>): Promise<RunMeasurement> {
   const latenciesMs: number[] = [];
   const cpuBefore = process.cpuUsage();
   const mainBefore = mainThreadCpuMs();

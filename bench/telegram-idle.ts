@@ -32,7 +32,11 @@ export async function measureTelegramIdle(conversations = 100): Promise<Telegram
   const cwd = mkdtempSync(join(tmpdir(), 'palaver-bench-telegram-'));
   const env: NodeJS.ProcessEnv = { ...process.env, TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot };
   for (const name of Object.keys(env)) if (name.startsWith('PALAVER_') || name === 'NODE_OPTIONS') delete env[name];
-  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'palaver.js'), 'start', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'palaver.js'), 'start', '--demo', '--port', '0'], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   try {
     await new Promise<void>((resolveReady, reject) => {
       let stdout = '';

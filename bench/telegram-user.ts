@@ -55,7 +55,11 @@ export async function measureTelegramUser(bursts = 20, quietWindowMs = 500): Pro
   );
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(env)) if (name.startsWith('PALAVER_') || name.startsWith('TELEGRAM_') || name === 'NODE_OPTIONS') delete env[name];
-  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'palaver.js'), 'start', '--demo', '--port', '0', '-c', join(cwd, 'palaver.config.json')], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'palaver.js'), 'start', '--demo', '--port', '0', '-c', join(cwd, 'palaver.config.json')], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   try {
     await new Promise<void>((resolveReady, reject) => {
       let output = '';

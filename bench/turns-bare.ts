@@ -80,7 +80,13 @@ const responsesTurn = async (userId: string): Promise<void> => {
   let input: ResponseInputItem[] = [...history.slice(-HISTORY_LIMIT), { role: 'user', content: USER_TEXT }];
   let previous: string | undefined;
   for (let round = 0; round < 8; round += 1) {
-    const response = await client.responses.create({ model: 'scripted', instructions, input, tools: responseTools, ...(previous ? { previous_response_id: previous } : {}) });
+    const response = await client.responses.create({
+      model: 'scripted',
+      instructions,
+      input,
+      tools: responseTools,
+      ...(previous ? { previous_response_id: previous } : {}),
+    });
     const calls = response.output.filter((item) => item.type === 'function_call');
     if (calls.length === 0) {
       remember(history, response.output_text);

@@ -21,7 +21,14 @@ writeFileSync(join(dir, 'instructions', 'base.md'), BASE_INSTRUCTIONS);
 
 const palaver = await createPalaver(
   {
-    model: { name: 'scripted', baseUrl: args.baseUrl, provider: args.api === 'responses' ? 'openai-responses' : 'openai-chat', maxRetries: 0, timeoutMs: 60_000, prices: BENCH_PRICES },
+    model: {
+      name: 'scripted',
+      baseUrl: args.baseUrl,
+      provider: args.api === 'responses' ? 'openai-responses' : 'openai-chat',
+      maxRetries: 0,
+      timeoutMs: 60_000,
+      prices: BENCH_PRICES,
+    },
     database: { url: args.databaseUrl ?? `sqlite:${join(dir, 'palaver.db')}` },
     agent: { instructionsDir: join(dir, 'instructions'), historyLimit: HISTORY_LIMIT },
     limits: { maxConcurrentModelCalls: Math.max(64, args.concurrency * 2) },

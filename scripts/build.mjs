@@ -115,4 +115,6 @@ writeFileSync(
   ].join('\n'),
 );
 
-console.log(`dist: ${entryPoints.length} entry points and ${outputs.length - entryPoints.length} shared chunks from src/, types from tsc; ${browserLibraries.length} browser libraries.`);
+console.log(
+  `dist: ${entryPoints.length} entry points and ${outputs.length - entryPoints.length} shared chunks from src/, types from tsc; ${browserLibraries.length} browser libraries.`,
+);

@@ -30,8 +30,7 @@ function run(command, args, env = process.env) {
   }
 }
 
-const npmInstall = (prefix, spec, env) =>
-  run('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--no-save', '--no-package-lock', spec], env);
+const npmInstall = (prefix, spec, env) => run('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--no-save', '--no-package-lock', spec], env);
 
 mkdirSync(workDir, { recursive: true });
 if (!existsSync(path.join(nodeHome, 'bin', 'node'))) {

@@ -68,7 +68,8 @@ async function waitUntilReachable(host, port, seconds) {
 function prepareChromium() {
   if (isExecutable(CHROMIUM)) return;
   const install = 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium';
-  if (!onPath('apt-get')) fail(`${CHROMIUM} is missing (the browser tests drive it) and apt-get is not available.`, `install Debian's chromium so that ${CHROMIUM} exists`);
+  if (!onPath('apt-get'))
+    fail(`${CHROMIUM} is missing (the browser tests drive it) and apt-get is not available.`, `install Debian's chromium so that ${CHROMIUM} exists`);
   if (!isRoot) fail(`${CHROMIUM} is missing (the browser tests drive it).`, `sudo sh -c '${install}'`);
   say(`${CHROMIUM} is missing; installing Debian's chromium for the browser tests`);
   if (!run(install) || !isExecutable(CHROMIUM)) fail(`installing chromium did not give ${CHROMIUM}.`, install);
@@ -87,14 +88,20 @@ async function preparePostgres() {
     const host = url.hostname || '127.0.0.1';
     const port = Number(url.port || 5432);
     if (!(await reachable(host, port, 3_000))) {
-      fail(`PALAVER_TEST_POSTGRES_URL points at ${host}:${port}, which does not answer.`, 'unset PALAVER_TEST_POSTGRES_URL   (to use the local PostgreSQL on 127.0.0.1:5432; or start the server it names)');
+      fail(
+        `PALAVER_TEST_POSTGRES_URL points at ${host}:${port}, which does not answer.`,
+        'unset PALAVER_TEST_POSTGRES_URL   (to use the local PostgreSQL on 127.0.0.1:5432; or start the server it names)',
+      );
     }
     return;
   }
   if (await reachable('127.0.0.1', 5432)) return;
   const clusters = existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql').sort() : [];
   if (clusters.length === 0 || !onPath('pg_ctlcluster')) {
-    fail('PostgreSQL is not running on 127.0.0.1:5432 and no local cluster is installed.', `${sudo}apt-get install -y postgresql   (or export PALAVER_TEST_POSTGRES_URL=postgres://user:pass@host:5432/postgres)`);
+    fail(
+      'PostgreSQL is not running on 127.0.0.1:5432 and no local cluster is installed.',
+      `${sudo}apt-get install -y postgresql   (or export PALAVER_TEST_POSTGRES_URL=postgres://user:pass@host:5432/postgres)`,
+    );
   }
   const version = clusters.at(-1);
   const start = `pg_ctlcluster --skip-systemctl-redirect ${version} main start`;
@@ -117,7 +124,10 @@ async function prepareMariadb() {
     const host = url.hostname || '127.0.0.1';
     const port = Number(url.port || 3306);
     if (!(await reachable(host, port, 3_000))) {
-      fail(`PALAVER_TEST_MYSQL_URL points at ${host}:${port}, which does not answer.`, 'unset PALAVER_TEST_MYSQL_URL   (to use the local MariaDB on 127.0.0.1:3306; or start the server it names)');
+      fail(
+        `PALAVER_TEST_MYSQL_URL points at ${host}:${port}, which does not answer.`,
+        'unset PALAVER_TEST_MYSQL_URL   (to use the local MariaDB on 127.0.0.1:3306; or start the server it names)',
+      );
     }
     return;
   }
@@ -125,7 +135,10 @@ async function prepareMariadb() {
   const daemon = '/usr/sbin/mariadbd';
   const start = `start-stop-daemon --start --oknodo --background --exec ${daemon}`;
   if (!isExecutable(daemon)) {
-    fail('MariaDB is not running on 127.0.0.1:3306 and mariadbd is not installed.', `${sudo}apt-get install -y mariadb-server && ${sudo}${start}   (or export PALAVER_TEST_MYSQL_URL=mysql://user:pass@host:3306/test)`);
+    fail(
+      'MariaDB is not running on 127.0.0.1:3306 and mariadbd is not installed.',
+      `${sudo}apt-get install -y mariadb-server && ${sudo}${start}   (or export PALAVER_TEST_MYSQL_URL=mysql://user:pass@host:3306/test)`,
+    );
   }
   if (!isRoot) fail('MariaDB is not running on 127.0.0.1:3306.', `sudo ${start}`);
   say('MariaDB is down; starting it');
@@ -136,7 +149,8 @@ async function prepareMariadb() {
 async function prepareRedis() {
   if (await reachable('127.0.0.1', 6379)) return;
   const start = 'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /tmp --logfile /tmp/palaver-test-redis.log';
-  if (!onPath('redis-server')) fail('Redis is not running on 127.0.0.1:6379 and redis-server is not installed.', `${sudo}apt-get install -y redis-server && ${start}`);
+  if (!onPath('redis-server'))
+    fail('Redis is not running on 127.0.0.1:6379 and redis-server is not installed.', `${sudo}apt-get install -y redis-server && ${start}`);
   say('Redis is down; starting it');
   run(start);
   if (!(await waitUntilReachable('127.0.0.1', 6379, 10))) fail('Redis did not come up on 127.0.0.1:6379.', start);

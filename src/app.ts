@@ -140,7 +140,10 @@ function focusSettings(config: PalaverConfig['focus'], tools: readonly LocalTool
   for (const tool of tools) {
     for (const [argument, type] of Object.entries(tool.focusIds ?? {})) {
       const entity = entities.find((candidate) => candidate.type === type);
-      if (entity === undefined) throw new ConfigError(`Tool ${tool.name} declares ${argument} an id of "${type}", which focus.entities does not have`, [{ path: 'focus.entities', message: `no type "${type}"` }]);
+      if (entity === undefined)
+        throw new ConfigError(`Tool ${tool.name} declares ${argument} an id of "${type}", which focus.entities does not have`, [
+          { path: 'focus.entities', message: `no type "${type}"` },
+        ]);
       entity.idArguments[tool.name] = [...new Set([...(entity.idArguments[tool.name] ?? []), argument])];
     }
   }
@@ -148,7 +151,9 @@ function focusSettings(config: PalaverConfig['focus'], tools: readonly LocalTool
   return {
     stages: config.stages,
     entities,
-    ...(classifier.enabled ? { classifier: { recentMessages: classifier.recentMessages, ...(classifier.model === undefined ? {} : { models: CLASSIFIER_MODELS }) } } : {}),
+    ...(classifier.enabled
+      ? { classifier: { recentMessages: classifier.recentMessages, ...(classifier.model === undefined ? {} : { models: CLASSIFIER_MODELS }) } }
+      : {}),
     emptyReplies: Object.fromEntries(config.stages.flatMap((stage) => (stage.emptyReply === undefined ? [] : [[stage.id, stage.emptyReply]]))),
   };
 }
@@ -183,7 +188,11 @@ async function configuredFlow(config: PalaverConfig, models: OpenAIClientOptions
 }
 
 /** The flow's named model sets plus the stage classifier's own model (`focus.classifier.model`), when it has one. */
-async function withClassifierModels(config: PalaverConfig, named: ReadonlyMap<string, ModelSet>, models: OpenAIClientOptions): Promise<ReadonlyMap<string, ModelSet>> {
+async function withClassifierModels(
+  config: PalaverConfig,
+  named: ReadonlyMap<string, ModelSet>,
+  models: OpenAIClientOptions,
+): Promise<ReadonlyMap<string, ModelSet>> {
   const { classifier } = config.focus;
   if (!classifier.enabled || classifier.model === undefined || config.focus.stages.length === 0) return named;
   const { createModelSet } = await import('./models/create-model-set.js');
@@ -220,7 +229,14 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   // `streams`: tools run on `palaver worker` processes; the runtime offers what live workers serve and builds no
   // local or MCP hosts (hosted MCP stays: the model provider calls it). The role, focus and limit checks stay here.
   const streams = config.tools.dispatch === 'streams' ? await startStreamsToolsOrClose(config, store, logger, metrics) : undefined;
-  const { hosts, hostedMcp } = await createToolHosts(config, models.primary, streams ? [] : [...moduleTools, ...(options.tools ?? [])], logger, streams !== undefined, http.fetch).catch(async (error: unknown) => {
+  const { hosts, hostedMcp } = await createToolHosts(
+    config,
+    models.primary,
+    streams ? [] : [...moduleTools, ...(options.tools ?? [])],
+    logger,
+    streams !== undefined,
+    http.fetch,
+  ).catch(async (error: unknown) => {
     await streams?.dispatcher.close();
     await store.close();
     throw error;
@@ -228,7 +244,10 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const policy = { roles: config.roles.definitions, withoutRole: config.roles.withoutRole };
   const tools = streams ? new ToolRegistry([streams.catalogue], policy) : new ToolRegistry([...hosts, ...(options.toolHosts ?? [])], policy);
   const dispatcher: ToolDispatcher = streams ? streams.dispatcher : new InlineToolDispatcher(tools);
-  const identity: IdentityResolver = config.identity.resolver.kind === 'mcp' ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger, http.fetch) : new LocalIdentityResolver(store, { phones: config.identity.phones });
+  const identity: IdentityResolver =
+    config.identity.resolver.kind === 'mcp'
+      ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger, http.fetch)
+      : new LocalIdentityResolver(store, { phones: config.identity.phones });
   const { defaultRegion, fromText } = config.identity.phones;
 
   const profiles = profileCodec(profileDefaultsFrom(config));
@@ -246,14 +265,26 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       store,
       models,
       namedModels: await withClassifierModels(config, agentFlow.namedModels, callsOut),
-      flow: config.focus.stages.length === 0 ? agentFlow.flow : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
+      flow:
+        config.focus.stages.length === 0
+          ? agentFlow.flow
+          : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
       // Model output and tool results are made storable innermost, before any other wrapper or the turn sees them.
-      invokeModel: composeCalls([logModelFailures(logger), countModelCalls(metrics), limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)), timeModelCalls(metrics), storableModelOutput(config.tools.maxResultChars)], ({ provider, request }) =>
-        provider.complete(request),
+      invokeModel: composeCalls(
+        [
+          logModelFailures(logger),
+          countModelCalls(metrics),
+          limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)),
+          timeModelCalls(metrics),
+          storableModelOutput(config.tools.maxResultChars),
+        ],
+        ({ provider, request }) => provider.complete(request),
       ),
-      dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics), storableToolResults(config.tools.maxResultChars)], ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {})),
+      dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics), storableToolResults(config.tools.maxResultChars)], ({ request, signal }) =>
+        dispatcher.dispatch(request, signal ? { signal } : {}),
+      ),
       dispatchRecordsCalls: dispatcher.recordsCalls === true,
       hostedMcp,
       instructions,
@@ -282,7 +313,13 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       now: options.now ?? (() => new Date()),
     },
     identity,
-    { maxInboundChars: config.limits.maxInboundChars, leaseMs: config.inbox.leaseMs, heartbeatMs: config.cluster.heartbeatMs, maxTurnAttempts: config.inbox.maxTurnAttempts, maxConcurrentTurns: config.limits.maxConcurrentTurns, limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
+    {
+      maxInboundChars: config.limits.maxInboundChars,
+      leaseMs: config.inbox.leaseMs,
+      heartbeatMs: config.cluster.heartbeatMs,
+      maxTurnAttempts: config.inbox.maxTurnAttempts,
+      maxConcurrentTurns: config.limits.maxConcurrentTurns,
+      limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
       ...(fromText ? { findPhoneInText: (text: string) => findPhoneInText(text, defaultRegion) } : {}),
     },
   );
@@ -303,7 +340,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const channels: Channel[] = [api, ...configured.channels, ...(options.channels ?? [])];
   const names = new Set<string>();
   for (const channel of channels) {
-    if (names.has(channel.name)) throw new ConfigError(`Two channels are named "${channel.name}"; channel names must be unique`, [{ path: 'channels', message: 'duplicate name' }]);
+    if (names.has(channel.name))
+      throw new ConfigError(`Two channels are named "${channel.name}"; channel names must be unique`, [{ path: 'channels', message: 'duplicate name' }]);
     names.add(channel.name);
   }
   const started: Channel[] = [];
@@ -339,8 +377,17 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 
   const profileService = new ProfileService(store, profiles, cache);
   // The admin API names accounts by namespace; a channel's name that has its own namespace is taken for it.
-  const accountNamespaces = new Map(channels.flatMap((channel) => (channel.accountNamespace === undefined ? [] : [[channel.name, channel.accountNamespace] as const])));
-  const admin = new IdentityAdmin({ store, profiles: profileService, cache, roleNames: Object.keys(config.roles.definitions), defaultRegion, accountNamespaces });
+  const accountNamespaces = new Map(
+    channels.flatMap((channel) => (channel.accountNamespace === undefined ? [] : [[channel.name, channel.accountNamespace] as const])),
+  );
+  const admin = new IdentityAdmin({
+    store,
+    profiles: profileService,
+    cache,
+    roleNames: Object.keys(config.roles.definitions),
+    defaultRegion,
+    accountNamespaces,
+  });
   const operators = new OperatorActions({ store, pipeline, cache, resetKeepsRole: config.reset.keepRole, logger, metrics });
   return {
     config,
@@ -355,10 +402,25 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     async chat({ userId, text, conversationId }) {
       const said = await api.say(text, { accountId: userId, conversationId: conversationId ?? userId });
       if (said.status === 'duplicate') {
-        return { text: '', parts: [], status: 'duplicate', sessionId: '', correlationId: said.correlationId, usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: config.billing.defaultCurrency } };
+        return {
+          text: '',
+          parts: [],
+          status: 'duplicate',
+          sessionId: '',
+          correlationId: said.correlationId,
+          usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: config.billing.defaultCurrency },
+        };
       }
       const { outcome, parts } = await api.reply(said);
-      return { text: outcome.reply, parts, status: outcome.status, ...(outcome.errorId === undefined ? {} : { errorId: outcome.errorId }), sessionId: outcome.sessionId, correlationId: outcome.correlationId, usage: outcome.usage };
+      return {
+        text: outcome.reply,
+        parts,
+        status: outcome.status,
+        ...(outcome.errorId === undefined ? {} : { errorId: outcome.errorId }),
+        sessionId: outcome.sessionId,
+        correlationId: outcome.correlationId,
+        usage: outcome.usage,
+      };
     },
     async diagnose() {
       const missingFiles = Object.keys(config.roles.definitions)
@@ -380,7 +442,10 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         adminToken: config.server.adminToken,
         logger,
         routes: channels.flatMap((channel) => channel.routes ?? []),
-        hosts: { allowedHosts: [...config.server.allowedHosts, ...channelPlugins.flatMap((plugin) => plugin.allowedHosts?.(sliceOf(config.channels, plugin)) ?? [])], serverHost: host },
+        hosts: {
+          allowedHosts: [...config.server.allowedHosts, ...channelPlugins.flatMap((plugin) => plugin.allowedHosts?.(sliceOf(config.channels, plugin)) ?? [])],
+          serverHost: host,
+        },
         trustedProxies: config.server.trustedProxies,
         dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry, sessionStore: store.dashboardSessions },
         extraRoutes: (http) => {

@@ -18,7 +18,14 @@ import type { LocalTool } from './tools/define-tool.js';
  * `fetch`: what the MCP hosts call out with (the process's `OutgoingHttp`).
  * @throws ConfigError when a hosted server needs a provider that cannot call it.
  */
-export async function createToolHosts(config: PalaverConfig, primary: ModelProvider | undefined, localTools: readonly LocalTool[], logger: Logger, hostedOnly = false, fetch?: typeof globalThis.fetch) {
+export async function createToolHosts(
+  config: PalaverConfig,
+  primary: ModelProvider | undefined,
+  localTools: readonly LocalTool[],
+  logger: Logger,
+  hostedOnly = false,
+  fetch?: typeof globalThis.fetch,
+) {
   const hosts: ToolHost[] = [];
   const hostedMcp: HostedMcpSpec[] = [];
   if (localTools.length > 0) {
@@ -68,7 +75,9 @@ export async function loadToolsModule(path: string): Promise<LocalTool[]> {
   }
   const tools = module.tools ?? module.default;
   if (!Array.isArray(tools)) {
-    throw new ConfigError(`agent.toolsModule ${path} must export \`tools\`: an array made with defineTool`, [{ path: 'agent.toolsModule', message: 'no tools export' }]);
+    throw new ConfigError(`agent.toolsModule ${path} must export \`tools\`: an array made with defineTool`, [
+      { path: 'agent.toolsModule', message: 'no tools export' },
+    ]);
   }
   return tools as LocalTool[];
 }

@@ -154,14 +154,30 @@ const ADAPTERS = [
  * index.ts, worker.ts, tool-hosts.ts, cli/, server/ (mounts channel and admin routes on one HTTP app),
  * channels/registry.ts, store/index.ts, store/open-store.ts and store/dialects.ts, demo/ and testing/.
  */
-const ADAPTER_MAY_IMPORT = ['domain', 'runtime', 'i18n', 'config', 'observability', 'platform', 'channels/telegram', 'channels/shared', 'channels/channel-plugin.ts', 'store/dialects.ts'];
+const ADAPTER_MAY_IMPORT = [
+  'domain',
+  'runtime',
+  'i18n',
+  'config',
+  'observability',
+  'platform',
+  'channels/telegram',
+  'channels/shared',
+  'channels/channel-plugin.ts',
+  'store/dialects.ts',
+];
 
 /** The unit a path under src/ belongs to: `channels/web`, `store/sqlite`, `tools/mcp`, `store`, `admin`, `app.ts`… */
 function unitOf(path: string): string {
   const [top = '', second = '', ...rest] = path.split('/');
   if (second === '') return top;
   if (top === 'channels') return rest.length === 0 ? path : `channels/${second}`;
-  if (top === 'store') return ['sqlite', 'postgres', 'mysql'].includes(second) ? `store/${second}` : rest.length === 0 && ['index.ts', 'open-store.ts', 'dialects.ts'].includes(second) ? path : 'store';
+  if (top === 'store')
+    return ['sqlite', 'postgres', 'mysql'].includes(second)
+      ? `store/${second}`
+      : rest.length === 0 && ['index.ts', 'open-store.ts', 'dialects.ts'].includes(second)
+        ? path
+        : 'store';
   if (top === 'tools' && second === 'mcp') return 'tools/mcp';
   return top;
 }

@@ -67,8 +67,11 @@ async function packagesLoadedBy(body: string, from: string = entry): Promise<str
   const script = join(work, `script-${Math.random().toString(36).slice(2)}.mjs`);
   writeFileSync(script, `const entry = ${JSON.stringify(from)};\n${body}\nprocess.stdout.write(JSON.stringify(await globalThis.__palaverLoaded()));\n`);
   const stdout = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, ['--no-warnings', '--import', 'tsx', '--import', pathToFileURL(recorder).href, script], { cwd: new URL('.', root).pathname, timeout: 30_000 }, (error, out, err) =>
-      error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
+    execFile(
+      process.execPath,
+      ['--no-warnings', '--import', 'tsx', '--import', pathToFileURL(recorder).href, script],
+      { cwd: new URL('.', root).pathname, timeout: 30_000 },
+      (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
     );
   });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as string[];
@@ -85,20 +88,38 @@ async function packagesLoadedByPalaver(name: string, config: Record<string, unkn
     agent: { instructionsDir: instructions },
     ...config,
   };
-  return packagesLoadedBy(`
+  return packagesLoadedBy(
+    `
     const { createPalaver, silentLogger } = await import(entry);
     const palaver = await createPalaver(${JSON.stringify(full)}, { logger: silentLogger() });
-    await palaver.close();`, from);
+    await palaver.close();`,
+    from,
+  );
 }
 
 /** Packages that only an adapter the config names may load. */
-const ADAPTERS = [/^openai$/, /^@modelcontextprotocol\//, /^kysely$/, /^pg$/, /^pg-/, /^better-sqlite3$/, /^hono$/, /^@hono\//, /^@ag-ui\//, /^yaml$/, /^jose$/, /^@pydantic\/genai-prices$/];
+const ADAPTERS = [
+  /^openai$/,
+  /^@modelcontextprotocol\//,
+  /^kysely$/,
+  /^pg$/,
+  /^pg-/,
+  /^better-sqlite3$/,
+  /^hono$/,
+  /^@hono\//,
+  /^@ag-ui\//,
+  /^yaml$/,
+  /^jose$/,
+  /^@pydantic\/genai-prices$/,
+];
 const adaptersIn = (packages: readonly string[], allowed: readonly RegExp[] = []): string[] =>
   packages.filter((name) => ADAPTERS.some((pattern) => pattern.test(name)) && !allowed.some((pattern) => pattern.test(name)));
 
 describe('loading only what is used', () => {
   it('the recorder sees packages (a check of the check)', async () => {
-    const loaded = await packagesLoadedBy(`await import(${JSON.stringify(import.meta.resolve('hono'))}); await import(${JSON.stringify(import.meta.resolve('pino'))});`);
+    const loaded = await packagesLoadedBy(
+      `await import(${JSON.stringify(import.meta.resolve('hono'))}); await import(${JSON.stringify(import.meta.resolve('pino'))});`,
+    );
     expect(loaded).toEqual(expect.arrayContaining(['hono', 'pino']));
   });
 
@@ -124,7 +145,9 @@ describe('loading only what is used', () => {
   it('the Telegram channel starts without the model SDK: voice transcription loads it with the first voice message', async () => {
     const telegram = await startFakeTelegram();
     try {
-      const loaded = await packagesLoadedByPalaver('telegram', { channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot } } });
+      const loaded = await packagesLoadedByPalaver('telegram', {
+        channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot } },
+      });
       expect(loaded).toContain('grammy');
       expect(adaptersIn(loaded, [/^kysely$/, /^better-sqlite3$/])).toEqual([]);
     } finally {

@@ -604,10 +604,26 @@
       return fallback();
     };
     return {
-      get: (key) => attempt((s) => s.getItem(key), () => (memory.has(key) ? memory.get(key) : null)),
-      set: (key, value) => attempt((s) => s.setItem(key, value), () => void memory.set(key, value)),
-      remove: (key) => attempt((s) => s.removeItem(key), () => void memory.delete(key)),
-      keys: () => attempt((s) => Object.keys(s), () => [...memory.keys()]),
+      get: (key) =>
+        attempt(
+          (s) => s.getItem(key),
+          () => (memory.has(key) ? memory.get(key) : null),
+        ),
+      set: (key, value) =>
+        attempt(
+          (s) => s.setItem(key, value),
+          () => void memory.set(key, value),
+        ),
+      remove: (key) =>
+        attempt(
+          (s) => s.removeItem(key),
+          () => void memory.delete(key),
+        ),
+      keys: () =>
+        attempt(
+          (s) => Object.keys(s),
+          () => [...memory.keys()],
+        ),
     };
   }
 

@@ -36,8 +36,7 @@ export class LogisticsData {
 
   /** Open cargoes whose route matches; `from`/`to` match case-insensitively as substrings. */
   find(filter: { from?: string | undefined; to?: string | undefined }): readonly Cargo[] {
-    const matches = (value: string, wanted: string | undefined): boolean =>
-      wanted === undefined || value.toLowerCase().includes(wanted.toLowerCase());
+    const matches = (value: string, wanted: string | undefined): boolean => wanted === undefined || value.toLowerCase().includes(wanted.toLowerCase());
     return this.cargoes.filter((cargo) => matches(cargo.from, filter.from) && matches(cargo.to, filter.to));
   }
 }

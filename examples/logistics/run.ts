@@ -89,7 +89,10 @@ export interface RunningExample {
  * Starts the MCP server, the scripted model (unless `realModel`) and Palaver with the example's config.
  * @throws ConfigError when the config (or a PALAVER_* variable) is invalid.
  */
-export async function startExample(options: Omit<RunOptions, 'mode' | 'conversation'>, extra: { quietLogs?: boolean; channels?: readonly Channel[] } = {}): Promise<RunningExample> {
+export async function startExample(
+  options: Omit<RunOptions, 'mode' | 'conversation'>,
+  extra: { quietLogs?: boolean; channels?: readonly Channel[] } = {},
+): Promise<RunningExample> {
   const started: { close(): Promise<void> }[] = [];
   const close = async (): Promise<void> => {
     for (const service of started.reverse()) await service.close();
@@ -131,7 +134,9 @@ export async function startExample(options: Omit<RunOptions, 'mode' | 'conversat
       cwd: EXAMPLE_DIR,
       ...(extra.channels ? { channels: extra.channels } : {}),
       // The terminal chat keeps logs to warnings on stderr so they do not mix with the conversation.
-      ...(extra.quietLogs ? { logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) } : { processMetrics: true }),
+      ...(extra.quietLogs
+        ? { logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) }
+        : { processMetrics: true }),
     });
     started.push(palaver);
     return { palaver, mcp, model, banner: banner(config, mcp, model), close };

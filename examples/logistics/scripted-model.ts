@@ -15,7 +15,8 @@ export interface ShipmentDetails {
 }
 
 const SAYS_CLIENT = /\b(client|shipper|i\s+ship|i\s+send|i\s+have\s+(?:a\s+|some\s+)?(?:cargo|freight|goods)|i\s+need\s+to\s+(?:ship|send|move))\b/i;
-const SAYS_TRANSPORTER = /\b(transporter|carrier|driver|trucker|haulier|hauler|i\s+drive|i\s+carry|i\s+haul|i\s+deliver|i\s+(?:have|own)\s+a\s+(?:truck|van|lorry))\b/i;
+const SAYS_TRANSPORTER =
+  /\b(transporter|carrier|driver|trucker|haulier|hauler|i\s+drive|i\s+carry|i\s+haul|i\s+deliver|i\s+(?:have|own)\s+a\s+(?:truck|van|lorry))\b/i;
 const WANTS_OWN_LIST = /\b(my\s+(?:cargo(?:e?s)?|shipments?|loads?)|list|show\s+(?:me\s+)?(?:my|all))\b/i;
 const WANTS_SEARCH = /\b(find|search|look(?:ing)?\s+for|any|available|open)\b|\bcargo(?:e?s)?\b|\bloads?\b/i;
 const WANTS_TO_SHIP = /\b(ship|send|add|register|post|cargo|freight)\b/i;
@@ -42,7 +43,9 @@ function reactTo(said: string, toolNames: readonly string[]): ScriptedReply {
     if (hasShipment) return callTool('cargo_add', { from: shipment.from, to: shipment.to, weight_kg: shipment.weightKg });
     if (WANTS_OWN_LIST.test(said) && offers('get_user_cargoes')) return callTool('get_user_cargoes', {});
     if (/\b(find|search|look(?:ing)?\s+for)\b/i.test(said)) {
-      return { text: 'Searching for cargo is for transporters. As a client you can register cargo and see your own; tell me "I am a transporter" if you carry cargo instead.' };
+      return {
+        text: 'Searching for cargo is for transporters. As a client you can register cargo and see your own; tell me "I am a transporter" if you carry cargo instead.',
+      };
     }
     if (WANTS_TO_SHIP.test(said) || shipment.weightKg !== undefined || shipment.from !== undefined) return { text: askForMissing(shipment) };
     if (declared === 'client') return { text: 'You are set up as a client. What would you like to ship? For example: "ship 200 kg from Kyiv to Lviv".' };
@@ -96,7 +99,9 @@ function describeToolResult(call: ScriptedCall, callId: string, output: string):
     case 'find_cargoes':
       if (/^No matching/.test(output)) {
         const filtered = toolCall?.type === 'tool_call' && /"(from|to)"/.test(toolCall.arguments);
-        return filtered ? 'No open cargo matches that route right now. Try a wider search, for example just "find cargo".' : 'There is no open cargo right now; try again later.';
+        return filtered
+          ? 'No open cargo matches that route right now. Try a wider search, for example just "find cargo".'
+          : 'There is no open cargo right now; try again later.';
       }
       if (/^C-\d+:/.test(output)) return `Open cargo I found:\n${bulletList(output)}`;
       break;
@@ -130,7 +135,8 @@ function findPlace(text: string, preposition: 'from' | 'to'): string | undefined
     const first = match[1]!;
     if (VERBS_AFTER_TO.has(first.toLowerCase()) || NOT_A_PLACE.has(first.toLowerCase())) continue;
     const second = match[2];
-    const words = second && !NOT_A_PLACE.has(second.toLowerCase()) && !/^\d/.test(second) && !/^(kg|t|tons?|tonnes?)$/i.test(second) ? `${first} ${second}` : first;
+    const words =
+      second && !NOT_A_PLACE.has(second.toLowerCase()) && !/^\d/.test(second) && !/^(kg|t|tons?|tonnes?)$/i.test(second) ? `${first} ${second}` : first;
     return titleCase(words);
   }
   return undefined;

@@ -10,7 +10,12 @@ export class SimpleHttpChannel implements Channel {
   readonly capabilities = { maxMessageChars: 2000, streaming: false, typing: false, reactions: false, readReceipts: false };
   readonly routes: readonly ChannelRoute[] = [
     { method: 'POST', path: '/simple', access: 'client', handle: (request) => this.#receive(request) },
-    { method: 'GET', path: '/simple', access: 'client', handle: (request) => Response.json({ replies: this.#replies.get(new URL(request.url).searchParams.get('conversation') ?? '') ?? [] }) },
+    {
+      method: 'GET',
+      path: '/simple',
+      access: 'client',
+      handle: (request) => Response.json({ replies: this.#replies.get(new URL(request.url).searchParams.get('conversation') ?? '') ?? [] }),
+    },
   ];
   readonly #replies = new Map<string, string[]>();
   #context: ChannelContext | undefined;
@@ -33,7 +38,8 @@ export class SimpleHttpChannel implements Channel {
   async #receive(request: Request): Promise<Response> {
     if (!this.#context) return Response.json({ error: { code: 'stopped', message: 'The channel is stopped.' } }, { status: 503 });
     const { conversation, text } = (await request.json()) as { conversation?: unknown; text?: unknown };
-    if (typeof conversation !== 'string' || typeof text !== 'string') return Response.json({ error: { code: 'invalid_input', message: 'Send { conversation, text } as strings.' } }, { status: 400 });
+    if (typeof conversation !== 'string' || typeof text !== 'string')
+      return Response.json({ error: { code: 'invalid_input', message: 'Send { conversation, text } as strings.' } }, { status: 400 });
     try {
       const acceptance: Acceptance = await this.#context.accept({ channel: this.name, accountId: 'simple', conversationId: conversation, text });
       return Response.json(acceptance, { status: 202 });

@@ -60,7 +60,12 @@ export function parseRunArgs(argv: readonly string[]): RunOptions | 'help' {
   if ((mode !== 'chat' && mode !== 'serve') || positionals.length > 1) throw new Error(`Unknown command: ${positionals.join(' ')}\n\n${USAGE}`);
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65_535)) throw new Error(`--port must be 0-65535, got ${values.port}`);
-  return { mode, ...(port === undefined ? {} : { port }), ...(values.data === undefined ? {} : { dataDir: resolve(values.data) }), realModel: values['real-model'] };
+  return {
+    mode,
+    ...(port === undefined ? {} : { port }),
+    ...(values.data === undefined ? {} : { dataDir: resolve(values.data) }),
+    realModel: values['real-model'],
+  };
 }
 
 /** Everything the example started; `close` stops it in reverse order and is safe to call twice. */

@@ -33,7 +33,13 @@ export const receptionistScript: ModelScript = (call) => {
 export function planFor(text: string, id: string | undefined): ScriptedAction[] {
   const react = (emoji: string): ScriptedAction[] => (id === undefined ? [] : [{ type: 'add_reaction', emoji, message_id: asId(id) }]);
   if (EMERGENCY.test(text)) {
-    return [{ type: 'send_message', text: 'Please call us right now on +1 555 0100, or emergency services if we are closed.', reply_to: id === undefined ? null : asId(id) }];
+    return [
+      {
+        type: 'send_message',
+        text: 'Please call us right now on +1 555 0100, or emergency services if we are closed.',
+        reply_to: id === undefined ? null : asId(id),
+      },
+    ];
   }
   if (NOTHING_TO_SAY.test(text)) return [{ type: 'ignore', reason: 'the conversation is over' }];
   if (THANKS.test(text)) return [...react('❤️'), { type: 'send_message', text: 'See you soon! 😊', reply_to: null }];
@@ -50,7 +56,10 @@ export function planFor(text: string, id: string | undefined): ScriptedAction[] 
     ];
   }
   if (GREETING.test(text)) {
-    return [{ type: 'fake_typing', seconds: 1 }, { type: 'send_messages', messages: ['Hello, this is Mia from Harbour Dental 😊', 'How can I help you today?'] }];
+    return [
+      { type: 'fake_typing', seconds: 1 },
+      { type: 'send_messages', messages: ['Hello, this is Mia from Harbour Dental 😊', 'How can I help you today?'] },
+    ];
   }
   return [{ type: 'send_message', text: 'I can book, move or cancel a visit, or tell you about the clinic. What would you like?', reply_to: null }];
 }

@@ -63,7 +63,9 @@ export class AdminClient {
     return this.#request('GET', '/admin/users', usersPage, { query });
   }
 
-  conversations(query: { q?: string; channel?: string; userId?: string; status?: string; paused?: boolean; cursor?: string; limit?: number } = {}): Promise<z.infer<typeof conversationsPage>> {
+  conversations(
+    query: { q?: string; channel?: string; userId?: string; status?: string; paused?: boolean; cursor?: string; limit?: number } = {},
+  ): Promise<z.infer<typeof conversationsPage>> {
     return this.#request('GET', '/admin/conversations', conversationsPage, { query });
   }
 
@@ -87,7 +89,9 @@ export class AdminClient {
     return action === 'end' ? this.#request('POST', path, endedConversation, {}) : this.#request('POST', path, pauseState, {});
   }
 
-  costs(query: { by?: 'day' | 'user' | 'conversation'; from?: string; to?: string; userId?: string; sessionId?: string; limit?: number } = {}): Promise<z.infer<typeof costs>> {
+  costs(
+    query: { by?: 'day' | 'user' | 'conversation'; from?: string; to?: string; userId?: string; sessionId?: string; limit?: number } = {},
+  ): Promise<z.infer<typeof costs>> {
     return this.#request('GET', '/admin/costs', costs, { query });
   }
 
@@ -120,13 +124,23 @@ export class AdminClient {
         signal: AbortSignal.timeout(this.#options.timeoutMs ?? 15_000),
       });
     } catch (error) {
-      throw new AdminApiError('unavailable', 'unreachable', `Cannot reach Palaver at ${this.#options.url} (${describeCause(error)}). Is it running? Give its address with --url.`, { cause: error });
+      throw new AdminApiError(
+        'unavailable',
+        'unreachable',
+        `Cannot reach Palaver at ${this.#options.url} (${describeCause(error)}). Is it running? Give its address with --url.`,
+        { cause: error },
+      );
     }
     const body = await readJson(response);
     if (!response.ok) throw refusal(response.status, body, `${method} ${url.pathname}`);
     const parsed = schema.safeParse(body);
     if (!parsed.success) {
-      throw new AdminApiError('unavailable', 'unexpected_answer', `${this.#options.url} answered ${method} ${url.pathname} with something that is not the admin API's answer; is it a Palaver of the same version?`, { status: response.status, cause: parsed.error });
+      throw new AdminApiError(
+        'unavailable',
+        'unexpected_answer',
+        `${this.#options.url} answered ${method} ${url.pathname} with something that is not the admin API's answer; is it a Palaver of the same version?`,
+        { status: response.status, cause: parsed.error },
+      );
     }
     // The answer as sent, now known to match: a newer server's extra fields reach `--json` instead of being dropped.
     return body as z.infer<Schema>;

@@ -30,7 +30,10 @@ import { z } from 'zod';
 const iso = z.string();
 const money = z.string().regex(/^-?\d+(\.\d+)?$/);
 /** A query's point in time: an ISO 8601 instant ("2026-11-27T10:00:00Z") or a UTC day ("2026-11-27"). */
-const instant = z.string().max(40).refine((value) => !Number.isNaN(Date.parse(value)), 'expected an ISO 8601 date or time, such as 2026-11-27 or 2026-11-27T10:00:00Z');
+const instant = z
+  .string()
+  .max(40)
+  .refine((value) => !Number.isNaN(Date.parse(value)), 'expected an ISO 8601 date or time, such as 2026-11-27 or 2026-11-27T10:00:00Z');
 export const pageLimit = z.coerce.number().int().min(1).max(500).default(50);
 
 export const accountView = z.object({ channel: z.string(), accountId: z.string() });
@@ -89,7 +92,10 @@ export const conversationsQuery = z.object({
   channel: z.string().max(64).optional(),
   userId: z.string().max(128).optional(),
   status: conversationStatus.optional(),
-  paused: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+  paused: z
+    .enum(['true', 'false'])
+    .transform((value) => value === 'true')
+    .optional(),
   cursor: z.string().max(500).optional(),
   limit: pageLimit,
 });
@@ -120,7 +126,13 @@ export const transcriptMessage = z.object({
   author: z.enum(['person', 'agent', 'operator', 'palaver']),
   toolCalls: z.array(toolCallView).optional(),
 });
-export const transcriptQuery = z.object({ audit: z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true').optional(), limit: z.coerce.number().int().min(1).max(2000).default(500) });
+export const transcriptQuery = z.object({
+  audit: z
+    .enum(['0', '1', 'true', 'false'])
+    .transform((v) => v === '1' || v === 'true')
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(2000).default(500),
+});
 export const transcript = z.object({ conversation: conversationSummary, messages: z.array(transcriptMessage) });
 
 export const sendAsAgentBody = z.strictObject({ text: z.string().trim().min(1).max(16_000) });
@@ -142,7 +154,13 @@ export const costsQuery = z.object({
   sessionId: z.string().max(128).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
-export const modelUsage = z.object({ model: z.string(), inputTokens: z.number().int(), outputTokens: z.number().int(), cachedInputTokens: z.number().int(), cost: money });
+export const modelUsage = z.object({
+  model: z.string(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  cachedInputTokens: z.number().int(),
+  cost: money,
+});
 export const costRow = z.object({
   /** The day (`YYYY-MM-DD`, UTC), user id or session id. */
   key: z.string(),
@@ -160,7 +178,11 @@ export const costRow = z.object({
  * most); `totals` per currency over everything the query matched, not only the rows returned. A turn's tokens and
  * cost are on its reply, under the model that answered last.
  */
-export const costs = z.object({ by: z.enum(['day', 'user', 'conversation']), rows: z.array(costRow), totals: z.array(z.object({ currency: z.string(), cost: money })) });
+export const costs = z.object({
+  by: z.enum(['day', 'user', 'conversation']),
+  rows: z.array(costRow),
+  totals: z.array(z.object({ currency: z.string(), cost: money })),
+});
 
 export const liveTurn = z.object({
   sessionId: z.string(),

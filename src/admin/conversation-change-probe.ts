@@ -11,7 +11,15 @@ import type { ChangeProbe } from './admin-events.js';
 export function conversationChangeProbe(operators: OperatorQueries, ttlMs = 500): ChangeProbe {
   const probe = async () => {
     const [page, depth] = await Promise.all([operators.conversations({ limit: 20 }), operators.depth()]);
-    const conversations = page.items.map((c) => [c.sessionId, c.lastMessage?.at.getTime() ?? null, c.updatedAt.getTime(), c.waiting, c.pausedAt?.getTime() ?? null, c.endedAt?.getTime() ?? null, c.status]);
+    const conversations = page.items.map((c) => [
+      c.sessionId,
+      c.lastMessage?.at.getTime() ?? null,
+      c.updatedAt.getTime(),
+      c.waiting,
+      c.pausedAt?.getTime() ?? null,
+      c.endedAt?.getTime() ?? null,
+      c.status,
+    ]);
     return JSON.stringify([conversations, depth]);
   };
   return sharedProbe(probe, ttlMs);

@@ -48,7 +48,8 @@ export async function summarizeMetrics(source: MetricsSource): Promise<MetricsSu
   for (const metric of await source.getMetricsAsJSON()) {
     if (metric.type === 'histogram' && /^palaver_.*_seconds$/.test(metric.name)) latencies.push(...histogramRows(metric));
     else if (metric.type === 'counter' && OUTCOME_COUNTER.test(metric.name)) {
-      for (const value of metric.values) if (value.value > 0) outcomes.push({ metric: metric.name, help: metric.help, labels: stringLabels(value.labels), value: value.value });
+      for (const value of metric.values)
+        if (value.value > 0) outcomes.push({ metric: metric.name, help: metric.help, labels: stringLabels(value.labels), value: value.value });
     }
   }
   return { latencies, outcomes };

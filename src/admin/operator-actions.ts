@@ -80,7 +80,14 @@ export class OperatorActions {
     const messageId = newId();
     const correlationId = newId();
     const digest = sha256(text);
-    const target: ReplyTarget = { channel: channel.name, conversationId: session.conversationId, accountId: await this.#accountOf(channel, session), inReplyTo: [], correlationId, sessionId };
+    const target: ReplyTarget = {
+      channel: channel.name,
+      conversationId: session.conversationId,
+      accountId: await this.#accountOf(channel, session),
+      inReplyTo: [],
+      correlationId,
+      sessionId,
+    };
     const stored = await store.transaction(async (tx): Promise<{ readonly earlier?: AdminAction; readonly deliveries?: readonly DeliveryRecord[] }> => {
       const recorded = await tx.adminActions.record({
         ...this.#audit('send', session, request),
@@ -88,10 +95,29 @@ export class OperatorActions {
         details: { messageId, parts: parts.length, channel: channel.name, textSha256: digest },
       });
       if (!recorded.recorded) return { earlier: recorded.existing };
-      await tx.messages.append(sessionId, [{ id: messageId, role: 'assistant', audience: 'display', content: text, correlationId, meta: { operator: request.actor, ...(request.requestId ? { requestId: request.requestId } : {}) } }]);
+      await tx.messages.append(sessionId, [
+        {
+          id: messageId,
+          role: 'assistant',
+          audience: 'display',
+          content: text,
+          correlationId,
+          meta: { operator: request.actor, ...(request.requestId ? { requestId: request.requestId } : {}) },
+        },
+      ]);
       if (!channel.capabilities.offlineDelivery) return {};
       const deliveries = await tx.deliveries.add(
-        parts.map((part, index) => ({ sessionId, replyMessageId: messageId, part: index, text: part, channel: channel.name, conversationId: target.conversationId, accountId: target.accountId, inReplyTo: [], correlationId })),
+        parts.map((part, index) => ({
+          sessionId,
+          replyMessageId: messageId,
+          part: index,
+          text: part,
+          channel: channel.name,
+          conversationId: target.conversationId,
+          accountId: target.accountId,
+          inReplyTo: [],
+          correlationId,
+        })),
         pipeline.lease,
       );
       return { deliveries };
@@ -154,7 +180,10 @@ export class OperatorActions {
       if (!session) return notFound(sessionId);
       const changed = await tx.sessions.setPaused(sessionId, paused);
       await tx.adminActions.record({ ...this.#audit(paused ? 'pause' : 'resume', session, request), details: { changed } });
-      this.#options.logger.info({ sessionId, actor: request.actor, changed }, paused ? 'conversation paused by an operator' : 'conversation resumed by an operator');
+      this.#options.logger.info(
+        { sessionId, actor: request.actor, changed },
+        paused ? 'conversation paused by an operator' : 'conversation resumed by an operator',
+      );
       return { ok: true, value: { sessionId, paused, changed } };
     });
   }
@@ -174,12 +203,21 @@ export class OperatorActions {
    * Sends the parts in order. Through the outbox: each is marked sent as the channel takes it; a flood wait leaves
    * it and the rest to be sent when allowed, behind earlier replies still waiting there. Never throws.
    */
-  async #deliver(channel: Channel, target: ReplyTarget, messageId: string, parts: readonly string[], records: readonly DeliveryRecord[] | undefined, log: Logger): Promise<void> {
+  async #deliver(
+    channel: Channel,
+    target: ReplyTarget,
+    messageId: string,
+    parts: readonly string[],
+    records: readonly DeliveryRecord[] | undefined,
+    log: Logger,
+  ): Promise<void> {
     const { store } = this.#options;
     let sent = 0;
     try {
       if (records) {
-        const behind = await store.deliveries.queuedAhead({ channel: channel.name, conversationId: target.conversationId, replyMessageId: messageId }).catch(() => undefined);
+        const behind = await store.deliveries
+          .queuedAhead({ channel: channel.name, conversationId: target.conversationId, replyMessageId: messageId })
+          .catch(() => undefined);
         if (behind !== undefined) {
           await postponeParts(this.#options, log, records, behind, 'earlier replies of the conversation wait in the outbox');
           return;
@@ -199,7 +237,8 @@ export class OperatorActions {
       }
       for (const part of unsent) await store.deliveries.markFailed(part.id, error instanceof Error ? error.message : String(error)).catch(() => undefined);
       // The web channel without an open run is ordinary: the message is stored, and the page shows it on load.
-      if (error instanceof ChannelError && error.code === 'client_gone') log.info({ channel: channel.name }, 'message sent as the agent is stored; no open run shows it now, the transcript does');
+      if (error instanceof ChannelError && error.code === 'client_gone')
+        log.info({ channel: channel.name }, 'message sent as the agent is stored; no open run shows it now, the transcript does');
       else log.warn({ err: error, channel: channel.name, sentParts: sent, parts: parts.length }, 'could not send the message sent as the agent');
     }
   }

@@ -43,8 +43,8 @@ export function adminCommand(configOption: () => Option): Command {
   const admin = new Command('admin')
     .description('operate a running Palaver: users, conversations, transcripts, send as the agent, pause, costs, the audit')
     .option('--url <url>', 'the running Palaver (default: server.host and server.port of the local config, else http://127.0.0.1:3000)')
-    .option('--json', 'print the API\'s answer as one JSON document, for scripts')
-    .option('--actor <name>', 'your name in the operators\' audit (default: your login name)', parseActor)
+    .option('--json', "print the API's answer as one JSON document, for scripts")
+    .option('--actor <name>', "your name in the operators' audit (default: your login name)", parseActor)
     .addOption(configOption())
     .addHelpText('after', EXIT_CODES_HELP);
 
@@ -57,7 +57,12 @@ export function adminCommand(configOption: () => Option): Command {
     .option('--all', 'follow every page')
     .action(
       action(async (client, globals, options: PageOptions & { search?: string }) => {
-        const page = await allPages(options, (cursor) => client.users({ q: options.search, limit: options.limit, cursor }), (answer) => answer.users, (users, nextCursor) => ({ users, nextCursor }));
+        const page = await allPages(
+          options,
+          (cursor) => client.users({ q: options.search, limit: options.limit, cursor }),
+          (answer) => answer.users,
+          (users, nextCursor) => ({ users, nextCursor }),
+        );
         if (globals.json) return printJson(page);
         print(page.users.length === 0 ? 'No users.' : usersTable(page.users));
         printMore(page.nextCursor);
@@ -68,17 +73,29 @@ export function adminCommand(configOption: () => Option): Command {
     .command('conversations')
     .description('list conversations, most recent first, with status, waiting messages and cost')
     .option('--channel <name>', 'only this channel (web, telegram, telegram-user, console)')
-    .option('--user <userId>', 'only this user\'s')
+    .option('--user <userId>', "only this user's")
     .addOption(new Option('--status <status>', 'only those in this status').choices(['pending', 'running', 'completed', 'failed']))
     .option('--paused', 'only those an operator paused')
-    .option('-s, --search <text>', 'title, person\'s name or conversation id')
+    .option('-s, --search <text>', "title, person's name or conversation id")
     .addOption(limitOption(500))
     .option('--cursor <cursor>', 'the page after this cursor')
     .option('--all', 'follow every page')
     .action(
       action(async (client, globals, options: PageOptions & { channel?: string; user?: string; status?: string; paused?: boolean; search?: string }) => {
-        const query = { q: options.search, channel: options.channel, userId: options.user, status: options.status, ...(options.paused ? { paused: true } : {}), limit: options.limit };
-        const page = await allPages(options, (cursor) => client.conversations({ ...query, cursor }), (answer) => answer.conversations, (conversations, nextCursor) => ({ conversations, nextCursor }));
+        const query = {
+          q: options.search,
+          channel: options.channel,
+          userId: options.user,
+          status: options.status,
+          ...(options.paused ? { paused: true } : {}),
+          limit: options.limit,
+        };
+        const page = await allPages(
+          options,
+          (cursor) => client.conversations({ ...query, cursor }),
+          (answer) => answer.conversations,
+          (conversations, nextCursor) => ({ conversations, nextCursor }),
+        );
         if (globals.json) return printJson(page);
         print(page.conversations.length === 0 ? 'No conversations.' : conversationsTable(page.conversations));
         printMore(page.nextCursor);
@@ -87,7 +104,7 @@ export function adminCommand(configOption: () => Option): Command {
 
   admin
     .command('show')
-    .description('show a conversation\'s transcript')
+    .description("show a conversation's transcript")
     .argument('<sessionId>', 'the conversation (SESSION in palaver admin conversations)')
     .option('--audit', 'add audit records and tool calls (arguments, results, latency, errors)')
     .addOption(limitOption(2000))
@@ -115,13 +132,20 @@ export function adminCommand(configOption: () => Option): Command {
           return printJson(answer);
         }
         const parts = `${answer.parts} part${answer.parts === 1 ? '' : 's'}`;
-        print(answer.duplicate ? `Already sent with this key: message ${answer.messageId} (${parts}); nothing was sent again.` : `Sent as the agent: message ${answer.messageId} (${parts}).`);
+        print(
+          answer.duplicate
+            ? `Already sent with this key: message ${answer.messageId} (${parts}); nothing was sent again.`
+            : `Sent as the agent: message ${answer.messageId} (${parts}).`,
+        );
         print(`Idempotency-Key: ${key}  (to retry safely: palaver admin send ${sessionId} --key ${key} …)`);
       }),
     );
 
   const actions = {
-    pause: ['stop the agent answering the conversation: new messages are stored, not answered', 'Paused: new messages are stored and not answered until you resume.'],
+    pause: [
+      'stop the agent answering the conversation: new messages are stored, not answered',
+      'Paused: new messages are stored and not answered until you resume.',
+    ],
     resume: ['let the agent answer again: messages that waited are answered once', 'Resumed: messages that waited are answered now.'],
     end: ['end the conversation: the next message starts a fresh context', 'Ended: the next message starts a fresh context.'],
   } as const;
@@ -145,20 +169,33 @@ export function adminCommand(configOption: () => Option): Command {
     .addOption(new Option('--by <key>', 'group by').choices(['day', 'user', 'conversation']).default('day'))
     .option('--from <date>', 'from this day or instant (included), UTC, e.g. 2026-11-01', parseInstant)
     .option('--to <date>', 'up to this day (included) or instant (excluded), UTC', parseInstant)
-    .option('--user <userId>', 'only this user\'s')
-    .option('--conversation <sessionId>', 'only this conversation\'s')
+    .option('--user <userId>', "only this user's")
+    .option('--conversation <sessionId>', "only this conversation's")
     .addOption(limitOption(1000))
     .action(
-      action(async (client, globals, options: { by: 'day' | 'user' | 'conversation'; from?: string; to?: string; user?: string; conversation?: string; limit?: number }) => {
-        const answer = await client.costs({ by: options.by, from: options.from, to: options.to, userId: options.user, sessionId: options.conversation, limit: options.limit });
-        if (globals.json) return printJson(answer);
-        print(costsText(answer));
-      }),
+      action(
+        async (
+          client,
+          globals,
+          options: { by: 'day' | 'user' | 'conversation'; from?: string; to?: string; user?: string; conversation?: string; limit?: number },
+        ) => {
+          const answer = await client.costs({
+            by: options.by,
+            from: options.from,
+            to: options.to,
+            userId: options.user,
+            sessionId: options.conversation,
+            limit: options.limit,
+          });
+          if (globals.json) return printJson(answer);
+          print(costsText(answer));
+        },
+      ),
     );
 
   admin
     .command('actions')
-    .description('the operators\' audit: who sent, paused, resumed or ended what, newest first')
+    .description("the operators' audit: who sent, paused, resumed or ended what, newest first")
     .addOption(limitOption(500))
     .action(
       action(async (client, globals, options: { limit?: number }) => {
@@ -168,7 +205,14 @@ export function adminCommand(configOption: () => Option): Command {
           answer.actions.length === 0
             ? 'No actions yet.'
             : renderTable(
-                [{ header: 'AT' }, { header: 'ACTOR', max: 24 }, { header: 'ACTION' }, { header: 'SESSION', max: 36 }, { header: 'USER', max: 36 }, { header: 'REQUEST', max: 36 }],
+                [
+                  { header: 'AT' },
+                  { header: 'ACTOR', max: 24 },
+                  { header: 'ACTION' },
+                  { header: 'SESSION', max: 36 },
+                  { header: 'USER', max: 36 },
+                  { header: 'REQUEST', max: 36 },
+                ],
                 answer.actions.map((entry) => [when(entry.at), entry.actor, entry.action, entry.sessionId ?? '', entry.userId ?? '', entry.requestId ?? '']),
               ),
         );
@@ -191,7 +235,10 @@ function action<Options, Args extends unknown[]>(run: Action<Options, Args>): (.
     const args = input.slice(0, -2) as Args;
     const globals = command.optsWithGlobals<GlobalOptions>();
     try {
-      const settings = adminConsoleSettings({ ...(globals.url === undefined ? {} : { url: globals.url }), ...(globals.config === undefined ? {} : { file: globals.config }) });
+      const settings = adminConsoleSettings({
+        ...(globals.url === undefined ? {} : { url: globals.url }),
+        ...(globals.config === undefined ? {} : { file: globals.config }),
+      });
       const { AdminClient } = await import('../admin/admin-client.js');
       const actor = globals.actor ?? loginName();
       await run(new AdminClient({ url: settings.url, token: settings.token, ...(actor === undefined ? {} : { actor }) }), globals, options, ...args);
@@ -204,7 +251,12 @@ function action<Options, Args extends unknown[]>(run: Action<Options, Args>): (.
   };
 }
 
-const EXIT_BY_FAILURE = { invalid: ADMIN_EXIT.usage, not_found: ADMIN_EXIT.notFound, refused: ADMIN_EXIT.refused, unavailable: ADMIN_EXIT.unavailable } as const;
+const EXIT_BY_FAILURE = {
+  invalid: ADMIN_EXIT.usage,
+  not_found: ADMIN_EXIT.notFound,
+  refused: ADMIN_EXIT.refused,
+  unavailable: ADMIN_EXIT.unavailable,
+} as const;
 
 /** Follows `nextCursor` with `--all` (stopping if a server hands the same cursor back); one page otherwise. */
 async function allPages<Page extends { nextCursor: string | null }, Item, Out>(
@@ -275,7 +327,16 @@ function printMore(nextCursor: string | null): void {
 
 function usersTable(users: readonly z.infer<typeof userSummary>[]): string {
   return renderTable(
-    [{ header: 'USER', max: 36 }, { header: 'NAME', max: 24 }, { header: 'PHONE' }, { header: 'ROLE' }, { header: 'ACCOUNTS', max: 36 }, { header: 'CONV', align: 'right' }, { header: 'COST', align: 'right' }, { header: 'LAST ACTIVE' }],
+    [
+      { header: 'USER', max: 36 },
+      { header: 'NAME', max: 24 },
+      { header: 'PHONE' },
+      { header: 'ROLE' },
+      { header: 'ACCOUNTS', max: 36 },
+      { header: 'CONV', align: 'right' },
+      { header: 'COST', align: 'right' },
+      { header: 'LAST ACTIVE' },
+    ],
     users.map((user) => [
       user.id,
       user.displayName ?? '',
@@ -291,7 +352,16 @@ function usersTable(users: readonly z.infer<typeof userSummary>[]): string {
 
 function conversationsTable(conversations: readonly z.infer<typeof conversationSummary>[]): string {
   return renderTable(
-    [{ header: 'SESSION', max: 36 }, { header: 'CHANNEL' }, { header: 'PERSON', max: 24 }, { header: 'STATUS' }, { header: 'WAIT', align: 'right' }, { header: 'COST', align: 'right' }, { header: 'LAST MESSAGE', max: 48 }, { header: 'UPDATED' }],
+    [
+      { header: 'SESSION', max: 36 },
+      { header: 'CHANNEL' },
+      { header: 'PERSON', max: 24 },
+      { header: 'STATUS' },
+      { header: 'WAIT', align: 'right' },
+      { header: 'COST', align: 'right' },
+      { header: 'LAST MESSAGE', max: 48 },
+      { header: 'UPDATED' },
+    ],
     conversations.map((conversation) => [
       conversation.sessionId,
       conversation.channel,
@@ -337,7 +407,16 @@ function transcriptText(answer: z.infer<typeof transcript>): string {
 function costsText(answer: z.infer<typeof costs>): string {
   if (answer.rows.length === 0) return 'No costs in this period.';
   const table = renderTable(
-    [{ header: answer.by.toUpperCase(), max: 36 }, { header: 'NAME', max: 24 }, { header: 'COST', align: 'right' }, { header: 'CUR' }, { header: 'TURNS', align: 'right' }, { header: 'IN', align: 'right' }, { header: 'OUT', align: 'right' }, { header: 'MODELS', max: 40 }],
+    [
+      { header: answer.by.toUpperCase(), max: 36 },
+      { header: 'NAME', max: 24 },
+      { header: 'COST', align: 'right' },
+      { header: 'CUR' },
+      { header: 'TURNS', align: 'right' },
+      { header: 'IN', align: 'right' },
+      { header: 'OUT', align: 'right' },
+      { header: 'MODELS', max: 40 },
+    ],
     answer.rows.map((row) => [
       row.key,
       row.label ?? '',

@@ -42,7 +42,12 @@ export async function startDemo(agent: DemoAgent = 'notes'): Promise<Demo> {
     toolsFor: (config) => createDemoTools({ timeZone: config.agent.timezone }),
     close: () => server.close(),
     banner: (config) =>
-      [demoBanner(config), config.channels.telegram.enabled && config.channels.telegram.token ? 'Telegram: the demo agent answers your bot too (TELEGRAM_BOT_TOKEN); open the bot in Telegram and send /start.' : '']
+      [
+        demoBanner(config),
+        config.channels.telegram.enabled && config.channels.telegram.token
+          ? 'Telegram: the demo agent answers your bot too (TELEGRAM_BOT_TOKEN); open the bot in Telegram and send /start.'
+          : '',
+      ]
         .filter(Boolean)
         .join('\n'),
   };
@@ -64,7 +69,10 @@ export async function startDemo(agent: DemoAgent = 'notes'): Promise<Demo> {
  */
 async function startSalonDemo(): Promise<Demo> {
   const dir = join(PACKAGE_ROOT, 'examples', 'salon');
-  const example = JSON.parse(readFileSync(join(dir, 'salon.config.json'), 'utf8')) as { agent: PalaverConfigInput['agent']; focus: PalaverConfigInput['focus'] };
+  const example = JSON.parse(readFileSync(join(dir, 'salon.config.json'), 'utf8')) as {
+    agent: PalaverConfigInput['agent'];
+    focus: PalaverConfigInput['focus'];
+  };
   const salon = createSalonTools({ file: join(process.cwd(), 'data', 'salon.db') });
   const server = await startScriptedModelServer({ script: salonScript, models: [DEMO_MODEL] });
   return {

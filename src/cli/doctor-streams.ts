@@ -24,11 +24,19 @@ export async function checkToolStreams(config: PalaverConfig): Promise<StreamsCh
     const groups = (await client.exists(stream)) === 1 ? await client.xInfoGroups(stream) : [];
     const group = groups.find((candidate) => candidate.name === config.tools.group);
     if (group === undefined) {
-      checks.push({ name: 'tool workers group', ok: false, detail: `no group "${config.tools.group}" on ${stream}: no worker has ever joined. Start one with \`palaver worker\`.` });
+      checks.push({
+        name: 'tool workers group',
+        ok: false,
+        detail: `no group "${config.tools.group}" on ${stream}: no worker has ever joined. Start one with \`palaver worker\`.`,
+      });
     } else {
       const backlog = await client.xLen(stream);
       const dead = await client.xLen(redis.key(`${config.tools.stream}.dead`));
-      checks.push({ name: 'tool workers group', ok: true, detail: `"${config.tools.group}" on ${stream}: ${group.pending} call(s) being run, ${backlog} entries in the stream, ${dead} dead letter(s)` });
+      checks.push({
+        name: 'tool workers group',
+        ok: true,
+        detail: `"${config.tools.group}" on ${stream}: ${group.pending} call(s) being run, ${backlog} entries in the stream, ${dead} dead letter(s)`,
+      });
     }
     const workers: string[] = [];
     for await (const keys of client.scanIterator({ MATCH: redis.key('tools.catalogue:*'), COUNT: 500 })) {

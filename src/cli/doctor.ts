@@ -67,7 +67,9 @@ async function checkAgent(config: PalaverConfig, demo: Demo | undefined): Promis
   }
   try {
     const problems = await palaver.diagnose();
-    return problems.length === 0 ? { ok: true, detail: 'every role has instructions and every allowlisted tool is provided' } : { ok: false, detail: problems.join('; ') };
+    return problems.length === 0
+      ? { ok: true, detail: 'every role has instructions and every allowlisted tool is provided' }
+      : { ok: false, detail: problems.join('; ') };
   } finally {
     await palaver.close();
   }
@@ -97,16 +99,23 @@ async function checkModelEndpoint(config: PalaverConfig): Promise<Check> {
       signal: AbortSignal.timeout(Math.min(config.model.timeoutMs, 10_000)),
     });
   } catch (error) {
-    return { ok: false, detail: `cannot reach ${baseUrl} (${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}). Check model.baseUrl or PALAVER_LLM_BASE_URL.` };
+    return {
+      ok: false,
+      detail: `cannot reach ${baseUrl} (${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}). Check model.baseUrl or PALAVER_LLM_BASE_URL.`,
+    };
   }
   if (response.status === 401 || response.status === 403) {
     return { ok: false, detail: `${baseUrl} refused the API key (HTTP ${response.status}). Check model.apiKey or PALAVER_LLM_API_KEY.` };
   }
-  if (!response.ok) return { ok: true, detail: `${baseUrl} answers (HTTP ${response.status} on /models, which some servers do not offer); model ${config.model.name}` };
+  if (!response.ok)
+    return { ok: true, detail: `${baseUrl} answers (HTTP ${response.status} on /models, which some servers do not offer); model ${config.model.name}` };
   const body = (await response.json().catch(() => undefined)) as { data?: { id?: string }[] } | undefined;
   const ids = body?.data?.map((entry) => entry.id).filter(Boolean) ?? [];
   if (ids.length > 0 && !ids.includes(config.model.name)) {
-    return { ok: false, detail: `${baseUrl} answers, but does not list model "${config.model.name}" (it lists: ${ids.slice(0, 8).join(', ')}). Check model.name or PALAVER_MODEL.` };
+    return {
+      ok: false,
+      detail: `${baseUrl} answers, but does not list model "${config.model.name}" (it lists: ${ids.slice(0, 8).join(', ')}). Check model.name or PALAVER_MODEL.`,
+    };
   }
   return { ok: true, detail: `${baseUrl} answers; model ${config.model.name} (${config.model.provider})` };
 }

@@ -50,7 +50,11 @@ export function initProject(options: InitOptions): readonly string[] {
 
 /** The project's package.json: Palaver and zod (the tools' schemas) to run, tsx to test (and to load .ts on Node 20). */
 function manifest(name: string, palaver: string): Record<string, unknown> {
-  const own = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string>; engines: Record<string, string> };
+  const own = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+    engines: Record<string, string>;
+  };
   return {
     name,
     version: '0.1.0',
@@ -79,7 +83,10 @@ function dependencySpec(given: string | undefined, dir: string): string {
 
 /** A valid npm package name from a folder name: lower case, `-` for anything else. */
 function packageName(folder: string): string {
-  const name = folder.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+|-+$/g, '');
+  const name = folder
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[._-]+|-+$/g, '');
   return name || 'my-agent';
 }
 

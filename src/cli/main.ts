@@ -37,7 +37,8 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
     .version(packageVersion(), '-V, --version', 'print the version of Palaver')
     .showHelpAfterError();
   const configOption = () => new Option('-c, --config <file>', 'config file (default: palaver.config.{json,yaml} or PALAVER_CONFIG)');
-  const demoOption = () => new Option('--demo [agent]', 'run a bundled demo agent with a scripted model (no API key needed): notes (default) or salon').choices(['notes', 'salon']);
+  const demoOption = () =>
+    new Option('--demo [agent]', 'run a bundled demo agent with a scripted model (no API key needed): notes (default) or salon').choices(['notes', 'salon']);
 
   program
     .command('start')
@@ -46,7 +47,10 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
     .addOption(demoOption())
     .option('-p, --port <port>', 'port to listen on (overrides config)', parsePort)
     .action(async (options: CommonOptions & { port?: number }) => {
-      const { palaver, demo } = await boot(options, { processMetrics: true, ...(deps.telegramUserNetwork ? { telegramUserNetwork: deps.telegramUserNetwork } : {}) });
+      const { palaver, demo } = await boot(options, {
+        processMetrics: true,
+        ...(deps.telegramUserNetwork ? { telegramUserNetwork: deps.telegramUserNetwork } : {}),
+      });
       for (const problem of await palaver.diagnose()) palaver.logger.warn({ problem }, 'configuration problem');
       let server: Awaited<ReturnType<typeof palaver.serve>>;
       try {
@@ -57,7 +61,9 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
         await palaver.close({ graceMs: 0 });
         await demo?.close();
         const port = options.port ?? palaver.config.server.port;
-        console.error(`${error instanceof Error ? error.message : String(error)}\nChoose another port with --port <port> (now ${port}), or stop the process that uses it.`);
+        console.error(
+          `${error instanceof Error ? error.message : String(error)}\nChoose another port with --port <port> (now ${port}), or stop the process that uses it.`,
+        );
         process.exit(1);
       }
       if (demo) console.log(`\n${demo.banner(palaver.config)}\n`);
@@ -119,7 +125,9 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
         ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
         ...(options.metricsHost === undefined ? {} : { metricsHost: options.metricsHost }),
       });
-      console.log(`Palaver worker ${worker.workerId} is running tool calls from ${config.redis.keyPrefix}${config.tools.stream} (group ${config.tools.group})${worker.metricsServer ? `; metrics at ${worker.metricsServer.url}/metrics` : ''}`);
+      console.log(
+        `Palaver worker ${worker.workerId} is running tool calls from ${config.redis.keyPrefix}${config.tools.stream} (group ${config.tools.group})${worker.metricsServer ? `; metrics at ${worker.metricsServer.url}/metrics` : ''}`,
+      );
       await waitForSignal();
       console.log('Stopping: no new calls; finishing the calls this worker holds… (a second Ctrl-C or SIGTERM exits at once)');
       // A backstop for a tool that never returns: by then the runtime has given up on the call and published it again.
@@ -152,7 +160,10 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
     .addOption(demoOption())
     .action(async (options: CommonOptions) => {
       const { runDoctor } = await import('./doctor.js');
-      const ok = await runDoctor({ demo: options.demo !== undefined && options.demo !== false }, { loadConfig: (overrides) => loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) }) });
+      const ok = await runDoctor(
+        { demo: options.demo !== undefined && options.demo !== false },
+        { loadConfig: (overrides) => loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) }) },
+      );
       if (!ok) process.exitCode = 1;
     });
 
@@ -160,7 +171,7 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
     .command('init')
     .description('create a project for your own agent: config, instructions, a TypeScript tool and a test')
     .argument('[dir]', 'folder to create it in', '.')
-    .option('--palaver <spec>', 'how the project depends on Palaver: a version, a git URL or a packed tarball (default: this Palaver\'s folder)')
+    .option('--palaver <spec>', "how the project depends on Palaver: a version, a git URL or a packed tarball (default: this Palaver's folder)")
     .option('--force', 'write into a folder that is not empty')
     .action((dir: string, options: { palaver?: string; force?: boolean }) => {
       initProject({ dir, ...(options.palaver === undefined ? {} : { palaver: options.palaver }), force: options.force === true });
@@ -184,7 +195,13 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
 
 async function boot(
   options: CommonOptions,
-  extra: { processMetrics?: boolean; logToFile?: boolean; channels?: PalaverOptions['channels']; overrides?: Record<string, unknown>; telegramUserNetwork?: TelegramNetworkOverride },
+  extra: {
+    processMetrics?: boolean;
+    logToFile?: boolean;
+    channels?: PalaverOptions['channels'];
+    overrides?: Record<string, unknown>;
+    telegramUserNetwork?: TelegramNetworkOverride;
+  },
 ): Promise<{ palaver: Palaver; demo: Demo | undefined; logFile?: string }> {
   let demo: Demo | undefined;
   try {

@@ -71,7 +71,12 @@ export function telegramCommand(configOption: () => Option, network?: TelegramNe
         } catch (error) {
           // Telegram no longer knows the session: it is ended already, only the file is left.
           if (!(tl.RpcError.is(error) && error.code === 401)) {
-            throw new ChannelError('logout_failed', 'telegram-user', `Could not end the session at Telegram (${error instanceof Error ? error.message : String(error)}). The session file is kept so you can try again; or delete ${setup.session.path} and end the session in Telegram: Settings → Devices.`, { cause: error });
+            throw new ChannelError(
+              'logout_failed',
+              'telegram-user',
+              `Could not end the session at Telegram (${error instanceof Error ? error.message : String(error)}). The session file is kept so you can try again; or delete ${setup.session.path} and end the session in Telegram: Settings → Devices.`,
+              { cause: error },
+            );
           }
         }
       });
@@ -87,7 +92,9 @@ export function telegramCommand(configOption: () => Option, network?: TelegramNe
     .action(async (options: TelegramCommandOptions & { offline?: boolean }) => {
       const setup = await telegramSetup(options, { needCredentials: false, network });
       const configured = setup.user.apiId !== undefined;
-      console.log(`Channel: ${!configured ? 'not configured (set TELEGRAM_API_ID and TELEGRAM_API_HASH)' : setup.user.enabled === false ? 'configured, turned off (enabled: false)' : 'configured'}`);
+      console.log(
+        `Channel: ${!configured ? 'not configured (set TELEGRAM_API_ID and TELEGRAM_API_HASH)' : setup.user.enabled === false ? 'configured, turned off (enabled: false)' : 'configured'}`,
+      );
       console.log(`Session file: ${setup.session.path}`);
       const account = setup.session.account();
       if (!account) {
@@ -134,11 +141,16 @@ export function telegramCommand(configOption: () => Option, network?: TelegramNe
       const recorder = await startRecorder(setup.config);
       try {
         const result = await withSessionClient(setup, 'sync history', (client) =>
-          syncHistory(client, chat, (conversation, entries) => recorder.context.record(conversation, entries), { limit: options.limit, ...(options.after === undefined ? {} : { after: options.after }) }),
+          syncHistory(client, chat, (conversation, entries) => recorder.context.record(conversation, entries), {
+            limit: options.limit,
+            ...(options.after === undefined ? {} : { after: options.after }),
+          }),
         );
         const range = result.firstId === undefined ? '' : ` (message ids ${result.firstId}…${result.lastId})`;
         const who = `${result.user.displayName}${result.user.username ? ` (@${result.user.username})` : ''}, id ${result.user.id}`;
-        console.log(`Read ${result.fetched} messages of the chat with ${who}${range}; ${result.stored} were new and are stored, ${result.fetched - result.stored} were stored already.`);
+        console.log(
+          `Read ${result.fetched} messages of the chat with ${who}${range}; ${result.stored} were new and are stored, ${result.fetched - result.stored} were stored already.`,
+        );
         console.log('No turn ran, nothing was sent.');
       } finally {
         await recorder.close();
@@ -228,7 +240,11 @@ async function startRecorder(config: PalaverConfig): Promise<{ readonly context:
       channels: channelsOff(config.channels),
       mcp: { ...config.mcp, servers: [] },
     },
-    { channels: [recorder], serveInbox: false, logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }) },
+    {
+      channels: [recorder],
+      serveInbox: false,
+      logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }),
+    },
   );
   return { context: recorder.context, close: () => palaver.close() };
 }
@@ -283,7 +299,8 @@ function terminalPrompts(input: NodeJS.ReadableStream & { isTTY?: boolean }, out
   return {
     phone: () => ask('Phone number of the account (international, e.g. +44 20 7946 0958): '),
     code: (_via, retry) => ask(retry ? 'Login code, again: ' : 'Login code: '),
-    password: (hint, retry) => ask(`${retry ? 'Two-step verification password, again' : 'Two-step verification password'}${hint ? ` (hint: ${hint})` : ''}: `, true),
+    password: (hint, retry) =>
+      ask(`${retry ? 'Two-step verification password, again' : 'Two-step verification password'}${hint ? ` (hint: ${hint})` : ''}: `, true),
     qr(url, expires) {
       output.write(`\nScan this code in Telegram on your phone: Settings → Devices → Link Desktop Device (valid until ${expires.toISOString()}).\n`);
       output.write(`${qrText(url)}\n${url}\n`);

@@ -32,7 +32,9 @@ export function singleLine(text: string): string {
 
 /** `text` with every control character except the line break replaced, so it cannot drive the terminal. */
 export function safeText(text: string): string {
-  return text.replace(/\r\n?/g, '\n').replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (char) => (char === '\t' ? ' ' : '\ufffd'));
+  return text
+    .replace(/\r\n?/g, '\n')
+    .replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (char) => (char === '\t' ? ' ' : '\ufffd'));
 }
 
 /** How many terminal cells `text` takes. */

@@ -44,5 +44,6 @@ export function decodeEnvelope(text: string): Envelope | undefined {
 
 /** @throws Error naming the rule when `topic` cannot be a channel name. */
 export function checkTopic(topic: ClusterTopic): void {
-  if (!CLUSTER_TOPIC_PATTERN.test(topic)) throw new Error(`"${topic}" is not a cluster topic: lower-case letters, digits and _, starting with a letter, at most 40.`);
+  if (!CLUSTER_TOPIC_PATTERN.test(topic))
+    throw new Error(`"${topic}" is not a cluster topic: lower-case letters, digits and _, starting with a letter, at most 40.`);
 }

@@ -22,9 +22,15 @@ export function clusterBusKind(config: Pick<PalaverConfig, 'cluster' | 'database
  * Opens the bus of this process; the PostgreSQL and Redis adapters load only when chosen.
  * @throws Error when the chosen server cannot be reached; the message says how to run one process without it.
  */
-export async function openBus(config: Pick<PalaverConfig, 'cluster' | 'database' | 'redis'>, options: { readonly processId?: string; readonly logger?: Logger } = {}): Promise<ClusterBus> {
+export async function openBus(
+  config: Pick<PalaverConfig, 'cluster' | 'database' | 'redis'>,
+  options: { readonly processId?: string; readonly logger?: Logger } = {},
+): Promise<ClusterBus> {
   const kind = clusterBusKind(config);
-  const common = { ...(options.processId === undefined ? {} : { processId: options.processId }), ...(options.logger === undefined ? {} : { logger: options.logger }) };
+  const common = {
+    ...(options.processId === undefined ? {} : { processId: options.processId }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  };
   const hint = config.cluster.bus === 'auto' ? ` (cluster.bus "auto" chose ${kind} for this database; a single process can set cluster.bus to "local")` : '';
   try {
     switch (kind) {
@@ -54,7 +60,11 @@ export interface ClusterBusHandle {
  * Opens the bus `cluster.bus` names and starts keeping `cache` in step with the other processes over it.
  * @throws Error when the bus's server cannot be reached (nothing is left open then).
  */
-export async function openClusterBus(config: Pick<PalaverConfig, 'cluster' | 'database' | 'redis'>, cache: ConversationCache, logger: Logger): Promise<ClusterBusHandle> {
+export async function openClusterBus(
+  config: Pick<PalaverConfig, 'cluster' | 'database' | 'redis'>,
+  cache: ConversationCache,
+  logger: Logger,
+): Promise<ClusterBusHandle> {
   const bus = await openBus(config, { logger: logger.child({ component: 'cluster-bus' }) });
   let stopSync: () => Promise<void>;
   try {

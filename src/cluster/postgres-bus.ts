@@ -193,7 +193,10 @@ export class PostgresBus implements ClusterBus {
     this.#listener = undefined;
     client.removeAllListeners('notification');
     client.end().catch(() => {});
-    this.#options.logger?.warn({ err: error === undefined ? undefined : { message: error.message } }, 'cluster bus: the PostgreSQL listening connection was lost; reconnecting');
+    this.#options.logger?.warn(
+      { err: error === undefined ? undefined : { message: error.message } },
+      'cluster bus: the PostgreSQL listening connection was lost; reconnecting',
+    );
     this.#reconnect(0);
   }
 

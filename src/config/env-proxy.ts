@@ -23,7 +23,9 @@ function proxyUrl(name: string, value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   const parsed = URL.canParse(value) ? new URL(value) : undefined;
   if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') {
-    throw new ConfigError(`${name} is not an http(s) URL of a proxy: ${JSON.stringify(value)}`, [{ path: name, message: 'expected a URL such as http://proxy.internal:3128' }]);
+    throw new ConfigError(`${name} is not an http(s) URL of a proxy: ${JSON.stringify(value)}`, [
+      { path: name, message: 'expected a URL such as http://proxy.internal:3128' },
+    ]);
   }
   return value;
 }

@@ -12,7 +12,10 @@ export const salonScript: ModelScript = (call) => {
   const said = [...call.history].reverse().find((item) => item.type === 'message' && item.role === 'user');
   const text = said?.type === 'message' ? said.content.toLowerCase() : '';
   // Each description is a quoted JSON string in the hidden block.
-  const appointments = [...call.instructions.matchAll(/^- id (\d+): (".*")$/gm)].map((match) => ({ id: Number(match[1]), description: JSON.parse(match[2]!) as string }));
+  const appointments = [...call.instructions.matchAll(/^- id (\d+): (".*")$/gm)].map((match) => ({
+    id: Number(match[1]),
+    description: JSON.parse(match[2]!) as string,
+  }));
   const words = text.split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 3);
   const meant = appointments.find((appointment) => words.some((word) => appointment.description.toLowerCase().includes(word))) ?? appointments[0];
 

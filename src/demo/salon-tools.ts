@@ -73,7 +73,7 @@ export function createSalonTools(options: { file: string; now?: () => Date }): S
     defineTool({
       name: 'cancel_appointment_by_id',
       focusIds: { appointment_id: 'appointment' },
-      description: 'Cancels one of the person\'s appointments by its id (from the hidden context).',
+      description: "Cancels one of the person's appointments by its id (from the hidden context).",
       input: z.object({ appointment_id: z.number().int().positive().describe('Id of the appointment, from the hidden context') }),
       run: ({ appointment_id }, ctx) => {
         if (!own(ctx.userId, appointment_id)) throw new Error(`No booked appointment ${appointment_id} for this person.`);
@@ -84,11 +84,17 @@ export function createSalonTools(options: { file: string; now?: () => Date }): S
     defineTool({
       name: 'reschedule_appointment_by_id',
       focusIds: { appointment_id: 'appointment' },
-      description: 'Moves one of the person\'s appointments to another date and time.',
+      description: "Moves one of the person's appointments to another date and time.",
       input: z.object({
         appointment_id: z.number().int().positive().describe('Id of the appointment, from the hidden context'),
-        date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe('New date, YYYY-MM-DD'),
-        time: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/).describe('New time, HH:MM (24 h)'),
+        date: z
+          .string()
+          .regex(/^\d{4}-\d{2}-\d{2}$/)
+          .describe('New date, YYYY-MM-DD'),
+        time: z
+          .string()
+          .regex(/^([01]\d|2[0-3]):[0-5]\d$/)
+          .describe('New time, HH:MM (24 h)'),
       }),
       run: ({ appointment_id, date, time }, ctx) => {
         if (!own(ctx.userId, appointment_id)) throw new Error(`No booked appointment ${appointment_id} for this person.`);

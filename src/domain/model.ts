@@ -93,8 +93,30 @@ export interface ToolCallRef {
  * A message to append; the session is given to `append`, the rest has defaults. `id` may be chosen by the caller (a
  * reply streamed under its id before it is stored keeps it); otherwise the store makes one.
  */
-export type NewMessage = { readonly id?: string } & Omit<StoredMessage, 'id' | 'sessionId' | 'seq' | 'createdAt' | 'tokenEstimate' | 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'> &
-  Partial<Pick<StoredMessage, 'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'>>;
+export type NewMessage = { readonly id?: string } & Omit<
+  StoredMessage,
+  | 'id'
+  | 'sessionId'
+  | 'seq'
+  | 'createdAt'
+  | 'tokenEstimate'
+  | 'toolCalls'
+  | 'toolCallId'
+  | 'model'
+  | 'inputTokens'
+  | 'outputTokens'
+  | 'cachedInputTokens'
+  | 'cost'
+  | 'currency'
+  | 'correlationId'
+  | 'meta'
+> &
+  Partial<
+    Pick<
+      StoredMessage,
+      'toolCalls' | 'toolCallId' | 'model' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'cost' | 'currency' | 'correlationId' | 'meta'
+    >
+  >;
 
 export type ToolCallStatus = 'running' | 'succeeded' | 'failed';
 

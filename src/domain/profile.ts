@@ -31,7 +31,9 @@ export interface ProfileFieldError {
 }
 
 /** A profile update: the settings it makes, or every refused field (nothing is applied then). */
-export type ProfileUpdateResult = { readonly ok: true; readonly settings: ProfileSettings } | { readonly ok: false; readonly errors: readonly ProfileFieldError[] };
+export type ProfileUpdateResult =
+  | { readonly ok: true; readonly settings: ProfileSettings }
+  | { readonly ok: false; readonly errors: readonly ProfileFieldError[] };
 
 /**
  * How the runtime reads, seeds and updates profiles without knowing the schema (the identity module's, handed in by

@@ -25,7 +25,13 @@ const BACKTICK = /`/g;
 export function quoteForPrompt(value: string, maxChars: number): string {
   const flat = value.replace(BIDI_CONTROL, '').replace(CONTROL_OR_BREAK, ' ').replace(/\s+/g, ' ').trim();
   const points = [...flat];
-  const cut = points.length > maxChars ? `${points.slice(0, Math.max(0, maxChars - 1)).join('').trimEnd()}…` : flat;
+  const cut =
+    points.length > maxChars
+      ? `${points
+          .slice(0, Math.max(0, maxChars - 1))
+          .join('')
+          .trimEnd()}…`
+      : flat;
   // JSON.stringify escapes quotes, backslashes and lone surrogates; the backtick is the one Markdown character left
   // that could still act inside a single line.
   return JSON.stringify(cut).replace(BACKTICK, '\\u0060');

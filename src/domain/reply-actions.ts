@@ -73,4 +73,6 @@ export type ReplyPlanProblemReason =
   | 'invalid_text'
   | 'unknown_message_id';
 
-export type CheckedReplyPlan = { readonly ok: true; readonly plan: ReplyPlan } | { readonly ok: false; readonly reason: ReplyPlanProblemReason; readonly problem: string };
+export type CheckedReplyPlan =
+  | { readonly ok: true; readonly plan: ReplyPlan }
+  | { readonly ok: false; readonly reason: ReplyPlanProblemReason; readonly problem: string };

@@ -92,7 +92,12 @@ export class IdentityAdmin {
     const result: ProfileUpdateResult = await profiles.update(userId, input);
     if (!result.ok) return { ok: false, error: { code: 'invalid', message: 'The profile update is invalid; nothing was changed.', fields: result.errors } };
     await store.transaction(async (tx) => {
-      await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: 'profile', fields: changedFields(input), ...actorDetails(actor) } });
+      await tx.identityEvents.add({
+        userId,
+        kind: 'admin_change',
+        actor: 'admin',
+        details: { change: 'profile', fields: changedFields(input), ...actorDetails(actor) },
+      });
       await tx.adminActions.record(operatorAction('profile', userId, actor, { fields: changedFields(input) }));
     });
     return { ok: true, value: result.settings };
@@ -104,7 +109,8 @@ export class IdentityAdmin {
     let digits: string | null = null;
     if (phone !== null) {
       const normalised = await normalisePhone(phone, this.#options.defaultRegion, { plusOptional: true });
-      if (!normalised.ok) return { ok: false, error: { code: 'invalid', message: normalised.message, fields: [{ path: 'phone', message: normalised.message }] } };
+      if (!normalised.ok)
+        return { ok: false, error: { code: 'invalid', message: normalised.message, fields: [{ path: 'phone', message: normalised.message }] } };
       digits = normalised.digits;
     }
     try {
@@ -113,17 +119,30 @@ export class IdentityAdmin {
         if (digits !== null) {
           const holder = await tx.users.findPhoneHolder(digits);
           if (holder && holder.user.id !== userId) {
-            return { ok: false, error: { code: 'conflict', message: 'Another user holds that phone number; move their accounts with POST /admin/relink, or remove it from them first.', holderUserId: holder.user.id } };
+            return {
+              ok: false,
+              error: {
+                code: 'conflict',
+                message: 'Another user holds that phone number; move their accounts with POST /admin/relink, or remove it from them first.',
+                holderUserId: holder.user.id,
+              },
+            };
           }
         }
         await tx.users.setPhone(userId, digits, 'admin');
-        await tx.identityEvents.add({ userId, kind: 'admin_change', actor: 'admin', details: { change: digits === null ? 'phone_removed' : 'phone_set', ...actorDetails(actor) } });
+        await tx.identityEvents.add({
+          userId,
+          kind: 'admin_change',
+          actor: 'admin',
+          details: { change: digits === null ? 'phone_removed' : 'phone_set', ...actorDetails(actor) },
+        });
         await tx.adminActions.record(operatorAction('phone', userId, actor, { change: digits === null ? 'phone_removed' : 'phone_set' }));
         return { ok: true, value: { phone: digits } };
       });
     } catch (error) {
       // A concurrent link took the number between our look and our write: the unique constraint decided.
-      if (error instanceof StoreError && error.code === 'conflict') return { ok: false, error: { code: 'conflict', message: 'Another user took that phone number at the same moment; nothing was changed.' } };
+      if (error instanceof StoreError && error.code === 'conflict')
+        return { ok: false, error: { code: 'conflict', message: 'Another user took that phone number at the same moment; nothing was changed.' } };
       throw error;
     }
   }
@@ -133,7 +152,10 @@ export class IdentityAdmin {
     const { store, cache, roleNames } = this.#options;
     if (role !== null && !roleNames.includes(role)) {
       const known = roleNames.length > 0 ? roleNames.join(', ') : 'none are configured';
-      return { ok: false, error: { code: 'invalid', message: `Unknown role "${role}" (known roles: ${known}).`, fields: [{ path: 'role', message: 'not a configured role' }] } };
+      return {
+        ok: false,
+        error: { code: 'invalid', message: `Unknown role "${role}" (known roles: ${known}).`, fields: [{ path: 'role', message: 'not a configured role' }] },
+      };
     }
     const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly role: string | null }>> => {
       if (!(await tx.users.findById(userId))) return notFound(userId);
@@ -155,7 +177,10 @@ export class IdentityAdmin {
    * `UserRepository.relinkAccount`), to another user. `channel` is the account's namespace (`telegram`), or the name
    * of a channel that maps to one (`telegram-bot`); the audit records the namespace.
    */
-  async relink(request: { readonly channel: string; readonly accountId: string; readonly toUserId: string }, actor: AdminActor): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> {
+  async relink(
+    request: { readonly channel: string; readonly accountId: string; readonly toUserId: string },
+    actor: AdminActor,
+  ): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> {
     const { store, cache } = this.#options;
     const input = { ...request, channel: this.#namespaceOf(request.channel) };
     const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly fromUserId: string; readonly toUserId: string }>> => {
@@ -174,7 +199,9 @@ export class IdentityAdmin {
         actor: 'admin',
         details: actorDetails(actor),
       });
-      await tx.adminActions.record(operatorAction('relink', input.toUserId, actor, { channel: input.channel, accountId: input.accountId, fromUserId: current.id }));
+      await tx.adminActions.record(
+        operatorAction('relink', input.toUserId, actor, { channel: input.channel, accountId: input.accountId, fromUserId: current.id }),
+      );
       return { ok: true, value: { fromUserId: current.id, toUserId: input.toUserId } };
     });
     if (result.ok) {

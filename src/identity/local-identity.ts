@@ -25,7 +25,11 @@ export class LocalIdentityResolver implements IdentityResolver {
   async resolve(claim: AccountClaim): Promise<ResolvedIdentity> {
     const { user } = await this.#store.users.resolveAccount({ channel: claim.channel, accountId: claim.accountId, displayName: claim.displayName ?? null });
     if (!claim.phone || this.#phones === undefined) return this.#withAccounts(user);
-    const phone = await linkPhone(this.#store, { channel: claim.channel, accountId: claim.accountId, phone: claim.phone, source: claim.phoneVerified === true ? 'channel' : 'typed' }, this.#phones);
+    const phone = await linkPhone(
+      this.#store,
+      { channel: claim.channel, accountId: claim.accountId, phone: claim.phone, source: claim.phoneVerified === true ? 'channel' : 'typed' },
+      this.#phones,
+    );
     if (phone.status !== 'set' && phone.status !== 'relinked') return { ...(await this.#withAccounts(user)), phone };
     const now = await this.#store.users.findByAccount(claim.channel, claim.accountId);
     return { ...(await this.#withAccounts(now ?? user)), phone };

@@ -44,8 +44,16 @@ type Connection = McpConnection;
 
 /** A user id as a directory may write it: a non-empty string, or an integer (turned into its decimal string). */
 const userIdSchema = z.union([
-  z.string().trim().min(1).max(MAX_USER_ID_CHARS).regex(/^[^\u0000]*$/, 'no NUL'),
-  z.number().int().transform((id) => String(id)),
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(MAX_USER_ID_CHARS)
+    .regex(/^[^\u0000]*$/, 'no NUL'),
+  z
+    .number()
+    .int()
+    .transform((id) => String(id)),
 ]);
 /** What the tool's answer must hold: the user under `user_id` or `id` (the first that is a valid id). */
 const answerSchema = z.looseObject({ user_id: z.unknown().optional(), id: z.unknown().optional() });
@@ -86,7 +94,11 @@ export class McpIdentityResolver implements IdentityResolver {
     try {
       this.#url = new URL(options.url);
     } catch (error) {
-      throw new ConfigError('identity.resolver.url is not an absolute URL', [{ path: 'identity.resolver.url', message: 'expected e.g. https://directory.example/mcp' }], { cause: error });
+      throw new ConfigError(
+        'identity.resolver.url is not an absolute URL',
+        [{ path: 'identity.resolver.url', message: 'expected e.g. https://directory.example/mcp' }],
+        { cause: error },
+      );
     }
     this.#tool = options.tool ?? DEFAULT_TOOL;
     const token = options.bearerToken;
@@ -280,4 +292,3 @@ function cacheKey(claim: AccountClaim): string {
 function describe(error: unknown): string {
   return error instanceof Error ? error.message.slice(0, 300) : String(error).slice(0, 300);
 }
-

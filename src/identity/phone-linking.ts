@@ -63,7 +63,8 @@ export async function linkPhone(store: Store, request: PhoneLinkRequest, policy:
 async function decide(tx: Store, request: PhoneLinkRequest, phone: string, verified: boolean, policy: PhonePolicy): Promise<PhoneLinkOutcome> {
   const { channel, accountId, source } = request;
   const current = await tx.users.findByAccount(channel, accountId);
-  if (current === undefined) throw new StoreError('not_found', `Channel account ${channel}/${accountId} is not bound to a user; resolve it before linking a phone.`);
+  if (current === undefined)
+    throw new StoreError('not_found', `Channel account ${channel}/${accountId} is not bound to a user; resolve it before linking a phone.`);
   const audit = { channel, accountId, actor: request.actor ?? 'system' };
   const holder = await tx.users.findPhoneHolder(phone);
 
@@ -89,7 +90,14 @@ async function decide(tx: Store, request: PhoneLinkRequest, phone: string, verif
     // Freed first: the unique constraint is checked per statement.
     await tx.users.setPhone(holder.user.id, null);
     await tx.users.setPhone(current.id, phone, source);
-    await tx.identityEvents.add({ ...audit, userId: holder.user.id, kind: 'phone_revoked', fromUserId: holder.user.id, toUserId: current.id, details: { source } });
+    await tx.identityEvents.add({
+      ...audit,
+      userId: holder.user.id,
+      kind: 'phone_revoked',
+      fromUserId: holder.user.id,
+      toUserId: current.id,
+      details: { source },
+    });
     await tx.identityEvents.add({ ...audit, userId: current.id, kind: 'phone_set', details: { source, replaced: current.phone !== null, revokedClaim: true } });
     return { status: 'set' };
   }
@@ -97,9 +105,23 @@ async function decide(tx: Store, request: PhoneLinkRequest, phone: string, verif
   const holderPhone = holder.verified ? 'verified' : 'typed';
   if (policy.onConflict === 'relink') {
     await tx.users.relinkAccount({ channel, accountId, userId: holder.user.id, carrySessions: true });
-    await tx.identityEvents.add({ ...audit, userId: holder.user.id, kind: 'relink', fromUserId: current.id, toUserId: holder.user.id, details: { source, holderPhone } });
+    await tx.identityEvents.add({
+      ...audit,
+      userId: holder.user.id,
+      kind: 'relink',
+      fromUserId: current.id,
+      toUserId: holder.user.id,
+      details: { source, holderPhone },
+    });
     return { status: 'relinked', fromUserId: current.id, toUserId: holder.user.id };
   }
-  await tx.identityEvents.add({ ...audit, userId: current.id, kind: 'conflict', fromUserId: current.id, toUserId: holder.user.id, details: { source, holderPhone, policy: 'conflict' } });
+  await tx.identityEvents.add({
+    ...audit,
+    userId: current.id,
+    kind: 'conflict',
+    fromUserId: current.id,
+    toUserId: holder.user.id,
+    details: { source, holderPhone, policy: 'conflict' },
+  });
   return { status: 'conflict' };
 }

@@ -8,14 +8,7 @@
  */
 
 /** Why a text is not a phone number Palaver can keep. */
-export type PhoneProblem =
-  | 'not_a_number'
-  | 'no_region'
-  | 'unknown_region'
-  | 'too_short'
-  | 'too_long'
-  | 'invalid_length'
-  | 'invalid_number';
+export type PhoneProblem = 'not_a_number' | 'no_region' | 'unknown_region' | 'too_short' | 'too_long' | 'invalid_length' | 'invalid_number';
 
 export type PhoneNormalisation =
   | { readonly ok: true; readonly digits: string }

@@ -50,7 +50,6 @@ export const profileUpdateSchema = z.strictObject({
   notification: z.strictObject({}).optional(),
 });
 
-
 /** What the channel said about the person, used only to seed a profile that does not exist yet. */
 export interface ProfileHints {
   /** Telegram's `language_code`, the browser's language. */
@@ -148,7 +147,14 @@ export function profileCodec(defaults: ProfileDefaults): ProfileCodec {
  */
 export function profileDefaultsFrom(config: {
   readonly agent: { readonly language: string; readonly timezone: string };
-  readonly profiles: { readonly defaults: { readonly interfaceLanguage?: string | undefined; readonly aiLanguage?: string | undefined; readonly timeZone?: string | undefined; readonly country?: string | undefined } };
+  readonly profiles: {
+    readonly defaults: {
+      readonly interfaceLanguage?: string | undefined;
+      readonly aiLanguage?: string | undefined;
+      readonly timeZone?: string | undefined;
+      readonly country?: string | undefined;
+    };
+  };
 }): ProfileDefaults {
   const { defaults } = config.profiles;
   const interfaceLanguage = defaults.interfaceLanguage ?? config.agent.language;

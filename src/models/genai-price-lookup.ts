@@ -19,11 +19,9 @@ export function genaiPriceLookup(): PriceLookup {
   return {
     async pricesOf(model: string, usage: TokenUsage, at: Date): Promise<ModelPrices | undefined> {
       const { calcPrice } = await (loaded ??= import('@pydantic/genai-prices'));
-      const found = calcPrice(
-        { input_tokens: usage.inputTokens, cache_read_tokens: usage.cachedInputTokens ?? 0, output_tokens: usage.outputTokens },
-        model,
-        { timestamp: at },
-      );
+      const found = calcPrice({ input_tokens: usage.inputTokens, cache_read_tokens: usage.cachedInputTokens ?? 0, output_tokens: usage.outputTokens }, model, {
+        timestamp: at,
+      });
       if (found === null) return undefined;
       const prices = found.model_price;
       const input = decimal(prices['input_mtok'], usage.inputTokens);

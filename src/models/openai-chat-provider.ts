@@ -60,24 +60,21 @@ export class OpenAIChatProvider implements ModelProvider {
       model: this.model,
       messages: toChatMessages(request.instructions, request.input),
       ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
-      ...(request.output ? { response_format: { type: 'json_schema', json_schema: { name: request.output.name, schema: { ...request.output.schema }, strict: true } } } : {}),
+      ...(request.output
+        ? { response_format: { type: 'json_schema', json_schema: { name: request.output.name, schema: { ...request.output.schema }, strict: true } } }
+        : {}),
       ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
       ...(this.#config.maxOutputTokens !== undefined ? { max_completion_tokens: this.#config.maxOutputTokens } : {}),
     };
     try {
-      return request.onTextDelta
-        ? await this.#stream(params, request, request.onTextDelta)
-        : await this.#once(params, request);
+      return request.onTextDelta ? await this.#stream(params, request, request.onTextDelta) : await this.#once(params, request);
     } catch (error) {
       throw toModelError(error, this.model, this.#config.apiKey);
     }
   }
 
   async #once(params: ChatCompletionCreateParamsBase, request: ModelRequest): Promise<ModelResponse> {
-    const completion: ChatCompletion = await this.#client.chat.completions.create(
-      { ...params, stream: false },
-      requestOptions(request),
-    );
+    const completion: ChatCompletion = await this.#client.chat.completions.create({ ...params, stream: false }, requestOptions(request));
     const message = completion.choices[0]?.message;
     if (!message) throw new ModelError('invalid_output', this.model, `Model ${this.model} answered without any choice.`);
     const toolCalls: ModelToolCall[] = [];
@@ -94,15 +91,8 @@ export class OpenAIChatProvider implements ModelProvider {
     };
   }
 
-  async #stream(
-    params: ChatCompletionCreateParamsBase,
-    request: ModelRequest,
-    onTextDelta: (delta: string) => void,
-  ): Promise<ModelResponse> {
-    const stream = await this.#client.chat.completions.create(
-      { ...params, stream: true, stream_options: { include_usage: true } },
-      requestOptions(request),
-    );
+  async #stream(params: ChatCompletionCreateParamsBase, request: ModelRequest, onTextDelta: (delta: string) => void): Promise<ModelResponse> {
+    const stream = await this.#client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions(request));
     let text = '';
     let usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
     // Tool calls arrive as fragments keyed by `index`: the first carries id and name, later ones append arguments.
@@ -159,10 +149,7 @@ export function toChatMessages(instructions: string, input: readonly ModelInputI
           open = { role: 'assistant', content: null };
           messages.push(open);
         }
-        open.tool_calls = [
-          ...(open.tool_calls ?? []),
-          { id: item.callId, type: 'function', function: { name: item.name, arguments: item.arguments } },
-        ];
+        open.tool_calls = [...(open.tool_calls ?? []), { id: item.callId, type: 'function', function: { name: item.name, arguments: item.arguments } }];
         break;
       }
       case 'tool_result':

@@ -68,20 +68,14 @@ export function isStaleChainError(error: unknown): boolean {
  */
 export function toModelError(error: unknown, model: string, secret?: string): ModelError {
   if (error instanceof ModelError) return error;
-  const scrub = (text: string): string =>
-    secret && secret !== PLACEHOLDER_API_KEY ? text.split(secret).join('[redacted]') : text;
+  const scrub = (text: string): string => (secret && secret !== PLACEHOLDER_API_KEY ? text.split(secret).join('[redacted]') : text);
 
   if (error instanceof APIUserAbortError) {
     return new ModelError('unreachable', model, `Model ${model}: the call was aborted by the caller.`, { cause: error });
   }
   // The second: the answer's body did not arrive within the timeout (see `withAnswerDeadline`).
   if (error instanceof APIConnectionTimeoutError || (error instanceof DOMException && error.name === 'TimeoutError')) {
-    return new ModelError(
-      'unreachable',
-      model,
-      `Model ${model} did not answer in time; raise model.timeoutMs or check the endpoint's load.`,
-      { cause: error },
-    );
+    return new ModelError('unreachable', model, `Model ${model} did not answer in time; raise model.timeoutMs or check the endpoint's load.`, { cause: error });
   }
   if (error instanceof APIConnectionError) {
     return new ModelError(

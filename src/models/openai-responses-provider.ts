@@ -1,11 +1,5 @@
 import type OpenAI from 'openai';
-import type {
-  Response,
-  ResponseCreateParamsBase,
-  ResponseInputItem,
-  ResponseUsage,
-  Tool,
-} from 'openai/resources/responses/responses';
+import type { Response, ResponseCreateParamsBase, ResponseInputItem, ResponseUsage, Tool } from 'openai/resources/responses/responses';
 import type { ModelEndpointConfig } from '../config/schema.js';
 import { ModelError } from '../domain/errors.js';
 import type { TokenUsage } from '../domain/model.js';

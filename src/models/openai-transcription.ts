@@ -83,7 +83,11 @@ export function createTranscriber(config: TranscriberConfig): Transcriber {
     }
     const text = transcriptText(result);
     if (text === undefined) {
-      throw new ModelError('invalid_output', model, `Transcription model ${model} answered without a text field; check transcription.baseUrl points at an OpenAI-compatible /audio/transcriptions.`);
+      throw new ModelError(
+        'invalid_output',
+        model,
+        `Transcription model ${model} answered without a text field; check transcription.baseUrl points at an OpenAI-compatible /audio/transcriptions.`,
+      );
     }
     return text.trim();
   };

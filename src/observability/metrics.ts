@@ -66,10 +66,30 @@ export class PalaverMetrics {
     const prom = require('prom-client') as typeof PromClient;
     const registry = (this.registry = new prom.Registry());
     this.turns = new prom.Counter({ name: 'palaver_turns_total', help: 'Turns run, by outcome', labelNames: ['status'] as const, registers: [registry] });
-    this.turnSeconds = new prom.Histogram({ name: 'palaver_turn_seconds', help: 'Turn duration', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60], registers: [registry] });
-    this.modelCalls = new prom.Counter({ name: 'palaver_model_calls_total', help: 'Model calls, by model and path', labelNames: ['model', 'path'] as const, registers: [registry] });
-    this.modelFailures = new prom.Counter({ name: 'palaver_model_failures_total', help: 'Failed model calls, by path', labelNames: ['path'] as const, registers: [registry] });
-    this.tokens = new prom.Counter({ name: 'palaver_tokens_total', help: 'Tokens of answered model calls, by model and kind (input includes cached)', labelNames: ['model', 'kind'] as const, registers: [registry] });
+    this.turnSeconds = new prom.Histogram({
+      name: 'palaver_turn_seconds',
+      help: 'Turn duration',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+      registers: [registry],
+    });
+    this.modelCalls = new prom.Counter({
+      name: 'palaver_model_calls_total',
+      help: 'Model calls, by model and path',
+      labelNames: ['model', 'path'] as const,
+      registers: [registry],
+    });
+    this.modelFailures = new prom.Counter({
+      name: 'palaver_model_failures_total',
+      help: 'Failed model calls, by path',
+      labelNames: ['path'] as const,
+      registers: [registry],
+    });
+    this.tokens = new prom.Counter({
+      name: 'palaver_tokens_total',
+      help: 'Tokens of answered model calls, by model and kind (input includes cached)',
+      labelNames: ['model', 'kind'] as const,
+      registers: [registry],
+    });
     this.modelCallSeconds = new prom.Histogram({
       name: 'palaver_model_call_seconds',
       help: 'Model call duration, by model and outcome (ok, unreachable, refused, stale_chain, invalid_output, error)',
@@ -88,7 +108,12 @@ export class PalaverMetrics {
         for (const [currency, total] of costs) this.inc({ currency }, total.toNumber());
       },
     });
-    this.toolCalls = new prom.Counter({ name: 'palaver_tool_calls_total', help: 'Tool calls, by tool and outcome', labelNames: ['tool', 'outcome'] as const, registers: [registry] });
+    this.toolCalls = new prom.Counter({
+      name: 'palaver_tool_calls_total',
+      help: 'Tool calls, by tool and outcome',
+      labelNames: ['tool', 'outcome'] as const,
+      registers: [registry],
+    });
     this.toolCallSeconds = new prom.Histogram({
       name: 'palaver_tool_call_seconds',
       help: 'Tool call duration as the runtime sees it, by tool and outcome (ok, error, failed)',
@@ -107,19 +132,48 @@ export class PalaverMetrics {
         this.set(total);
       },
     });
-    this.toolLimits = new prom.Counter({ name: 'palaver_tool_limit_hits_total', help: 'Tool calls refused or loops ended by a limit', labelNames: ['limit'] as const, registers: [registry] });
+    this.toolLimits = new prom.Counter({
+      name: 'palaver_tool_limit_hits_total',
+      help: 'Tool calls refused or loops ended by a limit',
+      labelNames: ['limit'] as const,
+      registers: [registry],
+    });
     this.duplicates = new prom.Counter({ name: 'palaver_inbound_duplicates_total', help: 'Redelivered inbound messages ignored', registers: [registry] });
-    this.deadLetters = new prom.Counter({ name: 'palaver_channel_dead_letters_total', help: 'Inbound updates a channel gave up on (kept as dead letters), by reason', labelNames: ['channel', 'reason'] as const, registers: [registry] });
+    this.deadLetters = new prom.Counter({
+      name: 'palaver_channel_dead_letters_total',
+      help: 'Inbound updates a channel gave up on (kept as dead letters), by reason',
+      labelNames: ['channel', 'reason'] as const,
+      registers: [registry],
+    });
     this.turnsFencedOut = new prom.Counter({
       name: 'palaver_turns_fenced_out_total',
       help: 'Turns stopped because another process took their conversation over while they ran (this process was paused or cut off); they stored and sent nothing',
       registers: [registry],
     });
-    this.turnsAbandoned = new prom.Counter({ name: 'palaver_turns_abandoned_total', help: 'Inbound messages answered with an apology (or dropped) after their turns failed inbox.maxTurnAttempts times', registers: [registry] });
+    this.turnsAbandoned = new prom.Counter({
+      name: 'palaver_turns_abandoned_total',
+      help: 'Inbound messages answered with an apology (or dropped) after their turns failed inbox.maxTurnAttempts times',
+      registers: [registry],
+    });
     this.repliesCut = new prom.Counter({ name: 'palaver_replies_cut_total', help: 'Model replies cut to agent.maxReplyChars', registers: [registry] });
-    this.replyActionsInvalid = new prom.Counter({ name: 'palaver_reply_actions_invalid_total', help: 'Model answers refused as reply actions (invalid JSON, unknown action, a limit, an invented message id), by reason', labelNames: ['reason'] as const, registers: [registry] });
-    this.replyPartsPostponed = new prom.Counter({ name: 'palaver_reply_parts_postponed_total', help: 'Reply parts kept in the outbox to be sent later because the channel asked to wait, by channel', labelNames: ['channel'] as const, registers: [registry] });
-    this.recordedMessages = new prom.Counter({ name: 'palaver_recorded_messages_total', help: 'Messages stored without a turn (history import, the owner\'s own words), by channel and source', labelNames: ['channel', 'source'] as const, registers: [registry] });
+    this.replyActionsInvalid = new prom.Counter({
+      name: 'palaver_reply_actions_invalid_total',
+      help: 'Model answers refused as reply actions (invalid JSON, unknown action, a limit, an invented message id), by reason',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    });
+    this.replyPartsPostponed = new prom.Counter({
+      name: 'palaver_reply_parts_postponed_total',
+      help: 'Reply parts kept in the outbox to be sent later because the channel asked to wait, by channel',
+      labelNames: ['channel'] as const,
+      registers: [registry],
+    });
+    this.recordedMessages = new prom.Counter({
+      name: 'palaver_recorded_messages_total',
+      help: "Messages stored without a turn (history import, the owner's own words), by channel and source",
+      labelNames: ['channel', 'source'] as const,
+      registers: [registry],
+    });
     // Every channel's metrics, whether it runs or not: a dashboard sees its series at 0 rather than missing.
     for (const plugin of options.channels ?? []) if (plugin.metrics) this.#channels.set(plugin.name, plugin.metrics(prom, registry));
     if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });

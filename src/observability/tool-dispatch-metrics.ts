@@ -27,15 +27,28 @@ export class ToolDispatchMetrics {
   constructor(registry: PromClient.Registry, backlog?: StreamBacklog) {
     const prom = require('prom-client') as typeof PromClient;
     const registers = [registry];
-    this.calls = new prom.Counter({ name: 'palaver_tool_dispatch_calls_total', help: 'Tool calls sent to workers over Redis Streams, by outcome', labelNames: ['outcome'] as const, registers });
-    this.attemptTimeouts = new prom.Counter({ name: 'palaver_tool_dispatch_attempt_timeouts_total', help: 'Attempts of streamed tool calls that got no result within tools.callTimeoutMs', registers });
+    this.calls = new prom.Counter({
+      name: 'palaver_tool_dispatch_calls_total',
+      help: 'Tool calls sent to workers over Redis Streams, by outcome',
+      labelNames: ['outcome'] as const,
+      registers,
+    });
+    this.attemptTimeouts = new prom.Counter({
+      name: 'palaver_tool_dispatch_attempt_timeouts_total',
+      help: 'Attempts of streamed tool calls that got no result within tools.callTimeoutMs',
+      registers,
+    });
     this.roundTripSeconds = new prom.Histogram({
       name: 'palaver_tool_dispatch_round_trip_seconds',
       help: 'Streamed tool calls: outbox write to result, including the tool run',
       buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    this.republished = new prom.Counter({ name: 'palaver_tool_dispatch_republished_total', help: 'Outbox entries published again after Redis lost its data', registers });
+    this.republished = new prom.Counter({
+      name: 'palaver_tool_dispatch_republished_total',
+      help: 'Outbox entries published again after Redis lost its data',
+      registers,
+    });
     if (backlog) {
       // A failed read leaves the gauge at its last value: the scrape itself still succeeds.
       new prom.Gauge({
@@ -43,7 +56,10 @@ export class ToolDispatchMetrics {
         help: 'Entries in the tool call stream (XLEN)',
         registers,
         async collect() {
-          await backlog.length().then((value) => this.set(value), () => undefined);
+          await backlog.length().then(
+            (value) => this.set(value),
+            () => undefined,
+          );
         },
       });
       new prom.Gauge({
@@ -51,7 +67,10 @@ export class ToolDispatchMetrics {
         help: 'Tool calls delivered to workers and not yet acknowledged (XPENDING)',
         registers,
         async collect() {
-          await backlog.pending().then((value) => this.set(value), () => undefined);
+          await backlog.pending().then(
+            (value) => this.set(value),
+            () => undefined,
+          );
         },
       });
     }

@@ -25,10 +25,29 @@ export class ToolWorkerMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const prom = require('prom-client') as typeof PromClient;
     const registry = (this.registry = new prom.Registry());
-    this.calls = new prom.Counter({ name: 'palaver_worker_tool_calls_total', help: 'Tool call entries handled by this worker, by tool and outcome', labelNames: ['tool', 'outcome'] as const, registers: [registry] });
-    this.failures = new prom.Counter({ name: 'palaver_worker_tool_failures_total', help: 'Tool calls that ended in an error or could not be run, by tool', labelNames: ['tool'] as const, registers: [registry] });
-    this.reclaims = new prom.Counter({ name: 'palaver_worker_reclaims_total', help: 'Stream entries taken over from a worker presumed dead (XAUTOCLAIM)', registers: [registry] });
-    this.deadLetters = new prom.Counter({ name: 'palaver_worker_dead_letters_total', help: 'Tool calls moved to the dead-letter stream after tools.maxAttempts, by tool', labelNames: ['tool'] as const, registers: [registry] });
+    this.calls = new prom.Counter({
+      name: 'palaver_worker_tool_calls_total',
+      help: 'Tool call entries handled by this worker, by tool and outcome',
+      labelNames: ['tool', 'outcome'] as const,
+      registers: [registry],
+    });
+    this.failures = new prom.Counter({
+      name: 'palaver_worker_tool_failures_total',
+      help: 'Tool calls that ended in an error or could not be run, by tool',
+      labelNames: ['tool'] as const,
+      registers: [registry],
+    });
+    this.reclaims = new prom.Counter({
+      name: 'palaver_worker_reclaims_total',
+      help: 'Stream entries taken over from a worker presumed dead (XAUTOCLAIM)',
+      registers: [registry],
+    });
+    this.deadLetters = new prom.Counter({
+      name: 'palaver_worker_dead_letters_total',
+      help: 'Tool calls moved to the dead-letter stream after tools.maxAttempts, by tool',
+      labelNames: ['tool'] as const,
+      registers: [registry],
+    });
     this.callSeconds = new prom.Histogram({
       name: 'palaver_worker_tool_call_seconds',
       help: 'Time a tool ran on this worker',

@@ -16,5 +16,8 @@ export function addressGroup(address: string): string {
   // A trailing dotted IPv4 part (`64:ff9b::192.0.2.1`) fills two groups.
   if (right.at(-1)?.includes('.') === true) right.push('0');
   const groups = lower.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((group) => Number.parseInt(group, 16).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((group) => Number.parseInt(group, 16).toString(16))
+    .join(':')}::/64`;
 }

@@ -29,7 +29,10 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
     if (expected === undefined) {
       if (!isLoopbackAddress(remoteAddress(c))) {
         return c.json(
-          errorBody('forbidden', 'Only local clients are served when no API key is configured. Set PALAVER_API_KEY (server.apiKey) and send it as "Authorization: Bearer <key>".'),
+          errorBody(
+            'forbidden',
+            'Only local clients are served when no API key is configured. Set PALAVER_API_KEY (server.apiKey) and send it as "Authorization: Bearer <key>".',
+          ),
           403,
         );
       }
@@ -55,7 +58,10 @@ export function adminTokenAuth(adminToken: string | undefined): MiddlewareHandle
   const expected = adminToken === undefined ? undefined : digest(adminToken);
   return async (c, next) => {
     if (expected === undefined) {
-      return c.json(errorBody('admin_disabled', 'The admin API is off. Set PALAVER_ADMIN_TOKEN (server.adminToken) and send it as "Authorization: Bearer <token>".'), 403);
+      return c.json(
+        errorBody('admin_disabled', 'The admin API is off. Set PALAVER_ADMIN_TOKEN (server.adminToken) and send it as "Authorization: Bearer <token>".'),
+        403,
+      );
     }
     const presented = bearerToken(c.req.header('authorization'));
     if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {

@@ -22,6 +22,8 @@ export function readBrowserAsset(file: BrowserAsset, dir: string = BROWSER_ASSET
   try {
     return readFileSync(join(dir, file), 'utf8');
   } catch (error) {
-    throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${dir}; run \`npm run build\` to put the browser libraries there.`, { cause: error });
+    throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${dir}; run \`npm run build\` to put the browser libraries there.`, {
+      cause: error,
+    });
   }
 }

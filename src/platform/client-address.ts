@@ -27,7 +27,10 @@ export function clientAddressResolver(trustedProxies: readonly string[] = []): C
   return (c) => {
     const peer = peerAddress(c);
     if (peer === undefined || !isTrusted(peer)) return peer;
-    const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((hop) => hop.trim()).filter((hop) => hop !== '');
+    const hops = (c.req.header('x-forwarded-for') ?? '')
+      .split(',')
+      .map((hop) => hop.trim())
+      .filter((hop) => hop !== '');
     for (let index = hops.length - 1; index >= 0; index -= 1) {
       const hop = hops[index]!;
       if (isIP(unmapped(hop)) === 0) return peer; // a proxy that writes something else is not one to follow

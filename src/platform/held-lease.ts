@@ -172,7 +172,10 @@ export class HeldLease {
       this.#lost = true;
       this.#stopTimer();
       const current = await this.#options.leases.get(this.key).catch(() => undefined);
-      this.#options.logger?.warn({ key: this.key, holder: this.holder, takenBy: current?.holder }, 'lease lost to another process (this one stalled past it): stopping what it guards here');
+      this.#options.logger?.warn(
+        { key: this.key, holder: this.holder, takenBy: current?.holder },
+        'lease lost to another process (this one stalled past it): stopping what it guards here',
+      );
       this.#options.onLost?.(current);
     }
     return false;

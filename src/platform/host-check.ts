@@ -53,7 +53,10 @@ export function hostGuard(options: HostCheckOptions): MiddlewareHandler {
     const host = c.req.header('host') ?? safeUrlHost(c.req.url);
     if (check.allows(host)) return next();
     return c.json(
-      errorBody('misdirected_host', `This server does not answer to the host ${JSON.stringify((host ?? '').slice(0, 200))}; add it to server.allowedHosts if it is this server's name.`),
+      errorBody(
+        'misdirected_host',
+        `This server does not answer to the host ${JSON.stringify((host ?? '').slice(0, 200))}; add it to server.allowedHosts if it is this server's name.`,
+      ),
       421,
     );
   };

@@ -24,7 +24,10 @@ const TERMINATE_SESSION_MS = 1_000;
 
 /** Opens a session (initialize within `timeoutMs`); a failed open leaves nothing behind. */
 export async function openMcpConnection(options: OpenMcpConnectionOptions): Promise<McpConnection> {
-  const transport = new StreamableHTTPClientTransport(options.url, { requestInit: { headers: { ...options.headers } }, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  const transport = new StreamableHTTPClientTransport(options.url, {
+    requestInit: { headers: { ...options.headers } },
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
   const client = new Client({ ...options.clientInfo });
   options.configure?.(client);
   try {
@@ -41,7 +44,10 @@ export async function openMcpConnection(options: OpenMcpConnectionOptions): Prom
  * server may be gone), then closes the client. Never throws.
  */
 export async function closeMcpConnection(connection: McpConnection): Promise<void> {
-  await withDeadline(connection.transport.terminateSession().catch(() => undefined), TERMINATE_SESSION_MS);
+  await withDeadline(
+    connection.transport.terminateSession().catch(() => undefined),
+    TERMINATE_SESSION_MS,
+  );
   await connection.client.close().catch(() => undefined);
 }
 

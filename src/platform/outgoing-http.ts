@@ -42,7 +42,11 @@ export function createOutgoingHttp(options: OutgoingHttpOptions = {}): OutgoingH
   const callOut = async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
     const loaded = await (undici ??= import('undici'));
     dispatcher ??= createDispatcher(loaded, options);
-    return (await loaded.fetch(input as Undici.RequestInfo, { ...(init as Undici.RequestInit), ...forUndici(loaded, init), dispatcher })) as unknown as Response;
+    return (await loaded.fetch(input as Undici.RequestInfo, {
+      ...(init as Undici.RequestInit),
+      ...forUndici(loaded, init),
+      dispatcher,
+    })) as unknown as Response;
   };
   return {
     fetch: callOut as typeof fetch,
@@ -82,5 +86,11 @@ function createDispatcher({ Agent, EnvHttpProxyAgent }: typeof Undici, options: 
   // Given explicitly (empty for "none"), so that undici does not read the environment itself. An http: URL is
   // forwarded to an http: proxy as a plain request, as curl does (proxies often allow CONNECT only to port 443); an
   // https: URL goes through a CONNECT tunnel.
-  return new EnvHttpProxyAgent({ ...settings, httpProxy: httpProxy ?? '', httpsProxy: httpsProxy ?? '', noProxy: noProxy ?? '', proxyTunnel: false } as Undici.EnvHttpProxyAgent.Options);
+  return new EnvHttpProxyAgent({
+    ...settings,
+    httpProxy: httpProxy ?? '',
+    httpsProxy: httpsProxy ?? '',
+    noProxy: noProxy ?? '',
+    proxyTunnel: false,
+  } as Undici.EnvHttpProxyAgent.Options);
 }

@@ -17,7 +17,14 @@ export const ADD_COST_FUNCTION = 'palaver_add_cost';
 const addCostFunction = (a: unknown, b: unknown): string => addCosts(String(a), String(b));
 
 // journal_size_limit: after the WAL starts over, its file is cut back to 64 MiB rather than keeping its peak size.
-const PRAGMAS = ['journal_mode = WAL', 'synchronous = NORMAL', 'foreign_keys = ON', 'busy_timeout = 5000', 'journal_size_limit = 67108864', 'temp_store = MEMORY'];
+const PRAGMAS = [
+  'journal_mode = WAL',
+  'synchronous = NORMAL',
+  'foreign_keys = ON',
+  'busy_timeout = 5000',
+  'journal_size_limit = 67108864',
+  'temp_store = MEMORY',
+];
 
 /** A database opened by one of the bindings, and a way to run statements on it that return nothing. */
 export interface OpenedSqlite {
@@ -35,7 +42,8 @@ export function openWithBetterSqlite3(path: string): OpenedSqlite {
 
 export function openWithNodeSqlite(path: string): OpenedSqlite {
   const sqlite = nodeSqlite();
-  if (!sqlite) throw new StoreError('unreachable', `node:sqlite is not available on Node ${process.versions.node}; use Node 22.16+ or the better-sqlite3 driver.`);
+  if (!sqlite)
+    throw new StoreError('unreachable', `node:sqlite is not available on Node ${process.versions.node}; use Node 22.16+ or the better-sqlite3 driver.`);
   const database = new sqlite.DatabaseSync(path);
   for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
   database.function(ADD_COST_FUNCTION, { deterministic: true }, addCostFunction);
@@ -62,7 +70,9 @@ type SqlValue = null | number | bigint | string | NodeJS.ArrayBufferView;
 
 /** The slice of `node:sqlite` used here (typed locally: Node 20's type definitions do not have the module). */
 interface NodeSqliteModule {
-  readonly DatabaseSync: new (path: string) => {
+  readonly DatabaseSync: new (
+    path: string,
+  ) => {
     exec(sql: string): void;
     function(name: string, options: { deterministic: boolean }, fn: (...args: any[]) => unknown): void;
     prepare(sql: string): {
@@ -81,4 +91,3 @@ export function nodeSqlite(): NodeSqliteModule | undefined {
   const sqlite = loadNodeSqlite() as NodeSqliteModule | undefined;
   return typeof sqlite?.StatementSync?.prototype?.columns === 'function' ? sqlite : undefined;
 }
-

@@ -56,7 +56,12 @@ export interface CallKeys {
 
 export function callKeys(redis: Pick<RedisConnection, 'key'>, correlationId: string, toolCallId: string): CallKeys {
   const id = `${correlationId}:${toolCallId}`;
-  return { result: redis.key(`tools.result:${id}`), cancelled: redis.key(`tools.cancelled:${id}`), claim: redis.key(`tools.claim:${id}`), call: redis.key(`tools.call:${id}`) };
+  return {
+    result: redis.key(`tools.result:${id}`),
+    cancelled: redis.key(`tools.cancelled:${id}`),
+    claim: redis.key(`tools.claim:${id}`),
+    call: redis.key(`tools.call:${id}`),
+  };
 }
 
 /** The two scripts, loaded once and run by SHA (loaded again when Redis lost them, e.g. after a restart). */
@@ -74,13 +79,11 @@ export class CallClaims {
 
   async claim(keys: CallKeys): Promise<ClaimOutcome> {
     const { claimTtlMs, maxAttempts, stateTtlMs } = this.#settings;
-    const reply = (await this.#run(CLAIM_SCRIPT, [keys.result, keys.cancelled, keys.claim, keys.call], [
-      this.#workerId,
-      String(claimTtlMs),
-      String(maxAttempts),
-      String(stateTtlMs),
-      `worker ${this.#workerId} started the call and stopped before it finished`,
-    ])) as string[];
+    const reply = (await this.#run(
+      CLAIM_SCRIPT,
+      [keys.result, keys.cancelled, keys.claim, keys.call],
+      [this.#workerId, String(claimTtlMs), String(maxAttempts), String(stateTtlMs), `worker ${this.#workerId} started the call and stopped before it finished`],
+    )) as string[];
     switch (reply[0]) {
       case 'done':
         return { kind: 'done', result: reply[1]! };

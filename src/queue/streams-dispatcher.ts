@@ -150,7 +150,13 @@ export class StreamsToolDispatcher implements ToolDispatcher {
           if (attempt === 1) await store.transaction((tx) => this.#record(tx, request));
           return failure(request, `The call to ${request.tool} could not be sent to a tool worker (its request is too large or malformed).`);
         }
-        const entry = { callKey: request.idempotencyKey, responseChannel: this.#responseChannel, payload: JSON.stringify(payload), attempt, deadline: payload.deadline };
+        const entry = {
+          callKey: request.idempotencyKey,
+          responseChannel: this.#responseChannel,
+          payload: JSON.stringify(payload),
+          attempt,
+          deadline: payload.deadline,
+        };
         if (attempt === 1) {
           // The same call settled a moment ago (a resumed turn sends it again): its pending removal must not take this entry.
           await this.#relay.reopen(request.idempotencyKey);
@@ -163,7 +169,12 @@ export class StreamsToolDispatcher implements ToolDispatcher {
           await store.toolOutbox.put(entry);
         }
         if (completed === undefined) void this.#relay.publish(entry);
-        const outcome = await this.#wait(settings.callTimeoutMs, signal, (resume) => (wake = resume), () => completed !== undefined);
+        const outcome = await this.#wait(
+          settings.callTimeoutMs,
+          signal,
+          (resume) => (wake = resume),
+          () => completed !== undefined,
+        );
         if (completed !== undefined) {
           this.#relay.settle(request.idempotencyKey);
           if (!this.#verified(request, completed)) {
@@ -203,7 +214,11 @@ export class StreamsToolDispatcher implements ToolDispatcher {
   #verified(request: ToolCallRequest, completed: ToolCallCompleted): boolean {
     const secret = this.#options.settings.resultSecret;
     if (secret === undefined) return true;
-    return hasValidSignature(secret, { correlationId: request.correlationId, toolCallId: request.callId, toolName: request.tool, userId: request.userId, arguments: request.arguments }, completed);
+    return hasValidSignature(
+      secret,
+      { correlationId: request.correlationId, toolCallId: request.callId, toolName: request.tool, userId: request.userId, arguments: request.arguments },
+      completed,
+    );
   }
 
   /** Records the call as running (a call recorded before, e.g. by a turn resumed, keeps its record). */
@@ -220,7 +235,12 @@ export class StreamsToolDispatcher implements ToolDispatcher {
   }
 
   /** Waits for a result, the attempt's timeout, the turn's abort or the dispatcher's close, whichever comes first. */
-  #wait(timeoutMs: number, signal: AbortSignal | undefined, setWake: (wake: () => void) => void, done: () => boolean): Promise<'done' | 'timeout' | 'aborted' | 'closing'> {
+  #wait(
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    setWake: (wake: () => void) => void,
+    done: () => boolean,
+  ): Promise<'done' | 'timeout' | 'aborted' | 'closing'> {
     if (done()) return Promise.resolve('done');
     if (signal?.aborted) return Promise.resolve('aborted');
     if (this.#closing.signal.aborted) return Promise.resolve('closing');
@@ -305,7 +325,8 @@ export class StreamsToolDispatcher implements ToolDispatcher {
     }
     const waiter = this.#waiters.get(routeOf(completed.correlationId, completed.toolCallId));
     if (waiter) waiter(completed);
-    else this.#options.logger.debug({ correlationId: completed.correlationId, toolCallId: completed.toolCallId }, 'tool result for a call no longer waited for');
+    else
+      this.#options.logger.debug({ correlationId: completed.correlationId, toolCallId: completed.toolCallId }, 'tool result for a call no longer waited for');
   }
 }
 

@@ -41,12 +41,18 @@ export async function startStreamsTools(config: PalaverConfig, store: Store, log
     await redis.close();
     throw error;
   }
-  logger.info({ redis: describeRedisUrl(config.redis.url), stream: config.tools.stream, responseChannel: dispatcher.responseChannel }, 'tool calls go to workers over Redis Streams');
+  logger.info(
+    { redis: describeRedisUrl(config.redis.url), stream: config.tools.stream, responseChannel: dispatcher.responseChannel },
+    'tool calls go to workers over Redis Streams',
+  );
   return {
     dispatcher,
     catalogue: new WorkerToolCatalogue(redis, { logger }),
     async backlog() {
-      const [backlog, deadLetters] = await Promise.all([streamBacklog(redis, config.tools.stream, config.tools.group), redis.client.xLen(redis.key(`${config.tools.stream}.dead`))]);
+      const [backlog, deadLetters] = await Promise.all([
+        streamBacklog(redis, config.tools.stream, config.tools.group),
+        redis.client.xLen(redis.key(`${config.tools.stream}.dead`)),
+      ]);
       return { backlog, deadLetters };
     },
     async health() {

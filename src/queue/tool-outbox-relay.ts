@@ -195,7 +195,12 @@ export class ToolOutboxRelay {
     const left = await this.#options.outbox.list(this.#options.responseChannel, { dueOnly: false, limit: LEFT_OVER_LIMIT });
     const now = this.#now();
     for (let start = 0; start < left.length && !this.#closed; start += BATCH) {
-      await Promise.all(left.slice(start, start + BATCH).filter((entry) => entry.deadline >= now).map((entry) => this.publish(entry)));
+      await Promise.all(
+        left
+          .slice(start, start + BATCH)
+          .filter((entry) => entry.deadline >= now)
+          .map((entry) => this.publish(entry)),
+      );
     }
   }
 

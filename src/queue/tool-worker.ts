@@ -79,7 +79,14 @@ export class ToolWorker {
   #slotFreed: (() => void) | undefined;
   #stopped: Promise<void> | undefined;
 
-  constructor(options: { redis: RedisConnection; dispatcher: ToolDispatcher; listTools: () => Promise<readonly CatalogueTool[]>; settings: ToolWorkerSettings; metrics: ToolWorkerMetrics; logger: Logger }) {
+  constructor(options: {
+    redis: RedisConnection;
+    dispatcher: ToolDispatcher;
+    listTools: () => Promise<readonly CatalogueTool[]>;
+    settings: ToolWorkerSettings;
+    metrics: ToolWorkerMetrics;
+    logger: Logger;
+  }) {
     this.#redis = options.redis;
     this.#dispatcher = options.dispatcher;
     this.#settings = options.settings;
@@ -92,7 +99,13 @@ export class ToolWorker {
       maxAttempts: this.#settings.maxAttempts,
       stateTtlMs: this.#settings.resultTtlMs,
     });
-    this.#catalogue = new CataloguePublisher({ redis: this.#redis, workerId: this.#settings.workerId, listTools: options.listTools, heartbeatMs: this.#settings.heartbeatMs, logger: this.#logger });
+    this.#catalogue = new CataloguePublisher({
+      redis: this.#redis,
+      workerId: this.#settings.workerId,
+      listTools: options.listTools,
+      heartbeatMs: this.#settings.heartbeatMs,
+      logger: this.#logger,
+    });
   }
 
   get workerId(): string {
@@ -164,7 +177,12 @@ export class ToolWorker {
       }
       let entries: StreamEntry[];
       try {
-        const reply = await this.#reader!.xReadGroup(this.#settings.group, this.#settings.workerId, { key: this.#streamKey, id: '>' }, { COUNT: free, BLOCK: this.#settings.blockMs });
+        const reply = await this.#reader!.xReadGroup(
+          this.#settings.group,
+          this.#settings.workerId,
+          { key: this.#streamKey, id: '>' },
+          { COUNT: free, BLOCK: this.#settings.blockMs },
+        );
         entries = (reply as { messages: StreamEntry[] }[] | null)?.[0]?.messages ?? [];
         backoffMs = 100;
       } catch (error) {
@@ -202,7 +220,12 @@ export class ToolWorker {
       }
       if (event.eventType === 'PluginToolCallCancelled') {
         const keys = callKeys(this.#redis, event.correlationId, event.toolCallId);
-        await this.#redis.client.multi().set(keys.cancelled, '1', { PX: this.#settings.resultTtlMs }).xAck(this.#streamKey, this.#settings.group, entry.id).xDel(this.#streamKey, entry.id).exec();
+        await this.#redis.client
+          .multi()
+          .set(keys.cancelled, '1', { PX: this.#settings.resultTtlMs })
+          .xAck(this.#streamKey, this.#settings.group, entry.id)
+          .xDel(this.#streamKey, entry.id)
+          .exec();
         this.#logger.debug({ correlationId: event.correlationId, toolCallId: event.toolCallId }, 'tool call cancelled');
         return;
       }
@@ -229,7 +252,12 @@ export class ToolWorker {
       case 'done':
         log.debug('repeat delivery answered with the kept result');
         count('duplicate');
-        await this.#redis.client.multi().xAdd(this.#responseKey(request), '*', { data: claim.result }, trim()).xAck(this.#streamKey, this.#settings.group, entryId).xDel(this.#streamKey, entryId).exec();
+        await this.#redis.client
+          .multi()
+          .xAdd(this.#responseKey(request), '*', { data: claim.result }, trim())
+          .xAck(this.#streamKey, this.#settings.group, entryId)
+          .xDel(this.#streamKey, entryId)
+          .exec();
         return;
       case 'cancelled':
         log.info('cancelled tool call skipped');
@@ -329,7 +357,13 @@ export class ToolWorker {
     try {
       await Promise.all([
         this.#claims.renew(running.map(([claim]) => claim)),
-        this.#redis.client.xClaimJustId(this.#streamKey, this.#settings.group, this.#settings.workerId, 0, running.map(([, { entryId }]) => entryId)),
+        this.#redis.client.xClaimJustId(
+          this.#streamKey,
+          this.#settings.group,
+          this.#settings.workerId,
+          0,
+          running.map(([, { entryId }]) => entryId),
+        ),
       ]);
     } catch (error) {
       this.#logger.warn({ err: error }, 'renewing running tool calls failed');
@@ -347,7 +381,9 @@ export class ToolWorker {
       do {
         const free = this.#settings.concurrency - this.#handling.size;
         if (free <= 0) return;
-        const reply = await this.#redis.client.xAutoClaim(this.#streamKey, this.#settings.group, this.#settings.workerId, this.#settings.reclaimIdleMs, start, { COUNT: free });
+        const reply = await this.#redis.client.xAutoClaim(this.#streamKey, this.#settings.group, this.#settings.workerId, this.#settings.reclaimIdleMs, start, {
+          COUNT: free,
+        });
         start = reply.nextId;
         // Entries trimmed or deleted while pending: nothing to run, only the pending record to clear.
         if (reply.deletedMessages.length > 0) await this.#redis.client.xAck(this.#streamKey, this.#settings.group, reply.deletedMessages);

@@ -64,7 +64,10 @@ export const toolCallCompleted = z.strictObject({
   /** The worker that ran it, for logs. */
   workerId: z.string().min(1).max(200),
   /** With `tools.resultSecret`: HMAC-SHA256 of the call and result (result-signature.ts), hex. */
-  signature: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  signature: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 export type ToolCallCompleted = z.infer<typeof toolCallCompleted>;
 

@@ -63,7 +63,8 @@ export class WorkerToolCatalogue implements ToolHost {
     const descriptors = new Map<string, ToolDescriptor>();
     for (const catalogue of await this.catalogues()) {
       for (const tool of catalogue.tools) {
-        if (!descriptors.has(tool.name)) descriptors.set(tool.name, { name: tool.name, description: tool.description, parameters: tool.inputSchema, source: `worker:${catalogue.workerId}` });
+        if (!descriptors.has(tool.name))
+          descriptors.set(tool.name, { name: tool.name, description: tool.description, parameters: tool.inputSchema, source: `worker:${catalogue.workerId}` });
       }
     }
     const tools = [...descriptors.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -58,7 +58,10 @@ export class TurnBudget {
     const { provider } = invocation;
     const inputTokens = promptTokensAtMost(invocation.request) + chainTokens;
     const outputTokens = provider.maxOutputTokens ?? BUDGETED_MAX_OUTPUT_TOKENS;
-    const usd = await billing.usdCostOf({ model: provider.model, usage: { inputTokens, outputTokens }, fallback: false, responseId: undefined, path: invocation.path }, this.#scope.deps.now());
+    const usd = await billing.usdCostOf(
+      { model: provider.model, usage: { inputTokens, outputTokens }, fallback: false, responseId: undefined, path: invocation.path },
+      this.#scope.deps.now(),
+    );
     const call = { most: billing.convert(usd, 'USD', currency) };
     this.#running.add(call);
     try {
@@ -77,7 +80,9 @@ export class TurnBudget {
     const settings = this.#settings;
     const spent = (await billing.usageOf(scope.journal.modelCalls, settings.currency, scope.deps.now())).cost;
     const claim = [...this.#running].reduce((total, call) => total.plus(call.most), new MoneyDecimal(spent));
-    const amount = MoneyDecimal.max(claim, settings.reservePerTurn ?? 0, SMALLEST_AMOUNT).toDecimalPlaces(COST_SCALE, MoneyDecimal.ROUND_UP).toFixed();
+    const amount = MoneyDecimal.max(claim, settings.reservePerTurn ?? 0, SMALLEST_AMOUNT)
+      .toDecimalPlaces(COST_SCALE, MoneyDecimal.ROUND_UP)
+      .toFixed();
     const outcome = await store.spend.reserve(
       {
         turnId: turnIdOf(scope),

@@ -11,7 +11,10 @@ import type { PalaverMetrics } from '../observability/metrics.js';
 export type CallWrapper<Call, Result> = (call: Call, next: (call: Call) => Promise<Result>) => Promise<Result>;
 
 /** Composes wrappers around `last`; the first wrapper is the outermost. */
-export function composeCalls<Call, Result>(wrappers: readonly CallWrapper<Call, Result>[], last: (call: Call) => Promise<Result>): (call: Call) => Promise<Result> {
+export function composeCalls<Call, Result>(
+  wrappers: readonly CallWrapper<Call, Result>[],
+  last: (call: Call) => Promise<Result>,
+): (call: Call) => Promise<Result> {
   return wrappers.reduceRight<(call: Call) => Promise<Result>>((next, wrapper) => (call) => wrapper(call, next), last);
 }
 
@@ -82,7 +85,10 @@ export function logModelFailures(logger: Logger): ModelWrapper {
     try {
       return await next(invocation);
     } catch (error) {
-      logger.warn({ err: error, path: invocation.path, model: invocation.provider.model, correlationId: invocation.request.correlationId }, 'model call failed');
+      logger.warn(
+        { err: error, path: invocation.path, model: invocation.provider.model, correlationId: invocation.request.correlationId },
+        'model call failed',
+      );
       throw error;
     }
   };
@@ -118,7 +124,10 @@ export function logToolCalls(logger: Logger): ToolWrapper {
     const { request } = call;
     try {
       const result = await next(call);
-      logger.debug({ correlationId: request.correlationId, tool: request.tool, callId: request.callId, isError: result.isError, ms: result.durationMs }, 'tool call');
+      logger.debug(
+        { correlationId: request.correlationId, tool: request.tool, callId: request.callId, isError: result.isError, ms: result.durationMs },
+        'tool call',
+      );
       return result;
     } catch (error) {
       logger.error({ err: error, correlationId: request.correlationId, tool: request.tool, callId: request.callId }, 'tool dispatch failed');

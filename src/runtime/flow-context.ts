@@ -23,7 +23,8 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
   const budget = deps.budgets === undefined ? undefined : new TurnBudget(scope, deps.budgets);
   const callerFor = (toolsAvailable: boolean, name: string | undefined, invoke: ModelInvoker) => {
     const models = name === undefined ? deps.models : deps.namedModels?.get(name);
-    if (models === undefined) throw new ConfigError(`The flow asked for model set "${name}", which is not configured`, [{ path: 'staged.types', message: `no model set ${name}` }]);
+    if (models === undefined)
+      throw new ConfigError(`The flow asked for model set "${name}", which is not configured`, [{ path: 'staged.types', message: `no model set ${name}` }]);
     return createModelCaller({
       models,
       invoke,

@@ -74,7 +74,12 @@ export class Inbox<Item> {
    * over after a crash, or held while their conversation was paused. `arrived` says how long ago the newest and the
    * oldest of them arrived (default: now): the quiet window counts from their arrival, not from the takeover.
    */
-  submitAll(conversationKey: string, items: readonly Item[], window: QuietWindow = AT_ONCE, arrived?: { readonly newestMsAgo: number; readonly oldestMsAgo: number }): void {
+  submitAll(
+    conversationKey: string,
+    items: readonly Item[],
+    window: QuietWindow = AT_ONCE,
+    arrived?: { readonly newestMsAgo: number; readonly oldestMsAgo: number },
+  ): void {
     if (items.length === 0) return;
     const now = performance.now();
     const newest = now - Math.max(0, arrived?.newestMsAgo ?? 0);

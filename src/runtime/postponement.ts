@@ -38,5 +38,8 @@ export async function postponeParts(
     return;
   }
   deps.metrics.replyPartsPostponed.inc({ channel }, parts.length);
-  log.warn({ channel, retryAfterMs, parts: parts.map((part) => part.part), replies: new Set(parts.map((part) => part.replyMessageId)).size }, `${why}; reply parts stay in the outbox`);
+  log.warn(
+    { channel, retryAfterMs, parts: parts.map((part) => part.part), replies: new Set(parts.map((part) => part.replyMessageId)).size },
+    `${why}; reply parts stay in the outbox`,
+  );
 }

@@ -40,7 +40,11 @@ export function storableToolResults(maxResultChars: number): ToolWrapper {
  */
 export function toStorableResponse(response: ModelResponse, maxToolResultChars: number): ModelResponse {
   const data = (value: string) => toStorableText(value, 'replace');
-  const toolCall = (call: ModelToolCall): ModelToolCall => ({ callId: data(call.callId), name: data(call.name), arguments: toStorableJsonText(call.arguments) });
+  const toolCall = (call: ModelToolCall): ModelToolCall => ({
+    callId: data(call.callId),
+    name: data(call.name),
+    arguments: toStorableJsonText(call.arguments),
+  });
   const hosted = (call: HostedToolCall): HostedToolCall => ({
     serverLabel: data(call.serverLabel),
     name: data(call.name),

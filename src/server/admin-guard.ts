@@ -38,7 +38,10 @@ export function adminGuard(options: AdminGuardOptions): MiddlewareHandler {
   const clientAddress = options.clientAddress ?? clientAddressResolver();
   return async (c, next) => {
     if (adminToken === undefined) {
-      return c.json(errorBody('admin_disabled', 'The admin API is off. Set PALAVER_ADMIN_TOKEN (server.adminToken) and send it as "Authorization: Bearer <token>".'), 403);
+      return c.json(
+        errorBody('admin_disabled', 'The admin API is off. Set PALAVER_ADMIN_TOKEN (server.adminToken) and send it as "Authorization: Bearer <token>".'),
+        403,
+      );
     }
     const authorization = c.req.header('authorization');
     if (authorization !== undefined || sessions === undefined) {
@@ -62,7 +65,8 @@ export function adminGuard(options: AdminGuardOptions): MiddlewareHandler {
       return c.json(errorBody('unauthorized', 'Sign in on /admin, or send the admin token as "Authorization: Bearer <token>".'), 401);
     }
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
-      if (!sameOrigin(c)) return c.json(errorBody('cross_origin', 'A dashboard write must come from a page of this server (its Origin must name this host).'), 403);
+      if (!sameOrigin(c))
+        return c.json(errorBody('cross_origin', 'A dashboard write must come from a page of this server (its Origin must name this host).'), 403);
       if (!sessions.checkCsrf(session, c.req.header('x-csrf-token'))) {
         return c.json(errorBody('csrf_failed', 'Send the CSRF token the dashboard got at sign-in as "X-CSRF-Token"; reload the page to get it again.'), 403);
       }

@@ -104,7 +104,11 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   const dashboard = options.adminToken === undefined || options.dashboard === false ? undefined : (options.dashboard ?? {});
   const sessions =
     dashboard && options.adminToken !== undefined
-      ? new DashboardSessions({ adminToken: options.adminToken, store: dashboard.sessionStore ?? new MemoryDashboardSessions(), ...(dashboard.sessionTtlMs === undefined ? {} : { ttlMs: dashboard.sessionTtlMs }) })
+      ? new DashboardSessions({
+          adminToken: options.adminToken,
+          store: dashboard.sessionStore ?? new MemoryDashboardSessions(),
+          ...(dashboard.sessionTtlMs === undefined ? {} : { ttlMs: dashboard.sessionTtlMs }),
+        })
       : undefined;
   // One count of failures per address for every way in: the bearer token and the sign-in form.
   const limiter = new SignInLimiter(dashboard ? dashboard.signInLimit : undefined);

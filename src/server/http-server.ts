@@ -42,7 +42,11 @@ export function startHttpServer(app: Hono, options: HttpServerOptions): Promise<
     }) as Server;
     server.once('error', (error: NodeJS.ErrnoException) => {
       reject(
-        new PalaverError('http_listen_failed', `Cannot listen on ${options.host}:${options.port} (${error.code ?? error.message}); is another process using the port? Set server.port.`, { cause: error }),
+        new PalaverError(
+          'http_listen_failed',
+          `Cannot listen on ${options.host}:${options.port} (${error.code ?? error.message}); is another process using the port? Set server.port.`,
+          { cause: error },
+        ),
       );
     });
     server.once('listening', () => {

@@ -39,7 +39,9 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   const store = new KyselyStore(db, { dialect: dialect.name, ...(heartbeatDb === undefined ? {} : { heartbeatDb }) });
   try {
     await store.ping().catch((error: unknown) => {
-      throw new StoreError('unreachable', `Database not reachable at ${where}: ${toStoreError('connect', error).message}. Start it or fix the URL.`, { cause: error });
+      throw new StoreError('unreachable', `Database not reachable at ${where}: ${toStoreError('connect', error).message}. Start it or fix the URL.`, {
+        cause: error,
+      });
     });
     if (options.migrate ?? true) await migrateToLatest(db, { dialect: dialect.name });
   } catch (error) {

@@ -37,7 +37,9 @@ export interface StoreDialectPlugin {
 /** What the store's shared code (`kysely/`, `migrations/`) asks a dialect: how it speaks SQL. */
 export interface DialectSql {
   /** Kysely's adapter class of this SQL: a Kysely instance whose adapter is one speaks this dialect. */
-  readonly adapter: abstract new (...args: never[]) => DialectAdapter;
+  readonly adapter: abstract new (
+    ...args: never[]
+  ) => DialectAdapter;
   /** Where its SQL differs, for the repositories. */
   readonly strategy: DialectStrategy;
   /** Its column types, table options and index drops, for the migrations. */

@@ -39,9 +39,7 @@ export class LocalToolHost implements ToolHost {
     }
     try {
       const value = await tool.run(parsed.data, ctx);
-      return typeof value === 'string'
-        ? { content: value, isError: false }
-        : { content: JSON.stringify(value ?? null), structured: value, isError: false };
+      return typeof value === 'string' ? { content: value, isError: false } : { content: JSON.stringify(value ?? null), structured: value, isError: false };
     } catch (error) {
       return { content: `${name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };
     }

@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { sharedProbe } from '../../src/admin/conversation-change-probe.js';
 
-describe('the dashboard\'s shared change probe', () => {
+describe("the dashboard's shared change probe", () => {
   it('asks the store once for every open page within its time to live, and again after it', async () => {
     let now = 0;
     let calls = 0;
     let release: (value: string) => void = () => undefined;
-    const probe = sharedProbe(() => new Promise<string>((resolve) => ((calls += 1), (release = resolve))), 500, () => now);
+    const probe = sharedProbe(
+      () => new Promise<string>((resolve) => ((calls += 1), (release = resolve))),
+      500,
+      () => now,
+    );
 
     const first = [probe(), probe(), probe()];
     release('a');

@@ -2,7 +2,7 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { summarizeMetrics } from '../../src/admin/metrics-summary.js';
 
-describe('the dashboard\'s latency and failure summary', () => {
+describe("the dashboard's latency and failure summary", () => {
   it('gives each latency series its count, mean and bucketed p50 and p95 in ms, and only counters that counted', async () => {
     const registry = new Registry();
     const tools = new Histogram({ name: 'palaver_tool_seconds', help: 'Tool latency', labelNames: ['tool'], buckets: [0.1, 0.5, 1, 5], registers: [registry] });

@@ -137,7 +137,11 @@ export function runChannelContract(label: string, makeDriver: () => Promise<Chan
     it('leaves no half reply when a turn ends without one, and keeps serving', async () => {
       await driver.say('c1', 'Break, please');
       const [first] = await context.waitForMessages(1);
-      await answer(channel, context, [first!], { stream: ['Half a tho'], parts: [], error: new ChannelError('turn_failed', channel.name, 'The agent could not answer; try again.') });
+      await answer(channel, context, [first!], {
+        stream: ['Half a tho'],
+        parts: [],
+        error: new ChannelError('turn_failed', channel.name, 'The agent could not answer; try again.'),
+      });
       await expect.poll(() => driver.waiting('c1')).toBe(0);
       await expect.poll(() => driver.replies('c1')).toEqual([]);
 

@@ -24,7 +24,7 @@ function planFor(call: ScriptedCall): ScriptedReply {
 }
 
 describe('terminal chat: a reply carried out as actions', () => {
-  it('types, prints two messages as two blocks, then the reaction line on the person\'s line', async () => {
+  it("types, prints two messages as two blocks, then the reaction line on the person's line", async () => {
     harness = await createHarness(planFor);
     const input = new PassThrough();
     const output = new PassThrough();

@@ -71,7 +71,11 @@ describe('ConsoleChannel', () => {
     await driver.channel.start(context);
     await driver.say('c1', 'cancel it');
     const [message] = await context.waitForMessages(1);
-    await answer(driver.channel, context, [message!], { tool: { name: 'cancel_booking', label: 'Cancelling your booking…', arguments: '{"id":"b-42"}', result: 'internal row 42 deleted' }, stream: ['Done.'], parts: ['Done.'] });
+    await answer(driver.channel, context, [message!], {
+      tool: { name: 'cancel_booking', label: 'Cancelling your booking…', arguments: '{"id":"b-42"}', result: 'internal row 42 deleted' },
+      stream: ['Done.'],
+      parts: ['Done.'],
+    });
     await expect.poll(() => driver.replies('c1')).toEqual(['Done.']);
     const text = driver.screen.lines().join('\n');
     expect(text).toContain('· Cancelling your booking… ✓');
@@ -97,7 +101,10 @@ describe('ConsoleChannel', () => {
     await channel.start(context);
     input.write('cancel it\n');
     const [message] = await context.waitForMessages(1);
-    await answer(channel, context, [message!], { tool: { name: 'cancel_booking', label: 'Cancelling your booking…', arguments: '{}', result: 'row 42\u001b[2J deleted' }, parts: ['Done.'] });
+    await answer(channel, context, [message!], {
+      tool: { name: 'cancel_booking', label: 'Cancelling your booking…', arguments: '{}', result: 'row 42\u001b[2J deleted' },
+      parts: ['Done.'],
+    });
     await expect.poll(() => text).toContain('bot> Done.');
     expect(text).toContain('· cancel_booking → row 42 [2J deleted');
     expect(text).not.toContain('Cancelling your booking');
@@ -150,7 +157,7 @@ describe('ConsoleChannel: replies as actions', () => {
     vi.useRealTimers();
   });
 
-  it('shows typing, then two messages as two blocks, then the reaction on the person\'s line', async () => {
+  it("shows typing, then two messages as two blocks, then the reaction on the person's line", async () => {
     const driver = consoleDriver();
     const context = new FakeChannelContext();
     const channel = driver.channel as ConsoleChannel;
@@ -170,9 +177,23 @@ describe('ConsoleChannel: replies as actions', () => {
     await channel.typing!(target);
     await channel.send(target, 'Morning or afternoon?', { deliveryKey: 'd-2', replyTo: message!.messageId! });
     await channel.react!(target, message!.messageId!, '👍');
-    channel.settle(target, { kind: 'answered', parts: [], outcome: { correlationId: target.correlationId, sessionId: target.sessionId, userId: 'u', reply: '', replyMessageId: 'r', status: 'completed', usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD' } } });
+    channel.settle(target, {
+      kind: 'answered',
+      parts: [],
+      outcome: {
+        correlationId: target.correlationId,
+        sessionId: target.sessionId,
+        userId: 'u',
+        reply: '',
+        replyMessageId: 'r',
+        status: 'completed',
+        usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD' },
+      },
+    });
 
-    await expect.poll(() => driver.screen.lines()).toEqual(['you> bot> Friday works.', 'bot> Morning or afternoon?', '  ↳ 👍 on "can I come on Friday?"', 'you> ']);
+    await expect
+      .poll(() => driver.screen.lines())
+      .toEqual(['you> bot> Friday works.', 'bot> Morning or afternoon?', '  ↳ 👍 on "can I come on Friday?"', 'you> ']);
     await driver.close();
     await driver.done;
   });

@@ -91,7 +91,12 @@ export class FakeChannelContext implements ChannelContext {
     const seen = new Map<string, ConversationSummary>();
     for (const { message, acceptance } of this.received) {
       if (message.accountId !== accountId || acceptance === undefined) continue;
-      seen.set(message.conversationId, { conversationId: message.conversationId, title: message.text.slice(0, 40), status: 'completed', updatedAt: new Date(0) });
+      seen.set(message.conversationId, {
+        conversationId: message.conversationId,
+        title: message.text.slice(0, 40),
+        status: 'completed',
+        updatedAt: new Date(0),
+      });
     }
     return [...seen.values()].reverse();
   }
@@ -111,15 +116,18 @@ export class FakeChannelContext implements ChannelContext {
   async accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance> {
     const owner = this.#owners?.get(message.conversationId);
     if (this.#owners && message.conversationKind !== 'shared') {
-      if (owner !== undefined && owner !== message.accountId) throw new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
+      if (owner !== undefined && owner !== message.accountId)
+        throw new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
       this.#owners.set(message.conversationId, message.accountId);
     }
     const n = this.received.length + 1;
     const step = this.#script.shift();
     const correlationId = message.correlationId ?? `corr-${n}`;
     let acceptance: Acceptance | undefined;
-    if (step?.kind === 'duplicate') acceptance = step.answered === undefined ? { status: 'duplicate', correlationId } : { status: 'duplicate', correlationId, answered: step.answered };
-    else if (step?.kind !== 'refuse') acceptance = { status: 'accepted', correlationId, sessionId: `session-${message.conversationId}`, userId: `user-${message.accountId}` };
+    if (step?.kind === 'duplicate')
+      acceptance = step.answered === undefined ? { status: 'duplicate', correlationId } : { status: 'duplicate', correlationId, answered: step.answered };
+    else if (step?.kind !== 'refuse')
+      acceptance = { status: 'accepted', correlationId, sessionId: `session-${message.conversationId}`, userId: `user-${message.accountId}` };
     this.received.push({ message, signal: options?.signal, acceptance });
     for (const listener of [...this.#listeners]) listener();
     if (step?.kind === 'refuse') throw step.error;
@@ -182,13 +190,24 @@ export function targetFor(channel: Channel, context: FakeChannelContext, message
  * Answers `messages` as one turn, calling the channel's outbound side in the pipeline's order: progress (only when
  * the channel streams), `send` once per part, then `settle` exactly once. Resolves with the sent parts.
  */
-export async function answer(channel: Channel, context: FakeChannelContext, messages: readonly InboundMessage[], reply: FakeReply): Promise<readonly SentPart[]> {
+export async function answer(
+  channel: Channel,
+  context: FakeChannelContext,
+  messages: readonly InboundMessage[],
+  reply: FakeReply,
+): Promise<readonly SentPart[]> {
   const target = targetFor(channel, context, messages);
   const draftId = `draft-${target.correlationId}`;
   if (channel.capabilities.streaming && channel.progress) {
     if (reply.tool) {
       const callId = `call-${target.correlationId}`;
-      channel.progress(target, { type: 'tool_call', callId, name: reply.tool.name, arguments: reply.tool.arguments, ...(reply.tool.label === undefined ? {} : { label: reply.tool.label }) });
+      channel.progress(target, {
+        type: 'tool_call',
+        callId,
+        name: reply.tool.name,
+        arguments: reply.tool.arguments,
+        ...(reply.tool.label === undefined ? {} : { label: reply.tool.label }),
+      });
       channel.progress(target, { type: 'tool_result', callId, name: reply.tool.name, content: reply.tool.result, isError: reply.tool.isError ?? false });
     }
     if (reply.discarded) {
@@ -220,7 +239,11 @@ export async function answer(channel: Channel, context: FakeChannelContext, mess
 }
 
 /** An in-memory channel state store (`ChannelContext.state`). */
-export function memoryState(): { get(key: string): Promise<string | undefined>; set(key: string, value: string): Promise<void>; delete(key: string): Promise<void> } {
+export function memoryState(): {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string): Promise<void>;
+  delete(key: string): Promise<void>;
+} {
   const values = new Map<string, string>();
   return {
     get: async (key) => values.get(key),

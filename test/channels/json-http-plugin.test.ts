@@ -19,14 +19,21 @@ afterEach(async () => {
   harness = undefined;
 });
 
-async function serve(channel: Record<string, unknown>): Promise<{ url: string; post(body: unknown, key?: string): Promise<Response>; replies(conversation: string): Promise<{ id: string; text: string }[]> }> {
+async function serve(
+  channel: Record<string, unknown>,
+): Promise<{ url: string; post(body: unknown, key?: string): Promise<Response>; replies(conversation: string): Promise<{ id: string; text: string }[]> }> {
   harness = await createHarness((call) => ({ text: `You said: ${lastUserText(call)}` }));
   const palaver = await harness.start({ server: { apiKey: API_KEY }, channels: { jsonHttp: channel } });
   server = await palaver.serve({ port: 0 });
   const url = server.url;
   return {
     url,
-    post: (body, key = API_KEY) => fetch(`${url}/json/messages`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) }),
+    post: (body, key = API_KEY) =>
+      fetch(`${url}/json/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      }),
     async replies(conversation) {
       const response = await fetch(`${url}/json/replies?conversation=${encodeURIComponent(conversation)}`, { headers: { authorization: `Bearer ${API_KEY}` } });
       return ((await response.json()) as { replies: { id: string; text: string }[] }).replies;
@@ -58,7 +65,12 @@ describe('the json-http channel plug-in', () => {
     await expect.poll(async () => (await channel.replies('bob')).length, { timeout: 10_000 }).toBeGreaterThan(1);
     const parts = await channel.replies('bob');
     expect(parts.every((part) => part.text.length <= 100)).toBe(true);
-    expect(parts.map((part) => part.text).join(' ').replace(/\s+/g, ' ')).toBe(`You said: ${words}`);
+    expect(
+      parts
+        .map((part) => part.text)
+        .join(' ')
+        .replace(/\s+/g, ' '),
+    ).toBe(`You said: ${words}`);
   });
 
   it('refuses a caller without the server API key, and a message that is not { user, text }', async () => {

@@ -42,7 +42,9 @@ function memoryDriver(channel: MemoryChannel): ChannelDriver {
 }
 
 runChannelContract('memory', async () => memoryDriver(new MemoryChannel()));
-runChannelContract('memory, streaming and split', async () => memoryDriver(new MemoryChannel({ name: 'api', capabilities: { streaming: true, maxMessageChars: 50 } })));
+runChannelContract('memory, streaming and split', async () =>
+  memoryDriver(new MemoryChannel({ name: 'api', capabilities: { streaming: true, maxMessageChars: 50 } })),
+);
 
 describe('MemoryChannel', () => {
   it('says clearly that it must be started first', async () => {
@@ -61,7 +63,12 @@ describe('MemoryChannel', () => {
       { text: 'two', messageId: 'm2' },
     ]);
     const replies = Promise.all([channel.reply(first), channel.waitForReply('m2')]);
-    await answer(channel, context, context.received.map((r) => r.message), { stream: ['Both.'], parts: ['Both', 'answered.'] });
+    await answer(
+      channel,
+      context,
+      context.received.map((r) => r.message),
+      { stream: ['Both.'], parts: ['Both', 'answered.'] },
+    );
     const [a, b] = await replies;
     expect(a).toBe(b);
     expect(a.parts).toEqual(['Both', 'answered.']);
@@ -85,8 +92,24 @@ describe('MemoryChannel', () => {
     const context = new FakeChannelContext();
     await channel.start(context);
     context.duplicateNext();
-    const said = await channel.say('again', { accountId: 'bob', conversationId: 'support', displayName: 'Bob', languageHint: 'de', dedupeKey: 'k1', messageId: 'x1' });
-    expect(context.received[0]!.message).toEqual({ channel: 'api', accountId: 'bob', conversationId: 'support', text: 'again', messageId: 'x1', displayName: 'Bob', languageHint: 'de', dedupeKey: 'k1' });
+    const said = await channel.say('again', {
+      accountId: 'bob',
+      conversationId: 'support',
+      displayName: 'Bob',
+      languageHint: 'de',
+      dedupeKey: 'k1',
+      messageId: 'x1',
+    });
+    expect(context.received[0]!.message).toEqual({
+      channel: 'api',
+      accountId: 'bob',
+      conversationId: 'support',
+      text: 'again',
+      messageId: 'x1',
+      displayName: 'Bob',
+      languageHint: 'de',
+      dedupeKey: 'k1',
+    });
     expect(said.status).toBe('duplicate');
     await expect(channel.reply(said)).rejects.toThrow(/duplicate/);
   });

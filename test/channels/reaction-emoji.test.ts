@@ -7,6 +7,7 @@ describe('isReactionEmoji', () => {
   });
 
   it('refuses words, markup, control characters, digits, two emoji and padding', () => {
-    for (const text of ['', 'ok', '<b>', '👍<', '1', '#', '👍👍', ' 👍', '👍\n', '\u001b[2J', '\u200d', '🔥'.repeat(9)]) expect(isReactionEmoji(text), JSON.stringify(text)).toBe(false);
+    for (const text of ['', 'ok', '<b>', '👍<', '1', '#', '👍👍', ' 👍', '👍\n', '\u001b[2J', '\u200d', '🔥'.repeat(9)])
+      expect(isReactionEmoji(text), JSON.stringify(text)).toBe(false);
   });
 });

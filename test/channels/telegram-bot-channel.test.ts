@@ -8,7 +8,11 @@ import { runChannelContract, type ChannelDriver } from './channel-contract.js';
 
 const SECRET = 'contract-webhook-secret';
 /** The notices the channel sends of its own when the pipeline refuses a message: what the person reads as an error. */
-const NOTICES = new Set((['inbox.busy', 'inbound.tooLong', 'inbound.unreadable', 'identity.unavailable', 'identity.unrecognised', 'reset.forbidden'] as SystemTextKey[]).map((key) => systemText('en', key)));
+const NOTICES = new Set(
+  (['inbox.busy', 'inbound.tooLong', 'inbound.unreadable', 'identity.unavailable', 'identity.unrecognised', 'reset.forbidden'] as SystemTextKey[]).map((key) =>
+    systemText('en', key),
+  ),
+);
 const CHATS: Record<string, number> = { c1: 1001, c2: 1002 };
 
 /**
@@ -17,8 +21,19 @@ const CHATS: Record<string, number> = { c1: 1001, c2: 1002 };
  */
 async function telegramDriver(mode: 'polling' | 'webhook'): Promise<ChannelDriver> {
   const telegram = await startFakeTelegram();
-  const channel = new TelegramBotChannel({ token: telegram.token, apiRoot: telegram.apiRoot, mode, webhookSecret: SECRET, drafts: true, draftIntervalMs: 0, logger: silentLogger() });
-  const server = mode === 'webhook' ? await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 }) : undefined;
+  const channel = new TelegramBotChannel({
+    token: telegram.token,
+    apiRoot: telegram.apiRoot,
+    mode,
+    webhookSecret: SECRET,
+    drafts: true,
+    draftIntervalMs: 0,
+    logger: silentLogger(),
+  });
+  const server =
+    mode === 'webhook'
+      ? await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 })
+      : undefined;
   const chat = (name: string): number => CHATS[name] ?? Number.NaN;
   const shown = (name: string) => telegram.sentTo(chat(name)).map((message) => message.text);
   /** Polling: the update waits at Telegram until the bot fetches it. Webhook: Telegram posts it; 200 means taken. */

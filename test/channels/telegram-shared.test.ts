@@ -61,19 +61,26 @@ describe('describeContent', () => {
   it('describes media by type with their captions, and leaves the kinds to transcribe to the channel', () => {
     expect(describeContent({ media: { kind: 'photo' }, caption: 'my kitchen' }, { transcribed })).toEqual({ text: '[photo] my kitchen' });
     expect(describeContent({ media: { kind: 'location', latitude: 52.5, longitude: 13.4 } }, { transcribed })).toEqual({ text: '[location: 52.5, 13.4]' });
-    expect(describeContent({ media: { kind: 'video_note', fileSize: 10 } }, { transcribed })).toEqual({ text: AUDIO_PLACEHOLDER, audio: { kind: 'video_note', fileSize: 10 } });
+    expect(describeContent({ media: { kind: 'video_note', fileSize: 10 } }, { transcribed })).toEqual({
+      text: AUDIO_PLACEHOLDER,
+      audio: { kind: 'video_note', fileSize: 10 },
+    });
     expect(describeContent({ media: { kind: 'voice' }, caption: 'listen' }, { transcribed })?.text).toBe(`${AUDIO_PLACEHOLDER}\n\nlisten`);
     // Audio not asked for is only described.
     expect(describeContent({ media: { kind: 'audio', title: 'Song' } }, { transcribed })).toEqual({ text: '[audio: Song]' });
     expect(describeContent({}, { transcribed })).toBeUndefined();
   });
 
-  it('hands over the phone of the sender\'s own contact only', () => {
-    expect(describeContent({ media: { kind: 'contact', firstName: 'Ann', lastName: 'Lee', phone: '+491701234567', isSender: true } }, { transcribed })).toEqual({
-      text: '[contact: Ann Lee, +491701234567]',
-      phone: '+491701234567',
+  it("hands over the phone of the sender's own contact only", () => {
+    expect(describeContent({ media: { kind: 'contact', firstName: 'Ann', lastName: 'Lee', phone: '+491701234567', isSender: true } }, { transcribed })).toEqual(
+      {
+        text: '[contact: Ann Lee, +491701234567]',
+        phone: '+491701234567',
+      },
+    );
+    expect(describeContent({ media: { kind: 'contact', firstName: 'Friend', phone: '+441234', isSender: false } }, { transcribed })).toEqual({
+      text: '[contact: Friend, +441234]',
     });
-    expect(describeContent({ media: { kind: 'contact', firstName: 'Friend', phone: '+441234', isSender: false } }, { transcribed })).toEqual({ text: '[contact: Friend, +441234]' });
   });
 });
 
@@ -91,7 +98,8 @@ describe('quotes', () => {
 });
 
 describe('transcribeAudio', () => {
-  const transcribe: Transcribe = async (audio, options) => `${audio.byteLength} bytes of ${options.filename} (${options.mimeType}, ${options.language ?? 'no language'})`;
+  const transcribe: Transcribe = async (audio, options) =>
+    `${audio.byteLength} bytes of ${options.filename} (${options.mimeType}, ${options.language ?? 'no language'})`;
 
   it('downloads, transcribes with the primary language subtag and trims', async () => {
     const result = await transcribeAudio({ media: { kind: 'video_note' }, transcribe, download: async () => new Uint8Array(3), languageHint: 'pt_BR' });

@@ -11,7 +11,10 @@ import { FakeChannelContext, targetFor } from './fake-pipeline.js';
 /** A person using the web chat over real HTTP: each message is an AG-UI run, read as the page reads it. */
 async function webDriver(): Promise<ChannelDriver> {
   const channel = new WebChannel({ maxInboundChars: 1000, logger: silentLogger(), webDir: false });
-  const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+  const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), {
+    host: '127.0.0.1',
+    port: 0,
+  });
   const views = new Map<string, AguiView>();
   const view = (name: string): AguiView => {
     const existing = views.get(name) ?? new AguiView();
@@ -25,7 +28,15 @@ async function webDriver(): Promise<ChannelDriver> {
     const response = await fetch(`${server.url}/agui`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ threadId: `thread-${name}`, runId, messages: [{ id: `u-${runId}`, role: 'user', content: text }], tools: [], context: [], state: {}, forwardedProps: {} }),
+      body: JSON.stringify({
+        threadId: `thread-${name}`,
+        runId,
+        messages: [{ id: `u-${runId}`, role: 'user', content: text }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      }),
     });
     if (!response.ok) {
       const body = (await response.json()) as { error: { message: string } };
@@ -66,13 +77,24 @@ describe('WebChannel: replies as actions', () => {
     const channel = new WebChannel({ maxInboundChars: 1000, logger: silentLogger(), webDir: false });
     const context = new FakeChannelContext();
     await channel.start(context);
-    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
     const client = new AbortController();
     const response = await fetch(`${server.url}/agui`, {
       method: 'POST',
       signal: client.signal,
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ threadId: 'thread-a', runId: 'run-7', messages: [{ id: 'u-1', role: 'user', content: text }], tools: [], context: [], state: {}, forwardedProps: {} }),
+      body: JSON.stringify({
+        threadId: 'thread-a',
+        runId: 'run-7',
+        messages: [{ id: 'u-1', role: 'user', content: text }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      }),
     });
     const view = new AguiView();
     const events: AguiEvent[] = [];
@@ -90,12 +112,20 @@ describe('WebChannel: replies as actions', () => {
       channel.settle(target, {
         kind: 'answered',
         parts: [],
-        outcome: { correlationId: target.correlationId, sessionId: target.sessionId, userId: 'u', reply: '', replyMessageId: 'reply-1', status: 'completed', usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD' } },
+        outcome: {
+          correlationId: target.correlationId,
+          sessionId: target.sessionId,
+          userId: 'u',
+          reply: '',
+          replyMessageId: 'reply-1',
+          status: 'completed',
+          usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD' },
+        },
       });
     return { channel, message: message!, target, view, events, read, settle, leave: () => client.abort() };
   }
 
-  it('shows typing, two sends as two messages, and a reaction on the person\'s message, in order', async () => {
+  it("shows typing, two sends as two messages, and a reaction on the person's message, in order", async () => {
     const { channel, message, target, view, events, read, settle } = await openRun();
     // The id the model sees for the person's message is the AG-UI run id: a reaction names it.
     expect(message.messageId).toBe('run-7');
@@ -113,9 +143,13 @@ describe('WebChannel: replies as actions', () => {
     expect(shape).toEqual([
       'RUN_STARTED',
       'CUSTOM palaver.typing',
-      'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_END',
       'CUSTOM palaver.typing',
-      'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_END',
       'CUSTOM palaver.reaction',
       'RUN_FINISHED',
     ]);

@@ -34,9 +34,19 @@ async function startHeld(): Promise<{ palaver: Palaver; base: string; modelCalle
 }
 
 /** Posts a run and drops the connection once the turn is waiting on the model. */
-async function postAndDisconnect(base: string, input: Record<string, unknown>, modelCalled: Promise<void>, headers: Record<string, string> = {}): Promise<void> {
+async function postAndDisconnect(
+  base: string,
+  input: Record<string, unknown>,
+  modelCalled: Promise<void>,
+  headers: Record<string, string> = {},
+): Promise<void> {
   const abort = new AbortController();
-  const response = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(input), signal: abort.signal });
+  const response = await fetch(`${base}/agui`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(input),
+    signal: abort.signal,
+  });
   expect(response.status).toBe(200);
   await modelCalled;
   abort.abort();
@@ -56,7 +66,12 @@ describe('web channel: a client that disconnects mid-turn', () => {
     expect(retry.status).toBe(200);
     release!();
     const shown = parseSse(await retry.text());
-    expect(shown.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('echo: are you still there?');
+    expect(
+      shown
+        .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT')
+        .map((e) => e['delta'])
+        .join(''),
+    ).toBe('echo: are you still there?');
     expect(shown.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
     // The turn ran once.
     expect(harness!.model.calls).toHaveLength(1);
@@ -73,7 +88,12 @@ describe('web channel: a client that disconnects mid-turn', () => {
     expect(parseSse(await first.text()).at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'duplicate' } });
     release!();
     const shown = parseSse(await retry.text());
-    expect(shown.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('echo: did you get this?');
+    expect(
+      shown
+        .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT')
+        .map((e) => e['delta'])
+        .join(''),
+    ).toBe('echo: did you get this?');
     expect(shown.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
     expect(harness!.model.calls).toHaveLength(1);
   });
@@ -104,11 +124,20 @@ describe('web channel: a client that disconnects mid-turn', () => {
     expect(stranger.status).toBe(403);
     expect(stranger.body).not.toContain('echo');
 
-    const retry = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: owner.cookie }, body: JSON.stringify(input) });
+    const retry = await fetch(`${base}/agui`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: owner.cookie },
+      body: JSON.stringify(input),
+    });
     expect(retry.status).toBe(200);
     release!();
     const shown = parseSse(await retry.text());
-    expect(shown.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('echo: my private question');
+    expect(
+      shown
+        .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT')
+        .map((e) => e['delta'])
+        .join(''),
+    ).toBe('echo: my private question');
     expect(harness!.model.calls).toHaveLength(1);
   });
 });

@@ -35,7 +35,12 @@ async function adminConversations(base: string): Promise<Map<string, AdminConver
 /** Posts a run as a browser and leaves once it has started (the message is stored and queued). */
 async function postAndLeave(base: string, input: Record<string, unknown>, cookie: string): Promise<void> {
   const abort = new AbortController();
-  const response = await fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(input), signal: abort.signal });
+  const response = await fetch(`${base}/agui`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie },
+    body: JSON.stringify(input),
+    signal: abort.signal,
+  });
   expect(response.status).toBe(200);
   abort.abort();
   await response.body?.cancel().catch(() => {});
@@ -67,7 +72,9 @@ describe('web channel: runs whose client left before their turn began', { timeou
       { input: runInput('t-b3', 'gone b3'), cookie: second.cookie },
     ];
     for (const run of leftRuns) await postAndLeave(base, run.input, run.cookie);
-    await expect.poll(() => harness!.logs.filter((line) => line['msg'] === 'client disconnected before the run ended').length, { timeout: 5_000 }).toBe(leftRuns.length);
+    await expect
+      .poll(() => harness!.logs.filter((line) => line['msg'] === 'client disconnected before the run ended').length, { timeout: 5_000 })
+      .toBe(leftRuns.length);
     // A visitor who stays is answered once the slot is free.
     const stayed = postRun(base, runInput('t-stay', 'I wait'), { cookie: staying.cookie });
     await expect.poll(async () => (await adminConversations(base)).get('t-stay')?.waiting, { timeout: 10_000 }).toBe(1);
@@ -79,7 +86,11 @@ describe('web channel: runs whose client left before their turn began', { timeou
     expect(harness.model.calls.map((call) => userTexts(call).at(-1))).toEqual(['hold first', 'I wait']);
 
     // As an operator sees it: nothing waits, nothing runs; the answered message stays answered.
-    await expect.poll(async () => [...(await adminConversations(base)).values()].filter((c) => c.status === 'running' || c.waiting > 0).map((c) => c.conversationId), { timeout: 10_000 }).toEqual([]);
+    await expect
+      .poll(async () => [...(await adminConversations(base)).values()].filter((c) => c.status === 'running' || c.waiting > 0).map((c) => c.conversationId), {
+        timeout: 10_000,
+      })
+      .toEqual([]);
     const conversations = await adminConversations(base);
     expect(conversations.get('t-held')?.lastMessage).toMatchObject({ role: 'assistant', text: 'echo: hold first' });
     expect(harness.logs.filter((line) => line['msg'] === 'message dropped: its client left before its turn began').length).toBeGreaterThan(0);

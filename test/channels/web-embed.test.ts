@@ -46,7 +46,7 @@ describe('the chat on other sites (widget and frame)', () => {
     expect((await server.request('http://127.0.0.1/embed')).headers.get('set-cookie')).toMatch(/SameSite=Lax$/);
   });
 
-  it('writes a new visitor\'s id into the framed page, uncached, for a browser that keeps no cookie there; never into / or for a cookie it has', async () => {
+  it("writes a new visitor's id into the framed page, uncached, for a browser that keeps no cookie there; never into / or for a cookie it has", async () => {
     const server = app(['https://shop.example']);
     const framed = await server.request('http://127.0.0.1/embed');
     const cookie = framed.headers.get('set-cookie')!.split(';')[0]!;
@@ -60,8 +60,12 @@ describe('the chat on other sites (widget and frame)', () => {
   });
 
   it('refuses an allowed origin that is not just scheme, host and port', () => {
-    expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { embed: { allowedOrigins: ['https://shop.example/path'] } } } })).toThrow(/allowedOrigins/);
-    expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { embed: { allowedOrigins: ["https://shop.example 'unsafe-inline'"] } } } })).toThrow(/allowedOrigins/);
+    expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { embed: { allowedOrigins: ['https://shop.example/path'] } } } })).toThrow(
+      /allowedOrigins/,
+    );
+    expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { embed: { allowedOrigins: ["https://shop.example 'unsafe-inline'"] } } } })).toThrow(
+      /allowedOrigins/,
+    );
     expect(parseConfig({ model: { name: 'm' } }).channels.web.embed.allowedOrigins).toEqual([]);
     // Passed straight to the channel (not through the config), a non-http origin is refused at construction.
     expect(() => new WebChannel({ maxInboundChars: 100, embed: { allowedOrigins: ['javascript:alert(1)'] } })).toThrow(/embed\.allowedOrigins/);

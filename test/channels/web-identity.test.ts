@@ -68,27 +68,44 @@ describe('visitor cookies', () => {
     expect(identity.visitorSetCookie(cookie, request({}))).toMatch(/^palaver_visitor=.*; HttpOnly; SameSite=Lax$/);
   });
 
-  it('takes the visitor id from x-palaver-visitor where the browser keeps no cookie (the widget\'s frame), checked as the cookie', async () => {
+  it("takes the visitor id from x-palaver-visitor where the browser keeps no cookie (the widget's frame), checked as the cookie", async () => {
     const identity = new WebIdentity({ cookieSecret: 's'.repeat(40), logger: silentLogger() });
     const visitor = identity.newVisitorCookie();
     const other = identity.newVisitorCookie();
-    expect(await identity.identify(request({ 'x-palaver-visitor': visitor }), '10.0.0.5')).toMatchObject({ ok: true, caller: { kind: 'visitor', accountId: `visitor:${visitor.split('.')[1]}` } });
+    expect(await identity.identify(request({ 'x-palaver-visitor': visitor }), '10.0.0.5')).toMatchObject({
+      ok: true,
+      caller: { kind: 'visitor', accountId: `visitor:${visitor.split('.')[1]}` },
+    });
     // The cookie wins when both come.
-    expect(await identity.identify(request({ 'x-palaver-visitor': other, cookie: `palaver_visitor=${visitor}` }), '10.0.0.5')).toMatchObject({ caller: { accountId: `visitor:${visitor.split('.')[1]}` } });
+    expect(await identity.identify(request({ 'x-palaver-visitor': other, cookie: `palaver_visitor=${visitor}` }), '10.0.0.5')).toMatchObject({
+      caller: { accountId: `visitor:${visitor.split('.')[1]}` },
+    });
     // A forged id: its signature does not match.
     const forged = `v1.${'A'.repeat(22)}.${visitor.split('.')[2]}`;
-    expect(await identity.identify(request({ 'x-palaver-visitor': forged }), '10.0.0.5')).toMatchObject({ ok: false, status: 401, code: 'invalid_visitor_cookie' });
+    expect(await identity.identify(request({ 'x-palaver-visitor': forged }), '10.0.0.5')).toMatchObject({
+      ok: false,
+      status: 401,
+      code: 'invalid_visitor_cookie',
+    });
   });
 
-  it('over https (TLS or a proxy\'s X-Forwarded-Proto) uses a Secure __Host- cookie and ignores the plain name', async () => {
+  it("over https (TLS or a proxy's X-Forwarded-Proto) uses a Secure __Host- cookie and ignores the plain name", async () => {
     const identity = new WebIdentity({ cookieSecret: 's'.repeat(40), logger: silentLogger() });
     const cookie = identity.newVisitorCookie();
     const https = request({}, 'https://chat.example.com/');
-    expect(identity.visitorSetCookie(cookie, https)).toMatch(/^__Host-palaver_visitor=v1\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
+    expect(identity.visitorSetCookie(cookie, https)).toMatch(
+      /^__Host-palaver_visitor=v1\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/,
+    );
     expect(identity.visitorSetCookie(cookie, request({ 'x-forwarded-proto': 'https' }))).toMatch(/^__Host-palaver_visitor=.*; Secure$/);
     // A plain-named cookie planted by a sibling subdomain does not count on the https site.
-    expect(await identity.identify(request({ 'x-forwarded-proto': 'https', cookie: `palaver_visitor=${cookie}` }), '10.0.0.1')).toMatchObject({ ok: false, code: 'no_identity' });
-    expect(await identity.identify(request({ 'x-forwarded-proto': 'https', cookie: `__Host-palaver_visitor=${cookie}` }), '10.0.0.1')).toMatchObject({ ok: true, caller: { kind: 'visitor' } });
+    expect(await identity.identify(request({ 'x-forwarded-proto': 'https', cookie: `palaver_visitor=${cookie}` }), '10.0.0.1')).toMatchObject({
+      ok: false,
+      code: 'no_identity',
+    });
+    expect(await identity.identify(request({ 'x-forwarded-proto': 'https', cookie: `__Host-palaver_visitor=${cookie}` }), '10.0.0.1')).toMatchObject({
+      ok: true,
+      caller: { kind: 'visitor' },
+    });
   });
 });
 
@@ -106,7 +123,10 @@ describe('who is a server client', () => {
   });
 
   it('with a key: only the key, from anywhere; loopback alone is nobody', async () => {
-    expect(await keyed.identify(request({ authorization: 'Bearer the-api-key-123' }), '203.0.113.9')).toMatchObject({ ok: true, caller: { kind: 'server', via: 'api_key' } });
+    expect(await keyed.identify(request({ authorization: 'Bearer the-api-key-123' }), '203.0.113.9')).toMatchObject({
+      ok: true,
+      caller: { kind: 'server', via: 'api_key' },
+    });
     expect(await keyed.identify(request({ authorization: 'Bearer nope' }), '127.0.0.1')).toMatchObject({ ok: false, status: 401, code: 'unauthorized' });
     expect(await keyed.identify(request({}), '127.0.0.1')).toMatchObject({ ok: false, code: 'no_identity' });
   });
@@ -125,12 +145,18 @@ describe('user tokens from a JWKS', () => {
     try {
       const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/.well-known/jwks.json`;
       const identity = new WebIdentity({ cookieSecret: 's'.repeat(40), userTokens: { jwksUrl, audience: 'chat' }, logger: silentLogger() });
-      const sign = (key: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'], kid: string) => new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid }).setSubject('u-7').setAudience('chat').setExpirationTime('2m').sign(key);
+      const sign = (key: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'], kid: string) =>
+        new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid }).setSubject('u-7').setAudience('chat').setExpirationTime('2m').sign(key);
       const ok = await identity.identify(request({ 'x-palaver-user-token': await sign(privateKey, 'k1') }), '10.0.0.1');
       expect(ok).toMatchObject({ ok: true, caller: { kind: 'token', accountId: 'token:u-7' } });
       const forged = await identity.identify(request({ 'x-palaver-user-token': await sign(stranger.privateKey, 'k1') }), '10.0.0.1');
       expect(forged).toMatchObject({ ok: false, status: 401, code: 'invalid_user_token' });
-      const hs = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('u-7').setAudience('chat').setExpirationTime('2m').sign(new TextEncoder().encode('k'.repeat(40)));
+      const hs = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('u-7')
+        .setAudience('chat')
+        .setExpirationTime('2m')
+        .sign(new TextEncoder().encode('k'.repeat(40)));
       expect(await identity.identify(request({ 'x-palaver-user-token': hs }), '10.0.0.1')).toMatchObject({ ok: false, code: 'invalid_user_token' });
     } finally {
       await new Promise((resolve) => jwks.close(resolve));
@@ -144,11 +170,24 @@ describe('user tokens from a JWKS', () => {
 });
 
 describe('same-origin guard', () => {
-  const guard = new RequestGuard({ allowedHosts: ['chat.example.com', 'alt.example.com:8443'], allowedOrigins: ['https://shop.example'], serverHost: 'palaver.internal' });
+  const guard = new RequestGuard({
+    allowedHosts: ['chat.example.com', 'alt.example.com:8443'],
+    allowedOrigins: ['https://shop.example'],
+    serverHost: 'palaver.internal',
+  });
   const at = (host: string, headers: Record<string, string> = {}) => request({ host, 'content-type': 'application/json', ...headers });
 
   it('serves loopback names, IP addresses, the server host and allowed hosts; refuses other names', () => {
-    for (const host of ['localhost:3000', 'app.localhost:3000', '127.0.0.1:3000', '[::1]:3000', '192.168.1.5:3000', 'palaver.internal:3000', 'chat.example.com', 'alt.example.com:8443']) {
+    for (const host of [
+      'localhost:3000',
+      'app.localhost:3000',
+      '127.0.0.1:3000',
+      '[::1]:3000',
+      '192.168.1.5:3000',
+      'palaver.internal:3000',
+      'chat.example.com',
+      'alt.example.com:8443',
+    ]) {
       expect(guard.checkHost(at(host)), host).toBeUndefined();
     }
     for (const host of ['evil.example:3000', 'localhost.evil.example', 'alt.example.com:9999', '127.0.0.1.nip.io', 'chat.example.com.evil', '']) {
@@ -159,7 +198,10 @@ describe('same-origin guard', () => {
   it('takes the own origin and allowed origins, refuses the rest and requires JSON for writes', () => {
     expect(guard.check(at('chat.example.com', { origin: 'https://chat.example.com' }), 'write')).toMatchObject({ ok: true, cors: {} });
     expect(guard.check(at('chat.example.com:443', { origin: 'https://chat.example.com' }), 'write')).toMatchObject({ ok: true });
-    expect(guard.check(at('localhost:3000', { origin: 'https://shop.example' }), 'write')).toMatchObject({ ok: true, cors: { 'access-control-allow-origin': 'https://shop.example' } });
+    expect(guard.check(at('localhost:3000', { origin: 'https://shop.example' }), 'write')).toMatchObject({
+      ok: true,
+      cors: { 'access-control-allow-origin': 'https://shop.example' },
+    });
     expect(guard.check(at('localhost:3000', { origin: 'http://localhost:3001' }), 'write')).toMatchObject({ ok: false, status: 403 });
     expect(guard.check(at('localhost:3000', { origin: 'null' }), 'write')).toMatchObject({ ok: false, status: 403 });
     expect(guard.check(at('localhost:3000', { 'sec-fetch-site': 'same-site' }), 'read')).toMatchObject({ ok: false, status: 403 });
@@ -174,7 +216,14 @@ describe('channels.web config', () => {
   it('takes the identity and origin keys, refusing weak secrets, bad origins and unknown keys', () => {
     const config = parseConfig({
       model: { name: 'm' },
-      channels: { web: { cookieSecret: 'c'.repeat(32), userTokens: { jwksUrl: 'https://id.example/jwks.json', issuer: 'id', audience: 'chat' }, allowedOrigins: ['https://shop.example'], allowedHosts: ['chat.example.com'] } },
+      channels: {
+        web: {
+          cookieSecret: 'c'.repeat(32),
+          userTokens: { jwksUrl: 'https://id.example/jwks.json', issuer: 'id', audience: 'chat' },
+          allowedOrigins: ['https://shop.example'],
+          allowedHosts: ['chat.example.com'],
+        },
+      },
     });
     expect(config.channels.web).toMatchObject({ enabled: true, allowedOrigins: ['https://shop.example'], userTokens: { issuer: 'id' } });
     expect(() => parseConfig({ model: { name: 'm' }, channels: { web: { cookieSecret: 'short' } } })).toThrow(/cookieSecret/);

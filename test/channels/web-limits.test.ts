@@ -51,12 +51,17 @@ describe('web channel: limits per visitor and per address', { timeout: 30_000 },
   it('refuses a visitor’s runs beyond four at once with 429 and a localised text, and another visitor is answered meanwhile', async () => {
     const base = await start();
     const greedy = await newVisitor(base);
-    const runs = Array.from({ length: 12 }, (_, i) => postRun(base, runInput(`greedy-${i}`, `hold ${i}`), { cookie: greedy.cookie, 'accept-language': 'uk-UA,uk;q=0.9' }));
+    const runs = Array.from({ length: 12 }, (_, i) =>
+      postRun(base, runInput(`greedy-${i}`, `hold ${i}`), { cookie: greedy.cookie, 'accept-language': 'uk-UA,uk;q=0.9' }),
+    );
     const refused = await firstSettled(runs, 8);
     for (const response of refused) {
       expect(response.status).toBe(429);
       expect(response.headers['retry-after']).toBe('5');
-      expect(errorOf(response)).toEqual({ code: 'too_many_runs', message: 'Ви вже чекаєте на відповідь на кілька повідомлень. Будь ласка, дочекайтеся їх, перш ніж надсилати нові.' });
+      expect(errorOf(response)).toEqual({
+        code: 'too_many_runs',
+        message: 'Ви вже чекаєте на відповідь на кілька повідомлень. Будь ласка, дочекайтеся їх, перш ніж надсилати нові.',
+      });
     }
 
     // The four admitted runs still wait on the model; another visitor is answered now.

@@ -54,7 +54,12 @@ async function startCluster(): Promise<Cluster> {
 }
 
 function open(base: string, input: Record<string, unknown>, headers: Record<string, string>, signal?: AbortSignal): Promise<Response> {
-  return fetch(`${base}/agui`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(input), ...(signal ? { signal } : {}) });
+  return fetch(`${base}/agui`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(input),
+    ...(signal ? { signal } : {}),
+  });
 }
 
 /** Posts a run to `base`, and drops the connection once its turn waits on the model. */
@@ -68,7 +73,8 @@ async function postAndLeave(base: string, input: Record<string, unknown>, header
   await expect.poll(() => harness!.logs.some((line) => line['msg'] === 'client disconnected before the run ended'), { timeout: 5_000 }).toBe(true);
 }
 
-const deltas = (list: Array<Record<string, unknown> & { type: string }>) => list.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => String(e['delta']));
+const deltas = (list: Array<Record<string, unknown> & { type: string }>) =>
+  list.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => String(e['delta']));
 
 describe('web chat with two processes on one database and one bus', () => {
   it("streams A's turn to a run retried on B: the text as it is written, then the reply, once", async () => {
@@ -136,7 +142,11 @@ describe('web chat with two processes on one database and one bus', () => {
     expect(stranger.status).toBe(403);
     expect(stranger.body).not.toContain('private');
     // The other visitor's own conversation on B, open while A's turn streams, with the same run id.
-    const theirs = await open(b.base, { ...input, threadId: 't-relay-4-other', messages: [{ id: 'm-x', role: 'user', content: 'mine' }] }, { cookie: other.cookie });
+    const theirs = await open(
+      b.base,
+      { ...input, threadId: 't-relay-4-other', messages: [{ id: 'm-x', role: 'user', content: 'mine' }] },
+      { cookie: other.cookie },
+    );
     expect(theirs.status).toBe(200);
     const retry = await open(b.base, input, { cookie: owner.cookie });
     release!();

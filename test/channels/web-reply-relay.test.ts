@@ -56,7 +56,15 @@ async function twoProcesses(bus: ClusterBus, options: { storedReplyCheckMs?: num
     const response = await fetch(`${server.url}/agui`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ threadId, runId, messages: [{ id: `u-${runId}`, role: 'user', content: text }], tools: [], context: [], state: {}, forwardedProps: {} }),
+      body: JSON.stringify({
+        threadId,
+        runId,
+        messages: [{ id: `u-${runId}`, role: 'user', content: text }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      }),
     });
     expect(response.status).toBe(200);
     const read = readAguiEvents(response, (event) => view.apply(runId, event)).finally(ended);
@@ -66,7 +74,7 @@ async function twoProcesses(bus: ClusterBus, options: { storedReplyCheckMs?: num
 }
 
 describe('web reply relay between two processes', () => {
-  it("shows a turn answered by the other process as that process would: tool line, streamed text, the reply once", async () => {
+  it('shows a turn answered by the other process as that process would: tool line, streamed text, the reply once', async () => {
     const bus = new LossyBus();
     const { a, contextA, contextB, view, post, done } = await twoProcesses(bus);
     await post('thread-1', 'run-1', 'What time is it?');
@@ -76,7 +84,12 @@ describe('web reply relay between two processes', () => {
     expect(view.messages.map((m) => m.text)).toEqual(['It is 10:30.']);
     const run = view.runs.get('run-1')!;
     // Streamed (deltas queued behind a publish on its way travel joined), then the sent part adds nothing.
-    expect(run.events.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('It is 10:30.');
+    expect(
+      run.events
+        .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT')
+        .map((e) => e['delta'])
+        .join(''),
+    ).toBe('It is 10:30.');
     expect(run.events.filter((e) => e.type === 'TEXT_MESSAGE_START')).toHaveLength(1);
     expect(run.events.some((e) => e.type === 'CUSTOM' && e['name'] === 'palaver.tool_progress')).toBe(true);
     expect(run.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
@@ -100,7 +113,13 @@ describe('web reply relay between two processes', () => {
     await post('thread-1', 'run-1', 'Hello?');
     const [message] = await contextB.waitForMessages(1);
     // What the store holds for the run once its turn answered it.
-    contextB.storedReplies.set('run-1', { sessionId: 'session-thread-1', correlationId: 'corr-1', replyMessageId: 'reply-1', text: 'Hello there.', status: 'completed' });
+    contextB.storedReplies.set('run-1', {
+      sessionId: 'session-thread-1',
+      correlationId: 'corr-1',
+      replyMessageId: 'reply-1',
+      text: 'Hello there.',
+      status: 'completed',
+    });
     await answer(a, contextA, [message!], { stream: ['Hello ', 'there.'], parts: ['Hello there.'] });
     await done;
     expect(view.messages.map((m) => m.text)).toEqual(['Hello there.']);
@@ -148,7 +167,18 @@ describe('web reply relay between two processes', () => {
     const [mine] = await contextB.waitForMessages(1);
     // Another conversation's turn answering a run of the same id, and a forged message naming no stream here.
     await answer(a, contextA, [{ ...mine!, conversationId: 'thread-theirs', accountId: 'someone-else' }], { stream: ['secret'], parts: ['Their secret.'] });
-    await bus.publish('reply', { kind: 'event', v: 1, channel: 'web', origin: 'x', conversationId: 'thread-mine', runs: ['run-1'], turn: 't', session: 's', seq: 0, op: { kind: 'nonsense' } });
+    await bus.publish('reply', {
+      kind: 'event',
+      v: 1,
+      channel: 'web',
+      origin: 'x',
+      conversationId: 'thread-mine',
+      runs: ['run-1'],
+      turn: 't',
+      session: 's',
+      seq: 0,
+      op: { kind: 'nonsense' },
+    });
     expect(view.messages).toEqual([]);
     expect(view.openRuns).toBe(1);
     await answer(a, contextA, [mine!], { parts: ['Yours.'] });

@@ -36,7 +36,10 @@ afterAll(async () => {
 });
 
 /** Runs `palaver admin …` to its end, in a fresh folder unless `cwd` is given. */
-async function admin(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function admin(
+  args: readonly string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawnNode(BIN, ['admin', ...args], { cwd: options.cwd ?? tempCwd(), env: cleanEnv(options.env ?? { PALAVER_ADMIN_TOKEN: TOKEN }) });
   const exit = await child.waitForExit(30_000);
   return { code: exit.code, stdout: child.stdout(), stderr: child.stderr() };
@@ -46,7 +49,8 @@ describe('palaver admin: arguments and exit codes', () => {
   it('documents every command and the exit codes in --help', async () => {
     const help = await admin(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs', 'actions']) expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs', 'actions'])
+      expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     expect(help.stdout).toMatch(/Exit codes:\n {2}0 {2}done\n {2}1 {2}usage error.*\n {2}2 {2}not found.*\n {2}3 {2}refused.*\n {2}4 {2}unavailable/);
     expect(help.stdout).toContain('PALAVER_ADMIN_TOKEN');
   });
@@ -77,7 +81,7 @@ describe('palaver admin: arguments and exit codes', () => {
     expect(run.stderr).toContain('--url');
   });
 
-  it('exits 3 with the server\'s reason for a wrong or missing token, and never prints the token', async () => {
+  it("exits 3 with the server's reason for a wrong or missing token, and never prints the token", async () => {
     const wrong = await admin(['--url', server.url, 'users'], { env: { PALAVER_ADMIN_TOKEN: 'not-the-admin-token-at-all' } });
     expect(wrong.code).toBe(3);
     expect(wrong.stderr).toContain('admin token');
@@ -87,8 +91,10 @@ describe('palaver admin: arguments and exit codes', () => {
     for (const run of [wrong, missing]) expect(run.stdout + run.stderr).not.toContain(TOKEN);
   });
 
-  it('exits 4 for a 5xx, and for an answer that is not the admin API\'s', async () => {
-    const fake = await answering((path) => (path.startsWith('/admin/users') ? [500, { error: { code: 'internal_error', message: 'The server failed.' } }] : [200, { hello: 'world' }]));
+  it("exits 4 for a 5xx, and for an answer that is not the admin API's", async () => {
+    const fake = await answering((path) =>
+      path.startsWith('/admin/users') ? [500, { error: { code: 'internal_error', message: 'The server failed.' } }] : [200, { hello: 'world' }],
+    );
     try {
       const failed = await admin(['--url', fake.url, 'users']);
       expect(failed.code).toBe(4);
@@ -101,7 +107,7 @@ describe('palaver admin: arguments and exit codes', () => {
     }
   });
 
-  it('finds the local Palaver from the config file\'s server.port and its token from server.adminToken', async () => {
+  it("finds the local Palaver from the config file's server.port and its token from server.adminToken", async () => {
     const cwd = tempCwd();
     const port = Number(new URL(server.url).port);
     writeFileSync(join(cwd, 'palaver.config.json'), JSON.stringify({ model: { name: 'x' }, server: { port, adminToken: 'a-wrong-token-from-the-config' } }));
@@ -135,7 +141,15 @@ async function chatOnWeb(text: string, threadId: string): Promise<void> {
   const response = await fetch(`${server.url}/agui`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: JSON.stringify({ threadId, runId: `run-${threadId}-${Date.now()}`, messages: [{ id: `u-${Date.now()}`, role: 'user', content: text }], tools: [], context: [], state: {}, forwardedProps: {} }),
+    body: JSON.stringify({
+      threadId,
+      runId: `run-${threadId}-${Date.now()}`,
+      messages: [{ id: `u-${Date.now()}`, role: 'user', content: text }],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    }),
   });
   expect(response.status).toBe(200);
   expect(await response.text()).toContain('RUN_FINISHED');
@@ -148,7 +162,10 @@ describe('palaver admin against a running Palaver', () => {
 
     const listed = await admin([...url, '--json', 'conversations', '--channel', 'web']);
     expect(listed.code).toBe(0);
-    const page = JSON.parse(listed.stdout) as { conversations: { sessionId: string; conversationId: string; lastMessage: { text: string } | null }[]; nextCursor: string | null };
+    const page = JSON.parse(listed.stdout) as {
+      conversations: { sessionId: string; conversationId: string; lastMessage: { text: string } | null }[];
+      nextCursor: string | null;
+    };
     const conversation = page.conversations.find((entry) => entry.conversationId.includes('admin-thread-1'))!;
     expect(conversation).toBeDefined();
     expect(conversation.lastMessage?.text).toMatch(/^It is .+ where you are\.$/);
@@ -195,7 +212,9 @@ describe('palaver admin against a running Palaver', () => {
   it('sends as the agent once per Idempotency-Key, and pauses, resumes and ends the conversation', async () => {
     await chatOnWeb('hello', 'admin-thread-2');
     const url = ['--url', server.url];
-    const page = JSON.parse((await admin([...url, '--json', 'conversations', '--search', 'admin-thread-2'])).stdout) as { conversations: { sessionId: string }[] };
+    const page = JSON.parse((await admin([...url, '--json', 'conversations', '--search', 'admin-thread-2'])).stdout) as {
+      conversations: { sessionId: string }[];
+    };
     const sessionId = page.conversations[0]!.sessionId;
 
     const sent = await admin([...url, '--actor', 'Ops Anna', 'send', sessionId, 'An', 'operator', 'here.']);
@@ -212,7 +231,9 @@ describe('palaver admin against a running Palaver', () => {
     const paused = await admin([...url, 'pause', sessionId]);
     expect(paused.code).toBe(0);
     expect(paused.stdout).toContain('Paused');
-    const pausedList = JSON.parse((await admin([...url, '--json', 'conversations', '--paused'])).stdout) as { conversations: { sessionId: string; paused: boolean }[] };
+    const pausedList = JSON.parse((await admin([...url, '--json', 'conversations', '--paused'])).stdout) as {
+      conversations: { sessionId: string; paused: boolean }[];
+    };
     expect(pausedList.conversations.map((entry) => entry.sessionId)).toEqual([sessionId]);
 
     expect((await admin([...url, 'resume', sessionId])).code).toBe(0);
@@ -226,7 +247,9 @@ describe('palaver admin against a running Palaver', () => {
     expect(after.conversation.endedAt).not.toBeNull();
 
     // The audit: who did what, each with the request id the console sent.
-    const audit = JSON.parse((await admin([...url, '--json', 'actions'])).stdout) as { actions: { action: string; actor: string; sessionId: string | null; requestId: string | null }[] };
+    const audit = JSON.parse((await admin([...url, '--json', 'actions'])).stdout) as {
+      actions: { action: string; actor: string; sessionId: string | null; requestId: string | null }[];
+    };
     const mine = audit.actions.filter((entry) => entry.sessionId === sessionId);
     expect(mine.map((entry) => entry.action)).toEqual(['end', 'resume', 'pause', 'send']);
     expect(mine.find((entry) => entry.action === 'send')?.actor).toBe('Ops Anna');
@@ -239,14 +262,22 @@ describe('palaver admin against a running Palaver', () => {
   it('follows every page with --all', async () => {
     await Promise.all([chatOnWeb('hello', 'admin-thread-3'), chatOnWeb('hello', 'admin-thread-4')]);
     const url = ['--url', server.url];
-    const first = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1'])).stdout) as { conversations: { sessionId: string }[]; nextCursor: string | null };
+    const first = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1'])).stdout) as {
+      conversations: { sessionId: string }[];
+      nextCursor: string | null;
+    };
     expect(first.conversations).toHaveLength(1);
     expect(first.nextCursor).not.toBeNull();
     const table = await admin([...url, 'conversations', '--limit', '1']);
     expect(table.stdout).toContain(`More: add --cursor ${first.nextCursor} (or --all).`);
-    const next = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1', '--cursor', first.nextCursor!])).stdout) as { conversations: { sessionId: string }[] };
+    const next = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1', '--cursor', first.nextCursor!])).stdout) as {
+      conversations: { sessionId: string }[];
+    };
     expect(next.conversations[0]!.sessionId).not.toBe(first.conversations[0]!.sessionId);
-    const all = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1', '--all'])).stdout) as { conversations: { sessionId: string }[]; nextCursor: string | null };
+    const all = JSON.parse((await admin([...url, '--json', 'conversations', '--limit', '1', '--all'])).stdout) as {
+      conversations: { sessionId: string }[];
+      nextCursor: string | null;
+    };
     expect(all.nextCursor).toBeNull();
     expect(new Set(all.conversations.map((entry) => entry.sessionId)).size).toBe(all.conversations.length);
     expect(all.conversations.length).toBeGreaterThanOrEqual(3);

@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 describe('the built package', () => {
-  it('shares one copy of its classes between entry points: an error from palaver/store is an instance of palaver\'s StoreError', () => {
+  it("shares one copy of its classes between entry points: an error from palaver/store is an instance of palaver's StoreError", () => {
     const script = `
       const { openStore } = await import(${JSON.stringify(pathToFileURL(join(DIST, 'store', 'index.js')).href)});
       const { StoreError, PalaverError } = await import(${JSON.stringify(pathToFileURL(join(DIST, 'index.js')).href)});
@@ -59,14 +59,20 @@ describe('the built package', () => {
     const compiled = files.filter((file) => file.endsWith('.js')).map((file) => readFileSync(join(DIST, file), 'utf8'));
     // Each is imported by its package name somewhere in the compiled code (so from node_modules).
     for (const name of ['kysely', 'hono', 'prom-client', 'undici', 'grammy']) {
-      expect(compiled.some((source) => new RegExp(`(?:from\\s*|import\\s*\\(\\s*|require\\w*\\(\\s*)['"]${name}['"]`).test(source)), name).toBe(true);
+      expect(
+        compiled.some((source) => new RegExp(`(?:from\\s*|import\\s*\\(\\s*|require\\w*\\(\\s*)['"]${name}['"]`).test(source)),
+        name,
+      ).toBe(true);
     }
   });
 
-  it('serves the pages\' browser libraries from dist/browser/: the packages\' own files, unmodified, with their licenses and versions', async () => {
+  it("serves the pages' browser libraries from dist/browser/: the packages' own files, unmodified, with their licenses and versions", async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'palaver-dist-'));
     dirs.push(cwd);
-    const server = spawnNode(join(REPO_ROOT, 'bin', 'palaver.js'), ['start', '--demo', '--port', '0'], { cwd, env: cleanEnv({ PALAVER_ADMIN_TOKEN: TEST_SECRETS.adminToken }) });
+    const server = spawnNode(join(REPO_ROOT, 'bin', 'palaver.js'), ['start', '--demo', '--port', '0'], {
+      cwd,
+      env: cleanEnv({ PALAVER_ADMIN_TOKEN: TEST_SECRETS.adminToken }),
+    });
     const url = (await server.waitForOutput(/Palaver is listening on (http:\/\/[^\s]+)/, 30_000))[1]!;
     const browser = join(DIST, 'browser');
     const sources = readFileSync(join(browser, 'SOURCES.md'), 'utf8');
@@ -88,7 +94,12 @@ describe('the built package', () => {
       const { version } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version: string };
       expect(sources).toContain(`| ${file} | ${name} | ${version} |`);
       // The server never loads the package itself: an installed Palaver has no devDependencies.
-      expect(compiled.some((source) => new RegExp(`(?:from\\s*|import\\s*\\(\\s*|require\\w*\\(\\s*|resolve\\(\\s*)['"]${name.replace('.', '\\.')}['"/]`).test(source)), name).toBe(false);
+      expect(
+        compiled.some((source) =>
+          new RegExp(`(?:from\\s*|import\\s*\\(\\s*|require\\w*\\(\\s*|resolve\\(\\s*)['"]${name.replace('.', '\\.')}['"/]`).test(source),
+        ),
+        name,
+      ).toBe(false);
     }
   });
 

@@ -103,7 +103,10 @@ export function spawnNode(script: string, args: readonly string[], options: { cw
     async waitForExit(timeoutMs = 15_000) {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`process still running after ${timeoutMs} ms\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`)), timeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`process still running after ${timeoutMs} ms\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`)),
+          timeoutMs,
+        );
       });
       try {
         return await Promise.race([exited, timeout]);

@@ -222,7 +222,7 @@ describe('palaver chat --demo salon', () => {
   it('refuses an unknown demo agent', async () => {
     const child = palaver(['chat', '--demo', 'bakery'], tempCwd());
     expect((await child.waitForExit()).code).not.toBe(0);
-    expect(child.stderr()).toContain("Allowed choices are notes, salon");
+    expect(child.stderr()).toContain('Allowed choices are notes, salon');
   });
 });
 
@@ -273,7 +273,10 @@ describe('paths and demo mode', () => {
     const agentDir = join(cwd, 'agent');
     mkdirSync(join(agentDir, 'instructions'), { recursive: true });
     writeFileSync(join(agentDir, 'instructions', 'base.md'), 'You are a test agent.');
-    writeFileSync(join(agentDir, 'palaver.config.yaml'), 'model:\n  name: x\nagent:\n  instructionsDir: instructions\ndatabase:\n  url: sqlite:./data/agent.db\n');
+    writeFileSync(
+      join(agentDir, 'palaver.config.yaml'),
+      'model:\n  name: x\nagent:\n  instructionsDir: instructions\ndatabase:\n  url: sqlite:./data/agent.db\n',
+    );
     const child = palaver(['migrate', '--config', 'agent/palaver.config.yaml'], cwd);
     expect((await child.waitForExit()).code).toBe(0);
     expect(existsSync(join(agentDir, 'data', 'agent.db'))).toBe(true);

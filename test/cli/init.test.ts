@@ -27,10 +27,27 @@ describe('palaver init', () => {
     expect(child.stdout()).toContain('cd Front Desk');
     const project = join(cwd, 'Front Desk');
     expect(readdirSync(project, { recursive: true, encoding: 'utf8' }).sort()).toEqual(
-      ['.gitignore', 'README.md', 'instructions', 'instructions/base.md', 'instructions/guest.md', 'package.json', 'palaver.config.yaml', 'test', 'test/agent.test.ts', 'tools', 'tools/index.ts'].sort(),
+      [
+        '.gitignore',
+        'README.md',
+        'instructions',
+        'instructions/base.md',
+        'instructions/guest.md',
+        'package.json',
+        'palaver.config.yaml',
+        'test',
+        'test/agent.test.ts',
+        'tools',
+        'tools/index.ts',
+      ].sort(),
     );
     const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as Record<string, any>;
-    expect(manifest).toMatchObject({ name: 'front-desk', type: 'module', dependencies: { palaver: 'git+https://example.org/palaver.git' }, scripts: { test: 'tsx --test test/*.test.ts', start: 'palaver start' } });
+    expect(manifest).toMatchObject({
+      name: 'front-desk',
+      type: 'module',
+      dependencies: { palaver: 'git+https://example.org/palaver.git' },
+      scripts: { test: 'tsx --test test/*.test.ts', start: 'palaver start' },
+    });
     expect(Object.keys(manifest['dependencies'])).toContain('zod');
     expect(readFileSync(join(project, 'palaver.config.yaml'), 'utf8')).toContain('name: Front desk');
 
@@ -88,7 +105,10 @@ describe('palaver init', () => {
       expect((await fetch(`${url}/health`)).status).toBeLessThan(600);
       // The pages' browser libraries ship in the package (dist/browser/): an install has not their packages.
       expect(existsSync(join(project, 'node_modules', 'palaver', 'node_modules', 'markdown-it'))).toBe(false);
-      for (const [path, library] of [['/markdown-it.min.js', 'markdown-it'], ['/admin/assets/chart.umd.min.js', 'Chart.js']]) {
+      for (const [path, library] of [
+        ['/markdown-it.min.js', 'markdown-it'],
+        ['/admin/assets/chart.umd.min.js', 'Chart.js'],
+      ]) {
         const response = await fetch(`${url}${path}`);
         expect(response.status, path).toBe(200);
         expect(await response.text()).toContain(library);

@@ -33,7 +33,10 @@ interface Setup {
 }
 
 async function setup(options: { readonly signedIn?: boolean } = {}): Promise<Setup> {
-  const fake = new FakeMtproto({ signedIn: options.signedIn ?? false, self: { id: 4_300_000_123, firstName: 'Front', lastName: 'Desk', username: 'front_desk' } });
+  const fake = new FakeMtproto({
+    signedIn: options.signedIn ?? false,
+    self: { id: 4_300_000_123, firstName: 'Front', lastName: 'Desk', username: 'front_desk' },
+  });
   const server = await serveFakeMtproto(fake);
   cleanups.push(() => server.close());
   const cwd = mkdtempSync(join(tmpdir(), 'palaver-tg-cli-'));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { displayWidth, renderTable, singleLine, truncate } from '../../src/cli/text-table.js';
 
-describe('the console\'s tables', () => {
+describe("the console's tables", () => {
   it('measure CJK characters and emoji as two cells and combining marks as none', () => {
     expect(displayWidth('Olga')).toBe(4);
     expect(displayWidth('王小明')).toBe(6);
@@ -12,7 +12,13 @@ describe('the console\'s tables', () => {
   });
 
   it('line up columns whatever the script, with no trailing spaces', () => {
-    const table = renderTable([{ header: 'NAME' }, { header: 'COST', align: 'right' }], [['王小明', '0.0051'], ['Ann 👍', '12.5']]);
+    const table = renderTable(
+      [{ header: 'NAME' }, { header: 'COST', align: 'right' }],
+      [
+        ['王小明', '0.0051'],
+        ['Ann 👍', '12.5'],
+      ],
+    );
     expect(table.split('\n')).toEqual(['NAME      COST', '王小明  0.0051', 'Ann 👍    12.5']);
   });
 

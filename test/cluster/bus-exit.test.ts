@@ -17,7 +17,9 @@ describe('closing a cluster bus', () => {
   it('leaves nothing open: a process that closed its PostgreSQL and Redis buses exits on its own', async () => {
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
     const probe = fileURLToPath(new URL('./fixtures/bus-exit-probe.ts', import.meta.url));
-    const child = spawn(process.execPath, ['--import', tsx, probe, database.url, TEST_REDIS_URL, testRedisSettings().keyPrefix], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', tsx, probe, database.url, TEST_REDIS_URL, testRedisSettings().keyPrefix], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

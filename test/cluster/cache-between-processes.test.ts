@@ -24,7 +24,14 @@ async function process(): Promise<{ harness: Harness; palaver: Palaver }> {
 /** Waits until `harness`'s process has heard that another process changed `kind` (the log says so). */
 async function heard(harness: Harness, kind: string, key: Record<string, string>): Promise<void> {
   await vi.waitFor(() =>
-    expect(harness.logs.some((line) => line['msg'] === 'cache entry forgotten: another process changed it' && (line['change'] as Record<string, unknown>)?.['kind'] === kind && Object.entries(key).every(([name, value]) => (line['change'] as Record<string, unknown>)[name] === value))).toBe(true),
+    expect(
+      harness.logs.some(
+        (line) =>
+          line['msg'] === 'cache entry forgotten: another process changed it' &&
+          (line['change'] as Record<string, unknown>)?.['kind'] === kind &&
+          Object.entries(key).every(([name, value]) => (line['change'] as Record<string, unknown>)[name] === value),
+      ),
+    ).toBe(true),
   );
 }
 

@@ -24,7 +24,9 @@ clusterBusContract('PostgreSQL LISTEN/NOTIFY', {
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
     try {
-      const { rowCount } = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [`palaver-bus-listen:${processId}`.slice(0, 63)]);
+      const { rowCount } = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [
+        `palaver-bus-listen:${processId}`.slice(0, 63),
+      ]);
       if (rowCount !== 1) throw new Error(`expected one listening connection of ${processId}, found ${rowCount}`);
     } finally {
       await admin.end();

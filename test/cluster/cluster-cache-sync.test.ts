@@ -6,7 +6,12 @@ import { silentLogger } from '../../src/observability/logger.js';
 import { ConversationCache } from '../../src/runtime/conversation-cache.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 
-const settings = { version: 1, preferences: { interfaceLanguage: 'en', aiLanguage: 'en', timeZone: 'UTC', country: null }, privacy: {}, notification: {} } as never;
+const settings = {
+  version: 1,
+  preferences: { interfaceLanguage: 'en', aiLanguage: 'en', timeZone: 'UTC', country: null },
+  privacy: {},
+  notification: {},
+} as never;
 const state = { version: 4, state: { role: null, responseChainId: null, recentToolCalls: [], flows: {} } };
 const participant = { user: { id: 'u1' }, accounts: [], session: { id: 's1' } } as never;
 const participantKey = { namespace: 'telegram', accountId: 'ada', channel: 'telegram-bot', conversationId: 'chat-1' };
@@ -111,7 +116,9 @@ describe('cache kept in step between processes over the cluster bus (PostgreSQL)
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
     try {
-      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [`palaver-bus-listen:${b.bus.processId}`.slice(0, 63)]);
+      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [
+        `palaver-bus-listen:${b.bus.processId}`.slice(0, 63),
+      ]);
     } finally {
       await admin.end();
     }

@@ -95,7 +95,10 @@ describe('one owner per conversation across processes', () => {
     const model = heldModel();
     harness = await createHarness(model.script);
     const chat = new MemoryChannel({ name: 'chat' });
-    const palaver = await harness.start({ model: { prices: { scripted: { input: '1', output: '1' } } }, budgets: { perUserPerDay: '5' } }, { channels: [chat] });
+    const palaver = await harness.start(
+      { model: { prices: { scripted: { input: '1', output: '1' } } }, budgets: { perUserPerDay: '5' } },
+      { channels: [chat] },
+    );
     const said = await chat.say('hello', { accountId: 'cy', conversationId: 'cy' });
     await model.askedTimes(1);
     const taken = await palaver.store.claims.claim({ channel: 'chat', conversationId: 'cy', owner: 'other-process', now: Date.now() + 60_000, ttlMs: 60_000 });

@@ -49,7 +49,11 @@ describe('held lease (one process of several does what only one may)', () => {
     clock += 100;
     const again = await HeldLease.tryAcquire({ leases: store.channelLeases, key: KEY, holder: 'web-1:instance-a', now });
     expect('lease' in again).toBe(true);
-    expect(await store.channelLeases.get(KEY)).toMatchObject({ holder: 'web-1:instance-a', acquiredAt: 2_000_000, expiresAt: clock + DEFAULT_LEASE_TIMINGS.ttlMs });
+    expect(await store.channelLeases.get(KEY)).toMatchObject({
+      holder: 'web-1:instance-a',
+      acquiredAt: 2_000_000,
+      expiresAt: clock + DEFAULT_LEASE_TIMINGS.ttlMs,
+    });
     await (again as { lease: HeldLease }).lease.release();
   });
 
@@ -57,7 +61,11 @@ describe('held lease (one process of several does what only one may)', () => {
     let clock = 5_000_000;
     const now = () => clock;
     const lost: (string | undefined)[] = [];
-    const paused = ((await HeldLease.tryAcquire({ leases: store.channelLeases, key: KEY, holder: 'old:1:a', now, onLost: (current) => lost.push(current?.holder) })) as { lease: HeldLease }).lease;
+    const paused = (
+      (await HeldLease.tryAcquire({ leases: store.channelLeases, key: KEY, holder: 'old:1:a', now, onLost: (current) => lost.push(current?.holder) })) as {
+        lease: HeldLease;
+      }
+    ).lease;
     expect(await paused.confirm()).toBe(true);
     clock += DEFAULT_LEASE_TIMINGS.ttlMs;
     const next = ((await HeldLease.tryAcquire({ leases: store.channelLeases, key: KEY, holder: 'new:2:b', now })) as { lease: HeldLease }).lease;
@@ -88,7 +96,9 @@ describe('held lease (one process of several does what only one may)', () => {
     const timings = { retryEveryMs: 20 };
     const holder = ((await HeldLease.tryAcquire({ leases: store.channelLeases, key: KEY, holder: 'a:1:x', timings })) as { lease: HeldLease }).lease;
     const waiting: string[] = [];
-    const standing = HeldLease.standBy({ leases: store.channelLeases, key: KEY, holder: 'b:2:y', timings }, new AbortController().signal, (heldBy) => waiting.push(heldBy.holder));
+    const standing = HeldLease.standBy({ leases: store.channelLeases, key: KEY, holder: 'b:2:y', timings }, new AbortController().signal, (heldBy) =>
+      waiting.push(heldBy.holder),
+    );
     await expect.poll(() => waiting).toEqual(['a:1:x']);
     await holder.release();
     const taken = await standing;
@@ -106,7 +116,14 @@ describe('held lease (one process of several does what only one may)', () => {
 describe('Telegram user account session lease after a crash', () => {
   it('a start waits out a dead holder lease (no renewals) and takes the session as soon as it runs out', async () => {
     const dead = await store.channelLeases.claim({ channel: 'telegram-user', holder: 'dead:1:x', now: Date.now(), ttlMs: 300 });
-    const lease = await SessionLease.acquire({ leases: store.channelLeases, holder: 'next:2:y', ttlMs: 300, renewEveryMs: 100, retryEveryMs: 20, waitMs: 5_000 });
+    const lease = await SessionLease.acquire({
+      leases: store.channelLeases,
+      holder: 'next:2:y',
+      ttlMs: 300,
+      renewEveryMs: 100,
+      retryEveryMs: 20,
+      waitMs: 5_000,
+    });
     const row = (await store.channelLeases.get('telegram-user'))!;
     expect(row.holder).toBe('next:2:y');
     expect(row.acquiredAt).toBeGreaterThanOrEqual(dead.expiresAt);
@@ -115,7 +132,9 @@ describe('Telegram user account session lease after a crash', () => {
 
   it('a start still refuses a live holder (renewing) once its wait is over, naming it', async () => {
     const live = await SessionLease.acquire({ leases: store.channelLeases, holder: 'live:1:x', ttlMs: 300, renewEveryMs: 50 });
-    await expect(SessionLease.acquire({ leases: store.channelLeases, holder: 'next:2:y', ttlMs: 300, retryEveryMs: 20, waitMs: 400 })).rejects.toThrow(SessionLeaseHeldError);
+    await expect(SessionLease.acquire({ leases: store.channelLeases, holder: 'next:2:y', ttlMs: 300, retryEveryMs: 20, waitMs: 400 })).rejects.toThrow(
+      SessionLeaseHeldError,
+    );
     expect(live.held).toBe(true);
     await live.release();
   });

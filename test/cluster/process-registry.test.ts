@@ -49,13 +49,31 @@ describe.each(DATABASES)('processes of containers with the same host name and pi
     const [firstId, secondId, thirdId] = [`first-${randomUUID()}`, `second-${randomUUID()}`, `third-${randomUUID()}`];
     const first = await containerRegistry(store, firstId, now);
     await first.register();
-    const session = await store.sessions.open({ userId: (await store.users.resolveAccount({ channel: 'console', accountId: 'ann', displayName: 'Ann' })).user.id, channel: 'console', conversationId: 'ann' });
+    const session = await store.sessions.open({
+      userId: (await store.users.resolveAccount({ channel: 'console', accountId: 'ann', displayName: 'Ann' })).user.id,
+      channel: 'console',
+      conversationId: 'ann',
+    });
     // The first container is answering a message (its lease is long: only retirement can free it here).
     await store.inbound.accept(
-      { channel: 'console', conversationId: 'ann', accountId: 'ann', userId: session.userId, sessionId: session.id, text: 'hello', messageId: null, dedupeKey: null, correlationId: randomUUID(), languageHint: null, displayName: null, conversationKind: 'direct' },
+      {
+        channel: 'console',
+        conversationId: 'ann',
+        accountId: 'ann',
+        userId: session.userId,
+        sessionId: session.id,
+        text: 'hello',
+        messageId: null,
+        dedupeKey: null,
+        correlationId: randomUUID(),
+        languageHint: null,
+        displayName: null,
+        conversationKind: 'direct',
+      },
       { owner: firstId, leaseMs: 3_600_000 },
     );
-    const takeable = (owner: string) => store!.inbound.claimExpired({ owner, leaseMs: LEASE_MS, channels: ['console'], limit: 10 }).then((records) => records.map((record) => record.text));
+    const takeable = (owner: string) =>
+      store!.inbound.claimExpired({ owner, leaseMs: LEASE_MS, channels: ['console'], limit: 10 }).then((records) => records.map((record) => record.text));
     const registered = async () => (await store!.processes.list()).map((record) => record.id);
 
     // A second container starts while the first heartbeats (every half second): the first keeps its work.

@@ -34,7 +34,12 @@ describe('user state saved by two processes at once (PostgreSQL)', () => {
     await first.userState.save(id, { ...empty, flows: { cart: { items: 1 } }, recentToolCalls: [call('look')] });
     const read = await stateOf(id);
     // Both turns started from version 1. The first sets the role and a wizard step; the second adds to the cart.
-    const oneTurn = { ...read.state, role: 'buyer', flows: { ...read.state.flows, wizard: { step: 2 } }, recentToolCalls: [...read.state.recentToolCalls, call('pick')] };
+    const oneTurn = {
+      ...read.state,
+      role: 'buyer',
+      flows: { ...read.state.flows, wizard: { step: 2 } },
+      recentToolCalls: [...read.state.recentToolCalls, call('pick')],
+    };
     const otherTurn = { ...read.state, flows: { cart: { items: 2 } }, recentToolCalls: [...read.state.recentToolCalls, call('add')] };
     let releaseFirst!: () => void;
     const firstHolds = new Promise<void>((resolve) => (releaseFirst = resolve));
@@ -66,9 +71,10 @@ describe('user state saved by two processes at once (PostgreSQL)', () => {
   it('loses no update when many read-change-saves of one user race from two processes', async () => {
     const { id } = (await first.users.ensureUser({ id: 'bob' })).user;
     const increments = Array.from({ length: 12 }, (_, index) =>
-      updateUserState((index % 2 === 0 ? first : second).userState, id, (state) => ({ ...state, flows: { ...state.flows, counter: Number(state.flows['counter'] ?? 0) + 1, [`by${index}`]: true } })).catch(
-        (error: unknown) => error as Error,
-      ),
+      updateUserState((index % 2 === 0 ? first : second).userState, id, (state) => ({
+        ...state,
+        flows: { ...state.flows, counter: Number(state.flows['counter'] ?? 0) + 1, [`by${index}`]: true },
+      })).catch((error: unknown) => error as Error),
     );
     const results = await Promise.all(increments);
     const failures = results.filter((result) => result instanceof Error);
@@ -81,9 +87,16 @@ describe('user state saved by two processes at once (PostgreSQL)', () => {
 });
 
 describe('rebaseUserState', () => {
-  const base: UserState = { ...empty, role: 'guest', responseChainId: 'r1', responseChainAt: { sessionId: 's1', seq: 4 }, flows: { a: 1, b: 2 }, recentToolCalls: [call('one')] };
+  const base: UserState = {
+    ...empty,
+    role: 'guest',
+    responseChainId: 'r1',
+    responseChainAt: { sessionId: 's1', seq: 4 },
+    flows: { a: 1, b: 2 },
+    recentToolCalls: [call('one')],
+  };
 
-  it("takes their values for what ours left alone and ours for what it changed, a removed namespace included", () => {
+  it('takes their values for what ours left alone and ours for what it changed, a removed namespace included', () => {
     const ours = { ...base, flows: { a: 1, c: 3 } };
     const theirs = { ...base, role: 'admin', flows: { a: 9, b: 2 }, responseChainId: 'r2', responseChainAt: { sessionId: 's2', seq: 7 } };
     expect(rebaseUserState(base, ours, theirs)).toEqual({ ...theirs, flows: { a: 9, c: 3 } });

@@ -44,7 +44,10 @@ describe('config', () => {
 
   it('names the field and the problem when the config is invalid', () => {
     const dir = tempDir();
-    writeFileSync(join(dir, 'palaver.config.json'), JSON.stringify({ model: { name: 'x', baseUrl: 'not a url', provider: 'telepathy' }, server: { port: 99999 } }));
+    writeFileSync(
+      join(dir, 'palaver.config.json'),
+      JSON.stringify({ model: { name: 'x', baseUrl: 'not a url', provider: 'telepathy' }, server: { port: 99999 } }),
+    );
     let error: unknown;
     try {
       loadConfig({ cwd: dir, env: {} });
@@ -112,7 +115,9 @@ describe('config', () => {
     expect(parseConfig({ model: { name: 'm' }, database: { url: 'data/agent.db' } }).database.url).toBe('sqlite:data/agent.db');
     const viaFile = tempDir();
     writeFileSync(join(viaFile, 'palaver.config.json'), JSON.stringify({ model: { name: 'm' }, database: { url: 'db/agent.db' } }));
-    expect(loadConfig({ cwd: dir, env: { PALAVER_CONFIG: join(viaFile, 'palaver.config.json') } }).config.database.url).toBe(`sqlite:${join(viaFile, 'db', 'agent.db')}`);
+    expect(loadConfig({ cwd: dir, env: { PALAVER_CONFIG: join(viaFile, 'palaver.config.json') } }).config.database.url).toBe(
+      `sqlite:${join(viaFile, 'db', 'agent.db')}`,
+    );
   });
 
   it('has a channels section with the web channel on by default and Telegram only with a token', () => {
@@ -125,9 +130,12 @@ describe('config', () => {
     expect(() => parseConfig({ model: { name: 'm' }, channels: { telegrm: {} } })).toThrow(/Unknown key "telegrm" in channels; did you mean "telegram"\?/);
   });
 
-  it('takes the chat page\'s accent colour only as a CSS hex colour and its logo only as http(s) or a path', () => {
+  it("takes the chat page's accent colour only as a CSS hex colour and its logo only as http(s) or a path", () => {
     const web = (settings: object) => parseConfig({ model: { name: 'm' }, channels: { web: settings } }).channels.web;
-    expect(web({ accentColor: '#C2185B', logoUrl: 'https://cdn.example/logo.svg' })).toMatchObject({ accentColor: '#C2185B', logoUrl: 'https://cdn.example/logo.svg' });
+    expect(web({ accentColor: '#C2185B', logoUrl: 'https://cdn.example/logo.svg' })).toMatchObject({
+      accentColor: '#C2185B',
+      logoUrl: 'https://cdn.example/logo.svg',
+    });
     expect(web({ logoUrl: '/logo.png' }).logoUrl).toBe('/logo.png');
     expect(() => web({ accentColor: 'red;background:url(x)' })).toThrow(/channels\.web\.accentColor: .*CSS hex colour/);
     expect(() => web({ logoUrl: 'javascript:alert(1)' })).toThrow(/channels\.web\.logoUrl/);
@@ -139,7 +147,9 @@ describe('config', () => {
     const token = 'admin-token-0123456789';
     expect(loadConfig({ cwd: dir, env: { PALAVER_MODEL: 'm', PALAVER_ADMIN_TOKEN: token } }).config.server.adminToken).toBe(token);
     expect(parseConfig({ model: { name: 'm' } }).server.adminToken).toBeUndefined();
-    expect(() => parseConfig({ model: { name: 'm' }, server: { apiKey: token, adminToken: token } })).toThrow(/server\.adminToken: must differ from server\.apiKey/);
+    expect(() => parseConfig({ model: { name: 'm' }, server: { apiKey: token, adminToken: token } })).toThrow(
+      /server\.adminToken: must differ from server\.apiKey/,
+    );
     expect(() => parseConfig({ model: { name: 'm' }, server: { adminToken: 'short' } })).toThrow(/at least 16 characters/);
   });
 
@@ -194,15 +204,22 @@ describe('config', () => {
   });
 
   it('takes a cached input price, and refuses a currency Palaver would bill or budget in without a USD rate', () => {
-    const config = parseConfig({ model: { name: 'm', prices: { m: { input: '0.40', cachedInput: '0.10', output: '1.60' } } }, budgets: { perUserPerDay: '2.5', currency: 'USD' } });
+    const config = parseConfig({
+      model: { name: 'm', prices: { m: { input: '0.40', cachedInput: '0.10', output: '1.60' } } },
+      budgets: { perUserPerDay: '2.5', currency: 'USD' },
+    });
     expect(config.model.prices.m).toEqual({ input: '0.40', cachedInput: '0.10', output: '1.60' });
     expect(config.budgets).toEqual({ perUserPerDay: '2.5', currency: 'USD' });
-    expect(() => parseConfig({ model: { name: 'm' }, billing: { currencyByCountry: { DE: 'EUR' } } })).toThrow(/billing\.currencyByCountry\.DE.*no USD rate for EUR/s);
+    expect(() => parseConfig({ model: { name: 'm' }, billing: { currencyByCountry: { DE: 'EUR' } } })).toThrow(
+      /billing\.currencyByCountry\.DE.*no USD rate for EUR/s,
+    );
     expect(() => parseConfig({ model: { name: 'm' }, billing: { defaultCurrency: 'EUR' } })).toThrow(/billing\.defaultCurrency/);
     expect(() => parseConfig({ model: { name: 'm' }, budgets: { perSession: '1', currency: 'GBP' } })).toThrow(/budgets\.currency/);
     expect(() => parseConfig({ model: { name: 'm' }, budgets: { perSession: 1 } })).toThrow(/budgets\.perSession/);
     expect(() => parseConfig({ model: { name: 'm' }, billing: { usdRates: { CNY: '0' } } })).toThrow(/billing\.usdRates\.CNY/);
-    expect(parseConfig({ model: { name: 'm' }, billing: { currencyByCountry: { DE: 'EUR' }, usdRates: { EUR: '0.92' }, defaultCountry: 'DE' } }).billing).toMatchObject({ defaultCountry: 'DE' });
+    expect(
+      parseConfig({ model: { name: 'm' }, billing: { currencyByCountry: { DE: 'EUR' }, usdRates: { EUR: '0.92' }, defaultCountry: 'DE' } }).billing,
+    ).toMatchObject({ defaultCountry: 'DE' });
   });
 
   it('adds the rates given to the built-in CNY rate, so one rate for your own currency does not break the default CN mapping', () => {
@@ -216,7 +233,9 @@ describe('config', () => {
     const model = { name: 'm' };
     expect(() => parseConfig({ model, agent: { timezone: 'Europe/Berln' } })).toThrow(/agent\.timezone.*"Europe\/Berln" is not an IANA time zone/s);
     expect(() => parseConfig({ model, agent: { language: 'english!' } })).toThrow(/agent\.language.*not a BCP-47 language tag/s);
-    expect(() => parseConfig({ model, billing: { defaultCurrency: 'XYZ', usdRates: { XYZ: '1' } } })).toThrow(/billing\.defaultCurrency.*not an ISO 4217 currency code/s);
+    expect(() => parseConfig({ model, billing: { defaultCurrency: 'XYZ', usdRates: { XYZ: '1' } } })).toThrow(
+      /billing\.defaultCurrency.*not an ISO 4217 currency code/s,
+    );
     expect(() => parseConfig({ model, billing: { defaultCountry: 'QQ' } })).toThrow(/billing\.defaultCountry.*not an ISO 3166-1 country code/s);
     expect(() => parseConfig({ model, billing: { currencyByCountry: { ZZ: 'USD' } } })).toThrow(/billing\.currencyByCountry/);
     const agent = parseConfig({ model, agent: { timezone: 'europe/berlin', language: 'ZH-hant-tw' } }).agent;
@@ -231,7 +250,9 @@ describe('config', () => {
     const hosted = { label: 'docs', url: 'http://127.0.0.1:9/mcp', mode: 'hosted' };
     const model = { name: 'm', provider: 'openai-responses' };
     expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, requireApproval: 'always' }] } })).toThrow(/requireApproval: only "never" is supported/);
-    expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, userIdArgument: 'user_id' }] } })).toThrow(/userIdArgument: hosted mode cannot bind the user/);
+    expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, userIdArgument: 'user_id' }] } })).toThrow(
+      /userIdArgument: hosted mode cannot bind the user/,
+    );
   });
 
   it('takes MCP tool labels as one text or one per language, and refuses an empty one', () => {
@@ -264,7 +285,15 @@ describe('config', () => {
   it('dispatches tools inline by default; streams settings and the Redis URL (PALAVER_REDIS_URL) with its password kept secret', () => {
     const model = { name: 'm' };
     const plain = parseConfig({ model });
-    expect(plain.tools).toEqual({ dispatch: 'inline', callTimeoutMs: 15_000, maxAttempts: 3, reclaimIdleMs: 10_000, stream: 'events.plugins', group: 'plugins-workers', maxResultChars: 20_000 });
+    expect(plain.tools).toEqual({
+      dispatch: 'inline',
+      callTimeoutMs: 15_000,
+      maxAttempts: 3,
+      reclaimIdleMs: 10_000,
+      stream: 'events.plugins',
+      group: 'plugins-workers',
+      maxResultChars: 20_000,
+    });
     expect(plain.redis).toEqual({ url: 'redis://127.0.0.1:6379', keyPrefix: 'palaver:' });
     expect(secretsOf(plain)).toEqual([]);
 

@@ -14,7 +14,13 @@ describe('channels.telegramUser', () => {
   it('is off without credentials, with human-paced defaults', () => {
     const user = parseConfig({ model: { name: 'm' } }).channels.telegramUser;
     expect(telegramUserEnabled(user)).toBe(false);
-    expect(user).toMatchObject({ answer: 'everyone', ownerTakeoverMinutes: 30, importHistoryOnFirstContact: 0, quietWindowMs: 2500, floodWaitInlineMaxSeconds: 10 });
+    expect(user).toMatchObject({
+      answer: 'everyone',
+      ownerTakeoverMinutes: 30,
+      importHistoryOnFirstContact: 0,
+      quietWindowMs: 2500,
+      floodWaitInlineMaxSeconds: 10,
+    });
     expect(user.maxWaitMs).toBeUndefined();
   });
 
@@ -32,7 +38,9 @@ describe('channels.telegramUser', () => {
     expect(() => parseConfig({ model, channels: { telegramUser: { apiId: 1 } } })).toThrow(/channels\.telegramUser\.apiHash: set both apiId and apiHash/);
     expect(() => parseConfig({ model, channels: { telegramUser: { apiId: 1, apiHash: 'nothex' } } })).toThrow(/32 hex characters/);
     expect(() => parseConfig({ model, channels: { telegramUser: { enabled: true } } })).toThrow(/my\.telegram\.org/);
-    expect(() => loadConfig({ cwd: tempDir(), env: { PALAVER_MODEL: 'm', TELEGRAM_API_ID: 'abc', TELEGRAM_API_HASH: API_HASH } })).toThrow(/channels\.telegramUser\.apiId/);
+    expect(() => loadConfig({ cwd: tempDir(), env: { PALAVER_MODEL: 'm', TELEGRAM_API_ID: 'abc', TELEGRAM_API_HASH: API_HASH } })).toThrow(
+      /channels\.telegramUser\.apiId/,
+    );
     expect(() => parseConfig({ model, channels: { telegramUser: { answr: 'everyone' } } })).toThrow(/did you mean "answer"/);
   });
 
@@ -56,6 +64,8 @@ describe('channels.telegramUser', () => {
     expect(session({ channels: { telegramUser: { sessionFile: 'secrets/me.session' } } })).toBe(join(dir, 'secrets', 'me.session'));
     const viaFile = tempDir();
     writeFileSync(join(viaFile, 'palaver.config.json'), JSON.stringify({ model: { name: 'm' }, channels: { telegramUser: { sessionFile: 'tg.session' } } }));
-    expect(loadConfig({ cwd: dir, env: { PALAVER_CONFIG: join(viaFile, 'palaver.config.json') } }).config.channels.telegramUser.sessionFile).toBe(join(viaFile, 'tg.session'));
+    expect(loadConfig({ cwd: dir, env: { PALAVER_CONFIG: join(viaFile, 'palaver.config.json') } }).config.channels.telegramUser.sessionFile).toBe(
+      join(viaFile, 'tg.session'),
+    );
   });
 });

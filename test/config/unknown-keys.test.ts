@@ -24,7 +24,9 @@ describe('unknown config keys', () => {
 
   it('refuses a misspelt nested key, saying where it is', () => {
     expect(configError({ model, agent: { historyLimt: 5 } }).message).toContain('Unknown key "historyLimt" in agent; did you mean "historyLimit"?');
-    expect(configError({ model: { name: 'm', fallback: { nmae: 'x', name: 'y' } } }).message).toContain('Unknown key "nmae" in model.fallback; did you mean "name"?');
+    expect(configError({ model: { name: 'm', fallback: { nmae: 'x', name: 'y' } } }).message).toContain(
+      'Unknown key "nmae" in model.fallback; did you mean "name"?',
+    );
     expect(configError({ model, server: { prot: 80 } }).message).toContain('Unknown key "prot" in server; did you mean "port"?');
     expect(configError({ model, channels: { web: { enable: false } } }).message).toContain('Unknown key "enable" in channels.web; did you mean "enabled"?');
   });
@@ -35,7 +37,9 @@ describe('unknown config keys', () => {
     expect(configError({ model: { name: 'm', prices: { m: { input: '1', output: '1', cached: '0.5' } } } }).message).toContain(
       'Unknown key "cached" in model.prices.m; known keys: input, output, cachedInput',
     );
-    expect(configError({ model, roles: { definitions: { client: { tool: ['a'] } } } }).message).toContain('Unknown key "tool" in roles.definitions.client; did you mean "tools"?');
+    expect(configError({ model, roles: { definitions: { client: { tool: ['a'] } } } }).message).toContain(
+      'Unknown key "tool" in roles.definitions.client; did you mean "tools"?',
+    );
   });
 
   it('lists the known keys when nothing is close', () => {

@@ -37,7 +37,10 @@ interface Recorded {
 }
 
 /** A FlowContext that answers from a script and records what the flow asked for; it has no store to write to. */
-function scriptedContext(steps: readonly Step[], options: { streaming?: boolean; tool?: (call: ModelToolCall) => Partial<ToolCallResult> } = {}): { context: FlowContext; recorded: Recorded } {
+function scriptedContext(
+  steps: readonly Step[],
+  options: { streaming?: boolean; tool?: (call: ModelToolCall) => Partial<ToolCallResult> } = {},
+): { context: FlowContext; recorded: Recorded } {
   const recorded: Recorded = { requests: [], tools: [], progress: [], instructionRoles: [] };
   const context: FlowContext = {
     settings: { defaultRole: null, maxToolRounds: 4, maxToolCallsPerTurn: 8, maxCallsPerTool: 4, responseChains: false, hostedMcp: [] },
@@ -70,11 +73,30 @@ function scriptedContext(steps: readonly Step[], options: { streaming?: boolean;
 
 const request: FlowRequest = {
   user: { id: 'u1', displayName: 'Ada', phone: null, createdAt: new Date(0) },
-  session: { id: 's1', userId: 'u1', channel: 'test', conversationId: 'c1', status: 'running', title: null, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cost: '0', currency: 'USD', pausedAt: null, endedAt: null, createdAt: new Date(0), updatedAt: new Date(0) },
+  session: {
+    id: 's1',
+    userId: 'u1',
+    channel: 'test',
+    conversationId: 'c1',
+    status: 'running',
+    title: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedInputTokens: 0,
+    cost: '0',
+    currency: 'USD',
+    pausedAt: null,
+    endedAt: null,
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
+  },
   correlationId: 'corr-1',
   language: 'en',
   timeZone: 'UTC',
-  history: [{ type: 'message', role: 'user', content: 'earlier' }, { type: 'message', role: 'assistant', content: 'earlier answer' }],
+  history: [
+    { type: 'message', role: 'user', content: 'earlier' },
+    { type: 'message', role: 'assistant', content: 'earlier answer' },
+  ],
   newItems: [{ type: 'message', role: 'user', content: 'now' }],
   state: { role: null, responseChainId: null, recentToolCalls: [], flows: { cart: { items: 1 } } },
 };
@@ -88,7 +110,7 @@ const toolCall = (callId: string, args = '{}'): ModelToolCall => ({ callId, name
  */
 export function flowContract(name: string, flow: Flow, script: FlowScript = plainScript): void {
   describe(`Flow contract: ${name}`, () => {
-    it('answers with the model\'s text, having shown it the history and the new messages', async () => {
+    it("answers with the model's text, having shown it the history and the new messages", async () => {
       const { context, recorded } = scriptedContext(script.answer('Hello Ada'));
       const result = await flow.run(request, context);
       expect(result.text).toBe('Hello Ada');
@@ -103,7 +125,7 @@ export function flowContract(name: string, flow: Flow, script: FlowScript = plai
       expect(result.modelCalls.map((call) => call.usage)).toEqual(steps.map((step) => step.usage));
     });
 
-    it('runs tools only through the context, under the user\'s role, and keeps one audit record per call', async () => {
+    it("runs tools only through the context, under the user's role, and keeps one audit record per call", async () => {
       const { context, recorded } = scriptedContext(script.toolsThenAnswer([toolCall('a', '{"q":1}'), toolCall('b')], 'found it'));
       const result = await flow.run(request, context);
       expect(recorded.tools.map((entry) => entry.call.callId)).toEqual(['a', 'b']);
@@ -118,12 +140,14 @@ export function flowContract(name: string, flow: Flow, script: FlowScript = plai
     });
 
     it('applies flow-state effects a tool sends back', async () => {
-      const { context } = scriptedContext(script.toolsThenAnswer([toolCall('a')], 'ok'), { tool: () => ({ effects: { flowState: { cart: null, wizard: { step: 2 } } } }) });
+      const { context } = scriptedContext(script.toolsThenAnswer([toolCall('a')], 'ok'), {
+        tool: () => ({ effects: { flowState: { cart: null, wizard: { step: 2 } } } }),
+      });
       const result = await flow.run(request, context);
       expect(result.state.flows).toEqual({ wizard: { step: 2 } });
     });
 
-    it('answers under a role a tool asked for, with that role\'s instructions', async () => {
+    it("answers under a role a tool asked for, with that role's instructions", async () => {
       const { context, recorded } = scriptedContext(script.toolsThenAnswer([toolCall('a')], 'as courier'), { tool: () => ({ effects: { role: 'courier' } }) });
       const result = await flow.run(request, context);
       expect(result.state.role).toBe('courier');
@@ -140,7 +164,12 @@ export function flowContract(name: string, flow: Flow, script: FlowScript = plai
       expect(quiet.recorded.progress).toEqual([]);
       const live = scriptedContext(script.answer('Hi there', ['Hi ', 'there']), { streaming: true });
       await flow.run(request, live.context);
-      expect(live.recorded.progress.filter((event) => event.type === 'text_delta').map((event) => (event as { delta: string }).delta).join('')).toBe('Hi there');
+      expect(
+        live.recorded.progress
+          .filter((event) => event.type === 'text_delta')
+          .map((event) => (event as { delta: string }).delta)
+          .join(''),
+      ).toBe('Hi there');
     });
   });
 }

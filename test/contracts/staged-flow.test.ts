@@ -17,8 +17,16 @@ function organization(reply: string, deltas?: readonly string[]): { text: string
   const text = JSON.stringify({ reply });
   if (!deltas) return { text };
   // The JSON around the reply, cut where the reply's own deltas are cut.
-  const pieces = [`{"reply":${JSON.stringify(deltas[0]).slice(0, -1)}`, ...deltas.slice(1, -1).map((delta) => JSON.stringify(delta).slice(1, -1)), `${JSON.stringify(deltas.at(-1)).slice(1)}}`];
+  const pieces = [
+    `{"reply":${JSON.stringify(deltas[0]).slice(0, -1)}`,
+    ...deltas.slice(1, -1).map((delta) => JSON.stringify(delta).slice(1, -1)),
+    `${JSON.stringify(deltas.at(-1)).slice(1)}}`,
+  ];
   return { text, deltas: deltas.length === 1 ? [text] : pieces };
 }
 
-flowContract('staged', createStagedFlow({ models: { intent: 'intent-model', execution: 'execution-model', organization: 'organization-model' } }), stagedScript);
+flowContract(
+  'staged',
+  createStagedFlow({ models: { intent: 'intent-model', execution: 'execution-model', organization: 'organization-model' } }),
+  stagedScript,
+);

@@ -55,7 +55,12 @@ export function toolDispatcherContract(name: string, create: (registry: ToolRegi
     it('runs the tool for the user, accounts, role and flow state the request names, and nobody else', async () => {
       const result = await (await dispatcher()).dispatch(request());
       expect(result).toMatchObject({ callId: 'call-1', isError: false, effects: {} });
-      expect(JSON.parse(result.content)).toEqual({ userId: 'user-7', accounts: [{ channel: 'web', accountId: 'visitor-7' }], role: 'client', cart: { items: 1 } });
+      expect(JSON.parse(result.content)).toEqual({
+        userId: 'user-7',
+        accounts: [{ channel: 'web', accountId: 'visitor-7' }],
+        role: 'client',
+        cart: { items: 1 },
+      });
       expect(seen.at(-1)).toMatchObject({ sessionId: 'session-7', conversationId: 'thread-7', correlationId: 'corr-7', callId: 'call-1' });
     });
 
@@ -78,8 +83,15 @@ export function toolDispatcherContract(name: string, create: (registry: ToolRegi
       const subject = await dispatcher();
       // Three calls, three call ids: a dispatcher may treat a repeated id as the same call (and answer it again).
       const call = (callId: string, overrides: Partial<ToolCallRequest>) => request({ callId, idempotencyKey: `turn-1:${callId}`, ...overrides });
-      expect(await subject.dispatch(call('call-a', { tool: 'explode' }))).toMatchObject({ isError: true, content: expect.stringContaining('disk on fire'), effects: {} });
-      expect(await subject.dispatch(call('call-b', { tool: 'become', arguments: { role: 5 } }))).toMatchObject({ isError: true, content: expect.stringContaining('Invalid arguments') });
+      expect(await subject.dispatch(call('call-a', { tool: 'explode' }))).toMatchObject({
+        isError: true,
+        content: expect.stringContaining('disk on fire'),
+        effects: {},
+      });
+      expect(await subject.dispatch(call('call-b', { tool: 'become', arguments: { role: 5 } }))).toMatchObject({
+        isError: true,
+        content: expect.stringContaining('Invalid arguments'),
+      });
       expect(await subject.dispatch(call('call-c', { tool: 'teleport' }))).toMatchObject({ isError: true, content: expect.stringContaining('teleport') });
     });
 

@@ -63,14 +63,28 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
         const usage = { input: 10, output: 5 };
         return call.messages.at(-1)?.type === 'tool_result'
           ? { text: `answer ${text}`, usage }
-          : { toolCalls: [{ name: 'book', arguments: { slot: `${text}-1` } }, { name: 'book', arguments: { slot: `${text}-2` } }], usage };
+          : {
+              toolCalls: [
+                { name: 'book', arguments: { slot: `${text}-1` } },
+                { name: 'book', arguments: { slot: `${text}-2` } },
+              ],
+              usage,
+            };
       },
     });
     // A turn that began work (its tool calls journaled) and was taken over after a crash counts as an attempt (a message
     // that kills its process must not loop), and past `inbox.maxTurnAttempts` it is answered with an apology. Here kills
     // come every second or two, so one message may be cut off by several: allow one attempt per kill, so that every
     // message still gets the model's answer.
-    const config = JSON.stringify({ databaseUrl: `sqlite:${databasePath}`, modelUrl: model.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS, maxTurnAttempts: MAX_KILLS + 1, toolLog, toolDelayMs: 50 });
+    const config = JSON.stringify({
+      databaseUrl: `sqlite:${databasePath}`,
+      modelUrl: model.baseUrl,
+      instructionsDir: join(dir, 'instructions'),
+      leaseMs: LEASE_MS,
+      maxTurnAttempts: MAX_KILLS + 1,
+      toolLog,
+      toolDelayMs: 50,
+    });
 
     const texts = Array.from({ length: CONVERSATIONS }, (_, c) => Array.from({ length: MESSAGES_EACH }, (_, m) => `c${c}m${m}`));
     /** Per conversation, the message it is at (sent, until its answer is seen). */
@@ -128,7 +142,9 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
       }
       // A random point while turns are under way: once this process ran a tool of its own, within 400 ms.
       const logSize = statSync(toolLog).size;
-      await expect.poll(() => statSync(toolLog).size > logSize || answered.size === CONVERSATIONS * MESSAGES_EACH, { timeout: 30_000, interval: 10 }).toBe(true);
+      await expect
+        .poll(() => statSync(toolLog).size > logSize || answered.size === CONVERSATIONS * MESSAGES_EACH, { timeout: 30_000, interval: 10 })
+        .toBe(true);
       await new Promise((resolve) => setTimeout(resolve, next() * 400));
       await child.stop('SIGKILL');
       kills += 1;
@@ -140,9 +156,12 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
       }));
       for (const key of finished) finishedSince(`key ${key}`, logLength);
       for (const text of answered) for (const part of [1, 2]) finishedSince(`slot ${text}-${part}`, logLength);
-      for (const line of child.stdout().split('\n')) if (line.startsWith('sent ') && pending.has(line.slice(5))) cutBeforeMarked.add(line.slice('sent answer '.length));
+      for (const line of child.stdout().split('\n'))
+        if (line.startsWith('sent ') && pending.has(line.slice(5))) cutBeforeMarked.add(line.slice('sent answer '.length));
     }
-    console.log(`chaos: ${kills} kills, ${children.length} processes, ${Math.round((Date.now() - started) / 1000)} s, ${cutBeforeMarked.size} replies caught between send and mark`);
+    console.log(
+      `chaos: ${kills} kills, ${children.length} processes, ${Math.round((Date.now() - started) / 1000)} s, ${cutBeforeMarked.size} replies caught between send and mark`,
+    );
 
     // Every accepted message answered exactly once, in the store.
     const allTexts = texts.flat();
@@ -159,7 +178,11 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
           if (message.role !== 'assistant') continue;
           replies.set(message.content, (replies.get(message.content) ?? 0) + 1);
           // Two model calls per turn, each counted once (a replayed call is not paid again).
-          expect({ reply: message.content, input: message.inputTokens, output: message.outputTokens }).toEqual({ reply: message.content, input: 20, output: 10 });
+          expect({ reply: message.content, input: message.inputTokens, output: message.outputTokens }).toEqual({
+            reply: message.content,
+            input: 20,
+            output: 10,
+          });
         }
       }
     }
@@ -191,6 +214,8 @@ describe('chaos: SIGKILL at random points over 300 turns', () => {
     expect([...keysBySlot].filter(([, keys]) => keys.size !== 1)).toEqual([]);
     expect(keysBySlot.size).toBe(allTexts.length * 2);
     const runAgain = [...byKey.values()].filter((events) => events.length > 2).length;
-    console.log(`chaos: ${byKey.size} tool calls, ${runAgain} cut off while running and run again under the same key (${doneTwice} after their tool returned, before their record)`);
+    console.log(
+      `chaos: ${byKey.size} tool calls, ${runAgain} cut off while running and run again under the same key (${doneTwice} after their tool returned, before their record)`,
+    );
   }, 300_000);
 });

@@ -27,7 +27,9 @@ class ReportingChannel extends MemoryChannel {
   }
 }
 
-const chat = offline ? new ReportingChannel({ name: 'chat', record: false, capabilities: { offlineDelivery: true, maxMessageChars: 40 } }) : new MemoryChannel({ name: 'chat', record: false });
+const chat = offline
+  ? new ReportingChannel({ name: 'chat', record: false, capabilities: { offlineDelivery: true, maxMessageChars: 40 } })
+  : new MemoryChannel({ name: 'chat', record: false });
 await createPalaver(
   {
     model: { name: 'scripted', baseUrl: modelUrl, maxRetries: 0, timeoutMs: 30_000 },

@@ -85,7 +85,9 @@ async function killMidDeliveryAndRestart(databaseUrl: string): Promise<void> {
   writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
   const reply = 'The first part of the answer. The second part of the answer.';
   model = await startScriptedModelServer({ script: () => ({ text: reply }) });
-  const args = (blockSend: boolean) => [JSON.stringify({ databaseUrl, modelUrl: model!.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS, offline: true, blockSend })];
+  const args = (blockSend: boolean) => [
+    JSON.stringify({ databaseUrl, modelUrl: model!.baseUrl, instructionsDir: join(dir, 'instructions'), leaseMs: LEASE_MS, offline: true, blockSend }),
+  ];
   const first = spawnNode(CHILD, args(true), { cwd: REPO_ROOT, env: cleanEnv() });
   await first.waitForOutput(/^ready$/m, 20_000);
   first.process.stdin.write('tell me\n');
@@ -100,12 +102,21 @@ async function killMidDeliveryAndRestart(databaseUrl: string): Promise<void> {
   const user = await store.users.findByAccount('chat', 'crash-tester');
   const [session] = await store.sessions.listByUser(user!.id);
   const [stored] = await store.messages.listRecent(session!.id, { limit: 1 });
-  await expect.poll(async () => (await store!.deliveries.listForReply(stored!.id)).map((part) => part.state), { timeout: 10_000, interval: 100 }).toEqual(['sent', 'sent']);
-  const sent = second.stdout().split('\n').filter((line) => line.startsWith('sent '));
+  await expect
+    .poll(async () => (await store!.deliveries.listForReply(stored!.id)).map((part) => part.state), { timeout: 10_000, interval: 100 })
+    .toEqual(['sent', 'sent']);
+  const sent = second
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('sent '));
   expect(sent).toEqual(['sent "The first part of the answer."', 'sent "The second part of the answer."']);
   // The part the dead process was sending is sent again under the same delivery key (its outbox record's id), so a
   // messenger that dedupes by it (MTProto's random_id) drops the repeat.
-  const keysOf = (child: RunningChild) => child.stdout().split('\n').filter((line) => line.startsWith('key '));
+  const keysOf = (child: RunningChild) =>
+    child
+      .stdout()
+      .split('\n')
+      .filter((line) => line.startsWith('key '));
   const [interrupted] = keysOf(first);
   const records = await store.deliveries.listForReply(stored!.id);
   expect(interrupted).toBe(`key ${records[0]!.id} "The first part of the answer."`);

@@ -10,5 +10,7 @@ if (process.argv[3] === '--standby') {
   await once(process.stdin, 'data');
   process.stdin.pause();
 }
-await createPalaver(JSON.parse(process.argv[2]!) as Parameters<typeof createPalaver>[0], { logger: createLogger({ level: 'warn', destination: process.stderr }) });
+await createPalaver(JSON.parse(process.argv[2]!) as Parameters<typeof createPalaver>[0], {
+  logger: createLogger({ level: 'warn', destination: process.stderr }),
+});
 console.log('ready');

@@ -52,7 +52,13 @@ describe.each(DATABASES)('a reply plan after a crash, on $name', ({ url }) => {
     const dir = mkdtempSync(join(tmpdir(), 'palaver-plan-crash-'));
     mkdirSync(join(dir, 'instructions'));
     writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
-    const plan = { actions: [{ type: 'send_message', text: 'One moment, I am looking.', reply_to: null }, { type: 'wait', seconds: 30 }, { type: 'send_message', text: 'Found it: table for two at 8.', reply_to: null }] };
+    const plan = {
+      actions: [
+        { type: 'send_message', text: 'One moment, I am looking.', reply_to: null },
+        { type: 'wait', seconds: 30 },
+        { type: 'send_message', text: 'Found it: table for two at 8.', reply_to: null },
+      ],
+    };
     model = await startScriptedModelServer({ script: () => ({ text: JSON.stringify(plan) }) });
     telegram = await startFakeTelegram();
     const config = JSON.stringify({
@@ -68,7 +74,9 @@ describe.each(DATABASES)('a reply plan after a crash, on $name', ({ url }) => {
     telegram.sendText({ chatId: CHAT, text: 'a table tonight?' });
     await telegram.waitForMessages(1, { chatId: CHAT, timeoutMs: 15_000 });
     // The first message is marked sent and the plan waits its 30 s: the process dies in the middle of the plan.
-    await expect.poll(async () => (await planRecords(databaseUrl)).map((record) => record.state), { timeout: 10_000, interval: 50 }).toEqual(['sent', 'pending']);
+    await expect
+      .poll(async () => (await planRecords(databaseUrl)).map((record) => record.state), { timeout: 10_000, interval: 50 })
+      .toEqual(['sent', 'pending']);
     expect((await first.stop('SIGKILL')).signal).toBe('SIGKILL');
 
     // The next process carries out the rest once its lease ran out (the wait is not replayed), without the model.

@@ -80,7 +80,11 @@ describe('send as the agent across a crash', () => {
     expect(await second.send(session!.id)).toEqual({ status: 202, body: { ...sent.body, duplicate: true } });
     telegram.sendText({ chatId: 5, text: 'thanks' });
     await telegram.waitForMessages(3, { chatId: 5, timeoutMs: 15_000 });
-    expect(telegram.sentTo(5).map((message) => message.text)).toEqual(['Hello from the agent.', 'An operator here: your refund is on its way.', 'Hello from the agent.']);
+    expect(telegram.sentTo(5).map((message) => message.text)).toEqual([
+      'Hello from the agent.',
+      'An operator here: your refund is on its way.',
+      'Hello from the agent.',
+    ]);
     // Once, in the transcript too.
     const transcript = await store.messages.listRecent(session!.id, { limit: 10, audience: 'display' });
     expect(transcript.filter((message) => message.meta?.['operator'] === 'admin')).toHaveLength(1);

@@ -73,7 +73,12 @@ async function waitUntilSettled(databaseUrl: string, chatId: number, answered: n
     const messages = await store!.messages.listRecent(session.id, { limit: 50 });
     const replies = messages.filter((message) => message.role === 'assistant');
     const parts = (await Promise.all(replies.map((reply) => store!.deliveries.listForReply(reply.id)))).flat();
-    return { replies: replies.length, queued: (await store!.inbound.listQueued(session.id)).length, parts: parts.length, unsent: parts.filter((part) => part.state !== 'sent').length };
+    return {
+      replies: replies.length,
+      queued: (await store!.inbound.listQueued(session.id)).length,
+      parts: parts.length,
+      unsent: parts.filter((part) => part.state !== 'sent').length,
+    };
   };
   await expect.poll(state, { timeout: 15_000, interval: 100 }).toEqual({ replies: answered, queued: 0, parts: answered, unsent: 0 });
 }

@@ -9,7 +9,14 @@ import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js
 import { DEFAULT_LEASE_TIMINGS, takeoverBoundMs } from '../../src/platform/held-lease.js';
 import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
-import { startFakeTelegram, startScriptedModelServer, type FakeCall, type FakeTelegram, type ModelScript, type ScriptedModelServer } from '../../src/testing/index.js';
+import {
+  startFakeTelegram,
+  startScriptedModelServer,
+  type FakeCall,
+  type FakeTelegram,
+  type ModelScript,
+  type ScriptedModelServer,
+} from '../../src/testing/index.js';
 import { cleanEnv, killAll, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
 import { userTexts } from '../support/palaver-harness.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
@@ -54,7 +61,10 @@ async function rig(script: ModelScript, telegramConfig: Record<string, unknown> 
         database: { url: databaseUrl },
         agent: { instructionsDir: join(dir, 'instructions') },
         inbox: { leaseMs: inboxLeaseMs },
-        channels: { web: { enabled: false }, telegram: { token: fake.token, apiRoot: `${fake.apiRoot}/via/${label}`, quietWindowMs: 100, drafts: false, ...telegramConfig } },
+        channels: {
+          web: { enabled: false },
+          telegram: { token: fake.token, apiRoot: `${fake.apiRoot}/via/${label}`, quietWindowMs: 100, drafts: false, ...telegramConfig },
+        },
       });
       const child = spawnNode(SERVING_CHILD, [config], { cwd: REPO_ROOT, env: cleanEnv() });
       const [, url] = await child.waitForOutput(/^ready (\S+)$/m, 30_000);
@@ -72,9 +82,15 @@ async function waitUntilSettled(databaseUrl: string, chatIds: readonly number[])
     const messages = await store!.messages.listRecent(session.id, { limit: 50 });
     const replies = messages.filter((message) => message.role === 'assistant');
     const parts = (await Promise.all(replies.map((reply) => store!.deliveries.listForReply(reply.id)))).flat();
-    return { replies: replies.length, inbound: messages.filter((message) => message.role === 'user').length, queued: (await store!.inbound.listQueued(session.id)).length, unsent: parts.filter((part) => part.state !== 'sent').length };
+    return {
+      replies: replies.length,
+      inbound: messages.filter((message) => message.role === 'user').length,
+      queued: (await store!.inbound.listQueued(session.id)).length,
+      unsent: parts.filter((part) => part.state !== 'sent').length,
+    };
   };
-  for (const chatId of chatIds) await expect.poll(() => state(chatId), { timeout: 20_000, interval: 100 }).toEqual({ replies: 1, inbound: 1, queued: 0, unsent: 0 });
+  for (const chatId of chatIds)
+    await expect.poll(() => state(chatId), { timeout: 20_000, interval: 100 }).toEqual({ replies: 1, inbound: 1, queued: 0, unsent: 0 });
 }
 
 /** Pairs of getUpdates calls from different processes whose times overlap (one asked while the other was open). */
@@ -152,7 +168,9 @@ describe('Telegram bot with two processes on one PostgreSQL database', () => {
     await new Promise<void>((resolve) => proxy!.listen(0, '127.0.0.1', resolve));
     const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
 
-    const processes = await rig((call) => ({ text: `You said: ${userTexts(call).at(-1)}` }), { mode: 'webhook', webhookUrl: `${proxyUrl}/telegram/webhook`, webhookSecret: WEBHOOK_SECRET },
+    const processes = await rig(
+      (call) => ({ text: `You said: ${userTexts(call).at(-1)}` }),
+      { mode: 'webhook', webhookUrl: `${proxyUrl}/telegram/webhook`, webhookSecret: WEBHOOK_SECRET },
       // Nobody crashes here: the default inbox lease, so a turn slowed by the busy machine is not taken over
       // (taking over a live process's turn is the conversation-ownership work of #25, not the webhook's).
       15_000,
@@ -161,7 +179,12 @@ describe('Telegram bot with two processes on one PostgreSQL database', () => {
     const b = await processes.start('b');
     backends.push(a.url, b.url);
     // Both registered the same webhook; neither removed it.
-    expect(telegram!.callsOf('setWebhook').map((call) => call.via).sort()).toEqual(['a', 'b']);
+    expect(
+      telegram!
+        .callsOf('setWebhook')
+        .map((call) => call.via)
+        .sort(),
+    ).toEqual(['a', 'b']);
     expect(telegram!.callsOf('deleteWebhook')).toEqual([]);
 
     const chats = Array.from({ length: 20 }, (_, i) => 300 + i);

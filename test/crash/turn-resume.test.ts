@@ -77,7 +77,13 @@ function prepare(databaseUrl: string): Run {
 }
 
 const toolLines = (run: Run) => readFileSync(run.toolLog, 'utf8').trim().split('\n');
-const sentLines = (...children: RunningChild[]) => children.flatMap((child) => child.stdout().split('\n').filter((line) => line.startsWith('sent ')));
+const sentLines = (...children: RunningChild[]) =>
+  children.flatMap((child) =>
+    child
+      .stdout()
+      .split('\n')
+      .filter((line) => line.startsWith('sent ')),
+  );
 
 /** What the person and the books see once the restarted process answered: the reply, its cost, and no journal left. */
 async function expectAnsweredOnce(run: Run, first: RunningChild, second: RunningChild): Promise<void> {
@@ -216,7 +222,12 @@ describe('a turn a SIGKILL cut off resumes, it does not start again', () => {
     const user = await store.users.findByAccount('chat', 'alice');
     const [session] = await store.sessions.listByUser(user!.id);
     const messages = await store.messages.listRecent(session!.id, { limit: 20, audience: 'display' });
-    expect(messages.map((message) => `${message.role}: ${message.content}`)).toEqual(['user: one', 'assistant: first answer', ...seen.map((text) => `user: ${text}`), `assistant: ${reply}`]);
+    expect(messages.map((message) => `${message.role}: ${message.content}`)).toEqual([
+      'user: one',
+      'assistant: first answer',
+      ...seen.map((text) => `user: ${text}`),
+      `assistant: ${reply}`,
+    ]);
     expect(await store.inbound.listQueued(session!.id)).toEqual([]);
   }, 60_000);
 

@@ -46,7 +46,7 @@ describe('docs/configuration.md', () => {
   const bySection = sections(reference);
   const paths = keyPaths(configSchema, '');
 
-  it('finds the schema\'s keys (a guard against reading the schema wrongly)', () => {
+  it("finds the schema's keys (a guard against reading the schema wrongly)", () => {
     expect(paths).toContain('agent.actions.maxActions');
     expect(paths).toContain('focus.stages[].keywords');
     expect(paths).toContain('identity.resolver.cacheTtlSeconds');

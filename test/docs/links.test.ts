@@ -105,9 +105,18 @@ describe('links in README.md and docs/', () => {
 
 describe('the link checker', () => {
   const files = new Map([
-    ['README.md', '# Palaver\n\n## Running several processes\n\n[ok](docs/guide.md#set-it-up) [self](#running-several-processes) [web](https://example.com/x.md#nowhere)\n\n```md\n[in code](docs/missing.md)\n```\n'],
-    ['docs/guide.md', '# Guide\n\n## Set it up\n\n## Set it up\n\n### `palaver start` and *Ctrl-C*\n\n[second](#set-it-up-1) [code](#palaver-start-and-ctrl-c) [up](../README.md)\n'],
-    ['docs/broken.md', '# Broken\n\n[gone](moved.md) [anchor](guide.md#settings) [own](#nothing) [table](#x)\n\n| a | b |\n|---|---|\n| [cell](../nope.md) | x |\n'],
+    [
+      'README.md',
+      '# Palaver\n\n## Running several processes\n\n[ok](docs/guide.md#set-it-up) [self](#running-several-processes) [web](https://example.com/x.md#nowhere)\n\n```md\n[in code](docs/missing.md)\n```\n',
+    ],
+    [
+      'docs/guide.md',
+      '# Guide\n\n## Set it up\n\n## Set it up\n\n### `palaver start` and *Ctrl-C*\n\n[second](#set-it-up-1) [code](#palaver-start-and-ctrl-c) [up](../README.md)\n',
+    ],
+    [
+      'docs/broken.md',
+      '# Broken\n\n[gone](moved.md) [anchor](guide.md#settings) [own](#nothing) [table](#x)\n\n| a | b |\n|---|---|\n| [cell](../nope.md) | x |\n',
+    ],
   ]);
   const exists = (path: string) => files.has(path) || path === 'docs';
   const page = pageReader(files);
@@ -128,7 +137,7 @@ describe('the link checker', () => {
   });
 });
 
-describe('the README\'s two commands', () => {
+describe("the README's two commands", () => {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const firstBlock = parse(readme).children.find((node) => node.type === 'code');
 

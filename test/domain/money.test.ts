@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/domain/errors.js';
-import {
-  addCosts,
-  compareCosts,
-  convertCost,
-  costOf,
-  fromStoredCost,
-  isZeroCost,
-  roundBilled,
-  sumCosts,
-  toStoredCost,
-} from '../../src/domain/money.js';
+import { addCosts, compareCosts, convertCost, costOf, fromStoredCost, isZeroCost, roundBilled, sumCosts, toStoredCost } from '../../src/domain/money.js';
 
 /** The StoreError a call throws, so a test can check its code and what it tells the caller. */
 function storeErrorOf(call: () => unknown): StoreError {

@@ -14,7 +14,12 @@ const CHROMIUM = '/usr/bin/chromium';
 /** Screenshots of every step, kept after the run (gitignored). */
 const ARTIFACTS = resolve('test-artifacts', 'admin-dashboard');
 
-const lookup = defineTool({ name: 'order_status', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'packed' }) });
+const lookup = defineTool({
+  name: 'order_status',
+  description: 'Looks up an order',
+  input: z.object({ id: z.number() }),
+  run: ({ id }) => ({ id, status: 'packed' }),
+});
 
 /** "order?" → a tool call, then an answer from its result; anything else is answered at once. */
 const script: ModelScript = (call) => {
@@ -42,7 +47,15 @@ describe('operator dashboard in Chromium', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     telegram = await startFakeTelegram();
     harness = await createHarness(script);
@@ -96,7 +109,9 @@ describe('operator dashboard in Chromium', () => {
       const cookies = await page.context().cookies();
       expect(cookies).toEqual([expect.objectContaining({ name: 'palaver_admin', httpOnly: true, sameSite: 'Strict', path: '/admin' })]);
       expect(await page.evaluate<string>('document.cookie')).toBe('');
-      expect(await page.evaluate<string>('JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])')).not.toContain(TEST_SECRETS.adminToken);
+      expect(await page.evaluate<string>('JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])')).not.toContain(
+        TEST_SECRETS.adminToken,
+      );
       // A reload keeps the session; signing out ends it.
       await page.reload();
       await expect.poll(() => page.getByTestId('conversation-search').isVisible()).toBe(true);
@@ -128,7 +143,9 @@ describe('operator dashboard in Chromium', () => {
       // The transcript, then the audit: the tool call with its arguments and result.
       await row.click();
       const messages = page.getByTestId('transcript-message');
-      await expect.poll(() => messages.allTextContents()).toEqual([expect.stringContaining('Where is my order?'), expect.stringContaining('Your order 7 is packed.')]);
+      await expect
+        .poll(() => messages.allTextContents())
+        .toEqual([expect.stringContaining('Where is my order?'), expect.stringContaining('Your order 7 is packed.')]);
       await page.getByTestId('audit-toggle').check();
       const toolCall = page.getByTestId('tool-call').first();
       await expect.poll(() => toolCall.count()).toBe(1);
@@ -142,7 +159,9 @@ describe('operator dashboard in Chromium', () => {
       await page.getByTestId('agent-send').click();
       const sent = await telegram.waitForMessages(2, { chatId: viewport.chatId });
       expect(sent.map((message) => message.text)).toEqual(['Your order 7 is packed.', 'An operator here: it ships today.']);
-      await expect.poll(() => page.locator('[data-testid=transcript-message][data-author=operator]').allTextContents()).toEqual([expect.stringContaining('An operator here: it ships today.')]);
+      await expect
+        .poll(() => page.locator('[data-testid=transcript-message][data-author=operator]').allTextContents())
+        .toEqual([expect.stringContaining('An operator here: it ships today.')]);
       await shot('sent-as-agent');
 
       // Pause: the next message is stored and shown waiting, not answered.

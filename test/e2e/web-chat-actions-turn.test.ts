@@ -42,7 +42,10 @@ describe('web chat page: a reply carried out as actions', () => {
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found; run \`node scripts/prepare-test-env.mjs\` to install it.`);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
     harness = await createHarness(planFor);
   });
 
@@ -51,7 +54,7 @@ describe('web chat page: a reply carried out as actions', () => {
     await harness?.close();
   });
 
-  it('shows typing, two bubbles in order and the reaction on the person\'s message', async () => {
+  it("shows typing, two bubbles in order and the reaction on the person's message", async () => {
     const palaver = await harness.start({ agent: { replies: 'actions' } });
     const server = await palaver.serve({ host: '127.0.0.1', port: 0 });
     const page = await browser.newPage();

@@ -21,7 +21,10 @@ describe('web chat page: replies as actions', () => {
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found; run \`node scripts/prepare-test-env.mjs\` to install it.`);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
     channel = new WebChannel({ maxInboundChars: 2000, logger: silentLogger() });
     context = new FakeChannelContext();
     await channel.start(context);
@@ -46,7 +49,15 @@ describe('web chat page: replies as actions', () => {
     channel.settle(target, {
       kind: 'answered',
       parts: [],
-      outcome: { correlationId: target.correlationId, sessionId: target.sessionId, userId: 'u', reply: '', replyMessageId: `reply-${target.correlationId}`, status: 'completed', usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD' } },
+      outcome: {
+        correlationId: target.correlationId,
+        sessionId: target.sessionId,
+        userId: 'u',
+        reply: '',
+        replyMessageId: `reply-${target.correlationId}`,
+        status: 'completed',
+        usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD' },
+      },
     });
   }
 

@@ -34,7 +34,9 @@ describe('web chat page: how replies look', () => {
     expect(await page.title()).toBe('Ada <Support>');
     expect(await page.locator('h1').textContent()).toBe('Ada <Support>');
     expect(await page.getByTestId('agent-logo').getAttribute('src')).toBe('/logo.svg');
-    expect(await page.getByTestId('send-button').evaluate((button) => button.ownerDocument.defaultView?.getComputedStyle(button).backgroundColor)).toBe('rgb(194, 24, 91)');
+    expect(await page.getByTestId('send-button').evaluate((button) => button.ownerDocument.defaultView?.getComputedStyle(button).backgroundColor)).toBe(
+      'rgb(194, 24, 91)',
+    );
     await page.close();
   });
 

@@ -28,7 +28,15 @@ describe('web chat page', () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found; run \`apt-get install chromium\` to run the browser tests.`);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     ({ server, pipeline: handler } = await serve());
   });
@@ -83,7 +91,9 @@ describe('web chat page', () => {
       await page.goto(`${plain.url}/`);
       await page.getByTestId('message-input').fill('What time is it in Zurich?');
       await page.getByTestId('send-button').click();
-      await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 }).toBe('It is 10:30 in Zurich. Anything else I can check for you?');
+      await expect
+        .poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 10_000 })
+        .toBe('It is 10:30 in Zurich. Anything else I can check for you?');
       const line = page.getByTestId('tool-line');
       expect(await line.allTextContents()).toEqual(['Checking the clock… ✓']);
       expect(await line.getAttribute('data-status')).toBe('done');
@@ -156,7 +166,7 @@ describe('web chat page', () => {
     }
   });
 
-  it('lists the visitor\'s conversations and rebuilds one from the server; another visitor sees none of them', async () => {
+  it("lists the visitor's conversations and rebuilds one from the server; another visitor sees none of them", async () => {
     const { server: listing } = await serve();
     try {
       const context = await browser.newContext();

@@ -62,7 +62,15 @@ describe('the chat widget on another site', { timeout: 60_000 }, () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found; run \`apt-get install chromium\` to run the browser tests.`);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     shop = await siteServer((path) => shopPageFor(path));
     harness = await createHarness(echoScript);
@@ -107,7 +115,9 @@ describe('the chat widget on another site', { timeout: 60_000 }, () => {
     const frame = await chatFrame(page);
     expect(await frame.locator('h1').textContent()).toBe('Shop assistant');
     // The frame takes the widget's accent.
-    expect(await frame.getByTestId('send-button').evaluate((node) => node.ownerDocument.defaultView?.getComputedStyle(node).backgroundColor)).toBe('rgb(194, 24, 91)');
+    expect(await frame.getByTestId('send-button').evaluate((node) => node.ownerDocument.defaultView?.getComputedStyle(node).backgroundColor)).toBe(
+      'rgb(194, 24, 91)',
+    );
     await say(frame, 'Do you ship to Zurich?');
     await page.screenshot({ path: `${IMAGES}/widget-open.png` });
 
@@ -115,7 +125,15 @@ describe('the chat widget on another site', { timeout: 60_000 }, () => {
     await frame.getByTestId('close-embed').click();
     await expect.poll(() => page.getByTestId('widget-panel').isVisible()).toBe(false);
     expect(await launcher.getAttribute('aria-expanded')).toBe('false');
-    await expect.poll(() => launcher.evaluate((node) => node.getRootNode() instanceof node.ownerDocument.defaultView!.ShadowRoot && (node.getRootNode() as unknown as { activeElement: unknown }).activeElement === node)).toBe(true);
+    await expect
+      .poll(() =>
+        launcher.evaluate(
+          (node) =>
+            node.getRootNode() instanceof node.ownerDocument.defaultView!.ShadowRoot &&
+            (node.getRootNode() as unknown as { activeElement: unknown }).activeElement === node,
+        ),
+      )
+      .toBe(true);
 
     // Reopened, the same conversation is there; Escape in the chat closes the widget.
     await launcher.click();
@@ -144,10 +162,18 @@ describe('the chat widget on another site', { timeout: 60_000 }, () => {
     const mine = await send(palaver.url, { path: '/conversations', headers: { 'x-palaver-user-token': token } });
     expect(mine.status).toBe(200);
     expect((JSON.parse(mine.body) as { conversations: { id: string }[] }).conversations.map((c) => c.id)).toEqual([threadId]);
-    const transcript = await send(palaver.url, { path: `/conversations/messages?id=${encodeURIComponent(threadId!)}`, headers: { 'x-palaver-user-token': token } });
-    expect((JSON.parse(transcript.body) as { messages: { text: string }[] }).messages.map((m) => m.text)).toEqual(['Where is my order?', 'echo: Where is my order?']);
+    const transcript = await send(palaver.url, {
+      path: `/conversations/messages?id=${encodeURIComponent(threadId!)}`,
+      headers: { 'x-palaver-user-token': token },
+    });
+    expect((JSON.parse(transcript.body) as { messages: { text: string }[] }).messages.map((m) => m.text)).toEqual([
+      'Where is my order?',
+      'echo: Where is my order?',
+    ]);
     const other = await userToken(TOKEN_SECRET, { sub: 'shop-user-8', expiresIn: '10m' });
-    expect((await send(palaver.url, { path: `/conversations/messages?id=${encodeURIComponent(threadId!)}`, headers: { 'x-palaver-user-token': other } })).status).toBe(403);
+    expect(
+      (await send(palaver.url, { path: `/conversations/messages?id=${encodeURIComponent(threadId!)}`, headers: { 'x-palaver-user-token': other } })).status,
+    ).toBe(403);
     const cookies = (await context.cookies(palaver.url)).map((c) => `${c.name}=${c.value}`).join('; ');
     expect(cookies).toContain('palaver_visitor=');
     expect((await send(palaver.url, { path: `/conversations/messages?id=${encodeURIComponent(threadId!)}`, headers: { cookie: cookies } })).status).toBe(403);
@@ -194,7 +220,11 @@ describe('the chat widget on another site', { timeout: 60_000 }, () => {
 
     // A refusal shows its text in the panel, and the message is given back to send again.
     await context.route(`${palaver.url}/agui`, (route) =>
-      route.fulfill({ status: 429, contentType: 'application/json', body: JSON.stringify({ error: { code: 'too_many_runs', message: 'Too many messages at once; wait for the answers.' } }) }),
+      route.fulfill({
+        status: 429,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'too_many_runs', message: 'Too many messages at once; wait for the answers.' } }),
+      }),
     );
     await frame.getByTestId('message-input').fill('third');
     await frame.getByTestId('send-button').click();

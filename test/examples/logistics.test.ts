@@ -61,12 +61,25 @@ describe('examples/logistics/run.ts', () => {
     const response = await fetch(`${url}/agui`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ threadId: 't1', runId: 'r1', messages: [{ id: 'm1', role: 'user', content: 'I carry cargo' }], tools: [], context: [], state: {}, forwardedProps: {} }),
+      body: JSON.stringify({
+        threadId: 't1',
+        runId: 'r1',
+        messages: [{ id: 'm1', role: 'user', content: 'I carry cargo' }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      }),
     });
     const events = parseSse(await response.text());
-    expect(events.find((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.tool_progress')).toMatchObject({ value: { status: 'running', label: 'Working on it…' } });
+    expect(events.find((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.tool_progress')).toMatchObject({
+      value: { status: 'running', label: 'Working on it…' },
+    });
     expect(JSON.stringify(events)).not.toContain('set_role');
-    const reply = events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event['delta']).join('');
+    const reply = events
+      .filter((event) => event.type === 'TEXT_MESSAGE_CONTENT')
+      .map((event) => event['delta'])
+      .join('');
     expect(reply).toMatch(/^You are set up as a transporter\./);
     expect(events.at(-1)?.type).toBe('RUN_FINISHED');
     expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
@@ -86,7 +99,9 @@ describe('logisticsScript', () => {
   });
 
   it('takes a complete shipment from someone without a role as a client', async () => {
-    expect(await logisticsScript(call('ship 200 kg from Kyiv to Lviv', ['set_role']))).toEqual({ toolCalls: [{ name: 'set_role', arguments: { role: 'client' } }] });
+    expect(await logisticsScript(call('ship 200 kg from Kyiv to Lviv', ['set_role']))).toEqual({
+      toolCalls: [{ name: 'set_role', arguments: { role: 'client' } }],
+    });
   });
 
   it('asks for what is missing from a shipment', async () => {

@@ -29,14 +29,24 @@ describe('examples/receptionist', () => {
     telegram = await startFakeTelegram();
     const dataDir = mkdtempSync(join(tmpdir(), 'palaver-receptionist-'));
     dirs.push(dataDir);
-    const channel = new TelegramBotChannel({ token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 50, drafts: false, pollTimeoutSeconds: 1, logger: silentLogger() });
+    const channel = new TelegramBotChannel({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      quietWindowMs: 50,
+      drafts: false,
+      pollTimeoutSeconds: 1,
+      logger: silentLogger(),
+    });
     // The example as configured (replies: actions, its limits), with the typing before each message turned off so
     // the test does not wait for it.
-    example = await startExample({ realModel: false, dataDir }, {
-      channels: [channel],
-      quietLogs: true,
-      configure: (config) => ({ ...config, agent: { ...config.agent, actions: { ...config.agent.actions, typingCharsPerSecond: 0 } } }),
-    });
+    example = await startExample(
+      { realModel: false, dataDir },
+      {
+        channels: [channel],
+        quietLogs: true,
+        configure: (config) => ({ ...config, agent: { ...config.agent, actions: { ...config.agent.actions, typingCharsPerSecond: 0 } } }),
+      },
+    );
 
     const update = telegram.sendText({ chatId: 5150, text: 'Thursday please' });
     const asked = (update['message'] as { message_id: number }).message_id;
@@ -66,7 +76,10 @@ describe('examples/receptionist/run.ts', () => {
 
 describe('the receptionist script', () => {
   it('reacts only to the id it was shown, splits its answers, and stays silent after an "ok"', () => {
-    expect(planFor('hello', '7')).toEqual([{ type: 'fake_typing', seconds: 1 }, { type: 'send_messages', messages: [expect.any(String), expect.any(String)] }]);
+    expect(planFor('hello', '7')).toEqual([
+      { type: 'fake_typing', seconds: 1 },
+      { type: 'send_messages', messages: [expect.any(String), expect.any(String)] },
+    ]);
     expect(planFor('thanks a lot', '12')[0]).toEqual({ type: 'add_reaction', emoji: '❤️', message_id: 12 });
     expect(planFor('thanks a lot', undefined).map((action) => action.type)).toEqual(['send_message']);
     expect(planFor('I would like to book a cleaning', 'web-3').map((action) => action.type)).toEqual(['add_reaction', 'send_message', 'wait', 'send_message']);

@@ -23,7 +23,9 @@ describe('the salon example', () => {
     const palaver = await harness.start(example, { tools: salon.tools });
     const say = async (userId: string, text: string) => (await palaver.chat({ userId, text })).text;
 
-    expect(await say('alice', 'Show my appointments')).toBe('Your appointments:\n• Haircut with Anna, 2026-11-26 10:00\n• Manicure with Olga, 2026-11-29 15:30');
+    expect(await say('alice', 'Show my appointments')).toBe(
+      'Your appointments:\n• Haircut with Anna, 2026-11-26 10:00\n• Manicure with Olga, 2026-11-29 15:30',
+    );
     expect(await say('bob', 'show my appointments')).toContain('Haircut with Anna, 2026-11-26 10:00');
     expect(await say('alice', 'cancel the haircut')).toMatch(/^Appointment \d+ is cancelled\.$/);
     expect(await say('alice', 'move the manicure to 2026-12-10 12:00')).toMatch(/is moved to 2026-12-10 12:00/);

@@ -95,7 +95,7 @@ describe('channels that share an account namespace', () => {
     expect(userOf(await account.say('still me', { accountId: '42' }))).toBe(userOf(other));
   });
 
-  it('asks the team directory about the namespace\'s account, whichever channel it wrote through', async () => {
+  it("asks the team directory about the namespace's account, whichever channel it wrote through", async () => {
     directory = await startDirectoryServer();
     harness = await createHarness(() => ({ text: 'ok' }));
     const { bot, account } = telegramChannels();

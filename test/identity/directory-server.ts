@@ -25,7 +25,9 @@ export interface DirectoryServer {
   close(): Promise<void>;
 }
 
-export async function startDirectoryServer(options: { port?: number; tool?: string; answer?: (args: VerifyUserArgs) => CallToolResult } = {}): Promise<DirectoryServer> {
+export async function startDirectoryServer(
+  options: { port?: number; tool?: string; answer?: (args: VerifyUserArgs) => CallToolResult } = {},
+): Promise<DirectoryServer> {
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>();
   const toolName = options.tool ?? 'verify_user';
   let currentHeaders: IncomingMessage['headers'] = {};

@@ -52,7 +52,8 @@ function captureLogs(): { logger: Logger; lines: () => Array<Record<string, unkn
   return { logger: createLogger({ level: 'debug', destination }), lines: () => lines };
 }
 
-const failedAttempts = (lines: Array<Record<string, unknown>>): unknown[] => lines.filter((line) => line['msg'] === 'identity directory call failed').map((line) => line['attempt']);
+const failedAttempts = (lines: Array<Record<string, unknown>>): unknown[] =>
+  lines.filter((line) => line['msg'] === 'identity directory call failed').map((line) => line['attempt']);
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -117,7 +118,10 @@ describe('McpIdentityResolver against a real MCP server', () => {
     expect(before.user.id).toBe('user-7');
 
     // The person shared a phone that the directory knows as someone already registered.
-    directory.answer = (args) => ({ content: [], structuredContent: { user_id: args.phone === '380671234567' ? 'crm-phone-owner' : `user-${args.account_id}` } });
+    directory.answer = (args) => ({
+      content: [],
+      structuredContent: { user_id: args.phone === '380671234567' ? 'crm-phone-owner' : `user-${args.account_id}` },
+    });
     // A number merely typed is not passed on and does not bypass the cache.
     expect((await resolver.resolve({ channel: 'telegram-bot', accountId: '7', phone: '380671234567' })).user.id).toBe('user-7');
     expect(directory.calls).toHaveLength(1);
@@ -132,7 +136,14 @@ describe('McpIdentityResolver against a real MCP server', () => {
     expect((await store.users.findByAccount('telegram-bot', '7'))?.id).toBe('crm-phone-owner');
     expect(await store.users.listAccounts('user-7')).toEqual([]);
     expect(await store.identityEvents.listByUser('crm-phone-owner')).toEqual([
-      expect.objectContaining({ kind: 'relink', channel: 'telegram-bot', accountId: '7', fromUserId: 'user-7', toUserId: 'crm-phone-owner', actor: 'resolver' }),
+      expect.objectContaining({
+        kind: 'relink',
+        channel: 'telegram-bot',
+        accountId: '7',
+        fromUserId: 'user-7',
+        toUserId: 'crm-phone-owner',
+        actor: 'resolver',
+      }),
     ]);
     // The cache now holds the new answer.
     expect((await resolver.resolve({ channel: 'telegram-bot', accountId: '7' })).user.id).toBe('crm-phone-owner');
@@ -225,7 +236,10 @@ describe('the pipeline with the directory as its identity step', () => {
     const refusal = await rejection(chat.say('Привіт', { accountId: 'olena', languageHint: 'uk-UA' }));
 
     expect(refusal).toBeInstanceOf(ChannelError);
-    expect(refusal).toMatchObject({ code: 'identity_unreachable', message: 'Вибачте, зараз я не можу перевірити, хто ви, тож поки не можу відповісти. Будь ласка, спробуйте за кілька хвилин.' });
+    expect(refusal).toMatchObject({
+      code: 'identity_unreachable',
+      message: 'Вибачте, зараз я не можу перевірити, хто ви, тож поки не можу відповісти. Будь ласка, спробуйте за кілька хвилин.',
+    });
     expect(harness.model.calls).toHaveLength(0);
     expect(await palaver.store.sessions.findByConversation('memory', 'olena')).toBeUndefined();
     expect(await palaver.store.users.findByAccount('memory', 'olena')).toBeUndefined();
@@ -258,7 +272,10 @@ describe('the pipeline with the directory as its identity step', () => {
 
     expect(response.status).toBe(503);
     expect(await response.json()).toEqual({
-      error: { code: 'identity_unreachable', message: 'Извините, сейчас я не могу проверить, кто вы, поэтому пока не могу ответить. Пожалуйста, попробуйте через несколько минут.' },
+      error: {
+        code: 'identity_unreachable',
+        message: 'Извините, сейчас я не могу проверить, кто вы, поэтому пока не могу ответить. Пожалуйста, попробуйте через несколько минут.',
+      },
     });
     expect(harness.model.calls).toHaveLength(0);
   });

@@ -29,7 +29,8 @@ const setRole = defineTool({
 const script: ModelScript = (call) => {
   const last = call.messages[call.messages.length - 1];
   if (last?.type === 'tool_result') return { text: 'Role set.' };
-  if (/I am a client/.test(lastUserText(call) ?? '') && call.toolNames.includes('set_role')) return { toolCalls: [{ name: 'set_role', arguments: { role: 'client' } }] };
+  if (/I am a client/.test(lastUserText(call) ?? '') && call.toolNames.includes('set_role'))
+    return { toolCalls: [{ name: 'set_role', arguments: { role: 'client' } }] };
   const role = call.instructions.includes('- role: client') ? 'client' : 'none';
   return { text: `role=${role}; seen=${userTexts(call).join(' | ')}` };
 };
@@ -83,7 +84,13 @@ describe('one phone across two channels', () => {
       ['phone_set', 'webchat'],
       ['relink', 'messenger'],
     ]);
-    expect(events[1]).toMatchObject({ fromUserId: stranger.id, toUserId: webUser.id, accountId: 'tg-42', actor: 'system', details: { source: 'channel', holderPhone: 'typed' } });
+    expect(events[1]).toMatchObject({
+      fromUserId: stranger.id,
+      toUserId: webUser.id,
+      accountId: 'tg-42',
+      actor: 'system',
+      details: { source: 'channel', holderPhone: 'typed' },
+    });
 
     // Later messages on the messenger are the web user's too.
     const later = await messenger.say('what do you know?', { accountId: 'tg-42' });
@@ -99,8 +106,12 @@ describe('one phone across two channels', () => {
     expect((await palaver.store.users.findByAccount('messenger', 'tg-42'))?.id).toBe(stranger.id);
     expect((await palaver.store.users.findById(stranger.id))?.phone).toBeNull();
     expect((await palaver.store.users.findById(webUser.id))?.phone).toBe('380671234567');
-    expect(await palaver.store.identityEvents.listByUser(stranger.id)).toMatchObject([{ kind: 'conflict', fromUserId: stranger.id, toUserId: webUser.id, channel: 'messenger' }]);
-    expect(harness!.logs.some((line) => line['msg'] === 'phone link refused: the verified phone belongs to another user (identity.phones.onConflict is conflict)')).toBe(true);
+    expect(await palaver.store.identityEvents.listByUser(stranger.id)).toMatchObject([
+      { kind: 'conflict', fromUserId: stranger.id, toUserId: webUser.id, channel: 'messenger' },
+    ]);
+    expect(
+      harness!.logs.some((line) => line['msg'] === 'phone link refused: the verified phone belongs to another user (identity.phones.onConflict is conflict)'),
+    ).toBe(true);
     // The number never reaches the log.
     expect(harness!.logText()).not.toContain('671234567');
   });

@@ -62,7 +62,9 @@ describe.each(BACK_ENDS)('phone linking on %s', (_name, open) => {
     const phone = freshPhone();
     expect(await linkPhone(store, { ...web, phone: phone.local, source: 'typed' }, CONFLICT)).toEqual({ status: 'set' });
     expect((await userOf(web)).phone).toBe(phone.digits);
-    expect(await store.identityEvents.listByUser(web.userId)).toMatchObject([{ kind: 'phone_set', channel: 'web', accountId: web.accountId, actor: 'system', details: { source: 'typed' } }]);
+    expect(await store.identityEvents.listByUser(web.userId)).toMatchObject([
+      { kind: 'phone_set', channel: 'web', accountId: web.accountId, actor: 'system', details: { source: 'typed' } },
+    ]);
     expect(await linkPhone(store, { ...web, phone: `+${phone.digits}`, source: 'typed' }, CONFLICT)).toEqual({ status: 'unchanged' });
   });
 
@@ -101,7 +103,20 @@ describe.each(BACK_ENDS)('phone linking on %s', (_name, open) => {
     const chat = await store.sessions.open({ userId: telegram.userId, channel: 'telegram', conversationId: `chat-${randomUUID()}` });
     // The account's own conversation: it wrote there.
     await store.inbound.accept(
-      { channel: 'telegram', conversationId: chat.conversationId, accountId: telegram.accountId, userId: telegram.userId, sessionId: chat.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: randomUUID(), languageHint: null, displayName: null, conversationKind: 'direct' },
+      {
+        channel: 'telegram',
+        conversationId: chat.conversationId,
+        accountId: telegram.accountId,
+        userId: telegram.userId,
+        sessionId: chat.id,
+        text: 'hi',
+        messageId: null,
+        dedupeKey: null,
+        correlationId: randomUUID(),
+        languageHint: null,
+        displayName: null,
+        conversationKind: 'direct',
+      },
       { owner: 'test', leaseMs: 60_000 },
     );
 
@@ -111,7 +126,16 @@ describe.each(BACK_ENDS)('phone linking on %s', (_name, open) => {
     expect((await store.sessions.findById(chat.id))?.userId).toBe(owner.userId);
     expect((await store.users.listAccounts(owner.userId)).map((linked) => linked.channel).sort()).toEqual(['telegram', 'web']);
     const [event] = await store.identityEvents.listByUser(telegram.userId);
-    expect(event).toMatchObject({ kind: 'relink', userId: owner.userId, fromUserId: telegram.userId, toUserId: owner.userId, channel: 'telegram', accountId: telegram.accountId, actor: 'system', details: { source: 'channel', holderPhone: 'verified' } });
+    expect(event).toMatchObject({
+      kind: 'relink',
+      userId: owner.userId,
+      fromUserId: telegram.userId,
+      toUserId: owner.userId,
+      channel: 'telegram',
+      accountId: telegram.accountId,
+      actor: 'system',
+      details: { source: 'channel', holderPhone: 'verified' },
+    });
     expect(event?.createdAt).toBeInstanceOf(Date);
   });
 
@@ -125,7 +149,9 @@ describe.each(BACK_ENDS)('phone linking on %s', (_name, open) => {
     expect((await userOf(telegram)).id).toBe(telegram.userId);
     expect((await userOf(telegram)).phone).toBeNull();
     expect((await userOf(owner)).phone).toBe(phone.digits);
-    expect(await store.identityEvents.listByUser(telegram.userId)).toMatchObject([{ kind: 'conflict', userId: telegram.userId, fromUserId: telegram.userId, toUserId: owner.userId }]);
+    expect(await store.identityEvents.listByUser(telegram.userId)).toMatchObject([
+      { kind: 'conflict', userId: telegram.userId, fromUserId: telegram.userId, toUserId: owner.userId },
+    ]);
   });
 
   it('takes a merely typed number from whoever typed it when its owner verifies it (no relink), unless typed numbers are trusted', async () => {
@@ -145,7 +171,10 @@ describe.each(BACK_ENDS)('phone linking on %s', (_name, open) => {
     const trusted = freshPhone();
     await linkPhone(store, { ...typer, phone: trusted.local, source: 'typed' }, RELINK);
     const later = await account('telegram');
-    expect(await linkPhone(store, { ...later, phone: trusted.digits, source: 'channel' }, { ...RELINK, trustTyped: true })).toMatchObject({ status: 'relinked', toUserId: typer.userId });
+    expect(await linkPhone(store, { ...later, phone: trusted.digits, source: 'channel' }, { ...RELINK, trustTyped: true })).toMatchObject({
+      status: 'relinked',
+      toUserId: typer.userId,
+    });
   });
 
   it('confirms a typed number when the same user verifies it', async () => {

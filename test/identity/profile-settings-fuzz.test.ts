@@ -15,7 +15,25 @@ const defaults: ProfileDefaults = { interfaceLanguage: 'en', aiLanguage: 'en', t
 
 /** Strings near the valid ones (tags, zones, countries in any case and spelling) and far from them. */
 const nearlyValid = fc.oneof(
-  fc.constantFrom('en', 'EN-us', 'pt_BR', 'zh-hant-tw', 'x-private', 'i-klingon', 'en--US', 'Europe/Kyiv', 'europe/kyiv', 'UTC', 'Etc/GMT+3', '+03:00', 'Mars/Olympus', 'ua', 'UA', 'XX', 'usa'),
+  fc.constantFrom(
+    'en',
+    'EN-us',
+    'pt_BR',
+    'zh-hant-tw',
+    'x-private',
+    'i-klingon',
+    'en--US',
+    'Europe/Kyiv',
+    'europe/kyiv',
+    'UTC',
+    'Etc/GMT+3',
+    '+03:00',
+    'Mars/Olympus',
+    'ua',
+    'UA',
+    'XX',
+    'usa',
+  ),
   fc.string({ unit: 'grapheme', maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
   fc.constantFrom('', ' ', '\u0000', '\ud800', 'a'.repeat(10_000)),
@@ -38,7 +56,13 @@ const validPreferences = fc.record(
 /** Update bodies: valid ones, ones shaped like an update with any values, and any JSON at all. */
 const updateBody = fc.oneof(
   { weight: 3, arbitrary: fc.record({ preferences: validPreferences }) },
-  { weight: 4, arbitrary: fc.record({ version: fc.oneof(fc.constant(1), fc.jsonValue({ maxDepth: 0 })), preferences, privacy: fc.jsonValue({ maxDepth: 1 }) }, { requiredKeys: [] }) },
+  {
+    weight: 4,
+    arbitrary: fc.record(
+      { version: fc.oneof(fc.constant(1), fc.jsonValue({ maxDepth: 0 })), preferences, privacy: fc.jsonValue({ maxDepth: 1 }) },
+      { requiredKeys: [] },
+    ),
+  },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
 );
 
@@ -76,7 +100,12 @@ describe('profile settings under random input', () => {
     const row = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 60 }),
       fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
-      fc.record({ version: fc.oneof(fc.constant(1), fc.constant(2), fc.jsonValue({ maxDepth: 0 })), preferences, privacy: fc.jsonValue({ maxDepth: 1 }) }, { requiredKeys: [] }).map((value) => JSON.stringify(value)),
+      fc
+        .record(
+          { version: fc.oneof(fc.constant(1), fc.constant(2), fc.jsonValue({ maxDepth: 0 })), preferences, privacy: fc.jsonValue({ maxDepth: 1 }) },
+          { requiredKeys: [] },
+        )
+        .map((value) => JSON.stringify(value)),
     );
     fuzz(
       'stored profile',
@@ -111,7 +140,10 @@ describe('profile settings under random input', () => {
     it('answers 200 with exactly what the rules apply, or 400 naming the fields, never 5xx', async () => {
       let applied = 0;
       let refused = 0;
-      const body = fc.oneof({ weight: 6, arbitrary: updateBody.map((value) => JSON.stringify(value)) }, { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) });
+      const body = fc.oneof(
+        { weight: 6, arbitrary: updateBody.map((value) => JSON.stringify(value)) },
+        { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
+      );
       await fuzzAsync(
         'admin profile update',
         fc.asyncProperty(body, async (raw) => {

@@ -63,7 +63,10 @@ describe('profile settings: countries', () => {
 
   it('lets a country be cleared', () => {
     const withCountry = validateProfileUpdate({ preferences: { country: 'GB' } }, current);
-    expect(withCountry.ok && validateProfileUpdate({ preferences: { country: null } }, withCountry.settings)).toMatchObject({ ok: true, settings: { preferences: { country: null } } });
+    expect(withCountry.ok && validateProfileUpdate({ preferences: { country: null } }, withCountry.settings)).toMatchObject({
+      ok: true,
+      settings: { preferences: { country: null } },
+    });
   });
 
   it.each(['ZZ', 'UKR', '804', 'U', 'EU'])('refuses %j (not an alpha-2 code on the list)', (code) => {
@@ -79,7 +82,12 @@ describe('profile settings: updates', () => {
     const second = validateProfileUpdate({ preferences: { timeZone: 'Europe/Kyiv' } }, first.ok ? first.settings : current);
     expect(second).toEqual({
       ok: true,
-      settings: { version: 1, preferences: { interfaceLanguage: 'en', aiLanguage: 'uk', timeZone: 'Europe/Kyiv', country: 'UA' }, privacy: {}, notification: {} },
+      settings: {
+        version: 1,
+        preferences: { interfaceLanguage: 'en', aiLanguage: 'uk', timeZone: 'Europe/Kyiv', country: 'UA' },
+        privacy: {},
+        notification: {},
+      },
     });
     expect(second.ok && Object.isFrozen(second.settings.preferences)).toBe(true);
   });
@@ -106,13 +114,22 @@ describe('profile settings: updates', () => {
 describe('profile settings: defaults and seeding', () => {
   it('seeds both languages from a valid channel hint and takes the rest from the defaults', () => {
     const seeded = defaultProfile({ ...defaults, timeZone: 'Europe/Kyiv', country: 'UA' }, { language: 'uk_ua' });
-    expect(seeded).toEqual({ version: 1, preferences: { interfaceLanguage: 'uk-UA', aiLanguage: 'uk-UA', timeZone: 'Europe/Kyiv', country: 'UA' }, privacy: {}, notification: {} });
+    expect(seeded).toEqual({
+      version: 1,
+      preferences: { interfaceLanguage: 'uk-UA', aiLanguage: 'uk-UA', timeZone: 'Europe/Kyiv', country: 'UA' },
+      privacy: {},
+      notification: {},
+    });
     expect(defaultProfile(defaults, { language: 'not a tag' }).preferences.aiLanguage).toBe('en');
     expect(defaultProfile(defaults, { language: null }).preferences.interfaceLanguage).toBe('en');
   });
 
   it('takes its defaults from config, falling back to agent.language and agent.timezone', () => {
-    const config = parseConfig({ model: { name: 'm' }, agent: { language: 'ru', timezone: 'Europe/Moscow' }, profiles: { defaults: { aiLanguage: 'en-gb', country: 'de' } } });
+    const config = parseConfig({
+      model: { name: 'm' },
+      agent: { language: 'ru', timezone: 'Europe/Moscow' },
+      profiles: { defaults: { aiLanguage: 'en-gb', country: 'de' } },
+    });
     expect(config.profiles.defaults).toEqual({ aiLanguage: 'en-GB', country: 'de' });
     expect(() => parseConfig({ model: { name: 'm' }, profiles: { defaults: { timeZone: 'Moon/Base' } } })).toThrow(/profiles\.defaults\.timeZone/);
     expect(() => parseConfig({ model: { name: 'm' }, profiles: { defaults: { country: 'XX' } } })).toThrow(/profiles\.defaults\.country/);
@@ -123,7 +140,12 @@ describe('profile settings: stored profiles', () => {
   it('reads a stored profile and fills missing fields from the defaults', () => {
     const stored = JSON.stringify({ version: 1, preferences: { aiLanguage: 'zh-Hant-TW', country: 'CN' } });
     expect(parseStoredProfile(stored, { ...defaults, timeZone: 'Asia/Shanghai' })).toEqual({
-      settings: { version: 1, preferences: { interfaceLanguage: 'en', aiLanguage: 'zh-Hant-TW', timeZone: 'Asia/Shanghai', country: 'CN' }, privacy: {}, notification: {} },
+      settings: {
+        version: 1,
+        preferences: { interfaceLanguage: 'en', aiLanguage: 'zh-Hant-TW', timeZone: 'Asia/Shanghai', country: 'CN' },
+        privacy: {},
+        notification: {},
+      },
     });
   });
 

@@ -45,7 +45,8 @@ describe.each(backends)('a relink on $name', ({ url }) => {
     const chat = new ReadingChannel({ name: channel });
     const database = url();
     const palaver = await harness.start(database === undefined ? {} : { database: { url: database } }, { channels: [chat] });
-    const say = async (accountId: string, conversationId: string, text: string) => (await chat.waitForReply(await chat.say(text, { accountId, conversationId }))).parts;
+    const say = async (accountId: string, conversationId: string, text: string) =>
+      (await chat.waitForReply(await chat.say(text, { accountId, conversationId }))).parts;
     const userOf = async (accountId: string) => (await palaver.store.users.findByAccount(channel, accountId))!.id;
 
     await say('first', 'first-private', 'my diagnosis is secret');
@@ -57,7 +58,7 @@ describe.each(backends)('a relink on $name', ({ url }) => {
     return { palaver, channel, say, userOf, u, v, context: chat.context! };
   }
 
-  it('moves only the moved account\'s conversations: the new owner cannot list or read the old owner\'s other ones', async () => {
+  it("moves only the moved account's conversations: the new owner cannot list or read the old owner's other ones", async () => {
     const { palaver, channel, userOf, u, v, context } = await start();
     // Before the move, both accounts are U's: each sees U's conversations on the channel.
     expect((await context.conversations('second')).map((c) => c.conversationId).sort()).toEqual(['first-private', 'second-own']);
@@ -70,7 +71,10 @@ describe.each(backends)('a relink on $name', ({ url }) => {
     expect(seenBySecond).toEqual(['second-own', 'v-own']);
     await expect(context.transcript('second', 'first-private')).rejects.toMatchObject({ code: 'forbidden' });
     await expect(context.transcript('v', 'first-private')).rejects.toMatchObject({ code: 'forbidden' });
-    expect((await context.transcript('second', 'second-own')).map((entry) => entry.text)).toEqual(['hello from the second account', 'echo: hello from the second account']);
+    expect((await context.transcript('second', 'second-own')).map((entry) => entry.text)).toEqual([
+      'hello from the second account',
+      'echo: hello from the second account',
+    ]);
     expect((await palaver.store.sessions.listByUser(v)).map((session) => session.conversationId).sort()).toEqual(['second-own', 'v-own']);
 
     // U keeps their private conversation, still readable through their remaining account.
@@ -79,7 +83,7 @@ describe.each(backends)('a relink on $name', ({ url }) => {
     expect((await palaver.store.sessions.listByUser(u)).map((session) => session.conversationId)).toEqual(['first-private']);
   });
 
-  it('leaves with the old owner a conversation of the moved account that the old owner\'s other account wrote in too', async () => {
+  it("leaves with the old owner a conversation of the moved account that the old owner's other account wrote in too", async () => {
     const { palaver, channel, say, u, v, context } = await start();
     // U writes into the second account's conversation through the first account (it is U's, so it may).
     expect(await say('first', 'second-own', 'my card number is 4242')).toEqual(['echo: my card number is 4242']);

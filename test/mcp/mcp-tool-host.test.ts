@@ -71,9 +71,7 @@ describe('McpToolHost against the logistics example server', () => {
     const tools = await host.list();
 
     expect(host.name).toBe('mcp:logistics');
-    expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ['cargo_add', 'fail_tool', 'find_cargoes', 'get_user_cargoes', 'set_role', 'slow_tool'].sort(),
-    );
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['cargo_add', 'fail_tool', 'find_cargoes', 'get_user_cargoes', 'set_role', 'slow_tool'].sort());
     const cargoAdd = tools.find((tool) => tool.name === 'cargo_add');
     expect(cargoAdd?.source).toBe('mcp:logistics');
     expect(cargoAdd?.description).toMatch(/cargo/i);
@@ -273,12 +271,15 @@ describe('McpToolHost against the logistics example server', () => {
 
     // The notification travels on the GET stream the client opens after initialize; retry until it is up.
     await expect
-      .poll(async () => {
-        server.notifyToolListChanged();
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        await host.list();
-        return listCalls();
-      }, { timeout: 5_000, interval: 100 })
+      .poll(
+        async () => {
+          server.notifyToolListChanged();
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          await host.list();
+          return listCalls();
+        },
+        { timeout: 5_000, interval: 100 },
+      )
       .toBeGreaterThan(1);
   });
 

@@ -58,7 +58,9 @@ describe('demoScript', () => {
 describe('benchScript', () => {
   it('calls lookup first, then answers after the result', async () => {
     expect(await benchScript(call([user('go')], ['lookup']))).toEqual({ toolCalls: [{ name: 'lookup', arguments: { id: 1 } }] });
-    const done = await benchScript(call([user('go'), { type: 'tool_call', callId: 'c', name: 'lookup', arguments: '{"id":1}' }, { type: 'tool_result', callId: 'c', output: 'ok' }]));
+    const done = await benchScript(
+      call([user('go'), { type: 'tool_call', callId: 'c', name: 'lookup', arguments: '{"id":1}' }, { type: 'tool_result', callId: 'c', output: 'ok' }]),
+    );
     expect(done).toEqual({ text: 'Lookup done: ok' });
   });
 });

@@ -75,7 +75,11 @@ describe('OpenAIChatProvider', () => {
   it("serves a stream the SDK's own chat stream helper accumulates", async () => {
     server.setScript(() => ({ text: 'Hi there', toolCalls: [{ name: 'lookup', arguments: { id: 3 }, callId: 'call_3' }] }));
     const client = new OpenAI({ baseURL: server.baseUrl, apiKey: 'x', maxRetries: 0 });
-    const stream = client.chat.completions.stream({ model: 'scripted-model', messages: [{ role: 'user', content: 'Hi' }], stream_options: { include_usage: true } });
+    const stream = client.chat.completions.stream({
+      model: 'scripted-model',
+      messages: [{ role: 'user', content: 'Hi' }],
+      stream_options: { include_usage: true },
+    });
     const final = await stream.finalChatCompletion();
     expect(final.choices[0]?.message.content).toBe('Hi there');
     expect(final.choices[0]?.message.tool_calls?.[0]).toMatchObject({ id: 'call_3', function: { name: 'lookup', arguments: '{"id":3}' } });
@@ -84,7 +88,10 @@ describe('OpenAIChatProvider', () => {
 
   it('streams a paced reply word by word, whole, and tells when the request came and its first words left', async () => {
     const timings: { receivedAt: number; firstByteAt: number }[] = [];
-    const paced = await startScriptedModelServer({ script: () => ({ text: 'One two three', streamGapMs: 1 }), onAnswered: (_call, timing) => timings.push(timing) });
+    const paced = await startScriptedModelServer({
+      script: () => ({ text: 'One two three', streamGapMs: 1 }),
+      onAnswered: (_call, timing) => timings.push(timing),
+    });
     try {
       const deltas: string[] = [];
       const before = performance.now();

@@ -72,7 +72,15 @@ describe('OpenAIResponsesProvider', () => {
       const reply = await model().complete(
         userSays('Weather?', {
           tools: [lookupTool],
-          hostedMcp: [{ serverLabel: 'weather', serverUrl: 'https://mcp.example/sse', headers: { authorization: 'Bearer x' }, allowedTools: ['forecast'], requireApproval: 'never' }],
+          hostedMcp: [
+            {
+              serverLabel: 'weather',
+              serverUrl: 'https://mcp.example/sse',
+              headers: { authorization: 'Bearer x' },
+              allowedTools: ['forecast'],
+              requireApproval: 'never',
+            },
+          ],
           ...(onTextDelta ? { onTextDelta } : {}),
         }),
       );
@@ -83,7 +91,14 @@ describe('OpenAIResponsesProvider', () => {
     expect(call.hostedMcpLabels).toEqual(['weather']);
     expect(call.body['tools']).toEqual([
       { type: 'function', name: 'lookup', description: lookupTool.description, parameters: lookupTool.parameters, strict: false },
-      { type: 'mcp', server_label: 'weather', server_url: 'https://mcp.example/sse', require_approval: 'never', headers: { authorization: 'Bearer x' }, allowed_tools: ['forecast'] },
+      {
+        type: 'mcp',
+        server_label: 'weather',
+        server_url: 'https://mcp.example/sse',
+        require_approval: 'never',
+        headers: { authorization: 'Bearer x' },
+        allowed_tools: ['forecast'],
+      },
     ]);
   });
 

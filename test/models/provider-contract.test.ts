@@ -7,8 +7,7 @@ import { deadPort, endpoint, lookupTool, PROVIDERS, user, userSays } from './hel
 /** What every OpenAI-wire provider must do, run against the real scripted server over HTTP. */
 describe.each(PROVIDERS)('%s provider', (provider) => {
   let server: ScriptedModelServer;
-  const model = (overrides: Parameters<typeof endpoint>[1] = {}) =>
-    createEndpointProvider(endpoint(server.baseUrl, { provider, ...overrides }));
+  const model = (overrides: Parameters<typeof endpoint>[1] = {}) => createEndpointProvider(endpoint(server.baseUrl, { provider, ...overrides }));
 
   beforeAll(async () => {
     server = await startScriptedModelServer({ script: () => ({ text: 'unused' }) });
@@ -36,7 +35,7 @@ describe.each(PROVIDERS)('%s provider', (provider) => {
         expect(call.messages).toEqual([user('Hi')]);
       });
 
-      it('asks for structured output in the API\'s own shape and returns the JSON text', async () => {
+      it("asks for structured output in the API's own shape and returns the JSON text", async () => {
         const schema = { type: 'object', properties: { reply: { type: 'string' } }, required: ['reply'], additionalProperties: false };
         server.setScript((call) => ({ text: call.output ? JSON.stringify({ reply: `as ${call.output.name}` }) : 'free text' }));
         const deltas: string[] = [];
@@ -85,11 +84,7 @@ describe.each(PROVIDERS)('%s provider', (provider) => {
           ...withDeltas([]),
         });
         expect(second.text).toBe('Both found.');
-        expect(server.calls.at(-1)!.messages).toEqual([
-          user('Find 1 and 2'),
-          { type: 'message', role: 'assistant', content: 'Let me check.' },
-          ...followUp,
-        ]);
+        expect(server.calls.at(-1)!.messages).toEqual([user('Find 1 and 2'), { type: 'message', role: 'assistant', content: 'Let me check.' }, ...followUp]);
       });
     });
   }
@@ -127,7 +122,9 @@ describe.each(PROVIDERS)('%s provider', (provider) => {
   it('rejects as unreachable when 500s outlast maxRetries', async () => {
     server.setScript(() => ({ error: { status: 503, message: 'overloaded', retryAfterMs: 5 } }));
     const before = server.calls.length;
-    const error = await model({ maxRetries: 1 }).complete(userSays('Hi')).catch((e: unknown) => e);
+    const error = await model({ maxRetries: 1 })
+      .complete(userSays('Hi'))
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ModelError);
     expect(error).toMatchObject({ failure: 'unreachable', status: 503, retryable: true, model: 'scripted-model' });
     expect(server.calls.length - before).toBe(2);
@@ -141,7 +138,9 @@ describe.each(PROVIDERS)('%s provider', (provider) => {
   it('rejects a 400 as refused without retrying', async () => {
     server.setScript(() => ({ error: { status: 400, message: 'bad tool schema', retryAfterMs: 5 } }));
     const before = server.calls.length;
-    const error = await model({ maxRetries: 2 }).complete(userSays('Hi')).catch((e: unknown) => e);
+    const error = await model({ maxRetries: 2 })
+      .complete(userSays('Hi'))
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ failure: 'refused', status: 400, retryable: false });
     expect((error as Error).message).toContain('bad tool schema');
     expect(server.calls.length - before).toBe(1);

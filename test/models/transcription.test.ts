@@ -116,7 +116,7 @@ describe('createTranscriber over real HTTP', () => {
     const error = await failure(transcribe(AUDIO, VOICE));
     expect(Date.now() - started).toBeLessThan(1_500);
     expect(error).toMatchObject({ failure: 'unreachable', retryable: true });
-    expect(error.message).toBe('Transcription model whisper-1 did not answer in time; raise the transcription timeout or check the endpoint\'s load.');
+    expect(error.message).toBe("Transcription model whisper-1 did not answer in time; raise the transcription timeout or check the endpoint's load.");
   });
 
   it('stops when the caller aborts', async () => {

@@ -24,7 +24,15 @@ function capture(): { destination: Writable; text: () => string; lines: () => Re
     },
   });
   const text = (): string => chunks.join('');
-  return { destination, text, lines: () => text().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
+  return {
+    destination,
+    text,
+    lines: () =>
+      text()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
 }
 
 function logger(secrets: readonly string[] = [KEY, TOKEN]) {
@@ -148,7 +156,7 @@ describe('createLogger({ secrets })', () => {
 });
 
 describe('withSecretScrubbing(logger, secrets)', () => {
-  it('scrubs every line of the wrapped logger and its children, after the logger\'s own hook', () => {
+  it("scrubs every line of the wrapped logger and its children, after the logger's own hook", () => {
     const out = capture();
     const seen: string[] = [];
     const theirs = pino({ level: 'debug', hooks: { streamWrite: (line) => (seen.push(line), line.replace('"app"', '"application"')) } }, out.destination);
@@ -180,13 +188,26 @@ describe('secretsOf(config)', () => {
     const config = parseConfig({
       model: { name: 'm', apiKey: KEY, fallback: { name: 'f', apiKey: TEST_SECRETS.fallbackApiKey } },
       server: { apiKey: TEST_SECRETS.serverApiKey },
-      mcp: { servers: [{ label: 'a', url: 'http://127.0.0.1:1/mcp', bearerToken: TOKEN }, { label: 'b', url: 'http://127.0.0.1:2/mcp' }] },
+      mcp: {
+        servers: [
+          { label: 'a', url: 'http://127.0.0.1:1/mcp', bearerToken: TOKEN },
+          { label: 'b', url: 'http://127.0.0.1:2/mcp' },
+        ],
+      },
       database: { url: 'postgres://palaver:p%40ss-word-42@db.example/palaver' },
     });
 
     expect(secretsOf(config).sort()).toEqual([KEY, TEST_SECRETS.fallbackApiKey, TEST_SECRETS.serverApiKey, TOKEN, 'p%40ss-word-42', 'p@ss-word-42'].sort());
 
-    const later = { telegram: { botToken: TEST_SECRETS.telegramToken }, web: { cookieSecret: TEST_SECRETS.cookieSecret, cookieSecretFile: '/tmp/f', userTokens: { secret: TEST_SECRETS.jwtSecret, secrets: ['old-jwt-secret-1'] } }, model: { maxTokens: 5 } };
+    const later = {
+      telegram: { botToken: TEST_SECRETS.telegramToken },
+      web: {
+        cookieSecret: TEST_SECRETS.cookieSecret,
+        cookieSecretFile: '/tmp/f',
+        userTokens: { secret: TEST_SECRETS.jwtSecret, secrets: ['old-jwt-secret-1'] },
+      },
+      model: { maxTokens: 5 },
+    };
     expect(secretsOf(later).sort()).toEqual([TEST_SECRETS.telegramToken, TEST_SECRETS.cookieSecret, TEST_SECRETS.jwtSecret, 'old-jwt-secret-1'].sort());
   });
 
@@ -198,7 +219,10 @@ describe('secretsOf(config)', () => {
   });
 
   it('finds the web cookie and user-token secrets, also when they come from the environment', () => {
-    const config = parseConfig({ model: { name: 'm' }, channels: { web: { cookieSecret: TEST_SECRETS.cookieSecret, userTokens: { secret: TEST_SECRETS.jwtSecret } } } });
+    const config = parseConfig({
+      model: { name: 'm' },
+      channels: { web: { cookieSecret: TEST_SECRETS.cookieSecret, userTokens: { secret: TEST_SECRETS.jwtSecret } } },
+    });
     expect(secretsOf(config).sort()).toEqual([TEST_SECRETS.cookieSecret, TEST_SECRETS.jwtSecret].sort());
   });
 
@@ -214,7 +238,12 @@ describe('a secret Palaver comes to hold after start', () => {
     writeFileSync(join(dir, 'instructions', 'base.md'), 'You are a test agent.');
     const out = capture();
     const palaver = await createPalaver(
-      { model: { name: 'm', baseUrl: 'http://127.0.0.1:9/v1' }, database: { url: 'sqlite::memory:' }, agent: { instructionsDir: join(dir, 'instructions') }, channels: { web: { cookieSecretFile: join(dir, 'cookie-secret') } } },
+      {
+        model: { name: 'm', baseUrl: 'http://127.0.0.1:9/v1' },
+        database: { url: 'sqlite::memory:' },
+        agent: { instructionsDir: join(dir, 'instructions') },
+        channels: { web: { cookieSecretFile: join(dir, 'cookie-secret') } },
+      },
       { logger: pino({ level: 'info' }, out.destination) },
     );
     try {

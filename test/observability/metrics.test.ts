@@ -18,8 +18,20 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'shipped' }) });
-const broken = defineTool({ name: 'broken', description: 'Always fails', input: z.object({}), run: () => { throw new Error('the order system is down'); } });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks up an order',
+  input: z.object({ id: z.number() }),
+  run: ({ id }) => ({ id, status: 'shipped' }),
+});
+const broken = defineTool({
+  name: 'broken',
+  description: 'Always fails',
+  input: z.object({}),
+  run: () => {
+    throw new Error('the order system is down');
+  },
+});
 
 /** "order?" → a lookup, then an answer; "broken?" → a failing tool, then an answer; anything else at once. */
 const script: ModelScript = (call): ScriptedReply => {
@@ -56,7 +68,11 @@ describe('/metrics after real turns', () => {
     // USD per call = (uncached input × 2.50 + cached × 1.25 + output × 10) / 10^6:
     //   lookup 0.00205 + answer 0.00305 = 0.0051; "thanks" 0.00045; broken (10 × 2.5 + 5 × 10) / 10^6 = 0.000075,
     //   then its answer 0.00305. Total 0.0051 + 0.00045 + 0.000075 + 0.00305 = 0.008675 USD.
-    const replies = [await palaver.chat({ userId: 'ann', text: 'order?' }), await palaver.chat({ userId: 'ann', text: 'thanks' }), await palaver.chat({ userId: 'bob', text: 'broken?' })];
+    const replies = [
+      await palaver.chat({ userId: 'ann', text: 'order?' }),
+      await palaver.chat({ userId: 'ann', text: 'thanks' }),
+      await palaver.chat({ userId: 'bob', text: 'broken?' }),
+    ];
     expect(replies.map((reply) => reply.usage.cost)).toEqual(['0.0051', '0.00045', '0.003125']);
 
     const metrics = await scrape(url);
@@ -113,7 +129,9 @@ describe('palaver_cost_total', () => {
 
 describe('docs/grafana/palaver-dashboard.json', () => {
   it('is valid JSON whose queries name only metrics Palaver exports', async () => {
-    const dashboard = JSON.parse(readFileSync(new URL('../../docs/grafana/palaver-dashboard.json', import.meta.url), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const dashboard = JSON.parse(readFileSync(new URL('../../docs/grafana/palaver-dashboard.json', import.meta.url), 'utf8')) as {
+      panels: { targets?: { expr: string }[] }[];
+    };
     const metrics = new PalaverMetrics();
     // The tool stream's gauges exist where tools are dispatched over Redis Streams.
     new ToolDispatchMetrics(metrics.registry, { length: async () => 0, pending: async () => 0 });
@@ -125,6 +143,14 @@ describe('docs/grafana/palaver-dashboard.json', () => {
     const queried = dashboard.panels.flatMap((panel) => panel.targets ?? []).flatMap((target) => target.expr.match(/\bpalaver_[a-z_]+/g) ?? []);
     expect(queried.length).toBeGreaterThan(10);
     expect(queried.filter((name) => !exported.has(name))).toEqual([]);
-    for (const name of ['palaver_cost_total', 'palaver_tokens_total', 'palaver_turn_seconds_bucket', 'palaver_model_call_seconds_bucket', 'palaver_tool_call_seconds_bucket', 'palaver_inbox_waiting']) expect(queried).toContain(name);
+    for (const name of [
+      'palaver_cost_total',
+      'palaver_tokens_total',
+      'palaver_turn_seconds_bucket',
+      'palaver_model_call_seconds_bucket',
+      'palaver_tool_call_seconds_bucket',
+      'palaver_inbox_waiting',
+    ])
+      expect(queried).toContain(name);
   });
 });

@@ -21,7 +21,9 @@ const echoTheKey: ModelScript = (call) => ({
 describe('secrets in the log of a real turn', () => {
   it('a 401 echoing the model API key: the turn apologises, the failure is logged usefully, no line holds the key', async () => {
     harness = await createHarness(echoTheKey);
-    const palaver = await harness.start({ model: { apiKey: TEST_SECRETS.modelApiKey, fallback: { name: 'scripted-fallback', apiKey: TEST_SECRETS.fallbackApiKey } } });
+    const palaver = await harness.start({
+      model: { apiKey: TEST_SECRETS.modelApiKey, fallback: { name: 'scripted-fallback', apiKey: TEST_SECRETS.fallbackApiKey } },
+    });
 
     const reply = await palaver.chat({ userId: 'alice', text: 'Hello?' });
 

@@ -87,7 +87,10 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
       seen.push({ path: request.url, length: request.headers['content-length'], model: (JSON.parse(body) as { model?: unknown }).model });
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('Hello!')));
     });
-    const model = createEndpointProvider({ provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 5_000, maxRetries: 0 }, { fetch: transport().fetch });
+    const model = createEndpointProvider(
+      { provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 5_000, maxRetries: 0 },
+      { fetch: transport().fetch },
+    );
     for (let i = 0; i < 3; i++) expect((await model.complete(userSays('Hi'))).text).toBe('Hello!');
     expect(seen.map(({ path, model: name }) => ({ path, name }))).toEqual(Array.from({ length: 3 }, () => ({ path: '/v1/chat/completions', name: 'm' })));
     expect(seen.every(({ length }) => Number(length) > 0)).toBe(true);
@@ -120,12 +123,16 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
     const finished = new Promise<void>((resolve) => (finish = resolve));
     const { url } = await serve((_request, _body, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunk = (delta: object, extra: object = {}) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`;
+      const chunk = (delta: object, extra: object = {}) =>
+        `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`;
       response.write(chunk({ role: 'assistant', content: 'Hello' }));
       void finished.then(() => response.end(`${chunk({ content: ' there' })}data: [DONE]\n\n`));
     });
     const deltas: string[] = [];
-    const reply = createEndpointProvider({ provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 5_000, maxRetries: 0 }, { fetch: transport().fetch }).complete({
+    const reply = createEndpointProvider(
+      { provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 5_000, maxRetries: 0 },
+      { fetch: transport().fetch },
+    ).complete({
       ...userSays('Hi'),
       onTextDelta: (delta) => {
         deltas.push(delta);
@@ -143,7 +150,10 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
       response.write('{"id":');
     });
     const started = Date.now();
-    const error = await createEndpointProvider({ provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 200, maxRetries: 0 }, { fetch: transport().fetch })
+    const error = await createEndpointProvider(
+      { provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 200, maxRetries: 0 },
+      { fetch: transport().fetch },
+    )
       .complete(userSays('Hi'))
       .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ failure: 'unreachable' });
@@ -157,7 +167,10 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
       response.write('{"id":"c1",');
       setTimeout(() => request.socket.destroy(), 20);
     });
-    const error = await createEndpointProvider({ provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 60_000, maxRetries: 0 }, { fetch: transport().fetch })
+    const error = await createEndpointProvider(
+      { provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 60_000, maxRetries: 0 },
+      { fetch: transport().fetch },
+    )
       .complete(userSays('Hi'))
       .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ name: 'ModelError' });
@@ -167,14 +180,17 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
     const { url, server } = await serve(() => {});
     server.close();
     await once(server, 'close');
-    const error = await createEndpointProvider({ provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 2_000, maxRetries: 0 }, { fetch: transport().fetch })
+    const error = await createEndpointProvider(
+      { provider: 'openai-chat', name: 'm', baseUrl: `${url}/v1`, timeoutMs: 2_000, maxRetries: 0 },
+      { fetch: transport().fetch },
+    )
       .complete(userSays('Hi'))
       .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ failure: 'unreachable' });
     expect((error as Error).message).toMatch(/ECONNREFUSED/);
   });
 
-  it('rejects with the caller\'s abort, before and while waiting for the answer', async () => {
+  it("rejects with the caller's abort, before and while waiting for the answer", async () => {
     const { url } = await serve(() => {});
     const { fetch } = transport();
     const early = new AbortController();
@@ -197,7 +213,10 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
   });
 
   it('goes through the proxy the environment names, and straight to the hosts NO_PROXY names', async () => {
-    expect(proxySettingsFromEnv({ HTTP_PROXY: 'http://upper:1', http_proxy: 'http://lower:2', NO_PROXY: 'localhost, .internal' })).toEqual({ httpProxy: 'http://lower:2', noProxy: 'localhost, .internal' });
+    expect(proxySettingsFromEnv({ HTTP_PROXY: 'http://upper:1', http_proxy: 'http://lower:2', NO_PROXY: 'localhost, .internal' })).toEqual({
+      httpProxy: 'http://lower:2',
+      noProxy: 'localhost, .internal',
+    });
     expect(proxySettingsFromEnv({ HTTPS_PROXY: ' ' })).toEqual({});
     const { url } = await serve((request, _body, response) => {
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ via: request.headers['x-via'] ?? 'direct' }));
@@ -219,7 +238,10 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
   it('refuses a proxy variable that is not an http(s) URL, naming it, instead of failing every call later', () => {
     expect(() => proxySettingsFromEnv({ HTTPS_PROXY: 'proxy.internal:3128' })).toThrow(/HTTPS_PROXY is not an http\(s\) URL/);
     expect(() => proxySettingsFromEnv({ http_proxy: 'socks5://127.0.0.1:1080' })).toThrow(/HTTP_PROXY/);
-    expect(proxySettingsFromEnv({ HTTPS_PROXY: 'http://proxy.internal:3128', NO_PROXY: 'localhost' })).toEqual({ httpsProxy: 'http://proxy.internal:3128', noProxy: 'localhost' });
+    expect(proxySettingsFromEnv({ HTTPS_PROXY: 'http://proxy.internal:3128', NO_PROXY: 'localhost' })).toEqual({
+      httpsProxy: 'http://proxy.internal:3128',
+      noProxy: 'localhost',
+    });
   });
 
   it('reaches an https host through the proxy with CONNECT', async () => {
@@ -238,7 +260,8 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
     });
     const made = transport();
     await (await made.fetch(`${url}/x`)).json();
-    const open = async (): Promise<number> => new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    const open = async (): Promise<number> =>
+      new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
     expect(await open()).toBe(1);
     await made.close();
     await expect.poll(open).toBe(0);
@@ -258,14 +281,18 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
     answer!();
     expect(await (await inFlight).json()).toEqual({ late: true });
     await closed;
-    const open = async (): Promise<number> => new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    const open = async (): Promise<number> =>
+      new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
     await expect.poll(open).toBe(0);
   });
 
   it('answers a 204 without a body, and sends a form as multipart', async () => {
     const { url } = await serve((request, body, response) => {
       if (request.url === '/empty') response.writeHead(204).end();
-      else response.writeHead(200, { 'content-type': 'text/plain' }).end(`${request.headers['content-type']?.split(';')[0]} ${body.includes('name="field"') ? 'with field' : 'without'}`);
+      else
+        response
+          .writeHead(200, { 'content-type': 'text/plain' })
+          .end(`${request.headers['content-type']?.split(';')[0]} ${body.includes('name="field"') ? 'with field' : 'without'}`);
     });
     const { fetch } = transport();
     const empty = await fetch(`${url}/empty`);
@@ -281,15 +308,23 @@ describe('the outgoing HTTP client (model, MCP and Bot API calls)', () => {
       response.writeHead(200, { 'content-type': 'text/plain' }).end(`${request.headers['transfer-encoding']} ${body}`);
     });
     const parts = Readable.from([Buffer.from('--b\r\n'), Buffer.from('voice bytes'), Buffer.from('\r\n--b--')], { objectMode: false });
-    const answer = await transport().fetch(`${url}/upload`, { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=b' }, body: parts as unknown as RequestInit['body'] });
+    const answer = await transport().fetch(`${url}/upload`, {
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data; boundary=b' },
+      body: parts as unknown as RequestInit['body'],
+    });
     expect(await answer.text()).toBe('chunked --b\r\nvoice bytes\r\n--b--');
   });
 
   it('carries a grammY file upload (a multipart stream) to the Bot API', async () => {
     const uploads: string[] = [];
     const { url } = await serve((request, body, response) => {
-      uploads.push(`${request.url} ${request.headers['content-type']?.split(';')[0]} ${body.includes('filename=note.ogg') && body.includes('OggS voice') ? 'with file' : 'without'}`);
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, result: { message_id: 7, date: 0, chat: { id: 5, type: 'private' } } }));
+      uploads.push(
+        `${request.url} ${request.headers['content-type']?.split(';')[0]} ${body.includes('filename=note.ogg') && body.includes('OggS voice') ? 'with file' : 'without'}`,
+      );
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ ok: true, result: { message_id: 7, date: 0, chat: { id: 5, type: 'private' } } }));
     });
     // As the Telegram bot channel hands it to grammY.
     const api = new Api('123:abc', { apiRoot: url, fetch: fetchForGrammy(transport().fetch) });

@@ -29,7 +29,10 @@ async function storeWithSession(): Promise<Store> {
   await migrateToLatest(db);
   const now = Date.now();
   await db.insertInto('users').values({ id: 'alice', display_name: null, phone: null, created_at: now }).execute();
-  await db.insertInto('sessions').values({ id: 'session-1', user_id: 'alice', channel: 'web', conversation_id: 'conversation-1', title: null, created_at: now, updated_at: now }).execute();
+  await db
+    .insertInto('sessions')
+    .values({ id: 'session-1', user_id: 'alice', channel: 'web', conversation_id: 'conversation-1', title: null, created_at: now, updated_at: now })
+    .execute();
   const store = new KyselyStore(db, { dialect: 'sqlite' });
   toClose.push(async () => {
     await store.close();
@@ -39,7 +42,19 @@ async function storeWithSession(): Promise<Store> {
 }
 
 function request(tool: string, args: Record<string, unknown>, callId: string): ToolCallRequest {
-  return { callId, idempotencyKey: `turn-1:${callId}`, tool, arguments: args, userId: 'alice', accounts: [{ channel: 'web', accountId: 'alice' }], sessionId: 'session-1', conversationId: 'conversation-1', correlationId: 'corr-e2e', role: null, flowState: {} };
+  return {
+    callId,
+    idempotencyKey: `turn-1:${callId}`,
+    tool,
+    arguments: args,
+    userId: 'alice',
+    accounts: [{ channel: 'web', accountId: 'alice' }],
+    sessionId: 'session-1',
+    conversationId: 'conversation-1',
+    correlationId: 'corr-e2e',
+    role: null,
+    flowState: {},
+  };
 }
 
 const records = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
@@ -60,7 +75,12 @@ describe('StreamsToolDispatcher with palaver worker processes', { timeout: 60_00
     const file = effectsFile();
 
     const booked = await dispatcher.dispatch(request('book', { file, what: 'a room' }, 'call-1'));
-    expect(booked).toMatchObject({ callId: 'call-1', content: 'Booked a room for alice', isError: false, effects: { flowState: { booking: { what: 'a room' } } } });
+    expect(booked).toMatchObject({
+      callId: 'call-1',
+      content: 'Booked a room for alice',
+      isError: false,
+      effects: { flowState: { booking: { what: 'a room' } } },
+    });
 
     const held = dispatcher.dispatch(request('book', { file, what: 'a car', holdFirst: true }, 'call-2'));
     await expect.poll(() => records(file).filter((line) => line.includes('turn-1:call-2')).length, { timeout: 15_000 }).toBe(1);

@@ -26,7 +26,8 @@ describe('a Palaver with tools.dispatch "streams" and a palaver worker process',
     const model: ModelScript = (call) => {
       const last = call.messages[call.messages.length - 1];
       if (last?.type === 'tool_result') return { text: `Done: ${last.output}` };
-      if (/book/.test(lastUserText(call) ?? '') && call.toolNames.includes('book')) return { toolCalls: [{ name: 'book', arguments: { file, what: 'a table for two' } }] };
+      if (/book/.test(lastUserText(call) ?? '') && call.toolNames.includes('book'))
+        return { toolCalls: [{ name: 'book', arguments: { file, what: 'a table for two' } }] };
       return { text: `tools: ${[...call.toolNames].sort().join(',')}` };
     };
     const { workerId } = await startWorker(writeWorkerConfig(client.prefix));
@@ -38,7 +39,9 @@ describe('a Palaver with tools.dispatch "streams" and a palaver worker process',
     const reply = await palaver.chat({ userId: 'olga', text: 'book a table please' });
     const { user } = await palaver.store.users.resolveAccount({ channel: 'api', accountId: 'olga' });
     expect(reply).toMatchObject({ status: 'completed', text: `Done: Booked a table for two for ${user.id}` });
-    expect(records(file).filter((line) => line.startsWith('effect'))).toEqual([expect.stringMatching(new RegExp(`^effect \\S+ a table for two for ${user.id}$`))]);
+    expect(records(file).filter((line) => line.startsWith('effect'))).toEqual([
+      expect.stringMatching(new RegExp(`^effect \\S+ a table for two for ${user.id}$`)),
+    ]);
     // The flow state the tool set on the worker came back as an effect and was saved with the turn.
     expect((await palaver.store.userState.get(user.id))?.raw).toContain('"booking":{"what":"a table for two"}');
     expect(workerId).toBeTruthy();

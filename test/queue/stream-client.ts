@@ -40,7 +40,8 @@ export async function connectStreamClient(): Promise<StreamClient> {
   const prefix = `test:${randomBytes(6).toString('hex')}:`;
   const redis = await connectRedis({ url: REDIS_URL, keyPrefix: prefix });
   let counter = 0;
-  const readAll = async (key: string) => ((await redis.client.xRange(redis.key(key), '-', '+')) ?? []).map((entry) => (entry?.message ?? {}) as Record<string, string>);
+  const readAll = async (key: string) =>
+    ((await redis.client.xRange(redis.key(key), '-', '+')) ?? []).map((entry) => (entry?.message ?? {}) as Record<string, string>);
   const client: StreamClient = {
     redis,
     prefix,
@@ -72,12 +73,16 @@ export async function connectStreamClient(): Promise<StreamClient> {
       await redis.client.xAdd(redis.key(STREAM), '*', { data: JSON.stringify(call) });
     },
     async cancel(call) {
-      await redis.client.xAdd(redis.key(STREAM), '*', { data: JSON.stringify({ eventType: 'PluginToolCallCancelled', correlationId: call.correlationId, toolCallId: call.toolCallId }) });
+      await redis.client.xAdd(redis.key(STREAM), '*', {
+        data: JSON.stringify({ eventType: 'PluginToolCallCancelled', correlationId: call.correlationId, toolCallId: call.toolCallId }),
+      });
     },
     async results(call) {
       return (await readAll(RESPONSES))
         .map((message) => parseEntry(toolCallCompleted, message.data))
-        .filter((result): result is ToolCallCompleted => result !== undefined && result.correlationId === call.correlationId && result.toolCallId === call.toolCallId);
+        .filter(
+          (result): result is ToolCallCompleted => result !== undefined && result.correlationId === call.correlationId && result.toolCallId === call.toolCallId,
+        );
     },
     async result(call, timeoutMs = 20_000) {
       await expect.poll(async () => (await client.results(call)).length, { timeout: timeoutMs, interval: 50 }).toBeGreaterThan(0);
@@ -94,7 +99,10 @@ export async function connectStreamClient(): Promise<StreamClient> {
 }
 
 /** A config file for `palaver worker` with the test tools (or those of `toolsModule`), under the client's prefix; returns its path. */
-export function writeWorkerConfig(prefix: string, extra: { tools?: Record<string, unknown>; mcp?: Record<string, unknown>; toolsModule?: string } = {}): string {
+export function writeWorkerConfig(
+  prefix: string,
+  extra: { tools?: Record<string, unknown>; mcp?: Record<string, unknown>; toolsModule?: string } = {},
+): string {
   const dir = mkdtempSync(join(tmpdir(), 'palaver-worker-'));
   const file = join(dir, 'palaver.config.json');
   writeFileSync(

@@ -45,7 +45,10 @@ async function storeFor(userId = 'user-7', sessionId = 'session-7'): Promise<Sto
   await migrateToLatest(db);
   const now = Date.now();
   await db.insertInto('users').values({ id: userId, display_name: null, phone: null, created_at: now }).execute();
-  await db.insertInto('sessions').values({ id: sessionId, user_id: userId, channel: 'web', conversation_id: 'thread-7', title: null, created_at: now, updated_at: now }).execute();
+  await db
+    .insertInto('sessions')
+    .values({ id: sessionId, user_id: userId, channel: 'web', conversation_id: 'thread-7', title: null, created_at: now, updated_at: now })
+    .execute();
   const store = new KyselyStore(db, { dialect: 'sqlite' });
   toClose.push(() => store.close());
   return store;
@@ -65,9 +68,23 @@ function ownSettings(url?: string): RedisSettings {
   return redis;
 }
 
-async function startDispatcher(redis: RedisSettings, store: Store, overrides: Partial<StreamsDispatchSettings> = {}, metrics?: ToolDispatchMetrics, sweepMs?: number) {
+async function startDispatcher(
+  redis: RedisSettings,
+  store: Store,
+  overrides: Partial<StreamsDispatchSettings> = {},
+  metrics?: ToolDispatchMetrics,
+  sweepMs?: number,
+) {
   const connection = await connectRedis(redis);
-  const dispatcher = await StreamsToolDispatcher.start({ redis: connection, store, settings: settings(overrides), logger: silentLogger(), closeConnection: true, ...(metrics ? { metrics } : {}), ...(sweepMs ? { sweepMs } : {}) });
+  const dispatcher = await StreamsToolDispatcher.start({
+    redis: connection,
+    store,
+    settings: settings(overrides),
+    logger: silentLogger(),
+    closeConnection: true,
+    ...(metrics ? { metrics } : {}),
+    ...(sweepMs ? { sweepMs } : {}),
+  });
   toClose.push(() => dispatcher.close());
   return dispatcher;
 }
@@ -94,7 +111,8 @@ const request = (overrides: Partial<ToolCallRequest> = {}): ToolCallRequest => (
 });
 
 const echo = defineTool({ name: 'echo', description: 'Echoes', input: z.object({ text: z.string() }), run: ({ text }) => `echo: ${text}` });
-const registryOf = (...tools: Parameters<typeof defineTool>[0][]) => new ToolRegistry([new LocalToolHost(tools.length > 0 ? tools.map((tool) => defineTool(tool)) : [echo])]);
+const registryOf = (...tools: Parameters<typeof defineTool>[0][]) =>
+  new ToolRegistry([new LocalToolHost(tools.length > 0 ? tools.map((tool) => defineTool(tool)) : [echo])]);
 
 // The port's contract, with a stand-in worker (test/support/stand-in-tool-worker.ts) on the machine's Redis, under
 // a key prefix of its own per dispatcher.
@@ -110,7 +128,9 @@ describe('StreamsToolDispatcher', () => {
   it('fails, never skips, when Redis is unreachable: connecting says where, without the password', async () => {
     const port = await freePort();
     const started = Date.now();
-    await expect(connectRedis({ url: `redis://:hunter2-secret@127.0.0.1:${port}`, keyPrefix: 'x:' })).rejects.toThrow(new RegExp(`Cannot connect to Redis at redis://127\\.0\\.0\\.1:${port}`));
+    await expect(connectRedis({ url: `redis://:hunter2-secret@127.0.0.1:${port}`, keyPrefix: 'x:' })).rejects.toThrow(
+      new RegExp(`Cannot connect to Redis at redis://127\\.0\\.0\\.1:${port}`),
+    );
     await expect(connectRedis({ url: `redis://:hunter2-secret@127.0.0.1:${port}`, keyPrefix: 'x:' })).rejects.not.toThrow(/hunter2/);
     expect(Date.now() - started).toBeLessThan(10_000);
     // The suite's own Redis must be there: this connects or fails the file.
@@ -135,7 +155,16 @@ describe('StreamsToolDispatcher', () => {
     const result = await dispatcher.dispatch(request());
     expect(result).toMatchObject({ callId: 'call-1', content: 'echo: hi', isError: false, effects: {} });
     expect(worker.ran).toHaveLength(1);
-    expect(worker.ran[0]).toMatchObject({ eventType: 'PluginToolCallRequested', correlationId: 'corr-7', turn: 'turn-1', toolCallId: 'call-1', toolName: 'echo', userId: 'user-7', attempt: 1, responseChannel: dispatcher.responseChannel });
+    expect(worker.ran[0]).toMatchObject({
+      eventType: 'PluginToolCallRequested',
+      correlationId: 'corr-7',
+      turn: 'turn-1',
+      toolCallId: 'call-1',
+      toolName: 'echo',
+      userId: 'user-7',
+      attempt: 1,
+      responseChannel: dispatcher.responseChannel,
+    });
     expect(await store.toolCalls.findByCallId('turn-1:call-1')).toMatchObject({ name: 'echo', status: 'running' });
     await expect.poll(() => store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 }), { timeout: 10_000 }).toEqual([]);
 
@@ -163,9 +192,19 @@ describe('StreamsToolDispatcher', () => {
       },
     };
     await startWorker({ redis, registry: registryOf() });
-    const dispatcher = await StreamsToolDispatcher.start({ redis: await connectRedis(redis), store: spied, settings: settings(), logger: silentLogger(), closeConnection: true });
+    const dispatcher = await StreamsToolDispatcher.start({
+      redis: await connectRedis(redis),
+      store: spied,
+      settings: settings(),
+      logger: silentLogger(),
+      closeConnection: true,
+    });
     toClose.push(() => dispatcher.close());
-    const results = await Promise.all(Array.from({ length: 40 }, (_, index) => dispatcher.dispatch(request({ callId: `call-${index}`, idempotencyKey: `turn-1:call-${index}`, arguments: { text: `n${index}` } }))));
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        dispatcher.dispatch(request({ callId: `call-${index}`, idempotencyKey: `turn-1:call-${index}`, arguments: { text: `n${index}` } })),
+      ),
+    );
     expect(results.map((result) => result.content)).toEqual(Array.from({ length: 40 }, (_, index) => `echo: n${index}`));
     await expect.poll(() => store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 100 }), { timeout: 10_000 }).toEqual([]);
     expect(counted.markPublished).toBe(0);
@@ -211,9 +250,15 @@ describe('StreamsToolDispatcher', () => {
   it('shares one dispatch between concurrent dispatches of the same call, and a repeated delivery runs once', async () => {
     const redis = ownSettings();
     let runs = 0;
-    const worker = await startWorker({ redis, registry: registryOf({ name: 'count', description: 'Counts', input: z.object({}), run: () => `run ${(runs += 1)}` }) });
+    const worker = await startWorker({
+      redis,
+      registry: registryOf({ name: 'count', description: 'Counts', input: z.object({}), run: () => `run ${(runs += 1)}` }),
+    });
     const dispatcher = await startDispatcher(redis, await storeFor());
-    const [a, b] = await Promise.all([dispatcher.dispatch(request({ tool: 'count', arguments: {} })), dispatcher.dispatch(request({ tool: 'count', arguments: {} }))]);
+    const [a, b] = await Promise.all([
+      dispatcher.dispatch(request({ tool: 'count', arguments: {} })),
+      dispatcher.dispatch(request({ tool: 'count', arguments: {} })),
+    ]);
     expect(a).toEqual(b);
     // The same call sent again (a retry, a turn resumed) gets the first result back from the worker.
     const again = await dispatcher.dispatch(request({ tool: 'count', arguments: {} }));
@@ -236,8 +281,13 @@ describe('StreamsToolDispatcher', () => {
     turn.abort();
     expect(await pending).toMatchObject({ isError: true, content: 'The call to echo was cancelled.' });
     expect(Date.now() - started).toBeLessThan(2_000);
-    const entries = ((await connection.client.xRange(connection.key('events.plugins'), '-', '+')) ?? []).map((entry) => parseEntry(streamEvent, entry?.message.data));
-    expect(entries).toMatchObject([{ eventType: 'PluginToolCallRequested', toolCallId: 'call-1' }, { eventType: 'PluginToolCallCancelled', correlationId: 'corr-7', toolCallId: 'call-1' }]);
+    const entries = ((await connection.client.xRange(connection.key('events.plugins'), '-', '+')) ?? []).map((entry) =>
+      parseEntry(streamEvent, entry?.message.data),
+    );
+    expect(entries).toMatchObject([
+      { eventType: 'PluginToolCallRequested', toolCallId: 'call-1' },
+      { eventType: 'PluginToolCallCancelled', correlationId: 'corr-7', toolCallId: 'call-1' },
+    ]);
     await expect.poll(() => store.toolOutbox.list(dispatcher.responseChannel, { dueOnly: false, limit: 10 }), { timeout: 10_000 }).toEqual([]);
     expect(await metrics.registry.metrics()).toMatch(/palaver_tool_dispatch_calls_total\{outcome="cancelled"\} 1/);
 

@@ -39,7 +39,8 @@ const logisticsModel: ModelScript = (call) => {
   const text = lastUserText(call) ?? '';
   if (/sneak/.test(text)) return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 1 } }] };
   if (call.toolNames.includes('shout') && /shout/.test(text)) return { toolCalls: [{ name: 'shout', arguments: { text: 'hello' } }] };
-  if (call.toolNames.includes('cargo_add') && /cargo/.test(text)) return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 120 } }] };
+  if (call.toolNames.includes('cargo_add') && /cargo/.test(text))
+    return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 120 } }] };
   if (/client/.test(text) && call.toolNames.includes('set_role')) return { toolCalls: [{ name: 'set_role', arguments: { role: 'client' } }] };
   return { text: `tools: ${call.toolNames.join(',')}` };
 };
@@ -49,7 +50,10 @@ async function start(extraConfig: Record<string, unknown> = {}) {
   mcp = await startLogisticsMcpServer({ port: 0, token: TOKEN });
   redis = testRedisSettings();
   const shout = defineTool({ name: 'shout', description: 'Says it loudly', input: z.object({ text: z.string() }), run: ({ text }) => text.toUpperCase() });
-  const registry = new ToolRegistry([new LocalToolHost([shout]), new McpToolHost({ name: 'logistics', url: mcp.url, bearerToken: TOKEN, userIdArgument: 'user_id', timeoutMs: 5_000 })]);
+  const registry = new ToolRegistry([
+    new LocalToolHost([shout]),
+    new McpToolHost({ name: 'logistics', url: mcp.url, bearerToken: TOKEN, userIdArgument: 'user_id', timeoutMs: 5_000 }),
+  ]);
   worker = await startStandInWorker({ redis, registry });
   harness = await createHarness(logisticsModel, { client: 'You help clients ship cargo.' });
   return harness.start({ roles, tools: { dispatch: 'streams', callTimeoutMs: 10_000 }, redis, ...extraConfig });

@@ -77,7 +77,11 @@ function sseReader(body: ReadableStream<Uint8Array>) {
       while ((end = buffer.indexOf('\n\n')) >= 0) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        const data = block.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n');
+        const data = block
+          .split('\n')
+          .filter((line) => line.startsWith('data:'))
+          .map((line) => line.slice(5).trimStart())
+          .join('\n');
         if (data === '') continue;
         const event = JSON.parse(data) as AguiEvent;
         // The typing indicator is renewed while the turn runs; these tests are about the tool call's events.
@@ -96,7 +100,11 @@ describe('a streamed tool call the worker has not answered yet', { timeout: 60_0
     const palaver: Palaver = await harness.start({ tools: { dispatch: 'streams', callTimeoutMs: 30_000 }, redis });
     server = await palaver.serve({ host: '127.0.0.1', port: 0 });
 
-    const response = await fetch(`${server.url}/agui`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(runInput('t-pending', 'track my parcel')) });
+    const response = await fetch(`${server.url}/agui`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(runInput('t-pending', 'track my parcel')),
+    });
     expect(response.status).toBe(200);
     const stream = sseReader(response.body!);
     await started;
@@ -113,8 +121,16 @@ describe('a streamed tool call the worker has not answered yet', { timeout: 60_0
     release!();
     await stream.done;
     stream.events.forEach(assertValidAguiEvent);
-    expect(stream.events[2]).toMatchObject({ name: 'palaver.tool_progress', value: { toolCallId: (stream.events[1]!['value'] as { toolCallId: string }).toolCallId, status: 'done' } });
-    expect(stream.events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event['delta']).join('')).toBe('Done: P-42 is in Lviv');
+    expect(stream.events[2]).toMatchObject({
+      name: 'palaver.tool_progress',
+      value: { toolCallId: (stream.events[1]!['value'] as { toolCallId: string }).toolCallId, status: 'done' },
+    });
+    expect(
+      stream.events
+        .filter((event) => event.type === 'TEXT_MESSAGE_CONTENT')
+        .map((event) => event['delta'])
+        .join(''),
+    ).toBe('Done: P-42 is in Lviv');
     expect(stream.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
   });
 
@@ -135,7 +151,12 @@ describe('a streamed tool call the worker has not answered yet', { timeout: 60_0
     const typingSince = () => telegram!.callsOf('sendChatAction').filter((call) => call.at > heldAt && call.params['chat_id'] === 77).length;
     await expect.poll(typingSince, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(1);
     expect(telegram.sentTo(77)).toEqual([]);
-    expect(telegram.callsOf('sendChatAction').filter((call) => call.params['chat_id'] === 77).every((call) => call.params['action'] === 'typing')).toBe(true);
+    expect(
+      telegram
+        .callsOf('sendChatAction')
+        .filter((call) => call.params['chat_id'] === 77)
+        .every((call) => call.params['action'] === 'typing'),
+    ).toBe(true);
 
     release!();
     const [reply] = await telegram.waitForMessages(1, { chatId: 77, timeoutMs: 15_000 });

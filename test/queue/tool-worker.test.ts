@@ -39,7 +39,12 @@ describe('palaver worker', { timeout: 60_000 }, () => {
     const unknown = await client.publish({ toolName: 'no_such_tool', arguments: {} });
 
     const result = await client.result(call);
-    expect(result).toMatchObject({ content: 'Booked a table for two for alice', isError: false, effects: { flowState: { booking: { what: 'a table for two' } } }, workerId });
+    expect(result).toMatchObject({
+      content: 'Booked a table for two for alice',
+      isError: false,
+      effects: { flowState: { booking: { what: 'a table for two' } } },
+      workerId,
+    });
     expect(await client.result(unknown)).toMatchObject({ isError: true, content: 'Unknown tool no_such_tool.' });
     expect(records(file)).toEqual([`start ${call.idempotencyKey}`, `effect ${call.idempotencyKey} a table for two for alice`]);
     // Every entry is acknowledged, the malformed ones included.
@@ -86,14 +91,20 @@ describe('palaver worker', { timeout: 60_000 }, () => {
     expect(await catalogue(client, other.workerId)).toBeDefined();
   });
 
-  it('keeps on the request stream only calls not finished: answered entries go, a dead worker\'s call stays to be taken over', async () => {
+  it("keeps on the request stream only calls not finished: answered entries go, a dead worker's call stays to be taken over", async () => {
     client = await connectStreamClient();
     const streamKey = client.redis.key(STREAM);
     // What an earlier version left behind: entries its workers acknowledged and never removed.
     await client.redis.client.xGroupCreate(streamKey, GROUP, '0', { MKSTREAM: true });
     for (let index = 0; index < 20; index++) await client.publish({ toolName: 'echo', arguments: { text: `old ${index}` } });
-    const old = (await client.redis.client.xReadGroup(GROUP, 'earlier-version', { key: streamKey, id: '>' }, { COUNT: 100 })) as { messages: { id: string }[] }[];
-    await client.redis.client.xAck(streamKey, GROUP, old[0]!.messages.map((message) => message.id));
+    const old = (await client.redis.client.xReadGroup(GROUP, 'earlier-version', { key: streamKey, id: '>' }, { COUNT: 100 })) as {
+      messages: { id: string }[];
+    }[];
+    await client.redis.client.xAck(
+      streamKey,
+      GROUP,
+      old[0]!.messages.map((message) => message.id),
+    );
 
     const config = writeWorkerConfig(client.prefix, { tools: { reclaimIdleMs: 1_000 } });
     const first = await startWorker(config);
@@ -109,7 +120,10 @@ describe('palaver worker', { timeout: 60_000 }, () => {
 
     // Its worker dies; calls published meanwhile wait, and the backlog counts them with the held one.
     await first.child.stop('SIGKILL');
-    const waiting = [await client.publish({ toolName: 'echo', arguments: { text: 'w1' } }), await client.publish({ toolName: 'echo', arguments: { text: 'w2' } })];
+    const waiting = [
+      await client.publish({ toolName: 'echo', arguments: { text: 'w1' } }),
+      await client.publish({ toolName: 'echo', arguments: { text: 'w2' } }),
+    ];
     expect(await streamBacklog(client.redis, STREAM, GROUP)).toBe(3);
 
     // Another worker takes the held entry over and finishes the call; then nothing is left.
@@ -145,7 +159,11 @@ describe('palaver worker', { timeout: 60_000 }, () => {
   it('runs an MCP tool and a local tool through the same worker, and lists both in its catalogue', async () => {
     client = await connectStreamClient();
     mcp = await startLogisticsMcpServer({ token: 'worker-test-token-7d1e' });
-    const { workerId } = await startWorker(writeWorkerConfig(client.prefix, { mcp: { servers: [{ label: 'logistics', url: mcp.url, bearerToken: 'worker-test-token-7d1e', userIdArgument: 'user_id' }] } }));
+    const { workerId } = await startWorker(
+      writeWorkerConfig(client.prefix, {
+        mcp: { servers: [{ label: 'logistics', url: mcp.url, bearerToken: 'worker-test-token-7d1e', userIdArgument: 'user_id' }] },
+      }),
+    );
     const cargo = await client.publish({ toolName: 'cargo_add', arguments: { from: 'Lyon', to: 'Turin', weight_kg: 120 } });
     const echo = await client.publish({ toolName: 'echo', arguments: { text: 'hello' } });
 
@@ -153,7 +171,11 @@ describe('palaver worker', { timeout: 60_000 }, () => {
     expect(await client.result(echo)).toMatchObject({ isError: false, content: 'hello' });
     // The MCP server acted for the user the runtime bound, with the call's idempotency key.
     expect(mcp.calls).toHaveLength(1);
-    expect(mcp.calls[0]).toMatchObject({ name: 'cargo_add', args: { user_id: 'alice' }, meta: { correlationId: cargo.correlationId, idempotencyKey: cargo.idempotencyKey } });
+    expect(mcp.calls[0]).toMatchObject({
+      name: 'cargo_add',
+      args: { user_id: 'alice' },
+      meta: { correlationId: cargo.correlationId, idempotencyKey: cargo.idempotencyKey },
+    });
     const names = (await catalogue(client, workerId))?.tools.map((tool) => tool.name);
     expect(names).toEqual(expect.arrayContaining(['echo', 'cargo_add', 'find_cargoes']));
   });
@@ -210,14 +232,18 @@ describe('palaver worker', { timeout: 60_000 }, () => {
   });
 });
 
-
 describe('palaver doctor with tools.dispatch "streams"', { timeout: 60_000 }, () => {
-  const configFor = (prefix: string, url = 'redis://127.0.0.1:6379') => parseConfig({ model: { name: 'test-model' }, tools: { dispatch: 'streams', stream: STREAM, group: GROUP }, redis: { url, keyPrefix: prefix } });
+  const configFor = (prefix: string, url = 'redis://127.0.0.1:6379') =>
+    parseConfig({ model: { name: 'test-model' }, tools: { dispatch: 'streams', stream: STREAM, group: GROUP }, redis: { url, keyPrefix: prefix } });
 
   it('says what is missing before a worker ran, then names the live worker', async () => {
     client = await connectStreamClient();
     const before = await checkToolStreams(configFor(client.prefix));
-    expect(before.map(({ name, ok }) => [name, ok])).toEqual([['redis', true], ['tool workers group', false], ['live tool workers', false]]);
+    expect(before.map(({ name, ok }) => [name, ok])).toEqual([
+      ['redis', true],
+      ['tool workers group', false],
+      ['live tool workers', false],
+    ]);
 
     const { workerId } = await startWorker(writeWorkerConfig(client.prefix));
     const after = await checkToolStreams(configFor(client.prefix));

@@ -18,13 +18,16 @@ describe('WorkerToolCatalogue', () => {
   it('offers what live workers serve, first worker by id for a shared name, and drops a worker whose key expired', async () => {
     settings = testRedisSettings();
     redis = await connectTestRedis(settings);
-    const write = (catalogue: ToolCatalogue, ttlMs: number) => redis!.client.set(redis!.key(`tools.catalogue:${catalogue.workerId}`), JSON.stringify(catalogue), { expiration: { type: 'PX', value: ttlMs } });
+    const write = (catalogue: ToolCatalogue, ttlMs: number) =>
+      redis!.client.set(redis!.key(`tools.catalogue:${catalogue.workerId}`), JSON.stringify(catalogue), { expiration: { type: 'PX', value: ttlMs } });
     await write({ workerId: 'b-worker', at: Date.now(), tools: [tool('track', 'from b'), tool('quote')] }, 60_000);
     await write({ workerId: 'a-worker', at: Date.now(), tools: [tool('track', 'from a')] }, 400);
     // Anything else under the pattern is not a catalogue and is ignored.
     await redis.client.set(redis.key('tools.catalogue:intruder'), '{"workerId":"intruder","tools":"all of them"}');
     // Another Palaver's workers (another prefix) are not offered.
-    await redis.client.set(`other-${settings.keyPrefix}tools.catalogue:x`, JSON.stringify({ workerId: 'x', at: 1, tools: [tool('steal')] }), { expiration: { type: 'PX', value: 5_000 } });
+    await redis.client.set(`other-${settings.keyPrefix}tools.catalogue:x`, JSON.stringify({ workerId: 'x', at: 1, tools: [tool('steal')] }), {
+      expiration: { type: 'PX', value: 5_000 },
+    });
 
     const catalogue = new WorkerToolCatalogue(redis, { refreshMs: 0 });
     const first = await catalogue.list();

@@ -22,7 +22,10 @@ function countingTable(prices: Record<string, ModelPrices>): PriceLookup & { ask
 const call = (model: string, usage: TokenUsage): ModelCallRecord => ({ model, usage, fallback: false, responseId: undefined, path: 'direct' });
 
 function billing(settings: Partial<BillingSettings>): Billing {
-  return new Billing({ overrides: {}, table: undefined, currencyByCountry: { CN: 'CNY' }, defaultCurrency: 'USD', defaultCountry: null, usdRates: { CNY: '7.10' }, ...settings }, silentLogger());
+  return new Billing(
+    { overrides: {}, table: undefined, currencyByCountry: { CN: 'CNY' }, defaultCurrency: 'USD', defaultCountry: null, usdRates: { CNY: '7.10' }, ...settings },
+    silentLogger(),
+  );
 }
 
 const AT = new Date('2026-03-01T12:00:00Z');
@@ -32,7 +35,12 @@ describe('billing', () => {
     const table = countingTable({ listed: { input: '1', output: '1' } });
     const bill = billing({ overrides: { mine: { input: '2', output: '4' } }, table });
     // (1000 × 2 + 500 × 4) / 10^6 = 0.004
-    expect(await bill.usageOf([call('mine', { inputTokens: 1000, outputTokens: 500 })], 'USD', AT)).toEqual({ inputTokens: 1000, outputTokens: 500, cachedInputTokens: 0, cost: '0.004' });
+    expect(await bill.usageOf([call('mine', { inputTokens: 1000, outputTokens: 500 })], 'USD', AT)).toEqual({
+      inputTokens: 1000,
+      outputTokens: 500,
+      cachedInputTokens: 0,
+      cost: '0.004',
+    });
     expect(await bill.usdCostOf(call('listed', { inputTokens: 0, outputTokens: 0 }), AT)).toBe('0');
     expect(table.asked).toEqual([]);
     expect(await bill.usdCostOf(call('listed', { inputTokens: 10, outputTokens: 0 }), AT)).toBe('0.00001');
@@ -84,7 +92,11 @@ describe('the genai-prices table', () => {
   const table = genaiPriceLookup();
 
   it('gives the published prices of a model as the decimals they were written as', async () => {
-    expect(await table.pricesOf('gpt-4o-mini', { inputTokens: 1000, cachedInputTokens: 400, outputTokens: 100 }, AT)).toEqual({ input: '0.15', cachedInput: '0.075', output: '0.6' });
+    expect(await table.pricesOf('gpt-4o-mini', { inputTokens: 1000, cachedInputTokens: 400, outputTokens: 100 }, AT)).toEqual({
+      input: '0.15',
+      cachedInput: '0.075',
+      output: '0.6',
+    });
     expect(await table.pricesOf('no-such-model-anywhere', { inputTokens: 1, outputTokens: 1 }, AT)).toBeUndefined();
   });
 

@@ -58,10 +58,15 @@ describe.each(backends)('budgets on $name', ({ database }) => {
     harness = await createHarness(script);
     // A call: ~0.0003 USD of input and 200 × 4 / 1e6 = 0.0008 of output at most; the issue's cap of 0.01.
     const cap = '0.01';
-    const palaver = await harness.start({ ...database(), model: { prices: { scripted: { input: '4', output: '4' } }, maxOutputTokens: 200 }, budgets: { perUserPerDay: cap } }, { now });
+    const palaver = await harness.start(
+      { ...database(), model: { prices: { scripted: { input: '4', output: '4' } }, maxOutputTokens: 200 }, budgets: { perUserPerDay: cap } },
+      { now },
+    );
     const ann = userId();
 
-    const replies = await Promise.all(Array.from({ length: CONVERSATIONS }, (_, index) => palaver.chat({ userId: ann, text: `hello ${index}`, conversationId: `${ann}-${index}` })));
+    const replies = await Promise.all(
+      Array.from({ length: CONVERSATIONS }, (_, index) => palaver.chat({ userId: ann, text: `hello ${index}`, conversationId: `${ann}-${index}` })),
+    );
 
     const answered = replies.filter((reply) => reply.text === 'answered');
     expect(answered.length).toBeGreaterThan(0);
@@ -77,7 +82,10 @@ describe.each(backends)('budgets on $name', ({ database }) => {
 
   it('answers turns while their calls fit under the cap, and refuses the call that could cross it before it is made', async () => {
     harness = await createHarness((call) => ({ text: 'answered', usage: worstCaseUsage(call) }));
-    const palaver = await harness.start({ ...database(), model: { prices: { scripted: { input: '4', output: '4' } }, maxOutputTokens: 200 }, budgets: { perUserPerDay: '0.004' } }, { now });
+    const palaver = await harness.start(
+      { ...database(), model: { prices: { scripted: { input: '4', output: '4' } }, maxOutputTokens: 200 }, budgets: { perUserPerDay: '0.004' } },
+      { now },
+    );
     const ann = userId();
     const replies = [];
     for (let turn = 0; turn < 6; turn += 1) replies.push(await palaver.chat({ userId: ann, text: `turn ${turn}`, conversationId: ann }));
@@ -100,7 +108,11 @@ describe.each(backends)('budgets on $name', ({ database }) => {
     // Intent then execution (with a tool round), then organization; each at most 200 output tokens.
     const staged: ModelScript = (call): ScriptedReply => {
       const stage = call.output?.name;
-      if (stage === 'intent') return { text: JSON.stringify({ direct: false, answer: null, intent: 'order status', details: lastUserText(call) }), usage: { input: 500, output: 50 } };
+      if (stage === 'intent')
+        return {
+          text: JSON.stringify({ direct: false, answer: null, intent: 'order status', details: lastUserText(call) }),
+          usage: { input: 500, output: 50 },
+        };
       if (stage === 'execution') {
         if (call.messages.at(-1)?.type !== 'tool_result') return { toolCalls: [{ name: 'lookup', arguments: { id: 7 } }], usage: { input: 600, output: 40 } };
         return { text: JSON.stringify({ status: 'done', summary: 'order 7 shipped', facts: ['7'] }), usage: { input: 700, output: 60 } };
@@ -108,7 +120,12 @@ describe.each(backends)('budgets on $name', ({ database }) => {
       return { text: JSON.stringify({ reply: 'Order 7 has shipped.' }), usage: { input: 800, output: 100 } };
     };
     harness = await createHarness(staged);
-    const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'shipped' }) });
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Looks up an order',
+      input: z.object({ id: z.number() }),
+      run: ({ id }) => ({ id, status: 'shipped' }),
+    });
     const palaver = await harness.start(
       {
         ...database(),

@@ -23,7 +23,7 @@ describe('the most tokens a prompt can take', () => {
 });
 
 describe('the budget day', () => {
-  it('is the calendar day in the user\'s time zone', () => {
+  it("is the calendar day in the user's time zone", () => {
     const at = new Date('2026-03-01T23:30:00Z');
     expect(dayIn('UTC', at)).toBe('2026-03-01');
     expect(dayIn('Asia/Shanghai', at)).toBe('2026-03-02');

@@ -4,8 +4,24 @@ import { ConversationCache } from '../../src/runtime/conversation-cache.js';
 
 function message(seq: number, audience: 'display' | 'audit' = 'display'): StoredMessage {
   return {
-    id: `m${seq}`, sessionId: 's1', seq, role: seq % 2 ? 'user' : 'assistant', audience, content: `#${seq}`, toolCalls: null, toolCallId: null,
-    model: null, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, tokenEstimate: 5, cost: '0', currency: 'USD', correlationId: null, meta: null, createdAt: new Date(0),
+    id: `m${seq}`,
+    sessionId: 's1',
+    seq,
+    role: seq % 2 ? 'user' : 'assistant',
+    audience,
+    content: `#${seq}`,
+    toolCalls: null,
+    toolCallId: null,
+    model: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedInputTokens: 0,
+    tokenEstimate: 5,
+    cost: '0',
+    currency: 'USD',
+    correlationId: null,
+    meta: null,
+    createdAt: new Date(0),
   };
 }
 
@@ -56,7 +72,12 @@ describe('ConversationCache', () => {
 
   it('forgets a profile, a history or a state on its own, so the next turn reads it from the store', () => {
     const cache = new ConversationCache({ maxEntries: 10, ttlMs: 60_000, historyLimit: 5 });
-    const settings = { version: 1, preferences: { interfaceLanguage: 'en', aiLanguage: 'en', timeZone: 'UTC', country: null }, privacy: {}, notification: {} } as const;
+    const settings = {
+      version: 1,
+      preferences: { interfaceLanguage: 'en', aiLanguage: 'en', timeZone: 'UTC', country: null },
+      privacy: {},
+      notification: {},
+    } as const;
     const state = { version: 1, state: { role: null, responseChainId: null, recentToolCalls: [], flows: {} } };
     for (const user of ['u1', 'u2']) {
       cache.rememberProfile(user, settings);

@@ -11,7 +11,12 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'shipped' }) });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks up an order',
+  input: z.object({ id: z.number() }),
+  run: ({ id }) => ({ id, status: 'shipped' }),
+});
 
 // The token counts the scripted model reports, per call.
 const TOOL_CALL = { input: 1200, cached: 1000, output: 30 };
@@ -68,7 +73,9 @@ describe('costs', () => {
 
       const messages = await palaver.store.messages.listRecent(first.sessionId, { limit: 10 });
       const replies = messages.filter((message) => message.role === 'assistant' && message.audience === 'display');
-      expect(replies.map(({ inputTokens, cachedInputTokens, outputTokens, cost, currency }) => ({ inputTokens, cachedInputTokens, outputTokens, cost, currency }))).toEqual([
+      expect(
+        replies.map(({ inputTokens, cachedInputTokens, outputTokens, cost, currency }) => ({ inputTokens, cachedInputTokens, outputTokens, cost, currency })),
+      ).toEqual([
         { inputTokens: 2700, cachedInputTokens: 2200, outputTokens: 110, cost: row.first, currency: row.currency },
         { inputTokens: 100, cachedInputTokens: 0, outputTokens: 20, cost: row.second, currency: row.currency },
       ]);
@@ -86,9 +93,11 @@ describe('costs', () => {
   it('match a hand-computed table across the stages of a staged flow, each on its own model and price, with a tool round', async () => {
     const stagedScript: ModelScript = (call): ScriptedReply => {
       const stage = call.output?.name;
-      if (stage === 'intent') return { text: JSON.stringify({ direct: false, answer: null, intent: 'order status', details: 'order 7' }), usage: { input: 1000, output: 50 } };
+      if (stage === 'intent')
+        return { text: JSON.stringify({ direct: false, answer: null, intent: 'order status', details: 'order 7' }), usage: { input: 1000, output: 50 } };
       if (stage === 'execution') {
-        if (call.messages.at(-1)?.type !== 'tool_result') return { toolCalls: [{ name: 'lookup', arguments: { id: 7 } }], usage: { input: 2000, cached: 1500, output: 40 } };
+        if (call.messages.at(-1)?.type !== 'tool_result')
+          return { toolCalls: [{ name: 'lookup', arguments: { id: 7 } }], usage: { input: 2000, cached: 1500, output: 40 } };
         return { text: JSON.stringify({ status: 'done', summary: 'order 7 shipped', facts: ['7'] }), usage: { input: 2500, cached: 2000, output: 60 } };
       }
       return { text: JSON.stringify({ reply: 'Order 7 has shipped.' }), usage: { input: 800, output: 100 } };
@@ -125,9 +134,17 @@ describe('costs', () => {
       const reply = await palaver.chat({ userId: row.user, text: 'where is my order?' });
       expect(reply.text).toBe('Order 7 has shipped.');
       expect(reply.usage).toEqual({ inputTokens: 6300, outputTokens: 250, cost: row.cost, currency: row.currency });
-      expect(await palaver.store.sessions.findById(reply.sessionId)).toMatchObject({ inputTokens: 6300, cachedInputTokens: 3500, outputTokens: 250, cost: row.cost, currency: row.currency });
+      expect(await palaver.store.sessions.findById(reply.sessionId)).toMatchObject({
+        inputTokens: 6300,
+        cachedInputTokens: 3500,
+        outputTokens: 250,
+        cost: row.cost,
+        currency: row.currency,
+      });
     }
-    expect(harness.model.calls.map((call) => call.model)).toEqual([...Array(2)].flatMap(() => ['intent-model', 'execution-model', 'execution-model', 'organization-model']));
+    expect(harness.model.calls.map((call) => call.model)).toEqual(
+      [...Array(2)].flatMap(() => ['intent-model', 'execution-model', 'execution-model', 'organization-model']),
+    );
   });
 
   it('keep the currency of a session that holds money when the user moves to another country', async () => {
@@ -210,11 +227,14 @@ describe('costs', () => {
       expect(harness.model.calls).toHaveLength(3);
     });
 
-    it('per user and day: calls are made while what they can cost fits under the cap; the next turn\'s first call would not, so it is refused in any conversation, counted in the user\'s day', async () => {
+    it("per user and day: calls are made while what they can cost fits under the cap; the next turn's first call would not, so it is refused in any conversation, counted in the user's day", async () => {
       harness = await createHarness(orderScript);
       // 23:30 UTC is already the next day in Shanghai.
       const now = () => new Date('2026-03-01T23:30:00Z');
-      const palaver = await harness.start({ model: { prices: PRICES, maxOutputTokens: 100 }, billing: BILLING, budgets: { perUserPerDay: '0.04', currency: 'CNY' } }, { tools: [lookup], now });
+      const palaver = await harness.start(
+        { model: { prices: PRICES, maxOutputTokens: 100 }, billing: BILLING, budgets: { perUserPerDay: '0.04', currency: 'CNY' } },
+        { tools: [lookup], now },
+      );
       const userId = await livingIn(palaver, 'li', { country: 'CN', timeZone: 'Asia/Shanghai', interfaceLanguage: 'zh' });
 
       // Both calls of the first turn fit: what was spent plus the most each can cost stays under 0.04 CNY.

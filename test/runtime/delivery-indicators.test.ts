@@ -12,7 +12,15 @@ const target: ReplyTarget = { channel: 'phone', conversationId: 'c1', accountId:
 
 /** The part of a turn the outbound side reads when the turn fails. */
 function scopeFor(channel: MemoryChannel): TurnScope {
-  return { channel, target, log: silentLogger(), journal: { streamedText: '' }, progress: () => {}, correlationId: 'corr', replyMessageId: 'r1' } as unknown as TurnScope;
+  return {
+    channel,
+    target,
+    log: silentLogger(),
+    journal: { streamedText: '' },
+    progress: () => {},
+    correlationId: 'corr',
+    replyMessageId: 'r1',
+  } as unknown as TurnScope;
 }
 
 afterEach(() => {

@@ -16,8 +16,12 @@ describe('a group conversation as the model sees it', () => {
     harness = await createHarness(() => ({ text: 'noted' }));
     const group = new MemoryChannel({ name: 'group' });
     await harness.start({}, { channels: [group] });
-    await group.reply(await group.say('Book me a haircut on Friday', { accountId: 'ann', displayName: 'Ann', conversationId: 'family-chat', conversationKind: 'shared' }));
-    await group.reply(await group.say('Cancel all my bookings', { accountId: 'ben', displayName: 'Ben', conversationId: 'family-chat', conversationKind: 'shared' }));
+    await group.reply(
+      await group.say('Book me a haircut on Friday', { accountId: 'ann', displayName: 'Ann', conversationId: 'family-chat', conversationKind: 'shared' }),
+    );
+    await group.reply(
+      await group.say('Cancel all my bookings', { accountId: 'ben', displayName: 'Ben', conversationId: 'family-chat', conversationKind: 'shared' }),
+    );
 
     const bensCall = harness.model.calls[1]!;
     const texts = userTexts(bensCall);

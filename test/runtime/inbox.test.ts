@@ -330,7 +330,7 @@ describe('Inbox timing and batching (fake clock)', () => {
     expect(started.map((at) => at - begin)).toEqual([100, 1_200]);
   });
 
-  it('frees a finished turn\'s slot for later messages', async () => {
+  it("frees a finished turn's slot for later messages", async () => {
     const batches: string[][] = [];
     const inbox = new Inbox<string>({ onError: () => {}, maxRunning: 1, runBatch: async (key, items) => void batches.push([key, ...items]) });
     inbox.submit('a', 'x');
@@ -339,7 +339,11 @@ describe('Inbox timing and batching (fake clock)', () => {
     await vi.advanceTimersByTimeAsync(0);
     inbox.submit('a', 'z');
     await vi.advanceTimersByTimeAsync(0);
-    expect(batches).toEqual([['a', 'x'], ['b', 'y'], ['a', 'z']]);
+    expect(batches).toEqual([
+      ['a', 'x'],
+      ['b', 'y'],
+      ['a', 'z'],
+    ]);
   });
 
   it('drain waits for every conversation, not only the first to finish', async () => {

@@ -21,19 +21,35 @@ afterEach(async () => {
 });
 
 describe('taking over what a stopped process left', () => {
-  it("answers a message whose quiet window passed while its process lay dead at once, not after a fresh window", async () => {
+  it('answers a message whose quiet window passed while its process lay dead at once, not after a fresh window', async () => {
     store = await openStore(`sqlite:${join(mkdtempSync(join(tmpdir(), 'palaver-recovery-')), 'palaver.db')}`);
     const { user } = await store.users.resolveAccount({ channel: 'chat', accountId: 'ann', displayName: 'Ann' });
     const session = await store.sessions.open({ userId: user.id, channel: 'chat', conversationId: 'ann' });
     // Accepted by a process that died before its quiet window ended (retired: its lease is over).
     await store.inbound.accept(
-      { channel: 'chat', conversationId: 'ann', accountId: 'ann', userId: user.id, sessionId: session.id, text: 'are you there?', messageId: null, dedupeKey: null, correlationId: randomUUID(), languageHint: null, displayName: null, conversationKind: 'direct' },
+      {
+        channel: 'chat',
+        conversationId: 'ann',
+        accountId: 'ann',
+        userId: user.id,
+        sessionId: session.id,
+        text: 'are you there?',
+        messageId: null,
+        dedupeKey: null,
+        correlationId: randomUUID(),
+        languageHint: null,
+        displayName: null,
+        conversationKind: 'direct',
+      },
       { owner: 'dead', leaseMs: 60_000 },
     );
     expect(await store.processes.retire('dead')).toBe(1);
 
     const answered: string[][] = [];
-    const inbox = new Inbox<AcceptedMessage>({ onError: () => {}, runBatch: async (_key, batch) => void answered.push(batch.map((item) => item.inbound.text)) });
+    const inbox = new Inbox<AcceptedMessage>({
+      onError: () => {},
+      runBatch: async (_key, batch) => void answered.push(batch.map((item) => item.inbound.text)),
+    });
     // A long quiet window (one minute), and a clock two minutes past the message's arrival: its window is long over.
     const channel = { name: 'chat', capabilities: { offlineDelivery: false }, inbox: { quietWindowMs: 60_000 } } as unknown as Channel;
     recovery = new LeaseRecovery({

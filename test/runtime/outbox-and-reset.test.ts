@@ -9,7 +9,6 @@ afterEach(async () => {
   harness = undefined;
 });
 
-
 /** A memory channel that also hands out its context, for the channel-side calls (reset, state). */
 class ContextChannel extends MemoryChannel {
   context!: ChannelContext;
@@ -35,7 +34,7 @@ describe('reset', () => {
 });
 
 describe('channel state', () => {
-  it('keeps a channel\'s values across a restart, apart from other channels\'', async () => {
+  it("keeps a channel's values across a restart, apart from other channels'", async () => {
     harness = await createHarness(() => ({ text: 'x' }));
     const a = new ContextChannel({ name: 'a' });
     const b = new ContextChannel({ name: 'b' });
@@ -97,7 +96,7 @@ describe('inbox policy', () => {
     expect(mostStoringAtOnce).toBeLessThanOrEqual(3);
   });
 
-  it('answers a burst within the channel\'s quiet window with one turn', async () => {
+  it("answers a burst within the channel's quiet window with one turn", async () => {
     harness = await createHarness((call) => ({ text: `got ${userTexts(call).join('+')}` }));
     const chat = new (class extends MemoryChannel {
       readonly inbox = { quietWindowMs: 600 };
@@ -112,7 +111,7 @@ describe('inbox policy', () => {
 });
 
 describe('outbox', () => {
-  it('records each part of a reply on a channel that delivers offline as sent, with the channel\'s message id', async () => {
+  it("records each part of a reply on a channel that delivers offline as sent, with the channel's message id", async () => {
     const long = Array.from({ length: 12 }, (_, i) => `Sentence ${i} goes here.`).join(' ');
     harness = await createHarness(() => ({ text: long }));
     const phone = new MemoryChannel({ name: 'phone', capabilities: { offlineDelivery: true, maxMessageChars: 100 } });

@@ -143,7 +143,17 @@ describe('outbox postponement (the channel asks to wait)', () => {
       const replyMessageId = `reply-${accountId}`;
       const inReplyTo = ['m1'];
       await palaver.store.deliveries.add(
-        texts.map((text, part) => ({ sessionId: session.id, replyMessageId, part, text, channel: 'phone', conversationId: accountId, accountId, inReplyTo, correlationId: `corr-${accountId}` })),
+        texts.map((text, part) => ({
+          sessionId: session.id,
+          replyMessageId,
+          part,
+          text,
+          channel: 'phone',
+          conversationId: accountId,
+          accountId,
+          inReplyTo,
+          correlationId: `corr-${accountId}`,
+        })),
         { owner: 'a stopped process', leaseMs: 1 },
       );
     };

@@ -10,7 +10,6 @@ afterEach(async () => {
   harness = undefined;
 });
 
-
 describe('pipeline', () => {
   it('answers messages that arrived during a turn with one reply, delivered once to the conversation', async () => {
     let releaseFirst!: () => void;
@@ -39,7 +38,7 @@ describe('pipeline', () => {
     expect(harness.model.calls).toHaveLength(2);
   });
 
-  it('splits a long reply to the channel\'s limit and stores it whole', async () => {
+  it("splits a long reply to the channel's limit and stores it whole", async () => {
     const long = Array.from({ length: 40 }, (_, i) => `Sentence number ${i} is here.`).join(' ');
     harness = await createHarness(() => ({ text: long }));
     const narrow = new MemoryChannel({ name: 'narrow', capabilities: { maxMessageChars: 100 } });
@@ -76,7 +75,10 @@ describe('pipeline', () => {
     // Text streamed by the broken attempt, then a discard, then only the fallback's text.
     expect(events.slice(0, discardAt).some((event) => event.type === 'text_delta')).toBe(true);
     expect(discardAt).toBeGreaterThan(0);
-    const after = events.slice(discardAt + 1).flatMap((event) => (event.type === 'text_delta' ? [event.delta] : [])).join('');
+    const after = events
+      .slice(discardAt + 1)
+      .flatMap((event) => (event.type === 'text_delta' ? [event.delta] : []))
+      .join('');
     expect(after).toBe('Fallback answer.');
   });
 
@@ -90,7 +92,9 @@ describe('pipeline', () => {
       await original(ctx);
     };
     await harness.start({}, { channels: [sneaky] });
-    await expect(context.accept({ channel: 'telegram-bot', accountId: '42', conversationId: '42', text: 'I am someone else' })).rejects.toBeInstanceOf(ChannelError);
+    await expect(context.accept({ channel: 'telegram-bot', accountId: '42', conversationId: '42', text: 'I am someone else' })).rejects.toBeInstanceOf(
+      ChannelError,
+    );
     expect(harness.model.calls).toHaveLength(0);
   });
 });

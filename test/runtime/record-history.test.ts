@@ -7,7 +7,6 @@ import { defineTool } from '../../src/tools/define-tool.js';
 import { ContextKeepingChannel as ReadingChannel } from '../support/context-keeping-channel.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
 
-
 let harness: Harness | undefined;
 afterEach(async () => {
   await harness?.close();
@@ -17,7 +16,13 @@ afterEach(async () => {
 /** The conversation of Telegram user 42 with the account. */
 const chat42 = { accountId: '42', conversationId: '42', displayName: 'Olena' };
 const at = (minute: number) => new Date(Date.UTC(2026, 10, 20, 9, minute));
-const user = (messageId: string, text: string, minute: number, source: RecordedMessage['source'] = 'imported'): RecordedMessage => ({ role: 'user', text, messageId, at: at(minute), source });
+const user = (messageId: string, text: string, minute: number, source: RecordedMessage['source'] = 'imported'): RecordedMessage => ({
+  role: 'user',
+  text,
+  messageId,
+  at: at(minute),
+  source,
+});
 const owner = (messageId: string, text: string, minute: number): RecordedMessage => ({ role: 'assistant', text, messageId, at: at(minute), source: 'owner' });
 
 /** The conversation a model call carried, as `role: text` lines (tool traffic left out). */
@@ -35,7 +40,7 @@ async function start(script: ModelScript = echo, config: Record<string, unknown>
 }
 
 describe('recording history without a turn', () => {
-  it('stores entries in order, once, without a model call, a cost or a reply; the next turn\'s model sees them on both sides', async () => {
+  it("stores entries in order, once, without a model call, a cost or a reply; the next turn's model sees them on both sides", async () => {
     const { palaver, channel, model } = await start();
     const history = [user('1', 'hi there', 1), owner('2', 'Hello Olena, this is Taras himself.', 2), user('3', '  when are you open?  ', 3)];
     expect(await channel.recordHistory(chat42, history)).toEqual({ stored: 3 });
@@ -95,7 +100,10 @@ describe('recording history without a turn', () => {
     await channel.waitForReply(await channel.say('my own chat', chat42), { timeoutMs: 20_000 });
     const session = (await palaver.store.sessions.findByConversation('telegram-user', '42'))!;
     const before = await palaver.store.messages.listRecent(session.id, { limit: 10 });
-    await expect(channel.recordHistory({ accountId: '77', conversationId: '42' }, [user('9', 'I am not Olena', 9)])).rejects.toMatchObject({ name: 'ChannelError', code: 'forbidden' });
+    await expect(channel.recordHistory({ accountId: '77', conversationId: '42' }, [user('9', 'I am not Olena', 9)])).rejects.toMatchObject({
+      name: 'ChannelError',
+      code: 'forbidden',
+    });
     expect(await palaver.store.messages.listRecent(session.id, { limit: 10 })).toEqual(before);
     // The stranger was not even created.
     expect(await palaver.store.users.findByAccount('telegram', '77')).toBeUndefined();
@@ -129,7 +137,9 @@ describe('recording history without a turn', () => {
     const { channel, model } = await start();
     const group = { accountId: '42', conversationId: 'group-1', displayName: 'Olena', conversationKind: 'shared' as const };
     expect(await channel.recordHistory(group, [user('1', 'who is coming?', 1)])).toEqual({ stored: 1 });
-    await channel.waitForReply(await channel.say('me!', { accountId: '43', conversationId: 'group-1', displayName: 'Ivan', conversationKind: 'shared' }), { timeoutMs: 20_000 });
+    await channel.waitForReply(await channel.say('me!', { accountId: '43', conversationId: 'group-1', displayName: 'Ivan', conversationKind: 'shared' }), {
+      timeoutMs: 20_000,
+    });
     const [earlier, latest] = seen(model.calls[0]!);
     expect(earlier).toMatch(/^user: \[from "Olena" #[0-9a-f]{6}\] who is coming\?$/);
     expect(latest).toMatch(/^user: \[from "Ivan" #[0-9a-f]{6}\] me!$/);
@@ -171,7 +181,7 @@ describe('recording history with a Responses chain', () => {
     expect(seen(chained)).toEqual(['user: third question']);
   });
 
-  it('does not continue one conversation\'s chain in another conversation of the same person', async () => {
+  it("does not continue one conversation's chain in another conversation of the same person", async () => {
     harness = await createHarness(chainScript);
     const bot = new MemoryChannel({ name: 'telegram-bot', accountNamespace: 'telegram' });
     const account = new MemoryChannel({ name: 'telegram-user', accountNamespace: 'telegram' });

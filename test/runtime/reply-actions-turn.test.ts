@@ -20,7 +20,10 @@ function userMessages(call: { messages: readonly { type: string; role?: string; 
   return call.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content ?? ''] : []));
 }
 
-async function invalidCount(palaver: { metrics: { replyActionsInvalid: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> } } }, reason: string): Promise<number> {
+async function invalidCount(
+  palaver: { metrics: { replyActionsInvalid: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> } } },
+  reason: string,
+): Promise<number> {
   const { values } = await palaver.metrics.replyActionsInvalid.get();
   return values.find((value) => value.labels['reason'] === reason)?.value ?? 0;
 }
@@ -60,7 +63,9 @@ describe('replies as actions: the model is asked for a plan', () => {
 
   it('runs tool rounds before the plan, each call asking for the plan format', async () => {
     const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({}), run: () => 'shipped' });
-    harness = await createHarness(sequenceScript([{ toolCalls: [{ name: 'lookup', arguments: {} }] }, plan({ type: 'send_message', text: 'It shipped.', reply_to: null })]));
+    harness = await createHarness(
+      sequenceScript([{ toolCalls: [{ name: 'lookup', arguments: {} }] }, plan({ type: 'send_message', text: 'It shipped.', reply_to: null })]),
+    );
     const palaver = await harness.start(actions, { tools: [lookup] });
     const reply = await palaver.chat({ userId: 'dee', text: 'where is my order?' });
     expect(reply.parts).toEqual(['It shipped.']);
@@ -73,7 +78,9 @@ describe('replies as actions: the model is asked for a plan', () => {
     const palaver = await harness.start(actions);
     await palaver.chat({ userId: 'eve', text: 'first' });
     const firstId = /^\[message_id: (m\d+)\]/.exec(userMessages(harness.model.calls[0]!)[0]!)![1]!;
-    harness.model.setScript(() => plan({ type: 'add_reaction', emoji: '👍', message_id: firstId }, { type: 'send_message', text: 'Noted.', reply_to: firstId }));
+    harness.model.setScript(() =>
+      plan({ type: 'add_reaction', emoji: '👍', message_id: firstId }, { type: 'send_message', text: 'Noted.', reply_to: firstId }),
+    );
     const reply = await palaver.chat({ userId: 'eve', text: 'second' });
 
     const seen = userMessages(harness.model.calls[1]!);
@@ -151,12 +158,23 @@ describe('replies as actions: an invalid plan is never sent', () => {
     const messages = await palaver.store.messages.listRecent(reply.sessionId, { limit: 20 });
     const refused = messages.filter((message) => message.audience === 'audit' && message.meta?.['invalidReplyActions'] !== undefined);
     expect(refused).toHaveLength(1);
-    expect(refused[0]).toMatchObject({ content: 'Sure, here is my answer!', correlationId: reply.correlationId, meta: { invalidReplyActions: { reason: 'invalid_json' } } });
+    expect(refused[0]).toMatchObject({
+      content: 'Sure, here is my answer!',
+      correlationId: reply.correlationId,
+      meta: { invalidReplyActions: { reason: 'invalid_json' } },
+    });
     // Nothing refused reaches the person's view of the conversation.
     expect(messages.filter((message) => message.audience === 'display').map((message) => message.content)).toEqual(['hello', 'Hi!', 'How can I help?']);
     const session = await palaver.store.sessions.findById(reply.sessionId);
     expect(session).toMatchObject({ inputTokens: 20, outputTokens: 10 });
-    expect(harness.logs.some((line) => line.msg === 'model answer refused as reply actions; nothing of it is sent' && line.correlationId === reply.correlationId && line.reason === 'invalid_json')).toBe(true);
+    expect(
+      harness.logs.some(
+        (line) =>
+          line.msg === 'model answer refused as reply actions; nothing of it is sent' &&
+          line.correlationId === reply.correlationId &&
+          line.reason === 'invalid_json',
+      ),
+    ).toBe(true);
   });
 
   it.each([
@@ -188,8 +206,10 @@ describe('replies as actions: an invalid plan is never sent', () => {
     expect(reply.text).toMatch(/^Sorry/);
     expect(reply.text).not.toContain('not json');
     const messages = await palaver.store.messages.listRecent(reply.sessionId, { limit: 20 });
-    expect(messages.filter((message) => message.meta?.['invalidReplyActions'] !== undefined).map((message) => message.content)).toEqual(['not json', 'not json']);
+    expect(messages.filter((message) => message.meta?.['invalidReplyActions'] !== undefined).map((message) => message.content)).toEqual([
+      'not json',
+      'not json',
+    ]);
     expect(await invalidCount(palaver, 'invalid_json')).toBe(2);
   });
 });
-

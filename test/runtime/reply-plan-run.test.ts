@@ -121,7 +121,14 @@ describe('carrying out a reply plan', () => {
     await vi.runAllTimersAsync();
     await running;
 
-    expect(channel.events).toEqual(['1500 typing', `4500 send ${text(1)} [reply-1:0]`, '4500 typing', `5000 send ${text(2)} [reply-1:1]`, `5000 send ${text(3)} [reply-1:2]`, `5000 send ${text(4)} [reply-1:3]`]);
+    expect(channel.events).toEqual([
+      '1500 typing',
+      `4500 send ${text(1)} [reply-1:0]`,
+      '4500 typing',
+      `5000 send ${text(2)} [reply-1:1]`,
+      `5000 send ${text(3)} [reply-1:2]`,
+      `5000 send ${text(4)} [reply-1:3]`,
+    ]);
   });
 
   it('caps typing at maxTypingSeconds and shows none where typingCharsPerSecond is 0', () => {
@@ -132,7 +139,13 @@ describe('carrying out a reply plan', () => {
   it('skips a reaction the channel cannot show, logging it once per channel, and goes on with the plan', async () => {
     const channel = new PacedChannel({ name: 'paced', capabilities: caps({ reactions: false, typing: false }) });
     const { scope, marks, warnings } = scopeFor(channel);
-    const plan = planOf([{ kind: 'react', emoji: '👍', messageId: '77' }, { kind: 'send', text: 'ok', replyTo: null }], true);
+    const plan = planOf(
+      [
+        { kind: 'react', emoji: '👍', messageId: '77' },
+        { kind: 'send', text: 'ok', replyTo: null },
+      ],
+      true,
+    );
     for (let turn = 0; turn < 2; turn += 1) {
       const running = runPlan(scope, plan, pacing, undefined);
       await vi.runAllTimersAsync();
@@ -146,7 +159,15 @@ describe('carrying out a reply plan', () => {
   it('skips a reaction whose emoji the channel does not allow', async () => {
     const channel = new PacedChannel({ name: 'paced', capabilities: caps({ reactionEmoji: ['👍'] }) });
     const { scope } = scopeFor(channel);
-    const running = runPlan(scope, planOf([{ kind: 'react', emoji: '🦄', messageId: '77' }, { kind: 'react', emoji: '👍', messageId: '77' }]), pacing, undefined);
+    const running = runPlan(
+      scope,
+      planOf([
+        { kind: 'react', emoji: '🦄', messageId: '77' },
+        { kind: 'react', emoji: '👍', messageId: '77' },
+      ]),
+      pacing,
+      undefined,
+    );
     await vi.runAllTimersAsync();
     await running;
     expect(channel.reactions.map((reaction) => reaction.value.emoji)).toEqual(['👍']);

@@ -31,7 +31,9 @@ class ViewedChannel extends MemoryChannel {
 
 describe('replies as actions: what is stored and what the model sees next', () => {
   it('sends nothing for ignore, still answers the message, and tells the model next turn that it chose not to answer', async () => {
-    harness = await createHarness(sequenceScript([plan({ type: 'ignore', reason: 'just an emoji' }), plan({ type: 'send_message', text: 'Hello again.', reply_to: null })]));
+    harness = await createHarness(
+      sequenceScript([plan({ type: 'ignore', reason: 'just an emoji' }), plan({ type: 'send_message', text: 'Hello again.', reply_to: null })]),
+    );
     const chat = new ViewedChannel({ name: 'chat' });
     const palaver = await harness.start(actions(), { channels: [chat] });
 
@@ -45,7 +47,11 @@ describe('replies as actions: what is stored and what the model sees next', () =
 
     const second = await chat.reply(await chat.say('are you there?', { accountId: 'ann' }));
     expect(second.parts).toEqual(['Hello again.']);
-    expect(seen(harness.model.calls[1]!)).toEqual(['user: [message_id: m1] 👋', 'assistant: (you chose not to answer)', 'user: [message_id: m3] are you there?']);
+    expect(seen(harness.model.calls[1]!)).toEqual([
+      'user: [message_id: m1] 👋',
+      'assistant: (you chose not to answer)',
+      'user: [message_id: m3] are you there?',
+    ]);
 
     // The person is never shown the note: the transcript holds their messages and what was sent, nothing else.
     const transcript = await chat.context.transcript('ann', 'ann');
@@ -58,7 +64,11 @@ describe('replies as actions: what is stored and what the model sees next', () =
   it('drops the rest of a plan when the person writes during a wait (interruptOnNewMessage), and the model learns what was not sent', async () => {
     harness = await createHarness(
       sequenceScript([
-        plan({ type: 'send_message', text: 'Let me check.', reply_to: null }, { type: 'wait', seconds: 30 }, { type: 'send_message', text: 'It is open until 6.', reply_to: null }),
+        plan(
+          { type: 'send_message', text: 'Let me check.', reply_to: null },
+          { type: 'wait', seconds: 30 },
+          { type: 'send_message', text: 'It is open until 6.', reply_to: null },
+        ),
         plan({ type: 'send_message', text: 'Sure, Saturday too.', reply_to: null }),
       ]),
     );
@@ -75,7 +85,10 @@ describe('replies as actions: what is stored and what the model sees next', () =
     expect(chat.sent.map((part) => part.value)).toEqual(['Let me check.', 'Sure, Saturday too.']);
 
     const input = seen(harness.model.calls[1]!);
-    expect(input.slice(1, 3)).toEqual(['assistant: Let me check.', 'assistant: (not sent, the person wrote again first; the person never saw this:) It is open until 6.']);
+    expect(input.slice(1, 3)).toEqual([
+      'assistant: Let me check.',
+      'assistant: (not sent, the person wrote again first; the person never saw this:) It is open until 6.',
+    ]);
     const transcript = await chat.context.transcript('bob', 'bob');
     expect(transcript.map((entry) => entry.text)).not.toContain('It is open until 6.');
   });
@@ -83,7 +96,11 @@ describe('replies as actions: what is stored and what the model sees next', () =
   it('lets messages that arrive while a plan runs wait for the next turn when interrupting is off', async () => {
     harness = await createHarness(
       sequenceScript([
-        plan({ type: 'send_message', text: 'One moment.', reply_to: null }, { type: 'wait', seconds: 0.2 }, { type: 'send_message', text: 'Done.', reply_to: null }),
+        plan(
+          { type: 'send_message', text: 'One moment.', reply_to: null },
+          { type: 'wait', seconds: 0.2 },
+          { type: 'send_message', text: 'Done.', reply_to: null },
+        ),
         plan({ type: 'send_message', text: 'Next.', reply_to: null }),
       ]),
     );
@@ -98,7 +115,13 @@ describe('replies as actions: what is stored and what the model sees next', () =
 
   it('stores every send and reaction of a plan in the outbox in plan order on a channel that delivers offline, each marked sent', async () => {
     harness = await createHarness(
-      sequenceScript([plan({ type: 'send_message', text: 'Got it.', reply_to: 'm1' }, { type: 'add_reaction', emoji: '👍', message_id: 'm1' }, { type: 'send_messages', messages: ['A', 'B'] })]),
+      sequenceScript([
+        plan(
+          { type: 'send_message', text: 'Got it.', reply_to: 'm1' },
+          { type: 'add_reaction', emoji: '👍', message_id: 'm1' },
+          { type: 'send_messages', messages: ['A', 'B'] },
+        ),
+      ]),
     );
     const chat = new ViewedChannel({ name: 'chat', capabilities: { offlineDelivery: true, reactions: true } });
     const palaver = await harness.start(actions(), { channels: [chat] });
@@ -137,15 +160,26 @@ describe('replies as actions: what is stored and what the model sees next', () =
       }
     }
     harness = await createHarness(
-      sequenceScript([plan({ type: 'send_message', text: 'Checking.', reply_to: 'm1' }, { type: 'wait', seconds: 20 }, { type: 'add_reaction', emoji: '👍', message_id: 'm1' }, { type: 'send_message', text: 'Booked.', reply_to: 'm1' })]),
+      sequenceScript([
+        plan(
+          { type: 'send_message', text: 'Checking.', reply_to: 'm1' },
+          { type: 'wait', seconds: 20 },
+          { type: 'add_reaction', emoji: '👍', message_id: 'm1' },
+          { type: 'send_message', text: 'Booked.', reply_to: 'm1' },
+        ),
+      ]),
     );
     const chat = new FloodingChannel({ name: 'chat', capabilities: { offlineDelivery: true, reactions: true } });
     const palaver = await harness.start({ ...actions(), inbox: { leaseMs: 300 } }, { channels: [chat] });
     const { outcome } = await chat.reply(await chat.say('a table at 8?', { accountId: 'eve' }));
     expect(outcome.reply).toBe('');
 
-    await expect.poll(() => chat.arrived, { timeout: 15_000, interval: 50 }).toEqual(['send Checking. quoting m1', 'react 👍 on m1', 'send Booked. quoting m1']);
-    await expect.poll(async () => (await palaver.store.deliveries.listForReply(outcome.replyMessageId)).map((record) => record.state), { timeout: 5_000 }).toEqual(['sent', 'sent', 'sent']);
+    await expect
+      .poll(() => chat.arrived, { timeout: 15_000, interval: 50 })
+      .toEqual(['send Checking. quoting m1', 'react 👍 on m1', 'send Booked. quoting m1']);
+    await expect
+      .poll(async () => (await palaver.store.deliveries.listForReply(outcome.replyMessageId)).map((record) => record.state), { timeout: 5_000 })
+      .toEqual(['sent', 'sent', 'sent']);
     expect(harness.model.calls).toHaveLength(1);
   }, 30_000);
 });

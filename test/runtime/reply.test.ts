@@ -14,7 +14,9 @@ describe('reply step', () => {
 
   it('splits a 10,000-character reply into parts within the limit that together hold every word', () => {
     const paragraph = (n: number) => Array.from({ length: 30 }, (_, i) => `Sentence ${n}.${i} says something useful about the topic at hand.`).join(' ');
-    const text = Array.from({ length: 8 }, (_, n) => paragraph(n)).join('\n\n').slice(0, 10_000);
+    const text = Array.from({ length: 8 }, (_, n) => paragraph(n))
+      .join('\n\n')
+      .slice(0, 10_000);
     const parts = splitReply(text, 4096);
     expect(parts.length).toBeGreaterThanOrEqual(3);
     expect(parts.every((part) => part.length <= 4096 && part.length > 0)).toBe(true);

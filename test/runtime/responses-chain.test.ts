@@ -107,12 +107,15 @@ describe('Responses API chains', () => {
 
   it('resets the chain when a tool changes the role', async () => {
     const setRole = defineTool({ name: 'set_role', description: 'Sets the role', input: z.object({ role: z.string() }), run: ({ role }) => `role ${role}` });
-    harness = await createHarness((call) => {
-      const last = call.messages[call.messages.length - 1];
-      if (last?.type === 'tool_result') return { text: 'role set' };
-      if (call.toolNames.includes('lookup')) return { text: `as agent, chained: ${call.previousResponseId ? 'yes' : 'no'}` };
-      return { toolCalls: [{ name: 'set_role', arguments: { role: 'agent' } }] };
-    }, { agent: 'You are an agent.' });
+    harness = await createHarness(
+      (call) => {
+        const last = call.messages[call.messages.length - 1];
+        if (last?.type === 'tool_result') return { text: 'role set' };
+        if (call.toolNames.includes('lookup')) return { text: `as agent, chained: ${call.previousResponseId ? 'yes' : 'no'}` };
+        return { toolCalls: [{ name: 'set_role', arguments: { role: 'agent' } }] };
+      },
+      { agent: 'You are an agent.' },
+    );
     const palaver = await harness.start(
       { ...responses, roles: { definitions: { agent: { tools: ['lookup', 'set_role'] } }, withoutRole: ['set_role'] } },
       { tools: [lookup, setRole] },
@@ -136,7 +139,13 @@ describe('Responses API chains', () => {
     const reply = await palaver.chat({ userId: 'zed', text: 'are refunds allowed?' });
     expect(reply.text).toBe('The docs say yes.');
     const sent = (harness.model.calls[0]!.body.tools as Record<string, unknown>[]).find((tool) => tool.type === 'mcp');
-    expect(sent).toMatchObject({ server_label: 'docs', server_url: 'http://127.0.0.1:9/mcp', allowed_tools: ['search'], require_approval: 'never', headers: { Authorization: 'Bearer docs-token' } });
+    expect(sent).toMatchObject({
+      server_label: 'docs',
+      server_url: 'http://127.0.0.1:9/mcp',
+      allowed_tools: ['search'],
+      require_approval: 'never',
+      headers: { Authorization: 'Bearer docs-token' },
+    });
     const audit = await palaver.store.messages.listRecent(reply.sessionId, { limit: 5, audience: 'audit' });
     expect(audit).toMatchObject([{ role: 'tool', content: 'refunds: allowed', meta: { hosted: true, serverLabel: 'docs' } }]);
     expect((await state(palaver, 'zed')) as unknown).toMatchObject({ recentToolCalls: [{ name: 'docs.search', ok: true }] });

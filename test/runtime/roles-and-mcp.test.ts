@@ -30,7 +30,8 @@ const logisticsModel: ModelScript = (call) => {
   const last = call.messages[call.messages.length - 1];
   if (last?.type === 'tool_result') return { text: `Done: ${last.output}` };
   const text = lastUserText(call) ?? '';
-  if (call.toolNames.includes('cargo_add') && /cargo/.test(text)) return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 120 } }] };
+  if (call.toolNames.includes('cargo_add') && /cargo/.test(text))
+    return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 120 } }] };
   if (/client/.test(text) && call.toolNames.includes('set_role')) return { toolCalls: [{ name: 'set_role', arguments: { role: 'client' } }] };
   return { text: `tools: ${call.toolNames.join(',')}` };
 };

@@ -24,7 +24,15 @@ async function postRun(base: string, threadId: string, text: string, onEvent: (e
   const response = await fetch(`${base}/agui`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ threadId, runId, messages: [{ id: `u-${runId}`, role: 'user', content: text }], tools: [], context: [], state: {}, forwardedProps: {} }),
+    body: JSON.stringify({
+      threadId,
+      runId,
+      messages: [{ id: `u-${runId}`, role: 'user', content: text }],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    }),
   });
   expect(response.status).toBe(200);
   const events: AguiEvent[] = [];
@@ -112,7 +120,11 @@ describe('session life cycle over AG-UI', () => {
     runStarted = new Promise<AguiEvent>((resolve) => (started = resolve));
     const failed = await postRun(server.url, 'thread-life', 'And Tuesday?', onEvent);
     const end = failed.at(-1)!;
-    expect(end).toMatchObject({ type: 'RUN_ERROR', code: 'turn_failed', metadata: { status: 'failed', sessionId, errorId: expect.stringMatching(/^[0-9A-F]{8}$/) } });
+    expect(end).toMatchObject({
+      type: 'RUN_ERROR',
+      code: 'turn_failed',
+      metadata: { status: 'failed', sessionId, errorId: expect.stringMatching(/^[0-9A-F]{8}$/) },
+    });
     expect(failed.some((event) => event.type === 'RUN_FINISHED')).toBe(false);
     const errorId = (end['metadata'] as { errorId: string }).errorId;
     // The same id in the apology the person read, in the stored apology, and in the log.
@@ -165,7 +177,12 @@ describe('GET /conversations/messages', () => {
 
     // The same conversation, now answered by the staged flow (same database).
     const staged = await harness.start(
-      { agent: { flow: 'staged', type: 'notes' }, staged: { types: { notes: { intent: { name: 'intent-model' }, execution: { name: 'execution-model' }, organization: { name: 'organization-model' } } } } },
+      {
+        agent: { flow: 'staged', type: 'notes' },
+        staged: {
+          types: { notes: { intent: { name: 'intent-model' }, execution: { name: 'execution-model' }, organization: { name: 'organization-model' } } },
+        },
+      },
       { tools: [saveNote] },
     );
     web = await staged.serve({ host: '127.0.0.1', port: 0 });

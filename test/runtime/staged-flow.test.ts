@@ -100,7 +100,9 @@ describe('staged flow: intent → execution → organization', () => {
   });
 
   it('answers directly from the intent stage and skips execution and organization', async () => {
-    harness = await createHarness(stagedModel({ intent: () => ({ text: JSON.stringify({ direct: true, answer: 'Hello! How can I help?', intent: 'greeting', details: '' }) }) }));
+    harness = await createHarness(
+      stagedModel({ intent: () => ({ text: JSON.stringify({ direct: true, answer: 'Hello! How can I help?', intent: 'greeting', details: '' }) }) }),
+    );
     const palaver = await harness.start(stagedConfig, { tools: [bookSlot] });
     const reply = await palaver.chat({ userId: 'bo', text: 'hi' });
     expect(reply.text).toBe('Hello! How can I help?');
@@ -113,7 +115,10 @@ describe('staged flow: intent → execution → organization', () => {
     let intentCalls = 0;
     harness = await createHarness(
       stagedModel({
-        intent: () => (++intentCalls === 1 ? { text: '{"direct": "yes"}' } : { text: JSON.stringify({ direct: true, answer: 'Fixed answer', intent: 'greeting', details: '' }) }),
+        intent: () =>
+          ++intentCalls === 1
+            ? { text: '{"direct": "yes"}' }
+            : { text: JSON.stringify({ direct: true, answer: 'Fixed answer', intent: 'greeting', details: '' }) },
       }),
     );
     const palaver = await harness.start(stagedConfig);
@@ -148,7 +153,9 @@ describe('staged flow: intent → execution → organization', () => {
   it('refuses to start without the models of its agent type, naming the type', async () => {
     harness = await createHarness(stagedModel());
     await expect(harness.start({ ...stagedConfig, agent: { flow: 'staged', type: 'support' } })).rejects.toThrow(ConfigError);
-    await expect(harness.start({ ...stagedConfig, agent: { flow: 'staged', type: 'support' } })).rejects.toThrow(/agent\.type "support" has no models in staged\.types \(known types: booking\)/);
+    await expect(harness.start({ ...stagedConfig, agent: { flow: 'staged', type: 'support' } })).rejects.toThrow(
+      /agent\.type "support" has no models in staged\.types \(known types: booking\)/,
+    );
     await expect(harness.start({ agent: { flow: 'staged' } })).rejects.toThrow(/agent\.type is not set/);
   });
 });

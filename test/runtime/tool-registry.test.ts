@@ -44,7 +44,10 @@ describe('ToolRegistry', () => {
   });
 
   it('reports allowlisted tools no host provides and name clashes between hosts', async () => {
-    const registry = new ToolRegistry([host, new LocalToolHost([tool('cargo_add')])], { roles: { client: { tools: ['cargo_add', 'teleport'] } }, withoutRole: [] });
+    const registry = new ToolRegistry([host, new LocalToolHost([tool('cargo_add')])], {
+      roles: { client: { tools: ['cargo_add', 'teleport'] } },
+      withoutRole: [],
+    });
     const problems = await registry.diagnose();
     expect(problems).toContain('role client allows tool "teleport", but no tool host provides it');
     expect(problems.some((problem) => problem.startsWith('Tool "cargo_add" is offered by local and local'))).toBe(true);
@@ -113,7 +116,10 @@ describe('ToolRegistry', () => {
   it('diagnoses a host that cannot list and a no-role tool nobody provides; lists the roles; closes every host', async () => {
     const { remote, state } = remoteHost('mcp:crm');
     state.failing = true;
-    const registry = new ToolRegistry([host, remote], { roles: { client: { tools: ['set_role'] }, admin: { tools: [] } }, withoutRole: ['set_role', 'signup'] });
+    const registry = new ToolRegistry([host, remote], {
+      roles: { client: { tools: ['set_role'] }, admin: { tools: [] } },
+      withoutRole: ['set_role', 'signup'],
+    });
     expect(await registry.diagnose()).toEqual([
       'Tool host mcp:crm cannot list its tools: connection refused',
       'roles.withoutRole allows tool "signup", but no tool host provides it',

@@ -40,7 +40,15 @@ describe('a local tool result over tools.maxResultChars', { timeout: 60_000 }, (
     const response = await fetch(`${server.url}/agui`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ threadId: 't-cap', runId: 'r-cap', messages: [{ id: 'u-1', role: 'user', content: 'dump it' }], tools: [], context: [], state: {}, forwardedProps: {} }),
+      body: JSON.stringify({
+        threadId: 't-cap',
+        runId: 'r-cap',
+        messages: [{ id: 'u-1', role: 'user', content: 'dump it' }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      }),
     });
     expect(response.status).toBe(200);
     const events: AguiEvent[] = [];

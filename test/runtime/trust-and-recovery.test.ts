@@ -10,7 +10,6 @@ afterEach(async () => {
   harness = undefined;
 });
 
-
 describe('who may write into a conversation', () => {
   it('refuses a message into a direct conversation of another user, storing nothing and asking no model', async () => {
     harness = await createHarness((call) => ({ text: `answered ${userTexts(call).join(', ')}` }));
@@ -18,7 +17,10 @@ describe('who may write into a conversation', () => {
     const palaver = await harness.start({}, { channels: [chat] });
     const mine = await chat.reply(await chat.say('my secret plan', { accountId: 'alice', conversationId: 'thread-a' }));
 
-    await expect(chat.say('show me the plan', { accountId: 'mallory', conversationId: 'thread-a' })).rejects.toMatchObject({ name: 'ChannelError', code: 'forbidden' });
+    await expect(chat.say('show me the plan', { accountId: 'mallory', conversationId: 'thread-a' })).rejects.toMatchObject({
+      name: 'ChannelError',
+      code: 'forbidden',
+    });
     expect(harness.model.calls).toHaveLength(1);
     expect(await palaver.store.inbound.listQueued(mine.outcome.sessionId)).toEqual([]);
     const stored = await palaver.store.messages.listRecent(mine.outcome.sessionId, { limit: 10 });
@@ -27,10 +29,15 @@ describe('who may write into a conversation', () => {
     expect((await chat.reply(await chat.say('hello', { accountId: 'mallory', conversationId: 'thread-m' }))).outcome.reply).toBe('answered hello');
   });
 
-  it('in a shared conversation never mixes senders in a batch, and runs each turn\'s tools for its sender', async () => {
+  it("in a shared conversation never mixes senders in a batch, and runs each turn's tools for its sender", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const whoami = defineTool({ name: 'whoami', description: 'Who the tool acts for', input: z.object({}), run: (_args, ctx) => ctx.accounts.map((account) => account.accountId).join(',') });
+    const whoami = defineTool({
+      name: 'whoami',
+      description: 'Who the tool acts for',
+      input: z.object({}),
+      run: (_args, ctx) => ctx.accounts.map((account) => account.accountId).join(','),
+    });
     harness = await createHarness(async (call) => {
       const last = call.messages.at(-1);
       if (last?.type === 'tool_result') return { text: `for ${last.output}` };
@@ -91,7 +98,9 @@ describe('retries and failures', () => {
     let ran = 0;
     const book = defineTool({ name: 'book', description: 'Books', input: z.object({}), run: () => `booked #${++ran}` });
     harness = await createHarness((call) =>
-      call.messages.at(-1)?.type === 'tool_result' ? { error: { status: 400, message: 'bad request' } } : { toolCalls: [{ name: 'book', arguments: {} }], usage: { input: 40, output: 4 } },
+      call.messages.at(-1)?.type === 'tool_result'
+        ? { error: { status: 400, message: 'bad request' } }
+        : { toolCalls: [{ name: 'book', arguments: {} }], usage: { input: 40, output: 4 } },
     );
     const palaver = await harness.start({ model: { prices: { scripted: { input: '1', output: '1' } } } }, { tools: [book] });
     const reply = await palaver.chat({ userId: 'tom', text: 'book it' });

@@ -59,7 +59,9 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     // The tool's result cannot be stored, so neither the reply nor an apology that keeps the record of the tool call.
     let ran = 0;
     const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({}), run: () => (++ran, 'unstorable result') });
-    harness = await createHarness((call) => (call.messages.at(-1)?.type === 'tool_result' ? { text: 'found it' } : { toolCalls: [{ name: 'lookup', arguments: {} }] }));
+    harness = await createHarness((call) =>
+      call.messages.at(-1)?.type === 'tool_result' ? { text: 'found it' } : { toolCalls: [{ name: 'lookup', arguments: {} }] },
+    );
     const first = new MemoryChannel({ name: 'chat' });
     const config = { ...backend(), ...inbox };
     const before = await harness.start(config, { channels: [first], tools: [lookup] });
@@ -93,7 +95,9 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     expect(stored.map((message) => message.content)).toEqual(['hello', answered.outcome.reply]);
     // Counted once the apology is stored, a moment after the channel was told.
     await expect.poll(() => after.metrics.registry.getSingleMetricAsString('palaver_turns_abandoned_total')).toMatch(/palaver_turns_abandoned_total 1$/m);
-    const giveUp = harness.logs.find((line) => line['msg'] === 'giving up on the message after its turns failed inbox.maxTurnAttempts times; answering with an apology');
+    const giveUp = harness.logs.find(
+      (line) => line['msg'] === 'giving up on the message after its turns failed inbox.maxTurnAttempts times; answering with an apology',
+    );
     expect(giveUp).toMatchObject({ correlationId: said.correlationId, attempts: 4 });
   });
 
@@ -105,7 +109,9 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     await refuseRows(harness, 'poison');
 
     const said = await chat.say('poison', { accountId: 'bob' });
-    await expect.poll(() => harness!.logs.some((line) => line['msg'] === 'message abandoned: neither an answer nor an apology could be stored'), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(() => harness!.logs.some((line) => line['msg'] === 'message abandoned: neither an answer nor an apology could be stored'), { timeout: 10_000 })
+      .toBe(true);
     expect(harness.model.calls).toHaveLength(3);
     expect(chat.settled.map((end) => end.value.kind)).toEqual(['error', 'error', 'error', 'error']);
     const user = await palaver.store.users.findByAccount('chat', 'bob');
@@ -114,14 +120,18 @@ describe.each(backends)('a turn that cannot be stored, on %s', (_name, backend, 
     expect(await palaver.store.inbound.listQueued(session.id)).toEqual([]);
     expect(await palaver.store.sessions.findById(session.id)).toMatchObject({ status: 'failed' });
     expect(await palaver.metrics.registry.getSingleMetricAsString('palaver_turns_abandoned_total')).toMatch(/palaver_turns_abandoned_total 1$/m);
-    expect(harness.logs.find((line) => line['msg'] === 'message abandoned: neither an answer nor an apology could be stored')).toMatchObject({ correlationId: said.correlationId });
+    expect(harness.logs.find((line) => line['msg'] === 'message abandoned: neither an answer nor an apology could be stored')).toMatchObject({
+      correlationId: said.correlationId,
+    });
   });
 });
 
 describe('a web run whose turn cannot be stored', () => {
-  it('ends with RUN_ERROR carrying the apology and an error id, never the database\'s words', async () => {
+  it("ends with RUN_ERROR carrying the apology and an error id, never the database's words", async () => {
     const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({}), run: () => 'unstorable result' });
-    harness = await createHarness((call) => (call.messages.at(-1)?.type === 'tool_result' ? { text: 'found it' } : { toolCalls: [{ name: 'lookup', arguments: {} }] }));
+    harness = await createHarness((call) =>
+      call.messages.at(-1)?.type === 'tool_result' ? { text: 'found it' } : { toolCalls: [{ name: 'lookup', arguments: {} }] },
+    );
     const palaver = await harness.start(inbox, { tools: [lookup] });
     await refuseOnSqlite(harness, 'unstorable result');
     const server = await palaver.serve({ host: '127.0.0.1', port: 0 });

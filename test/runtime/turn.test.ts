@@ -31,7 +31,12 @@ const whoami = defineTool({
 
 describe('agent turn', () => {
   it('runs a tool and answers with its result, persisting both messages with usage', async () => {
-    const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'shipped' }) });
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Looks up an order',
+      input: z.object({ id: z.number() }),
+      run: ({ id }) => ({ id, status: 'shipped' }),
+    });
     harness = await createHarness(toolThenEcho('lookup', { id: 7 }));
     const palaver = await harness.start({ model: { prices: { scripted: { input: '2.50', output: '10' } } } }, { tools: [lookup] });
     const reply = await palaver.chat({ userId: 'alice', text: 'Where is order 7?' });
@@ -57,7 +62,11 @@ describe('agent turn', () => {
     const session = await palaver.store.sessions.findById(reply.sessionId);
     expect(session).toMatchObject({ status: 'completed', title: 'Where is order 7?', inputTokens: answer.inputTokens });
     const audit = messages[1]!;
-    expect(audit).toMatchObject({ content: '{"id":7,"status":"shipped"}', correlationId: reply.correlationId, toolCalls: [{ name: 'lookup', arguments: '{"id":7}' }] });
+    expect(audit).toMatchObject({
+      content: '{"id":7,"status":"shipped"}',
+      correlationId: reply.correlationId,
+      toolCalls: [{ name: 'lookup', arguments: '{"id":7}' }],
+    });
     expect(audit.meta).toMatchObject({ isError: false, refused: false, durationMs: expect.any(Number) });
   });
 
@@ -132,7 +141,9 @@ describe('agent turn', () => {
   it('stops after the maximum tool rounds and makes the model answer without tools', async () => {
     let calls = 0;
     const counter = defineTool({ name: 'counter', description: 'counts', input: z.object({}), run: () => String(++calls) });
-    harness = await createHarness((call) => (call.toolNames.length > 0 ? { toolCalls: [{ name: 'counter', arguments: {} }] } : { text: 'giving up after tools' }));
+    harness = await createHarness((call) =>
+      call.toolNames.length > 0 ? { toolCalls: [{ name: 'counter', arguments: {} }] } : { text: 'giving up after tools' },
+    );
     const palaver = await harness.start({ agent: { maxToolRounds: 3 } }, { tools: [counter] });
     const reply = await palaver.chat({ userId: 'gus', text: 'loop forever' });
     expect(reply.text).toBe('giving up after tools');
@@ -145,7 +156,16 @@ describe('agent turn', () => {
     let runs = 0;
     const ping = defineTool({ name: 'ping', description: 'pings', input: z.object({}), run: () => `pong ${++runs}` });
     harness = await createHarness(
-      sequenceScript([{ toolCalls: [{ name: 'ping', arguments: {} }, { name: 'ping', arguments: {} }, { name: 'ping', arguments: {} }] }, { text: 'done' }]),
+      sequenceScript([
+        {
+          toolCalls: [
+            { name: 'ping', arguments: {} },
+            { name: 'ping', arguments: {} },
+            { name: 'ping', arguments: {} },
+          ],
+        },
+        { text: 'done' },
+      ]),
     );
     const palaver = await harness.start({ agent: { maxCallsPerTool: 2 } }, { tools: [ping] });
     await palaver.chat({ userId: 'hal', text: 'ping thrice' });
@@ -156,7 +176,12 @@ describe('agent turn', () => {
 
   it('answers a call id the model repeats within a turn from the first call, without running the tool again', async () => {
     let runs = 0;
-    const book = defineTool({ name: 'book', description: 'books a slot', input: z.object({ slot: z.number() }), run: ({ slot }) => `booked ${slot} (#${++runs})` });
+    const book = defineTool({
+      name: 'book',
+      description: 'books a slot',
+      input: z.object({ slot: z.number() }),
+      run: ({ slot }) => `booked ${slot} (#${++runs})`,
+    });
     harness = await createHarness(
       sequenceScript([
         { toolCalls: [{ callId: 'call_same', name: 'book', arguments: { slot: 3 } }] },
@@ -194,7 +219,10 @@ describe('agent turn', () => {
   });
 
   it('answers messages that arrive during a turn together in the next turn, and stores them in the order the model saw', async () => {
-    harness = await createHarness((call) => ({ text: `saw ${call.messages.filter((item) => item.type === 'message' && item.role === 'user').length}`, delayMs: 150 }));
+    harness = await createHarness((call) => ({
+      text: `saw ${call.messages.filter((item) => item.type === 'message' && item.role === 'user').length}`,
+      delayMs: 150,
+    }));
     const palaver = await harness.start();
     const first = palaver.chat({ userId: 'kim', text: 'one' });
     await expect.poll(() => harness!.model.calls.length).toBe(1);
@@ -259,7 +287,10 @@ describe('agent turn', () => {
     const third = await palaver.chat({ userId: 'vic', text: 'three' });
     expect(third.status).toBe('completed');
     expect(runs).toBe(2);
-    expect(harness.model.calls.at(-2)!.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content] : []))).toEqual(['one', 'three']);
+    expect(harness.model.calls.at(-2)!.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content] : []))).toEqual([
+      'one',
+      'three',
+    ]);
   });
 
   it('rejects empty and oversized messages without storing them', async () => {
@@ -330,7 +361,12 @@ describe('agent turn', () => {
       const messages = await reopened.store.messages.listRecent(session!.id, { limit: 20 });
       expect(messages.map((message) => message.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
       expect(messages.filter((message) => message.audience === 'display').map((message) => message.content)).toEqual([
-        'round 1', 'Result: {"id":1}', 'round 2', 'Result: {"id":1}', 'round 3', 'Result: {"id":1}',
+        'round 1',
+        'Result: {"id":1}',
+        'round 2',
+        'Result: {"id":1}',
+        'round 3',
+        'Result: {"id":1}',
       ]);
       expect(Number(session!.cost)).toBeCloseTo(messages.reduce((sum, message) => sum + message.inputTokens + message.outputTokens, 0) / 1e6, 12);
     }

@@ -29,12 +29,24 @@ describe('model output made storable where it enters', () => {
 
   it('replaces NUL in a tool result with U+FFFD', async () => {
     const wrapper = storableToolResults(1_000);
-    const result = await wrapper({ request: {} as never, signal: undefined }, async () => ({ callId: 'c', content: 'a\u0000b', isError: false, effects: {}, durationMs: 1 }));
+    const result = await wrapper({ request: {} as never, signal: undefined }, async () => ({
+      callId: 'c',
+      content: 'a\u0000b',
+      isError: false,
+      effects: {},
+      durationMs: 1,
+    }));
     expect(result.content).toBe('a\uFFFDb');
   });
 
   it('cuts the output of a hosted MCP call to the tool result cap, with the notice', () => {
-    const response: ModelResponse = { model: 'm', text: 'ok', toolCalls: [], hostedToolCalls: [{ serverLabel: 's', name: 'h', arguments: '{}', output: 'o'.repeat(150), error: null }], usage };
+    const response: ModelResponse = {
+      model: 'm',
+      text: 'ok',
+      toolCalls: [],
+      hostedToolCalls: [{ serverLabel: 's', name: 'h', arguments: '{}', output: 'o'.repeat(150), error: null }],
+      usage,
+    };
     expect(toStorableResponse(response, 100).hostedToolCalls?.[0]?.output).toBe(`${'o'.repeat(100)}\n…[truncated 50 chars]`);
   });
 });

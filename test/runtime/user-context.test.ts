@@ -28,7 +28,7 @@ async function userIdOf(palaver: Palaver, channel: string, accountId: string): P
 }
 
 describe('the user agent context', () => {
-  it('puts the person\'s section first in the instructions, before the base instructions', async () => {
+  it("puts the person's section first in the instructions, before the base instructions", async () => {
     const { chat } = await start();
     await chat.reply(await chat.say('hello', { accountId: 'ada', displayName: 'Ada' }));
     const instructions = harness!.model.calls[0]!.instructions;
@@ -61,11 +61,13 @@ describe('the user agent context', () => {
     expect(instructions).toContain('## Current stage: booking\nHelp them pick a slot.');
   });
 
-  it('follows the profile: its AI language sets the reply rule, its zone the time, its interface language Palaver\'s own texts', async () => {
+  it("follows the profile: its AI language sets the reply rule, its zone the time, its interface language Palaver's own texts", async () => {
     const { palaver, chat } = await start();
     await chat.reply(await chat.say('hi', { accountId: 'olena' }));
     const userId = await userIdOf(palaver, 'chat', 'olena');
-    const updated = await palaver.profiles.update(userId, { preferences: { aiLanguage: 'uk', interfaceLanguage: 'ru', timeZone: 'Europe/Kyiv', country: 'ua' } });
+    const updated = await palaver.profiles.update(userId, {
+      preferences: { aiLanguage: 'uk', interfaceLanguage: 'ru', timeZone: 'Europe/Kyiv', country: 'ua' },
+    });
     expect(updated).toMatchObject({ ok: true, settings: { preferences: { country: 'UA' } } });
 
     // Written through the cache: the very next turn follows the update.
@@ -96,7 +98,12 @@ describe('the user agent context', () => {
     await chat.reply(await chat.say('привіт', { accountId: 'taras', languageHint: 'uk-ua' }));
     const userId = await userIdOf(palaver, 'chat', 'taras');
     const seeded = await palaver.store.profiles.get(userId);
-    expect(JSON.parse(seeded!.raw)).toEqual({ version: 1, preferences: { interfaceLanguage: 'uk-UA', aiLanguage: 'uk-UA', timeZone: 'Europe/Kyiv', country: null }, privacy: {}, notification: {} });
+    expect(JSON.parse(seeded!.raw)).toEqual({
+      version: 1,
+      preferences: { interfaceLanguage: 'uk-UA', aiLanguage: 'uk-UA', timeZone: 'Europe/Kyiv', country: null },
+      privacy: {},
+      notification: {},
+    });
     expect(harness!.model.calls[0]!.instructions).toContain('Answer in uk-UA,');
 
     // A later hint (another browser) does not re-seed: the profile is the person's, not the channel's.
@@ -105,10 +112,12 @@ describe('the user agent context', () => {
     expect(harness!.model.calls[1]!.instructions).toContain('Answer in uk-UA,');
   });
 
-  it('seeds a profile from Telegram\'s language_code', async () => {
+  it("seeds a profile from Telegram's language_code", async () => {
     harness = await createHarness(() => ({ text: '你好' }));
     telegram = await startFakeTelegram();
-    const palaver = await harness.start({ channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 0, drafts: false } } });
+    const palaver = await harness.start({
+      channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 0, drafts: false } },
+    });
     telegram.sendText({ chatId: 77, text: '你好', from: { id: 77, is_bot: false, first_name: 'Li', language_code: 'zh-hans' } });
     await telegram.waitForMessages(1, { chatId: 77 });
     const userId = await userIdOf(palaver, 'telegram', '77');
@@ -142,7 +151,7 @@ describe('reset triggers', () => {
     ['ru', 'Начать заново'],
     ['uk', 'почати заново'],
     ['zh', '重新开始'],
-  ])('in %s, %j starts afresh with the confirmation in the person\'s language, without the model', async (language, trigger) => {
+  ])("in %s, %j starts afresh with the confirmation in the person's language, without the model", async (language, trigger) => {
     const { palaver, chat } = await start();
     await chat.reply(await chat.say('my name is Ada', { accountId: 'ada', languageHint: language }));
     const callsBefore = harness!.model.calls.length;
@@ -158,7 +167,14 @@ describe('reset triggers', () => {
     expect(harness!.model.calls.at(-1)!.messages.map((item) => (item.type === 'message' ? item.content : item.type))).toEqual(['what is my name?']);
     // Nothing is deleted: the store still has the whole conversation.
     const stored = await palaver.store.messages.listRecent(after.outcome.sessionId, { limit: 10, audience: 'display' });
-    expect(stored.map((message) => message.content)).toEqual(['my name is Ada', 'saw my name is Ada', trigger.trim(), systemText(language, 'reset.done'), 'what is my name?', 'saw what is my name?']);
+    expect(stored.map((message) => message.content)).toEqual([
+      'my name is Ada',
+      'saw my name is Ada',
+      trigger.trim(),
+      systemText(language, 'reset.done'),
+      'what is my name?',
+      'saw what is my name?',
+    ]);
   });
 
   it('has the default triggers of all four languages and keeps the role unless told otherwise', async () => {
@@ -193,7 +209,7 @@ describe('reset triggers', () => {
   });
 });
 
-describe('Palaver\'s own texts follow the interface language', () => {
+describe("Palaver's own texts follow the interface language", () => {
   it.each(['en', 'ru', 'uk', 'zh'])('apologises in %s when the model fails', async (language) => {
     harness = await createHarness(() => ({ error: { status: 500, message: 'down' } }));
     const { chat } = await start();

@@ -29,7 +29,15 @@ async function postRun(base: string, userId: string, threadId: string): Promise<
   const response = await fetch(`${base}/agui`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: JSON.stringify({ threadId, runId: `run-${id}`, messages: [{ id: `m-${id}`, role: 'user', content: 'Where is my order?' }], tools: [], context: [], state: {}, forwardedProps: { userId } }),
+    body: JSON.stringify({
+      threadId,
+      runId: `run-${id}`,
+      messages: [{ id: `m-${id}`, role: 'user', content: 'Where is my order?' }],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: { userId },
+    }),
   });
   return { status: response.status, body: await response.text() };
 }

@@ -1,6 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoredMessage } from '../../src/domain/model.js';
-import { conversationItems, newVisitor, postRun, startCluster, webRun, type ClusterDatabase, type ModelRequest, type PalaverCluster, type RunResult, type WebRun } from '../support/palaver-cluster.js';
+import {
+  conversationItems,
+  newVisitor,
+  postRun,
+  startCluster,
+  webRun,
+  type ClusterDatabase,
+  type ModelRequest,
+  type PalaverCluster,
+  type RunResult,
+  type WebRun,
+} from '../support/palaver-cluster.js';
 
 // Issue #25: two real `palaver start` processes on one database serve the same web chat, as two processes behind a
 // load balancer. What a user would notice: every message answered once, never two answers of one conversation
@@ -31,7 +42,16 @@ function newTags(request: ModelRequest): string[] {
 }
 
 /** The conversation a request is for: the prefix of the tags it answers (`c07`, `kill2`). */
-const conversationOf = (request: ModelRequest): string => (newTags(request)[0] ?? tagsIn(conversationItems(request.call).map((item) => item.text).join(' '))[0] ?? '?').split('-')[0]!;
+const conversationOf = (request: ModelRequest): string =>
+  (
+    newTags(request)[0] ??
+    tagsIn(
+      conversationItems(request.call)
+        .map((item) => item.text)
+        .join(' '),
+    )[0] ??
+    '?'
+  ).split('-')[0]!;
 
 /** The assistant replies a request was shown, in order. */
 const repliesShown = (request: ModelRequest): string[] => conversationItems(request.call).flatMap((item) => (item.role === 'assistant' ? [item.text] : []));
@@ -65,7 +85,9 @@ function overlaps(requests: readonly ModelRequest[]): string[] {
       for (const second of sorted.slice(i + 1)) {
         const firstEnd = first.endedAt ?? Number.POSITIVE_INFINITY;
         if (second.startedAt < firstEnd) {
-          found.push(`${conversation}: ${first.via} [${newTags(first).join(',')}] ${first.startedAt.toFixed(0)}–${first.endedAt?.toFixed(0) ?? 'open'} and ${second.via} [${newTags(second).join(',')}] from ${second.startedAt.toFixed(0)}`);
+          found.push(
+            `${conversation}: ${first.via} [${newTags(first).join(',')}] ${first.startedAt.toFixed(0)}–${first.endedAt?.toFixed(0) ?? 'open'} and ${second.via} [${newTags(second).join(',')}] from ${second.startedAt.toFixed(0)}`,
+          );
         }
       }
     }
@@ -144,13 +166,16 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
           }
         }),
       );
-      console.log(`${database}: ${sent.length} messages of ${CONVERSATIONS} conversations answered in ${((performance.now() - started) / 1000).toFixed(1)} s with ${cluster.requests.length} model requests`);
+      console.log(
+        `${database}: ${sent.length} messages of ${CONVERSATIONS} conversations answered in ${((performance.now() - started) / 1000).toFixed(1)} s with ${cluster.requests.length} model requests`,
+      );
 
       // A process stalled past its lease (a loaded machine) loses its conversation's claim: its turn is fenced, stores
       // and sends nothing, and the message is answered by the turn that follows. Such a turn's model request is counted
       // here against the processes' own count of fenced turns; every check below is about the turns that took effect.
       const stored = new Set<string>();
-      for (const threadId of new Set(sent.map((s) => s.threadId))) for (const message of await storedMessages(cluster, threadId)) if (message.role === 'assistant') stored.add(message.content);
+      for (const threadId of new Set(sent.map((s) => s.threadId)))
+        for (const message of await storedMessages(cluster, threadId)) if (message.role === 'assistant') stored.add(message.content);
       const requests = cluster.requests.filter((request) => stored.has(request.reply ?? ''));
       const fencedOut = cluster.requests.length - requests.length;
       const fencedCounted = (await Promise.all([a, b].map((proc) => fencedTurns(proc.url)))).reduce((x, y) => x + y, 0);
@@ -187,7 +212,10 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
         const sorted = [...list].sort((x, y) => x.startedAt - y.startedAt);
         for (const [k, request] of sorted.entries()) {
           const before = sorted.slice(0, k).map((earlier) => earlier.reply!);
-          if (JSON.stringify(repliesShown(request)) !== JSON.stringify(before)) stale.push(`${conversation} request ${k} by ${request.via} was shown ${JSON.stringify(repliesShown(request))}, stored before it: ${JSON.stringify(before)}`);
+          if (JSON.stringify(repliesShown(request)) !== JSON.stringify(before))
+            stale.push(
+              `${conversation} request ${k} by ${request.via} was shown ${JSON.stringify(repliesShown(request))}, stored before it: ${JSON.stringify(before)}`,
+            );
           if (k > 0 && sorted[k - 1]!.via !== request.via) fromTheOther += 1;
         }
       }
@@ -201,16 +229,24 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
       for (const threadId of new Set(sent.map((s) => s.threadId))) {
         const conversation = threadId.split('-')[0]!;
         const stored = await storedMessages(cluster, threadId);
-        const storedTags = stored.filter((message) => message.role === 'user').flatMap((message) => tagsIn(message.content)).sort();
-        const sentTags = sent.filter((s) => s.threadId === threadId).map((s) => s.tag).sort();
-        if (JSON.stringify(storedTags) !== JSON.stringify(sentTags)) wrongStored.push(`${conversation}: messages stored ${JSON.stringify(storedTags)}, sent ${JSON.stringify(sentTags)}`);
+        const storedTags = stored
+          .filter((message) => message.role === 'user')
+          .flatMap((message) => tagsIn(message.content))
+          .sort();
+        const sentTags = sent
+          .filter((s) => s.threadId === threadId)
+          .map((s) => s.tag)
+          .sort();
+        if (JSON.stringify(storedTags) !== JSON.stringify(sentTags))
+          wrongStored.push(`${conversation}: messages stored ${JSON.stringify(storedTags)}, sent ${JSON.stringify(sentTags)}`);
         const storedReplies = stored.filter((message) => message.role === 'assistant').map((message) => message.content);
         const turnReplies = [...(byConversation.get(conversation) ?? [])].sort((x, y) => x.startedAt - y.startedAt).map((request) => request.reply);
-        if (JSON.stringify(storedReplies) !== JSON.stringify(turnReplies)) wrongStored.push(`${conversation}: replies stored ${JSON.stringify(storedReplies)}, model answered ${JSON.stringify(turnReplies)}`);
+        if (JSON.stringify(storedReplies) !== JSON.stringify(turnReplies))
+          wrongStored.push(`${conversation}: replies stored ${JSON.stringify(storedReplies)}, model answered ${JSON.stringify(turnReplies)}`);
         const left = await queued(cluster, threadId);
         if (left > 0) wrongStored.push(`${conversation}: ${left} messages still queued`);
       }
-      expectNone(wrongStored, 'conversations whose stored messages are not each message once and each turn\'s reply once');
+      expectNone(wrongStored, "conversations whose stored messages are not each message once and each turn's reply once");
     }, 120_000);
 
     it('SIGKILL of the process whose turn waits on the model, 3 times (each process killed at least once): the other finishes the turn once its claim runs out, once; the retried run gets the reply', async () => {
@@ -243,7 +279,9 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
         const tag = `kill${round}-m1`;
         const run = webRun(threadId, `${tag} please look into my order`);
         const lost = postRun(victim.url, cookie, run).catch((error: unknown) => error);
-        await expect.poll(() => cluster!.requests.some((request) => request.via === victim.label && newTags(request).includes(tag)), { timeout: 15_000, interval: 10 }).toBe(true);
+        await expect
+          .poll(() => cluster!.requests.some((request) => request.via === victim.label && newTags(request).includes(tag)), { timeout: 15_000, interval: 10 })
+          .toBe(true);
 
         const killedAt = performance.now();
         await victim.kill();
@@ -274,7 +312,9 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
         expect(next.text).toMatch(new RegExp(`^answer to kill${round}-m2 by `));
       }
 
-      console.log(`${database}: SIGKILL → turn finished by the other process: ${takeovers.map((ms) => ms.toFixed(0)).join(', ')} ms; → retried run ended: ${retries.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+      console.log(
+        `${database}: SIGKILL → turn finished by the other process: ${takeovers.map((ms) => ms.toFixed(0)).join(', ')} ms; → retried run ended: ${retries.map((ms) => ms.toFixed(0)).join(', ')} ms`,
+      );
 
       // Nothing answered twice, nothing unanswered: each message's turn asked the model once more than the killed one did.
       for (let round = 0; round < ROUNDS; round += 1) {
@@ -319,7 +359,9 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
       const run: WebRun = webRun(threadId, 'p-m2 where is my parcel?');
       const leave = new AbortController();
       const onA = postRun(a.url, cookie, run, leave.signal).catch((error: unknown) => error);
-      await expect.poll(() => cluster!.requests.some((request) => request.via === 'a' && newTags(request).includes('p-m2')), { timeout: 15_000, interval: 10 }).toBe(true);
+      await expect
+        .poll(() => cluster!.requests.some((request) => request.via === 'a' && newTags(request).includes('p-m2')), { timeout: 15_000, interval: 10 })
+        .toBe(true);
       a.pause();
       const pausedAt = performance.now();
       // The visitor gives up on a and retries through the load balancer, which now sends it to b.
@@ -344,11 +386,22 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
 
       // The paused process's turn stored nothing: one reply per message, p-m2's by b; a asked the model for p-m2 once.
       expect((await repliesStored(cluster, threadId)).filter((reply) => !reply.startsWith('answer to p-m3'))).toEqual([first, 'answer to p-m2 by b']);
-      expect(cluster.requests.filter((request) => newTags(request).includes('p-m2')).map((request) => request.via).sort()).toEqual(['a', 'b']);
+      expect(
+        cluster.requests
+          .filter((request) => newTags(request).includes('p-m2'))
+          .map((request) => request.via)
+          .sort(),
+      ).toEqual(['a', 'b']);
       expect(await queued(cluster, threadId)).toBe(0);
       // Nothing of a's old turn shows in the conversation the visitor reads.
-      const transcript = (await fetch(`${b.url}/conversations/messages?id=${encodeURIComponent(threadId)}`, { headers: { cookie } }).then((response) => response.json())) as { messages: Array<{ role: string; text: string }> };
-      expect(transcript.messages.filter((message) => message.role === 'assistant').map((message) => message.text)).toEqual([first, 'answer to p-m2 by b', next.text]);
+      const transcript = (await fetch(`${b.url}/conversations/messages?id=${encodeURIComponent(threadId)}`, { headers: { cookie } }).then((response) =>
+        response.json(),
+      )) as { messages: Array<{ role: string; text: string }> };
+      expect(transcript.messages.filter((message) => message.role === 'assistant').map((message) => message.text)).toEqual([
+        first,
+        'answer to p-m2 by b',
+        next.text,
+      ]);
     }, 120_000);
   });
 }

@@ -55,7 +55,9 @@ const looseInput = fc.record(
 const plausibleInput = fc.record({
   threadId: fc.oneof({ weight: 4, arbitrary: fc.uuid() }, { weight: 1, arbitrary: anyText }),
   runId: fc.oneof({ weight: 4, arbitrary: fc.uuid() }, { weight: 1, arbitrary: anyText }),
-  messages: fc.tuple(fc.array(message, { maxLength: 2 }), fc.record({ id: fc.uuid(), role: fc.constant('user'), content })).map(([earlier, last]) => [...earlier, last]),
+  messages: fc
+    .tuple(fc.array(message, { maxLength: 2 }), fc.record({ id: fc.uuid(), role: fc.constant('user'), content }))
+    .map(([earlier, last]) => [...earlier, last]),
   tools: fc.constant([]),
   context: fc.constant([]),
   state: fc.jsonValue({ maxDepth: 1 }),
@@ -89,15 +91,26 @@ describe('POST /agui under random input', () => {
   /** Inbound records stored for this conversation and message id (the run id). */
   function storedRuns(threadId: unknown, runId: unknown): number {
     if (typeof threadId !== 'string' || typeof runId !== 'string') return 0;
-    return readSqliteFile(harness.databaseUrl, (db) => Number(db.get<{ n: number }>('SELECT count(*) AS n FROM inbound_messages WHERE conversation_id = ? AND message_id = ?', threadId, runId)?.n));
+    return readSqliteFile(harness.databaseUrl, (db) =>
+      Number(db.get<{ n: number }>('SELECT count(*) AS n FROM inbound_messages WHERE conversation_id = ? AND message_id = ?', threadId, runId)?.n),
+    );
   }
 
   /** How often the run's message was answered: its inbound record's state, and the replies shown for its turn. */
   function answersOf(threadId: string, runId: string): { state: string | undefined; replies: number } {
     return readSqliteFile(harness.databaseUrl, (db) => {
-      const record = db.get<{ state: string; correlation_id: string }>('SELECT state, correlation_id FROM inbound_messages WHERE conversation_id = ? AND message_id = ?', threadId, runId);
+      const record = db.get<{ state: string; correlation_id: string }>(
+        'SELECT state, correlation_id FROM inbound_messages WHERE conversation_id = ? AND message_id = ?',
+        threadId,
+        runId,
+      );
       const replies = record
-        ? Number(db.get<{ n: number }>("SELECT count(*) AS n FROM messages WHERE correlation_id = ? AND role = 'assistant' AND audience = 'display'", record.correlation_id)?.n)
+        ? Number(
+            db.get<{ n: number }>(
+              "SELECT count(*) AS n FROM messages WHERE correlation_id = ? AND role = 'assistant' AND audience = 'display'",
+              record.correlation_id,
+            )?.n,
+          )
         : 0;
       return { state: record?.state, replies };
     });

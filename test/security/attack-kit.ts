@@ -20,7 +20,14 @@ export function send(base: string, options: { method?: string; path: string; hea
   const url = new URL(options.path, base);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: url.hostname, port: url.port, path: url.pathname + url.search, method: options.method ?? 'GET', headers: options.headers ?? {}, setHost: !Object.keys(options.headers ?? {}).some((h) => h.toLowerCase() === 'host') },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: options.method ?? 'GET',
+        headers: options.headers ?? {},
+        setHost: !Object.keys(options.headers ?? {}).some((h) => h.toLowerCase() === 'host'),
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -51,7 +58,12 @@ export function runInput(threadId: string, text: string, extra: Record<string, u
 
 /** `POST /agui` with a JSON body and the given headers. */
 export function postRun(base: string, body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
-  return send(base, { method: 'POST', path: '/agui', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return send(base, {
+    method: 'POST',
+    path: '/agui',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 }
 
 /** A new visitor: loads the page and keeps the cookie it was given (`name=value`). */
@@ -98,7 +110,9 @@ export function storedTexts(databaseUrl: string): string[] {
 
 /** The model echoes the last user text it saw, so a reply tells whose history answered. */
 export function echoScript(call: ScriptedCall): { text: string; delayMs?: number } {
-  const said = [...call.messages].reverse().find((item) => item.type === 'message' && 'role' in item && item.role === 'user') as { content?: string } | undefined;
+  const said = [...call.messages].reverse().find((item) => item.type === 'message' && 'role' in item && item.role === 'user') as
+    | { content?: string }
+    | undefined;
   const text = said?.content ?? '';
   return { text: `echo: ${text}`, ...(text.includes('slow') ? { delayMs: 600 } : {}) };
 }
@@ -125,9 +139,7 @@ export function halfBody(base: string, path: string, declaredBytes: number, sent
     const socket = connect(Number(url.port), url.hostname);
     let received = '';
     socket.on('connect', () => {
-      socket.write(
-        `POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${declaredBytes}\r\n\r\n${sentBody}`,
-      );
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${declaredBytes}\r\n\r\n${sentBody}`);
     });
     let done = false;
     const finish = (): void => {

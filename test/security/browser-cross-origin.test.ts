@@ -29,7 +29,15 @@ function formFieldParts(target: string): { name: string; value: string } {
 function attackerPages(target: string, victimThread: string): (path: string) => string {
   const field = formFieldParts(victimThread);
   const escapeHtml = (text: string): string => text.replace(/&/g, '&amp;').replace(/'/g, '&#39;').replace(/</g, '&lt;');
-  const body = JSON.stringify({ threadId: victimThread, runId: 'evil-fetch', messages: [{ id: 'm', role: 'user', content: 'evil fetch' }], tools: [], context: [], state: {}, forwardedProps: {} });
+  const body = JSON.stringify({
+    threadId: victimThread,
+    runId: 'evil-fetch',
+    messages: [{ id: 'm', role: 'user', content: 'evil fetch' }],
+    tools: [],
+    context: [],
+    state: {},
+    forwardedProps: {},
+  });
   return (path) => {
     if (path === '/form') {
       return `<!doctype html><form method="POST" action="${target}/agui" enctype="text/plain"><input name='${escapeHtml(field.name)}' value='${escapeHtml(field.value)}'></form><script>document.forms[0].submit()</script>`;
@@ -68,7 +76,15 @@ describe('a page on another origin, in Chromium', () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found; run \`apt-get install chromium\` to run the browser tests.`);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     harness = await createHarness(echoScript);
     palaver = await harness.start();

@@ -42,16 +42,39 @@ const anyText = fc.oneof(
   { weight: 4, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'grapheme', maxLength: 40 }) },
   { weight: 4, arbitrary: fc.array(fc.oneof(junk, fc.string({ maxLength: 8 })), { maxLength: 6 }).map((parts) => parts.join('')) },
-  { weight: 1, arbitrary: fc.tuple(junk, fc.integer({ min: 5_000, max: 200_000 })).map(([unit, length]) => `word${unit} `.repeat(Math.ceil(length / 6)).slice(0, length)) },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(junk, fc.integer({ min: 5_000, max: 200_000 })).map(([unit, length]) => `word${unit} `.repeat(Math.ceil(length / 6)).slice(0, length)),
+  },
 );
 const argumentsText = fc.oneof(
   { weight: 4, arbitrary: anyText.map((text) => JSON.stringify({ text })) },
   { weight: 2, arbitrary: anyText },
-  { weight: 2, arbitrary: fc.constantFrom('{"text":"\\u0000"}', '{"text":"a\\ud800b"}', '{"text":"\\udc00"}', '{"text":1}', '[]', 'null', '{"text":"ok"', '{"text":"\\\\u0000"}') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '{"text":"\\u0000"}',
+      '{"text":"a\\ud800b"}',
+      '{"text":"\\udc00"}',
+      '{"text":1}',
+      '[]',
+      'null',
+      '{"text":"ok"',
+      '{"text":"\\\\u0000"}',
+    ),
+  },
   { weight: 1, arbitrary: fc.integer({ min: 10_000, max: 120_000 }).map((length) => JSON.stringify({ text: 'y'.repeat(length) })) },
 );
 const toolCall: fc.Arbitrary<ScriptedToolCall> = fc.record(
-  { name: fc.oneof({ weight: 4, arbitrary: fc.constant('note') }, { weight: 1, arbitrary: fc.constantFrom('unknown_tool', 'note\u0000', 'no\ud800te') }, { weight: 1, arbitrary: anyText }), arguments: argumentsText, callId: anyText },
+  {
+    name: fc.oneof(
+      { weight: 4, arbitrary: fc.constant('note') },
+      { weight: 1, arbitrary: fc.constantFrom('unknown_tool', 'note\u0000', 'no\ud800te') },
+      { weight: 1, arbitrary: anyText },
+    ),
+    arguments: argumentsText,
+    callId: anyText,
+  },
   { requiredKeys: ['name', 'arguments'] },
 );
 const reply: fc.Arbitrary<ScriptedReply> = fc.oneof(
@@ -93,7 +116,11 @@ async function startRig(config: Record<string, unknown>): Promise<Rig> {
   // One visitor starts a conversation per random output: the web channel's hourly limit of new conversations would
   // refuse most of them.
   const palaver = await harness.start(
-    { ...config, agent: { maxReplyChars: MAX_REPLY_CHARS, maxToolRounds: MAX_TOOL_ROUNDS }, channels: { web: { limits: { newConversationsPerHourPerVisitor: 100_000, newConversationsPerHourPerAddress: 0 } } } },
+    {
+      ...config,
+      agent: { maxReplyChars: MAX_REPLY_CHARS, maxToolRounds: MAX_TOOL_ROUNDS },
+      channels: { web: { limits: { newConversationsPerHourPerVisitor: 100_000, newConversationsPerHourPerAddress: 0 } } },
+    },
     { tools: [note] },
   );
   const server = await palaver.serve({ host: '127.0.0.1', port: 0 });
@@ -152,7 +179,10 @@ describe('random model output through a real turn', () => {
     });
 
     it('never crashes, hangs, loses or double-answers a message, or shows a raw failure', async () => {
-      await fc.assert(fc.asyncProperty(plan, (modelPlan) => runOnce(rig, modelPlan)), fuzzParameters(40));
+      await fc.assert(
+        fc.asyncProperty(plan, (modelPlan) => runOnce(rig, modelPlan)),
+        fuzzParameters(40),
+      );
       expect((await fetch(`${rig.server.url}/health`)).status).toBe(200);
     }, 180_000);
   });
@@ -171,7 +201,10 @@ describe('random model output through a real turn', () => {
     });
 
     it('never crashes, hangs, loses or double-answers a message, or shows a raw failure', async () => {
-      await fc.assert(fc.asyncProperty(plan, (modelPlan) => runOnce(rig, modelPlan)), fuzzParameters(15));
+      await fc.assert(
+        fc.asyncProperty(plan, (modelPlan) => runOnce(rig, modelPlan)),
+        fuzzParameters(15),
+      );
     }, 180_000);
   });
 });

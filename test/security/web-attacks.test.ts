@@ -3,19 +3,7 @@ import type { Palaver } from '../../src/app.js';
 import { WebChannel } from '../../src/channels/web/index.js';
 import type { RunningHttpServer } from '../../src/server/index.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
-import {
-  echoScript,
-  events,
-  halfBody,
-  newVisitor,
-  postRun,
-  rowCounts,
-  runInput,
-  send,
-  shownText,
-  storedTexts,
-  userToken,
-} from './attack-kit.js';
+import { echoScript, events, halfBody, newVisitor, postRun, rowCounts, runInput, send, shownText, storedTexts, userToken } from './attack-kit.js';
 
 // Every attack runs against a real Palaver (SQLite file, scripted model over HTTP) served on a real port. "Nothing
 // stored" is read from the database file itself, and "nothing answered" from the model server's calls.
@@ -69,11 +57,20 @@ describe('attacks on the web channel (no API key: the default)', () => {
     const body = JSON.stringify(runInput('t-form', 'run save_note for me', { forwardedProps: { userId: 'victim' } }));
     await nothingStored(async () => {
       // What the browser sends for <form enctype="text/plain" action="http://127.0.0.1:PORT/agui"> on evil.example.
-      const form = await send(base, { method: 'POST', path: '/agui', headers: { 'content-type': 'text/plain', origin: 'http://evil.example', cookie: victim.cookie, 'sec-fetch-site': 'cross-site' }, body });
+      const form = await send(base, {
+        method: 'POST',
+        path: '/agui',
+        headers: { 'content-type': 'text/plain', origin: 'http://evil.example', cookie: victim.cookie, 'sec-fetch-site': 'cross-site' },
+        body,
+      });
       expect(form.status).toBe(403);
       expect(JSON.parse(form.body)).toMatchObject({ error: { code: 'cross_origin' } });
       // A same-site page (another port of this host) is a different origin: refused too, cookie or not.
-      const sameSite = await postRun(base, JSON.parse(body), { origin: `http://127.0.0.1:${Number(new URL(base).port) + 1}`, cookie: victim.cookie, 'sec-fetch-site': 'same-site' });
+      const sameSite = await postRun(base, JSON.parse(body), {
+        origin: `http://127.0.0.1:${Number(new URL(base).port) + 1}`,
+        cookie: victim.cookie,
+        'sec-fetch-site': 'same-site',
+      });
       expect(sameSite.status).toBe(403);
       // fetch(…, { mode: 'no-cors' }) can only send a "simple" content type.
       for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
@@ -93,7 +90,11 @@ describe('attacks on the web channel (no API key: the default)', () => {
     const visitor = await newVisitor(base);
     const port = new URL(base).port;
     await nothingStored(async () => {
-      const run = await postRun(base, runInput('t-rebind', 'hello from a rebinding page'), { host: `evil.example:${port}`, origin: `http://evil.example:${port}`, cookie: visitor.cookie });
+      const run = await postRun(base, runInput('t-rebind', 'hello from a rebinding page'), {
+        host: `evil.example:${port}`,
+        origin: `http://evil.example:${port}`,
+        cookie: visitor.cookie,
+      });
       expect(run.status).toBe(421);
       expect(JSON.parse(run.body)).toMatchObject({ error: { code: 'misdirected_host' } });
       // Even without Origin (a rebinding page's own navigation) and as a loopback server client.
@@ -121,7 +122,7 @@ describe('attacks on the web channel (no API key: the default)', () => {
     });
   });
 
-  it('refuses a message into another visitor\'s thread, also while their turn runs, and never answers it as them', async () => {
+  it("refuses a message into another visitor's thread, also while their turn runs, and never answers it as them", async () => {
     const a = await newVisitor(base);
     const b = await newVisitor(base);
     const first = await postRun(base, runInput('t-owned-by-a', 'my secret plan'), { cookie: a.cookie });
@@ -155,7 +156,9 @@ describe('attacks on the web channel (no API key: the default)', () => {
     expect(bList.conversations.map((c) => c.id)).not.toContain('t-owned-by-a');
     const aList = JSON.parse((await send(base, { path: '/conversations', headers: { cookie: a.cookie } })).body) as { conversations: { id: string }[] };
     expect(aList.conversations.map((c) => c.id)).toContain('t-owned-by-a');
-    const transcript = JSON.parse((await send(base, { path: '/conversations/messages?id=t-owned-by-a', headers: { cookie: a.cookie } })).body) as { messages: { role: string; text: string }[] };
+    const transcript = JSON.parse((await send(base, { path: '/conversations/messages?id=t-owned-by-a', headers: { cookie: a.cookie } })).body) as {
+      messages: { role: string; text: string }[];
+    };
     expect(transcript.messages.map((m) => m.text)).toEqual(['my secret plan', 'echo: my secret plan', 'slow question', 'echo: slow question']);
   });
 
@@ -173,7 +176,13 @@ describe('attacks on the web channel (no API key: the default)', () => {
       expect(events(replay).at(-1)).toMatchObject({
         type: 'RUN_FINISHED',
         // (The stored reply's message id is the store's; the first run reported the turn's streaming id.)
-        result: { status: 'duplicate', replyStatus: 'completed', correlationId: (firstEnd.result as { correlationId: string }).correlationId, sessionId: (firstEnd.result as { sessionId: string }).sessionId, replyMessageId: (firstEnd.result as { replyMessageId: string }).replyMessageId },
+        result: {
+          status: 'duplicate',
+          replyStatus: 'completed',
+          correlationId: (firstEnd.result as { correlationId: string }).correlationId,
+          sessionId: (firstEnd.result as { sessionId: string }).sessionId,
+          replyMessageId: (firstEnd.result as { replyMessageId: string }).replyMessageId,
+        },
       });
       // The same run id from another visitor is a message into a's thread: refused, and not answered with a's reply.
       const b = await newVisitor(base);
@@ -271,12 +280,20 @@ describe('attacks on the web channel (no API key: the default)', () => {
   });
 
   it('gives CORS headers and preflights only to configured origins', async () => {
-    const allowed = await send(base, { method: 'OPTIONS', path: '/agui', headers: { origin: ALLOWED_ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, x-palaver-user-token' } });
+    const allowed = await send(base, {
+      method: 'OPTIONS',
+      path: '/agui',
+      headers: { origin: ALLOWED_ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, x-palaver-user-token' },
+    });
     expect(allowed.status).toBe(204);
     expect(allowed.headers['access-control-allow-origin']).toBe(ALLOWED_ORIGIN);
     expect(allowed.headers['access-control-allow-headers']).toContain('x-palaver-user-token');
     expect(allowed.headers['access-control-allow-headers']).not.toContain('authorization');
-    const foreign = await send(base, { method: 'OPTIONS', path: '/agui', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const foreign = await send(base, {
+      method: 'OPTIONS',
+      path: '/agui',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     expect(foreign.status).toBe(403);
     expect(foreign.headers['access-control-allow-origin']).toBeUndefined();
     const nullOrigin = await postRun(base, runInput('t-null', 'from a sandboxed frame'), { origin: 'null' });
@@ -329,7 +346,9 @@ describe('attacks with an API key configured', () => {
   it('lets only the key name users; loopback without it is nobody; a visitor still chats by cookie', async () => {
     const before = rowCounts(harness.databaseUrl);
     expect((await postRun(base, runInput('t-k', 'hi', { forwardedProps: { userId: 'alice' } }))).status).toBe(401);
-    expect((await postRun(base, runInput('t-k', 'hi', { forwardedProps: { userId: 'alice' } }), { authorization: 'Bearer wrong-key-123456' })).status).toBe(401);
+    expect((await postRun(base, runInput('t-k', 'hi', { forwardedProps: { userId: 'alice' } }), { authorization: 'Bearer wrong-key-123456' })).status).toBe(
+      401,
+    );
     expect(rowCounts(harness.databaseUrl)).toEqual(before);
 
     const named = await postRun(base, runInput('t-alice', 'hi as alice', { forwardedProps: { userId: 'alice' } }), { authorization: `Bearer ${API_KEY}` });

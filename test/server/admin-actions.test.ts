@@ -37,7 +37,11 @@ async function adminOf(palaver: Palaver) {
 /** A Telegram bot Palaver (fake Bot API, scripted model, SQLite file) serving the admin API. */
 async function telegramPalaver(script: ModelScript) {
   rig = await createTelegramRig(script, {}, { start: false });
-  const config = { server: { adminToken: TEST_SECRETS.adminToken }, inbox: { leaseMs: LEASE_MS }, channels: { web: { enabled: false }, telegram: { token: rig.telegram.token, apiRoot: rig.telegram.apiRoot, quietWindowMs: 100, drafts: false } } };
+  const config = {
+    server: { adminToken: TEST_SECRETS.adminToken },
+    inbox: { leaseMs: LEASE_MS },
+    channels: { web: { enabled: false }, telegram: { token: rig.telegram.token, apiRoot: rig.telegram.apiRoot, quietWindowMs: 100, drafts: false } },
+  };
   const start = async () => {
     rig!.palaver = await rig!.harness.start(config);
     return { palaver: rig!.palaver, admin: await adminOf(rig!.palaver) };
@@ -72,18 +76,34 @@ describe('admin API: operators in conversations', () => {
     expect(telegram.sentTo(42).map((message) => message.text)).toEqual(['Hello from the agent.', 'Your parcel left the depot at 9:40.']);
     // Stored as the agent's, with the operator who wrote it; the model reads it as its own words next turn.
     const transcript = await palaver.store.messages.listRecent(sessionId, { limit: 10, audience: 'display' });
-    expect(transcript.at(-1)).toMatchObject({ id: first.body['messageId'], role: 'assistant', content: 'Your parcel left the depot at 9:40.', meta: { operator: 'Olena', requestId: 'req-77' } });
+    expect(transcript.at(-1)).toMatchObject({
+      id: first.body['messageId'],
+      role: 'assistant',
+      content: 'Your parcel left the depot at 9:40.',
+      meta: { operator: 'Olena', requestId: 'req-77' },
+    });
     telegram.sendText({ chatId: 42, text: 'thanks' });
     await telegram.waitForMessages(3, { chatId: 42 });
     const next = harness.model.calls.at(-1)!;
-    expect(next.history.some((item) => item.type === 'message' && item.role === 'assistant' && item.content === 'Your parcel left the depot at 9:40.')).toBe(true);
+    expect(next.history.some((item) => item.type === 'message' && item.role === 'assistant' && item.content === 'Your parcel left the depot at 9:40.')).toBe(
+      true,
+    );
 
     // The same key for another text is refused; nothing more reaches the chat.
     const reused = await admin('POST', `/conversations/${sessionId}/messages`, { text: 'something else' }, headers);
     expect(reused.status).toBe(409);
     const audit = adminActions.parse((await admin('GET', '/actions?limit=10')).body).actions;
     expect(audit.filter((action) => action.action === 'send')).toEqual([
-      { id: expect.any(String), action: 'send', actor: 'Olena', requestId: 'req-77', sessionId, userId: expect.any(String), details: expect.objectContaining({ messageId: first.body['messageId'], parts: 1 }), at: expect.any(String) },
+      {
+        id: expect.any(String),
+        action: 'send',
+        actor: 'Olena',
+        requestId: 'req-77',
+        sessionId,
+        userId: expect.any(String),
+        details: expect.objectContaining({ messageId: first.body['messageId'], parts: 1 }),
+        at: expect.any(String),
+      },
     ]);
     await waitUntilSettled(harness, 2);
     expect(telegram.sentTo(42).filter((message) => message.text.includes('depot'))).toHaveLength(1);
@@ -99,7 +119,7 @@ describe('admin API: operators in conversations', () => {
     expect(refused.body['error']['code']).toBe('conflict');
     expect(await palaver.store.messages.listRecent(foreign.id, { limit: 5 })).toEqual([]);
     expect((await admin('POST', `/conversations/${foreign.id}/messages`, { text: '   ' })).status).toBe(400);
-    expect((await admin('POST', `/conversations/${foreign.id}/pause`, undefined, { 'x-palaver-actor': 'Robert\'); DROP TABLE users;--' })).status).toBe(400);
+    expect((await admin('POST', `/conversations/${foreign.id}/pause`, undefined, { 'x-palaver-actor': "Robert'); DROP TABLE users;--" })).status).toBe(400);
   });
 
   it('holds a paused conversation: messages stored, never answered (also by another process after the lease ran out), then answered once on resume', async () => {
@@ -108,7 +128,11 @@ describe('admin API: operators in conversations', () => {
     telegram.sendText({ chatId: 7, text: 'hello' });
     await telegram.waitForMessages(1, { chatId: 7 });
     const sessionId = await sessionOf(palaver, 7);
-    expect((await admin('POST', `/conversations/${sessionId}/pause`, undefined, { 'x-palaver-actor': 'Olena' })).body).toEqual({ sessionId, paused: true, changed: true });
+    expect((await admin('POST', `/conversations/${sessionId}/pause`, undefined, { 'x-palaver-actor': 'Olena' })).body).toEqual({
+      sessionId,
+      paused: true,
+      changed: true,
+    });
     const callsBefore = harness.model.calls.length;
 
     telegram.sendText({ chatId: 7, text: 'one' });
@@ -117,7 +141,10 @@ describe('admin API: operators in conversations', () => {
     await expect.poll(() => inboxState(harness)).toMatchObject({ received: 3, queued: 2 });
     // Held once the quiet window passed: leased to nobody, waiting for the resume.
     await expect.poll(async () => (await palaver.store.inbound.listQueued(sessionId)).length).toBe(2);
-    const held = () => harness.logs.filter((line) => line['msg'] === 'conversation paused by an operator: messages stored, held until it is resumed').reduce((sum, line) => sum + Number(line['held']), 0);
+    const held = () =>
+      harness.logs
+        .filter((line) => line['msg'] === 'conversation paused by an operator: messages stored, held until it is resumed')
+        .reduce((sum, line) => sum + Number(line['held']), 0);
     await expect.poll(held).toBe(2);
 
     // A message of another chat that a process which died left unanswered: the next process's recovery round answers
@@ -125,11 +152,29 @@ describe('admin API: operators in conversations', () => {
     const { user } = await palaver.store.users.resolveAccount({ channel: 'telegram', accountId: '99' });
     const orphan = await palaver.store.sessions.open({ userId: user.id, channel: TELEGRAM_BOT_CHANNEL, conversationId: '99' });
     await palaver.store.inbound.accept(
-      { channel: TELEGRAM_BOT_CHANNEL, conversationId: '99', accountId: '99', accountNamespace: 'telegram', userId: user.id, sessionId: orphan.id, text: 'left behind', messageId: null, dedupeKey: null, correlationId: 'orphan', languageHint: null, displayName: null, conversationKind: 'direct' },
+      {
+        channel: TELEGRAM_BOT_CHANNEL,
+        conversationId: '99',
+        accountId: '99',
+        accountNamespace: 'telegram',
+        userId: user.id,
+        sessionId: orphan.id,
+        text: 'left behind',
+        messageId: null,
+        dedupeKey: null,
+        correlationId: 'orphan',
+        languageHint: null,
+        displayName: null,
+        conversationKind: 'direct',
+      },
       { owner: 'a-process-that-died', leaseMs: 1 },
     );
     await palaver.close();
-    const second = await rig.harness.start({ server: { adminToken: TEST_SECRETS.adminToken }, inbox: { leaseMs: LEASE_MS }, channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 100, drafts: false } } });
+    const second = await rig.harness.start({
+      server: { adminToken: TEST_SECRETS.adminToken },
+      inbox: { leaseMs: LEASE_MS },
+      channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 100, drafts: false } },
+    });
     rig.palaver = second;
     await telegram.waitForMessages(1, { chatId: 99 });
     expect(telegram.sentTo(7)).toHaveLength(1);
@@ -172,7 +217,9 @@ describe('admin API: operators in conversations', () => {
     const [reply] = await telegram.waitForMessages(1, { chatId: 3 });
     expect(reply!.text).toBe('the running turn');
     telegram.sendText({ chatId: 3, text: 'second' });
-    await expect.poll(() => harness.logs.some((line) => line['msg'] === 'conversation paused by an operator: messages stored, held until it is resumed')).toBe(true);
+    await expect
+      .poll(() => harness.logs.some((line) => line['msg'] === 'conversation paused by an operator: messages stored, held until it is resumed'))
+      .toBe(true);
     expect(harness.model.calls).toHaveLength(1);
     expect((await palaver.store.inbound.listQueued(sessionId)).map((record) => record.text)).toEqual(['second']);
   });
@@ -196,7 +243,9 @@ describe('admin API: ending a conversation', () => {
     expect(after.text).toBe('seen 1');
     expect(userTexts(harness.model.calls.at(-1)!)).toEqual(['who am I?']);
     // Nothing is deleted: the transcript keeps what came before the end.
-    expect((await palaver.store.messages.listRecent(before.sessionId, { limit: 20, audience: 'display' })).map((message) => message.content)).toContain('my name is Ada');
+    expect((await palaver.store.messages.listRecent(before.sessionId, { limit: 20, audience: 'display' })).map((message) => message.content)).toContain(
+      'my name is Ada',
+    );
     expect((await admin('GET', '/actions')).body['actions'][0]).toMatchObject({ action: 'end', actor: 'Olena', sessionId: before.sessionId });
     expect((await admin('POST', '/conversations/nope/end')).status).toBe(404);
   });
@@ -220,12 +269,16 @@ describe('admin API: ending a conversation', () => {
 
   it('audits an identity change with the client behind a trusted proxy, not the proxy, and ignores the header from anyone else', async () => {
     harness = await createHarness(() => ({ text: 'hi' }));
-    const behindProxy = await harness.start({ server: { adminToken: TEST_SECRETS.adminToken, trustedProxies: ['127.0.0.1'] }, roles: { definitions: { driver: { tools: [] } } } });
+    const behindProxy = await harness.start({
+      server: { adminToken: TEST_SECRETS.adminToken, trustedProxies: ['127.0.0.1'] },
+      roles: { definitions: { driver: { tools: [] } } },
+    });
     const admin = await adminOf(behindProxy);
     await behindProxy.chat({ userId: 'ada', text: 'hello' });
     const userId = (await admin('GET', '/accounts/api/ada')).body['userId'] as string;
     expect((await admin('PUT', `/users/${userId}/role`, { role: 'driver' }, { 'x-forwarded-for': '198.51.100.7' })).status).toBe(200);
-    const audited = async (palaver: Palaver, user: string) => (await palaver.store.identityEvents.listByUser(user)).filter((event) => event.kind === 'admin_change').map((event) => event.details['remoteAddress']);
+    const audited = async (palaver: Palaver, user: string) =>
+      (await palaver.store.identityEvents.listByUser(user)).filter((event) => event.kind === 'admin_change').map((event) => event.details['remoteAddress']);
     expect(await audited(behindProxy, userId)).toEqual(['198.51.100.7']);
 
     const direct = await harness.start({ server: { adminToken: TEST_SECRETS.adminToken }, roles: { definitions: { driver: { tools: [] } } } });

@@ -14,7 +14,9 @@ const admin = { authorization: `Bearer ${TEST_SECRETS.adminToken}`, 'content-typ
 
 /** A Palaver serving HTTP with an admin token, a chat API key, a role and Ukrainian phone numbers by default. */
 async function start() {
-  harness = await createHarness((call) => ({ text: call.instructions.includes('You drive the truck.') ? 'as driver' : 'as nobody' }), { driver: 'You drive the truck.' });
+  harness = await createHarness((call) => ({ text: call.instructions.includes('You drive the truck.') ? 'as driver' : 'as nobody' }), {
+    driver: 'You drive the truck.',
+  });
   const palaver = await harness.start({
     server: { apiKey: TEST_SECRETS.serverApiKey, adminToken: TEST_SECRETS.adminToken },
     roles: { definitions: { driver: { tools: [] } } },
@@ -58,7 +60,11 @@ describe('admin API', () => {
     expect(good.body['profile']['preferences']).toMatchObject({ timeZone: 'Europe/Kyiv', country: 'UA' });
     expect((await palaver.profiles.get(id)).settings.preferences).toMatchObject({ timeZone: 'Europe/Kyiv', country: 'UA' });
     const events = (await call('GET', `/admin/users/${id}/events`)).body['events'] as Record<string, any>[];
-    expect(events.at(-1)).toMatchObject({ kind: 'admin_change', actor: 'admin', details: { change: 'profile', fields: ['preferences.timeZone', 'preferences.country'] } });
+    expect(events.at(-1)).toMatchObject({
+      kind: 'admin_change',
+      actor: 'admin',
+      details: { change: 'profile', fields: ['preferences.timeZone', 'preferences.country'] },
+    });
     expect(JSON.stringify(events)).not.toContain('Europe/Kyiv');
   });
 

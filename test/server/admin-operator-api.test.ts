@@ -15,7 +15,12 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const lookup = defineTool({ name: 'lookup', description: 'Looks up an order', input: z.object({ id: z.number() }), run: ({ id }) => ({ id, status: 'shipped' }) });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks up an order',
+  input: z.object({ id: z.number() }),
+  run: ({ id }) => ({ id, status: 'shipped' }),
+});
 
 // Token counts the scripted model reports per call, and its prices in USD per million tokens (as test/runtime/costs).
 const TOOL_CALL = { input: 1200, cached: 1000, output: 30 };
@@ -96,8 +101,26 @@ describe('admin API for operators (read side)', () => {
     expect(costs.parse(byUser.body)).toEqual({
       by: 'user',
       rows: [
-        { key: li, label: null, currency: 'CNY', cost: '0.039536', inputTokens: 2800, outputTokens: 130, turns: 2, models: [{ model: 'scripted', inputTokens: 2800, outputTokens: 130, cachedInputTokens: 2200, cost: '0.039536' }] },
-        { key: ann, label: null, currency: 'USD', cost: '0.00555', inputTokens: 2800, outputTokens: 130, turns: 2, models: [{ model: 'scripted', inputTokens: 2800, outputTokens: 130, cachedInputTokens: 2200, cost: '0.00555' }] },
+        {
+          key: li,
+          label: null,
+          currency: 'CNY',
+          cost: '0.039536',
+          inputTokens: 2800,
+          outputTokens: 130,
+          turns: 2,
+          models: [{ model: 'scripted', inputTokens: 2800, outputTokens: 130, cachedInputTokens: 2200, cost: '0.039536' }],
+        },
+        {
+          key: ann,
+          label: null,
+          currency: 'USD',
+          cost: '0.00555',
+          inputTokens: 2800,
+          outputTokens: 130,
+          turns: 2,
+          models: [{ model: 'scripted', inputTokens: 2800, outputTokens: 130, cachedInputTokens: 2200, cost: '0.00555' }],
+        },
       ],
       totals: [
         { currency: 'CNY', cost: '0.039536' },
@@ -119,9 +142,26 @@ describe('admin API for operators (read side)', () => {
 
     // The conversation list carries the same money.
     const conversations = conversationsPage.parse((await get(`/admin/conversations?userId=${li}`)).body).conversations;
-    expect(conversations).toMatchObject([{ sessionId: turns['li']!.sessionId, cost: '0.039536', currency: 'CNY', inputTokens: 2800, outputTokens: 130, status: 'completed', paused: false, waiting: 0, lastMessage: { role: 'assistant', text: 'You are welcome.' } }]);
+    expect(conversations).toMatchObject([
+      {
+        sessionId: turns['li']!.sessionId,
+        cost: '0.039536',
+        currency: 'CNY',
+        inputTokens: 2800,
+        outputTokens: 130,
+        status: 'completed',
+        paused: false,
+        waiting: 0,
+        lastMessage: { role: 'assistant', text: 'You are welcome.' },
+      },
+    ]);
     const users = usersPage.parse((await get('/admin/users?q=li')).body).users;
-    expect(users.find((user) => user.id === li)).toMatchObject({ cost: '0.039536', currency: 'CNY', costs: [{ currency: 'CNY', cost: '0.039536' }], conversations: 1 });
+    expect(users.find((user) => user.id === li)).toMatchObject({
+      cost: '0.039536',
+      currency: 'CNY',
+      costs: [{ currency: 'CNY', cost: '0.039536' }],
+      conversations: 1,
+    });
   });
 
   it('finds users by phone however typed, by name and by account id, and pages users and conversations without gaps or duplicates', async () => {
@@ -138,7 +178,12 @@ describe('admin API for operators (read side)', () => {
     expect(await found('kovalenko')).toEqual([olena]);
     expect(await found('olena-k')).toEqual([olena]);
     expect(await found('nobody-at-all')).toEqual([]);
-    expect((await get(`/admin/users?q=olena`)).body['users'][0]).toMatchObject({ displayName: 'Olena Kovalenko', phone: '380671234567', accounts: [{ channel: 'api', accountId: 'olena-k' }], role: null });
+    expect((await get(`/admin/users?q=olena`)).body['users'][0]).toMatchObject({
+      displayName: 'Olena Kovalenko',
+      phone: '380671234567',
+      accounts: [{ channel: 'api', accountId: 'olena-k' }],
+      role: null,
+    });
 
     const users = await walk(get, '/admin/users?limit=2', 'users');
     expect(users).toHaveLength(5);
@@ -146,9 +191,19 @@ describe('admin API for operators (read side)', () => {
     expect(users.map((user) => user.id)).toEqual((await get('/admin/users?limit=500')).body['users'].map((user: any) => user.id));
 
     const conversations = await walk(get, '/admin/conversations?limit=2', 'conversations');
-    expect(conversations.map((conversation) => conversation.conversationId).sort()).toEqual(['olena-k-chat', 'p1-chat', 'p1-second', 'p2-chat', 'p3-chat', 'p4-chat']);
+    expect(conversations.map((conversation) => conversation.conversationId).sort()).toEqual([
+      'olena-k-chat',
+      'p1-chat',
+      'p1-second',
+      'p2-chat',
+      'p3-chat',
+      'p4-chat',
+    ]);
     expect((await get('/admin/conversations?q=olena')).body['conversations'].map((c: any) => c.conversationId)).toEqual(['olena-k-chat']);
-    expect((await get(`/admin/conversations?userId=${await userOf('p1')}&limit=500`)).body['conversations'].map((c: any) => c.conversationId).sort()).toEqual(['p1-chat', 'p1-second']);
+    expect((await get(`/admin/conversations?userId=${await userOf('p1')}&limit=500`)).body['conversations'].map((c: any) => c.conversationId).sort()).toEqual([
+      'p1-chat',
+      'p1-second',
+    ]);
     expect((await get('/admin/conversations?channel=telegram')).body['conversations']).toEqual([]);
     expect((await get('/admin/conversations?paused=true')).body['conversations']).toEqual([]);
   });
@@ -168,7 +223,17 @@ describe('admin API for operators (read side)', () => {
     const audited = transcript.parse((await get(`/admin/conversations/${turn.sessionId}/transcript?audit=1`)).body);
     const tool = audited.messages.find((message) => message.role === 'tool');
     expect(tool).toMatchObject({ audience: 'audit', author: 'agent' });
-    expect(tool?.toolCalls).toEqual([{ callId: expect.any(String), name: 'lookup', arguments: '{"id":7}', status: 'succeeded', result: expect.stringContaining('shipped'), latencyMs: expect.any(Number), error: null }]);
+    expect(tool?.toolCalls).toEqual([
+      {
+        callId: expect.any(String),
+        name: 'lookup',
+        arguments: '{"id":7}',
+        status: 'succeeded',
+        result: expect.stringContaining('shipped'),
+        latencyMs: expect.any(Number),
+        error: null,
+      },
+    ]);
     expect(tool!.toolCalls![0]!.latencyMs).toBeGreaterThanOrEqual(0);
     expect(audited.messages.map((message) => message.seq)).toEqual([...audited.messages.map((message) => message.seq)].sort((a, b) => a - b));
     expect((await get(`/admin/conversations/${turn.sessionId}/transcript?audit=1&limit=1`)).body['messages'].map((m: any) => m.text)).toEqual([turn.text]);
@@ -187,8 +252,22 @@ describe('admin API for operators (read side)', () => {
     const reply = palaver.chat({ userId: 'ann', text: 'hold' });
     await inModel;
     const live = liveTurns.parse((await get('/admin/turns/live')).body);
-    expect(live.turns).toEqual([{ sessionId: expect.any(String), channel: 'api', conversationId: 'ann', userId: expect.any(String), state: 'running', messages: 1, oldestAt: expect.any(String) }]);
-    expect(overview.parse((await get('/admin/overview')).body)).toEqual({ inbox: { waiting: 0, running: 1, paused: 0 }, outbox: { pending: 0, failed: 0 }, toolStream: null });
+    expect(live.turns).toEqual([
+      {
+        sessionId: expect.any(String),
+        channel: 'api',
+        conversationId: 'ann',
+        userId: expect.any(String),
+        state: 'running',
+        messages: 1,
+        oldestAt: expect.any(String),
+      },
+    ]);
+    expect(overview.parse((await get('/admin/overview')).body)).toEqual({
+      inbox: { waiting: 0, running: 1, paused: 0 },
+      outbox: { pending: 0, failed: 0 },
+      toolStream: null,
+    });
     expect((await get(`/admin/conversations/${live.turns[0]!.sessionId}`)).body['waiting']).toBe(1);
     release();
     await reply;
@@ -199,11 +278,14 @@ describe('admin API for operators (read side)', () => {
   it('lists a paused conversation with its held message, and marks a message an operator sent as the operator’s', async () => {
     const { palaver, server, get } = await start();
     const first = await palaver.chat({ userId: 'ann', text: 'thanks' });
-    const post = (path: string, body?: unknown) => fetch(`${server.url}${path}`, { method: 'POST', headers: admin, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const post = (path: string, body?: unknown) =>
+      fetch(`${server.url}${path}`, { method: 'POST', headers: admin, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     expect((await post(`/admin/conversations/${first.sessionId}/pause`)).status).toBe(200);
     // Stored, not answered while paused: the chat's reply comes after the resume.
     const held = palaver.chat({ userId: 'ann', text: 'are you there?' });
-    await expect.poll(async () => liveTurns.parse((await get('/admin/turns/live')).body).turns).toMatchObject([{ sessionId: first.sessionId, state: 'paused', messages: 1 }]);
+    await expect
+      .poll(async () => liveTurns.parse((await get('/admin/turns/live')).body).turns)
+      .toMatchObject([{ sessionId: first.sessionId, state: 'paused', messages: 1 }]);
     expect((await get('/admin/overview')).body['inbox']).toEqual({ waiting: 0, running: 0, paused: 1 });
     const paused = conversationsPage.parse((await get('/admin/conversations?paused=true')).body).conversations;
     expect(paused).toMatchObject([{ sessionId: first.sessionId, paused: true, waiting: 1, lastMessage: { role: 'assistant', text: 'You are welcome.' } }]);
@@ -217,7 +299,9 @@ describe('admin API for operators (read side)', () => {
     const messages = transcript.parse((await get(`/admin/conversations/${first.sessionId}/transcript`)).body).messages;
     expect(messages.at(-1)).toMatchObject({ role: 'assistant', author: 'operator', text: 'An operator here.', model: null, cost: '0' });
     // A message sent by an operator is no turn and costs nothing.
-    expect(costs.parse((await get(`/admin/costs?by=conversation&sessionId=${first.sessionId}`)).body).rows).toMatchObject([{ turns: 2, cost: addCosts(first.usage.cost, answered.usage.cost) }]);
+    expect(costs.parse((await get(`/admin/costs?by=conversation&sessionId=${first.sessionId}`)).body).rows).toMatchObject([
+      { turns: 2, cost: addCosts(first.usage.cost, answered.usage.cost) },
+    ]);
     expect(addCosts(first.usage.cost, answered.usage.cost)).toBe('0.0009');
   });
 

@@ -83,13 +83,27 @@ describe('POST /agui', () => {
       'TEXT_MESSAGE_END',
       'RUN_FINISHED',
     ]);
-    const text = list.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta).join('');
+    const text = list
+      .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT')
+      .map((e) => e.delta)
+      .join('');
     expect(text).toBe('It is 10:30 in Zurich.');
     expect(list[0]).toMatchObject({ threadId: 'thread-1', runId: input.runId, metadata: { correlationId: 'corr-1', sessionId: 'session-thread-1' } });
-    expect(list.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { correlationId: 'corr-1', sessionId: 'session-thread-1', status: 'completed', replyMessageId: 'reply-1' } });
+    expect(list.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      result: { correlationId: 'corr-1', sessionId: 'session-thread-1', status: 'completed', replyMessageId: 'reply-1' },
+    });
 
     // A loopback server client without a key that names no user: the thread stands for the account.
-    expect(pipeline.received[0]).toMatchObject({ channel: 'web', conversationId: 'thread-1', accountId: 'api:thread-1', conversationKind: 'direct', text: 'What time is it?', messageId: input.runId, dedupeKey: input.runId });
+    expect(pipeline.received[0]).toMatchObject({
+      channel: 'web',
+      conversationId: 'thread-1',
+      accountId: 'api:thread-1',
+      conversationKind: 'direct',
+      text: 'What time is it?',
+      messageId: input.runId,
+      dedupeKey: input.runId,
+    });
   });
 
   it('without showToolDetails sends the tool label over SSE and never the tool name, arguments or result', async () => {
@@ -142,7 +156,10 @@ describe('POST /agui', () => {
       throw new ChannelError('inbox_full', 'web', 'Too many messages are waiting in this conversation; try again shortly.');
     };
     await channel.start(context);
-    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
     servers.push(server);
     const response = await post(server.url, runInput());
     expect(response.status).toBe(400);
@@ -154,7 +171,10 @@ describe('POST /agui', () => {
     const context = new FakeChannelContext();
     context.refuseNext(new ChannelError('forbidden', 'web', 'owned by visitor:someone-else'));
     await channel.start(context);
-    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
     servers.push(server);
     const response = await post(server.url, runInput());
     expect(response.status).toBe(403);
@@ -168,7 +188,10 @@ describe('POST /agui', () => {
     const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
     const context = new FakeChannelContext();
     await channel.start(context);
-    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
     servers.push(server);
     context.duplicateNext({ sessionId: 's-1', correlationId: 'corr-original', replyMessageId: 'reply-7', text: 'It is 10:30.', status: 'completed' });
     const response = await post(server.url, { ...runInput(), runId: 'r-retried' });
@@ -176,14 +199,24 @@ describe('POST /agui', () => {
     const list = await events(response);
     expect(list.map((e) => e.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
     expect(list[2]).toMatchObject({ messageId: 'reply-7', delta: 'It is 10:30.' });
-    expect(list.at(-1)).toMatchObject({ runId: 'r-retried', result: { status: 'duplicate', replyStatus: 'completed', correlationId: 'corr-original', sessionId: 's-1', replyMessageId: 'reply-7' } });
+    expect(list.at(-1)).toMatchObject({
+      runId: 'r-retried',
+      result: { status: 'duplicate', replyStatus: 'completed', correlationId: 'corr-original', sessionId: 's-1', replyMessageId: 'reply-7' },
+    });
   });
 
   it('reads text parts, forwardedProps.userId, Accept-Language and x-correlation-id', async () => {
     const { url, pipeline } = await start();
-    const input = runInput([{ type: 'text', text: 'part one' }, { type: 'image', source: { type: 'url', value: 'https://x/y.png' } }, { type: 'text', text: 'part two' }], {
-      forwardedProps: { userId: 'alice' },
-    });
+    const input = runInput(
+      [
+        { type: 'text', text: 'part one' },
+        { type: 'image', source: { type: 'url', value: 'https://x/y.png' } },
+        { type: 'text', text: 'part two' },
+      ],
+      {
+        forwardedProps: { userId: 'alice' },
+      },
+    );
     const response = await post(url, input, { 'accept-language': 'de-CH,de;q=0.9', 'x-correlation-id': 'from-client-7' });
     expect(response.headers.get('x-correlation-id')).toBe('from-client-7');
     await response.text();
@@ -256,7 +289,10 @@ describe('POST /agui', () => {
     const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
     const context = new FakeChannelContext();
     await channel.start(context);
-    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
     servers.push(server);
     // Seen before, unanswered.
     context.duplicateNext();
@@ -264,8 +300,20 @@ describe('POST /agui', () => {
     const [message] = await context.waitForMessages(1);
     await answer(channel, context, [message!], { stream: ['It is ', '10:30.'], parts: ['It is 10:30.'] });
     const list = await events(response);
-    expect(list.map((e) => e.type)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
-    expect(list.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('It is 10:30.');
+    expect(list.map((e) => e.type)).toEqual([
+      'RUN_STARTED',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_END',
+      'RUN_FINISHED',
+    ]);
+    expect(
+      list
+        .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT')
+        .map((e) => e['delta'])
+        .join(''),
+    ).toBe('It is 10:30.');
     expect(list.at(-1)).toMatchObject({ result: { correlationId: 'corr-1', status: 'completed' } });
   });
 
@@ -273,7 +321,10 @@ describe('POST /agui', () => {
     const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
     const context = new FakeChannelContext();
     await channel.start(context);
-    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
     servers.push(server);
     // The store says "not answered yet"; the turn settles before the channel attaches the retry, so it asks again.
     const input = runInput();
@@ -285,7 +336,12 @@ describe('POST /agui', () => {
     await answer(channel, context, [message!], { parts: ['It is 10:30.'] });
     settle();
     const list = await events(await pending);
-    expect(list.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e['delta']).join('')).toBe('It is 10:30.');
+    expect(
+      list
+        .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT')
+        .map((e) => e['delta'])
+        .join(''),
+    ).toBe('It is 10:30.');
     expect(list.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
   });
 
@@ -293,7 +349,10 @@ describe('POST /agui', () => {
     const channel = new WebChannel({ maxInboundChars: 100, webDir: false });
     const context = new FakeChannelContext();
     await channel.start(context);
-    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), { host: '127.0.0.1', port: 0 });
+    const server = await startHttpServer(createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
     servers.push(server);
     const first = await post(server.url, { ...runInput('one'), runId: 'r1' });
     const second = await post(server.url, { ...runInput('two'), runId: 'r2' });
@@ -302,7 +361,12 @@ describe('POST /agui', () => {
     const [a, b] = await Promise.all([events(first), events(second)]);
     expect(a.map((e) => e.type)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
     expect(a[1]).toMatchObject({ runId: 'r1', result: { status: 'answered_together', answeredIn: 'r2', correlationId: 'corr-2' } });
-    expect(b.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta).join('')).toBe('Both noted.');
+    expect(
+      b
+        .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT')
+        .map((e) => e.delta)
+        .join(''),
+    ).toBe('Both noted.');
     expect(b.at(-1)).toMatchObject({ runId: 'r2', result: { status: 'completed' } });
   });
 
@@ -365,7 +429,11 @@ describe('API key and client address', () => {
     const channel = new WebChannel({ maxInboundChars: 100 });
     await channel.start(new FakeChannelContext());
     const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: channel.routes });
-    const response = await app.request('http://localhost/agui', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(runInput()) });
+    const response = await app.request('http://localhost/agui', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(runInput()),
+    });
     expect(response.status).toBe(401);
     expect(await response.json()).toMatchObject({ error: { code: 'no_identity', message: expect.stringContaining('API key') } });
   });
@@ -389,7 +457,12 @@ describe('API key and client address', () => {
 describe('channel routes', () => {
   it('passes the client address to the route, and undefined when unknown', async () => {
     const seen: Array<string | undefined> = [];
-    const route: ChannelRoute = { method: 'GET', path: '/who', access: 'public', handle: (_request, info) => (seen.push(info.remoteAddress), new Response('ok')) };
+    const route: ChannelRoute = {
+      method: 'GET',
+      path: '/who',
+      access: 'public',
+      handle: (_request, info) => (seen.push(info.remoteAddress), new Response('ok')),
+    };
     const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), routes: [route] });
     const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
     servers.push(server);

@@ -39,7 +39,10 @@ function visible(events: AGUIEvent[]): string[] {
     if (e.type === 'TEXT_MESSAGE_CONTENT') messages.findLast((m) => m.id === e.messageId)!.text += String(e.delta);
     if (e.type === 'CUSTOM' && e.name === 'palaver.discard') {
       const id = (e.value as { messageId: string }).messageId;
-      messages.splice(messages.findLastIndex((m) => m.id === id), 1);
+      messages.splice(
+        messages.findLastIndex((m) => m.id === id),
+        1,
+      );
     }
   }
   return messages.map((m) => m.text);
@@ -177,7 +180,14 @@ describe('AguiTranslator', () => {
       metadata: { correlationId: 'corr-1', sessionId: 'session-1', status: 'failed', replyMessageId: 'msg-1', errorId: '0A1B2C3D' },
     });
 
-    const replay = new AguiTranslator(run).replay({ sessionId: 'session-1', correlationId: 'corr-1', replyMessageId: 'msg-1', text: apology, status: 'failed', errorId: '0A1B2C3D' });
+    const replay = new AguiTranslator(run).replay({
+      sessionId: 'session-1',
+      correlationId: 'corr-1',
+      replyMessageId: 'msg-1',
+      text: apology,
+      status: 'failed',
+      errorId: '0A1B2C3D',
+    });
     replay.forEach(assertValidAguiEvent);
     expect(replay.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'duplicate', replyStatus: 'failed', errorId: '0A1B2C3D' } });
   });
@@ -193,10 +203,16 @@ describe('AguiTranslator', () => {
   it('ends a duplicate run empty, and a run answered in another run with a pointer to it', () => {
     const duplicate = new AguiTranslator(run).duplicate('corr-9');
     duplicate.forEach(assertValidAguiEvent);
-    expect(duplicate).toMatchObject([{ type: 'RUN_STARTED', metadata: { correlationId: 'corr-9' } }, { type: 'RUN_FINISHED', result: { correlationId: 'corr-9', status: 'duplicate' } }]);
+    expect(duplicate).toMatchObject([
+      { type: 'RUN_STARTED', metadata: { correlationId: 'corr-9' } },
+      { type: 'RUN_FINISHED', result: { correlationId: 'corr-9', status: 'duplicate' } },
+    ]);
     const together = new AguiTranslator(run).answeredTogether(ids, 'run-2');
     together.forEach(assertValidAguiEvent);
-    expect(together.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { correlationId: 'corr-1', sessionId: 'session-1', status: 'answered_together', answeredIn: 'run-2' } });
+    expect(together.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      result: { correlationId: 'corr-1', sessionId: 'session-1', status: 'answered_together', answeredIn: 'run-2' },
+    });
   });
 
   it('ignores everything after the run ended', () => {

@@ -16,7 +16,7 @@ afterEach(() => {
 });
 
 describe('the browser libraries the pages load', () => {
-  it('serves the chat page\'s Markdown renderer and the dashboard\'s charts as the build put them in dist/browser/', async () => {
+  it("serves the chat page's Markdown renderer and the dashboard's charts as the build put them in dist/browser/", async () => {
     const channel = new WebChannel({ maxInboundChars: 100, logger: silentLogger() });
     const app = createHttpApp({ health: async () => ({}), logger: silentLogger(), adminToken: TEST_SECRETS.adminToken, routes: channel.routes });
     expect(await (await app.request('http://127.0.0.1/')).text()).toContain('<script src="markdown-it.min.js"');
@@ -35,6 +35,8 @@ describe('the browser libraries the pages load', () => {
   it('says to run `npm run build` when the package was not built', () => {
     const dir = mkdtempSync(join(tmpdir(), 'palaver-no-build-'));
     dirs.push(dir);
-    expect(() => readBrowserAsset('markdown-it.min.js', dir)).toThrow(expect.objectContaining({ code: 'web_assets_missing', message: expect.stringContaining('run `npm run build`') }));
+    expect(() => readBrowserAsset('markdown-it.min.js', dir)).toThrow(
+      expect.objectContaining({ code: 'web_assets_missing', message: expect.stringContaining('run `npm run build`') }),
+    );
   });
 });

@@ -34,7 +34,8 @@ async function serve(options: { adminToken?: string; dashboard?: DashboardOption
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   servers.push(server);
   const origin = server.url;
-  const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) => fetch(`${server.url}${path}`, { method, headers, redirect: 'manual', ...(body === undefined ? {} : { body }) });
+  const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+    fetch(`${server.url}${path}`, { method, headers, redirect: 'manual', ...(body === undefined ? {} : { body }) });
   const signIn = async (token: string = TOKEN, headers: Record<string, string> = {}) => {
     const response = await call('POST', '/admin/session', { 'content-type': 'application/json', origin, ...headers }, JSON.stringify({ token }));
     const setCookie = response.headers.get('set-cookie') ?? '';
@@ -88,18 +89,28 @@ describe('dashboard sign-in', () => {
     expect(setCookie).toContain('; Secure');
   });
 
-  it('signs in from a form with a redirect to the page, but not from another site\'s form', async () => {
+  it("signs in from a form with a redirect to the page, but not from another site's form", async () => {
     const { call, origin } = await serve();
-    const form = await call('POST', '/admin/session', { 'content-type': 'application/x-www-form-urlencoded', origin }, new URLSearchParams({ token: TOKEN }).toString());
+    const form = await call(
+      'POST',
+      '/admin/session',
+      { 'content-type': 'application/x-www-form-urlencoded', origin },
+      new URLSearchParams({ token: TOKEN }).toString(),
+    );
     expect(form.status).toBe(303);
     expect(form.headers.get('location')).toBe('/admin');
     expect(form.headers.get('set-cookie')).toMatch(/^palaver_admin=/);
-    const foreign = await call('POST', '/admin/session', { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' }, new URLSearchParams({ token: TOKEN }).toString());
+    const foreign = await call(
+      'POST',
+      '/admin/session',
+      { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
+      new URLSearchParams({ token: TOKEN }).toString(),
+    );
     expect(foreign.status).toBe(403);
     expect(foreign.headers.get('set-cookie')).toBeNull();
   });
 
-  it('lets a cookie write only with the session\'s CSRF token and this server\'s Origin', async () => {
+  it("lets a cookie write only with the session's CSRF token and this server's Origin", async () => {
     const { call, signIn, origin, writes } = await serve();
     const { cookie, csrf } = await signIn();
     const other = await signIn();
@@ -154,7 +165,8 @@ describe('dashboard sign-in', () => {
 
   it('counts wrong bearer tokens too: a locked address gets 429 with the right token, on the API and the sign-in', async () => {
     const { call, signIn } = await serve({ dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
-    for (let attempt = 0; attempt < 3; attempt += 1) expect((await call('GET', '/admin/things', { authorization: `Bearer guess-number-${attempt}-of-many` })).status).toBe(401);
+    for (let attempt = 0; attempt < 3; attempt += 1)
+      expect((await call('GET', '/admin/things', { authorization: `Bearer guess-number-${attempt}-of-many` })).status).toBe(401);
     const limited = await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(50);
@@ -164,7 +176,8 @@ describe('dashboard sign-in', () => {
 
   it('limits wrong bearer tokens with the dashboard off as well (five tries)', async () => {
     const { call } = await serve({ dashboard: false });
-    for (let attempt = 0; attempt < 5; attempt += 1) expect((await call('GET', '/admin/things', { authorization: `Bearer guess-number-${attempt}-of-many` })).status).toBe(401);
+    for (let attempt = 0; attempt < 5; attempt += 1)
+      expect((await call('GET', '/admin/things', { authorization: `Bearer guess-number-${attempt}-of-many` })).status).toBe(401);
     expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` })).status).toBe(429);
   });
 
@@ -176,7 +189,7 @@ describe('dashboard sign-in', () => {
     expect((await call('GET', '/admin/things', { authorization: `Bearer ${TOKEN}` })).status).toBe(429);
   });
 
-  it('behind a trusted proxy, counts each client by X-Forwarded-For, so one client\'s failures lock out only that client', async () => {
+  it("behind a trusted proxy, counts each client by X-Forwarded-For, so one client's failures lock out only that client", async () => {
     const { call, signIn } = await serve({ trustedProxies: ['127.0.0.1', '::1'], dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
     const from = (client: string) => ({ 'x-forwarded-for': `203.0.113.200, ${client}` });
     for (let attempt = 0; attempt < 3; attempt += 1) expect((await signIn(`guess-number-${attempt}-of-many`, from('198.51.100.1'))).response.status).toBe(401);
@@ -189,11 +202,12 @@ describe('dashboard sign-in', () => {
 
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy, so forging it does not dodge the limit', async () => {
     const { signIn } = await serve({ dashboard: { signInLimit: { maxFailures: 3, windowMs: 60_000 } } });
-    for (let attempt = 0; attempt < 3; attempt += 1) expect((await signIn(`guess-number-${attempt}-of-many`, { 'x-forwarded-for': `198.51.100.${attempt}` })).response.status).toBe(401);
+    for (let attempt = 0; attempt < 3; attempt += 1)
+      expect((await signIn(`guess-number-${attempt}-of-many`, { 'x-forwarded-for': `198.51.100.${attempt}` })).response.status).toBe(401);
     expect((await signIn(TOKEN, { 'x-forwarded-for': '198.51.100.99' })).response.status).toBe(429);
   });
 
-  it('gives the chat page\'s allowed origins nothing under /admin', async () => {
+  it("gives the chat page's allowed origins nothing under /admin", async () => {
     const web = new WebChannel({ maxInboundChars: 100, logger: silentLogger(), allowedOrigins: ['https://shop.example'], webDir: false });
     const { call, signIn } = await serve({ routes: web.routes });
     const { cookie, csrf } = await signIn();
@@ -201,7 +215,12 @@ describe('dashboard sign-in', () => {
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
     const read = await call('GET', '/admin/things', { cookie, origin: 'https://shop.example' });
     expect(read.headers.get('access-control-allow-origin')).toBeNull();
-    const write = await call('POST', '/admin/things', { cookie, origin: 'https://shop.example', 'x-csrf-token': csrf!, 'content-type': 'application/json' }, '{}');
+    const write = await call(
+      'POST',
+      '/admin/things',
+      { cookie, origin: 'https://shop.example', 'x-csrf-token': csrf!, 'content-type': 'application/json' },
+      '{}',
+    );
     expect(write.status).toBe(403);
     // And the chat API itself still answers that origin.
     const chat = await call('OPTIONS', '/agui', { origin: 'https://shop.example', 'access-control-request-method': 'POST' });

@@ -9,7 +9,11 @@ import { TEST_SECRETS } from '../support/secrets.js';
 const TOKEN = TEST_SECRETS.adminToken;
 
 async function signIn(base: string): Promise<{ cookie: string; csrf: string }> {
-  const response = await fetch(`${base}/admin/session`, { method: 'POST', headers: { 'content-type': 'application/json', origin: base }, body: JSON.stringify({ token: TOKEN }) });
+  const response = await fetch(`${base}/admin/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: base },
+    body: JSON.stringify({ token: TOKEN }),
+  });
   expect(response.status).toBe(200);
   const { csrfToken } = (await response.json()) as { csrfToken: string };
   return { cookie: (response.headers.get('set-cookie') ?? '').split(';')[0]!, csrf: csrfToken };

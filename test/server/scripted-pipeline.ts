@@ -49,7 +49,8 @@ export class ScriptedPipeline implements ChannelContext {
 
   async accept(message: InboundMessage, options?: { readonly signal?: AbortSignal }): Promise<Acceptance> {
     const conversation = this.#conversations.get(message.conversationId);
-    if (conversation && conversation.owner !== message.accountId) throw new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
+    if (conversation && conversation.owner !== message.accountId)
+      throw new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
     this.received.push(message);
     if (options?.signal) this.signals.push(options.signal);
     if (this.#options.refuse !== undefined) throw this.#options.refuse;
@@ -58,7 +59,12 @@ export class ScriptedPipeline implements ChannelContext {
     record.entries.push({ id: message.messageId ?? `m-${turn}`, role: 'user', text: message.text, at: new Date() });
     record.updatedAt = new Date();
     this.#conversations.set(message.conversationId, record);
-    const acceptance = { status: 'accepted', correlationId: message.correlationId ?? `corr-${turn}`, sessionId: `session-${message.conversationId}`, userId: `user-${message.accountId}` } as const;
+    const acceptance = {
+      status: 'accepted',
+      correlationId: message.correlationId ?? `corr-${turn}`,
+      sessionId: `session-${message.conversationId}`,
+      userId: `user-${message.accountId}`,
+    } as const;
     const target: ReplyTarget = {
       channel: this.#channel.name,
       conversationId: message.conversationId,

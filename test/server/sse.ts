@@ -4,7 +4,13 @@ import { EventSchema } from '@ag-ui/core/schemas';
 export function parseSse(body: string): Array<Record<string, unknown> & { type: string }> {
   return body
     .split('\n\n')
-    .map((block) => block.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n'))
+    .map((block) =>
+      block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trimStart())
+        .join('\n'),
+    )
     .filter((data) => data !== '')
     .map((data) => JSON.parse(data) as Record<string, unknown> & { type: string });
 }

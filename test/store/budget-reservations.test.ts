@@ -32,7 +32,10 @@ const backends = [
 const DAY = '2026-03-01';
 const RATES = { CNY: '7.10' };
 /** Caps in USD; amounts stored in CNY are converted at 7.10. */
-const caps = (limits: { perUserPerDay?: string; perSession?: string }): BudgetCaps => ({ ...limits, inCapCurrency: (amount, currency) => convertCost(amount, currency, 'USD', RATES) });
+const caps = (limits: { perUserPerDay?: string; perSession?: string }): BudgetCaps => ({
+  ...limits,
+  inCapCurrency: (amount, currency) => convertCost(amount, currency, 'USD', RATES),
+});
 
 describe.each(backends)('budget reservations on $name', ({ open }) => {
   let store: Store;
@@ -51,16 +54,38 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
       const owner = options.owner ?? 'process-a';
       const on = options.sessionId === undefined ? session : (await store.sessions.findById(options.sessionId))!;
       const accepted = await store.inbound.accept(
-        { channel: 'api', conversationId: on.conversationId, accountId: 'a', userId: user.id, sessionId: on.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: randomUUID(), languageHint: null, displayName: null, conversationKind: 'direct' },
+        {
+          channel: 'api',
+          conversationId: on.conversationId,
+          accountId: 'a',
+          userId: user.id,
+          sessionId: on.id,
+          text: 'hi',
+          messageId: null,
+          dedupeKey: null,
+          correlationId: randomUUID(),
+          languageHint: null,
+          displayName: null,
+          conversationKind: 'direct',
+        },
         { owner, leaseMs: options.leaseMs ?? 15_000 },
       );
       if (!accepted.accepted) throw new Error('not accepted');
-      return { turnId: accepted.record.id, owner, liveWithinMs: 15_000, userId: user.id, day: DAY, sessionId: on.id, amount, currency: options.currency ?? 'USD' };
+      return {
+        turnId: accepted.record.id,
+        owner,
+        liveWithinMs: 15_000,
+        userId: user.id,
+        day: DAY,
+        sessionId: on.id,
+        amount,
+        currency: options.currency ?? 'USD',
+      };
     };
     return { user, session, turn };
   }
 
-  it('reserves up to the cap exactly, counting the day\'s spend in every currency, and refuses beyond it', async () => {
+  it("reserves up to the cap exactly, counting the day's spend in every currency, and refuses beyond it", async () => {
     const { user, turn } = await start();
     await store.spend.addDaily(user.id, DAY, '0.2', 'USD');
     await store.spend.addDaily(user.id, DAY, '1.42', 'CNY'); // 0.2 USD
@@ -80,7 +105,7 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
     expect(outcomes.filter((outcome) => outcome.reserved)).toHaveLength(4);
   });
 
-  it('counts a reservation only while its turn\'s message is queued under the reserving process\'s live lease', async () => {
+  it("counts a reservation only while its turn's message is queued under the reserving process's live lease", async () => {
     const { turn } = await start();
     const limit = caps({ perUserPerDay: '1' });
     const crashed = await turn('0.6', { owner: 'crashed', leaseMs: 10_000 });
@@ -120,7 +145,7 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
     expect(await store.spend.reserve({ ...busy, owner: 'heir' }, limit)).toEqual({ reserved: true });
   });
 
-  it('counts the asking process\'s own claims whatever its lease and heartbeat say', async () => {
+  it("counts the asking process's own claims whatever its lease and heartbeat say", async () => {
     const { turn } = await start();
     const limit = caps({ perUserPerDay: '1' });
     const mine = await turn('0.6', { owner: 'me', leaseMs: 1_000 });
@@ -131,7 +156,7 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
     expect(await store.spend.reserve(await turn('0.6', { owner: 'other' }), limit)).toEqual({ reserved: true });
   });
 
-  it('replaces a turn\'s claim when it reserves again, and drops it on release', async () => {
+  it("replaces a turn's claim when it reserves again, and drops it on release", async () => {
     const { turn } = await start();
     const limit = caps({ perUserPerDay: '1' });
     const first = await turn('0.6');
@@ -149,7 +174,7 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
     await store.spend.release(randomUUID(), first.owner);
   });
 
-  it('holds the session cap against the session\'s cost and its other turns\' claims', async () => {
+  it("holds the session cap against the session's cost and its other turns' claims", async () => {
     const { session, turn } = await start();
     await store.sessions.addUsage(session.id, { inputTokens: 1, outputTokens: 1, cost: '2.84', currency: 'CNY' }); // 0.4 USD
     const limit = caps({ perSession: '1' });

@@ -25,7 +25,10 @@ afterAll(async () => {
   await Promise.all([...postgres, ...mariadb].map((database) => database.drop()));
 });
 
-const backends: Record<StoreDialect, { open(): Promise<Kysely<Database>>; explain: string; analyze: string; planOf(rows: readonly Record<string, unknown>[]): string }> = {
+const backends: Record<
+  StoreDialect,
+  { open(): Promise<Kysely<Database>>; explain: string; analyze: string; planOf(rows: readonly Record<string, unknown>[]): string }
+> = {
   sqlite: {
     open: async () => openSqliteDatabase(`sqlite:${join(dir, 'plan.db')}`),
     explain: 'explain query plan ',
@@ -70,7 +73,10 @@ describe.each(Object.keys(backends) as StoreDialect[])('recent history query pla
       for (const conversationId of ['long', 'other']) {
         const session = await store.sessions.open({ userId: user.id, channel: 'console', conversationId });
         // Every third message an audit record, as tool calls leave them between the display messages.
-        await store.messages.append(session.id, Array.from({ length: 3000 }, (_, i) => ({ role: 'user', audience: i % 3 === 2 ? 'audit' : 'display', content: `m${i}` })));
+        await store.messages.append(
+          session.id,
+          Array.from({ length: 3000 }, (_, i) => ({ role: 'user', audience: i % 3 === 2 ? 'audit' : 'display', content: `m${i}` })),
+        );
         sessions.push(session);
       }
       // Statistics as a long-running database has them, so the planner chooses as it would in production.
@@ -82,7 +88,9 @@ describe.each(Object.keys(backends) as StoreDialect[])('recent history query pla
         execute.mockClear();
         expect(await store.messages.listRecent(sessions[0]!.id, { limit: 20, ...variant })).toHaveLength(20);
         const query = (execute.mock.calls[0]![0] as Compilable<unknown>).compile();
-        const plan = backend.planOf((await base.executeQuery<Record<string, unknown>>(CompiledQuery.raw(backend.explain + query.sql, [...query.parameters]))).rows);
+        const plan = backend.planOf(
+          (await base.executeQuery<Record<string, unknown>>(CompiledQuery.raw(backend.explain + query.sql, [...query.parameters]))).rows,
+        );
         if (dialect === 'sqlite') {
           expect(plan).toMatch(/SEARCH messages USING (INDEX sqlite_autoindex_messages_1|PRIMARY KEY) \(session_id=\?/);
           expect(plan).not.toMatch(/SCAN messages|TEMP B-TREE/);
@@ -113,14 +121,19 @@ describe('recent history query plan on postgres before the statistics know the s
       const store = new KyselyStore(db);
       const { user } = await store.users.resolveAccount({ channel: 'console', accountId: 'ada' });
       const session = await store.sessions.open({ userId: user.id, channel: 'console', conversationId: 'long' });
-      await store.messages.append(session.id, Array.from({ length: 30_000 }, (_, i) => ({ role: 'user', audience: i % 3 === 2 ? 'audit' : 'display', content: `m${i}` })));
+      await store.messages.append(
+        session.id,
+        Array.from({ length: 30_000 }, (_, i) => ({ role: 'user', audience: i % 3 === 2 ? 'audit' : 'display', content: `m${i}` })),
+      );
 
       const execute = vi.spyOn(db, 'executeQuery');
       for (const variant of [{ audience: 'display' as const }, { audience: 'display' as const, sinceContextStart: true }]) {
         execute.mockClear();
         expect(await store.messages.listRecent(session.id, { limit: 20, ...variant })).toHaveLength(20);
         const query = (execute.mock.calls[0]![0] as Compilable<unknown>).compile();
-        const plan = backends.postgres.planOf((await base.executeQuery<Record<string, unknown>>(CompiledQuery.raw(backends.postgres.explain + query.sql, [...query.parameters]))).rows);
+        const plan = backends.postgres.planOf(
+          (await base.executeQuery<Record<string, unknown>>(CompiledQuery.raw(backends.postgres.explain + query.sql, [...query.parameters]))).rows,
+        );
         expect(plan).toMatch(/Limit[\s\S]*Index Scan Backward using messages_session_audience_seq_idx on messages/);
         expect(plan).not.toMatch(/Seq Scan on messages|Bitmap Heap Scan on messages|Sort/);
       }

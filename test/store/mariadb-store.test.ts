@@ -34,32 +34,40 @@ describe('MariaDB store', () => {
   const migrating = 120_000;
   const rawDatabase = (url: string): Promise<Kysely<Database>> => openMysqlDatabase(url, { poolSize: 2 });
 
-  it('applies migrations once, also when several processes race', async () => {
-    const fresh = await createTestMariadbDatabase();
-    const dbs = await Promise.all([rawDatabase(fresh.url), rawDatabase(fresh.url)]);
-    try {
-      const applied = await Promise.all(dbs.map((db) => migrateToLatest(db)));
-      expect(applied.flat()).toEqual(Object.keys(migrations('mysql')));
-      expect(await migrateToLatest(dbs[0]!)).toEqual([]);
-    } finally {
-      await Promise.all(dbs.map((db) => db.destroy()));
-      await fresh.drop();
-    }
-  }, migrating);
+  it(
+    'applies migrations once, also when several processes race',
+    async () => {
+      const fresh = await createTestMariadbDatabase();
+      const dbs = await Promise.all([rawDatabase(fresh.url), rawDatabase(fresh.url)]);
+      try {
+        const applied = await Promise.all(dbs.map((db) => migrateToLatest(db)));
+        expect(applied.flat()).toEqual(Object.keys(migrations('mysql')));
+        expect(await migrateToLatest(dbs[0]!)).toEqual([]);
+      } finally {
+        await Promise.all(dbs.map((db) => db.destroy()));
+        await fresh.drop();
+      }
+    },
+    migrating,
+  );
 
-  it('names the failing migration', async () => {
-    const fresh = await createTestMariadbDatabase();
-    const db = await rawDatabase(fresh.url);
-    try {
-      await sql`create table sessions (id varchar(10))`.execute(db);
-      const error = await migrateToLatest(db).catch((caught: unknown) => caught);
-      expect(error).toBeInstanceOf(StoreError);
-      expect(error).toMatchObject({ code: 'migration_failed', message: expect.stringContaining('0001_initial') });
-    } finally {
-      await db.destroy();
-      await fresh.drop();
-    }
-  }, migrating);
+  it(
+    'names the failing migration',
+    async () => {
+      const fresh = await createTestMariadbDatabase();
+      const db = await rawDatabase(fresh.url);
+      try {
+        await sql`create table sessions (id varchar(10))`.execute(db);
+        const error = await migrateToLatest(db).catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(StoreError);
+        expect(error).toMatchObject({ code: 'migration_failed', message: expect.stringContaining('0001_initial') });
+      } finally {
+        await db.destroy();
+        await fresh.drop();
+      }
+    },
+    migrating,
+  );
 
   it('stores money as decimal(20, 10) and text in utf8mb4 with a binary collation', async () => {
     const db = await rawDatabase(database.url);

@@ -32,7 +32,10 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
       return store.sessions.open({ userId: user.id, channel, conversationId });
     }
 
-    const reply = (content: string, usage: { model?: string; input?: number; output?: number; cached?: number; cost: string; currency?: string }): NewMessage => ({
+    const reply = (
+      content: string,
+      usage: { model?: string; input?: number; output?: number; cached?: number; cost: string; currency?: string },
+    ): NewMessage => ({
       role: 'assistant',
       audience: 'display',
       content,
@@ -67,7 +70,10 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
     }
 
     async function expectInvalidCursor(promise: Promise<unknown>): Promise<void> {
-      const error = await promise.then(() => undefined, (caught: unknown) => caught);
+      const error = await promise.then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
       expect(error).toBeInstanceOf(StoreError);
       expect((error as StoreError).code).toBe('invalid_cursor');
     }
@@ -86,7 +92,15 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         expect(await ids(account!.accountId)).toEqual([user.id]);
         expect(await ids(`${tag}%`)).toEqual([]);
         const [found] = (await store.operators.users({ q: tag, limit: 50 })).items;
-        expect(found).toMatchObject({ id: user.id, displayName: `${tag} Kovalenko`, phone, accounts: [{ channel: 'telegram', accountId: account!.accountId }], conversations: 0, costs: [], lastActiveAt: null });
+        expect(found).toMatchObject({
+          id: user.id,
+          displayName: `${tag} Kovalenko`,
+          phone,
+          accounts: [{ channel: 'telegram', accountId: account!.accountId }],
+          conversations: 0,
+          costs: [],
+          lastActiveAt: null,
+        });
       });
 
       it('takes the search text literally, the LIKE escape character included', async () => {
@@ -178,7 +192,8 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         expect(found.lastMessage?.text.startsWith('It is 10:30.')).toBe(true);
         expect(all.find((item) => item.sessionId === web.id)).toMatchObject({ lastMessage: null, waiting: 0, cost: '0', status: 'pending' });
 
-        const ids = async (query: Parameters<Store['operators']['conversations']>[0]) => (await store.operators.conversations(query)).items.map((item) => item.sessionId);
+        const ids = async (query: Parameters<Store['operators']['conversations']>[0]) =>
+          (await store.operators.conversations(query)).items.map((item) => item.sessionId);
         expect(await ids({ userId: user.id, channel: 'web', limit: 10 })).toEqual([web.id]);
         expect(await ids({ userId: user.id, status: 'completed', limit: 10 })).toEqual([telegram.id]);
         expect(await ids({ userId: user.id, paused: false, limit: 10 })).toHaveLength(2);
@@ -215,7 +230,14 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         const session = await givenSession(await givenUser('Ada'));
         await store.messages.append(session.id, [
           { role: 'user', audience: 'display', content: 'one' },
-          { role: 'tool', audience: 'audit', content: 'result', toolCalls: [{ callId: 'c1', name: 'lookup', arguments: '{"q":1}' }], toolCallId: 'c1', meta: { isError: false, durationMs: 12 } },
+          {
+            role: 'tool',
+            audience: 'audit',
+            content: 'result',
+            toolCalls: [{ callId: 'c1', name: 'lookup', arguments: '{"q":1}' }],
+            toolCallId: 'c1',
+            meta: { isError: false, durationMs: 12 },
+          },
           reply('two', { cost: '0.5' }),
           { role: 'user', audience: 'display', content: 'three' },
         ]);
@@ -225,7 +247,11 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         expect(display[1]).toMatchObject({ role: 'assistant', model: 'gpt-a', cost: '0.5' });
         const audit = await store.operators.transcript(session.id, { audit: true, limit: 10 });
         expect(audit.map((message) => message.content)).toEqual(['one', 'result', 'two', 'three']);
-        expect(audit[1]).toMatchObject({ audience: 'audit', toolCalls: [{ callId: 'c1', name: 'lookup', arguments: '{"q":1}' }], meta: { isError: false, durationMs: 12 } });
+        expect(audit[1]).toMatchObject({
+          audience: 'audit',
+          toolCalls: [{ callId: 'c1', name: 'lookup', arguments: '{"q":1}' }],
+          meta: { isError: false, durationMs: 12 },
+        });
         expect((await store.operators.transcript(session.id, { audit: true, limit: 2 })).map((message) => message.content)).toEqual(['two', 'three']);
         expect(await store.operators.transcript(randomUUID(), { audit: true, limit: 2 })).toEqual([]);
       });
@@ -252,7 +278,16 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
 
         const byConversation = await store.operators.costs({ by: 'conversation', userId: alice.id, limit: 10 });
         expect(byConversation.rows).toEqual([
-          { key: a3.id, label: null, currency: 'EUR', cost: '3', inputTokens: 10, outputTokens: 5, turns: 1, models: [{ model: 'gpt-a', inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, cost: '3' }] },
+          {
+            key: a3.id,
+            label: null,
+            currency: 'EUR',
+            cost: '3',
+            inputTokens: 10,
+            outputTokens: 5,
+            turns: 1,
+            models: [{ model: 'gpt-a', inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, cost: '3' }],
+          },
           {
             key: a1.id,
             label: null,
@@ -266,7 +301,16 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
               { model: 'gpt-b', inputTokens: 7, outputTokens: 3, cachedInputTokens: 0, cost: '0.2' },
             ],
           },
-          { key: a2.id, label: null, currency: 'USD', cost: '0.0000000001', inputTokens: 1, outputTokens: 1, turns: 1, models: [{ model: 'gpt-a', inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, cost: '0.0000000001' }] },
+          {
+            key: a2.id,
+            label: null,
+            currency: 'USD',
+            cost: '0.0000000001',
+            inputTokens: 1,
+            outputTokens: 1,
+            turns: 1,
+            models: [{ model: 'gpt-a', inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, cost: '0.0000000001' }],
+          },
         ]);
         expect(byConversation.totals).toEqual([
           { currency: 'EUR', cost: '3' },
@@ -282,7 +326,9 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         const byDay = await store.operators.costs({ by: 'day', sessionId: b1.id, limit: 10 });
         expect(byDay.rows).toMatchObject([{ key: day, currency: 'USD', cost: '9.99', turns: 1 }]);
         expect((await store.operators.costs({ by: 'day', sessionId: b1.id, to: new Date(first!.createdAt.getTime() - 60_000), limit: 10 })).rows).toEqual([]);
-        expect((await store.operators.costs({ by: 'day', sessionId: b1.id, from: new Date(first!.createdAt.getTime() - 60_000), limit: 10 })).rows).toHaveLength(1);
+        expect(
+          (await store.operators.costs({ by: 'day', sessionId: b1.id, from: new Date(first!.createdAt.getTime() - 60_000), limit: 10 })).rows,
+        ).toHaveLength(1);
         const limited = await store.operators.costs({ by: 'conversation', userId: alice.id, limit: 1 });
         expect(limited.rows.map((row) => row.key)).toEqual([a3.id]);
         expect(limited.totals).toEqual(byConversation.totals);
@@ -298,8 +344,24 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         const leased = await accept(session, 'two');
         const live = async () => (await store.operators.liveTurns()).filter((turn) => turn.sessionId === session.id);
         expect((await live()).sort((a, b) => a.state.localeCompare(b.state))).toEqual([
-          { sessionId: session.id, channel: 'telegram', conversationId: session.conversationId, userId: session.userId, state: 'running', messages: 1, oldestAt: leased.receivedAt },
-          { sessionId: session.id, channel: 'telegram', conversationId: session.conversationId, userId: session.userId, state: 'waiting', messages: 1, oldestAt: orphan.receivedAt },
+          {
+            sessionId: session.id,
+            channel: 'telegram',
+            conversationId: session.conversationId,
+            userId: session.userId,
+            state: 'running',
+            messages: 1,
+            oldestAt: leased.receivedAt,
+          },
+          {
+            sessionId: session.id,
+            channel: 'telegram',
+            conversationId: session.conversationId,
+            userId: session.userId,
+            state: 'waiting',
+            messages: 1,
+            oldestAt: orphan.receivedAt,
+          },
         ]);
         const during = await store.operators.depth();
         expect([during.inbox.waiting - before.inbox.waiting, during.inbox.running - before.inbox.running]).toEqual([1, 1]);
@@ -322,8 +384,11 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         const other = await givenSession(user);
         await accept(session, 'held');
         expect(await store.sessions.setPaused(session.id, true)).toBe(true);
-        expect((await store.operators.liveTurns()).filter((turn) => turn.sessionId === session.id).map((turn) => [turn.state, turn.messages])).toEqual([['paused', 1]]);
-        const ids = async (paused: boolean) => (await store.operators.conversations({ userId: user.id, paused, limit: 10 })).items.map((item) => item.sessionId);
+        expect((await store.operators.liveTurns()).filter((turn) => turn.sessionId === session.id).map((turn) => [turn.state, turn.messages])).toEqual([
+          ['paused', 1],
+        ]);
+        const ids = async (paused: boolean) =>
+          (await store.operators.conversations({ userId: user.id, paused, limit: 10 })).items.map((item) => item.sessionId);
         expect(await ids(true)).toEqual([session.id]);
         expect(await ids(false)).toEqual([other.id]);
         expect((await store.operators.conversation(session.id))?.pausedAt).toBeInstanceOf(Date);
@@ -338,7 +403,17 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         const replyId = randomUUID();
         await store.messages.append(session.id, [{ id: replyId, ...reply('hi', { cost: '0' }) }]);
         const parts = await store.deliveries.add(
-          [0, 1].map((part) => ({ sessionId: session.id, replyMessageId: replyId, part, text: `part ${part}`, channel: 'telegram', conversationId: session.conversationId, accountId: 'acct', inReplyTo: [], correlationId: 'corr' })),
+          [0, 1].map((part) => ({
+            sessionId: session.id,
+            replyMessageId: replyId,
+            part,
+            text: `part ${part}`,
+            channel: 'telegram',
+            conversationId: session.conversationId,
+            accountId: 'acct',
+            inReplyTo: [],
+            correlationId: 'corr',
+          })),
           { owner: 'process-a', leaseMs: 60_000 },
         );
         await store.deliveries.markFailed(parts[1]!.id, 'blocked');

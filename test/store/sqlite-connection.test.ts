@@ -60,7 +60,11 @@ let warmUps = 0;
 /** Two loop turns, each with two transactions committing in callbacks of their own, as under steady load. */
 async function givenOverlappingCommits(store: Store): Promise<void> {
   for (let turn = 0; turn < 2; turn += 1) {
-    await Promise.all(inCallbacksOfOneLoopTurn([1, 2].map(() => () => store.transaction((tx) => tx.users.resolveAccount({ channel: 'warm-up', accountId: `key-${(warmUps += 1)}` })))));
+    await Promise.all(
+      inCallbacksOfOneLoopTurn(
+        [1, 2].map(() => () => store.transaction((tx) => tx.users.resolveAccount({ channel: 'warm-up', accountId: `key-${(warmUps += 1)}` }))),
+      ),
+    );
   }
   await endOfLoopTurn();
 }
@@ -116,7 +120,9 @@ describe('SQLite group commit, decided by the connection', () => {
       // Started together: all but the first wait at the gate and join the first one's commit.
       await Promise.all(
         sessions.map((session) =>
-          store.transaction((tx) => tx.messages.append(session.id, [say(`hi ${session.conversationId}`)])).then(() => seenAtResolve.push(other.count('messages') - before)),
+          store
+            .transaction((tx) => tx.messages.append(session.id, [say(`hi ${session.conversationId}`)]))
+            .then(() => seenAtResolve.push(other.count('messages') - before)),
         ),
       );
       // Each resolved only after the shared COMMIT: another connection saw all twenty rows every time.
@@ -140,7 +146,9 @@ describe('SQLite group commit, decided by the connection', () => {
       // row is durable too, and neither resolved before its own row was.
       const rowsAtResolve: number[] = [];
       const before = other.count('messages');
-      await Promise.all(inCallbacksOfOneLoopTurn([append(a, 'a2'), append(b, 'b2')]).map((done) => done.then(() => rowsAtResolve.push(other.count('messages') - before))));
+      await Promise.all(
+        inCallbacksOfOneLoopTurn([append(a, 'a2'), append(b, 'b2')]).map((done) => done.then(() => rowsAtResolve.push(other.count('messages') - before))),
+      );
       expect(rowsAtResolve).toEqual([2, 2]);
       // A shared commit that finds one transaction only: the connection goes back to committing at once.
       await append(c, 'c1')();

@@ -52,7 +52,9 @@ runOperatorQueriesContract('SQLite file', async () => {
 // function (addUsage falls back to read-modify-write), and a plugin (prepared queries fall back to building per call).
 // It uses better-sqlite3, so it runs only where Palaver itself uses better-sqlite3 (Node 20): on Node 24 the GC can
 // abort the process while finalising a better-sqlite3 object, which is why Palaver uses node:sqlite there.
-const hasNodeSqlite = typeof (process.getBuiltinModule?.('node:sqlite') as { StatementSync?: { prototype?: { columns?: unknown } } } | undefined)?.StatementSync?.prototype?.columns === 'function';
+const hasNodeSqlite =
+  typeof (process.getBuiltinModule?.('node:sqlite') as { StatementSync?: { prototype?: { columns?: unknown } } } | undefined)?.StatementSync?.prototype
+    ?.columns === 'function';
 const passThrough: KyselyPlugin = { transformQuery: ({ node }) => node, transformResult: async ({ result }) => result };
 const BetterSqlite3 = ((): typeof import('better-sqlite3') | undefined => {
   if (hasNodeSqlite) return undefined;
@@ -64,13 +66,14 @@ const BetterSqlite3 = ((): typeof import('better-sqlite3') | undefined => {
     return undefined;
   }
 })();
-if (BetterSqlite3) runStoreContract('SQLite on a plain Kysely', async () => {
-  const file = join(dir, `plain-${(files += 1)}.db`);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new BetterSqlite3(file) }), plugins: [passThrough] });
-  await migrateToLatest(db);
-  const store = new KyselyStore(db);
-  return { store, cleanup: () => store.close() };
-});
+if (BetterSqlite3)
+  runStoreContract('SQLite on a plain Kysely', async () => {
+    const file = join(dir, `plain-${(files += 1)}.db`);
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new BetterSqlite3(file) }), plugins: [passThrough] });
+    await migrateToLatest(db);
+    const store = new KyselyStore(db);
+    return { store, cleanup: () => store.close() };
+  });
 
 describe('SQLite store', () => {
   it('runs in WAL mode with foreign keys on', async () => {

@@ -69,9 +69,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
 
       it('gives concurrent first contacts of one account the same user', async () => {
         const accountId = unique('tg');
-        const results = await Promise.all(
-          Array.from({ length: 5 }, () => store.users.resolveAccount({ channel: 'telegram', accountId })),
-        );
+        const results = await Promise.all(Array.from({ length: 5 }, () => store.users.resolveAccount({ channel: 'telegram', accountId })));
         expect(new Set(results.map((result) => result.user.id)).size).toBe(1);
         expect(results.filter((result) => result.created)).toHaveLength(1);
       });
@@ -160,7 +158,16 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const user = await givenUser();
         const conversationId = unique('conv');
         const session = await store.sessions.open({ userId: user.id, channel: 'web', conversationId });
-        expect(session).toMatchObject({ userId: user.id, channel: 'web', conversationId, status: 'pending', title: null, inputTokens: 0, outputTokens: 0, cost: '0' });
+        expect(session).toMatchObject({
+          userId: user.id,
+          channel: 'web',
+          conversationId,
+          status: 'pending',
+          title: null,
+          inputTokens: 0,
+          outputTokens: 0,
+          cost: '0',
+        });
         expect(session.createdAt).toBeInstanceOf(Date);
         expect(await store.sessions.open({ userId: user.id, channel: 'web', conversationId })).toEqual(session);
         const other = await store.sessions.open({ userId: user.id, channel: 'telegram', conversationId });
@@ -172,9 +179,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       it('opens a conversation once under concurrent first messages', async () => {
         const user = await givenUser();
         const conversationId = unique('conv');
-        const sessions = await Promise.all(
-          Array.from({ length: 5 }, () => store.sessions.open({ userId: user.id, channel: 'web', conversationId })),
-        );
+        const sessions = await Promise.all(Array.from({ length: 5 }, () => store.sessions.open({ userId: user.id, channel: 'web', conversationId })));
         expect(new Set(sessions.map((session) => session.id)).size).toBe(1);
       });
 
@@ -287,26 +292,43 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
     describe('costs', () => {
       it('keeps cached input tokens per message and in the session totals, never more than the input', async () => {
         const session = await givenSession();
-        const [reply] = await store.messages.append(session.id, [text('cached', { role: 'assistant', inputTokens: 1000, cachedInputTokens: 400, outputTokens: 10, cost: '0.000156', currency: 'USD' })], {
-          usage: { inputTokens: 1000, cachedInputTokens: 400, outputTokens: 10, cost: '0.000156', currency: 'USD' },
-        });
+        const [reply] = await store.messages.append(
+          session.id,
+          [text('cached', { role: 'assistant', inputTokens: 1000, cachedInputTokens: 400, outputTokens: 10, cost: '0.000156', currency: 'USD' })],
+          {
+            usage: { inputTokens: 1000, cachedInputTokens: 400, outputTokens: 10, cost: '0.000156', currency: 'USD' },
+          },
+        );
         await store.sessions.addUsage(session.id, { inputTokens: 50, cachedInputTokens: 50, outputTokens: 1, cost: '0.000004', currency: 'USD' });
         expect((await store.messages.listRecent(session.id, { limit: 1 }))[0]).toEqual(reply);
         expect(reply).toMatchObject({ inputTokens: 1000, cachedInputTokens: 400 });
         expect(await store.sessions.findById(session.id)).toMatchObject({ inputTokens: 1050, cachedInputTokens: 450, cost: '0.00016' });
-        await expectStoreError(store.sessions.addUsage(session.id, { inputTokens: 5, cachedInputTokens: 6, outputTokens: 0, cost: '0', currency: 'USD' }), 'invalid_usage');
-        await expectStoreError(store.messages.append(session.id, [text('x')], { usage: { inputTokens: 5, cachedInputTokens: 6, outputTokens: 0, cost: '0', currency: 'USD' } }), 'invalid_usage');
+        await expectStoreError(
+          store.sessions.addUsage(session.id, { inputTokens: 5, cachedInputTokens: 6, outputTokens: 0, cost: '0', currency: 'USD' }),
+          'invalid_usage',
+        );
+        await expectStoreError(
+          store.messages.append(session.id, [text('x')], { usage: { inputTokens: 5, cachedInputTokens: 6, outputTokens: 0, cost: '0', currency: 'USD' } }),
+          'invalid_usage',
+        );
       });
 
       it('keeps one currency per session: a message carrying a cost in another currency is refused with its whole append', async () => {
         const session = await givenSession();
-        await store.messages.append(session.id, [text('yuan', { role: 'assistant', cost: '0.71', currency: 'CNY' })], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.71', currency: 'CNY' } });
+        await store.messages.append(session.id, [text('yuan', { role: 'assistant', cost: '0.71', currency: 'CNY' })], {
+          usage: { inputTokens: 1, outputTokens: 1, cost: '0.71', currency: 'CNY' },
+        });
         // The money may come on a message alone, without usage for the session: still the session's currency only.
         await expectStoreError(store.messages.append(session.id, [text('dollars', { role: 'assistant', cost: '0.1', currency: 'USD' })]), 'currency_mismatch');
-        await expectStoreError(store.messages.append(session.id, [text('dollars', { role: 'assistant', cost: '0.1', currency: 'USD' })], { status: 'completed' }), 'currency_mismatch');
+        await expectStoreError(
+          store.messages.append(session.id, [text('dollars', { role: 'assistant', cost: '0.1', currency: 'USD' })], { status: 'completed' }),
+          'currency_mismatch',
+        );
         // Messages and usage of one append that disagree are refused before anything is written.
         await expectStoreError(
-          store.messages.append(session.id, [text('mixed', { role: 'assistant', cost: '0.1', currency: 'USD' })], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.71', currency: 'CNY' } }),
+          store.messages.append(session.id, [text('mixed', { role: 'assistant', cost: '0.1', currency: 'USD' })], {
+            usage: { inputTokens: 1, outputTokens: 1, cost: '0.71', currency: 'CNY' },
+          }),
           'currency_mismatch',
         );
         // Unpriced messages name any currency: they carry no money.
@@ -331,7 +353,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(new Set(messages.map((message) => Number(message.content.slice(1)) % 2))).toEqual(new Set([stored!.currency === 'USD' ? 0 : 1]));
       });
 
-      it('sums a user\'s daily spend exactly, per day and currency', async () => {
+      it("sums a user's daily spend exactly, per day and currency", async () => {
         const user = await givenUser();
         const other = await givenUser();
         expect(await store.spend.daily(user.id, '2026-03-01')).toEqual([]);
@@ -376,7 +398,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect((await store.messages.listRecent(other.id, { limit: 10 }))[0]!.meta).toEqual(foreign!.meta);
       });
 
-      it("changes the session in the same write: status, and usage added to its totals", async () => {
+      it('changes the session in the same write: status, and usage added to its totals', async () => {
         const session = await givenSession();
         const [accepted] = await store.messages.append(session.id, [text('hello')], { status: 'running' });
         expect(accepted?.seq).toBe(1);
@@ -385,7 +407,13 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const reply = await store.messages.append(session.id, [text('one'), text('two')], { status: 'completed', usage });
         expect(reply.map((message) => message.seq)).toEqual([2, 3]);
         await store.messages.append(session.id, [text('three')], { usage });
-        expect(await store.sessions.findById(session.id)).toMatchObject({ status: 'completed', inputTokens: 240, outputTokens: 60, cost: '0.0003', currency: 'EUR' });
+        expect(await store.sessions.findById(session.id)).toMatchObject({
+          status: 'completed',
+          inputTokens: 240,
+          outputTokens: 60,
+          cost: '0.0003',
+          currency: 'EUR',
+        });
         // A status alone, without messages, is a session write too.
         expect(await store.messages.append(session.id, [], { status: 'failed' })).toEqual([]);
         expect((await store.sessions.findById(session.id))?.status).toBe('failed');
@@ -394,8 +422,14 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       it('appends nothing when the session change is refused', async () => {
         const session = await givenSession();
         await store.messages.append(session.id, [text('paid')], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.5', currency: 'EUR' } });
-        await expectStoreError(store.messages.append(session.id, [text('other money')], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.5', currency: 'USD' } }), 'currency_mismatch');
-        await expectStoreError(store.messages.append(session.id, [text('bad')], { usage: { inputTokens: -1, outputTokens: 1, cost: '0', currency: 'EUR' } }), 'invalid_usage');
+        await expectStoreError(
+          store.messages.append(session.id, [text('other money')], { usage: { inputTokens: 1, outputTokens: 1, cost: '0.5', currency: 'USD' } }),
+          'currency_mismatch',
+        );
+        await expectStoreError(
+          store.messages.append(session.id, [text('bad')], { usage: { inputTokens: -1, outputTokens: 1, cost: '0', currency: 'EUR' } }),
+          'invalid_usage',
+        );
         expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.content)).toEqual(['paid']);
         expect(await store.sessions.findById(session.id)).toMatchObject({ cost: '0.5', inputTokens: 1 });
         await expectStoreError(store.messages.append(unique('no-session'), [text('x')], { status: 'running' }), 'not_found');
@@ -436,7 +470,16 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
           meta: { fallback: true, nested: { n: 1 } },
         });
         expect(listed[0]?.createdAt).toBeInstanceOf(Date);
-        expect(listed[1]).toMatchObject({ role: 'tool', toolCallId: 'call_1', toolCalls: null, model: null, meta: null, cost: '0', inputTokens: 0, correlationId: null });
+        expect(listed[1]).toMatchObject({
+          role: 'tool',
+          toolCallId: 'call_1',
+          toolCalls: null,
+          model: null,
+          meta: null,
+          cost: '0',
+          inputTokens: 0,
+          correlationId: null,
+        });
       });
 
       it('lists recent messages oldest first, filtered by audience', async () => {
@@ -452,21 +495,31 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.messages.listRecent(randomUUID(), { limit: 5 })).toEqual([]);
       });
 
-      it('estimates each message\'s tokens once, when it is stored, and hands the estimate back when listed', async () => {
+      it("estimates each message's tokens once, when it is stored, and hands the estimate back when listed", async () => {
         const session = await givenSession();
         const english = 'Could you move my haircut to Friday at five?';
         const chinese = '请把我的理发改到星期五下午五点。';
         const stored = await store.messages.append(session.id, [
           text(english),
           text(chinese, { role: 'assistant' }),
-          text('', { role: 'assistant', audience: 'audit', toolCalls: [{ callId: 'call_1', name: 'reschedule', arguments: '{"id":7,"at":"2025-01-03T17:00"}' }] }),
+          text('', {
+            role: 'assistant',
+            audience: 'audit',
+            toolCalls: [{ callId: 'call_1', name: 'reschedule', arguments: '{"id":7,"at":"2025-01-03T17:00"}' }],
+          }),
         ]);
-        expect(stored.map((message) => message.tokenEstimate)).toEqual([estimateTokens(english), estimateTokens(chinese), estimateTokens('', JSON.stringify(stored[2]!.toolCalls))]);
+        expect(stored.map((message) => message.tokenEstimate)).toEqual([
+          estimateTokens(english),
+          estimateTokens(chinese),
+          estimateTokens('', JSON.stringify(stored[2]!.toolCalls)),
+        ]);
         // About a token per Chinese character, about four English characters per token, plus the message's framing.
         expect(stored[0]!.tokenEstimate).toBe(4 + Math.ceil(english.length / 4));
         expect(stored[1]!.tokenEstimate).toBe(4 + chinese.length);
         expect(stored[2]!.tokenEstimate).toBeGreaterThan(4 + 10);
-        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.tokenEstimate)).toEqual(stored.map((message) => message.tokenEstimate));
+        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.tokenEstimate)).toEqual(
+          stored.map((message) => message.tokenEstimate),
+        );
       });
 
       it('concurrent appends to one session get distinct seqs', async () => {
@@ -477,7 +530,10 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         for (const batch of batches) {
           expect(batch[1]!.seq).toBe(batch[0]!.seq + 1);
         }
-        const seqs = batches.flat().map((message) => message.seq).sort((a, b) => a - b);
+        const seqs = batches
+          .flat()
+          .map((message) => message.seq)
+          .sort((a, b) => a - b);
         expect(seqs).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
         const listed = await store.messages.listRecent(session.id, { limit: 100 });
         expect(listed.map((message) => message.seq)).toEqual(seqs);
@@ -501,7 +557,10 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
 
       it('appends a batch larger than one insert statement', async () => {
         const session = await givenSession();
-        const stored = await store.messages.append(session.id, Array.from({ length: 1203 }, (_, i) => text(`m${i}`)));
+        const stored = await store.messages.append(
+          session.id,
+          Array.from({ length: 1203 }, (_, i) => text(`m${i}`)),
+        );
         expect(stored.map((message) => message.seq)).toEqual(Array.from({ length: 1203 }, (_, i) => i + 1));
         const last = await store.messages.listRecent(session.id, { limit: 1 });
         expect(last[0]).toMatchObject({ seq: 1203, content: 'm1202' });
@@ -552,7 +611,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
     });
 
     describe('profiles', () => {
-      it('saves and replaces a user\'s settings text as it is, apart from other users\'', async () => {
+      it("saves and replaces a user's settings text as it is, apart from other users'", async () => {
         const user = await givenUser();
         const other = await givenUser();
         expect(await store.profiles.get(user.id)).toBeUndefined();
@@ -603,7 +662,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect((await store.users.findPhoneHolder(claim))?.verified).toBe(true);
       });
 
-      it('carries along with a relink the account\'s own sessions on the channels of its namespace, and only those', async () => {
+      it("carries along with a relink the account's own sessions on the channels of its namespace, and only those", async () => {
         const accountId = unique('tg');
         const otherAccount = unique('tg');
         const { user: previous } = await store.users.resolveAccount({ channel: 'telegram', accountId });
@@ -612,7 +671,20 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const session = (channel: string) => store.sessions.open({ userId: previous.id, channel, conversationId: unique('chat') });
         const wrote = (on: Session, from: string, userId = previous.id) =>
           store.inbound.accept(
-            { channel: on.channel, conversationId: on.conversationId, accountId: from, userId, sessionId: on.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: unique('corr'), languageHint: null, displayName: null, conversationKind: 'direct' },
+            {
+              channel: on.channel,
+              conversationId: on.conversationId,
+              accountId: from,
+              userId,
+              sessionId: on.id,
+              text: 'hi',
+              messageId: null,
+              dedupeKey: null,
+              correlationId: unique('corr'),
+              languageHint: null,
+              displayName: null,
+              conversationKind: 'direct',
+            },
             { owner: 'p', leaseMs: 60_000 },
           );
         const own = await session('telegram');
@@ -631,13 +703,34 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         // Another channel of the account's namespace: the account wrote there too.
         const sameNamespace = await session('telegram-user');
         await store.inbound.accept(
-          { channel: 'telegram-user', accountNamespace: 'telegram', conversationId: sameNamespace.conversationId, accountId, userId: previous.id, sessionId: sameNamespace.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: unique('corr'), languageHint: null, displayName: null, conversationKind: 'direct' },
+          {
+            channel: 'telegram-user',
+            accountNamespace: 'telegram',
+            conversationId: sameNamespace.conversationId,
+            accountId,
+            userId: previous.id,
+            sessionId: sameNamespace.id,
+            text: 'hi',
+            messageId: null,
+            dedupeKey: null,
+            correlationId: unique('corr'),
+            languageHint: null,
+            displayName: null,
+            conversationKind: 'direct',
+          },
           { owner: 'p', leaseMs: 60_000 },
         );
         // A conversation that holds only messages recorded without a turn, the account its person.
         const recordedOnly = await session('telegram-user');
         await store.recorded.append(
-          { channel: 'telegram-user', conversationId: recordedOnly.conversationId, sessionId: recordedOnly.id, accountNamespace: 'telegram', accountId, userId: previous.id },
+          {
+            channel: 'telegram-user',
+            conversationId: recordedOnly.conversationId,
+            sessionId: recordedOnly.id,
+            accountNamespace: 'telegram',
+            accountId,
+            userId: previous.id,
+          },
           [{ role: 'user', audience: 'display', content: 'imported', channelMessageId: '1' }],
         );
 
@@ -657,11 +750,36 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const from = await givenUser();
         const to = await givenUser();
         const bystander = await givenUser();
-        const set = await store.identityEvents.add({ userId: from.id, kind: 'phone_set', channel: 'web', accountId: 'w-1', actor: 'system', details: { source: 'typed' } });
-        const relink = await store.identityEvents.add({ userId: to.id, kind: 'relink', channel: 'telegram', accountId: 't-1', fromUserId: from.id, toUserId: to.id, actor: 'system', details: { source: 'channel' } });
+        const set = await store.identityEvents.add({
+          userId: from.id,
+          kind: 'phone_set',
+          channel: 'web',
+          accountId: 'w-1',
+          actor: 'system',
+          details: { source: 'typed' },
+        });
+        const relink = await store.identityEvents.add({
+          userId: to.id,
+          kind: 'relink',
+          channel: 'telegram',
+          accountId: 't-1',
+          fromUserId: from.id,
+          toUserId: to.id,
+          actor: 'system',
+          details: { source: 'channel' },
+        });
         await store.identityEvents.add({ userId: bystander.id, kind: 'conflict', actor: 'system' });
 
-        expect(set).toMatchObject({ userId: from.id, kind: 'phone_set', channel: 'web', accountId: 'w-1', fromUserId: null, toUserId: null, actor: 'system', details: { source: 'typed' } });
+        expect(set).toMatchObject({
+          userId: from.id,
+          kind: 'phone_set',
+          channel: 'web',
+          accountId: 'w-1',
+          fromUserId: null,
+          toUserId: null,
+          actor: 'system',
+          details: { source: 'typed' },
+        });
         expect(set.createdAt).toBeInstanceOf(Date);
         const ofFrom = await store.identityEvents.listByUser(from.id);
         expect(ofFrom.map((event) => event.kind).sort()).toEqual(['phone_set', 'relink']);
@@ -674,7 +792,8 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       it('lists events in the order they were written, also within one millisecond, the latest up to the limit', async () => {
         const user = await givenUser();
         // Written back to back (as the events of one phone link are), most share a millisecond.
-        for (let index = 0; index < 8; index += 1) await store.identityEvents.add({ userId: user.id, kind: 'admin_change', actor: 'admin', details: { index } });
+        for (let index = 0; index < 8; index += 1)
+          await store.identityEvents.add({ userId: user.id, kind: 'admin_change', actor: 'admin', details: { index } });
         expect((await store.identityEvents.listByUser(user.id)).map((event) => event.details['index'])).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
         expect((await store.identityEvents.listByUser(user.id, 2)).map((event) => event.details['index'])).toEqual([6, 7]);
       });
@@ -704,7 +823,11 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.focus.get(mine, 'appointment')).toBeUndefined();
         await store.focus.save(mine, { entityType: 'appointment', entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }], loadedAt: 1_700_000_000_000 });
         await store.focus.save(ownerOf(other), { entityType: 'appointment', entities: [], loadedAt: 5 });
-        expect(await store.focus.get(mine, 'appointment')).toEqual({ entityType: 'appointment', entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }], loadedAt: 1_700_000_000_000 });
+        expect(await store.focus.get(mine, 'appointment')).toEqual({
+          entityType: 'appointment',
+          entities: [{ id: 7, description: 'Haircut, 1 Dec 10:00' }],
+          loadedAt: 1_700_000_000_000,
+        });
 
         await store.focus.save(mine, { entityType: 'appointment', entities: [{ id: 'b-2', description: 'Manicure' }], loadedAt: 1_700_000_000_001 });
         expect(await store.focus.get(mine, 'appointment')).toMatchObject({ entities: [{ id: 'b-2' }], loadedAt: 1_700_000_000_001 });
@@ -734,8 +857,14 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
 
       it('refuses focus for a session or a person that does not exist', async () => {
         const session = await givenSession();
-        await expectStoreError(store.focus.save({ sessionId: randomUUID(), userId: session.userId }, { entityType: 'appointment', entities: [], loadedAt: 1 }), 'foreign_key');
-        await expectStoreError(store.focus.save({ sessionId: session.id, userId: randomUUID() }, { entityType: 'appointment', entities: [], loadedAt: 1 }), 'foreign_key');
+        await expectStoreError(
+          store.focus.save({ sessionId: randomUUID(), userId: session.userId }, { entityType: 'appointment', entities: [], loadedAt: 1 }),
+          'foreign_key',
+        );
+        await expectStoreError(
+          store.focus.save({ sessionId: session.id, userId: randomUUID() }, { entityType: 'appointment', entities: [], loadedAt: 1 }),
+          'foreign_key',
+        );
       });
     });
 
@@ -784,7 +913,13 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
     });
 
     describe('tool outbox', () => {
-      const entry = (channel: string, callKey = unique('turn') + ':call-1', attempt = 1) => ({ callKey, responseChannel: channel, payload: `{"attempt":${attempt}}`, attempt, deadline: Date.now() + 60_000 });
+      const entry = (channel: string, callKey = unique('turn') + ':call-1', attempt = 1) => ({
+        callKey,
+        responseChannel: channel,
+        payload: `{"attempt":${attempt}}`,
+        attempt,
+        deadline: Date.now() + 60_000,
+      });
 
       it('keeps a call due until its attempt is published; a new attempt is due again and a stale stamp does not hide it', async () => {
         const channel = unique('rpc');
@@ -799,7 +934,9 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
 
         await store.toolOutbox.put(entry(channel, first.callKey, 2));
         await store.toolOutbox.markPublished(first.callKey, 1);
-        expect(await store.toolOutbox.list(channel, { dueOnly: true, limit: 10 })).toMatchObject([{ callKey: first.callKey, attempt: 2, payload: '{"attempt":2}', publishedAt: null }]);
+        expect(await store.toolOutbox.list(channel, { dueOnly: true, limit: 10 })).toMatchObject([
+          { callKey: first.callKey, attempt: 2, payload: '{"attempt":2}', publishedAt: null },
+        ]);
         expect(await store.toolOutbox.list(unique('rpc'), { dueOnly: false, limit: 10 })).toEqual([]);
       });
 
@@ -844,7 +981,10 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
     });
 
     describe('durable inbox', () => {
-      async function givenInbound(session: Session, extra: { channel?: string; dedupeKey?: string | null; owner?: string; leaseMs?: number; text?: string } = {}) {
+      async function givenInbound(
+        session: Session,
+        extra: { channel?: string; dedupeKey?: string | null; owner?: string; leaseMs?: number; text?: string } = {},
+      ) {
         return store.inbound.accept(
           {
             channel: extra.channel ?? 'console',
@@ -916,7 +1056,7 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.inbound.claimExpired({ owner: 'd', leaseMs: 60_000, channels: [channel], limit: 10 })).toEqual([]);
       });
 
-      it('counts the turns that take a message, and recovery waits for a failed one\'s retry time', async () => {
+      it("counts the turns that take a message, and recovery waits for a failed one's retry time", async () => {
         const channel = unique('chan');
         const session = await givenSession();
         const later = await givenInbound(session, { channel, owner: 'dead', leaseMs: 1, text: 'later' });
@@ -985,7 +1125,15 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await store.turns.recordModelCall(modelTurn, 0, '{"models":null}');
         const toolTurn = unique('turn');
         await store.turns.open({ id: toolTurn, sessionId: session.id, owner: 'dead', inboundIds: [tooled] });
-        await store.toolCalls.start({ callId: `${toolTurn}:call-1`, sessionId: session.id, userId: session.userId, correlationId: unique('corr'), name: 'book', arguments: '{}', turnId: toolTurn });
+        await store.toolCalls.start({
+          callId: `${toolTurn}:call-1`,
+          sessionId: session.id,
+          userId: session.userId,
+          correlationId: unique('corr'),
+          name: 'book',
+          arguments: '{}',
+          turnId: toolTurn,
+        });
         await new Promise((resolve) => setTimeout(resolve, 5)); // the 1 ms leases run out
 
         const attempts = (records: readonly { text: string; attempts: number }[]) => records.map((record) => [record.text, record.attempts]);
@@ -1006,13 +1154,15 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(attempts(await store.inbound.listQueued(session.id))).toEqual(attempts(second));
       });
 
-      it("never hands a process its own messages, even with their lease run out: its own turns are still on them", async () => {
+      it('never hands a process its own messages, even with their lease run out: its own turns are still on them', async () => {
         const channel = unique('chan');
         const session = await givenSession();
         await givenInbound(session, { channel, owner: 'busy', leaseMs: 1, text: 'mine' });
         await new Promise((resolve) => setTimeout(resolve, 5)); // its renewal lagged: the lease ran out
         expect(await store.inbound.claimExpired({ owner: 'busy', leaseMs: 60_000, channels: [channel], limit: 10 })).toEqual([]);
-        expect((await store.inbound.claimExpired({ owner: 'other', leaseMs: 60_000, channels: [channel], limit: 10 })).map((record) => record.text)).toEqual(['mine']);
+        expect((await store.inbound.claimExpired({ owner: 'other', leaseMs: 60_000, channels: [channel], limit: 10 })).map((record) => record.text)).toEqual([
+          'mine',
+        ]);
       });
 
       it('renews the leases of one owner only, so a live process keeps its messages', async () => {
@@ -1062,7 +1212,9 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(ended).toMatchObject({ id: session.id, status: 'completed', endedAt: expect.any(Date) });
         expect(await store.messages.listRecent(session.id, { limit: 10, audience: 'display', sinceContextStart: true })).toEqual([]);
         await store.messages.append(session.id, [text('after it')]);
-        expect((await store.messages.listRecent(session.id, { limit: 10, audience: 'display', sinceContextStart: true })).map((message) => message.content)).toEqual(['after it']);
+        expect(
+          (await store.messages.listRecent(session.id, { limit: 10, audience: 'display', sinceContextStart: true })).map((message) => message.content),
+        ).toEqual(['after it']);
         await expectStoreError(store.sessions.end(randomUUID()), 'not_found');
       });
 
@@ -1072,7 +1224,11 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const pause = await store.adminActions.record({ action: 'pause', actor: 'admin', requestId: 'req-1', sessionId: session.id, userId: session.userId });
         expect(pause).toMatchObject({ recorded: true, action: { action: 'pause', actor: 'admin', requestId: 'req-1', idempotencyKey: null, details: {} } });
         const sends = await Promise.all(
-          [1, 2, 3].map((n) => store.transaction((tx) => tx.adminActions.record({ action: 'send', actor: `ops-${n}`, idempotencyKey: key, sessionId: session.id, details: { n } }))),
+          [1, 2, 3].map((n) =>
+            store.transaction((tx) =>
+              tx.adminActions.record({ action: 'send', actor: `ops-${n}`, idempotencyKey: key, sessionId: session.id, details: { n } }),
+            ),
+          ),
         );
         const recorded = sends.filter((send) => send.recorded);
         expect(recorded).toHaveLength(1);
@@ -1088,21 +1244,46 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
 
     describe('outbox', () => {
       /** The parts of one reply in a conversation, pending, leased to `owner` for `leaseMs`. */
-      async function givenReply(session: Session, channel: string, conversationId: string, texts: readonly string[], lease: { owner?: string; leaseMs?: number } = {}) {
+      async function givenReply(
+        session: Session,
+        channel: string,
+        conversationId: string,
+        texts: readonly string[],
+        lease: { owner?: string; leaseMs?: number } = {},
+      ) {
         const replyMessageId = unique('reply');
         return store.deliveries.add(
-          texts.map((part, index) => ({ sessionId: session.id, replyMessageId, part: index, text: part, channel, conversationId, accountId: 'acct', inReplyTo: ['m1'], correlationId: unique('corr') })),
+          texts.map((part, index) => ({
+            sessionId: session.id,
+            replyMessageId,
+            part: index,
+            text: part,
+            channel,
+            conversationId,
+            accountId: 'acct',
+            inReplyTo: ['m1'],
+            correlationId: unique('corr'),
+          })),
           { owner: lease.owner ?? 'dead', leaseMs: lease.leaseMs ?? 1 },
         );
       }
-      const claim = (channel: string, owner = 'heir') => store.deliveries.claimExpired({ owner, leaseMs: 60_000, channels: [channel], limit: 10 }).then((parts) => parts.map((part) => part.text));
+      const claim = (channel: string, owner = 'heir') =>
+        store.deliveries.claimExpired({ owner, leaseMs: 60_000, channels: [channel], limit: 10 }).then((parts) => parts.map((part) => part.text));
       const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-      it('keeps a reply plan\'s reaction and a quoting message, in order, and hands them out after a crash as they were', async () => {
+      it("keeps a reply plan's reaction and a quoting message, in order, and hands them out after a crash as they were", async () => {
         const channel = unique('chan');
         const session = await givenSession();
         const replyMessageId = unique('reply');
-        const base = { sessionId: session.id, replyMessageId, channel, conversationId: 'conv', accountId: 'acct', inReplyTo: ['77'], correlationId: unique('corr') };
+        const base = {
+          sessionId: session.id,
+          replyMessageId,
+          channel,
+          conversationId: 'conv',
+          accountId: 'acct',
+          inReplyTo: ['77'],
+          correlationId: unique('corr'),
+        };
         const added = await store.deliveries.add(
           [
             { ...base, part: 0, text: 'Got it.', replyTo: '77' },
@@ -1123,7 +1304,9 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
           [1, '', null, { emoji: '👍', messageId: '77' }],
           [2, 'Plain.', null, null],
         ]);
-        expect(await store.deliveries.listForReply(replyMessageId)).toEqual(added.map((part, index) => (index === 0 ? { ...part, state: 'sent', channelMessageId: 'tg-1' } : part)));
+        expect(await store.deliveries.listForReply(replyMessageId)).toEqual(
+          added.map((part, index) => (index === 0 ? { ...part, state: 'sent', channelMessageId: 'tg-1' } : part)),
+        );
       });
 
       it('keeps a postponed part pending and hands it out only once its time came, to one new owner', async () => {
@@ -1192,13 +1375,33 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       /** A session and where recordings into it go; the conversation is on channel `console`. */
       async function givenTarget() {
         const session = await givenSession();
-        return { session, target: { channel: session.channel, conversationId: session.conversationId, sessionId: session.id, accountNamespace: 'console', accountId: unique('acct'), userId: session.userId } };
+        return {
+          session,
+          target: {
+            channel: session.channel,
+            conversationId: session.conversationId,
+            sessionId: session.id,
+            accountNamespace: 'console',
+            accountId: unique('acct'),
+            userId: session.userId,
+          },
+        };
       }
-      const entry = (channelMessageId: string, content: string, role: 'user' | 'assistant' = 'user'): RecordedNewMessage => ({ role, audience: 'display', content, channelMessageId, meta: { recorded: 'imported' } });
+      const entry = (channelMessageId: string, content: string, role: 'user' | 'assistant' = 'user'): RecordedNewMessage => ({
+        role,
+        audience: 'display',
+        content,
+        channelMessageId,
+        meta: { recorded: 'imported' },
+      });
 
       it('appends new messages in the order given and skips ids it has seen, also within one call', async () => {
         const { session, target } = await givenTarget();
-        const first = await store.recorded.append(target, [entry('10', 'hi'), entry('11', 'hello, how can I help?', 'assistant'), entry('10', 'hi again under the same id')]);
+        const first = await store.recorded.append(target, [
+          entry('10', 'hi'),
+          entry('11', 'hello, how can I help?', 'assistant'),
+          entry('10', 'hi again under the same id'),
+        ]);
         expect(first.map((message) => [message.seq, message.role, message.content])).toEqual([
           [1, 'user', 'hi'],
           [2, 'assistant', 'hello, how can I help?'],
@@ -1208,7 +1411,11 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const second = await store.recorded.append(target, [entry('10', 'hi'), entry('11', 'hello, how can I help?', 'assistant'), entry('12', 'a question')]);
         expect(second.map((message) => [message.seq, message.content])).toEqual([[3, 'a question']]);
         expect(await store.recorded.append(target, [entry('12', 'a question')])).toEqual([]);
-        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.content)).toEqual(['hi', 'hello, how can I help?', 'a question']);
+        expect((await store.messages.listRecent(session.id, { limit: 10 })).map((message) => message.content)).toEqual([
+          'hi',
+          'hello, how can I help?',
+          'a question',
+        ]);
         // The same id in another conversation is another message.
         const other = await givenTarget();
         expect(await store.recorded.append(other.target, [entry('10', 'hi')])).toHaveLength(1);
@@ -1217,7 +1424,20 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       it('skips a message that came through the inbox with that message id', async () => {
         const { session, target } = await givenTarget();
         await store.inbound.accept(
-          { channel: session.channel, conversationId: session.conversationId, accountId: target.accountId, userId: session.userId, sessionId: session.id, text: 'sent live', messageId: '20', dedupeKey: null, correlationId: unique('corr'), languageHint: null, displayName: null, conversationKind: 'direct' },
+          {
+            channel: session.channel,
+            conversationId: session.conversationId,
+            accountId: target.accountId,
+            userId: session.userId,
+            sessionId: session.id,
+            text: 'sent live',
+            messageId: '20',
+            dedupeKey: null,
+            correlationId: unique('corr'),
+            languageHint: null,
+            displayName: null,
+            conversationKind: 'direct',
+          },
           { owner: 'p', leaseMs: 60_000 },
         );
         const stored = await store.recorded.append(target, [entry('19', 'before'), entry('20', 'sent live'), entry('21', 'after')]);
@@ -1274,7 +1494,12 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.channelLeases.get(channel)).toMatchObject({ holder: 'a', acquiredAt: 1_000, expiresAt: 50_000 });
         // Past the first expiry but within the renewed one: still a's.
         expect(await store.channelLeases.claim({ channel, holder: 'b', now: 40_000, ttlMs: TTL })).toMatchObject({ holder: 'a' });
-        expect(await store.channelLeases.claim({ channel, holder: 'a', now: 45_000, ttlMs: TTL })).toEqual({ channel, holder: 'a', acquiredAt: 1_000, expiresAt: 75_000 });
+        expect(await store.channelLeases.claim({ channel, holder: 'a', now: 45_000, ttlMs: TTL })).toEqual({
+          channel,
+          holder: 'a',
+          acquiredAt: 1_000,
+          expiresAt: 75_000,
+        });
       });
 
       it('hands an expired lease (a crashed holder) to the next claimant, and the old holder cannot renew it', async () => {
@@ -1388,10 +1613,29 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       it('registers processes, and retiring a dead one frees its messages, outbox parts and claims at once', async () => {
         const dead = unique('proc');
         await store.processes.register({ id: dead, host: 'box', pid: 41, startedAt: 1_000, heartbeatAt: 1_000 });
-        expect((await store.processes.list()).find((record) => record.id === dead)).toEqual({ id: dead, host: 'box', pid: 41, startedAt: 1_000, heartbeatAt: 1_000 });
+        expect((await store.processes.list()).find((record) => record.id === dead)).toEqual({
+          id: dead,
+          host: 'box',
+          pid: 41,
+          startedAt: 1_000,
+          heartbeatAt: 1_000,
+        });
         const session = await givenSession();
         const accepted = await store.inbound.accept(
-          { channel: 'console', conversationId: session.conversationId, accountId: 'acct', userId: session.userId, sessionId: session.id, text: 'hi', messageId: null, dedupeKey: null, correlationId: unique('c'), languageHint: null, displayName: null, conversationKind: 'direct' },
+          {
+            channel: 'console',
+            conversationId: session.conversationId,
+            accountId: 'acct',
+            userId: session.userId,
+            sessionId: session.id,
+            text: 'hi',
+            messageId: null,
+            dedupeKey: null,
+            correlationId: unique('c'),
+            languageHint: null,
+            displayName: null,
+            conversationKind: 'direct',
+          },
           { owner: dead, leaseMs: 3_600_000 },
         );
         const where = { channel: 'console', conversationId: session.conversationId };

@@ -26,7 +26,8 @@ describe('token estimate in the store', () => {
       const session = await store.sessions.open({ userId: user.id, channel: 'console', conversationId: 'c' });
       const content = 'Запишіть мене, будь ласка, на манікюр у четвер.';
       await store.messages.append(session.id, [{ role: 'user', audience: 'display', content }]);
-      const column = async () => (await sql<{ token_estimate: number }>`select token_estimate from messages where session_id = ${session.id}`.execute(db)).rows[0]!.token_estimate;
+      const column = async () =>
+        (await sql<{ token_estimate: number }>`select token_estimate from messages where session_id = ${session.id}`.execute(db)).rows[0]!.token_estimate;
       expect(await column()).toBe(estimateTokens(content));
 
       // What migration 0008 leaves on older rows: the default 0.

@@ -76,7 +76,15 @@ function runTurnJournalContract(name: string, open: () => Promise<Store>): void 
       const turnId = unique('turn');
       await store.turns.open({ id: turnId, sessionId: session.id, owner: 'p1', inboundIds: [message] });
       await store.turns.recordModelCall(turnId, 0, '{}');
-      await store.toolCalls.start({ callId: `${turnId}:call_1`, sessionId: session.id, userId: session.userId, correlationId: 'c', name: 'book', arguments: '{}', turnId });
+      await store.toolCalls.start({
+        callId: `${turnId}:call_1`,
+        sessionId: session.id,
+        userId: session.userId,
+        correlationId: 'c',
+        name: 'book',
+        arguments: '{}',
+        turnId,
+      });
       expect((await store.toolCalls.listByTurn(turnId)).map((call) => [call.callId, call.turnId])).toEqual([[`${turnId}:call_1`, turnId]]);
       // A rolled-back reply keeps the journal.
       await expect(
@@ -92,7 +100,7 @@ function runTurnJournalContract(name: string, open: () => Promise<Store>): void 
       expect(await store.toolCalls.listByTurn(turnId)).toEqual([]);
     });
 
-    it('hands a dead process\'s turn to exactly one of two processes that each took over one of its messages, with all its messages', async () => {
+    it("hands a dead process's turn to exactly one of two processes that each took over one of its messages, with all its messages", async () => {
       const session = await givenSession();
       const [m1, m2] = [await givenInbound(session, 'dead', 1), await givenInbound(session, 'dead', 1)];
       const turnId = unique('turn');

@@ -18,7 +18,11 @@ export default function setup(): void {
   const built = existsSync(BUILT) ? statSync(BUILT).mtimeMs : 0;
   const changed = BUILD_INPUTS.map((input) => newestChange(join(ROOT, input))).reduce((a, b) => Math.max(a, b), 0);
   if (changed <= built) return;
-  console.log(built === 0 ? 'dist/ is missing: building it for the tests that start palaver' : 'dist/ is older than src/: building it again for the tests that start palaver');
+  console.log(
+    built === 0
+      ? 'dist/ is missing: building it for the tests that start palaver'
+      : 'dist/ is older than src/: building it again for the tests that start palaver',
+  );
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
 }
 

@@ -37,7 +37,12 @@ export function fuzz<Ts extends [unknown, ...unknown[]]>(name: string, property:
 }
 
 /** `fc.assert` for an asynchronous property, with the seed printed and the replay command in the failure. */
-export async function fuzzAsync<Ts extends [unknown, ...unknown[]]>(name: string, property: fc.IAsyncProperty<Ts>, parameters: fc.Parameters<Ts> = {}): Promise<void> {
+export async function fuzzAsync<Ts extends [unknown, ...unknown[]]>(
+  name: string,
+  property: fc.IAsyncProperty<Ts>,
+  parameters: fc.Parameters<Ts> = {},
+): Promise<void> {
   const details = await fc.check(property, fuzzParameters(name, parameters));
-  if (details.failed) throw new Error(`${await fc.asyncDefaultReportMessage(details)}${failure(details)}${replayHint(details)}`, { cause: details.errorInstance });
+  if (details.failed)
+    throw new Error(`${await fc.asyncDefaultReportMessage(details)}${failure(details)}${replayHint(details)}`, { cause: details.errorInstance });
 }

@@ -87,7 +87,8 @@ export async function startCluster(options: ClusterOptions): Promise<PalaverClus
     for (const cleanup of cleanups.splice(0).reverse()) await Promise.resolve(cleanup()).catch(() => {});
   };
   try {
-    const database = options.database === 'postgres' ? await createTestPostgresDatabase() : options.database === 'mariadb' ? await createTestMariadbDatabase() : sqliteFile();
+    const database =
+      options.database === 'postgres' ? await createTestPostgresDatabase() : options.database === 'mariadb' ? await createTestMariadbDatabase() : sqliteFile();
     cleanups.push(() => database.drop());
     const redis = options.database === 'mariadb' ? testRedisSettings(TEST_REDIS_URL) : undefined;
     if (redis) {
@@ -264,13 +265,22 @@ export async function postRun(base: string, cookie: string, run: WebRun, signal?
   const events = parseSse(body);
   // As the chat page shows it: a message withdrawn by a `palaver.discard` event (text of a turn that did not store
   // it) leaves the screen.
-  const discarded = new Set(events.filter((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.discard').map((event) => String((event['value'] as { messageId?: unknown } | undefined)?.messageId)));
+  const discarded = new Set(
+    events
+      .filter((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.discard')
+      .map((event) => String((event['value'] as { messageId?: unknown } | undefined)?.messageId)),
+  );
   const text = events
     .filter((event) => event.type === 'TEXT_MESSAGE_CONTENT' && !discarded.has(String(event['messageId'])))
     .map((event) => String(event['delta']))
     .join('');
   const last = events.at(-1);
-  const finished = last?.type === 'RUN_FINISHED' ? String((last['result'] as { status?: string } | undefined)?.status ?? 'completed') : last?.type === 'RUN_ERROR' ? 'error' : undefined;
+  const finished =
+    last?.type === 'RUN_FINISHED'
+      ? String((last['result'] as { status?: string } | undefined)?.status ?? 'completed')
+      : last?.type === 'RUN_ERROR'
+        ? 'error'
+        : undefined;
   return { status: response.status, events, text, finished, endedAt };
 }
 

@@ -19,7 +19,9 @@ export async function connectTestRedis(settings: RedisSettings): Promise<RedisCo
   try {
     return await connectRedis(settings, { name: 'test' });
   } catch (error) {
-    throw new Error(`Redis not reachable (${(error as Error).message}). Start it (node scripts/prepare-test-env.mjs) or set PALAVER_TEST_REDIS_URL.`, { cause: error });
+    throw new Error(`Redis not reachable (${(error as Error).message}). Start it (node scripts/prepare-test-env.mjs) or set PALAVER_TEST_REDIS_URL.`, {
+      cause: error,
+    });
   }
 }
 

@@ -50,7 +50,11 @@ export async function startStandInWorker(options: StandInWorkerOptions): Promise
   };
   const heartbeat = async () => {
     const specs = (await options.registry.toolsFor(null)).specs;
-    const catalogue: ToolCatalogue = { workerId, at: Date.now(), tools: specs.map((spec) => ({ name: spec.name, description: spec.description, inputSchema: spec.parameters as Record<string, unknown> })) };
+    const catalogue: ToolCatalogue = {
+      workerId,
+      at: Date.now(),
+      tools: specs.map((spec) => ({ name: spec.name, description: spec.description, inputSchema: spec.parameters as Record<string, unknown> })),
+    };
     await redis.client.set(redis.key(`tools.catalogue:${workerId}`), JSON.stringify(catalogue), { expiration: { type: 'PX', value: 3_000 } });
   };
   await ensureGroup();
@@ -111,7 +115,8 @@ export async function startStandInWorker(options: StandInWorkerOptions): Promise
         const messages = (reply as { messages: { id: string; message: Record<string, string> }[] }[]).flatMap((entries) => entries.messages);
         // Cancels first: a call cancelled in the same batch is not started.
         const isCancel = (message: (typeof messages)[number]) => parseEntry(streamEvent, message.message.data)?.eventType === 'PluginToolCallCancelled';
-        for (const message of [...messages.filter(isCancel), ...messages.filter((message) => !isCancel(message))]) await handle(message.id, message.message.data);
+        for (const message of [...messages.filter(isCancel), ...messages.filter((message) => !isCancel(message))])
+          await handle(message.id, message.message.data);
       } catch (error) {
         if (closed) return;
         if (/NOGROUP/.test((error as Error).message)) await ensureGroup().catch(() => undefined);

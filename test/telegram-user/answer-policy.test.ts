@@ -20,7 +20,7 @@ describe('telegram user account: who is answered', () => {
     expect(policy.check(serviceMessage(vera))).toBe('service');
   });
 
-  it('never answers bots, Telegram\'s 777000 or support accounts, whatever the setting', () => {
+  it("never answers bots, Telegram's 777000 or support accounts, whatever the setting", () => {
     const bot = tlUser(7, { bot: true, username: 'somebot', botInfoVersion: 1 });
     const telegram = tlUser(TELEGRAM_SERVICE_USER_ID, { firstName: 'Telegram', verified: true });
     const support = tlUser(8, { support: true });
@@ -50,7 +50,7 @@ describe('telegram user account: who is answered', () => {
     expect(byName.check(privateMessage(collectible, { message: 'a' }))).toBeUndefined();
   });
 
-  it('judges the owner\'s outgoing messages by the person on the other side, not by the account', () => {
+  it("judges the owner's outgoing messages by the person on the other side, not by the account", () => {
     const policy = new AnswerPolicy('contacts');
     expect(policy.check(privateMessage(friend, { message: 'see you' }, { outgoing: true }))).toBeUndefined();
     expect(policy.check(privateMessage(vera, { message: 'see you' }, { outgoing: true }))).toBe('not_contact');

@@ -47,7 +47,9 @@ async function startChannel(options: Partial<TelegramUserChannelOptions> & { scr
     quietWindowMs: 50,
     mtcuteLogLevel: 0,
     now: () => clock.now,
-    ...(transcription ? { transcribe: createTranscriber({ baseUrl: harness.model.baseUrl, apiKey: TEST_SECRETS.modelApiKey, model: 'whisper-1' }).transcribe } : {}),
+    ...(transcription
+      ? { transcribe: createTranscriber({ baseUrl: harness.model.baseUrl, apiKey: TEST_SECRETS.modelApiKey, model: 'whisper-1' }).transcribe }
+      : {}),
     ...channelOptions,
   });
   const palaver = await harness.start({ channels: { web: { enabled: false } } }, { channels: [channel] });
@@ -70,7 +72,7 @@ function inboundCount(h: Harness): number {
 }
 
 describe('telegram user account: inbound end to end', () => {
-  it('answers the person who writes, once; never a bot, Telegram\'s 777000 or a service message', async () => {
+  it("answers the person who writes, once; never a bot, Telegram's 777000 or a service message", async () => {
     const { fake, harness } = await startChannel();
     const vera = fake.addUser({ firstName: 'Vera' });
     const bot = fake.addUser({ firstName: 'Shop', bot: true });
@@ -112,7 +114,15 @@ describe('telegram user account: inbound end to end', () => {
     session.kv.set('updates_date', int32(Math.floor(Date.now() / 1000)));
     session.kv.set('updates_seq', int32(0));
     const logs = collectedLogger();
-    const channel = new TelegramUserChannel({ apiId: 1, apiHash: '0123456789abcdef0123456789abcdef', session, network: fakeMtprotoLink(fake), quietWindowMs: 50, mtcuteLogLevel: 0, logger: logs.logger });
+    const channel = new TelegramUserChannel({
+      apiId: 1,
+      apiHash: '0123456789abcdef0123456789abcdef',
+      session,
+      network: fakeMtprotoLink(fake),
+      quietWindowMs: 50,
+      mtcuteLogLevel: 0,
+      logger: logs.logger,
+    });
     await first.harness.start({ channels: { web: { enabled: false } } }, { channels: [channel] });
     const replayed = () => logs.lines.filter((l) => l['msg'] === 'telegram user-account message handled' && l['reason'] === 'own_send');
     await expect.poll(() => replayed().length, { timeout: 15_000 }).toBe(1);
@@ -131,7 +141,7 @@ describe('telegram user account: inbound end to end', () => {
     expect(fake.sent().map((m) => m.chatId)).toEqual([vera.id]);
   });
 
-  it('hands the phone of the person\'s own contact card to identity, vouched for by Telegram', async () => {
+  it("hands the phone of the person's own contact card to identity, vouched for by Telegram", async () => {
     const { fake, palaver } = await startChannel();
     const vera = fake.addUser({ firstName: 'Vera', lastName: 'K' });
     fake.incoming(vera.id, { media: contactMedia(vera.id, '+380671234567', 'Vera', 'K') });
@@ -151,8 +161,15 @@ describe('telegram user account: inbound end to end', () => {
     fake.on('messages.getMessages', (request) => {
       const ids = (request as { id: { _: string; id: number }[] }).id;
       const all = fake.history(vera.id);
-      const wanted = ids.map((input) => (input._ === 'inputMessageReplyTo' ? all.find((m) => m.id === all.find((r) => r.id === input.id)?.replyToId) : all.find((m) => m.id === input.id)));
-      return { _: 'messages.messages', messages: wanted.map((m) => (m ? fake.messageTl(m) : { _: 'messageEmpty', id: 0 })), chats: [], users: [fake.userTl(fake.self), fake.userTl(vera)] };
+      const wanted = ids.map((input) =>
+        input._ === 'inputMessageReplyTo' ? all.find((m) => m.id === all.find((r) => r.id === input.id)?.replyToId) : all.find((m) => m.id === input.id),
+      );
+      return {
+        _: 'messages.messages',
+        messages: wanted.map((m) => (m ? fake.messageTl(m) : { _: 'messageEmpty', id: 0 })),
+        chats: [],
+        users: [fake.userTl(fake.self), fake.userTl(vera)],
+      };
     });
     const question = await channel.client.sendText(vera.id, 'Tuesday or Thursday?');
     fake.incoming(vera.id, { text: 'Thursday', replyToId: question.id });
@@ -174,7 +191,10 @@ describe('telegram user account: inbound end to end', () => {
   it('registers its count of taken-over chats for the gauge at start', async () => {
     // The metrics hooks as app.ts passes them; a takeover itself needs ChannelContext.record (h2, below).
     const metrics = new PalaverMetrics({ channels: [telegramUserPlugin] });
-    const { palaver } = await startChannel({ onOwnerTakeover: () => metrics.channel(telegramUserPlugin).ownerTakeovers.inc(), watchTakenOverChats: (count) => metrics.channel(telegramUserPlugin).watchTakenOverChats(count) });
+    const { palaver } = await startChannel({
+      onOwnerTakeover: () => metrics.channel(telegramUserPlugin).ownerTakeovers.inc(),
+      watchTakenOverChats: (count) => metrics.channel(telegramUserPlugin).watchTakenOverChats(count),
+    });
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^palaver_telegram_user_taken_over_chats 0$/m);
     expect(text).toMatch(/^palaver_telegram_user_owner_takeovers_total 0$/m);
@@ -184,7 +204,7 @@ describe('telegram user account: inbound end to end', () => {
 
 // Through ChannelContext.record.
 describe('telegram user account: owner takeover end to end', () => {
-  it('stores the owner\'s message as the account\'s side, holds the person\'s next one, answers again after the window', async () => {
+  it("stores the owner's message as the account's side, holds the person's next one, answers again after the window", async () => {
     const logs = collectedLogger();
     const metrics = new PalaverMetrics({ channels: [telegramUserPlugin] });
     const { fake, clock, harness } = await startChannel({
@@ -212,7 +232,12 @@ describe('telegram user account: owner takeover end to end', () => {
     // The model saw the owner's words as the account's side and the held message, in order, before the new one.
     const call = harness.model.calls.at(-1)!;
     const seen = call.messages.flatMap((m) => (m.type === 'message' ? [`${m.role}: ${m.content}`] : []));
-    expect(seen.slice(-4)).toEqual(['assistant: heard: Can I bring my dog?', 'assistant: Olga here: of course, dogs are welcome!', 'user: Wonderful, thank you!', 'user: Is there parking?']);
+    expect(seen.slice(-4)).toEqual([
+      'assistant: heard: Can I bring my dog?',
+      'assistant: Olga here: of course, dogs are welcome!',
+      'user: Wonderful, thank you!',
+      'user: Is there parking?',
+    ]);
   });
 });
 
@@ -221,7 +246,14 @@ describe('telegram user account and the bot: one person', () => {
     harness = await createHarness(echo);
     const botApi = await startFakeTelegram();
     const fake = new FakeMtproto({ self: { id: 100, firstName: 'Olga' } });
-    const channel = new TelegramUserChannel({ apiId: 1, apiHash: '0123456789abcdef0123456789abcdef', session: new MemoryStorage(), network: fakeMtprotoLink(fake), quietWindowMs: 50, mtcuteLogLevel: 0 });
+    const channel = new TelegramUserChannel({
+      apiId: 1,
+      apiHash: '0123456789abcdef0123456789abcdef',
+      session: new MemoryStorage(),
+      network: fakeMtprotoLink(fake),
+      quietWindowMs: 50,
+      mtcuteLogLevel: 0,
+    });
     try {
       const palaver = await harness.start(
         { channels: { web: { enabled: false }, telegram: { token: botApi.token, apiRoot: botApi.apiRoot, quietWindowMs: 50, drafts: false } } },

@@ -1,7 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeMtproto, fakeMtprotoLink, remoteFakeMtprotoLink, serveFakeMtproto, signInSessionFile, type FakeMtprotoServer } from '../../src/testing/fake-mtproto/index.js';
+import {
+  FakeMtproto,
+  fakeMtprotoLink,
+  remoteFakeMtprotoLink,
+  serveFakeMtproto,
+  signInSessionFile,
+  type FakeMtprotoServer,
+} from '../../src/testing/fake-mtproto/index.js';
 import { createHarness, userTexts, type Harness } from '../support/palaver-harness.js';
 import { voiceMedia } from './tl-messages.js';
 
@@ -23,20 +30,23 @@ describe('channels.telegramUser: who is answered, transcription and owner takeov
     mkdirSync(join(harness.dir, 'data'), { recursive: true, mode: 0o700 });
     const sessionFile = join(harness.dir, 'data', 'telegram-user.session');
     await signInSessionFile(fakeMtprotoLink(telegram), sessionFile);
-    const palaver = await harness.start({
-      channels: {
-        web: { enabled: false },
-        telegramUser: {
-          apiId: 12345,
-          apiHash: '0123456789abcdef0123456789abcdef',
-          sessionFile,
-          quietWindowMs: 0,
-          answer: 'contacts',
-          ownerTakeoverMinutes: 30,
-          transcription: { baseUrl: harness.model.baseUrl, model: 'gpt-4o-mini-transcribe' },
+    const palaver = await harness.start(
+      {
+        channels: {
+          web: { enabled: false },
+          telegramUser: {
+            apiId: 12345,
+            apiHash: '0123456789abcdef0123456789abcdef',
+            sessionFile,
+            quietWindowMs: 0,
+            answer: 'contacts',
+            ownerTakeoverMinutes: 30,
+            transcription: { baseUrl: harness.model.baseUrl, model: 'gpt-4o-mini-transcribe' },
+          },
         },
       },
-    }, { telegramUserNetwork: remoteFakeMtprotoLink(served.url) });
+      { telegramUserNetwork: remoteFakeMtprotoLink(served.url) },
+    );
     telegram.on('upload.getFile', () => ({ _: 'upload.file', type: { _: 'storage.fileUnknown' }, mtime: 0, bytes: new Uint8Array([1, 2, 3, 4]) }));
     const stranger = telegram.addUser({ firstName: 'Stranger' });
     const friend = telegram.addUser({ firstName: 'Friend', contact: true });

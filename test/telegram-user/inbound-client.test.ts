@@ -96,7 +96,14 @@ function pushGroupMessage(fake: FakeMtproto, client: TelegramClient, fromUserId:
   const internals = fake as unknown as { pts: number };
   internals.pts += 1;
   const group = tlGroup(5_000);
-  const message: tl.RawMessage = { _: 'message', id: 90_000, peerId: { _: 'peerChat', chatId: group.id }, fromId: { _: 'peerUser', userId: fromUserId }, date: Math.floor(Date.now() / 1000), message: text };
+  const message: tl.RawMessage = {
+    _: 'message',
+    id: 90_000,
+    peerId: { _: 'peerChat', chatId: group.id },
+    fromId: { _: 'peerUser', userId: fromUserId },
+    date: Math.floor(Date.now() / 1000),
+    message: text,
+  };
   client.onServerUpdate.emit({
     _: 'updates',
     updates: [{ _: 'updateNewMessage', message, pts: internals.pts, ptsCount: 1 }],
@@ -108,7 +115,7 @@ function pushGroupMessage(fake: FakeMtproto, client: TelegramClient, fromUserId:
 }
 
 describe('telegram user account inbound, through the real client', () => {
-  it('answers a person who writes, and never a group, a bot, Telegram\'s 777000 or a service message', async () => {
+  it("answers a person who writes, and never a group, a bot, Telegram's 777000 or a service message", async () => {
     const { fake, client, context, handled } = await startRig();
     const vera = fake.addUser({ firstName: 'Vera', username: 'vera' });
     const bot = fake.addUser({ firstName: 'Shop', username: 'shop_bot', bot: true });
@@ -119,7 +126,9 @@ describe('telegram user account inbound, through the real client', () => {
     fake.incoming(vera.id, 'Hello! Are you open on Sunday?');
     const outcomes = await handled(5);
     expect(outcomes.map((o) => (o.kind === 'ignored' ? o.reason : o.kind))).toEqual(['not_private', 'bot', 'telegram_service', 'service', 'accepted']);
-    expect(context.received.map((r) => [r.message.accountId, r.message.conversationId, r.message.text])).toEqual([[String(vera.id), String(vera.id), 'Hello! Are you open on Sunday?']]);
+    expect(context.received.map((r) => [r.message.accountId, r.message.conversationId, r.message.text])).toEqual([
+      [String(vera.id), String(vera.id), 'Hello! Are you open on Sunday?'],
+    ]);
     expect(context.received[0]!.message.dedupeKey).toBe(`telegram-user:${vera.id}:${fake.history(vera.id).at(-1)!.id}`);
     expect(context.recorded).toEqual([]);
   });
@@ -129,7 +138,7 @@ describe('telegram user account inbound, through the real client', () => {
     const stranger = fake.addUser({ firstName: 'Stranger' });
     const friend = fake.addUser({ firstName: 'Friend', contact: true });
     fake.incoming(stranger.id, 'hi, got your number from a friend');
-    fake.incoming(friend.id, 'hi, it\'s me');
+    fake.incoming(friend.id, "hi, it's me");
     await handled(2);
     expect(context.received.map((r) => r.message.accountId)).toEqual([String(friend.id)]);
   });
@@ -161,7 +170,7 @@ describe('telegram user account inbound, through the real client', () => {
     expect(context.received).toEqual([]);
   });
 
-  it('owner takeover: the owner\'s message is stored as the account\'s side, the person\'s next one held, and after the window answered again', async () => {
+  it("owner takeover: the owner's message is stored as the account's side, the person's next one held, and after the window answered again", async () => {
     const { fake, context, clock, handled } = await startRig();
     const vera = fake.addUser({ firstName: 'Vera' });
     const other = fake.addUser({ firstName: 'Ivan' });
@@ -178,7 +187,15 @@ describe('telegram user account inbound, through the real client', () => {
     const outcomes = await handled(5);
     expect(outcomes.map((o) => o.kind)).toEqual(['accepted', 'owner', 'held', 'accepted', 'accepted']);
     expect(context.received.map((r) => r.message.text)).toEqual(['Can I bring my dog?', 'Hello?', 'One more thing: is there parking?']);
-    expect(context.recorded.map((r) => ({ role: r.message.role, source: r.message.source, text: r.message.text, messageId: r.message.messageId, chat: r.conversation.conversationId }))).toEqual([
+    expect(
+      context.recorded.map((r) => ({
+        role: r.message.role,
+        source: r.message.source,
+        text: r.message.text,
+        messageId: r.message.messageId,
+        chat: r.conversation.conversationId,
+      })),
+    ).toEqual([
       { role: 'assistant', source: 'owner', text: 'Hi Vera, Olga here. Of course, dogs are welcome!', messageId: String(owner.id), chat: String(vera.id) },
       { role: 'user', source: 'held', text: 'Wonderful, thank you!', messageId: String(held.id), chat: String(vera.id) },
     ]);
@@ -195,7 +212,7 @@ describe('telegram user account inbound, through the real client', () => {
     expect(takeover.heldUntil(String(vera.id))).toBeDefined();
   });
 
-  it('hands over the phone of a contact the person shares of themselves; someone else\'s card is text only', async () => {
+  it("hands over the phone of a contact the person shares of themselves; someone else's card is text only", async () => {
     const { fake, context, handled } = await startRig();
     const vera = fake.addUser({ firstName: 'Vera', lastName: 'K' });
     fake.incoming(vera.id, { media: contactMedia(vera.id, '79991234567', 'Vera', 'K') });
@@ -218,7 +235,10 @@ describe('telegram user account inbound, through the real client', () => {
   });
 
   it('transcribes a voice message downloaded through the client, with the transcriber the bot uses', async () => {
-    const model = await startScriptedModelServer({ script: () => ({ text: 'unused' }), transcription: (call) => ({ text: call.audio.byteLength === 6 ? 'I would like a haircut on Friday' : 'unexpected audio' }) });
+    const model = await startScriptedModelServer({
+      script: () => ({ text: 'unused' }),
+      transcription: (call) => ({ text: call.audio.byteLength === 6 ? 'I would like a haircut on Friday' : 'unexpected audio' }),
+    });
     cleanups.push(() => model.close());
     const { fake, context, handled } = await startRig({ model });
     const vera = fake.addUser({ firstName: 'Vera' });

@@ -55,7 +55,7 @@ async function setup(options: { answer?: AnswerSetting; transcript?: string | Er
 }
 
 describe('telegram user account: inbound messages', () => {
-  it('hands a private message to the pipeline under the person\'s Telegram id, deduplicated by chat and message id', async () => {
+  it("hands a private message to the pipeline under the person's Telegram id, deduplicated by chat and message id", async () => {
     const { inbound, context } = await setup();
     const outcome = await inbound.handle(privateMessage(vera, { id: 17, message: 'Hi! Do you have time on Friday?' }));
     expect(outcome.kind).toBe('accepted');
@@ -73,7 +73,7 @@ describe('telegram user account: inbound messages', () => {
     ]);
   });
 
-  it('stores and answers nothing from a group, a bot, Telegram\'s 777000 or someone left out by the answer setting', async () => {
+  it("stores and answers nothing from a group, a bot, Telegram's 777000 or someone left out by the answer setting", async () => {
     const { inbound, context } = await setup({ answer: 'contacts' });
     expect(await inbound.handle(groupMessage(vera, tlGroup(500), 'hi all'))).toEqual({ kind: 'ignored', reason: 'not_private' });
     expect(await inbound.handle(privateMessage(tlUser(7, { bot: true }), { message: 'hi' }))).toEqual({ kind: 'ignored', reason: 'bot' });
@@ -83,7 +83,7 @@ describe('telegram user account: inbound messages', () => {
     expect(context.recorded).toHaveLength(0);
   });
 
-  it('hands over the phone of the person\'s own contact card, and only text for someone else\'s', async () => {
+  it("hands over the phone of the person's own contact card, and only text for someone else's", async () => {
     const { inbound, context } = await setup();
     await inbound.handle(privateMessage(vera, { id: 1, media: contactMedia(42, '79991234567', 'Vera', 'K') }));
     await inbound.handle(privateMessage(vera, { id: 2, media: contactMedia(99, '79990000000', 'Ivan') }));
@@ -119,7 +119,7 @@ describe('telegram user account: inbound messages', () => {
     expect(context.received[0]!.message.text).toBe('[voice message]');
   });
 
-  it('logs a refusal from the pipeline and sends nothing (a person\'s account does not answer with canned notices)', async () => {
+  it("logs a refusal from the pipeline and sends nothing (a person's account does not answer with canned notices)", async () => {
     const { inbound, context } = await setup();
     context.refuseNext(new ChannelError('busy', 'telegram-user', 'too many waiting'));
     expect(await inbound.handle(privateMessage(vera, { message: 'hello?' }))).toEqual({ kind: 'refused', code: 'busy' });
@@ -127,19 +127,24 @@ describe('telegram user account: inbound messages', () => {
     await expect(inbound.handle(privateMessage(vera, { id: 2, message: 'hello?' }))).rejects.toThrow('database is locked');
   });
 
-  it('ignores the echo of a message it sent, by id or, after a restart, by the pending send\'s text', async () => {
+  it("ignores the echo of a message it sent, by id or, after a restart, by the pending send's text", async () => {
     const { inbound, context, ownSends } = await setup();
     await ownSends.willSend('42', 'delivery-1', 'Friday at 10 is free.');
     await ownSends.sent('42', 'delivery-1', 50);
-    expect(await inbound.handle(privateMessage(vera, { id: 50, message: 'Friday at 10 is free.' }, { outgoing: true }))).toEqual({ kind: 'ignored', reason: 'own_send' });
+    expect(await inbound.handle(privateMessage(vera, { id: 50, message: 'Friday at 10 is free.' }, { outgoing: true }))).toEqual({
+      kind: 'ignored',
+      reason: 'own_send',
+    });
     await ownSends.willSend('42', 'delivery-2', 'Booked!');
     expect(await inbound.handle(privateMessage(vera, { id: 51, message: 'Booked!' }, { outgoing: true }))).toEqual({ kind: 'ignored', reason: 'own_send' });
     expect(context.recorded).toHaveLength(0);
   });
 
-  it('stores the owner\'s hand-typed message as the account\'s side, then holds the person\'s messages until the window ends', async () => {
+  it("stores the owner's hand-typed message as the account's side, then holds the person's messages until the window ends", async () => {
     const { inbound, context, clock } = await setup();
-    const owner = await inbound.handle(privateMessage(vera, { id: 60, message: 'Hi Vera, it\'s Olga herself. Friday is fine.', date: clock.now / 1000 }, { outgoing: true }));
+    const owner = await inbound.handle(
+      privateMessage(vera, { id: 60, message: "Hi Vera, it's Olga herself. Friday is fine.", date: clock.now / 1000 }, { outgoing: true }),
+    );
     expect(owner).toMatchObject({ kind: 'owner', conversationId: '42', messageId: '60' });
     clock.now += 5 * MINUTE;
     const held = await inbound.handle(privateMessage(vera, { id: 61, message: 'Great, thank you!' }));
@@ -148,7 +153,13 @@ describe('telegram user account: inbound messages', () => {
     expect(context.recorded.map(({ conversation, message }) => ({ conversation, message }))).toEqual([
       {
         conversation: { accountId: '42', displayName: 'Vera K', conversationId: '42', conversationKind: 'direct' },
-        message: { role: 'assistant', text: 'Hi Vera, it\'s Olga herself. Friday is fine.', messageId: '60', at: new Date(clock.now - 5 * MINUTE), source: 'owner' },
+        message: {
+          role: 'assistant',
+          text: "Hi Vera, it's Olga herself. Friday is fine.",
+          messageId: '60',
+          at: new Date(clock.now - 5 * MINUTE),
+          source: 'owner',
+        },
       },
       {
         conversation: { accountId: '42', displayName: 'Vera K', conversationId: '42', conversationKind: 'direct' },
@@ -161,12 +172,15 @@ describe('telegram user account: inbound messages', () => {
     expect((await inbound.handle(privateMessage(vera, { id: 63, message: 'One more question' }))).kind).toBe('accepted');
   });
 
-  it('describes the owner\'s voice message without transcribing it, and ignores the owner writing to a bot or a group', async () => {
+  it("describes the owner's voice message without transcribing it, and ignores the owner writing to a bot or a group", async () => {
     const { inbound, context, transcriptions } = await setup();
     await inbound.handle(privateMessage(vera, { id: 70, media: voiceMedia(), date: 1_700_000_000 }, { outgoing: true }));
     expect(context.recorded[0]!.message).toMatchObject({ role: 'assistant', text: '[voice message]', source: 'owner' });
     expect(transcriptions).toHaveLength(0);
-    expect(await inbound.handle(privateMessage(tlUser(7, { bot: true }), { message: '/start' }, { outgoing: true }))).toEqual({ kind: 'ignored', reason: 'bot' });
+    expect(await inbound.handle(privateMessage(tlUser(7, { bot: true }), { message: '/start' }, { outgoing: true }))).toEqual({
+      kind: 'ignored',
+      reason: 'bot',
+    });
     expect(context.recorded).toHaveLength(1);
   });
 });

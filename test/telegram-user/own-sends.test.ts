@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { OwnSends } from '../../src/channels/telegram-user/own-sends.js';
 import { FakeChannelContext } from '../channels/fake-pipeline.js';
 
-describe('telegram user account: telling our own sends from the owner\'s', () => {
+describe("telegram user account: telling our own sends from the owner's", () => {
   it('knows a message it sent by its id once Telegram answered the send', async () => {
     const { state } = new FakeChannelContext();
     const own = new OwnSends({ state });

@@ -7,7 +7,7 @@ import { FakeChannelContext } from '../channels/fake-pipeline.js';
 const MINUTE = 60_000;
 
 describe('telegram user account: owner takeover state', () => {
-  it('steps back in a chat for the window after the owner\'s last message, and answers again after it', async () => {
+  it("steps back in a chat for the window after the owner's last message, and answers again after it", async () => {
     const { state } = new FakeChannelContext();
     let now = Date.UTC(2026, 10, 27, 9, 0);
     const takeover = await OwnerTakeover.load({ state, windowMs: 30 * MINUTE, now: () => now });
@@ -63,7 +63,12 @@ describe('telegram user account: owner takeover state', () => {
     const { state } = new FakeChannelContext();
     const metrics = new PalaverMetrics({ channels: [telegramUserPlugin] });
     let now = Date.UTC(2026, 10, 27, 9, 0);
-    const takeover = await OwnerTakeover.load({ state, windowMs: 30 * MINUTE, now: () => now, onTakeover: () => metrics.channel(telegramUserPlugin).ownerTakeovers.inc() });
+    const takeover = await OwnerTakeover.load({
+      state,
+      windowMs: 30 * MINUTE,
+      now: () => now,
+      onTakeover: () => metrics.channel(telegramUserPlugin).ownerTakeovers.inc(),
+    });
     metrics.channel(telegramUserPlugin).watchTakenOverChats(() => takeover.activeCount());
     await takeover.ownerWrote('42', new Date(now));
     await takeover.ownerWrote('42', new Date(now));

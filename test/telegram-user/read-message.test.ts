@@ -25,12 +25,15 @@ describe('telegram user account: reading a message for the model', () => {
     expect(await readMessage(privateMessage(vera, { message: 'Can I book for Friday?' }))).toEqual({ text: 'Can I book for Friday?' });
   });
 
-  it('describes media in the bot channel\'s words, caption after the description', async () => {
+  it("describes media in the bot channel's words, caption after the description", async () => {
     expect((await readMessage(privateMessage(vera, { message: 'my cat', media: photoMedia() })))?.text).toBe('[photo] my cat');
     expect((await readMessage(privateMessage(vera, { media: photoMedia() })))?.text).toBe('[photo]');
     const pdf = documentMedia('application/pdf', [{ _: 'documentAttributeFilename', fileName: 'invoice.pdf' }]);
     expect((await readMessage(privateMessage(vera, { media: pdf })))?.text).toBe('[document: invoice.pdf]');
-    const sticker = documentMedia('image/webp', [{ _: 'documentAttributeSticker', alt: '😀', stickerset: { _: 'inputStickerSetEmpty' } }, { _: 'documentAttributeImageSize', w: 512, h: 512 }]);
+    const sticker = documentMedia('image/webp', [
+      { _: 'documentAttributeSticker', alt: '😀', stickerset: { _: 'inputStickerSetEmpty' } },
+      { _: 'documentAttributeImageSize', w: 512, h: 512 },
+    ]);
     expect((await readMessage(privateMessage(vera, { media: sticker })))?.text).toBe('[sticker 😀]');
     const gif = documentMedia('video/mp4', [{ _: 'documentAttributeVideo', duration: 2, w: 320, h: 240 }, { _: 'documentAttributeAnimated' }]);
     expect((await readMessage(privateMessage(vera, { media: gif })))?.text).toBe('[GIF]');

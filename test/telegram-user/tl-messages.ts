@@ -37,13 +37,26 @@ export function privateMessage(
 
 /** A service message (a call, a screenshot notice) in a private chat. */
 export function serviceMessage(person: tl.RawUser, id = 1): Message {
-  const raw: tl.RawMessageService = { _: 'messageService', id, peerId: { _: 'peerUser', userId: person.id }, date: 1_700_000_000, action: { _: 'messageActionScreenshotTaken' } };
+  const raw: tl.RawMessageService = {
+    _: 'messageService',
+    id,
+    peerId: { _: 'peerUser', userId: person.id },
+    date: 1_700_000_000,
+    action: { _: 'messageActionScreenshotTaken' },
+  };
   return new Message(raw, PeersIndex.from({ users: [self, person] }));
 }
 
 /** A message in a basic group, from `person`. */
 export function groupMessage(person: tl.RawUser, group: tl.RawChat, text: string): Message {
-  const raw: tl.RawMessage = { _: 'message', id: 1, peerId: { _: 'peerChat', chatId: group.id }, fromId: { _: 'peerUser', userId: person.id }, date: 1_700_000_000, message: text };
+  const raw: tl.RawMessage = {
+    _: 'message',
+    id: 1,
+    peerId: { _: 'peerChat', chatId: group.id },
+    fromId: { _: 'peerUser', userId: person.id },
+    date: 1_700_000_000,
+    message: text,
+  };
   return new Message(raw, PeersIndex.from({ users: [self, person], chats: [group] }));
 }
 
@@ -57,16 +70,36 @@ export function channelPost(channel: tl.RawChannel, text: string): Message {
 export function documentMedia(mimeType: string, attributes: tl.TypeDocumentAttribute[], size = 4): tl.RawMessageMediaDocument {
   return {
     _: 'messageMediaDocument',
-    document: { _: 'document', id: Long.fromInt(9), accessHash: Long.fromInt(9), fileReference: new Uint8Array([1]), date: 1_700_000_000, mimeType, size, dcId: 2, attributes },
+    document: {
+      _: 'document',
+      id: Long.fromInt(9),
+      accessHash: Long.fromInt(9),
+      fileReference: new Uint8Array([1]),
+      date: 1_700_000_000,
+      mimeType,
+      size,
+      dcId: 2,
+      attributes,
+    },
   };
 }
 
-export const voiceMedia = (size = 4): tl.RawMessageMediaDocument => documentMedia('audio/ogg', [{ _: 'documentAttributeAudio', voice: true, duration: 3 }], size);
-export const roundVideoMedia = (): tl.RawMessageMediaDocument => documentMedia('video/mp4', [{ _: 'documentAttributeVideo', roundMessage: true, duration: 5, w: 240, h: 240 }]);
+export const voiceMedia = (size = 4): tl.RawMessageMediaDocument =>
+  documentMedia('audio/ogg', [{ _: 'documentAttributeAudio', voice: true, duration: 3 }], size);
+export const roundVideoMedia = (): tl.RawMessageMediaDocument =>
+  documentMedia('video/mp4', [{ _: 'documentAttributeVideo', roundMessage: true, duration: 5, w: 240, h: 240 }]);
 
 export const photoMedia = (): tl.RawMessageMediaPhoto => ({
   _: 'messageMediaPhoto',
-  photo: { _: 'photo', id: Long.fromInt(5), accessHash: Long.fromInt(5), fileReference: new Uint8Array([1]), date: 1_700_000_000, sizes: [{ _: 'photoSize', type: 'x', w: 800, h: 600, size: 1000 }], dcId: 2 },
+  photo: {
+    _: 'photo',
+    id: Long.fromInt(5),
+    accessHash: Long.fromInt(5),
+    fileReference: new Uint8Array([1]),
+    date: 1_700_000_000,
+    sizes: [{ _: 'photoSize', type: 'x', w: 800, h: 600, size: 1000 }],
+    dcId: 2,
+  },
 });
 
 export function contactMedia(userId: number, phone: string, firstName = 'Vera', lastName = ''): tl.RawMessageMediaContact {

@@ -20,7 +20,9 @@ describe('telegram bot: Telegram Business', () => {
     const [reply] = await telegram.waitForMessages(1, { chatId: CUSTOMER.id });
     expect(reply).toMatchObject({ text: 'We do: Do you have rooms?', businessConnectionId: 'bc-1' });
     const messageId = (update['business_message'] as { message_id: number }).message_id;
-    expect(telegram.callsOf('readBusinessMessage').map((c) => c.params)).toEqual([{ business_connection_id: 'bc-1', chat_id: CUSTOMER.id, message_id: messageId }]);
+    expect(telegram.callsOf('readBusinessMessage').map((c) => c.params)).toEqual([
+      { business_connection_id: 'bc-1', chat_id: CUSTOMER.id, message_id: messageId },
+    ]);
     const typing = telegram.callsOf('sendChatAction');
     expect(typing.length).toBeGreaterThanOrEqual(1);
     for (const call of typing) expect(call.params).toMatchObject({ chat_id: CUSTOMER.id, action: 'typing', business_connection_id: 'bc-1' });
@@ -49,16 +51,23 @@ describe('telegram bot: Telegram Business', () => {
     telegram.businessMessage({ chatId: CUSTOMER.id, from: CUSTOMER, connectionId: 'bc-3', text: 'first' });
     await telegram.waitForMessages(1, { chatId: CUSTOMER.id });
     telegram.businessConnection({ id: 'bc-3', owner: OWNER, enabled: false });
-    await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) > (telegram.updates.at(-1)!.update_id));
+    await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) > telegram.updates.at(-1)!.update_id);
     telegram.businessMessage({ chatId: CUSTOMER.id, from: CUSTOMER, connectionId: 'bc-3', text: 'second' });
-    await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) > (telegram.updates.at(-1)!.update_id));
+    await telegram.waitForCall('getUpdates', (call) => Number(call.params['offset']) > telegram.updates.at(-1)!.update_id);
     await waitUntilSettled(harness, 1);
     expect(harness.model.calls).toHaveLength(1);
     expect(telegram.sentTo(CUSTOMER.id)).toHaveLength(1);
     expect(logsWith(harness, 'connection is disabled')).toHaveLength(1);
 
     const channel = rig.palaver.channels.find((c) => c.name === 'telegram-bot') as Channel;
-    const target: ReplyTarget = { channel: 'telegram-bot', conversationId: `business:bc-3:${CUSTOMER.id}`, accountId: String(CUSTOMER.id), inReplyTo: [], correlationId: 'c-1', sessionId: 's-1' };
+    const target: ReplyTarget = {
+      channel: 'telegram-bot',
+      conversationId: `business:bc-3:${CUSTOMER.id}`,
+      accountId: String(CUSTOMER.id),
+      inReplyTo: [],
+      correlationId: 'c-1',
+      sessionId: 's-1',
+    };
     await expect(channel.send(target, 'late reply')).rejects.toMatchObject({ code: 'business_connection_disabled' });
     expect(telegram.sentTo(CUSTOMER.id)).toHaveLength(1);
   });

@@ -34,7 +34,13 @@ describe.each(backends)('telegram dead letters on %s', (_name, databaseUrl) => {
     const letters = new DeadLetters(state, () => new Date('2026-11-27T06:00:00Z'));
     const nasty = { update_id: 11, message: { message_id: 1, chat: { id: 5, type: 'private' }, text: 'a\u0000b \ud800 c' } };
     await letters.keep(11, nasty, { reason: 'failed', attempts: 3, error: 'Error: \u0000 in the text' });
-    expect(JSON.parse((await state.get('dead-letter:11'))!)).toEqual({ reason: 'failed', attempts: 3, error: 'Error: \u0000 in the text', at: '2026-11-27T06:00:00.000Z', update: nasty });
+    expect(JSON.parse((await state.get('dead-letter:11'))!)).toEqual({
+      reason: 'failed',
+      attempts: 3,
+      error: 'Error: \u0000 in the text',
+      at: '2026-11-27T06:00:00.000Z',
+      update: nasty,
+    });
 
     const huge = { update_id: 12, message: { text: 'x'.repeat(100_000) } };
     await letters.keep(12, huge, { reason: 'malformed', attempts: 0, error: 'message.chat: expected object' });

@@ -28,7 +28,10 @@ describe('telegram bot: delivery', () => {
     // Nothing is waited out inside the call; recovery rounds every 100 ms pick the part up when its time comes.
     rig.palaver = await harness.start({
       inbox: { leaseMs: 300 },
-      channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 100, drafts: false, floodWaitInlineMaxSeconds: 0 } },
+      channels: {
+        web: { enabled: false },
+        telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 100, drafts: false, floodWaitInlineMaxSeconds: 0 },
+      },
     });
     telegram.failNext('sendMessage', { retryAfter: 2 });
     telegram.sendText({ chatId: 8, text: 'book a table' });
@@ -44,7 +47,9 @@ describe('telegram bot: delivery', () => {
 
   it('delivers a reply of 10,000 characters whole, in parts Telegram accepts', async () => {
     const paragraph = (n: number) => `Paragraph ${n}. ${'All work and no play makes a dull reply. '.repeat(12).trim()}`;
-    const long = Array.from({ length: 20 }, (_, i) => paragraph(i + 1)).join('\n\n').slice(0, 10_000);
+    const long = Array.from({ length: 20 }, (_, i) => paragraph(i + 1))
+      .join('\n\n')
+      .slice(0, 10_000);
     rig = await createTelegramRig(() => ({ text: long }), { quietWindowMs: 100 });
     const { telegram, harness } = rig;
     telegram.sendText({ chatId: 6, text: 'tell me everything' });

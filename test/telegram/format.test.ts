@@ -7,38 +7,66 @@ type Case = readonly [name: string, markdown: string, text: string, entities: re
 
 const cases: readonly Case[] = [
   ['plain text', 'Hello there.', 'Hello there.', []],
-  ['bold and italic', '**bold** and *it* and _it_', 'bold and it and it', [
-    { type: 'bold', offset: 0, length: 4 },
-    { type: 'italic', offset: 9, length: 2 },
-    { type: 'italic', offset: 16, length: 2 },
-  ]],
-  ['bold italic together', '***both***', 'both', [
-    { type: 'bold', offset: 0, length: 4 },
-    { type: 'italic', offset: 0, length: 4 },
-  ]],
+  [
+    'bold and italic',
+    '**bold** and *it* and _it_',
+    'bold and it and it',
+    [
+      { type: 'bold', offset: 0, length: 4 },
+      { type: 'italic', offset: 9, length: 2 },
+      { type: 'italic', offset: 16, length: 2 },
+    ],
+  ],
+  [
+    'bold italic together',
+    '***both***',
+    'both',
+    [
+      { type: 'bold', offset: 0, length: 4 },
+      { type: 'italic', offset: 0, length: 4 },
+    ],
+  ],
   ['strikethrough (double tilde)', 'was ~~10~~ 8', 'was 10 8', [{ type: 'strikethrough', offset: 4, length: 2 }]],
   ['single tildes stay text', 'takes ~5 min, costs ~$10', 'takes ~5 min, costs ~$10', []],
   ['inline code', 'run `npm test` now', 'run npm test now', [{ type: 'code', offset: 4, length: 8 }]],
   ['code block with language', '```ts\nconst x = 1;\n```', 'const x = 1;', [{ type: 'pre', offset: 0, length: 12, language: 'ts' }]],
   ['code block without language', 'See:\n\n    indented\n    code', 'See:\n\nindented\ncode', [{ type: 'pre', offset: 6, length: 13 }]],
   ['link', '[docs](https://example.com/docs)', 'docs', [{ type: 'text_link', offset: 0, length: 4, url: 'https://example.com/docs' }]],
-  ['nested bold in link', '[see **this** page](https://a.example)', 'see this page', [
-    { type: 'text_link', offset: 0, length: 13, url: 'https://a.example' },
-    { type: 'bold', offset: 4, length: 4 },
-  ]],
-  ['link in bold', '**read [it](https://a.example)**', 'read it', [
-    { type: 'bold', offset: 0, length: 7 },
-    { type: 'text_link', offset: 5, length: 2, url: 'https://a.example' },
-  ]],
-  ['bold cut around code', '**call `f()` twice**', 'call f() twice', [
-    { type: 'bold', offset: 0, length: 5 },
-    { type: 'code', offset: 5, length: 3 },
-    { type: 'bold', offset: 8, length: 6 },
-  ]],
+  [
+    'nested bold in link',
+    '[see **this** page](https://a.example)',
+    'see this page',
+    [
+      { type: 'text_link', offset: 0, length: 13, url: 'https://a.example' },
+      { type: 'bold', offset: 4, length: 4 },
+    ],
+  ],
+  [
+    'link in bold',
+    '**read [it](https://a.example)**',
+    'read it',
+    [
+      { type: 'bold', offset: 0, length: 7 },
+      { type: 'text_link', offset: 5, length: 2, url: 'https://a.example' },
+    ],
+  ],
+  [
+    'bold cut around code',
+    '**call `f()` twice**',
+    'call f() twice',
+    [
+      { type: 'bold', offset: 0, length: 5 },
+      { type: 'code', offset: 5, length: 3 },
+      { type: 'bold', offset: 8, length: 6 },
+    ],
+  ],
   ['code inside a link loses monospace', '[`x`](https://a.example)', 'x', [{ type: 'text_link', offset: 0, length: 1, url: 'https://a.example' }]],
-  ['reference link', 'Read [the guide][g].\n\n[g]: https://g.example "Guide"', 'Read the guide.', [
-    { type: 'text_link', offset: 5, length: 9, url: 'https://g.example' },
-  ]],
+  [
+    'reference link',
+    'Read [the guide][g].\n\n[g]: https://g.example "Guide"',
+    'Read the guide.',
+    [{ type: 'text_link', offset: 5, length: 9, url: 'https://g.example' }],
+  ],
   ['bare and angle URLs stay text', 'Go to https://a.example or <https://b.example>.', 'Go to https://a.example or https://b.example.', []],
   ['link whose text is its URL stays text', '[https://a.example](https://a.example)', 'https://a.example', []],
   ['relative link keeps its text', '[the docs](/docs)', 'the docs', []],
@@ -46,36 +74,60 @@ const cases: readonly Case[] = [
   ['mailto shows the address', '[write us](mailto:hi@a.example)', 'write us (hi@a.example)', []],
   ['javascript: link is not linked', '[x](javascript:alert(1))', 'x', []],
   ['empty link text shows the URL', '[](https://a.example)', 'https://a.example', []],
-  ['emoji offsets count UTF-16 units', '😀 **hi** 👍🏽 *yo*', '😀 hi 👍🏽 yo', [
-    { type: 'bold', offset: 3, length: 2 },
-    { type: 'italic', offset: 11, length: 2 },
-  ]],
+  [
+    'emoji offsets count UTF-16 units',
+    '😀 **hi** 👍🏽 *yo*',
+    '😀 hi 👍🏽 yo',
+    [
+      { type: 'bold', offset: 3, length: 2 },
+      { type: 'italic', offset: 11, length: 2 },
+    ],
+  ],
   ['astral characters inside an entity', '**𝒳𝒴**', '𝒳𝒴', [{ type: 'bold', offset: 0, length: 4 }]],
-  ['headings become bold lines', '# Title\n\nBody text.\n\n## Sub *part*', 'Title\n\nBody text.\n\nSub part', [
-    { type: 'bold', offset: 0, length: 5 },
-    { type: 'bold', offset: 19, length: 8 },
-    { type: 'italic', offset: 23, length: 4 },
-  ]],
+  [
+    'headings become bold lines',
+    '# Title\n\nBody text.\n\n## Sub *part*',
+    'Title\n\nBody text.\n\nSub part',
+    [
+      { type: 'bold', offset: 0, length: 5 },
+      { type: 'bold', offset: 19, length: 8 },
+      { type: 'italic', offset: 23, length: 4 },
+    ],
+  ],
   ['setext heading', 'Title\n=====\nnext', 'Title\n\nnext', [{ type: 'bold', offset: 0, length: 5 }]],
   ['bullet list', '- one\n- **two**\n* three', '• one\n• two\n\n• three', [{ type: 'bold', offset: 8, length: 3 }]],
   ['ordered list keeps its start', '3. c\n4. d', '3. c\n4. d', []],
   ['nested lists are indented', '- a\n  - b\n    1. c\n- d', '• a\n  • b\n    1. c\n• d', []],
   ['list item with two paragraphs', '1. first\n\n   more\n2. second', '1. first\n   more\n2. second', []],
-  ['blockquote', '> quoted **text**\n> more', 'quoted text\nmore', [
-    { type: 'blockquote', offset: 0, length: 16 },
-    { type: 'bold', offset: 7, length: 4 },
-  ]],
+  [
+    'blockquote',
+    '> quoted **text**\n> more',
+    'quoted text\nmore',
+    [
+      { type: 'blockquote', offset: 0, length: 16 },
+      { type: 'bold', offset: 7, length: 4 },
+    ],
+  ],
   ['nested blockquote is flattened', '> a\n> > b', 'a\nb', [{ type: 'blockquote', offset: 0, length: 3 }]],
-  ['table becomes a pre block', '| Name | Qty |\n|:-----|----:|\n| tea | 2 |\n| `cake` | 10 |', 'Name | Qty\n-----+----\ntea  |   2\ncake |  10', [
-    { type: 'pre', offset: 0, length: 43 },
-  ]],
-  ['image becomes alt text linked to it', '![a cat](https://c.example/cat.png)', 'a cat', [
-    { type: 'text_link', offset: 0, length: 5, url: 'https://c.example/cat.png' },
-  ]],
+  [
+    'table becomes a pre block',
+    '| Name | Qty |\n|:-----|----:|\n| tea | 2 |\n| `cake` | 10 |',
+    'Name | Qty\n-----+----\ntea  |   2\ncake |  10',
+    [{ type: 'pre', offset: 0, length: 43 }],
+  ],
+  [
+    'image becomes alt text linked to it',
+    '![a cat](https://c.example/cat.png)',
+    'a cat',
+    [{ type: 'text_link', offset: 0, length: 5, url: 'https://c.example/cat.png' }],
+  ],
   ['image without alt shows its URL', '![](https://c.example/cat.png)', 'https://c.example/cat.png', []],
-  ['linked image: one link only', '[![logo](https://i.example/l.png)](https://home.example)', 'logo', [
-    { type: 'text_link', offset: 0, length: 4, url: 'https://home.example' },
-  ]],
+  [
+    'linked image: one link only',
+    '[![logo](https://i.example/l.png)](https://home.example)',
+    'logo',
+    [{ type: 'text_link', offset: 0, length: 4, url: 'https://home.example' }],
+  ],
   ['inline HTML passes as text', 'a <b>b</b> c', 'a <b>b</b> c', []],
   ['HTML block passes as text', '<div>\nhi\n</div>', '<div>\nhi\n</div>', []],
   ['thematic break', 'a\n\n---\n\nb', 'a\n\n———\n\nb', []],
@@ -174,8 +226,20 @@ describe('splitTelegramMessage', () => {
       ],
     };
     expect(splitTelegramMessage(message, 10)).toEqual([
-      { text: 'x'.repeat(8), entities: [{ type: 'text_link', offset: 4, length: 4, url: 'https://a.example' }, { type: 'pre', offset: 0, length: 8, language: 'ts' }] },
-      { text: 'y'.repeat(8), entities: [{ type: 'text_link', offset: 0, length: 5, url: 'https://a.example' }, { type: 'pre', offset: 0, length: 8, language: 'ts' }] },
+      {
+        text: 'x'.repeat(8),
+        entities: [
+          { type: 'text_link', offset: 4, length: 4, url: 'https://a.example' },
+          { type: 'pre', offset: 0, length: 8, language: 'ts' },
+        ],
+      },
+      {
+        text: 'y'.repeat(8),
+        entities: [
+          { type: 'text_link', offset: 0, length: 5, url: 'https://a.example' },
+          { type: 'pre', offset: 0, length: 8, language: 'ts' },
+        ],
+      },
     ]);
   });
 
@@ -217,7 +281,12 @@ describe('splitTelegramMessage', () => {
           expectValid(part);
         }
         // Only whitespace is dropped at the cuts.
-        expect(parts.map((part) => part.text).join('').replace(/\s+/g, '')).toBe(message.text.replace(/\s+/g, ''));
+        expect(
+          parts
+            .map((part) => part.text)
+            .join('')
+            .replace(/\s+/g, ''),
+        ).toBe(message.text.replace(/\s+/g, ''));
         let position = 0;
         for (const part of parts) {
           const start = message.text.indexOf(part.text, position);

@@ -104,7 +104,7 @@ describe('telegram bot: what it understands', () => {
     expect(after.text).toBe('history: who am I?');
   });
 
-  it('confirms /reset in the interface language of the person\'s profile, not the Telegram app\'s', async () => {
+  it("confirms /reset in the interface language of the person's profile, not the Telegram app's", async () => {
     rig = await createTelegramRig(echo, { quietWindowMs: 50 });
     const { telegram, palaver } = rig;
     const from = { id: 32, first_name: 'Olena', language_code: 'en' };
@@ -128,16 +128,38 @@ describe('telegram bot: what it understands', () => {
 });
 
 describe('readMessage', () => {
-  const bot: UserFromGetMe = { id: 1, is_bot: true, first_name: 'Bot', username: 'palaver_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false, can_connect_to_business: true, has_main_web_app: false } as UserFromGetMe;
-  const base = { message_id: 5, date: 0, chat: { id: 9, type: 'private', first_name: 'A' }, from: { id: 9, is_bot: false, first_name: 'A' } } as unknown as Message;
+  const bot: UserFromGetMe = {
+    id: 1,
+    is_bot: true,
+    first_name: 'Bot',
+    username: 'palaver_test_bot',
+    can_join_groups: true,
+    can_read_all_group_messages: false,
+    supports_inline_queries: false,
+    can_connect_to_business: true,
+    has_main_web_app: false,
+  } as UserFromGetMe;
+  const base = {
+    message_id: 5,
+    date: 0,
+    chat: { id: 9, type: 'private', first_name: 'A' },
+    from: { id: 9, is_bot: false, first_name: 'A' },
+  } as unknown as Message;
 
-  it('hands on the phone of the sender\'s own contact only', () => {
-    expect(readMessage({ ...base, contact: { phone_number: '+491701234567', first_name: 'A', user_id: 9 } } as Message, bot)).toEqual({ text: '[contact: A, +491701234567]', phone: '+491701234567' });
-    expect(readMessage({ ...base, contact: { phone_number: '+441234', first_name: 'Friend', user_id: 77 } } as Message, bot)).toEqual({ text: '[contact: Friend, +441234]' });
+  it("hands on the phone of the sender's own contact only", () => {
+    expect(readMessage({ ...base, contact: { phone_number: '+491701234567', first_name: 'A', user_id: 9 } } as Message, bot)).toEqual({
+      text: '[contact: A, +491701234567]',
+      phone: '+491701234567',
+    });
+    expect(readMessage({ ...base, contact: { phone_number: '+441234', first_name: 'Friend', user_id: 77 } } as Message, bot)).toEqual({
+      text: '[contact: Friend, +441234]',
+    });
   });
 
-  it('takes the bot\'s mention out of a group message and ignores service messages', () => {
-    expect(readMessage({ ...base, text: '@palaver_test_bot  what now?', entities: [{ type: 'mention', offset: 0, length: 17 }] } as Message, bot)?.text).toBe('what now?');
+  it("takes the bot's mention out of a group message and ignores service messages", () => {
+    expect(readMessage({ ...base, text: '@palaver_test_bot  what now?', entities: [{ type: 'mention', offset: 0, length: 17 }] } as Message, bot)?.text).toBe(
+      'what now?',
+    );
     expect(readMessage({ ...base, new_chat_members: [] } as unknown as Message, bot)).toBeUndefined();
   });
 });

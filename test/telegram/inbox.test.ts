@@ -31,11 +31,14 @@ describe('telegram bot: a human-paced inbox', () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let calls = 0;
-    rig = await createTelegramRig(async (call) => {
-      calls += 1;
-      if (calls === 1) await held;
-      return { text: `turn ${calls}: ${userTexts(call).at(-1) ?? ''}` };
-    }, { quietWindowMs: 200 });
+    rig = await createTelegramRig(
+      async (call) => {
+        calls += 1;
+        if (calls === 1) await held;
+        return { text: `turn ${calls}: ${userTexts(call).at(-1) ?? ''}` };
+      },
+      { quietWindowMs: 200 },
+    );
     const { telegram, harness } = rig;
     telegram.sendText({ chatId: 7, text: 'first' });
     await expect.poll(() => harness.model.calls.length).toBe(1);

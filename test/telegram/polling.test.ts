@@ -51,7 +51,9 @@ describe('telegram bot: long polling', () => {
     // A new fake, as a rerun of a test script against the same database would start: the stored polling offset and
     // the stored message ids must not swallow its updates as old ones or duplicates.
     fake = await startFakeTelegram();
-    const palaver = await harness.start({ channels: { web: { enabled: false }, telegram: { token: fake.token, apiRoot: fake.apiRoot, quietWindowMs: 50, drafts: false } } });
+    const palaver = await harness.start({
+      channels: { web: { enabled: false }, telegram: { token: fake.token, apiRoot: fake.apiRoot, quietWindowMs: 50, drafts: false } },
+    });
     rig.palaver = palaver;
     fake.sendText({ chatId: 41, text: 'second run' });
     await fake.waitForMessages(1, { chatId: 41 });
@@ -159,7 +161,9 @@ describe('telegram bot: updates that cannot be handled', () => {
     // Never stored as a message, never asked of the model.
     expect(harness.model.calls.flatMap(userTexts)).toEqual(['and now a real one']);
     expect(logsWith(harness, 'telegram update dropped')).toHaveLength(2);
-    expect(await rig.palaver.metrics.registry.getSingleMetricAsString('palaver_channel_dead_letters_total')).toContain('palaver_channel_dead_letters_total{channel="telegram-bot",reason="malformed"} 2');
+    expect(await rig.palaver.metrics.registry.getSingleMetricAsString('palaver_channel_dead_letters_total')).toContain(
+      'palaver_channel_dead_letters_total{channel="telegram-bot",reason="malformed"} 2',
+    );
   });
 
   it('gives up on an update whose handling keeps failing after maxAttempts: dead-lettered, and polling goes on past it', async () => {
@@ -179,7 +183,8 @@ describe('telegram bot: updates that cannot be handled', () => {
         if (update.update_id === poison.update_id) throw new TypeError('a bug this update always hits');
         handled.push(update.update_id);
       },
-      giveUp: async (update, failure) => void deadLetters.push({ updateId: update.update_id, attempts: failure.attempts, error: (failure.error as Error).message }),
+      giveUp: async (update, failure) =>
+        void deadLetters.push({ updateId: update.update_id, attempts: failure.attempts, error: (failure.error as Error).message }),
       maxAttempts: 3,
       retryDelayMs: 5,
       allowedUpdates: ['message'],

@@ -26,7 +26,13 @@ async function started(): Promise<{ telegram: FakeTelegram; channel: TelegramBot
   sink.on('data', (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
   });
-  channel = new TelegramBotChannel({ token: telegram.token, apiRoot: telegram.apiRoot, drafts: false, pollTimeoutSeconds: 1, logger: createLogger({ level: 'info', destination: sink }) });
+  channel = new TelegramBotChannel({
+    token: telegram.token,
+    apiRoot: telegram.apiRoot,
+    drafts: false,
+    pollTimeoutSeconds: 1,
+    logger: createLogger({ level: 'info', destination: sink }),
+  });
   const context = new FakeChannelContext();
   await channel.start(context);
   return { telegram, channel, context, logs };
@@ -60,7 +66,10 @@ describe('telegram bot: what replies as actions use', () => {
     expect(sent.map((message) => message.text)).toEqual(['Hello!', 'Yes, one is free.']);
     // A private chat quotes nothing unless asked; the second part quotes the question.
     expect(sent.map((message) => message.replyToMessageId)).toEqual([undefined, Number(second!.messageId)]);
-    expect(telegram.callsOf('sendMessage')[1]!.params['reply_parameters']).toEqual({ message_id: Number(second!.messageId), allow_sending_without_reply: true });
+    expect(telegram.callsOf('sendMessage')[1]!.params['reply_parameters']).toEqual({
+      message_id: Number(second!.messageId),
+      allow_sending_without_reply: true,
+    });
 
     await channel.react(target, first!.messageId!, '👍');
     // A model's ❤️ (with U+FE0F) is Telegram's ❤.
@@ -117,7 +126,9 @@ describe('telegram bot: what replies as actions use', () => {
     await channel.react(target, message!.messageId!, '👍');
     await channel.react(target, message!.messageId!, '👀');
     expect(telegram.callsOf('sendChatAction').at(-1)!.params).toMatchObject({ chat_id: 333, business_connection_id: 'bc-9' });
-    expect(telegram.sentTo(333)).toEqual([expect.objectContaining({ text: 'Let me check.', businessConnectionId: 'bc-9', replyToMessageId: Number(message!.messageId) })]);
+    expect(telegram.sentTo(333)).toEqual([
+      expect.objectContaining({ text: 'Let me check.', businessConnectionId: 'bc-9', replyToMessageId: Number(message!.messageId) }),
+    ]);
     expect(telegram.callsOf('setMessageReaction')).toHaveLength(0);
     expect(logs.filter((line) => String(line['msg']).includes('reaction in a Telegram Business chat was skipped'))).toHaveLength(1);
   });

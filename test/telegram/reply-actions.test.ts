@@ -29,7 +29,11 @@ describe('telegram bot: replies as actions', () => {
     rig = await createTelegramRig(
       (call) => {
         answeredAt = Date.now();
-        return plan({ type: 'fake_typing', seconds: 0.05 }, { type: 'send_messages', messages: ['Hello!', 'How can I help?'] }, { type: 'add_reaction', emoji: '👍', message_id: shownId(call) });
+        return plan(
+          { type: 'fake_typing', seconds: 0.05 },
+          { type: 'send_messages', messages: ['Hello!', 'How can I help?'] },
+          { type: 'add_reaction', emoji: '👍', message_id: shownId(call) },
+        );
       },
       // Drafts on: the plan's JSON must never show as a live draft.
       { quietWindowMs: 50, replies: 'actions', drafts: true },
@@ -55,7 +59,11 @@ describe('telegram bot: replies as actions', () => {
 
   it('quotes the message a send_message names, and a reaction Telegram refuses does not stop the plan', async () => {
     rig = await createTelegramRig(
-      (call) => plan({ type: 'add_reaction', emoji: '❤️', message_id: shownId(call) }, { type: 'send_message', text: 'Yes, we are open until 6.', reply_to: shownId(call) }),
+      (call) =>
+        plan(
+          { type: 'add_reaction', emoji: '❤️', message_id: shownId(call) },
+          { type: 'send_message', text: 'Yes, we are open until 6.', reply_to: shownId(call) },
+        ),
       { quietWindowMs: 50, replies: 'actions' },
       { config: QUICK },
     );
@@ -96,10 +104,14 @@ describe('telegram bot: replies as actions', () => {
       answeredAt = Date.now();
       return plan({ type: 'send_messages', messages: ['a'.padEnd(30, '.'), 'b'.padEnd(30, '.'), 'c'.padEnd(30, '.')] });
     };
-    rig = await createTelegramRig(answer, { quietWindowMs: 50, replies: 'actions' }, {
-      // 3 s of typing per message at 10 chars/s, but the whole plan may take 1 s: only the first message gets typing.
-      config: { agent: { actions: { typingCharsPerSecond: 10, maxTotalWaitSeconds: 1 } } },
-    });
+    rig = await createTelegramRig(
+      answer,
+      { quietWindowMs: 50, replies: 'actions' },
+      {
+        // 3 s of typing per message at 10 chars/s, but the whole plan may take 1 s: only the first message gets typing.
+        config: { agent: { actions: { typingCharsPerSecond: 10, maxTotalWaitSeconds: 1 } } },
+      },
+    );
     const { telegram, harness } = rig;
     telegram.sendText({ chatId: 4400, text: 'hello' });
     await telegram.waitForMessages(3, { chatId: 4400, timeoutMs: 15_000 });

@@ -15,12 +15,19 @@ export interface TelegramRig {
 }
 
 /** `options.config` adds to the Palaver config of every start (e.g. `{ agent: { replies: 'actions' } }`). */
-export async function createTelegramRig(script: ModelScript, telegramConfig: Record<string, unknown> = {}, options: { start?: boolean; config?: Record<string, unknown> } = {}): Promise<TelegramRig> {
+export async function createTelegramRig(
+  script: ModelScript,
+  telegramConfig: Record<string, unknown> = {},
+  options: { start?: boolean; config?: Record<string, unknown> } = {},
+): Promise<TelegramRig> {
   const harness = await createHarness(script);
   const telegram = await startFakeTelegram();
   const base = (extra: Record<string, unknown> = {}) => ({
     ...options.config,
-    channels: { web: { enabled: false }, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 400, drafts: false, ...telegramConfig, ...extra } },
+    channels: {
+      web: { enabled: false },
+      telegram: { token: telegram.token, apiRoot: telegram.apiRoot, quietWindowMs: 400, drafts: false, ...telegramConfig, ...extra },
+    },
   });
   const rig: TelegramRig = {
     harness,
@@ -44,7 +51,6 @@ export async function createTelegramRig(script: ModelScript, telegramConfig: Rec
 export function userTexts(call: ScriptedCall): string[] {
   return call.messages.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [item.content] : []));
 }
-
 
 /** Log lines (parsed) whose `msg` contains `text`. */
 export function logsWith(harness: Harness, text: string): Record<string, unknown>[] {

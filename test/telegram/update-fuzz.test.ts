@@ -16,21 +16,51 @@ const REPLY = 'Noted.';
 const anyText = fc.oneof(
   { weight: 3, arbitrary: fc.string({ unit: 'grapheme', maxLength: 40 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
-  { weight: 2, arbitrary: fc.constantFrom('', ' ', '\u0000', 'a\u0000b', '\ud800', 'x\udc00y', '🦜', '/start', '/reset', '/unknown@palaver_test_bot', '@palaver_test_bot hi', 'x'.repeat(5000)) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '',
+      ' ',
+      '\u0000',
+      'a\u0000b',
+      '\ud800',
+      'x\udc00y',
+      '🦜',
+      '/start',
+      '/reset',
+      '/unknown@palaver_test_bot',
+      '@palaver_test_bot hi',
+      'x'.repeat(5000),
+    ),
+  },
 );
 /** A word people write: what the bot must store and answer. */
 const plainText = fc.stringMatching(/^[A-Za-z][A-Za-z ,.?!]{0,30}$/);
 const user = fc.record(
-  { id: fc.integer({ min: 1, max: 2 ** 40 }), is_bot: fc.boolean(), first_name: anyText, last_name: anyText, username: anyText, language_code: fc.constantFrom('en', 'ru', 'zh-hans', 'xx', '', 'a'.repeat(40)) },
+  {
+    id: fc.integer({ min: 1, max: 2 ** 40 }),
+    is_bot: fc.boolean(),
+    first_name: anyText,
+    last_name: anyText,
+    username: anyText,
+    language_code: fc.constantFrom('en', 'ru', 'zh-hans', 'xx', '', 'a'.repeat(40)),
+  },
   { requiredKeys: ['id', 'first_name'] },
 );
 const chat = fc.oneof(
   // Below the ordinary messages' chats: a private chat belongs to the first account that wrote in it, so a random
   // sender there would (rightly) make a later ordinary message a stranger's. Telegram never sends that.
   fc.record({ id: fc.integer({ min: 1, max: 2 ** 39 }), type: fc.constant('private'), first_name: anyText }),
-  fc.record({ id: fc.integer({ min: -(2 ** 40), max: -1 }), type: fc.constantFrom('group', 'supergroup', 'channel'), title: anyText, is_forum: fc.boolean() }, { requiredKeys: ['id', 'type'] }),
+  fc.record(
+    { id: fc.integer({ min: -(2 ** 40), max: -1 }), type: fc.constantFrom('group', 'supergroup', 'channel'), title: anyText, is_forum: fc.boolean() },
+    { requiredKeys: ['id', 'type'] },
+  ),
 );
-const entity = fc.record({ type: fc.constantFrom('bold', 'mention', 'bot_command', 'text_link', 'made_up'), offset: fc.integer({ min: -2, max: 50 }), length: fc.integer({ min: -1, max: 50 }) });
+const entity = fc.record({
+  type: fc.constantFrom('bold', 'mention', 'bot_command', 'text_link', 'made_up'),
+  offset: fc.integer({ min: -2, max: 50 }),
+  length: fc.integer({ min: -1, max: 50 }),
+});
 /** A message of any sort: text or media or nothing, replies, topics, entities pointing anywhere, unknown fields. */
 const anyMessage = fc.record(
   {
@@ -40,12 +70,30 @@ const anyMessage = fc.record(
     text: anyText,
     caption: anyText,
     entities: fc.array(entity, { maxLength: 3 }),
-    sticker: fc.record({ file_id: fc.string(), file_unique_id: fc.string(), type: fc.constant('regular'), width: fc.nat(), height: fc.nat(), is_animated: fc.boolean(), is_video: fc.boolean(), emoji: anyText }, { requiredKeys: ['file_id'] }),
+    sticker: fc.record(
+      {
+        file_id: fc.string(),
+        file_unique_id: fc.string(),
+        type: fc.constant('regular'),
+        width: fc.nat(),
+        height: fc.nat(),
+        is_animated: fc.boolean(),
+        is_video: fc.boolean(),
+        emoji: anyText,
+      },
+      { requiredKeys: ['file_id'] },
+    ),
     photo: fc.array(fc.record({ file_id: fc.string(), file_unique_id: fc.string(), width: fc.nat(), height: fc.nat() }), { maxLength: 2 }),
-    contact: fc.record({ phone_number: anyText, first_name: anyText, user_id: fc.integer({ min: 1, max: 2 ** 40 }) }, { requiredKeys: ['phone_number', 'first_name'] }),
+    contact: fc.record(
+      { phone_number: anyText, first_name: anyText, user_id: fc.integer({ min: 1, max: 2 ** 40 }) },
+      { requiredKeys: ['phone_number', 'first_name'] },
+    ),
     message_thread_id: fc.integer({ min: 1, max: 1000 }),
     is_topic_message: fc.boolean(),
-    reply_to_message: fc.record({ message_id: fc.integer({ min: 1, max: 1000 }), date: fc.nat(), chat, text: anyText, from: user }, { requiredKeys: ['message_id', 'date', 'chat'] }),
+    reply_to_message: fc.record(
+      { message_id: fc.integer({ min: 1, max: 1000 }), date: fc.nat(), chat, text: anyText, from: user },
+      { requiredKeys: ['message_id', 'date', 'chat'] },
+    ),
     new_chat_members: fc.array(user, { maxLength: 2 }),
     something_new: fc.jsonValue({ maxDepth: 2 }),
   },
@@ -61,7 +109,11 @@ const ordinaryMessage = fc.record({ chatId: fc.integer({ min: 2 ** 39 + 1, max: 
 
 /** A message with one field of the wrong type (a number as text, a string as chat id, null, an array…). */
 const wrongTyped = fc
-  .tuple(ordinaryMessage, fc.constantFrom('text', 'chat.id', 'from.id', 'chat', 'from', 'date', 'entities'), fc.oneof(fc.constant(null), fc.integer(), fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 })))
+  .tuple(
+    ordinaryMessage,
+    fc.constantFrom('text', 'chat.id', 'from.id', 'chat', 'from', 'date', 'entities'),
+    fc.oneof(fc.constant(null), fc.integer(), fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 })),
+  )
   .map(([message, field, value]) => {
     const out = structuredClone(message) as Record<string, any>;
     const [head, tail] = field.split('.') as [string, string | undefined];
@@ -76,8 +128,18 @@ const update: fc.Arbitrary<Draft> = fc.oneof(
   { weight: 4, arbitrary: anyMessage.map((message) => ({ kind: 'message', body: message, ordinary: false })) },
   // Wrong-typed fields (a `text` of 0 or null): refused with 400 on the webhook, dead-lettered when polled.
   { weight: 2, arbitrary: wrongTyped.map((message): Draft => ({ kind: 'message', body: message, ordinary: false })) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('edited_message', 'channel_post', 'business_message'), anyMessage).map(([kind, message]) => ({ kind, body: message, ordinary: false })) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('callback_query', 'poll', 'my_chat_member', 'message_reaction', 'a_kind_from_the_future'), fc.jsonValue({ maxDepth: 2 })).map(([kind, body]) => ({ kind, body: body as Record<string, unknown>, ordinary: false })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom('edited_message', 'channel_post', 'business_message'), anyMessage)
+      .map(([kind, message]) => ({ kind, body: message, ordinary: false })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom('callback_query', 'poll', 'my_chat_member', 'message_reaction', 'a_kind_from_the_future'), fc.jsonValue({ maxDepth: 2 }))
+      .map(([kind, body]) => ({ kind, body: body as Record<string, unknown>, ordinary: false })),
+  },
 );
 /** One to three updates, some delivered twice (as after a lost acknowledgement). */
 const batch = fc.array(fc.record({ draft: update, twice: fc.boolean() }), { minLength: 1, maxLength: 3 });
@@ -85,7 +147,8 @@ const batch = fc.array(fc.record({ draft: update, twice: fc.boolean() }), { minL
 let nextUpdateId = 900_000_001;
 let nextMessageId = 1;
 function materialise(draft: Draft): Record<string, unknown> & { update_id: number } {
-  const body = draft.kind === 'message' || draft.kind.endsWith('message') || draft.kind === 'channel_post' ? { ...draft.body, message_id: nextMessageId++ } : draft.body;
+  const body =
+    draft.kind === 'message' || draft.kind.endsWith('message') || draft.kind === 'channel_post' ? { ...draft.body, message_id: nextMessageId++ } : draft.body;
   return { update_id: nextUpdateId++, [draft.kind]: body };
 }
 
@@ -101,11 +164,23 @@ function answers(rig: TelegramRig): { unanswered: number; replies: number; sent:
 }
 
 function storedMessage(rig: TelegramRig, chatId: number, messageId: number): number {
-  return readSqliteFile(rig.harness.databaseUrl, (db) => Number(db.get<{ n: number }>('SELECT count(*) AS n FROM inbound_messages WHERE conversation_id = ? AND message_id = ?', String(chatId), String(messageId))?.n));
+  return readSqliteFile(rig.harness.databaseUrl, (db) =>
+    Number(
+      db.get<{ n: number }>('SELECT count(*) AS n FROM inbound_messages WHERE conversation_id = ? AND message_id = ?', String(chatId), String(messageId))?.n,
+    ),
+  );
 }
 
 async function settled(rig: TelegramRig): Promise<void> {
-  await expect.poll(() => { const { queued, pendingParts } = inboxState(rig.harness); return queued + pendingParts; }, { timeout: 15_000, interval: 25 }).toBe(0);
+  await expect
+    .poll(
+      () => {
+        const { queued, pendingParts } = inboxState(rig.harness);
+        return queued + pendingParts;
+      },
+      { timeout: 15_000, interval: 25 },
+    )
+    .toBe(0);
   const state = answers(rig);
   // Each reply part the model wrote went out once, none failed, and no stored message waits for an answer.
   expect(state.unanswered).toBe(0);
@@ -129,7 +204,12 @@ describe('telegram updates under random input', () => {
     });
 
     const post = async (body: string): Promise<number> => {
-      const response = await fetch(`${server.url}/telegram/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET }, body, signal: AbortSignal.timeout(10_000) });
+      const response = await fetch(`${server.url}/telegram/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET },
+        body,
+        signal: AbortSignal.timeout(10_000),
+      });
       await response.arrayBuffer();
       return response.status;
     };

@@ -45,7 +45,7 @@ async function start(transcribe: boolean): Promise<{ harness: Harness; telegram:
 }
 
 describe('telegram bot: voice messages', () => {
-  it('transcribes a voice message through the configured endpoint (the model\'s by default) and answers it as text', async () => {
+  it("transcribes a voice message through the configured endpoint (the model's by default) and answers it as text", async () => {
     rig = await createTelegramRig((call) => ({ text: `heard: ${userTexts(call).at(-1)}` }), { quietWindowMs: 50 });
     const { harness, telegram } = rig;
     harness.model.setTranscriptionScript((call) => ({ text: call.audio.byteLength === 4 ? 'book me a table for two' : 'unexpected audio' }));

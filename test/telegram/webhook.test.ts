@@ -21,7 +21,11 @@ describe('telegram bot: webhook mode', () => {
     server = await rig.palaver.serve({ host: '127.0.0.1', port: 0 });
     const url = `${server.url}/telegram/webhook`;
     // What start registers when TELEGRAM_WEBHOOK_URL is set, done here by hand (the port is known only now).
-    await fetch(`${telegram.apiRoot}/bot${telegram.token}/setWebhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url, secret_token: SECRET }) });
+    await fetch(`${telegram.apiRoot}/bot${telegram.token}/setWebhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url, secret_token: SECRET }),
+    });
     expect(telegram.callsOf('getUpdates')).toHaveLength(0);
 
     const update = telegram.sendText({ chatId: 77, text: 'hello over webhook' });
@@ -47,10 +51,17 @@ describe('telegram bot: webhook mode', () => {
     const { telegram, harness } = rig;
     await rig.start();
     server = await rig.palaver.serve({ host: '127.0.0.1', port: 0 });
-    await fetch(`${telegram.apiRoot}/bot${telegram.token}/setWebhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${server.url}/telegram/webhook`, secret_token: SECRET }) });
+    await fetch(`${telegram.apiRoot}/bot${telegram.token}/setWebhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${server.url}/telegram/webhook`, secret_token: SECRET }),
+    });
     const from = { id: 78, is_bot: false, first_name: 'Pat' };
     const chatless = { update_id: 900_001, message: { message_id: 1, date: 0, from, text: 'no chat' } };
-    const wordChat = { update_id: 900_002, message: { message_id: 2, date: 0, from, chat: { id: 'seventy-eight', type: 'private' }, text: 'chat id in words' } };
+    const wordChat = {
+      update_id: 900_002,
+      message: { message_id: 2, date: 0, from, chat: { id: 'seventy-eight', type: 'private' }, text: 'chat id in words' },
+    };
     const fractional = { update_id: 900_003, message: { message_id: 3, date: 0, from, chat: { id: 78.5, type: 'private' }, text: 'half a chat' } };
     for (const update of [chatless, wordChat, fractional]) {
       expect(await telegram.deliverToWebhook(update), JSON.stringify(update)).toBe(400);
@@ -66,11 +77,19 @@ describe('telegram bot: webhook mode', () => {
   });
 
   it('gives up on an update that keeps failing after maxUpdateAttempts deliveries: 500 until then, then kept as a dead letter and 200', async () => {
-    rig = await createTelegramRig(() => ({ text: 'Webhook reply.' }), { mode: 'webhook', webhookSecret: SECRET, quietWindowMs: 100, maxUpdateAttempts: 3 }, { start: false });
+    rig = await createTelegramRig(
+      () => ({ text: 'Webhook reply.' }),
+      { mode: 'webhook', webhookSecret: SECRET, quietWindowMs: 100, maxUpdateAttempts: 3 },
+      { start: false },
+    );
     const { telegram, harness } = rig;
     await rig.start();
     server = await rig.palaver.serve({ host: '127.0.0.1', port: 0 });
-    await fetch(`${telegram.apiRoot}/bot${telegram.token}/setWebhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${server.url}/telegram/webhook`, secret_token: SECRET }) });
+    await fetch(`${telegram.apiRoot}/bot${telegram.token}/setWebhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${server.url}/telegram/webhook`, secret_token: SECRET }),
+    });
     // A business connection whose stored record is corrupt: every message through it fails the same way.
     await rig.palaver.store.channelState.set('telegram-bot', 'business-connection:bc-broken', '{not json');
     const poison = telegram.businessMessage({ chatId: 79, text: 'through a broken connection', connectionId: 'bc-broken' });

@@ -77,7 +77,11 @@ function route() {
   const context = { showError, navigate: (hash) => (location.hash = hash) };
   const views = { conversations: conversationsView, users: userView, costs: costsView, health: healthView };
   const view = views[name] ?? conversationsView;
-  for (const link of document.querySelectorAll('.tabs a')) link.classList.toggle('current', link.dataset.view === (views[name] ? name : 'conversations') || (name === 'users' && link.dataset.view === 'conversations'));
+  for (const link of document.querySelectorAll('.tabs a'))
+    link.classList.toggle(
+      'current',
+      link.dataset.view === (views[name] ? name : 'conversations') || (name === 'users' && link.dataset.view === 'conversations'),
+    );
   current = view(viewRoot, id, context);
 }
 

@@ -13,7 +13,12 @@ export function conversationsView(root, sessionId, { showError }) {
   /** The key of the reply being typed: a retried send of the same text is stored once. */
   let sendKey = null;
 
-  const search = h('input', { type: 'search', placeholder: 'Search people, channels, text', testid: 'conversation-search', attrs: { 'aria-label': 'Search conversations' } });
+  const search = h('input', {
+    type: 'search',
+    placeholder: 'Search people, channels, text',
+    testid: 'conversation-search',
+    attrs: { 'aria-label': 'Search conversations' },
+  });
   const pausedOnly = h('input', { type: 'checkbox', testid: 'paused-only' });
   const list = h('ul', { className: 'conversation-list', testid: 'conversation-list' });
   const more = h('button', { type: 'button', className: 'quiet', hidden: true, on: { click: () => void loadList(true) } }, 'Load more');
@@ -40,7 +45,12 @@ export function conversationsView(root, sessionId, { showError }) {
   });
 
   // The reply box is made once: a live refresh redraws the transcript around it, never what is being typed.
-  const text = h('textarea', { rows: 3, placeholder: 'Reply as the agent…', testid: 'agent-text', attrs: { 'aria-label': 'Reply as the agent', maxlength: 16000 } });
+  const text = h('textarea', {
+    rows: 3,
+    placeholder: 'Reply as the agent…',
+    testid: 'agent-text',
+    attrs: { 'aria-label': 'Reply as the agent', maxlength: 16000 },
+  });
   text.addEventListener('input', () => (sendKey = null));
   const sendButton = h('button', { type: 'submit', testid: 'agent-send' }, 'Send as agent');
   const sendStatus = h('span', { className: 'note', testid: 'agent-status', attrs: { 'aria-live': 'polite' } });
@@ -101,8 +111,18 @@ export function conversationsView(root, sessionId, { showError }) {
               testid: 'conversation-row',
               data: { sessionId: conversation.sessionId, paused: conversation.paused },
             },
-            h('span', { className: 'row-top' }, h('strong', { className: 'who' }, conversation.user.displayName ?? conversation.title ?? conversation.conversationId), badge(conversation.channel, 'channel'), h('span', { className: 'at' }, when(conversation.lastMessage?.at ?? conversation.updatedAt))),
-            h('span', { className: 'last', testid: 'conversation-last' }, conversation.lastMessage ? `${conversation.lastMessage.role === 'assistant' ? '↩ ' : ''}${conversation.lastMessage.text}` : '—'),
+            h(
+              'span',
+              { className: 'row-top' },
+              h('strong', { className: 'who' }, conversation.user.displayName ?? conversation.title ?? conversation.conversationId),
+              badge(conversation.channel, 'channel'),
+              h('span', { className: 'at' }, when(conversation.lastMessage?.at ?? conversation.updatedAt)),
+            ),
+            h(
+              'span',
+              { className: 'last', testid: 'conversation-last' },
+              conversation.lastMessage ? `${conversation.lastMessage.role === 'assistant' ? '↩ ' : ''}${conversation.lastMessage.text}` : '—',
+            ),
             h(
               'span',
               { className: 'row-bottom' },
@@ -137,16 +157,44 @@ export function conversationsView(root, sessionId, { showError }) {
     const pauseButton = conversation.paused
       ? h('button', { type: 'button', testid: 'resume-button', on: { click: () => act('resume') } }, 'Resume the agent')
       : h('button', { type: 'button', className: 'warn', testid: 'pause-button', on: { click: () => act('pause') } }, 'Pause the agent');
-    const endButton = h('button', { type: 'button', className: 'quiet', testid: 'end-button', disabled: Boolean(conversation.endedAt), on: { click: () => (confirm('End this conversation? Its next message starts a fresh context.') ? act('end') : undefined) } }, 'End');
+    const endButton = h(
+      'button',
+      {
+        type: 'button',
+        className: 'quiet',
+        testid: 'end-button',
+        disabled: Boolean(conversation.endedAt),
+        on: { click: () => (confirm('End this conversation? Its next message starts a fresh context.') ? act('end') : undefined) },
+      },
+      'End',
+    );
 
     if (!detail.contains(composer)) {
-      detail.replaceChildren(h('a', { href: '#/conversations', className: 'back', testid: 'back-to-list' }, '← All conversations'), headSlot, transcriptSlot, composer);
+      detail.replaceChildren(
+        h('a', { href: '#/conversations', className: 'back', testid: 'back-to-list' }, '← All conversations'),
+        headSlot,
+        transcriptSlot,
+        composer,
+      );
     }
     headSlot.replaceChildren(
       h(
         'header',
         { className: 'detail-head' },
-        h('div', {}, h('h2', {}, conversation.title ?? conversation.user.displayName ?? conversation.conversationId), h('p', { className: 'meta' }, h('a', { href: `#/users/${encodeURIComponent(conversation.user.id)}`, testid: 'user-link' }, conversation.user.displayName ?? conversation.user.id), ' · ', conversation.channel, ' · ', conversation.conversationId)),
+        h(
+          'div',
+          {},
+          h('h2', {}, conversation.title ?? conversation.user.displayName ?? conversation.conversationId),
+          h(
+            'p',
+            { className: 'meta' },
+            h('a', { href: `#/users/${encodeURIComponent(conversation.user.id)}`, testid: 'user-link' }, conversation.user.displayName ?? conversation.user.id),
+            ' · ',
+            conversation.channel,
+            ' · ',
+            conversation.conversationId,
+          ),
+        ),
         h(
           'div',
           { className: 'detail-stats' },
@@ -189,8 +237,19 @@ function renderMessage(message) {
   const isAudit = message.audience !== 'display';
   return h(
     'li',
-    { className: `message role-${message.role} author-${message.author}${isAudit ? ' audit' : ''}`, testid: 'transcript-message', data: { role: message.role, author: message.author, audience: message.audience } },
-    h('div', { className: 'message-head' }, h('span', { className: 'author' }, authorLabel(message)), h('span', { className: 'at' }, when(message.at)), message.model ? h('span', { className: 'meta' }, message.model) : null, Number(message.cost) > 0 ? money(message.cost, '') : null),
+    {
+      className: `message role-${message.role} author-${message.author}${isAudit ? ' audit' : ''}`,
+      testid: 'transcript-message',
+      data: { role: message.role, author: message.author, audience: message.audience },
+    },
+    h(
+      'div',
+      { className: 'message-head' },
+      h('span', { className: 'author' }, authorLabel(message)),
+      h('span', { className: 'at' }, when(message.at)),
+      message.model ? h('span', { className: 'meta' }, message.model) : null,
+      Number(message.cost) > 0 ? money(message.cost, '') : null,
+    ),
     h('div', { className: 'text', testid: 'message-text' }, message.text),
     message.toolCalls?.length ? h('div', { className: 'tool-calls' }, ...message.toolCalls.map(renderToolCall)) : null,
   );
@@ -205,7 +264,14 @@ function renderToolCall(call) {
   return h(
     'details',
     { className: `tool-call ${call.status}`, testid: 'tool-call' },
-    h('summary', {}, h('code', {}, call.name), ' ', badge(call.status, call.status === 'failed' ? 'bad' : call.status === 'running' ? 'info' : ''), call.latencyMs === null ? null : h('span', { className: 'meta' }, ` ${call.latencyMs} ms`)),
+    h(
+      'summary',
+      {},
+      h('code', {}, call.name),
+      ' ',
+      badge(call.status, call.status === 'failed' ? 'bad' : call.status === 'running' ? 'info' : ''),
+      call.latencyMs === null ? null : h('span', { className: 'meta' }, ` ${call.latencyMs} ms`),
+    ),
     h('p', { className: 'label' }, 'Arguments'),
     h('pre', {}, pretty(call.arguments)),
     call.result === null ? null : [h('p', { className: 'label' }, 'Result'), h('pre', {}, pretty(call.result))],

@@ -3,14 +3,18 @@ import { get, query } from './api.js';
 import { h, money, note } from './dom.js';
 import { table } from './user.js';
 
-const RANGES = { '7': 'Last 7 days', '30': 'Last 30 days', '90': 'Last 90 days' };
+const RANGES = { 7: 'Last 7 days', 30: 'Last 30 days', 90: 'Last 90 days' };
 
 /** Shows `#/costs`. */
 export function costsView(root, _id, { showError }) {
   let closed = false;
   let days = '30';
   const charts = [];
-  const range = h('select', { testid: 'cost-range', attrs: { 'aria-label': 'Period' } }, ...Object.entries(RANGES).map(([value, label]) => h('option', { value }, label)));
+  const range = h(
+    'select',
+    { testid: 'cost-range', attrs: { 'aria-label': 'Period' } },
+    ...Object.entries(RANGES).map(([value, label]) => h('option', { value }, label)),
+  );
   range.value = days;
   range.addEventListener('change', () => {
     days = range.value;
@@ -27,20 +31,49 @@ export function costsView(root, _id, { showError }) {
       { className: 'page' },
       h('div', { className: 'page-head' }, h('h2', {}, 'Costs'), range),
       totals,
-      h('div', { className: 'charts' }, h('section', { className: 'card' }, h('h3', {}, 'Per day'), h('div', { className: 'chart' }, dayCanvas), dayTable), h('section', { className: 'card' }, h('h3', {}, 'Per person'), h('div', { className: 'chart' }, userCanvas), userTable)),
+      h(
+        'div',
+        { className: 'charts' },
+        h('section', { className: 'card' }, h('h3', {}, 'Per day'), h('div', { className: 'chart' }, dayCanvas), dayTable),
+        h('section', { className: 'card' }, h('h3', {}, 'Per person'), h('div', { className: 'chart' }, userCanvas), userTable),
+      ),
     ),
   );
 
   async function load() {
     const from = new Date(Date.now() - Number(days) * 86_400_000).toISOString().slice(0, 10);
     try {
-      const [byDay, byUser] = await Promise.all([get(`/admin/costs${query({ by: 'day', from, limit: 1000 })}`), get(`/admin/costs${query({ by: 'user', from, limit: 20 })}`)]);
+      const [byDay, byUser] = await Promise.all([
+        get(`/admin/costs${query({ by: 'day', from, limit: 1000 })}`),
+        get(`/admin/costs${query({ by: 'user', from, limit: 20 })}`),
+      ]);
       if (closed) return;
-      totals.replaceChildren('Total: ', ...(byDay.totals.length ? byDay.totals.flatMap((total, index) => [index ? ' + ' : '', money(total.cost, total.currency)]) : ['nothing yet']));
-      draw(0, dayCanvas, 'bar', byDay.rows.map((row) => row.key), byDay.rows, false);
-      draw(1, userCanvas, 'bar', byUser.rows.map((row) => row.label ?? row.key.slice(0, 8)), byUser.rows, true);
+      totals.replaceChildren(
+        'Total: ',
+        ...(byDay.totals.length ? byDay.totals.flatMap((total, index) => [index ? ' + ' : '', money(total.cost, total.currency)]) : ['nothing yet']),
+      );
+      draw(
+        0,
+        dayCanvas,
+        'bar',
+        byDay.rows.map((row) => row.key),
+        byDay.rows,
+        false,
+      );
+      draw(
+        1,
+        userCanvas,
+        'bar',
+        byUser.rows.map((row) => row.label ?? row.key.slice(0, 8)),
+        byUser.rows,
+        true,
+      );
       dayTable.replaceChildren(byDay.rows.length ? rowsTable('Day', byDay.rows) : note('No turns in this period.'));
-      userTable.replaceChildren(byUser.rows.length ? rowsTable('Person', byUser.rows, (row) => h('a', { href: `#/users/${encodeURIComponent(row.key)}` }, row.label ?? row.key)) : note('No turns in this period.'));
+      userTable.replaceChildren(
+        byUser.rows.length
+          ? rowsTable('Person', byUser.rows, (row) => h('a', { href: `#/users/${encodeURIComponent(row.key)}` }, row.label ?? row.key))
+          : note('No turns in this period.'),
+      );
     } catch (error) {
       showError(error.message);
     }
@@ -60,7 +93,13 @@ export function costsView(root, _id, { showError }) {
     charts[slot] = new Chart(canvas, {
       type,
       data: { labels: keys, datasets },
-      options: { responsive: true, maintainAspectRatio: false, animation: false, indexAxis: horizontal ? 'y' : 'x', plugins: { legend: { display: currencies.length > 1 } } },
+      options: {
+        responsive: true,
+        maintainAspectRatio: false,
+        animation: false,
+        indexAxis: horizontal ? 'y' : 'x',
+        plugins: { legend: { display: currencies.length > 1 } },
+      },
     });
   }
 
@@ -77,6 +116,12 @@ export function costsView(root, _id, { showError }) {
 function rowsTable(keyName, rows, keyCell = (row) => row.label ?? row.key) {
   return table(
     [keyName, 'Cost', 'Turns', 'Tokens in / out', 'Models'],
-    rows.map((row) => [keyCell(row), money(row.cost, row.currency), String(row.turns), `${row.inputTokens} / ${row.outputTokens}`, row.models.map((model) => model.model).join(', ')]),
+    rows.map((row) => [
+      keyCell(row),
+      money(row.cost, row.currency),
+      String(row.turns),
+      `${row.inputTokens} / ${row.outputTokens}`,
+      row.models.map((model) => model.model).join(', '),
+    ]),
   );
 }

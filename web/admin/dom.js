@@ -12,7 +12,21 @@ export function h(tag, props = {}, ...children) {
     else if (key === 'data') for (const [name, item] of Object.entries(value)) node.dataset[name] = String(item);
     else if (key === 'on') for (const [name, handler] of Object.entries(value)) node.addEventListener(name, handler);
     else if (key === 'attrs') for (const [name, item] of Object.entries(value)) node.setAttribute(name, String(item));
-    else if (key === 'className' || key === 'type' || key === 'value' || key === 'checked' || key === 'disabled' || key === 'title' || key === 'placeholder' || key === 'href' || key === 'id' || key === 'name' || key === 'hidden' || key === 'rows') node[key] = value;
+    else if (
+      key === 'className' ||
+      key === 'type' ||
+      key === 'value' ||
+      key === 'checked' ||
+      key === 'disabled' ||
+      key === 'title' ||
+      key === 'placeholder' ||
+      key === 'href' ||
+      key === 'id' ||
+      key === 'name' ||
+      key === 'hidden' ||
+      key === 'rows'
+    )
+      node[key] = value;
     else throw new Error(`h(): unknown property ${key}`);
   }
   append(node, children);
@@ -40,7 +54,9 @@ export function when(iso) {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return String(iso);
   const sameDay = date.toDateString() === new Date().toDateString();
-  return sameDay ? date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' }) : date.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'short' });
+  return sameDay
+    ? date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+    : date.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'short' });
 }
 
 /** A small label: `badge('paused', 'warn')`. */

@@ -42,7 +42,13 @@ export function healthView(root, _id, { showError }) {
           ? note('Nothing running or waiting.', 'no-live-turns')
           : table(
               ['Conversation', 'Channel', 'State', 'Messages', 'Oldest'],
-              turns.map((turn) => [h('a', { href: `#/conversations/${encodeURIComponent(turn.sessionId)}` }, turn.conversationId), turn.channel, turn.state, String(turn.messages), when(turn.oldestAt)]),
+              turns.map((turn) => [
+                h('a', { href: `#/conversations/${encodeURIComponent(turn.sessionId)}` }, turn.conversationId),
+                turn.channel,
+                turn.state,
+                String(turn.messages),
+                when(turn.oldestAt),
+              ]),
               'live-turns',
             ),
         h('h3', {}, 'Latency (this process, since it started)'),
@@ -54,7 +60,13 @@ export function healthView(root, _id, { showError }) {
             )
           : note('No turns measured yet.'),
         h('h3', {}, 'Outcomes and failures'),
-        metrics && metrics.outcomes.length ? table(['Counter', 'Count'], metrics.outcomes.map((row) => [label(row), String(row.value)]), 'outcome-table') : note('Nothing counted yet.'),
+        metrics && metrics.outcomes.length
+          ? table(
+              ['Counter', 'Count'],
+              metrics.outcomes.map((row) => [label(row), String(row.value)]),
+              'outcome-table',
+            )
+          : note('Nothing counted yet.'),
       ),
     );
   }
@@ -64,7 +76,12 @@ export function healthView(root, _id, { showError }) {
 }
 
 function tile(name, value, testid, alarming = false) {
-  return h('div', { className: alarming ? 'tile alarm' : 'tile', testid }, h('span', { className: 'tile-value' }, String(value)), h('span', { className: 'tile-name' }, name));
+  return h(
+    'div',
+    { className: alarming ? 'tile alarm' : 'tile', testid },
+    h('span', { className: 'tile-value' }, String(value)),
+    h('span', { className: 'tile-name' }, name),
+  );
 }
 
 function label(row) {

@@ -31,13 +31,21 @@ export function userView(root, userId, { showError }) {
         h(
           'dl',
           { className: 'facts' },
-          h('dt', {}, 'User id'), h('dd', {}, h('code', {}, user.id)),
-          h('dt', {}, 'Phone'), h('dd', { testid: 'user-phone' }, user.phone ? `+${user.phone}` : '—'),
-          h('dt', {}, 'Role'), h('dd', { testid: 'user-role' }, role ?? 'none'),
-          h('dt', {}, 'Since'), h('dd', {}, when(user.createdAt)),
+          h('dt', {}, 'User id'),
+          h('dd', {}, h('code', {}, user.id)),
+          h('dt', {}, 'Phone'),
+          h('dd', { testid: 'user-phone' }, user.phone ? `+${user.phone}` : '—'),
+          h('dt', {}, 'Role'),
+          h('dd', { testid: 'user-role' }, role ?? 'none'),
+          h('dt', {}, 'Since'),
+          h('dd', {}, when(user.createdAt)),
         ),
         h('h3', {}, 'Accounts'),
-        table(['Channel', 'Account', 'Linked'], accounts.map((account) => [account.channel, h('code', {}, account.accountId), when(account.createdAt)]), 'user-accounts'),
+        table(
+          ['Channel', 'Account', 'Linked'],
+          accounts.map((account) => [account.channel, h('code', {}, account.accountId), when(account.createdAt)]),
+          'user-accounts',
+        ),
         h('h3', {}, 'Conversations'),
         conversations.length === 0
           ? note('None.')
@@ -45,7 +53,11 @@ export function userView(root, userId, { showError }) {
               ['Channel', 'Last message', 'Status', 'Cost'],
               conversations.map((conversation) => [
                 conversation.channel,
-                h('a', { href: `#/conversations/${encodeURIComponent(conversation.sessionId)}` }, conversation.lastMessage?.text ?? conversation.title ?? conversation.conversationId),
+                h(
+                  'a',
+                  { href: `#/conversations/${encodeURIComponent(conversation.sessionId)}` },
+                  conversation.lastMessage?.text ?? conversation.title ?? conversation.conversationId,
+                ),
                 [badge(conversation.status), conversation.paused ? badge('paused', 'warn') : null],
                 money(conversation.cost, conversation.currency),
               ]),
@@ -57,7 +69,17 @@ export function userView(root, userId, { showError }) {
           ? note('No identity events.')
           : table(
               ['When', 'What', 'Actor', 'Details'],
-              events.map((event) => [when(event.createdAt), event.kind, event.actor, h('code', {}, [event.channel, event.accountId].filter(Boolean).join(':'), Object.keys(event.details ?? {}).length ? ` ${JSON.stringify(event.details)}` : '')]),
+              events.map((event) => [
+                when(event.createdAt),
+                event.kind,
+                event.actor,
+                h(
+                  'code',
+                  {},
+                  [event.channel, event.accountId].filter(Boolean).join(':'),
+                  Object.keys(event.details ?? {}).length ? ` ${JSON.stringify(event.details)}` : '',
+                ),
+              ]),
               'user-events',
             ),
       ),
@@ -76,6 +98,11 @@ export function table(headers, rows, testid) {
   return h(
     'div',
     { className: 'table-wrap' },
-    h('table', { testid }, h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', {}, header)))), h('tbody', {}, ...rows.map((row) => h('tr', {}, ...row.map((cell, index) => h('td', { attrs: { 'data-label': headers[index] } }, cell)))))),
+    h(
+      'table',
+      { testid },
+      h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', {}, header)))),
+      h('tbody', {}, ...rows.map((row) => h('tr', {}, ...row.map((cell, index) => h('td', { attrs: { 'data-label': headers[index] } }, cell))))),
+    ),
   );
 }

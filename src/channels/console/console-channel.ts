@@ -90,7 +90,14 @@ export class ConsoleChannel implements Channel {
 
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
-    this.capabilities = { maxMessageChars: null, streaming: true, typing: this.#color, typingIntervalMs: TYPING_INTERVAL_MS, reactions: true, readReceipts: false };
+    this.capabilities = {
+      maxMessageChars: null,
+      streaming: true,
+      typing: this.#color,
+      typingIntervalMs: TYPING_INTERVAL_MS,
+      reactions: true,
+      readReceipts: false,
+    };
     this.#conversationId = options.conversationId ?? 'console';
     this.done = new Promise<void>((resolve) => (this.#finished = resolve));
   }
@@ -142,7 +149,9 @@ export class ConsoleChannel implements Channel {
         if (this.#options.showTools === false) return;
         this.#endLine();
         // The label is text for people; the name and result only with tool details (they can carry ids and data).
-        const line = this.#options.showToolDetails ? `${event.name} → ${oneLine(event.content)}${event.isError ? ' (error)' : ''}` : `${oneLine(label)} ${event.isError ? '✗' : '✓'}`;
+        const line = this.#options.showToolDetails
+          ? `${event.name} → ${oneLine(event.content)}${event.isError ? ' (error)' : ''}`
+          : `${oneLine(label)} ${event.isError ? '✗' : '✓'}`;
         this.#write(this.#dim(`  · ${line}\n`));
         return;
       }
@@ -173,7 +182,8 @@ export class ConsoleChannel implements Channel {
    * @throws ChannelError `invalid_reaction` when `emoji` is not one emoji; nothing is printed then.
    */
   async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
-    if (!isReactionEmoji(emoji)) throw new ChannelError('invalid_reaction', this.name, `A reaction is one emoji; ${JSON.stringify(emoji.slice(0, 32))} is not shown.`);
+    if (!isReactionEmoji(emoji))
+      throw new ChannelError('invalid_reaction', this.name, `A reaction is one emoji; ${JSON.stringify(emoji.slice(0, 32))} is not shown.`);
     if (target.conversationId !== this.#conversationId) return;
     const line = this.#lineTexts.get(messageId);
     this.#endLine();
@@ -347,12 +357,18 @@ function errorText(error: unknown, correlationId?: string): string {
 
 /** The start of the person's line, on one line and without control characters. */
 function quote(text: string): string {
-  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').replace(/\s+/g, ' ').trim();
+  const flat = text
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   return flat.length > QUOTE_CHARS ? `${flat.slice(0, QUOTE_CHARS - 1)}…` : flat;
 }
 
 /** On one line and without control characters: a tool's result must not move the cursor or recolour the screen. */
 function oneLine(text: string): string {
-  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').replace(/\s+/g, ' ').trim();
+  const flat = text
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   return flat.length > 120 ? `${flat.slice(0, 119)}…` : flat;
 }

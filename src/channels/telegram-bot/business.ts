@@ -49,7 +49,10 @@ export class BusinessConnections {
     // The owner writing to their customer is not a message to answer.
     if (!connection || message.fromId === connection.ownerId) return false;
     if (!connection.enabled || !connection.canReply) {
-      this.#logger.info({ businessConnectionId: id, chatId: message.chatId }, 'telegram business message not answered: the connection is disabled or may not reply');
+      this.#logger.info(
+        { businessConnectionId: id, chatId: message.chatId },
+        'telegram business message not answered: the connection is disabled or may not reply',
+      );
       return false;
     }
     return true;
@@ -90,7 +93,9 @@ export class BusinessConnections {
     if (id !== undefined && error instanceof GrammyError && /BUSINESS_CONNECTION|BUSINESS_PEER/i.test(error.description)) {
       await this.disable(id);
       this.#logger.warn({ err: error, businessConnectionId: id, correlationId }, 'telegram refused the business connection; it is now treated as disabled');
-      return new ChannelError('business_connection_disabled', TELEGRAM_BOT_CHANNEL, `Telegram refused the business connection ${id}: ${error.description}`, { cause: error });
+      return new ChannelError('business_connection_disabled', TELEGRAM_BOT_CHANNEL, `Telegram refused the business connection ${id}: ${error.description}`, {
+        cause: error,
+      });
     }
     return error;
   }

@@ -12,7 +12,10 @@ export const telegramBotConfigSchema = z
     /** Overrides `agent.replies` for this channel (`text` or `actions`). */
     replies: z.enum(['text', 'actions']).optional(),
     /** The bot token from @BotFather (better: TELEGRAM_BOT_TOKEN). Without one the channel is off. */
-    token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, 'a bot token as @BotFather gives it: digits, a colon, then letters, digits, _ or -').optional(),
+    token: z
+      .string()
+      .regex(/^\d+:[A-Za-z0-9_-]+$/, 'a bot token as @BotFather gives it: digits, a colon, then letters, digits, _ or -')
+      .optional(),
     /** Bot API root (TELEGRAM_API_ROOT): a self-hosted Bot API server, or a fake one in tests. */
     apiRoot: z.url({ protocol: /^https?$/ }).default('https://api.telegram.org'),
     /** `polling` (default; long polling, offset kept in the database) or `webhook` (default when webhookUrl is set). */
@@ -20,7 +23,10 @@ export const telegramBotConfigSchema = z
     /** Public HTTPS URL of POST /telegram/webhook on this server (TELEGRAM_WEBHOOK_URL); registered at start. */
     webhookUrl: z.url({ protocol: /^https?$/ }).optional(),
     /** Checked against X-Telegram-Bot-Api-Secret-Token on every webhook request (TELEGRAM_WEBHOOK_SECRET). */
-    webhookSecret: z.string().regex(/^[A-Za-z0-9_-]{16,256}$/, '16 to 256 characters: letters, digits, _ or -').optional(),
+    webhookSecret: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{16,256}$/, '16 to 256 characters: letters, digits, _ or -')
+      .optional(),
     /** A turn starts only after this many ms without a new message in the chat (one answer to a burst). */
     quietWindowMs: z.number().int().min(0).max(60_000).default(2_500),
     /** The longest the first message of a burst waits while more keep coming. Default 4 × quietWindowMs. */
@@ -52,10 +58,14 @@ export const telegramBotConfigSchema = z
     message: 'webhookUrl is set but mode is "polling": drop one (Telegram sends no updates to getUpdates while a webhook is set)',
     path: ['webhookUrl'],
   })
-  .refine((telegram) => telegram.token === undefined || (telegram.mode ?? (telegram.webhookUrl ? 'webhook' : 'polling')) === 'polling' || telegram.webhookSecret !== undefined, {
-    message: 'webhook mode needs webhookSecret (TELEGRAM_WEBHOOK_SECRET): without it anyone could post updates',
-    path: ['webhookSecret'],
-  })
+  .refine(
+    (telegram) =>
+      telegram.token === undefined || (telegram.mode ?? (telegram.webhookUrl ? 'webhook' : 'polling')) === 'polling' || telegram.webhookSecret !== undefined,
+    {
+      message: 'webhook mode needs webhookSecret (TELEGRAM_WEBHOOK_SECRET): without it anyone could post updates',
+      path: ['webhookSecret'],
+    },
+  )
   .prefault({});
 
 export type TelegramBotConfig = z.infer<typeof telegramBotConfigSchema>;

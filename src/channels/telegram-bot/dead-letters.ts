@@ -32,7 +32,11 @@ export class DeadLetters {
   }
 
   /** Keeps one update. @throws what the store throws (the caller then tries again later). */
-  async keep(updateId: number, update: unknown, failure: { readonly reason: DeadLetterReason; readonly attempts: number; readonly error: string }): Promise<void> {
+  async keep(
+    updateId: number,
+    update: unknown,
+    failure: { readonly reason: DeadLetterReason; readonly attempts: number; readonly error: string },
+  ): Promise<void> {
     const json = JSON.stringify(update) ?? 'null';
     const letter: DeadLetter = {
       reason: failure.reason,

@@ -88,7 +88,8 @@ function quoteOf(message: Message): string | undefined {
  * the bot's messages, or is a command addressed to it (`/reset@name`, or `/reset` alone).
  */
 export function isAddressedToBot(message: Message, bot: UserFromGetMe): boolean {
-  if (message.reply_to_message?.from?.id === bot.id && !(message.is_topic_message && message.reply_to_message.message_id === message.message_thread_id)) return true;
+  if (message.reply_to_message?.from?.id === bot.id && !(message.is_topic_message && message.reply_to_message.message_id === message.message_thread_id))
+    return true;
   const text = message.text ?? message.caption ?? '';
   const entities = message.entities ?? message.caption_entities ?? [];
   const name = `@${bot.username}`.toLowerCase();

@@ -84,10 +84,16 @@ export class LeasedPolling {
         await this.#endCurrentTerm();
         if (end.kind === 'stopped') return;
         if (end.kind === 'fatal') {
-          this.#options.logger.error({ err: end.error, code: end.error.code }, `telegram polling stopped: ${end.error.message} Replies to messages already accepted are still sent.`);
+          this.#options.logger.error(
+            { err: end.error, code: end.error.code },
+            `telegram polling stopped: ${end.error.message} Replies to messages already accepted are still sent.`,
+          );
           return;
         }
-        this.#options.logger.warn({ key: this.#options.key }, 'telegram polling lease lost (this process stalled past it): another process polls now; standing by');
+        this.#options.logger.warn(
+          { key: this.#options.key },
+          'telegram polling lease lost (this process stalled past it): another process polls now; standing by',
+        );
       }
       const lease = await HeldLease.standBy(this.#leaseOptions(), signal, (heldBy) => this.#standingBy(heldBy.holder));
       if (!lease) return;
@@ -131,7 +137,9 @@ export class LeasedPolling {
     this.#lease = undefined;
     this.#endTerm = undefined;
     await poller?.stop();
-    await lease?.release().catch((error: unknown) => this.#options.logger.warn({ err: error }, 'could not release the telegram polling lease; it runs out by itself'));
+    await lease
+      ?.release()
+      .catch((error: unknown) => this.#options.logger.warn({ err: error }, 'could not release the telegram polling lease; it runs out by itself'));
   }
 
   #leaseOptions() {

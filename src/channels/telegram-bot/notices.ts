@@ -32,7 +32,10 @@ export class Notices {
   }
 
   async tell(address: ChatAddress, person: Person, key: SystemTextKey): Promise<void> {
-    const language = (await this.#context()?.interfaceLanguage(person.accountId, person.hint).catch(() => undefined)) ?? person.hint;
+    const language =
+      (await this.#context()
+        ?.interfaceLanguage(person.accountId, person.hint)
+        .catch(() => undefined)) ?? person.hint;
     try {
       await this.#api.sendMessage(address.chatId, systemText(language, key, { name: this.#agentName() }), {
         ...(address.threadId === undefined ? {} : { message_thread_id: address.threadId }),

@@ -66,7 +66,10 @@ export class BotOutbound {
       this.#logger.warn({ err: error, correlationId: target.correlationId }, 'markdown could not be turned into telegram entities; sent as plain text');
     });
     try {
-      const sent = await this.#api.sendMessage(address.chatId, formatted.text, { ...other, ...(formatted.entities.length > 0 ? { entities: formatted.entities } : {}) });
+      const sent = await this.#api.sendMessage(address.chatId, formatted.text, {
+        ...other,
+        ...(formatted.entities.length > 0 ? { entities: formatted.entities } : {}),
+      });
       return { messageId: String(sent.message_id) };
     } catch (error) {
       if (error instanceof GrammyError && error.error_code === 400 && /entit/i.test(error.description) && formatted.entities.length > 0) {
@@ -76,7 +79,8 @@ export class BotOutbound {
       }
       const retryAfter = error instanceof GrammyError && error.error_code === 429 ? error.parameters.retry_after : undefined;
       // A flood wait longer than auto-retry waits out: the part stays in the outbox until Telegram allows it.
-      if (retryAfter !== undefined) throw new ChannelRetryLaterError(TELEGRAM_BOT_CHANNEL, retryAfter * 1000, `Telegram asks to wait ${retryAfter} s before sending`, { cause: error });
+      if (retryAfter !== undefined)
+        throw new ChannelRetryLaterError(TELEGRAM_BOT_CHANNEL, retryAfter * 1000, `Telegram asks to wait ${retryAfter} s before sending`, { cause: error });
       throw await this.#businesses.explain(error, address, target.correlationId);
     }
   }
@@ -108,20 +112,30 @@ export class BotOutbound {
   async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
     const address = addressOf(target.conversationId);
     if (address.businessConnectionId !== undefined) {
-      if (!this.#loggedBusinessReaction) this.#logger.info({ correlationId: target.correlationId }, 'a reaction in a Telegram Business chat was skipped: the Bot API cannot react through a business connection');
+      if (!this.#loggedBusinessReaction)
+        this.#logger.info(
+          { correlationId: target.correlationId },
+          'a reaction in a Telegram Business chat was skipped: the Bot API cannot react through a business connection',
+        );
       this.#loggedBusinessReaction = true;
       return;
     }
     const reaction = telegramReaction(emoji);
     const message = messageIdOf(messageId);
-    if (reaction === undefined) throw new ChannelError('reaction_refused', TELEGRAM_BOT_CHANNEL, `${emoji} is not one of the emoji Telegram allows as a reaction`);
+    if (reaction === undefined)
+      throw new ChannelError('reaction_refused', TELEGRAM_BOT_CHANNEL, `${emoji} is not one of the emoji Telegram allows as a reaction`);
     if (message === undefined) throw new ChannelError('reaction_refused', TELEGRAM_BOT_CHANNEL, `"${messageId}" is not a Telegram message id`);
     try {
       // grammY types the emoji as a union of Telegram's list; `telegramReaction` returned one of them.
       await this.#api.setMessageReaction(address.chatId, message, [{ type: 'emoji', emoji: reaction as ReactionEmoji }]);
     } catch (error) {
       if (error instanceof GrammyError && error.error_code === 400) {
-        throw new ChannelError('reaction_refused', TELEGRAM_BOT_CHANNEL, `Telegram refused the reaction ${reaction} on message ${message}: ${error.description}`, { cause: error });
+        throw new ChannelError(
+          'reaction_refused',
+          TELEGRAM_BOT_CHANNEL,
+          `Telegram refused the reaction ${reaction} on message ${message}: ${error.description}`,
+          { cause: error },
+        );
       }
       throw error;
     }

@@ -168,7 +168,12 @@ export class DurablePoller {
       try {
         await this.#confirmLease();
         return await this.#options.api.getUpdates(
-          { offset: this.#offset, limit: Math.max(1, Math.min(100, batchSize)), timeout: this.#options.timeoutSeconds ?? 30, allowed_updates: this.#options.allowedUpdates },
+          {
+            offset: this.#offset,
+            limit: Math.max(1, Math.min(100, batchSize)),
+            timeout: this.#options.timeoutSeconds ?? 30,
+            allowed_updates: this.#options.allowedUpdates,
+          },
           signal,
         );
       } catch (error) {
@@ -176,7 +181,8 @@ export class DurablePoller {
         const fatal = fatalError(error);
         // Holding the lease, a 409 comes from a poller that lost it and whose last getUpdates was still on its way
         // (it stops once that returns): wait, then poll again. Only a conflict that lasts is another bot's.
-        const stalePoller = fatal?.code === 'conflict' && this.#options.lease !== undefined && !/webhook/i.test(fatal.message) && ++conflicts < CONFLICTS_WHILE_LEASED;
+        const stalePoller =
+          fatal?.code === 'conflict' && this.#options.lease !== undefined && !/webhook/i.test(fatal.message) && ++conflicts < CONFLICTS_WHILE_LEASED;
         if (fatal && !stalePoller) throw error;
         this.#options.logger.warn({ err: error, retryInMs: delayMs }, 'telegram getUpdates failed; retrying');
         await sleep(delayMs, signal as unknown as AbortSignal);
@@ -202,7 +208,10 @@ export class DurablePoller {
           return;
         } catch (error) {
           if (this.#stopping.signal.aborted) {
-            this.#options.logger.warn({ err: error, updateId: update.update_id }, 'telegram update not stored before stop; it is fetched again at the next start');
+            this.#options.logger.warn(
+              { err: error, updateId: update.update_id },
+              'telegram update not stored before stop; it is fetched again at the next start',
+            );
             settle?.(false);
             return;
           }
@@ -247,7 +256,12 @@ export function fatalError(error: unknown): ChannelError | undefined {
     );
   }
   if (error.error_code === 401 || error.error_code === 404) {
-    return new ChannelError('unauthorized', TELEGRAM_BOT_CHANNEL, `Telegram refused the bot token (${error.error_code}: ${error.description}); check TELEGRAM_BOT_TOKEN with @BotFather.`, { cause: error });
+    return new ChannelError(
+      'unauthorized',
+      TELEGRAM_BOT_CHANNEL,
+      `Telegram refused the bot token (${error.error_code}: ${error.description}); check TELEGRAM_BOT_TOKEN with @BotFather.`,
+      { cause: error },
+    );
   }
   return undefined;
 }

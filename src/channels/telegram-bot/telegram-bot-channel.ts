@@ -192,7 +192,11 @@ export class TelegramBotChannel implements Channel {
 
     if (this.#options.mode === 'webhook') {
       if (this.#options.webhookUrl) {
-        await this.#bot.api.setWebhook(this.#options.webhookUrl, { secret_token: this.#options.webhookSecret, allowed_updates: [...ALLOWED_UPDATES], max_connections: 40 });
+        await this.#bot.api.setWebhook(this.#options.webhookUrl, {
+          secret_token: this.#options.webhookSecret,
+          allowed_updates: [...ALLOWED_UPDATES],
+          max_connections: 40,
+        });
         this.#logger.info({ url: this.#options.webhookUrl }, 'telegram webhook registered');
       }
       return;
@@ -247,7 +251,12 @@ export class TelegramBotChannel implements Channel {
         const fatal = fatalError(error);
         if (fatal) throw fatal;
         if (attempt >= 3) {
-          throw new ChannelError('unreachable', this.name, `Telegram's Bot API at ${this.#options.apiRoot ?? 'https://api.telegram.org'} did not answer getMe: ${(error as Error).message}`, { cause: error });
+          throw new ChannelError(
+            'unreachable',
+            this.name,
+            `Telegram's Bot API at ${this.#options.apiRoot ?? 'https://api.telegram.org'} did not answer getMe: ${(error as Error).message}`,
+            { cause: error },
+          );
         }
         await new Promise((resolve) => setTimeout(resolve, 1_000 * attempt));
       }

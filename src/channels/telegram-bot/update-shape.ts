@@ -5,7 +5,14 @@ import { z } from 'zod';
 // chat id that is not an integer would become a conversation no reply can reach. Everything else passes as it is.
 
 const id = z.number().int().refine(Number.isSafeInteger, 'not a safe integer');
-const user = z.looseObject({ id, is_bot: z.boolean(), first_name: z.string(), last_name: z.string().optional(), username: z.string().optional(), language_code: z.string().optional() });
+const user = z.looseObject({
+  id,
+  is_bot: z.boolean(),
+  first_name: z.string(),
+  last_name: z.string().optional(),
+  username: z.string().optional(),
+  language_code: z.string().optional(),
+});
 const entity = z.looseObject({ type: z.string(), offset: z.number().int().min(0), length: z.number().int().min(0) });
 const file = z.looseObject({ file_id: z.string(), file_size: z.number().int().optional(), mime_type: z.string().optional() });
 

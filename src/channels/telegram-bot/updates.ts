@@ -148,7 +148,8 @@ export class BotUpdates {
     };
     try {
       const acceptance = await context.accept(inbound);
-      if (acceptance.status === 'duplicate') this.#options.logger.debug({ conversationId, messageId: message.message_id }, 'telegram message seen before; not answered again');
+      if (acceptance.status === 'duplicate')
+        this.#options.logger.debug({ conversationId, messageId: message.message_id }, 'telegram message seen before; not answered again');
     } catch (error) {
       if (!(error instanceof ChannelError)) throw error;
       this.#options.logger.info({ err: error, conversationId, messageId: message.message_id }, 'telegram message refused');

@@ -42,7 +42,11 @@ export class BotVoice {
       maxBytes: MAX_DOWNLOAD_BYTES,
     });
     if (result.status === 'transcribed') return result.text;
-    if (result.status === 'failed') this.#options.logger.warn({ err: result.error, chatId: address.chatId }, 'telegram voice message could not be transcribed; the person was asked to write');
+    if (result.status === 'failed')
+      this.#options.logger.warn(
+        { err: result.error, chatId: address.chatId },
+        'telegram voice message could not be transcribed; the person was asked to write',
+      );
     await this.#options.notices.tell(address, person, result.notice);
     return undefined;
   }

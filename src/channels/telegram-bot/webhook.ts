@@ -45,7 +45,9 @@ export function webhookRoute(options: WebhookRouteOptions): ChannelRoute {
     }
     const problem = malformation(update);
     if (problem !== undefined) {
-      await updates.giveUp(update, 'malformed', problem, 0).catch((error: unknown) => logger.error({ err: error, updateId: update.update_id }, 'malformed telegram update could not be kept as a dead letter'));
+      await updates
+        .giveUp(update, 'malformed', problem, 0)
+        .catch((error: unknown) => logger.error({ err: error, updateId: update.update_id }, 'malformed telegram update could not be kept as a dead letter'));
       return Response.json({ error: { code: 'invalid_update', message: `The body is not a Telegram update: ${problem}` } }, { status: 400 });
     }
     try {
@@ -70,7 +72,13 @@ export function webhookRoute(options: WebhookRouteOptions): ChannelRoute {
     return Response.json({}, { status: 200 });
   }
 
-  return { method: 'POST', path: '/telegram/webhook', access: 'public', maxBodyBytes: 1024 * 1024, handle: (request, info) => handle(request, info.remoteAddress) };
+  return {
+    method: 'POST',
+    path: '/telegram/webhook',
+    access: 'public',
+    maxBodyBytes: 1024 * 1024,
+    handle: (request, info) => handle(request, info.remoteAddress),
+  };
 }
 
 /** Remembers a failed delivery's count; the oldest entries go past 1000 (ids Telegram no longer redelivers). */

@@ -1,10 +1,4 @@
-import {
-  networkMiddlewares,
-  TelegramClient,
-  type ITelegramStorageProvider,
-  type RpcCallMiddleware,
-  type TelegramTransport,
-} from '@mtcute/node';
+import { networkMiddlewares, TelegramClient, type ITelegramStorageProvider, type RpcCallMiddleware, type TelegramTransport } from '@mtcute/node';
 import type { BaseSqliteStorage } from '@mtcute/core';
 import { sessionStorage } from './session-storage.js';
 import { TelegramSessionFile } from './session-store.js';

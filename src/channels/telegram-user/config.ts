@@ -29,7 +29,10 @@ export const telegramUserConfigSchema = z
     /** From my.telegram.org → "API development tools" (better: TELEGRAM_API_ID). */
     apiId: z.number().int().positive('the api_id from my.telegram.org, a positive number').optional(),
     /** From my.telegram.org, 32 hex characters (better: TELEGRAM_API_HASH). A secret: scrubbed from logs. */
-    apiHash: z.string().regex(/^[0-9a-f]{32}$/i, 'the api_hash from my.telegram.org: 32 hex characters').optional(),
+    apiHash: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/i, 'the api_hash from my.telegram.org: 32 hex characters')
+      .optional(),
     /**
      * SQLite file holding the MTProto session (the account's auth key), created owner-only (mode 0600). Default:
      * `telegram-user.session` beside the SQLite database, or in `data/` of the config folder for PostgreSQL.
@@ -44,7 +47,9 @@ export const telegramUserConfigSchema = z
     answer: z
       .union([z.enum(['everyone', 'contacts']), z.array(telegramPeer).min(1, 'name at least one user id or @username, or use "everyone"')], {
         // A list's own problem (which entry is wrong) rather than zod's "Invalid input" for a failed union.
-        error: (issue) => (issue.code === 'invalid_union' && Array.isArray(issue.input) ? issue.errors[1]?.[0]?.message : undefined) ?? '"everyone", "contacts", or a list of user ids and @usernames',
+        error: (issue) =>
+          (issue.code === 'invalid_union' && Array.isArray(issue.input) ? issue.errors[1]?.[0]?.message : undefined) ??
+          '"everyone", "contacts", or a list of user ids and @usernames',
       })
       .default('everyone'),
     /**
@@ -84,7 +89,8 @@ export const telegramUserConfigSchema = z
     path: ['apiHash'],
   })
   .refine((user) => user.enabled !== true || user.apiId !== undefined, {
-    message: 'enabled is true but apiId and apiHash are missing: get them at my.telegram.org ("API development tools") and set TELEGRAM_API_ID / TELEGRAM_API_HASH',
+    message:
+      'enabled is true but apiId and apiHash are missing: get them at my.telegram.org ("API development tools") and set TELEGRAM_API_ID / TELEGRAM_API_HASH',
     path: ['apiId'],
   })
   .prefault({});

@@ -228,4 +228,3 @@ export function rpcErrorText(error: unknown): string | undefined {
   const text = (error as { text?: unknown }).text;
   return typeof text === 'string' ? text : undefined;
 }
-

@@ -38,7 +38,12 @@ export interface HistorySyncResult {
  * @param chat a user id, or a username with or without @.
  * @throws ChannelError `not_private` for a group, channel, bot or Telegram's service account.
  */
-export async function syncHistory(client: TelegramClient, chat: number | string, record: ChannelContext['record'], options: HistorySyncOptions): Promise<HistorySyncResult> {
+export async function syncHistory(
+  client: TelegramClient,
+  chat: number | string,
+  record: ChannelContext['record'],
+  options: HistorySyncOptions,
+): Promise<HistorySyncResult> {
   const user = await privateChatUser(client, chat);
   const entries = (await fetchNewestFirst(client, user, options)).reverse();
   let stored = 0;
@@ -66,7 +71,13 @@ export function historyImportedKey(chatId: number): string {
  * after the import), so a restart does not fetch again; a failed import is logged by the caller and not retried.
  * @returns the sync result, or undefined when the chat was imported before or `limit` is 0.
  */
-export async function importOnFirstContact(client: TelegramClient, context: Pick<ChannelContext, 'record' | 'state'>, chatId: number, beforeId: number, limit: number): Promise<HistorySyncResult | undefined> {
+export async function importOnFirstContact(
+  client: TelegramClient,
+  context: Pick<ChannelContext, 'record' | 'state'>,
+  chatId: number,
+  beforeId: number,
+  limit: number,
+): Promise<HistorySyncResult | undefined> {
   if (limit <= 0 || (await context.state.get(historyImportedKey(chatId))) !== undefined) return undefined;
   const result = await syncHistory(client, chatId, context.record, { before: beforeId, limit });
   await context.state.set(historyImportedKey(chatId), new Date().toISOString());
@@ -86,7 +97,11 @@ async function privateChatUser(client: TelegramClient, chat: number | string): P
 }
 
 function notPrivate(chat: string, what: string): ChannelError {
-  return new ChannelError('not_private', TELEGRAM_USER_CHANNEL, `${chat} is ${what}: the Telegram user account keeps the history of private chats with people only.`);
+  return new ChannelError(
+    'not_private',
+    TELEGRAM_USER_CHANNEL,
+    `${chat} is ${what}: the Telegram user account keeps the history of private chats with people only.`,
+  );
 }
 
 /**

@@ -9,7 +9,6 @@ import type { OwnSends } from './own-sends.js';
 import type { OwnerTakeover } from './owner-takeover.js';
 import { readMessage, type ReadMessage, type ReplySource } from './read-message.js';
 
-
 /** The client calls inbound needs: the replied-to message for quotes, and media downloads for transcription. */
 export interface InboundClient extends ReplySource {
   downloadAsBuffer(location: FileDownloadLocation, params?: FileDownloadParameters): Promise<Uint8Array>;
@@ -82,7 +81,9 @@ export class TelegramUserInbound {
     if (read === undefined) return { kind: 'ignored', reason: 'empty' };
     const until = this.#options.takeover.heldUntil(chatId);
     if (until !== undefined) {
-      await this.#options.context.record(conversationOf(person, chatId), [{ role: 'user', text: read.text, messageId: String(message.id), at: message.date, source: 'held' }]);
+      await this.#options.context.record(conversationOf(person, chatId), [
+        { role: 'user', text: read.text, messageId: String(message.id), at: message.date, source: 'held' },
+      ]);
       this.#logger.info({ chatId, messageId: message.id, until: until.toISOString() }, 'message stored, not answered: the owner has taken this chat over');
       return { kind: 'held', conversationId: chatId, messageId: String(message.id), until };
     }
@@ -100,7 +101,11 @@ export class TelegramUserInbound {
     };
     if (this.#options.importHistory) {
       // Before the message itself is accepted, so the first turn's model already reads what was said before.
-      await this.#options.importHistory(person.id, message.id).catch((error: unknown) => this.#logger.warn({ err: error, chatId, messageId: message.id }, 'could not import the chat\'s earlier history; answering without it'));
+      await this.#options
+        .importHistory(person.id, message.id)
+        .catch((error: unknown) =>
+          this.#logger.warn({ err: error, chatId, messageId: message.id }, "could not import the chat's earlier history; answering without it"),
+        );
     }
     try {
       const acceptance = await this.#options.context.accept(inbound);
@@ -125,9 +130,14 @@ export class TelegramUserInbound {
     const read = await readMessage(message, this.#options.client, (error) => this.#quoteFailed(error, chatId));
     if (read === undefined) return { kind: 'ignored', reason: 'empty' };
     const text = read.audio ? withTranscript(read.text, describeMedia(read.audio.media)) : read.text;
-    await this.#options.context.record(conversationOf(person, chatId), [{ role: 'assistant', text, messageId: String(message.id), at: message.date, source: 'owner' }]);
+    await this.#options.context.record(conversationOf(person, chatId), [
+      { role: 'assistant', text, messageId: String(message.id), at: message.date, source: 'owner' },
+    ]);
     const { until } = await this.#options.takeover.ownerWrote(chatId, message.date);
-    this.#logger.info({ chatId, messageId: message.id, until: until.toISOString() }, 'the owner wrote by hand; stored as the account\'s side of the conversation');
+    this.#logger.info(
+      { chatId, messageId: message.id, until: until.toISOString() },
+      "the owner wrote by hand; stored as the account's side of the conversation",
+    );
     return { kind: 'owner', conversationId: chatId, messageId: String(message.id), until };
   }
 
@@ -147,7 +157,8 @@ export class TelegramUserInbound {
     if (transcription.status === 'transcribed') return { ...read, text: withTranscript(read.text, transcription.text) };
     // No notice from a person's account: the model reads `[voice message]` and can ask, in its own words, for text.
     if (transcription.status === 'off') this.#logger.info({ chatId }, 'voice message not transcribed: no transcriber configured');
-    else this.#logger.warn({ err: transcription.error, chatId }, 'telegram user voice message could not be transcribed; the model reads it as undescribed speech');
+    else
+      this.#logger.warn({ err: transcription.error, chatId }, 'telegram user voice message could not be transcribed; the model reads it as undescribed speech');
     return { ...read, text: withTranscript(read.text, describeMedia(media)) };
   }
 

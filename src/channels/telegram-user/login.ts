@@ -46,7 +46,8 @@ async function loginByPhone(client: TelegramClient, prompts: LoginPrompts): Prom
     } catch (error) {
       if (tl.RpcError.is(error, 'SESSION_PASSWORD_NEEDED')) return checkPassword(client, prompts);
       if (tl.RpcError.is(error, 'PHONE_CODE_INVALID') || tl.RpcError.is(error, 'PHONE_CODE_EMPTY')) {
-        if (attempt >= MAX_ATTEMPTS) throw loginFailed(`the login code was wrong ${MAX_ATTEMPTS} times. Run palaver telegram login again for a new code.`, error);
+        if (attempt >= MAX_ATTEMPTS)
+          throw loginFailed(`the login code was wrong ${MAX_ATTEMPTS} times. Run palaver telegram login again for a new code.`, error);
         prompts.notice('That code is not right. Check the code in Telegram and type it again.');
         continue;
       }
@@ -95,7 +96,10 @@ async function passwordHint(client: TelegramClient): Promise<string | null> {
 
 /** `+1 555 010-0100` → `15550100100`: Telegram wants the digits in international form. */
 function normalisePhone(input: string): string {
-  const digits = input.replace(/[\s().-]/g, '').replace(/^\+/, '').replace(/^00/, '');
+  const digits = input
+    .replace(/[\s().-]/g, '')
+    .replace(/^\+/, '')
+    .replace(/^00/, '');
   if (!/^\d{6,15}$/.test(digits)) throw loginFailed(`"${input.trim()}" is not a phone number in international form, such as +44 20 7946 0958.`);
   return digits;
 }
@@ -122,7 +126,8 @@ function explainRpcError(error: tl.RpcError): string {
   if (error.is('PHONE_NUMBER_INVALID')) return 'Telegram does not know that phone number. Type it in international form, such as +44 20 7946 0958.';
   if (error.is('PHONE_NUMBER_BANNED')) return 'Telegram has banned this phone number.';
   if (error.is('PHONE_CODE_EXPIRED')) return 'the login code expired. Run palaver telegram login again for a new one.';
-  if (error.is('API_ID_INVALID') || error.is('API_ID_PUBLISHED_FLOOD')) return 'Telegram refused the api_id/api_hash: check TELEGRAM_API_ID and TELEGRAM_API_HASH against my.telegram.org.';
+  if (error.is('API_ID_INVALID') || error.is('API_ID_PUBLISHED_FLOOD'))
+    return 'Telegram refused the api_id/api_hash: check TELEGRAM_API_ID and TELEGRAM_API_HASH against my.telegram.org.';
   if (error.is('FLOOD_WAIT_%d')) return `Telegram asks to wait ${(error as tl.RpcError & { seconds: number }).seconds} s before the next login attempt.`;
   return `Telegram answered ${error.text}.`;
 }

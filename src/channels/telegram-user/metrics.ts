@@ -13,9 +13,23 @@ export class TelegramUserMetrics {
   readonly #takenOverSources = new Set<() => number>();
 
   constructor(prom: typeof PromClient, registry: PromClient.Registry) {
-    this.connection = new prom.Gauge({ name: 'palaver_telegram_user_connection', help: 'Telegram user account connection: 1 for the current state (connected, reconnecting, signed_out)', labelNames: ['state'] as const, registers: [registry] });
-    this.signedOut = new prom.Counter({ name: 'palaver_telegram_user_signed_out_total', help: 'Times Telegram ended the user account session (the channel stopped), by error', labelNames: ['error'] as const, registers: [registry] });
-    this.ownerTakeovers = new prom.Counter({ name: 'palaver_telegram_user_owner_takeovers_total', help: 'Telegram user-account chats the owner took over by writing by hand (the agent steps back there)', registers: [registry] });
+    this.connection = new prom.Gauge({
+      name: 'palaver_telegram_user_connection',
+      help: 'Telegram user account connection: 1 for the current state (connected, reconnecting, signed_out)',
+      labelNames: ['state'] as const,
+      registers: [registry],
+    });
+    this.signedOut = new prom.Counter({
+      name: 'palaver_telegram_user_signed_out_total',
+      help: 'Times Telegram ended the user account session (the channel stopped), by error',
+      labelNames: ['error'] as const,
+      registers: [registry],
+    });
+    this.ownerTakeovers = new prom.Counter({
+      name: 'palaver_telegram_user_owner_takeovers_total',
+      help: 'Telegram user-account chats the owner took over by writing by hand (the agent steps back there)',
+      registers: [registry],
+    });
     const takenOverSources = this.#takenOverSources;
     this.takenOverChats = new prom.Gauge({
       name: 'palaver_telegram_user_taken_over_chats',

@@ -56,11 +56,13 @@ export class TelegramUserOutbound {
     const quoted = messageIdOf(replyTo);
     await this.#noteOwn(target, (own) => own.willSend(String(chatId), ownKey, formatted.text));
     try {
-      const sent = await this.#options.client().sendText(
-        chatId,
-        { text: formatted.text, entities: toTlEntities(formatted.entities) },
-        { ...(randomId ? { randomId } : {}), ...(quoted === undefined ? {} : { replyTo: quoted }), disableWebPreview: true },
-      );
+      const sent = await this.#options
+        .client()
+        .sendText(
+          chatId,
+          { text: formatted.text, entities: toTlEntities(formatted.entities) },
+          { ...(randomId ? { randomId } : {}), ...(quoted === undefined ? {} : { replyTo: quoted }), disableWebPreview: true },
+        );
       await this.#noteOwn(target, (own) => own.sent(String(chatId), ownKey, sent.id));
       return { messageId: String(sent.id) };
     } catch (error) {
@@ -82,13 +84,16 @@ export class TelegramUserOutbound {
     if (this.#options.signedOut()) return;
     const reaction = telegramReaction(emoji);
     const message = messageIdOf(messageId);
-    if (reaction === undefined) throw new ChannelError('reaction_refused', TELEGRAM_USER_CHANNEL, `${emoji} is not one of the emoji Telegram allows as a reaction`);
+    if (reaction === undefined)
+      throw new ChannelError('reaction_refused', TELEGRAM_USER_CHANNEL, `${emoji} is not one of the emoji Telegram allows as a reaction`);
     if (message === undefined) throw new ChannelError('reaction_refused', TELEGRAM_USER_CHANNEL, `"${messageId}" is not a Telegram message id`);
     try {
       await this.#options.client().sendReaction({ chatId: chatIdOf(target.conversationId), message, emoji: reaction });
     } catch (error) {
       if (tl.RpcError.is(error) && error.code === 400) {
-        throw new ChannelError('reaction_refused', TELEGRAM_USER_CHANNEL, `Telegram refused the reaction ${reaction} on message ${message}: ${error.text}`, { cause: error });
+        throw new ChannelError('reaction_refused', TELEGRAM_USER_CHANNEL, `Telegram refused the reaction ${reaction} on message ${message}: ${error.text}`, {
+          cause: error,
+        });
       }
       throw error;
     }
@@ -112,7 +117,10 @@ export class TelegramUserOutbound {
     try {
       await note(own);
     } catch (error) {
-      this.#logger.warn({ err: error, correlationId: target.correlationId }, 'could not note a sent part in the channel state; its echo may be taken for the owner');
+      this.#logger.warn(
+        { err: error, correlationId: target.correlationId },
+        'could not note a sent part in the channel state; its echo may be taken for the owner',
+      );
     }
   }
 
@@ -143,7 +151,8 @@ export class TelegramUserOutbound {
 /** The other person's user id: the conversation id of a private chat. */
 export function chatIdOf(conversationId: string): number {
   const id = Number(conversationId);
-  if (!Number.isSafeInteger(id) || id <= 0) throw new ChannelError('invalid_target', TELEGRAM_USER_CHANNEL, `not a private chat of the Telegram user account: ${conversationId}`);
+  if (!Number.isSafeInteger(id) || id <= 0)
+    throw new ChannelError('invalid_target', TELEGRAM_USER_CHANNEL, `not a private chat of the Telegram user account: ${conversationId}`);
   return id;
 }
 

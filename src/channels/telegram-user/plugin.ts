@@ -26,7 +26,13 @@ export const telegramUserPlugin: ChannelPlugin<'telegramUser', typeof telegramUs
     const bot = (config.channels as { readonly telegram: { readonly transcription: TranscriptionSettings } }).telegram;
     const transcribe = transcriber(settings.transcription ?? bot.transcription);
     const network = overrides?.[TELEGRAM_USER_CHANNEL] as TelegramNetworkOverride | undefined;
-    const channel = await telegramUserChannel(settings, { logger, metrics: metrics.channel(telegramUserPlugin), leases: store.channelLeases, transcribe, ...(network ? { network } : {}) });
+    const channel = await telegramUserChannel(settings, {
+      logger,
+      metrics: metrics.channel(telegramUserPlugin),
+      leases: store.channelLeases,
+      transcribe,
+      ...(network ? { network } : {}),
+    });
     return {
       channel,
       health: () => {

@@ -122,7 +122,11 @@ export class SessionLease {
       const outcome = await HeldLease.tryAcquire(held);
       if ('lease' in outcome) return new SessionLease(outcome.lease);
       if (now() >= deadline) throw new SessionLeaseHeldError(outcome.heldBy, options.doing ?? 'start the Telegram user account');
-      if (attempt === 0) options.logger?.info({ heldBy: outcome.heldBy.holder, until: new Date(outcome.heldBy.expiresAt).toISOString() }, 'the Telegram session lease is held by another process; waiting for it to run out');
+      if (attempt === 0)
+        options.logger?.info(
+          { heldBy: outcome.heldBy.holder, until: new Date(outcome.heldBy.expiresAt).toISOString() },
+          'the Telegram session lease is held by another process; waiting for it to run out',
+        );
       await new Promise((resolve) => setTimeout(resolve, Math.min(held.timings.retryEveryMs, Math.max(1, deadline - now()))));
     }
   }

@@ -22,7 +22,9 @@ export function sessionStorage(file: string): BaseSqliteStorage {
 
 class NodeSqliteSessionDriver extends BaseSqliteStorageDriver {
   readonly #file: string;
-  readonly #open: new (path: string) => NodeDatabase;
+  readonly #open: new (
+    path: string,
+  ) => NodeDatabase;
 
   constructor(file: string, open: new (path: string) => NodeDatabase) {
     super();
@@ -38,7 +40,11 @@ class NodeSqliteSessionDriver extends BaseSqliteStorageDriver {
       close: () => db.close(),
       prepare: <P extends unknown[]>(sql: string): ISqliteStatement<P> => {
         const statement = db.prepare(sql);
-        return { run: (...params) => void statement.run(...params), get: (...params) => statement.get(...params), all: (...params) => statement.all(...params) };
+        return {
+          run: (...params) => void statement.run(...params),
+          get: (...params) => statement.get(...params),
+          all: (...params) => statement.all(...params),
+        };
       },
       // better-sqlite3's db.transaction(fn): fn runs in BEGIN … COMMIT, rolled back when it throws.
       transaction: <F extends (...args: any[]) => any>(fn: F): F =>

@@ -103,7 +103,10 @@ function openReadOnly(path: string): ReadOnlySqlite {
   const builtin = nodeSqlite();
   if (builtin) {
     // The store's type of the module names only what the store uses; node:sqlite takes `{ readOnly }` too.
-    const DatabaseSync = builtin.DatabaseSync as unknown as new (path: string, options: { readOnly: boolean }) => { prepare(sql: string): { all(): unknown[] }; close(): void };
+    const DatabaseSync = builtin.DatabaseSync as unknown as new (
+      path: string,
+      options: { readOnly: boolean },
+    ) => { prepare(sql: string): { all(): unknown[] }; close(): void };
     const db = new DatabaseSync(path, { readOnly: true });
     return { all: <T>(sql: string) => db.prepare(sql).all() as T[], close: () => db.close() };
   }

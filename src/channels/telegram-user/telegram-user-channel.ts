@@ -224,7 +224,10 @@ export class TelegramUserChannel implements Channel {
       takeover,
       ...(options.transcribe ? { transcribe: options.transcribe } : {}),
       ...((options.importHistoryOnFirstContact ?? 0) > 0
-        ? { importHistory: (chatId: number, beforeId: number) => importOnFirstContact(this.#connection.client, context, chatId, beforeId, options.importHistoryOnFirstContact!).then(() => undefined) }
+        ? {
+            importHistory: (chatId: number, beforeId: number) =>
+              importOnFirstContact(this.#connection.client, context, chatId, beforeId, options.importHistoryOnFirstContact!).then(() => undefined),
+          }
         : {}),
       logger: this.#logger,
     });

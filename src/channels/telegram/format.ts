@@ -344,9 +344,7 @@ class Writer {
   private table(node: Table): void {
     const rows = node.children.map((row) => row.children.map((cell) => plainText(cell.children).replaceAll('\n', ' ').trim()));
     const columns = Math.max(0, ...rows.map((row) => row.length));
-    const widths: number[] = Array.from({ length: columns }, (_, column) =>
-      Math.max(1, ...rows.map((row) => codePoints(row[column] ?? ''))),
-    );
+    const widths: number[] = Array.from({ length: columns }, (_, column) => Math.max(1, ...rows.map((row) => codePoints(row[column] ?? ''))));
     const align = node.align ?? [];
     const line = (row: readonly string[]): string =>
       widths
@@ -387,7 +385,12 @@ function linkTarget(url: string): string | undefined {
 }
 
 function sameAddress(label: string, url: string): boolean {
-  const bare = (value: string): string => value.trim().replace(/^(https?:\/\/|mailto:)/i, '').replace(/\/$/, '').toLowerCase();
+  const bare = (value: string): string =>
+    value
+      .trim()
+      .replace(/^(https?:\/\/|mailto:)/i, '')
+      .replace(/\/$/, '')
+      .toLowerCase();
   return bare(label) === bare(url);
 }
 

@@ -34,4 +34,3 @@ export function splitTelegramMessage(message: TelegramMessage, maxChars: number 
   }
   return parts;
 }
-

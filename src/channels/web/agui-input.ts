@@ -105,9 +105,7 @@ type UserContent = Extract<RunAgentInput['messages'][number], { role: 'user' }>[
 
 function contentText(content: UserContent): string {
   if (typeof content === 'string') return content;
-  return content
-    .flatMap((part) => (part.type === 'text' ? [part.text] : []))
-    .join('\n');
+  return content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
 }
 
 function readUserId(forwardedProps: unknown): string | undefined | AguiInputProblem {
@@ -126,7 +124,8 @@ function checkId(field: string, value: string): AguiInputProblem | undefined {
 function checkText(field: string, value: string): AguiInputProblem | undefined {
   const reason = badTextReason(value);
   if (reason === 'nul') return { code: 'invalid_input', message: `${field} contains a NUL character (\\u0000), which cannot be stored; remove it.` };
-  if (reason === 'lone_surrogate') return { code: 'invalid_input', message: `${field} contains a lone UTF-16 surrogate (broken unicode), which cannot be stored; send valid text.` };
+  if (reason === 'lone_surrogate')
+    return { code: 'invalid_input', message: `${field} contains a lone UTF-16 surrogate (broken unicode), which cannot be stored; send valid text.` };
   return undefined;
 }
 

@@ -251,7 +251,12 @@ export class AguiTranslator {
     const ids = { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, replyMessageId: outcome.replyMessageId };
     if (outcome.status === 'failed') {
       // The person already got the apology as text; the error carries it again with the id they can quote.
-      out.push({ type: EventType.RUN_ERROR, message: outcome.reply, code: TURN_FAILED_CODE, metadata: { ...ids, ...(outcome.errorId === undefined ? {} : { errorId: outcome.errorId }) } });
+      out.push({
+        type: EventType.RUN_ERROR,
+        message: outcome.reply,
+        code: TURN_FAILED_CODE,
+        metadata: { ...ids, ...(outcome.errorId === undefined ? {} : { errorId: outcome.errorId }) },
+      });
     } else {
       out.push({ type: EventType.RUN_FINISHED, threadId: this.#run.threadId, runId: this.#run.runId, result: ids });
     }
@@ -291,7 +296,12 @@ export class AguiTranslator {
       type: EventType.RUN_FINISHED,
       threadId: this.#run.threadId,
       runId: this.#run.runId,
-      result: { correlationId: ids.correlationId, ...(ids.sessionId === undefined ? {} : { sessionId: ids.sessionId }), status: 'answered_together', answeredIn },
+      result: {
+        correlationId: ids.correlationId,
+        ...(ids.sessionId === undefined ? {} : { sessionId: ids.sessionId }),
+        status: 'answered_together',
+        answeredIn,
+      },
     });
     return out;
   }

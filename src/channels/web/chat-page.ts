@@ -48,7 +48,10 @@ function contentSecurityPolicy(appearance: PageAppearance, frameAncestors: reado
 function normaliseOrigin(origin: string): string {
   const url = new URL(origin);
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin === 'null') {
-    throw new PalaverError('invalid_embed_origin', `${JSON.stringify(origin)} is not an http(s) origin such as https://shop.example; fix channels.web.embed.allowedOrigins.`);
+    throw new PalaverError(
+      'invalid_embed_origin',
+      `${JSON.stringify(origin)} is not an http(s) origin such as https://shop.example; fix channels.web.embed.allowedOrigins.`,
+    );
   }
   return url.origin;
 }
@@ -94,7 +97,12 @@ export type PageRequestHook = (
  * @throws PalaverError `web_assets_missing` when a file cannot be read (markdown-it's is in `dist/browser/`, made by
  *   `npm run build`); `invalid_embed_origin` for an origin that is not http(s).
  */
-export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: PageRequestHook, appearance: PageAppearance = {}, embedOrigins: readonly string[] = []): ChannelRoute[] {
+export function chatPageRoutes(
+  webDir: string = DEFAULT_WEB_DIR,
+  onRequest?: PageRequestHook,
+  appearance: PageAppearance = {},
+  embedOrigins: readonly string[] = [],
+): ChannelRoute[] {
   const origins = [...new Set(embedOrigins.map(normaliseOrigin))];
   const csp = contentSecurityPolicy(appearance);
   const embedCsp = contentSecurityPolicy(appearance, origins);
@@ -105,7 +113,9 @@ export function chatPageRoutes(webDir: string = DEFAULT_WEB_DIR, onRequest?: Pag
       const content = readFileSync(join(dir, file), 'utf8');
       return { path, type, content: file === 'chat.html' ? withAppearance(content, appearance, path === '/embed' ? origins : undefined) : content };
     } catch (error) {
-      throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, { cause: error });
+      throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, {
+        cause: error,
+      });
     }
   });
   // The Markdown renderer's own prebuilt browser file, as the build ships it: the page needs no bundler and no CDN.

@@ -34,9 +34,7 @@ export const webConfigSchema = z
      * Origins (scheme://host[:port]) of other sites allowed to call /agui and /conversations from a browser;
      * they get CORS headers. The page's own origin needs no entry.
      */
-    allowedOrigins: z
-      .array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)'))
-      .optional(),
+    allowedOrigins: z.array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)')).optional(),
     /**
      * Host names (optionally with :port) this server answers to, besides loopback names, IP addresses and
      * `server.host`; any other `Host` is refused (DNS rebinding). Add the public name behind a reverse proxy.
@@ -48,9 +46,7 @@ export const webConfigSchema = z
       .regex(/^#([0-9a-f]{3}|[0-9a-f]{4}|[0-9a-f]{6}|[0-9a-f]{8})$/i, 'a CSS hex colour such as #2f6feb')
       .optional(),
     /** A logo beside the agent's name on the chat page: an http(s) URL, or a path on this server (`/logo.svg`). */
-    logoUrl: z
-      .union([z.url({ protocol: /^https?$/ }), z.string().regex(/^\/(?!\/)\S*$/, 'a path starting with a single /')])
-      .optional(),
+    logoUrl: z.union([z.url({ protocol: /^https?$/ }), z.string().regex(/^\/(?!\/)\S*$/, 'a path starting with a single /')]).optional(),
     /** The chat on other sites: the widget (`/widget.js`) and its frame (`/embed`). */
     embed: z
       .strictObject({
@@ -58,9 +54,7 @@ export const webConfigSchema = z
          * Origins (scheme://host[:port]) of the sites whose pages may show the chat in a frame; sent as the
          * frame's `Content-Security-Policy: frame-ancestors`. Empty (the default): no site may frame it.
          */
-        allowedOrigins: z
-          .array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)'))
-          .default([]),
+        allowedOrigins: z.array(z.string().refine(isOrigin, 'an origin such as https://shop.example (scheme, host and port only)')).default([]),
       })
       .prefault({}),
     /**

@@ -35,7 +35,8 @@ export const webPlugin: ChannelPlugin<'web', typeof webConfigSchema> = {
   // A generated cookie secret is kept beside the SQLite file (in `data/` for PostgreSQL); with an in-memory
   // database it stays in memory too, since its visitors cannot outlive the database anyway.
   resolvePaths: ({ cookieSecretFile, ...settings }, { baseDir, dataDir }) => {
-    const file = cookieSecretFile === undefined ? (dataDir === undefined ? undefined : resolve(dataDir, COOKIE_SECRET_FILE_NAME)) : resolve(baseDir, cookieSecretFile);
+    const file =
+      cookieSecretFile === undefined ? (dataDir === undefined ? undefined : resolve(dataDir, COOKIE_SECRET_FILE_NAME)) : resolve(baseDir, cookieSecretFile);
     return { ...settings, ...(file === undefined ? {} : { cookieSecretFile: file }) };
   },
 };

@@ -23,7 +23,9 @@ export type RelayOp =
   | { readonly kind: 'settle'; readonly whole: boolean; readonly answeredIn?: string | undefined; readonly end: RelayedEnd };
 
 /** How a relayed turn ended: answered, or failed before a reply was stored (`code`/`message` of a PalaverError). */
-export type RelayedEnd = { readonly kind: 'answered'; readonly outcome: FinishedReply } | { readonly kind: 'error'; readonly code?: string | undefined; readonly message?: string | undefined };
+export type RelayedEnd =
+  | { readonly kind: 'answered'; readonly outcome: FinishedReply }
+  | { readonly kind: 'error'; readonly code?: string | undefined; readonly message?: string | undefined };
 
 /** The turn a relayed event belongs to, and the runs it answers: the routing the receiver checks against its own streams. */
 export interface RelayedTurn {
@@ -70,7 +72,14 @@ const opSchema = z.discriminatedUnion('kind', [
     end: z.discriminatedUnion('kind', [
       z.object({
         kind: z.literal('answered'),
-        outcome: z.object({ correlationId: z.string(), sessionId: z.string(), reply: z.string(), replyMessageId: z.string(), status: z.enum(['completed', 'failed']), errorId: z.string().optional() }),
+        outcome: z.object({
+          correlationId: z.string(),
+          sessionId: z.string(),
+          reply: z.string(),
+          replyMessageId: z.string(),
+          status: z.enum(['completed', 'failed']),
+          errorId: z.string().optional(),
+        }),
       }),
       z.object({ kind: z.literal('error'), code: z.string().optional(), message: z.string().optional() }),
     ]),
@@ -250,7 +259,10 @@ export class ReplyRelay {
     }
   }
 
-  #receive(raw: ClusterMessage, handlers: { readonly onEvent: (event: RelayedEvent) => void; readonly onWatch: (conversationId: string, runId: string) => void }): void {
+  #receive(
+    raw: ClusterMessage,
+    handlers: { readonly onEvent: (event: RelayedEvent) => void; readonly onWatch: (conversationId: string, runId: string) => void },
+  ): void {
     const parsed = envelopeSchema.safeParse(raw);
     if (!parsed.success) {
       this.#options.logger.warn({ problem: parsed.error.issues[0]?.message }, 'ignored a malformed reply message from the cluster bus');

@@ -49,7 +49,10 @@ export class RequestGuard {
 
   constructor(options: RequestGuardOptions = {}) {
     this.#origins = new Set((options.allowedOrigins ?? []).map((origin) => new URL(origin).origin));
-    this.#hosts = new HostCheck({ ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}), ...(options.serverHost === undefined ? {} : { serverHost: options.serverHost }) });
+    this.#hosts = new HostCheck({
+      ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
+      ...(options.serverHost === undefined ? {} : { serverHost: options.serverHost }),
+    });
   }
 
   /** Only the `Host` check: for the page and its assets. */

@@ -26,7 +26,12 @@ const MAX_KNOWN_CONVERSATIONS = 100_000;
 const SWEEP_AT = 50_000;
 
 /** Which limit refused: the caller's own, or its address's. */
-export type LimitRefusal = { readonly ok: false; readonly limit: 'runs' | 'conversations'; readonly scope: 'visitor' | 'address'; readonly retryAfterSeconds: number };
+export type LimitRefusal = {
+  readonly ok: false;
+  readonly limit: 'runs' | 'conversations';
+  readonly scope: 'visitor' | 'address';
+  readonly retryAfterSeconds: number;
+};
 
 /**
  * The web channel's per-caller limits, kept in this process's memory (each process counts its own clients):
@@ -62,7 +67,8 @@ export class VisitorLimits {
     const visitorKey = `v:${caller}`;
     const addressKey = this.#options.runsPerAddress > 0 && address !== undefined ? `a:${addressGroup(address)}` : undefined;
     if ((this.#runs.get(visitorKey) ?? 0) >= this.#options.runsPerVisitor) return { ok: false, limit: 'runs', scope: 'visitor', retryAfterSeconds: 5 };
-    if (addressKey !== undefined && (this.#runs.get(addressKey) ?? 0) >= this.#options.runsPerAddress) return { ok: false, limit: 'runs', scope: 'address', retryAfterSeconds: 5 };
+    if (addressKey !== undefined && (this.#runs.get(addressKey) ?? 0) >= this.#options.runsPerAddress)
+      return { ok: false, limit: 'runs', scope: 'address', retryAfterSeconds: 5 };
     const keys = addressKey === undefined ? [visitorKey] : [visitorKey, addressKey];
     for (const key of keys) this.#runs.set(key, (this.#runs.get(key) ?? 0) + 1);
     let released = false;
@@ -104,7 +110,12 @@ export class VisitorLimits {
     if (full !== -1) {
       if (!(await exists())) {
         const oldest = this.#recent(keys[full]!, this.#now())[0] ?? now;
-        return { ok: false, limit: 'conversations', scope: full === 0 ? 'visitor' : 'address', retryAfterSeconds: Math.max(1, Math.ceil((oldest + HOUR_MS - this.#now()) / 1000)) };
+        return {
+          ok: false,
+          limit: 'conversations',
+          scope: full === 0 ? 'visitor' : 'address',
+          retryAfterSeconds: Math.max(1, Math.ceil((oldest + HOUR_MS - this.#now()) / 1000)),
+        };
       }
       this.#remember(known);
       return { ok: true, undo: () => {} };

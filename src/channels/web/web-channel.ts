@@ -88,7 +88,6 @@ export interface WebChannelOptions {
   readonly now?: () => number;
 }
 
-
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache, no-transform',
@@ -200,14 +199,23 @@ export class WebChannel implements Channel {
     this.#limits = new VisitorLimits({ ...DEFAULT_VISITOR_LIMITS, ...options.limits }, options.now);
     const preflight = (request: Request): Response => this.#guard.preflight(request);
     const api: ChannelRoute[] = [
-      { method: 'POST', path: '/agui', access: 'public', maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024, handle: (request, info) => this.#run(request, info.remoteAddress) },
+      {
+        method: 'POST',
+        path: '/agui',
+        access: 'public',
+        maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+        handle: (request, info) => this.#run(request, info.remoteAddress),
+      },
       { method: 'GET', path: '/conversations', access: 'public', handle: (request, info) => this.#conversations(request, info.remoteAddress) },
       { method: 'GET', path: '/conversations/messages', access: 'public', handle: (request, info) => this.#transcript(request, info.remoteAddress) },
       // CORS preflights, answered only for the configured origins.
       ...['/agui', '/conversations', '/conversations/messages'].map((path): ChannelRoute => ({ method: 'OPTIONS', path, access: 'public', handle: preflight })),
     ];
     const appearance = { name: options.agentName, accentColor: options.accentColor, logoUrl: options.logoUrl };
-    this.routes = options.webDir === false ? api : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path), appearance, options.embed?.allowedOrigins ?? [])];
+    this.routes =
+      options.webDir === false
+        ? api
+        : [...api, ...chatPageRoutes(options.webDir, (request, path) => this.#page(request, path), appearance, options.embed?.allowedOrigins ?? [])];
   }
 
   async start(context: ChannelContext): Promise<void> {
@@ -215,7 +223,12 @@ export class WebChannel implements Channel {
     this.#context = context;
     const { bus } = this.#options;
     if (bus) {
-      const relay = new ReplyRelay({ bus, channel: this.name, logger: this.#logger, ...(this.#options.relayHeartbeatMs === undefined ? {} : { heartbeatMs: this.#options.relayHeartbeatMs }) });
+      const relay = new ReplyRelay({
+        bus,
+        channel: this.name,
+        logger: this.#logger,
+        ...(this.#options.relayHeartbeatMs === undefined ? {} : { heartbeatMs: this.#options.relayHeartbeatMs }),
+      });
       await relay.start({
         onEvent: (event) => this.#relayed(event),
         onWatch: (conversationId, runId) => {
@@ -255,7 +268,11 @@ export class WebChannel implements Channel {
     }
     this.#relay?.noteLocal(target);
     if (!stream) {
-      throw new ChannelError('client_gone', this.name, `No AG-UI stream is open for run ${target.inReplyTo.at(-1) ?? '(none)'}; the client left before the reply was sent.`);
+      throw new ChannelError(
+        'client_gone',
+        this.name,
+        `No AG-UI stream is open for run ${target.inReplyTo.at(-1) ?? '(none)'}; the client left before the reply was sent.`,
+      );
     }
     const { events, messageId } = stream.translator.send(text, ids(target));
     stream.write(events);
@@ -278,9 +295,10 @@ export class WebChannel implements Channel {
    *   hold; `client_gone` when the person has left (as `send`). Nothing is shown then.
    */
   async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
-    if (!isReactionEmoji(emoji)) throw new ChannelError('invalid_reaction', this.name, `A reaction is one emoji; ${JSON.stringify(emoji.slice(0, 32))} is not shown.`);
+    if (!isReactionEmoji(emoji))
+      throw new ChannelError('invalid_reaction', this.name, `A reaction is one emoji; ${JSON.stringify(emoji.slice(0, 32))} is not shown.`);
     if (messageId === '' || messageId.length > MAX_ID_CHARS || badTextReason(messageId) !== undefined) {
-      throw new ChannelError('invalid_reaction', this.name, 'A reaction names the run id of one of the person\'s messages.');
+      throw new ChannelError('invalid_reaction', this.name, "A reaction names the run id of one of the person's messages.");
     }
     const stream = this.#streamFor(target);
     if (!stream && this.#relay) {
@@ -297,9 +315,10 @@ export class WebChannel implements Channel {
     const settled: SettledTurn = end.kind === 'answered' ? { kind: 'answered', outcome: end.outcome } : end;
     const answeredIn = this.#settleStreams(target, settled);
     if (!this.#relay) return;
-    const relayedEnd = end.kind === 'answered'
-      ? { kind: 'answered' as const, outcome: finishedOf(end.outcome) }
-      : { kind: 'error' as const, ...(end.error instanceof PalaverError ? { code: end.error.code, message: end.error.message } : {}) };
+    const relayedEnd =
+      end.kind === 'answered'
+        ? { kind: 'answered' as const, outcome: finishedOf(end.outcome) }
+        : { kind: 'error' as const, ...(end.error instanceof PalaverError ? { code: end.error.code, message: end.error.message } : {}) };
     this.#relay.settle(target, relayedEnd, answeredIn);
   }
 
@@ -343,9 +362,14 @@ export class WebChannel implements Channel {
   #relayed({ turn, op, continuous }: RelayedEvent): void {
     const target = turnRefOf(turn);
     if (op.kind === 'settle') {
-      const end: SettledTurn = op.end.kind === 'answered'
-        ? op.end
-        : { kind: 'error', correlationId: turn.correlationId, error: op.end.code === undefined ? new Error('The turn failed in another process.') : new PalaverError(op.end.code, op.end.message ?? '') };
+      const end: SettledTurn =
+        op.end.kind === 'answered'
+          ? op.end
+          : {
+              kind: 'error',
+              correlationId: turn.correlationId,
+              error: op.end.code === undefined ? new Error('The turn failed in another process.') : new PalaverError(op.end.code, op.end.message ?? ''),
+            };
       this.#settleStreams(target, end, { whole: op.whole && continuous, answeredIn: op.answeredIn });
       return;
     }
@@ -479,7 +503,9 @@ export class WebChannel implements Channel {
     if (account.browser) {
       const slot = this.#limits.openRun(account.accountId, remoteAddress);
       if (!slot.ok) return this.#tooMany(slot, parsed.message.languageHint, cors);
-      const started = await this.#limits.startConversation(account.accountId, remoteAddress, threadId, () => conversationExists(context, account.accountId, threadId));
+      const started = await this.#limits.startConversation(account.accountId, remoteAddress, threadId, () =>
+        conversationExists(context, account.accountId, threadId),
+      );
       if (!started.ok) {
         slot.release();
         return this.#tooMany(started, parsed.message.languageHint, cors);
@@ -637,7 +663,12 @@ export class WebChannel implements Channel {
     const { caller } = identity;
     if (caller.kind !== 'server') {
       if (claimedUserId !== undefined && claimedUserId !== '') {
-        return { ok: false, status: 403, code: 'forbidden', message: 'Naming a user (forwardedProps.userId) is only for a server client holding the API key; a browser talks as itself.' };
+        return {
+          ok: false,
+          status: 403,
+          code: 'forbidden',
+          message: 'Naming a user (forwardedProps.userId) is only for a server client holding the API key; a browser talks as itself.',
+        };
       }
       return { ok: true, accountId: caller.accountId, browser: true };
     }
@@ -735,7 +766,9 @@ function streamKey(conversationId: string, runId: string): string {
 type TurnRef = Pick<ReplyTarget, 'conversationId' | 'inReplyTo' | 'correlationId' | 'sessionId'>;
 
 /** How a turn ended, as the streams of its runs show it. */
-type SettledTurn = { readonly kind: 'answered'; readonly outcome: FinishedReply } | { readonly kind: 'error'; readonly correlationId: string; readonly error: unknown };
+type SettledTurn =
+  | { readonly kind: 'answered'; readonly outcome: FinishedReply }
+  | { readonly kind: 'error'; readonly correlationId: string; readonly error: unknown };
 
 function turnRefOf(turn: RelayedTurn): TurnRef {
   return { conversationId: turn.conversationId, inReplyTo: turn.runs, correlationId: turn.correlationId, sessionId: turn.sessionId };
@@ -747,7 +780,14 @@ function finishedOf(outcome: FinishedReply): FinishedReply {
 }
 
 function finishedOfStored(stored: StoredReply): FinishedReply {
-  return { correlationId: stored.correlationId, sessionId: stored.sessionId, reply: stored.text, replyMessageId: stored.replyMessageId, status: stored.status, ...(stored.errorId === undefined ? {} : { errorId: stored.errorId }) };
+  return {
+    correlationId: stored.correlationId,
+    sessionId: stored.sessionId,
+    reply: stored.text,
+    replyMessageId: stored.replyMessageId,
+    status: stored.status,
+    ...(stored.errorId === undefined ? {} : { errorId: stored.errorId }),
+  };
 }
 
 function ids(target: TurnRef): AguiRunIds {

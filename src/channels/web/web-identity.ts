@@ -198,12 +198,17 @@ export class WebIdentity {
         resolved instanceof Uint8Array ? await jose.jwtVerify(token, resolved, verifyOptions) : await jose.jwtVerify(token, resolved, verifyOptions);
       const sub = payload.sub;
       if (typeof sub !== 'string' || sub === '' || sub.length > MAX_USER_ID_CHARS || badTextReason(sub) !== undefined) {
-        return refuse(401, 'invalid_user_token', `The user token's sub must be a user id of 1 to ${MAX_USER_ID_CHARS} characters without NUL or lone surrogates.`);
+        return refuse(
+          401,
+          'invalid_user_token',
+          `The user token's sub must be a user id of 1 to ${MAX_USER_ID_CHARS} characters without NUL or lone surrogates.`,
+        );
       }
       return { ok: true, caller: { kind: 'token', accountId: `token:${sub}` } };
     } catch (error) {
       const { errors } = await loadJose();
-      if (error instanceof errors.JWTExpired) return refuse(401, 'user_token_expired', 'The user token has expired; get a fresh one from the site that embeds the chat.');
+      if (error instanceof errors.JWTExpired)
+        return refuse(401, 'user_token_expired', 'The user token has expired; get a fresh one from the site that embeds the chat.');
       // jose's message names the failed check (signature, claim, algorithm), never the token itself.
       const reason = error instanceof errors.JOSEError ? error.message : 'it could not be verified';
       return refuse(401, 'invalid_user_token', `The user token was refused: ${reason}.`);
@@ -254,17 +259,26 @@ function loadCookieSecret(options: WebIdentityOptions): string {
     try {
       const saved = readFileSync(file, 'utf8').trim();
       if (saved.length >= 32) return saved;
-      throw new PalaverError('cookie_secret_invalid', `The web cookie secret in ${file} is shorter than 32 characters; delete the file to have one generated, or set PALAVER_COOKIE_SECRET.`);
+      throw new PalaverError(
+        'cookie_secret_invalid',
+        `The web cookie secret in ${file} is shorter than 32 characters; delete the file to have one generated, or set PALAVER_COOKIE_SECRET.`,
+      );
     } catch (error) {
       if (error instanceof PalaverError) throw error;
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new PalaverError('cookie_secret_unreadable', `Cannot read the web cookie secret from ${file}; fix its permissions, or set PALAVER_COOKIE_SECRET.`, { cause: error });
+        throw new PalaverError(
+          'cookie_secret_unreadable',
+          `Cannot read the web cookie secret from ${file}; fix its permissions, or set PALAVER_COOKIE_SECRET.`,
+          { cause: error },
+        );
       }
     }
   }
   const secret = randomBytes(32).toString('base64url');
   if (file === undefined) {
-    options.logger.warn('generated a web cookie secret in memory: visitors get new identities after a restart; set channels.web.cookieSecret or PALAVER_COOKIE_SECRET');
+    options.logger.warn(
+      'generated a web cookie secret in memory: visitors get new identities after a restart; set channels.web.cookieSecret or PALAVER_COOKIE_SECRET',
+    );
     return secret;
   }
   try {
@@ -274,9 +288,16 @@ function loadCookieSecret(options: WebIdentityOptions): string {
   } catch (error) {
     // Another process may have written it first: use theirs.
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return loadCookieSecret(options);
-    throw new PalaverError('cookie_secret_unreadable', `Cannot write a web cookie secret to ${file}; set PALAVER_COOKIE_SECRET or channels.web.cookieSecretFile.`, { cause: error });
+    throw new PalaverError(
+      'cookie_secret_unreadable',
+      `Cannot write a web cookie secret to ${file}; set PALAVER_COOKIE_SECRET or channels.web.cookieSecretFile.`,
+      { cause: error },
+    );
   }
-  options.logger.warn({ file }, 'generated a web cookie secret and saved it; set channels.web.cookieSecret or PALAVER_COOKIE_SECRET to choose it (processes sharing a database need the same one)');
+  options.logger.warn(
+    { file },
+    'generated a web cookie secret and saved it; set channels.web.cookieSecret or PALAVER_COOKIE_SECRET to choose it (processes sharing a database need the same one)',
+  );
   return secret;
 }
 

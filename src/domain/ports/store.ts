@@ -63,7 +63,11 @@ export interface Store {
 
 export interface UserRepository {
   /** Finds the user bound to a channel account, creating both on first contact. */
-  resolveAccount(input: { channel: string; accountId: string; displayName?: string | null }): Promise<{ user: User; account: ChannelAccount; created: boolean }>;
+  resolveAccount(input: {
+    channel: string;
+    accountId: string;
+    displayName?: string | null;
+  }): Promise<{ user: User; account: ChannelAccount; created: boolean }>;
   /**
    * The user with this id, created (with `displayName`) when there is none: a user known to an outside directory
    * (the team's `verify_user`) gets a row under the directory's id. An existing user is returned unchanged.
@@ -269,7 +273,10 @@ export interface InboundRepository {
    * before in the same channel and conversation is not stored; the earlier record comes back instead — unless that
    * one was dropped (see {@link drop}): sent again, it is queued again, leased to `owner`, and accepted.
    */
-  accept(message: NewInboundRecord, lease: { readonly owner: string; readonly leaseMs: number }): Promise<{ readonly accepted: true; readonly record: InboundRecord } | { readonly accepted: false; readonly existing: InboundRecord }>;
+  accept(
+    message: NewInboundRecord,
+    lease: { readonly owner: string; readonly leaseMs: number },
+  ): Promise<{ readonly accepted: true; readonly record: InboundRecord } | { readonly accepted: false; readonly existing: InboundRecord }>;
   /**
    * Marks messages answered by the stored reply (in the turn's closing transaction), those still queued only;
    * returns how many it marked (fewer than `ids`: another turn answered some meanwhile).
@@ -284,7 +291,13 @@ export interface InboundRepository {
    * the count). Two processes never take the same message, and `owner` never takes its own. Messages of a paused
    * session are never taken; with `sessionId`, only that session's.
    */
-  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number; readonly sessionId?: string }): Promise<InboundRecord[]>;
+  claimExpired(input: {
+    readonly owner: string;
+    readonly leaseMs: number;
+    readonly channels: readonly string[];
+    readonly limit: number;
+    readonly sessionId?: string;
+  }): Promise<InboundRecord[]>;
   /**
    * Records that the turn taking these messages failed and that its process takes them again after `delayMs`: the
    * next attempt is counted now (so a crash meanwhile does not lose the count), and recovery by another process
@@ -383,7 +396,10 @@ export interface DeliveryReaction {
  */
 export interface DeliveryRepository {
   /** Stores the parts of a reply, pending, leased to `owner` (in the turn's closing transaction). */
-  add(parts: readonly Omit<DeliveryRecord, 'id' | 'state' | 'channelMessageId'>[], lease: { readonly owner: string; readonly leaseMs: number }): Promise<DeliveryRecord[]>;
+  add(
+    parts: readonly Omit<DeliveryRecord, 'id' | 'state' | 'channelMessageId'>[],
+    lease: { readonly owner: string; readonly leaseMs: number },
+  ): Promise<DeliveryRecord[]>;
   markSent(id: string, channelMessageId: string): Promise<void>;
   /** The channel refused the part for good (blocked bot, deleted chat): never tried again. */
   markFailed(id: string, error: string): Promise<void>;
@@ -405,7 +421,12 @@ export interface DeliveryRepository {
    * Pending parts of `channels` whose lease ran out, in reply and part order, leased to `owner`. A part is not handed
    * out while an earlier part of its conversation is still postponed: a conversation's parts leave in order.
    */
-  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number }): Promise<DeliveryRecord[]>;
+  claimExpired(input: {
+    readonly owner: string;
+    readonly leaseMs: number;
+    readonly channels: readonly string[];
+    readonly limit: number;
+  }): Promise<DeliveryRecord[]>;
 }
 
 /** Where a user's phone came from: `typed` in a message is a mere claim; the others vouch for it. */
@@ -484,7 +505,9 @@ export interface AdminActionRepository {
    * Records an action. One whose `idempotencyKey` is already recorded is not: the first one comes back instead
    * (two at once with one key record one; the other waits for it on PostgreSQL, and gets it).
    */
-  record(action: NewAdminAction): Promise<{ readonly recorded: true; readonly action: AdminAction } | { readonly recorded: false; readonly existing: AdminAction }>;
+  record(
+    action: NewAdminAction,
+  ): Promise<{ readonly recorded: true; readonly action: AdminAction } | { readonly recorded: false; readonly existing: AdminAction }>;
   /** The latest `limit` actions, newest first; with `sessionId`, only those on that session. */
   list(options: { readonly limit: number; readonly sessionId?: string }): Promise<AdminAction[]>;
 }
@@ -573,7 +596,13 @@ export interface ConversationClaimRepository {
    * process's live claim refuses. `previousOwner` is who held it last (null the first time): not `owner` means
    * another process wrote to the conversation since this one last did.
    */
-  claim(input: { readonly channel: string; readonly conversationId: string; readonly owner: string; readonly now: number; readonly ttlMs: number }): Promise<ClaimOutcome>;
+  claim(input: {
+    readonly channel: string;
+    readonly conversationId: string;
+    readonly owner: string;
+    readonly now: number;
+    readonly ttlMs: number;
+  }): Promise<ClaimOutcome>;
   /**
    * In a transaction: whether the fence still holds (its owner and token are the claim's). Locks the claim until the
    * transaction ends, so no new owner can take it while the checked writes commit.

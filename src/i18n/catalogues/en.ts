@@ -18,7 +18,8 @@ export const en = {
   'identity.sharePhone': 'Please share your phone number so that I can recognise you.',
   'identity.unrecognised': 'Sorry, I could not recognise you right now. Please try again a little later.',
   'identity.unavailable': 'Sorry, I cannot check who you are right now, so I cannot answer yet. Please try again in a few minutes.',
-  'identity.phoneConflict': 'This phone number is already linked to another profile here, so I have not linked this chat to it. I will still answer you in this chat.',
+  'identity.phoneConflict':
+    'This phone number is already linked to another profile here, so I have not linked this chat to it. I will still answer you in this chat.',
   'telegram.greeting': 'Hello! I am {name}. Write me a message, or send a voice message, and I will answer. /reset starts our conversation afresh.',
   'telegram.voiceFailed': 'Sorry, I could not make out your voice message. Could you try again, or write it as text?',
   'telegram.voiceOff': 'Sorry, I cannot listen to voice messages here. Could you write it as text?',

@@ -3,16 +3,7 @@
  * Pure functions; the server only moves bytes.
  */
 import type { ModelInputItem } from '../../domain/ports/model-provider.js';
-import {
-  contentText,
-  fragments,
-  newId,
-  renderToolCalls,
-  replyUsage,
-  structuredOutput,
-  type ScriptedCall,
-  type ScriptedReply,
-} from './scripted-model.js';
+import { contentText, fragments, newId, renderToolCalls, replyUsage, structuredOutput, type ScriptedCall, type ScriptedReply } from './scripted-model.js';
 
 type Json = Record<string, unknown>;
 
@@ -77,9 +68,7 @@ export function chatCompletionBody(call: ScriptedCall, reply: ScriptedReply): Js
         finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
       },
     ],
-    ...(reply.omitUsage
-      ? {}
-      : { usage: chatUsage(usage) }),
+    ...(reply.omitUsage ? {} : { usage: chatUsage(usage) }),
   };
 }
 

@@ -301,7 +301,10 @@ function sendSse(res: ServerResponse, payload: string, cutAfterEvents?: number, 
     return;
   }
   // A stream that breaks half-way, as a model gateway's connection can: the first events, then the socket closes.
-  const events = payload.split('\n\n').filter((event) => event !== '').slice(0, cutAfterEvents);
+  const events = payload
+    .split('\n\n')
+    .filter((event) => event !== '')
+    .slice(0, cutAfterEvents);
   const finish = (): void => {
     if (cutAfterEvents === undefined) res.end();
     else res.destroy();
@@ -323,5 +326,11 @@ function sendSse(res: ServerResponse, payload: string, cutAfterEvents?: number, 
     res.write(`${preamble}${events[index]}\n\n`);
     setTimeout(next, gapMs, index + 1);
   };
-  next(start, events.slice(0, start).map((event) => `${event}\n\n`).join(''));
+  next(
+    start,
+    events
+      .slice(0, start)
+      .map((event) => `${event}\n\n`)
+      .join(''),
+  );
 }

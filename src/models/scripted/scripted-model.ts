@@ -111,7 +111,11 @@ export function renderToolCalls(reply: ScriptedReply): RenderedToolCall[] {
 }
 
 /** The usage to report: the script's, or roughly one token per word. */
-export function replyUsage(call: ScriptedCall, reply: ScriptedReply, toolCalls: readonly RenderedToolCall[]): { input: number; output: number; cached?: number } {
+export function replyUsage(
+  call: ScriptedCall,
+  reply: ScriptedReply,
+  toolCalls: readonly RenderedToolCall[],
+): { input: number; output: number; cached?: number } {
   if (reply.usage) return reply.usage;
   let input = countWords(call.instructions);
   for (const item of call.messages) input += countWords(item.type === 'tool_call' ? item.arguments : item.type === 'tool_result' ? item.output : item.content);
@@ -141,9 +145,7 @@ export function newId(prefix: string): string {
 export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content
-    .map((part: unknown) => (part && typeof part === 'object' && 'text' in part && typeof part.text === 'string' ? part.text : ''))
-    .join('');
+  return content.map((part: unknown) => (part && typeof part === 'object' && 'text' in part && typeof part.text === 'string' ? part.text : '')).join('');
 }
 
 /** Splits text into word-sized stream fragments ("Hello", " world"). */

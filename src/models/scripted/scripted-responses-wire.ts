@@ -4,16 +4,7 @@
  * store for `previous_response_id`.
  */
 import type { ModelInputItem } from '../../domain/ports/model-provider.js';
-import {
-  contentText,
-  fragments,
-  newId,
-  renderToolCalls,
-  replyUsage,
-  structuredOutput,
-  type ScriptedCall,
-  type ScriptedReply,
-} from './scripted-model.js';
+import { contentText, fragments, newId, renderToolCalls, replyUsage, structuredOutput, type ScriptedCall, type ScriptedReply } from './scripted-model.js';
 
 type Json = Record<string, unknown>;
 

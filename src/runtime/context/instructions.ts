@@ -25,7 +25,11 @@ export function loadInstructionLibrary(dir: string): InstructionLibrary {
   try {
     names = readdirSync(dir).filter((name) => extname(name) === '.md');
   } catch (error) {
-    throw new ConfigError(`Instructions folder ${dir} cannot be read; set agent.instructionsDir`, [{ path: 'agent.instructionsDir', message: 'not readable' }], { cause: error });
+    throw new ConfigError(
+      `Instructions folder ${dir} cannot be read; set agent.instructionsDir`,
+      [{ path: 'agent.instructionsDir', message: 'not readable' }],
+      { cause: error },
+    );
   }
   const texts = new Map(names.map((name) => [basename(name, '.md'), readFileSync(join(dir, name), 'utf8').trim()]));
   const base = BASE_FILES.flatMap((name) => (texts.has(name) ? [texts.get(name)!] : [])).join('\n\n');
@@ -63,7 +67,16 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 function localTimeFormatter(timeZone: string): Intl.DateTimeFormat {
   let formatter = formatters.get(timeZone);
   if (!formatter) {
-    formatter = new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'longOffset' });
+    formatter = new Intl.DateTimeFormat('en-GB', {
+      timeZone,
+      weekday: 'long',
+      year: 'numeric',
+      month: 'long',
+      day: 'numeric',
+      hour: '2-digit',
+      minute: '2-digit',
+      timeZoneName: 'longOffset',
+    });
     formatters.set(timeZone, formatter);
   }
   return formatter;
@@ -93,7 +106,8 @@ function renderServiceData(role: string | null, state: UserState): string {
   const lines: string[] = [];
   if (role) lines.push(`- role: ${role}`);
   // Arguments are model output the person can steer: quoted, so they cannot open a section of their own.
-  for (const call of state.recentToolCalls) lines.push(`- earlier tool call: ${call.name}(${quoteForPrompt(call.arguments, MAX_ARGUMENTS_CHARS)}) ${call.ok ? 'ok' : 'failed'} at ${call.at}`);
+  for (const call of state.recentToolCalls)
+    lines.push(`- earlier tool call: ${call.name}(${quoteForPrompt(call.arguments, MAX_ARGUMENTS_CHARS)}) ${call.ok ? 'ok' : 'failed'} at ${call.at}`);
   for (const [namespace, value] of Object.entries(state.flows)) lines.push(`- flow ${namespace}: ${JSON.stringify(value)}`);
   if (lines.length === 0) return '';
   return ['## Service data (internal: use it, never show or mention it to the person)', ...lines].join('\n');

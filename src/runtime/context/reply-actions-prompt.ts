@@ -41,7 +41,7 @@ export function replyActionsPrompt(options: ReplyActionsPromptOptions): string {
     `- Each wait or fake_typing lasts at most ${limits.maxWaitSeconds} seconds; all of them together at most ${limits.maxTotalWaitSeconds} seconds.`,
     `- Each message has text (never empty) of at most ${limits.maxMessageChars} characters.`,
     '',
-    'Each of the person\'s messages is shown with its id in front of it, like `[message_id: 77] Hello`. Only these ids may be used in reply_to' +
+    "Each of the person's messages is shown with its id in front of it, like `[message_id: 77] Hello`. Only these ids may be used in reply_to" +
       (options.reactions ? ' and add_reaction' : '') +
       '; never invent one, and never write such a label in your own messages.',
   );

@@ -78,7 +78,7 @@ export async function classifyStage(
 function classifierInstructions(stages: readonly StageDefinition[]): string {
   const list = stages.map((stage) => `- ${stage.id}${stage.description ? `: ${stage.description.trim()}` : ''}`).join('\n');
   return (
-    'Classify the conversation: which of the stages below does the person\'s latest message belong to? ' +
+    "Classify the conversation: which of the stages below does the person's latest message belong to? " +
     'Answer only with JSON {"stage": "<stage id>"}.\n\nStages:\n' +
     list
   );

@@ -62,7 +62,11 @@ export function withScenario(instructions: string, stage: StageDefinition | unde
 
 /** Lower-case words, letters and digits in any script, separated by single spaces and padded for whole-word search. */
 function normalise(text: string): string {
-  return ` ${text.toLocaleLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean).join(' ')} `;
+  return ` ${text
+    .toLocaleLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean)
+    .join(' ')} `;
 }
 
 function containsPhrase(normalisedText: string, phrase: string): boolean {

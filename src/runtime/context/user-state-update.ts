@@ -33,7 +33,12 @@ export async function updateUserState(repo: UserStateRepository, userId: string,
  * changes are applied to the fresh state instead (see {@link rebaseUserState}): no save is lost.
  * @throws StoreError `conflict` as {@link updateUserState}.
  */
-export async function saveTurnState(repo: UserStateRepository, userId: string, read: SavedUserState, next: UserState): Promise<SavedUserState & { readonly rebased: boolean }> {
+export async function saveTurnState(
+  repo: UserStateRepository,
+  userId: string,
+  read: SavedUserState,
+  next: UserState,
+): Promise<SavedUserState & { readonly rebased: boolean }> {
   const version = await repo.save(userId, next, read.version);
   if (version !== false) return { version, state: next, rebased: false };
   const saved = await updateUserState(repo, userId, (fresh) => rebaseUserState(read.state, next, fresh));
@@ -65,7 +70,11 @@ export function rebaseUserState(base: UserState, ours: UserState, theirs: UserSt
   };
 }
 
-function rebaseToolCalls(base: UserState['recentToolCalls'], ours: UserState['recentToolCalls'], theirs: UserState['recentToolCalls']): UserState['recentToolCalls'] {
+function rebaseToolCalls(
+  base: UserState['recentToolCalls'],
+  ours: UserState['recentToolCalls'],
+  theirs: UserState['recentToolCalls'],
+): UserState['recentToolCalls'] {
   if (isDeepStrictEqual(base, ours)) return theirs;
   const added = ours.filter((call) => !base.some((earlier) => isDeepStrictEqual(earlier, call)));
   const appended = isDeepStrictEqual([...base, ...added].slice(-RECENT_TOOL_CALLS), ours);

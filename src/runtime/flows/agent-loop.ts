@@ -1,5 +1,13 @@
 import type { ModelCall, ModelCallRecord } from '../../domain/ports/flow.js';
-import type { HostedMcpSpec, HostedToolCall, ModelInputItem, ModelRequest, ModelToolCall, ModelToolSpec, StructuredOutputSpec } from '../../domain/ports/model-provider.js';
+import type {
+  HostedMcpSpec,
+  HostedToolCall,
+  ModelInputItem,
+  ModelRequest,
+  ModelToolCall,
+  ModelToolSpec,
+  StructuredOutputSpec,
+} from '../../domain/ports/model-provider.js';
 
 /** What a tool call gave the model: its text, and whether it failed. */
 export interface ToolResult {
@@ -56,8 +64,7 @@ export interface AgentLoopResult {
   readonly transcript: readonly ModelInputItem[];
 }
 
-const ROUNDS_EXHAUSTED_NOTE =
-  'You have used every tool round allowed for this turn. Do not call tools now: answer the person with what you already know.';
+const ROUNDS_EXHAUSTED_NOTE = 'You have used every tool round allowed for this turn. Do not call tools now: answer the person with what you already know.';
 
 /**
  * The single agent loop: call the model, run the tool calls it asks for, feed the results back, until it
@@ -75,17 +82,20 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   for (let round = 0; ; round++) {
     const exhausted = round >= options.maxRounds;
     if (exhausted) options.onLimit?.('tool_rounds');
-    const { response, record } = await options.callModel({
-      instructions: exhausted ? `${options.instructions}\n\n${ROUNDS_EXHAUSTED_NOTE}` : options.instructions,
-      input: chainId ? pending : transcript,
-      tools: exhausted ? [] : options.tools,
-      ...(options.hostedMcp?.length && !exhausted ? { hostedMcp: options.hostedMcp } : {}),
-      ...(chainId ? { previousResponseId: chainId } : {}),
-      ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
-      ...(options.output ? { output: options.output } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-      correlationId: options.correlationId,
-    }, transcript);
+    const { response, record } = await options.callModel(
+      {
+        instructions: exhausted ? `${options.instructions}\n\n${ROUNDS_EXHAUSTED_NOTE}` : options.instructions,
+        input: chainId ? pending : transcript,
+        tools: exhausted ? [] : options.tools,
+        ...(options.hostedMcp?.length && !exhausted ? { hostedMcp: options.hostedMcp } : {}),
+        ...(chainId ? { previousResponseId: chainId } : {}),
+        ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
+        ...(options.output ? { output: options.output } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+        correlationId: options.correlationId,
+      },
+      transcript,
+    );
     modelCalls.push(record);
     hostedToolCalls.push(...(response.hostedToolCalls ?? []));
     // A fallback or chain retry answers without a chain; from then on the full transcript is sent.
@@ -118,7 +128,10 @@ function limitRefusal(name: string, callsSoFar: number, perTool: ReadonlyMap<str
   }
   if ((perTool.get(name) ?? 0) >= options.maxCallsPerTool) {
     options.onLimit?.('calls_per_tool', name);
-    return { content: `Limit reached: ${name} may run at most ${options.maxCallsPerTool} times per turn. It was not run again; answer with what you have.`, isError: true };
+    return {
+      content: `Limit reached: ${name} may run at most ${options.maxCallsPerTool} times per turn. It was not run again; answer with what you have.`,
+      isError: true,
+    };
   }
   return undefined;
 }

@@ -29,7 +29,9 @@ export const singleFlow: Flow = {
       const runTool = async (call: ModelToolCall) => {
         const result = await context.runTool(call, role, state);
         results.set(call.callId, result);
-        state = rememberToolCalls(applyFlowStateEffects(state, result.effects), [{ name: call.name, arguments: call.arguments, ok: !result.isError, at: context.now().toISOString() }]);
+        state = rememberToolCalls(applyFlowStateEffects(state, result.effects), [
+          { name: call.name, arguments: call.arguments, ok: !result.isError, at: context.now().toISOString() },
+        ]);
         if (result.effects.role !== undefined) newRole = result.effects.role;
         return result;
       };
@@ -57,7 +59,12 @@ export const singleFlow: Flow = {
       hostedToolCalls.push(...loop.hostedToolCalls);
       state = rememberToolCalls(
         state,
-        loop.hostedToolCalls.map((call) => ({ name: `${call.serverLabel}.${call.name}`, arguments: call.arguments, ok: call.error === null, at: context.now().toISOString() })),
+        loop.hostedToolCalls.map((call) => ({
+          name: `${call.serverLabel}.${call.name}`,
+          arguments: call.arguments,
+          ok: call.error === null,
+          at: context.now().toISOString(),
+        })),
       );
 
       if (newRole !== undefined && newRole !== role) {
@@ -73,7 +80,11 @@ export const singleFlow: Flow = {
       return {
         text: loop.text,
         audit: toolAuditRecords(
-          toolCalls.map((call) => ({ call, result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 }, refused: call.refused })),
+          toolCalls.map((call) => ({
+            call,
+            result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 },
+            refused: call.refused,
+          })),
           hostedToolCalls,
           request.correlationId,
         ),

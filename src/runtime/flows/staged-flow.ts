@@ -46,12 +46,12 @@ export const DEFAULT_STAGE_PROMPTS: Readonly<Record<Stage, string>> = {
   intent:
     'Stage: intent. Do not answer in prose. Decide what the person wants from the conversation. If it needs no tools and no ' +
     'lookup (a greeting, thanks, a question the conversation already answers), set direct to true and write the answer ' +
-    'in the person\'s language. Otherwise set direct to false, answer to null, and describe the task.',
+    "in the person's language. Otherwise set direct to false, answer to null, and describe the task.",
   execution:
     'Stage: execution. Carry out the task below with the tools you have, acting only for this person. Do not write to the ' +
     'person. When you are done, answer with JSON reporting what was done and the facts the reply must state.',
   organization:
-    'Stage: organization. Write the reply to the person from the work report below, in the person\'s language: short, ' +
+    "Stage: organization. Write the reply to the person from the work report below, in the person's language: short, " +
     'friendly, exact about ids, dates and times. Never mention stages, tools or the report itself.',
 };
 
@@ -93,7 +93,13 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       });
 
       // 1. Intent: answer now, or say what must be done.
-      const intent = await callForStructured(context, 'intent', intentOutput, { instructions: `${instructions}\n\n${prompts.intent}`, input: transcript, tools: [], ...common }, { models: settings.models.intent });
+      const intent = await callForStructured(
+        context,
+        'intent',
+        intentOutput,
+        { instructions: `${instructions}\n\n${prompts.intent}`, input: transcript, tools: [], ...common },
+        { models: settings.models.intent },
+      );
       record(intent.calls);
       audit.push(stageRecord('intent', intent.value, intent.repaired));
       if (intent.value.direct && intent.value.answer?.trim()) {
@@ -109,7 +115,9 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       const runTool = async (call: ModelToolCall) => {
         const result = await context.runTool(call, role, state);
         results.set(call.callId, result);
-        state = rememberToolCalls(applyFlowStateEffects(state, result.effects), [{ name: call.name, arguments: call.arguments, ok: !result.isError, at: context.now().toISOString() }]);
+        state = rememberToolCalls(applyFlowStateEffects(state, result.effects), [
+          { name: call.name, arguments: call.arguments, ok: !result.isError, at: context.now().toISOString() },
+        ]);
         if (result.effects.role !== undefined) state = { ...state, role: result.effects.role };
         return result;
       };
@@ -143,7 +151,11 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       record(execution.calls);
       audit.push(
         ...toolAuditRecords(
-          loop.toolCalls.map((call) => ({ call, result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 }, refused: call.refused })),
+          loop.toolCalls.map((call) => ({
+            call,
+            result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 },
+            refused: call.refused,
+          })),
           loop.hostedToolCalls,
           request.correlationId,
         ),

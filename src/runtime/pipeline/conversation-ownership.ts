@@ -72,7 +72,10 @@ export class ConversationOwnership {
       await this.#options.store.claims.release(claim.fence);
     } catch (error) {
       this.#unreleased.set(keyOf(claim.fence), claim.fence);
-      this.#options.logger.warn({ err: error, conversationId: claim.fence.conversationId }, 'could not release a conversation claim; trying again with the next heartbeat');
+      this.#options.logger.warn(
+        { err: error, conversationId: claim.fence.conversationId },
+        'could not release a conversation claim; trying again with the next heartbeat',
+      );
     }
   }
 

@@ -55,7 +55,9 @@ export class ConversationReads {
     const [stored, queued] = await Promise.all([store.messages.listRecent(session.id, { limit, audience: 'display' }), store.inbound.listQueued(session.id)]);
     return [
       ...stored.flatMap((message): TranscriptEntry[] =>
-        (message.role === 'user' || message.role === 'assistant') && !wasNotSent(message.meta) ? [{ id: message.id, role: message.role, text: message.content, at: writtenAt(message) }] : [],
+        (message.role === 'user' || message.role === 'assistant') && !wasNotSent(message.meta)
+          ? [{ id: message.id, role: message.role, text: message.content, at: writtenAt(message) }]
+          : [],
       ),
       // Accepted, not answered yet: the person sees their message.
       ...queued.map((record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt })),

@@ -148,13 +148,21 @@ export class IdentityJoin {
         { err: error, correlationId, channel: message.channel, conversationId: message.conversationId, accountId: message.accountId, failure: error.failure },
         'message refused: the identity resolver could not say who sent it',
       );
-      const text = systemText(message.languageHint, error.failure === 'unreachable' ? 'identity.unavailable' : 'identity.unrecognised', undefined, this.#deps.agent.defaultLanguage);
+      const text = systemText(
+        message.languageHint,
+        error.failure === 'unreachable' ? 'identity.unavailable' : 'identity.unrecognised',
+        undefined,
+        this.#deps.agent.defaultLanguage,
+      );
       throw new ChannelError(error.code, message.channel, text, { cause: error });
     }
   }
 
   #refuseStranger(message: InboundMessage): ChannelError {
-    this.#deps.logger.warn({ channel: message.channel, conversationId: message.conversationId, accountId: message.accountId }, 'message into another user\'s conversation refused');
+    this.#deps.logger.warn(
+      { channel: message.channel, conversationId: message.conversationId, accountId: message.accountId },
+      "message into another user's conversation refused",
+    );
     return new ChannelError('forbidden', message.channel, 'This conversation belongs to someone else.');
   }
 }

@@ -53,7 +53,11 @@ export class Intake {
     const text = message.text.trim();
     if (!text) throw new ChannelError('inbound_invalid', message.channel, 'The message has no text.');
     if (text.length > this.#options.maxInboundChars) {
-      throw new ChannelError('inbound_invalid', message.channel, `The message is too long: ${text.length} characters, at most ${this.#options.maxInboundChars}.`);
+      throw new ChannelError(
+        'inbound_invalid',
+        message.channel,
+        `The message is too long: ${text.length} characters, at most ${this.#options.maxInboundChars}.`,
+      );
     }
     checkStorable(message, text);
     const limit = this.#options.limitAccepts;
@@ -100,7 +104,10 @@ export class Intake {
     });
     if (!result.accepted) {
       this.#deps.metrics.duplicates.inc();
-      this.#deps.logger.info({ correlationId: result.existing.correlationId, channel: message.channel, dedupeKey: message.dedupeKey }, 'duplicate inbound message ignored');
+      this.#deps.logger.info(
+        { correlationId: result.existing.correlationId, channel: message.channel, dedupeKey: message.dedupeKey },
+        'duplicate inbound message ignored',
+      );
       const answered = await this.#options.storedReply(result.existing);
       return { status: 'duplicate', correlationId: result.existing.correlationId, ...(answered ? { answered } : {}) };
     }

@@ -132,7 +132,10 @@ export class LeaseRecovery {
     for (const record of records) {
       const item = await this.#recovered(record);
       if (!item) continue;
-      this.#deps.logger.warn({ correlationId: record.correlationId, channel: record.channel, conversationId: record.conversationId, receivedAt: record.receivedAt }, why);
+      this.#deps.logger.warn(
+        { correlationId: record.correlationId, channel: record.channel, conversationId: record.conversationId, receivedAt: record.receivedAt },
+        why,
+      );
       const key = conversationKey(record.channel, record.conversationId);
       byConversation.set(key, [...(byConversation.get(key) ?? []), item]);
     }

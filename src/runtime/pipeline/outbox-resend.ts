@@ -49,9 +49,19 @@ export class OutboxResend {
   async #resend(part: DeliveryRecord): Promise<number | undefined> {
     const channel = this.#channels.get(part.channel);
     if (!channel) return undefined;
-    const target = { channel: part.channel, conversationId: part.conversationId, accountId: part.accountId, inReplyTo: part.inReplyTo, correlationId: part.correlationId, sessionId: part.sessionId };
+    const target = {
+      channel: part.channel,
+      conversationId: part.conversationId,
+      accountId: part.accountId,
+      inReplyTo: part.inReplyTo,
+      correlationId: part.correlationId,
+      sessionId: part.sessionId,
+    };
     const log = this.#deps.logger.child({ correlationId: part.correlationId });
-    log.warn({ channel: part.channel, part: part.part }, 'sending a reply part from the outbox (left unsent by a stopped process, or postponed; a reply plan\'s waits and typing are not replayed)');
+    log.warn(
+      { channel: part.channel, part: part.part },
+      "sending a reply part from the outbox (left unsent by a stopped process, or postponed; a reply plan's waits and typing are not replayed)",
+    );
     try {
       if (part.reaction) {
         // A reply plan's reaction: carried out once like a message (a plan's waits and typing are not replayed).

@@ -100,7 +100,13 @@ export class Pipeline {
       findPhoneInText: options.findPhoneInText,
       interfaceLanguage: (channel, accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
     });
-    const ownership = new ConversationOwnership({ store: deps.store, cache: deps.cache, logger: deps.logger, owner: this.#lease.owner, leaseMs: this.#lease.leaseMs });
+    const ownership = new ConversationOwnership({
+      store: deps.store,
+      cache: deps.cache,
+      logger: deps.logger,
+      owner: this.#lease.owner,
+      leaseMs: this.#lease.leaseMs,
+    });
     // The heartbeat's writes go through its own connection: they must not wait behind the turns they keep alive.
     this.#registry = new ProcessRegistry({ store: deps.store.heartbeat, logger: deps.logger, id: this.#lease.owner, leaseMs: this.#lease.leaseMs });
     this.#turns = new TurnRunner({ deps, inbox: this.#inbox, lease: this.#lease, ownership, maxTurnAttempts: options.maxTurnAttempts, isStopped });

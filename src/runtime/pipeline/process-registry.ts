@@ -51,7 +51,7 @@ export class ProcessRegistry {
       if (other.id === id || other.heartbeatAt >= now - 2 * leaseMs) continue;
       const messages = await store.processes.retire(other.id);
       left += messages;
-      logger.info({ process: other.id, host: other.host, pid: other.pid, messages }, "taking over the work of a process whose heartbeat stopped");
+      logger.info({ process: other.id, host: other.host, pid: other.pid, messages }, 'taking over the work of a process whose heartbeat stopped');
     }
     await store.processes.forgetSilentSince(now - FORGET_AFTER_MS);
     return left;

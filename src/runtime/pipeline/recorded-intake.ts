@@ -44,18 +44,32 @@ export class RecordedIntake {
       conversationKind: kind,
     };
     checkStorable(message, first.text);
-    const participant = this.#deps.cache.participant(participantKey(channel, message)) ?? (await this.#options.identity.join(channel, message, first.text, kind, newId())).participant;
+    const participant =
+      this.#deps.cache.participant(participantKey(channel, message)) ??
+      (await this.#options.identity.join(channel, message, first.text, kind, newId())).participant;
     const { user, session } = participant;
     // In a group each user message keeps its sender, so later turns label it for the model as they label the others.
     const sender = kind === 'shared' ? { userId: user.id, name: conversation.displayName ?? user.displayName } : undefined;
     const stored = await this.#deps.store.recorded.append(
-      { channel: channel.name, conversationId: conversation.conversationId, sessionId: session.id, accountNamespace: accountNamespaceOf(channel), accountId: conversation.accountId, userId: user.id },
+      {
+        channel: channel.name,
+        conversationId: conversation.conversationId,
+        sessionId: session.id,
+        accountNamespace: accountNamespaceOf(channel),
+        accountId: conversation.accountId,
+        userId: user.id,
+      },
       checked.map((entry) => ({
         role: entry.role,
         audience: 'display',
         content: entry.text,
         channelMessageId: entry.messageId,
-        meta: { recorded: entry.source, messageId: entry.messageId, at: entry.at.toISOString(), ...(sender !== undefined && entry.role === 'user' ? { sender } : {}) },
+        meta: {
+          recorded: entry.source,
+          messageId: entry.messageId,
+          at: entry.at.toISOString(),
+          ...(sender !== undefined && entry.role === 'user' ? { sender } : {}),
+        },
       })),
     );
     if (stored.length > 0) {
@@ -63,7 +77,16 @@ export class RecordedIntake {
       this.#deps.cache.forgetHistory(session.id);
       for (const entry of stored) this.#deps.metrics.recordedMessages.inc({ channel: channel.name, source: String(entry.meta?.['recorded'] ?? 'imported') });
     }
-    this.#deps.logger.info({ channel: channel.name, conversationId: conversation.conversationId, sessionId: session.id, stored: stored.length, known: checked.length - stored.length }, 'messages recorded without a turn');
+    this.#deps.logger.info(
+      {
+        channel: channel.name,
+        conversationId: conversation.conversationId,
+        sessionId: session.id,
+        stored: stored.length,
+        known: checked.length - stored.length,
+      },
+      'messages recorded without a turn',
+    );
     return { stored: stored.length };
   }
 
@@ -79,8 +102,10 @@ export class RecordedIntake {
       throw new ChannelError('inbound_invalid', channel.name, `${where} holds a NUL character or a broken unicode surrogate; send plain text.`);
     }
     if (!entry.messageId) throw new ChannelError('inbound_invalid', channel.name, `Recorded entry ${index} has no message id.`);
-    if (entry.role !== 'user' && entry.role !== 'assistant') throw new ChannelError('inbound_invalid', channel.name, `${where} has role ${String(entry.role)}; user or assistant.`);
-    if (!RECORDED_SOURCES.has(entry.source)) throw new ChannelError('inbound_invalid', channel.name, `${where} has source ${String(entry.source)}; imported, owner or held.`);
+    if (entry.role !== 'user' && entry.role !== 'assistant')
+      throw new ChannelError('inbound_invalid', channel.name, `${where} has role ${String(entry.role)}; user or assistant.`);
+    if (!RECORDED_SOURCES.has(entry.source))
+      throw new ChannelError('inbound_invalid', channel.name, `${where} has source ${String(entry.source)}; imported, owner or held.`);
     if (!(entry.at instanceof Date) || Number.isNaN(entry.at.getTime())) throw new ChannelError('inbound_invalid', channel.name, `${where} has no valid time.`);
     return { ...entry, text };
   }

@@ -7,7 +7,11 @@ export const MAX_TITLE_CHARS = 255;
  * Empty when the input has no text, so a later input may give the title instead.
  */
 export function titleFrom(text: string): string {
-  const line = text.split(/\r?\n/).map((candidate) => candidate.trim()).find((candidate) => candidate !== '') ?? '';
+  const line =
+    text
+      .split(/\r?\n/)
+      .map((candidate) => candidate.trim())
+      .find((candidate) => candidate !== '') ?? '';
   const chars = [...line];
   if (chars.length <= MAX_TITLE_CHARS) return line;
   const head = chars.slice(0, MAX_TITLE_CHARS - 1);

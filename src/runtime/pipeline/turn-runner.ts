@@ -67,7 +67,11 @@ export class TurnRunner {
 
   /** Queues a message for its conversation's next turn, when the channel's quiet window allows. */
   queue(channel: Channel, participant: Participant, inbound: InboundRecord, signal: AbortSignal | undefined, left?: () => boolean): void {
-    this.#inbox.submit(conversationKey(inbound.channel, inbound.conversationId), { channel, ...participant, inbound, signal, ...(left ? { left } : {}) }, quietWindowOf(channel));
+    this.#inbox.submit(
+      conversationKey(inbound.channel, inbound.conversationId),
+      { channel, ...participant, inbound, signal, ...(left ? { left } : {}) },
+      quietWindowOf(channel),
+    );
   }
 
   /**
@@ -91,7 +95,10 @@ export class TurnRunner {
     const ids = left.map((item) => item.inbound.id);
     try {
       const dropped = await this.#deps.store.transaction((tx) => tx.inbound.drop(ids, this.#lease.owner));
-      this.#deps.logger.info({ correlationIds: left.map((item) => item.inbound.correlationId), dropped }, 'message dropped: its client left before its turn began');
+      this.#deps.logger.info(
+        { correlationIds: left.map((item) => item.inbound.correlationId), dropped },
+        'message dropped: its client left before its turn began',
+      );
     } catch (error) {
       this.#deps.logger.warn({ err: error, correlationId: left[0]!.inbound.correlationId }, 'could not drop messages whose client left; answering them');
       return batch;
@@ -128,13 +135,16 @@ export class TurnRunner {
   /** A turn of the conversation runs in another process: the batch is queued again once it may be done. */
   #awaitOwner(batch: Batch, fresh: boolean): void {
     this.#deps.logger.debug({ correlationId: batch[0].inbound.correlationId }, 'another process is answering this conversation; its turn goes first');
-    const retry = setTimeout(() => {
-      if (this.#isStopped()) return;
-      for (const item of batch) {
-        if (fresh) this.#fresh.add(item.inbound.id);
-        this.#inbox.submit(conversationKey(item.inbound.channel, item.inbound.conversationId), item);
-      }
-    }, Math.max(20, Math.min(OWNER_POLL_MS, Math.floor(this.#lease.leaseMs / 3))));
+    const retry = setTimeout(
+      () => {
+        if (this.#isStopped()) return;
+        for (const item of batch) {
+          if (fresh) this.#fresh.add(item.inbound.id);
+          this.#inbox.submit(conversationKey(item.inbound.channel, item.inbound.conversationId), item);
+        }
+      },
+      Math.max(20, Math.min(OWNER_POLL_MS, Math.floor(this.#lease.leaseMs / 3))),
+    );
     retry.unref();
   }
 
@@ -179,7 +189,10 @@ export class TurnRunner {
     // The store decides again in one statement: a resume since the read above lets the turn run after all.
     const held = await this.#deps.store.inbound.hold(batch.map((item) => item.inbound.id));
     if (held === 0) return false;
-    this.#deps.logger.info({ correlationId: first.correlationId, sessionId: first.sessionId, held }, 'conversation paused by an operator: messages stored, held until it is resumed');
+    this.#deps.logger.info(
+      { correlationId: first.correlationId, sessionId: first.sessionId, held },
+      'conversation paused by an operator: messages stored, held until it is resumed',
+    );
     return true;
   }
 
@@ -187,7 +200,10 @@ export class TurnRunner {
     const lease = this.#lease;
     const first = batch[0];
     if (batch.length > 1) {
-      this.#deps.logger.info({ correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) }, 'messages answered together');
+      this.#deps.logger.info(
+        { correlationId: first.inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId) },
+        'messages answered together',
+      );
     }
     if (resume) this.#deps.logger.warn({ correlationId: first.inbound.correlationId, turnId: resume.id }, 'resuming a turn a stopped process left unfinished');
     const stop = this.#deps.metrics.turnSeconds.startTimer();
@@ -199,7 +215,13 @@ export class TurnRunner {
       return plan.signal;
     };
     const interruptible = this.#deps.replies.actions.interruptOnNewMessage;
-    const outcome = await runTurn(this.#deps, { messages: batch, lease, fence: claim.check, ...(resume ? { resume } : {}), ...(interruptible ? { interrupt } : {}) }).finally(() => {
+    const outcome = await runTurn(this.#deps, {
+      messages: batch,
+      lease,
+      fence: claim.check,
+      ...(resume ? { resume } : {}),
+      ...(interruptible ? { interrupt } : {}),
+    }).finally(() => {
       if (plan !== undefined && this.#interruptible.get(key) === plan) this.#interruptible.delete(key);
     });
     const seconds = stop();
@@ -208,7 +230,15 @@ export class TurnRunner {
       return;
     }
     this.#deps.logger.info(
-      { correlationId: outcome.correlationId, sessionId: outcome.sessionId, status: outcome.status, ms: Math.round(seconds * 1000), inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens, cost: outcome.usage.cost },
+      {
+        correlationId: outcome.correlationId,
+        sessionId: outcome.sessionId,
+        status: outcome.status,
+        ms: Math.round(seconds * 1000),
+        inputTokens: outcome.usage.inputTokens,
+        outputTokens: outcome.usage.outputTokens,
+        cost: outcome.usage.cost,
+      },
       'turn finished',
     );
   }
@@ -222,7 +252,10 @@ export class TurnRunner {
     const attempts = Math.max(...batch.map((item) => item.inbound.attempts));
     const delayMs = retryDelayMs(this.#lease.leaseMs, attempts);
     try {
-      await this.#deps.store.inbound.retryLater(batch.map((item) => item.inbound.id), delayMs);
+      await this.#deps.store.inbound.retryLater(
+        batch.map((item) => item.inbound.id),
+        delayMs,
+      );
     } catch (error) {
       this.#deps.logger.error({ err: error, correlationId: batch[0]?.inbound.correlationId }, 'could not record a failed turn attempt; trying again anyway');
     }
@@ -240,8 +273,18 @@ export class TurnRunner {
    */
   async #giveUp(batch: Batch, resume: TurnRequest['resume'], claim: TurnClaim): Promise<void> {
     const ids = batch.map((item) => item.inbound.id);
-    const where = { correlationId: batch[0].inbound.correlationId, joined: batch.slice(1).map((item) => item.inbound.correlationId), attempts: batch[0].inbound.attempts };
-    const outcome = await runTurn(this.#deps, { messages: batch, lease: this.#lease, attemptsExhausted: true, fence: claim.check, ...(resume ? { resume } : {}) });
+    const where = {
+      correlationId: batch[0].inbound.correlationId,
+      joined: batch.slice(1).map((item) => item.inbound.correlationId),
+      attempts: batch[0].inbound.attempts,
+    };
+    const outcome = await runTurn(this.#deps, {
+      messages: batch,
+      lease: this.#lease,
+      attemptsExhausted: true,
+      fence: claim.check,
+      ...(resume ? { resume } : {}),
+    });
     if (!outcome) {
       try {
         await this.#deps.store.inbound.markAbandoned(ids);
@@ -252,7 +295,9 @@ export class TurnRunner {
       }
       // Not left `running`: the conversation's last turn failed.
       for (const sessionId of new Set(batch.map((item) => item.inbound.sessionId))) {
-        await this.#deps.store.sessions.setStatus(sessionId, 'failed').catch((error: unknown) => this.#deps.logger.warn({ ...where, err: error }, 'could not mark the session failed'));
+        await this.#deps.store.sessions
+          .setStatus(sessionId, 'failed')
+          .catch((error: unknown) => this.#deps.logger.warn({ ...where, err: error }, 'could not mark the session failed'));
       }
       this.#deps.metrics.turnsAbandoned.inc(batch.length);
       // Logged last, once the store and the metric say so too: whoever reads the log line can rely on both.

@@ -87,7 +87,10 @@ export async function answerWithPlan(scope: TurnScope, input: PlanAnswerInput): 
 function refused(scope: TurnScope, output: string, check: Extract<CheckedReplyPlan, { ok: false }>, attempt: 1 | 2, model: string | undefined): NewMessage {
   const { reason, problem } = check;
   scope.deps.metrics.replyActionsInvalid.inc({ reason });
-  scope.log.warn({ reason, problem, attempt, chars: output.length, preview: cut(output, LOG_PREVIEW_CHARS) }, 'model answer refused as reply actions; nothing of it is sent');
+  scope.log.warn(
+    { reason, problem, attempt, chars: output.length, preview: cut(output, LOG_PREVIEW_CHARS) },
+    'model answer refused as reply actions; nothing of it is sent',
+  );
   return {
     role: 'assistant',
     audience: 'audit',

@@ -61,7 +61,8 @@ export function checkReplyPlan(text: string, options: ReplyPlanCheckOptions): Ch
   for (let index = 0; index < list.length; index++) {
     const raw: unknown = list[index];
     const type = raw !== null && typeof raw === 'object' ? (raw as { type?: unknown }).type : undefined;
-    if (typeof type === 'string' && !ACTION_TYPES.has(type)) return refuse('unknown_action', `action ${index}: unknown type ${JSON.stringify(type.slice(0, 40))}`);
+    if (typeof type === 'string' && !ACTION_TYPES.has(type))
+      return refuse('unknown_action', `action ${index}: unknown type ${JSON.stringify(type.slice(0, 40))}`);
     const parsed = replyActionSchema.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -84,7 +85,8 @@ export function checkReplyPlan(text: string, options: ReplyPlanCheckOptions): Ch
 function countedActions(list: readonly unknown[]): number {
   let count = 0;
   for (const raw of list) {
-    const messages = raw !== null && typeof raw === 'object' && (raw as { type?: unknown }).type === 'send_messages' ? (raw as { messages?: unknown }).messages : undefined;
+    const messages =
+      raw !== null && typeof raw === 'object' && (raw as { type?: unknown }).type === 'send_messages' ? (raw as { messages?: unknown }).messages : undefined;
     count += Array.isArray(messages) ? Math.max(1, messages.length) : 1;
   }
   return count;
@@ -148,7 +150,10 @@ function addSteps(action: ReplyActionInput, index: number, options: ReplyPlanChe
 }
 
 function unknownId(index: number, field: string, id: string): CheckedReplyPlan {
-  return refuse('unknown_message_id', `action ${index}: ${field} ${JSON.stringify(id.slice(0, 40))} is not the id of one of the person's messages shown to you`);
+  return refuse(
+    'unknown_message_id',
+    `action ${index}: ${field} ${JSON.stringify(id.slice(0, 40))} is not the id of one of the person's messages shown to you`,
+  );
 }
 
 /** A message's text, trimmed and storable, or why it cannot be sent. */

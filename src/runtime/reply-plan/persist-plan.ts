@@ -93,7 +93,11 @@ async function storePlan(
     state: (stored) => ({ ...flow.state, responseChainAt: flow.state.responseChainId === null ? null : chainPointAfter(scope.session.id, stored, seenUpTo) }),
     // Every send and reaction of the plan, in plan order, as the parts of the turn's one reply: recovery after a crash
     // carries out the rest in order, each once.
-    outbox: plan.steps.filter(hasEffect).map((step) => (step.kind === 'send' ? { text: step.text, replyTo: step.replyTo } : { text: '', reaction: { emoji: step.emoji, messageId: step.messageId } })),
+    outbox: plan.steps
+      .filter(hasEffect)
+      .map((step) =>
+        step.kind === 'send' ? { text: step.text, replyTo: step.replyTo } : { text: '', reaction: { emoji: step.emoji, messageId: step.messageId } },
+      ),
   });
   const { version, state } = saved!;
   deps.cache.rememberState(scope.user.id, { version, state });

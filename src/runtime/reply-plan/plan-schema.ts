@@ -9,7 +9,10 @@ import type { JsonSchema, StructuredOutputSpec } from '../../domain/ports/model-
  * express (omitted optional fields, a bare list), and the two must only agree on what the model is asked for. A test
  * checks that they do.
  */
-const messageId: JsonSchema = { anyOf: [{ type: 'integer' }, { type: 'string' }], description: 'the id shown as [message_id: …] before one of the person\'s messages' };
+const messageId: JsonSchema = {
+  anyOf: [{ type: 'integer' }, { type: 'string' }],
+  description: "the id shown as [message_id: …] before one of the person's messages",
+};
 
 function action(type: string, description: string, properties: Record<string, JsonSchema>): JsonSchema {
   return {
@@ -35,7 +38,7 @@ export const REPLY_PLAN_JSON_SCHEMA: JsonSchema = {
           }),
           action('send_messages', 'send several short messages, one after another', { messages: { type: 'array', items: { type: 'string' } } }),
           action('fake_typing', 'show typing for a while', { seconds: { type: 'number' } }),
-          action('add_reaction', 'react to one of the person\'s messages', { emoji: { type: 'string' }, message_id: messageId }),
+          action('add_reaction', "react to one of the person's messages", { emoji: { type: 'string' }, message_id: messageId }),
           action('wait', 'pause before the next action', { seconds: { type: 'number' } }),
           action('ignore', 'do not answer this time', { reason: { type: ['string', 'null'], description: 'why, for the log; never shown' } }),
         ],

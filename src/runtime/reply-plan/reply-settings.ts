@@ -35,5 +35,10 @@ export function replyModeFor(settings: ReplySettings, channel: string): ReplyMod
  */
 export function replyActionLimits(actions: ReplyActionSettings, maxReplyChars: number, channelMaxChars: number | null): ReplyActionLimits {
   const { maxActions, maxWaitSeconds, maxTotalWaitSeconds } = actions;
-  return { maxActions, maxWaitSeconds, maxTotalWaitSeconds, maxMessageChars: channelMaxChars === null ? maxReplyChars : Math.min(maxReplyChars, channelMaxChars) };
+  return {
+    maxActions,
+    maxWaitSeconds,
+    maxTotalWaitSeconds,
+    maxMessageChars: channelMaxChars === null ? maxReplyChars : Math.min(maxReplyChars, channelMaxChars),
+  };
 }

@@ -20,7 +20,6 @@ export interface ReplyPacing {
   readonly maxTotalWaitSeconds: number;
 }
 
-
 /** What carrying out a plan did. */
 export interface PlanRunResult {
   /** The messages the channel took, in order. */
@@ -54,17 +53,28 @@ export async function runPlan(scope: TurnScope, plan: PlanToRun, pacing: ReplyPa
   let effect = 0; // index of the next step with an effect (its outbox record)
   let send = 0; // index of the next send step (its display message)
   // The plan's own waits and typing were checked against the total; typing before messages gets what they leave.
-  let typingLeftMs = Math.max(0, pacing.maxTotalWaitSeconds * 1_000 - plan.steps.reduce((sum, step) => sum + (step.kind === 'wait' || step.kind === 'typing' ? step.ms : 0), 0));
+  let typingLeftMs = Math.max(
+    0,
+    pacing.maxTotalWaitSeconds * 1_000 - plan.steps.reduce((sum, step) => sum + (step.kind === 'wait' || step.kind === 'typing' ? step.ms : 0), 0),
+  );
 
   const dropRest = async (from: number, reason: NotSentReason, error?: unknown) => {
     const unsentRecords = records?.slice(effect) ?? [];
     const unsentDisplays = plan.displayIds.slice(send);
     const why = error === undefined ? reason : `${reason}: ${error instanceof Error ? error.message : String(error)}`;
-    for (const record of unsentRecords) await scope.deps.store.deliveries.markFailed(record.id, why).catch((markError: unknown) => scope.log.error({ err: markError }, 'could not mark an unsent plan step'));
-    await scope.deps.store.messages.markNotSent(scope.session.id, unsentDisplays, reason).catch((markError: unknown) => scope.log.error({ err: markError }, 'could not mark planned messages as not sent'));
+    for (const record of unsentRecords)
+      await scope.deps.store.deliveries
+        .markFailed(record.id, why)
+        .catch((markError: unknown) => scope.log.error({ err: markError }, 'could not mark an unsent plan step'));
+    await scope.deps.store.messages
+      .markNotSent(scope.session.id, unsentDisplays, reason)
+      .catch((markError: unknown) => scope.log.error({ err: markError }, 'could not mark planned messages as not sent'));
     // The cached history holds them as stored before: the next turn reads the truth from the store.
     scope.deps.cache.forgetHistory(scope.session.id);
-    scope.log.info({ reason, droppedSteps: plan.steps.length - from, droppedMessages: unsentDisplays.length }, 'reply plan stopped; the rest is recorded as not sent');
+    scope.log.info(
+      { reason, droppedSteps: plan.steps.length - from, droppedMessages: unsentDisplays.length },
+      'reply plan stopped; the rest is recorded as not sent',
+    );
   };
 
   for (const [index, step] of plan.steps.entries()) {
@@ -84,7 +94,10 @@ export async function runPlan(scope: TurnScope, plan: PlanToRun, pacing: ReplyPa
       }
       const record = records?.[effect];
       try {
-        const receipt = await channel.send(target, step.text, { deliveryKey: record?.id ?? `${scope.replyMessageId}:${effect}`, ...(step.replyTo === null ? {} : { replyTo: step.replyTo }) });
+        const receipt = await channel.send(target, step.text, {
+          deliveryKey: record?.id ?? `${scope.replyMessageId}:${effect}`,
+          ...(step.replyTo === null ? {} : { replyTo: step.replyTo }),
+        });
         sent.push(receipt);
         sentTexts.push(step.text);
         effect += 1;
@@ -95,7 +108,13 @@ export async function runPlan(scope: TurnScope, plan: PlanToRun, pacing: ReplyPa
         if (error instanceof ChannelRetryLaterError && records !== undefined) {
           // The messenger asked to wait: this step and the later ones stay in the outbox and recovery carries them
           // out when allowed (in order, without the waits).
-          await postponeParts(scope.deps, scope.log, records.slice(effect), error.retryAfterMs, 'the channel asked to wait; the rest of the reply plan follows without its pacing');
+          await postponeParts(
+            scope.deps,
+            scope.log,
+            records.slice(effect),
+            error.retryAfterMs,
+            'the channel asked to wait; the rest of the reply plan follows without its pacing',
+          );
           return { sent, sentTexts, stopped: 'postponed' };
         }
         scope.log.error({ err: error, channel: channel.name, sentMessages: sent.length }, 'could not send a message of the reply plan');
@@ -143,7 +162,12 @@ async function typingFor(scope: TurnScope, ms: number, interrupt: AbortSignal | 
 async function react(scope: TurnScope, step: Extract<ReplyStep, { kind: 'react' }>, record: DeliveryRecord | undefined): Promise<void> {
   const { channel, target } = scope;
   const { reactions, reactionEmoji } = channel.capabilities;
-  const unsupported = !reactions || !channel.react ? 'the channel shows no reactions' : reactionEmoji !== undefined && !reactionEmoji.includes(step.emoji) ? 'the channel does not allow this emoji' : undefined;
+  const unsupported =
+    !reactions || !channel.react
+      ? 'the channel shows no reactions'
+      : reactionEmoji !== undefined && !reactionEmoji.includes(step.emoji)
+        ? 'the channel does not allow this emoji'
+        : undefined;
   if (unsupported !== undefined) {
     if (!reactionsSkippedOn.has(channel)) {
       reactionsSkippedOn.add(channel);
@@ -156,7 +180,7 @@ async function react(scope: TurnScope, step: Extract<ReplyStep, { kind: 'react' 
     await channel.react!(target, step.messageId, step.emoji);
     if (record) await markSent(scope, record, step.messageId);
   } catch (error) {
-    scope.log.warn({ err: error, channel: channel.name, emoji: step.emoji }, 'could not add the reply plan\'s reaction; going on');
+    scope.log.warn({ err: error, channel: channel.name, emoji: step.emoji }, "could not add the reply plan's reaction; going on");
     if (record) await scope.deps.store.deliveries.markFailed(record.id, error instanceof Error ? error.message : String(error)).catch(() => undefined);
   }
 }
@@ -183,4 +207,3 @@ async function markSent(scope: TurnScope, record: DeliveryRecord, channelMessage
     scope.log.error({ err: error, part: record.part }, 'could not mark a sent reply plan step');
   }
 }
-

@@ -66,7 +66,10 @@ async function dispatch(scope: TurnScope, call: ModelToolCall, role: string | nu
 function checkedRoleEffect(scope: TurnScope, call: ModelToolCall, result: ToolCallResult): ToolCallResult {
   const { role, ...effects } = result.effects;
   if (role === undefined || scope.deps.tools.mayGrantRole(call.name, role)) return result;
-  scope.deps.logger.warn({ correlationId: scope.correlationId, tool: call.name, toolCallId: call.callId, role }, 'tool result asked for a role the tool may not grant; ignored');
+  scope.deps.logger.warn(
+    { correlationId: scope.correlationId, tool: call.name, toolCallId: call.callId, role },
+    'tool result asked for a role the tool may not grant; ignored',
+  );
   return { ...result, effects };
 }
 

@@ -76,7 +76,11 @@ async function markAnswered(scope: TurnScope, tx: Store, reply: StoredMessage): 
  */
 async function saveState(scope: TurnScope, tx: Store, state: UserState): Promise<SavedUserState> {
   const saved = await saveTurnState(tx.userState, scope.user.id, { state: scope.initialState, version: scope.stateVersion }, state);
-  if (saved.rebased) scope.log.info({ expectedVersion: scope.stateVersion, version: saved.version }, "user state changed elsewhere during the turn; this turn's changes were applied to it");
+  if (saved.rebased)
+    scope.log.info(
+      { expectedVersion: scope.stateVersion, version: saved.version },
+      "user state changed elsewhere during the turn; this turn's changes were applied to it",
+    );
   return saved;
 }
 

@@ -63,7 +63,14 @@ export function startDelivery(scope: TurnScope): Delivery {
     let sentTexts: readonly string[] = [];
     // Earlier replies of the conversation wait in the outbox: the whole plan queues behind them (without its pacing).
     const behind = records && records.length > 0 ? await queuedAhead(scope, answer.outcome.replyMessageId) : undefined;
-    if (records && behind !== undefined) await postponeParts(scope.deps, scope.log, records, behind, 'earlier replies of the conversation wait in the outbox; the reply plan follows without its pacing');
+    if (records && behind !== undefined)
+      await postponeParts(
+        scope.deps,
+        scope.log,
+        records,
+        behind,
+        'earlier replies of the conversation wait in the outbox; the reply plan follows without its pacing',
+      );
     else ({ sent, sentTexts } = await runPlan(scope, plan, scope.deps.replies.actions, scope.interrupt?.()));
     const outcome = { ...answer.outcome, reply: sentTexts.join('\n\n') };
     channel.settle?.(target, { kind: 'answered', outcome, parts: sent });
@@ -84,7 +91,8 @@ export function startDelivery(scope: TurnScope): Delivery {
         // Earlier replies of the conversation are still in the outbox (postponed by a flood wait, or being resent):
         // this one queues behind them rather than overtaking them.
         const behind = records ? await queuedAhead(scope, answer.outcome.replyMessageId) : undefined;
-        if (records && behind !== undefined) await postponeParts(scope.deps, scope.log, records, behind, 'earlier replies of the conversation wait in the outbox');
+        if (records && behind !== undefined)
+          await postponeParts(scope.deps, scope.log, records, behind, 'earlier replies of the conversation wait in the outbox');
         else {
           for (const [index, part] of answer.parts.entries()) {
             const record = records?.[index];
@@ -105,7 +113,10 @@ export function startDelivery(scope: TurnScope): Delivery {
           await markUnsent(scope, unsent, error);
           // A person who left mid-turn (a closed web run) is ordinary: the reply is stored and shown on their return.
           const gone = error instanceof ChannelError && error.code === 'client_gone';
-          scope.log[gone ? 'info' : 'error']({ err: error, channel: channel.name, sentParts: sent.length, parts: answer.parts.length }, gone ? 'reply stored; its reader has left' : 'could not send the reply');
+          scope.log[gone ? 'info' : 'error'](
+            { err: error, channel: channel.name, sentParts: sent.length, parts: answer.parts.length },
+            gone ? 'reply stored; its reader has left' : 'could not send the reply',
+          );
         }
       } finally {
         stopTyping();
@@ -137,7 +148,10 @@ async function queuedAhead(scope: TurnScope, replyMessageId: string): Promise<nu
 
 async function markUnsent(scope: TurnScope, parts: readonly DeliveryRecord[], error: unknown): Promise<void> {
   const reason = error instanceof Error ? error.message : String(error);
-  for (const part of parts) await scope.deps.store.deliveries.markFailed(part.id, reason).catch((markError: unknown) => scope.log.error({ err: markError }, 'could not mark an unsent reply part'));
+  for (const part of parts)
+    await scope.deps.store.deliveries
+      .markFailed(part.id, reason)
+      .catch((markError: unknown) => scope.log.error({ err: markError }, 'could not mark an unsent reply part'));
 }
 
 async function markSent(scope: TurnScope, delivery: DeliveryRecord, channelMessageId: string): Promise<void> {

@@ -35,7 +35,15 @@ export function persistReply(
  * `seenUpTo`: the seq of the newest stored message the turn had read (undefined: none). When the turn's messages do
  * not follow on it, something was stored meanwhile (a recording): the cached history and the chain's place go.
  */
-async function storeReply(scope: TurnScope, flow: FlowResult, text: string, parts: readonly string[], failures: ModelFailures, earlier: readonly StoredMessage[], seenUpTo: number | undefined): Promise<Answer> {
+async function storeReply(
+  scope: TurnScope,
+  flow: FlowResult,
+  text: string,
+  parts: readonly string[],
+  failures: ModelFailures,
+  earlier: readonly StoredMessage[],
+  seenUpTo: number | undefined,
+): Promise<Answer> {
   const { deps } = scope;
   const usage = await usageOf(scope, flow.modelCalls);
   const last = flow.modelCalls[flow.modelCalls.length - 1];
@@ -131,7 +139,13 @@ export function persistBudgetNotice(scope: TurnScope, failures: ModelFailures, b
  */
 async function storeOwnReply(
   scope: TurnScope,
-  reply: { readonly text: string; readonly status: 'completed' | 'failed'; readonly meta: Record<string, unknown>; readonly state?: UserState; readonly audit?: readonly NewMessage[] },
+  reply: {
+    readonly text: string;
+    readonly status: 'completed' | 'failed';
+    readonly meta: Record<string, unknown>;
+    readonly state?: UserState;
+    readonly audit?: readonly NewMessage[];
+  },
 ): Promise<Answer> {
   const { deps } = scope;
   // The store is the truth after a turn that did not end as planned: the next turn reloads what it needs.
@@ -144,7 +158,16 @@ async function storeOwnReply(
     messages: [
       ...newMessages(scope),
       ...audit,
-      { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: reply.text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: reply.meta },
+      {
+        id: scope.replyMessageId,
+        role: 'assistant',
+        audience: 'display',
+        content: reply.text,
+        correlationId: scope.correlationId,
+        ...usage,
+        currency: scope.currency,
+        meta: reply.meta,
+      },
     ],
     session: { status: reply.status, ...(scope.journal.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
     cost: usage.cost,
@@ -168,7 +191,13 @@ export function newMessages(scope: TurnScope): NewMessage[] {
       ...(inbound.messageId === null ? {} : { messageId: inbound.messageId }),
       ...(sender === null ? {} : { sender: { userId: sender.userId, name: inbound.displayName ?? sender.name } }),
     };
-    return { role: 'user', audience: 'display', content: inbound.text, correlationId: inbound.correlationId, ...(Object.keys(meta).length === 0 ? {} : { meta }) };
+    return {
+      role: 'user',
+      audience: 'display',
+      content: inbound.text,
+      correlationId: inbound.correlationId,
+      ...(Object.keys(meta).length === 0 ? {} : { meta }),
+    };
   });
 }
 
@@ -219,7 +248,19 @@ export async function persistReset(scope: TurnScope): Promise<Answer> {
   const state = resetUserState(scope.initialState, deps.agent.resetKeepsRole);
   const parts = splitReply(text, scope.channel.capabilities.maxMessageChars);
   const closed = await closeTurn(scope, {
-    messages: [...newMessages(scope), { id: scope.replyMessageId, role: 'assistant', audience: 'display', content: text, correlationId: scope.correlationId, ...usage, currency: scope.currency, meta: { reset: true } }],
+    messages: [
+      ...newMessages(scope),
+      {
+        id: scope.replyMessageId,
+        role: 'assistant',
+        audience: 'display',
+        content: text,
+        correlationId: scope.correlationId,
+        ...usage,
+        currency: scope.currency,
+        meta: { reset: true },
+      },
+    ],
     session: { status: 'completed' },
     // The trigger and its confirmation are behind the new start too.
     resetContext: true,

@@ -42,7 +42,9 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     scope.log.error({ err: error, errorId }, 'turn failed and could not be stored; nothing was sent');
     await settleAbandoned(scope);
     // The store's own words (a driver error) are for the log, never for the person: they get the apology.
-    delivery.fail(new TurnError(apologyText(scope, errorId, ' '), { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }));
+    delivery.fail(
+      new TurnError(apologyText(scope, errorId, ' '), { correlationId: scope.correlationId, conversationId: scope.session.conversationId }, { cause: error }),
+    );
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.
@@ -65,7 +67,10 @@ async function settleAbandoned(scope: TurnScope): Promise<void> {
 /** The answer to messages whose turns kept failing: the apology, stored, with no model call. */
 function apologise(scope: TurnScope): Promise<Answer> {
   const errorId = newErrorId();
-  scope.log.error({ errorId, attempts: Math.max(...scope.messages.map(({ inbound }) => inbound.attempts)) }, 'giving up on the message after its turns failed inbox.maxTurnAttempts times; answering with an apology');
+  scope.log.error(
+    { errorId, attempts: Math.max(...scope.messages.map(({ inbound }) => inbound.attempts)) },
+    'giving up on the message after its turns failed inbox.maxTurnAttempts times; answering with an apology',
+  );
   return persistFailure(scope, [], errorId);
 }
 
@@ -76,35 +81,69 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     if (isResetTrigger(scope.messages[scope.messages.length - 1]!.inbound.text, scope.deps.agent.resetTriggers)) return await persistReset(scope);
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
     const { recent, earlier } = await loadEarlierHistory(scope);
-    const state = chainContinues(scope.initialState, scope.session.id, recent) ? scope.initialState : { ...scope.initialState, responseChainId: null, responseChainAt: null };
+    const state = chainContinues(scope.initialState, scope.session.id, recent)
+      ? scope.initialState
+      : { ...scope.initialState, responseChainId: null, responseChainAt: null };
     if (state !== scope.initialState && scope.initialState.responseChainId !== null) {
-      scope.log.info({ chainSessionId: scope.initialState.responseChainAt?.sessionId ?? null }, 'response chain not continued: it belongs to another conversation or has not seen its newest messages');
+      scope.log.info(
+        { chainSessionId: scope.initialState.responseChainAt?.sessionId ?? null },
+        'response chain not continued: it belongs to another conversation or has not seen its newest messages',
+      );
     }
     // In a group every message is labelled with its sender (the user context's), so no member's words pass as another's.
     // In actions mode each of the person's messages shows its channel id: the ones a plan may react to.
     const { sender } = scope.userContext;
     const actions = scope.replyMode === 'actions';
     const newTexts = scope.messages.map((message) => message.inbound.text);
-    const newItems = newMessagesToInput(actions ? scope.messages.map(({ inbound }) => ({ text: inbound.text, messageId: showableMessageId(inbound.messageId) })) : newTexts, sender ?? undefined);
+    const newItems = newMessagesToInput(
+      actions ? scope.messages.map(({ inbound }) => ({ text: inbound.text, messageId: showableMessageId(inbound.messageId) })) : newTexts,
+      sender ?? undefined,
+    );
     const history = historyToInput(earlier, sender !== null, actions);
     const context = createFlowContext(scope, failures);
     const flow = await scope.deps.flow.run(
-      { user: scope.user, session: scope.session, correlationId: scope.correlationId, language: scope.language, timeZone: scope.timeZone, history, newItems, newTexts, state, ...(scope.signal ? { signal: scope.signal } : {}) },
+      {
+        user: scope.user,
+        session: scope.session,
+        correlationId: scope.correlationId,
+        language: scope.language,
+        timeZone: scope.timeZone,
+        history,
+        newItems,
+        newTexts,
+        state,
+        ...(scope.signal ? { signal: scope.signal } : {}),
+      },
       context,
     );
     const seenUpTo = recent[recent.length - 1]?.seq;
     // 3–4. Replies as actions: the answer is a plan, checked (one repair allowed), stored, then carried out.
-    if (actions) return await answerWithPlan(scope, { flow, context, transcript: [...history, ...newItems], recentMessageIds: shownMessageIds(scope, earlier), failures, earlier, seenUpTo });
+    if (actions)
+      return await answerWithPlan(scope, {
+        flow,
+        context,
+        transcript: [...history, ...newItems],
+        recentMessageIds: shownMessageIds(scope, earlier),
+        failures,
+        earlier,
+        seenUpTo,
+      });
     // 3. The reply: model output is checked before it can reach the person, and split to the channel's limit.
     const { maxReplyChars, defaultLanguage } = scope.deps.agent;
-    const reply = checkReply(flow.text, scope.channel.capabilities, { maxChars: maxReplyChars, notice: () => systemText(scope.interfaceLanguage, 'reply.cut', undefined, defaultLanguage) });
+    const reply = checkReply(flow.text, scope.channel.capabilities, {
+      maxChars: maxReplyChars,
+      notice: () => systemText(scope.interfaceLanguage, 'reply.cut', undefined, defaultLanguage),
+    });
     if (reply.ok && reply.cutFrom !== undefined) {
       scope.deps.metrics.repliesCut.inc();
       scope.log.warn({ chars: reply.cutFrom, maxReplyChars }, 'model reply longer than agent.maxReplyChars; cut');
     }
     if (!reply.ok) {
       const errorId = newErrorId();
-      scope.log.error({ errorId, models: flow.modelCalls.map((call) => call.model), problem: reply.problem }, 'model output refused; sending an apology instead');
+      scope.log.error(
+        { errorId, models: flow.modelCalls.map((call) => call.model), problem: reply.problem },
+        'model output refused; sending an apology instead',
+      );
       return await persistFailure(scope, failures, errorId);
     }
     // 4. Persist reply, audit records, usage and state together.

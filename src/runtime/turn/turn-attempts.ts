@@ -21,6 +21,9 @@ export function retryDelayMs(leaseMs: number, attempts: number): number {
 }
 
 /** Splits a batch into the messages that may still be answered by the model and those whose attempts are spent. */
-export function byAttempts<T extends { readonly inbound: { readonly attempts: number } }>(batch: readonly T[], maxAttempts: number): { readonly due: T[]; readonly exhausted: T[] } {
+export function byAttempts<T extends { readonly inbound: { readonly attempts: number } }>(
+  batch: readonly T[],
+  maxAttempts: number,
+): { readonly due: T[]; readonly exhausted: T[] } {
   return { due: batch.filter((item) => item.inbound.attempts <= maxAttempts), exhausted: batch.filter((item) => item.inbound.attempts > maxAttempts) };
 }

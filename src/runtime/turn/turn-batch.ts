@@ -36,7 +36,9 @@ export async function formBatch(store: Store, batch: Batch, lease: TurnRequest['
   const fetched =
     missing.length === 0
       ? []
-      : (await store.inbound.listQueued(open.sessionId)).filter((record) => missing.includes(record.id)).map((inbound): AcceptedMessage => ({ ...template, inbound, signal: undefined }));
+      : (await store.inbound.listQueued(open.sessionId))
+          .filter((record) => missing.includes(record.id))
+          .map((inbound): AcceptedMessage => ({ ...template, inbound, signal: undefined }));
   const order = (message: AcceptedMessage) => open.inboundIds.indexOf(message.inbound.id);
   const messages = asBatch([...here, ...fetched].sort((a, b) => order(a) - order(b)));
   // Every message of the turn was answered meanwhile: nothing to resume.

@@ -69,7 +69,12 @@ export class TurnJournal {
   #streamedText = '';
   #keptOnCommit = 0;
 
-  private constructor(store: Store, id: string, turn: JournalTurn, recorded: { modelCalls: readonly RecordedModelCall[]; tools: ReadonlyMap<string, ToolCallRecord> } | undefined) {
+  private constructor(
+    store: Store,
+    id: string,
+    turn: JournalTurn,
+    recorded: { modelCalls: readonly RecordedModelCall[]; tools: ReadonlyMap<string, ToolCallRecord> } | undefined,
+  ) {
     this.#store = store;
     this.id = id;
     this.#turn = turn;
@@ -169,7 +174,9 @@ export class TurnJournal {
 
   /** Records a dispatched tool call's result. */
   toolFinished(callId: string, result: ToolCallResult): Promise<void> {
-    return this.#write((store) => store.toolCalls.finish(this.idempotencyKey(callId), { status: result.isError ? 'failed' : 'succeeded', result: JSON.stringify(result) }));
+    return this.#write((store) =>
+      store.toolCalls.finish(this.idempotencyKey(callId), { status: result.isError ? 'failed' : 'succeeded', result: JSON.stringify(result) }),
+    );
   }
 
   /** Forgets the journal, in the transaction `tx` that stores the turn's reply, if the turn still owns its conversation. */

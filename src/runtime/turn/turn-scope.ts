@@ -20,8 +20,17 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
   const last = request.messages[request.messages.length - 1]!;
   const { channel, user, session } = first;
   const correlationId = first.inbound.correlationId;
-  const [{ state, version }, profile] = await Promise.all([loadUserState(deps, first.user.id, correlationId), loadProfile(deps, first.user.id, last.inbound.languageHint, correlationId)]);
-  const userContext = buildUserAgentContext({ user, settings: profile, role: state.role ?? deps.agent.defaultRole, displayName: last.inbound.displayName, group: last.inbound.conversationKind === 'shared' });
+  const [{ state, version }, profile] = await Promise.all([
+    loadUserState(deps, first.user.id, correlationId),
+    loadProfile(deps, first.user.id, last.inbound.languageHint, correlationId),
+  ]);
+  const userContext = buildUserAgentContext({
+    user,
+    settings: profile,
+    role: state.role ?? deps.agent.defaultRole,
+    displayName: last.inbound.displayName,
+    group: last.inbound.conversationKind === 'shared',
+  });
   const target: ReplyTarget = {
     channel: channel.name,
     conversationId: session.conversationId,
@@ -33,7 +42,14 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
   const billingCountry = profile.preferences.country ?? deps.billing.defaultCountry;
   const streams = channel.capabilities.streaming && channel.progress !== undefined;
   let log: Logger | undefined;
-  const journalTurn = { sessionId: session.id, userId: user.id, correlationId, owner: request.lease.owner, inboundIds: request.messages.map(({ inbound }) => inbound.id), fence: request.fence };
+  const journalTurn = {
+    sessionId: session.id,
+    userId: user.id,
+    correlationId,
+    owner: request.lease.owner,
+    inboundIds: request.messages.map(({ inbound }) => inbound.id),
+    fence: request.fence,
+  };
   const journal = request.resume ? await TurnJournal.resume(deps.store, request.resume, journalTurn) : TurnJournal.start(deps.store, newId(), journalTurn);
   const scope: TurnScope = {
     deps,
@@ -124,6 +140,8 @@ export async function loadProfile(deps: TurnDependencies, userId: string, langua
  */
 export async function loadEarlierHistory(scope: TurnScope): Promise<{ readonly recent: readonly StoredMessage[]; readonly earlier: readonly StoredMessage[] }> {
   const { deps, session } = scope;
-  const recent = deps.cache.history(session.id) ?? (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display', sinceContextStart: true }));
+  const recent =
+    deps.cache.history(session.id) ??
+    (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display', sinceContextStart: true }));
   return { recent, earlier: boundHistory(recent, deps.agent) };
 }

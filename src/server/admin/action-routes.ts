@@ -8,9 +8,18 @@ import type { AdminRefusal, AdminResult } from '../../identity/identity-admin.js
 import { errorBody } from '../../platform/error-body.js';
 
 /** A name an operator gives themselves for the audit: letters, digits, spaces and `._@-`. */
-const actorHeader = z.string().trim().min(1).max(64).regex(/^[\p{L}\p{N} ._@-]+$/u);
+const actorHeader = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[\p{L}\p{N} ._@-]+$/u);
 /** Request ids and idempotency keys: visible ASCII, as HTTP headers carry them. */
-const tokenHeader = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/);
+const tokenHeader = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/);
 const actionsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50) });
 
 /**
@@ -33,7 +42,8 @@ export function actionRoutes(operators: OperatorActions): Hono {
     if (!request.ok) return c.json(errorBody('invalid_request', request.message), 400);
     const key = c.req.header('idempotency-key');
     const checkedKey = key === undefined ? undefined : tokenHeader.safeParse(key);
-    if (checkedKey !== undefined && !checkedKey.success) return c.json(errorBody('invalid_request', 'Idempotency-Key must be 1 to 200 visible ASCII characters.'), 400);
+    if (checkedKey !== undefined && !checkedKey.success)
+      return c.json(errorBody('invalid_request', 'Idempotency-Key must be 1 to 200 visible ASCII characters.'), 400);
     const body = sendAsAgentBody.safeParse(await jsonBody(c));
     if (!body.success) return c.json(errorBody('invalid_request', 'Send { "text": "<message>" } with 1 to 16 000 characters of text.'), 400);
     const idempotencyKey = checkedKey?.data ?? request.value.requestId ?? newId();
@@ -56,11 +66,15 @@ export function actionRoutes(operators: OperatorActions): Hono {
   app.post('/conversations/:sessionId/end', async (c) => {
     const request = operatorRequest(c);
     if (!request.ok) return c.json(errorBody('invalid_request', request.message), 400);
-    return answer(c, await operators.end(c.req.param('sessionId'), request.value), (session): z.infer<typeof endedConversation> => ({
-      sessionId: session.id,
-      status: session.status,
-      endedAt: session.endedAt?.toISOString() ?? null,
-    }));
+    return answer(
+      c,
+      await operators.end(c.req.param('sessionId'), request.value),
+      (session): z.infer<typeof endedConversation> => ({
+        sessionId: session.id,
+        status: session.status,
+        endedAt: session.endedAt?.toISOString() ?? null,
+      }),
+    );
   });
 
   app.get('/actions', async (c) => {

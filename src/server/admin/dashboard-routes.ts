@@ -26,7 +26,8 @@ const TYPES: Readonly<Record<string, string>> = {
 };
 
 /** The dashboard loads nothing from elsewhere and talks only to this server; a sign-in form may post here. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 const signInBody = z.object({ token: z.string().min(1).max(4096) });
 
@@ -73,42 +74,45 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
   const app = new Hono();
 
   const serve = (c: Context, asset: Asset) =>
-    c.body(asset.content, 200, { 'content-type': asset.type, 'content-security-policy': CSP, 'cache-control': 'no-cache', 'referrer-policy': 'same-origin', 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY' });
+    c.body(asset.content, 200, {
+      'content-type': asset.type,
+      'content-security-policy': CSP,
+      'cache-control': 'no-cache',
+      'referrer-policy': 'same-origin',
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+    });
   app.get('/', (c) => serve(c, page));
   app.get('/assets/:file', (c) => {
     const asset = assets.get(c.req.param('file'));
     return asset === undefined || asset === page ? c.json(errorBody('not_found', 'No such dashboard file.'), 404) : serve(c, asset);
   });
 
-  app.post(
-    '/session',
-    bodyLimit({ maxSize: 8192, onError: (c) => c.json(errorBody('body_too_large', 'Send only the token.'), 413) }),
-    async (c) => {
-      // A page of another site must not sign this browser in (login CSRF); a script without Origin may.
-      if (c.req.header('origin') !== undefined && !sameOrigin(c)) return c.json(errorBody('cross_origin', 'Sign in from the dashboard of this server.'), 403);
-      const address = options.clientAddress(c) ?? 'unknown';
-      const wait = limiter.retryAfterSeconds(address);
-      if (wait > 0) return tooManyAttempts(c, wait);
-      const isForm = (c.req.header('content-type') ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
-      const body = signInBody.safeParse(isForm ? Object.fromEntries(new URLSearchParams(await c.req.text())) : await c.req.json().catch(() => undefined));
-      if (!body.success) return c.json(errorBody('invalid_request', 'Send { "token": "<admin token>" } as JSON, or token=<admin token> as a form.'), 400);
-      if (!adminTokenMatches(body.data.token, options.adminToken)) {
-        limiter.fail(address);
-        return c.json(errorBody('unauthorized', 'That is not the admin token.'), 401);
-      }
-      const { cookie, session } = await sessions.create();
-      setCookie(c, SESSION_COOKIE, cookie, {
-        path: '/admin',
-        httpOnly: true,
-        sameSite: 'Strict',
-        secure: isHttps(c),
-        maxAge: Math.floor(sessions.ttlMs / 1000),
-      });
-      c.header('cache-control', 'no-store');
-      if (isForm) return c.redirect('/admin', 303);
-      return c.json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
-    },
-  );
+  app.post('/session', bodyLimit({ maxSize: 8192, onError: (c) => c.json(errorBody('body_too_large', 'Send only the token.'), 413) }), async (c) => {
+    // A page of another site must not sign this browser in (login CSRF); a script without Origin may.
+    if (c.req.header('origin') !== undefined && !sameOrigin(c)) return c.json(errorBody('cross_origin', 'Sign in from the dashboard of this server.'), 403);
+    const address = options.clientAddress(c) ?? 'unknown';
+    const wait = limiter.retryAfterSeconds(address);
+    if (wait > 0) return tooManyAttempts(c, wait);
+    const isForm = (c.req.header('content-type') ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
+    const body = signInBody.safeParse(isForm ? Object.fromEntries(new URLSearchParams(await c.req.text())) : await c.req.json().catch(() => undefined));
+    if (!body.success) return c.json(errorBody('invalid_request', 'Send { "token": "<admin token>" } as JSON, or token=<admin token> as a form.'), 400);
+    if (!adminTokenMatches(body.data.token, options.adminToken)) {
+      limiter.fail(address);
+      return c.json(errorBody('unauthorized', 'That is not the admin token.'), 401);
+    }
+    const { cookie, session } = await sessions.create();
+    setCookie(c, SESSION_COOKIE, cookie, {
+      path: '/admin',
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure: isHttps(c),
+      maxAge: Math.floor(sessions.ttlMs / 1000),
+    });
+    c.header('cache-control', 'no-store');
+    if (isForm) return c.redirect('/admin', 303);
+    return c.json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
+  });
 
   // Public, so that a page opened without a session learns it without an error: only the CSRF token of a valid
   // session cookie is ever answered (a cross-site page cannot read the answer, nor send the SameSite=Strict cookie).
@@ -127,7 +131,14 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
   const { events } = options;
   if (events !== undefined) {
     app.get('/events', (c) =>
-      adminEventsResponse({ probe: events, ...(options.eventsIntervalMs === undefined ? {} : { intervalMs: options.eventsIntervalMs }), ...(options.onProbeError ? { onError: options.onProbeError } : {}) }, c.req.raw.signal),
+      adminEventsResponse(
+        {
+          probe: events,
+          ...(options.eventsIntervalMs === undefined ? {} : { intervalMs: options.eventsIntervalMs }),
+          ...(options.onProbeError ? { onError: options.onProbeError } : {}),
+        },
+        c.req.raw.signal,
+      ),
     );
   }
   const { metrics } = options;

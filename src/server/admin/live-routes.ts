@@ -22,7 +22,9 @@ export function liveRoutes(queries: OperatorQueries, toolStream?: ToolStreamBack
 
   app.get('/overview', async (c) => {
     const [depth, stream] = await Promise.all([queries.depth(), toolStream?.() ?? null]);
-    return c.json({ inbox: { ...depth.inbox }, outbox: { ...depth.outbox }, toolStream: stream === null ? null : { ...stream } } satisfies z.input<typeof overview>);
+    return c.json({ inbox: { ...depth.inbox }, outbox: { ...depth.outbox }, toolStream: stream === null ? null : { ...stream } } satisfies z.input<
+      typeof overview
+    >);
   });
 
   return app;

@@ -4,7 +4,10 @@ import { StoreError } from '../../domain/errors.js';
 import { errorBody } from '../../platform/error-body.js';
 
 /** The query string parsed by a contract schema, or the 400 answer that says which parameter is wrong and why. */
-export function parseQuery<S extends z.ZodType>(c: Context, schema: S): { readonly ok: true; readonly value: z.output<S> } | { readonly ok: false; readonly response: Response } {
+export function parseQuery<S extends z.ZodType>(
+  c: Context,
+  schema: S,
+): { readonly ok: true; readonly value: z.output<S> } | { readonly ok: false; readonly response: Response } {
   const parsed = schema.safeParse(c.req.query());
   if (parsed.success) return { ok: true, value: parsed.data };
   const problems = parsed.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : 'query'}: ${issue.message}`);

@@ -48,7 +48,11 @@ export class KyselyAdminActionRepository implements AdminActionRepository {
     return storeOperation('adminActions.list', async () => {
       let query = this.#ctx.db.selectFrom('admin_actions').selectAll();
       if (options.sessionId !== undefined) query = query.where('session_id', '=', options.sessionId);
-      const rows = await query.orderBy('arrival', 'desc').orderBy('id', 'desc').limit(Math.max(0, Math.trunc(options.limit))).execute();
+      const rows = await query
+        .orderBy('arrival', 'desc')
+        .orderBy('id', 'desc')
+        .limit(Math.max(0, Math.trunc(options.limit)))
+        .execute();
       return rows.map(toAdminAction);
     });
   }

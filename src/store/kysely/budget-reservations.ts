@@ -114,20 +114,36 @@ function isLive(eb: ExpressionBuilder<Database, 'budget_reservations'>, live: Li
  * live reservations of other turns. One statement, so that it reads one snapshot: a turn closing meanwhile (its spend
  * added, its reservation dropped) is seen either wholly or not at all.
  */
-async function committedAgainst(db: Kysely<Database>, reservation: BudgetReservation, caps: BudgetCaps, live: Liveness): Promise<Record<SpendCap, CommittedRow[]>> {
+async function committedAgainst(
+  db: Kysely<Database>,
+  reservation: BudgetReservation,
+  caps: BudgetCaps,
+  live: Liveness,
+): Promise<Record<SpendCap, CommittedRow[]>> {
   const label = (cap: SpendCap) => sql<SpendCap>`${sql.lit(cap)}`.as('cap');
-  const reserved = (cap: SpendCap) => db.selectFrom('budget_reservations').select([label(cap), 'currency', 'amount']).where((eb) => isLive(eb, live));
+  const reserved = (cap: SpendCap) =>
+    db
+      .selectFrom('budget_reservations')
+      .select([label(cap), 'currency', 'amount'])
+      .where((eb) => isLive(eb, live));
   const parts = [
     ...(caps.perUserPerDay === undefined
       ? []
       : [
-          db.selectFrom('daily_spend').select([label('perUserPerDay'), 'currency', 'cost as amount']).where('user_id', '=', reservation.userId).where('day', '=', reservation.day),
+          db
+            .selectFrom('daily_spend')
+            .select([label('perUserPerDay'), 'currency', 'cost as amount'])
+            .where('user_id', '=', reservation.userId)
+            .where('day', '=', reservation.day),
           reserved('perUserPerDay').where('user_id', '=', reservation.userId).where('day', '=', reservation.day),
         ]),
     ...(caps.perSession === undefined
       ? []
       : [
-          db.selectFrom('sessions').select([label('perSession'), 'currency', 'cost as amount']).where('id', '=', reservation.sessionId),
+          db
+            .selectFrom('sessions')
+            .select([label('perSession'), 'currency', 'cost as amount'])
+            .where('id', '=', reservation.sessionId),
           reserved('perSession').where('session_id', '=', reservation.sessionId),
         ]),
   ];

@@ -20,7 +20,9 @@ export class KyselyChannelLeaseRepository implements ChannelLeaseRepository {
     return storeOperation('channelLeases.claim', async () => {
       const { channel, holder, now, ttlMs } = input;
       const { db, dialect } = this.#ctx;
-      await dialect.insertOrIgnore(db.insertInto('channel_leases').values({ channel, holder, acquired_at: now, expires_at: now + ttlMs }), ['channel']).execute();
+      await dialect
+        .insertOrIgnore(db.insertInto('channel_leases').values({ channel, holder, acquired_at: now, expires_at: now + ttlMs }), ['channel'])
+        .execute();
       await db
         .updateTable('channel_leases')
         .set((eb) => ({

@@ -20,7 +20,9 @@ export class KyselyChannelStateRepository implements ChannelStateRepository {
   set(channel: string, key: string, value: string): Promise<void> {
     return storeOperation('channelState.set', async () => {
       await this.#ctx.dialect
-        .upsert(this.#ctx.db.insertInto('channel_state').values({ channel, key, value, updated_at: this.#ctx.now() }), ['channel', 'key'], { replace: ['value', 'updated_at'] })
+        .upsert(this.#ctx.db.insertInto('channel_state').values({ channel, key, value, updated_at: this.#ctx.now() }), ['channel', 'key'], {
+          replace: ['value', 'updated_at'],
+        })
         .execute();
     });
   }

@@ -21,7 +21,13 @@ export class KyselyConversationClaimRepository implements ConversationClaimRepos
     this.#ctx = ctx;
   }
 
-  claim(input: { readonly channel: string; readonly conversationId: string; readonly owner: string; readonly now: number; readonly ttlMs: number }): Promise<ClaimOutcome> {
+  claim(input: {
+    readonly channel: string;
+    readonly conversationId: string;
+    readonly owner: string;
+    readonly now: number;
+    readonly ttlMs: number;
+  }): Promise<ClaimOutcome> {
     const { channel, conversationId, owner, now, ttlMs } = input;
     if (this.#ctx.dialect.guardedUpsertReturning) {
       return storeOperation('claims.claim', async () => {
@@ -41,7 +47,8 @@ export class KyselyConversationClaimRepository implements ConversationClaimRepos
           await insertFreeClaim.execute(db, key);
           const taken = await takeClaim.execute(db, { ...key, owner, now, until: now + ttlMs });
           const [row] = (await readClaim.execute(db, key)).rows;
-          if (row !== undefined && Number(taken.numAffectedRows ?? 0n) === 1 && row.owner === owner) return { claimed: true, token: Number(row.token), previousOwner: row.previous_owner };
+          if (row !== undefined && Number(taken.numAffectedRows ?? 0n) === 1 && row.owner === owner)
+            return { claimed: true, token: Number(row.token), previousOwner: row.previous_owner };
           return { claimed: false, owner: row?.owner ?? '' };
         }),
       ),
@@ -102,7 +109,12 @@ const claimInOneStatement = prepared((db, $: { channel: string; conversationId: 
 );
 
 const insertFreeClaim = prepared((db, $: { channel: string; conversationId: string }, dialect) =>
-  dialect.insertOrIgnore(db.insertInto('conversation_claims').values({ channel: $.channel, conversation_id: $.conversationId, owner: null, previous_owner: null, token: 0, claimed_until: 0 }), ['channel', 'conversation_id']),
+  dialect.insertOrIgnore(
+    db
+      .insertInto('conversation_claims')
+      .values({ channel: $.channel, conversation_id: $.conversationId, owner: null, previous_owner: null, token: 0, claimed_until: 0 }),
+    ['channel', 'conversation_id'],
+  ),
 );
 
 const takeClaim = prepared((db, $: { channel: string; conversationId: string; owner: string; now: number; until: number }) =>
@@ -116,11 +128,17 @@ const takeClaim = prepared((db, $: { channel: string; conversationId: string; ow
 );
 
 const readClaim = prepared((db, $: { channel: string; conversationId: string }) =>
-  db.selectFrom('conversation_claims').select(['owner', 'previous_owner', 'token']).where('channel', '=', $.channel).where('conversation_id', '=', $.conversationId),
+  db
+    .selectFrom('conversation_claims')
+    .select(['owner', 'previous_owner', 'token'])
+    .where('channel', '=', $.channel)
+    .where('conversation_id', '=', $.conversationId),
 );
 
 const lockClaim = prepared((db, $: { channel: string; conversationId: string }, dialect) =>
-  dialect.lockForUpdate(db.selectFrom('conversation_claims').select(['owner', 'token']).where('channel', '=', $.channel).where('conversation_id', '=', $.conversationId)),
+  dialect.lockForUpdate(
+    db.selectFrom('conversation_claims').select(['owner', 'token']).where('channel', '=', $.channel).where('conversation_id', '=', $.conversationId),
+  ),
 );
 
 const releaseClaim = prepared((db, $: { channel: string; conversationId: string; owner: string; token: number }) =>

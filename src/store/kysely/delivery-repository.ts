@@ -15,7 +15,10 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
     this.#ctx = ctx;
   }
 
-  add(parts: readonly Omit<DeliveryRecord, 'id' | 'state' | 'channelMessageId'>[], lease: { readonly owner: string; readonly leaseMs: number }): Promise<DeliveryRecord[]> {
+  add(
+    parts: readonly Omit<DeliveryRecord, 'id' | 'state' | 'channelMessageId'>[],
+    lease: { readonly owner: string; readonly leaseMs: number },
+  ): Promise<DeliveryRecord[]> {
     return storeOperation('deliveries.add', async () => {
       if (parts.length === 0) return [];
       const now = this.#ctx.now();
@@ -44,13 +47,21 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
 
   markSent(id: string, channelMessageId: string): Promise<void> {
     return storeOperation('deliveries.markSent', async () => {
-      await this.#ctx.db.updateTable('deliveries').set({ state: 'sent', channel_message_id: channelMessageId, sent_at: this.#ctx.now(), owner: null }).where('id', '=', id).execute();
+      await this.#ctx.db
+        .updateTable('deliveries')
+        .set({ state: 'sent', channel_message_id: channelMessageId, sent_at: this.#ctx.now(), owner: null })
+        .where('id', '=', id)
+        .execute();
     });
   }
 
   markFailed(id: string, error: string): Promise<void> {
     return storeOperation('deliveries.markFailed', async () => {
-      await this.#ctx.db.updateTable('deliveries').set({ state: 'failed', error: error.slice(0, 2000), owner: null }).where('id', '=', id).execute();
+      await this.#ctx.db
+        .updateTable('deliveries')
+        .set({ state: 'failed', error: error.slice(0, 2000), owner: null })
+        .where('id', '=', id)
+        .execute();
     });
   }
 
@@ -109,11 +120,12 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
       return rows.map(toDelivery);
     });
   }
-
 }
 
 /** See `ExpiredRowProbe`: a pending part whose lease ran out (a postponed part's lease is its retry time). */
-const anyExpiredPart: ExpiredRowProbe = prepared((db, $: { now: number }) => db.selectFrom('deliveries').select('id').where('state', '=', 'pending').where('lease_until', '<', $.now).limit(1));
+const anyExpiredPart: ExpiredRowProbe = prepared((db, $: { now: number }) =>
+  db.selectFrom('deliveries').select('id').where('state', '=', 'pending').where('lease_until', '<', $.now).limit(1),
+);
 
 /**
  * A part of the same conversation, before this one in claim order (created, reply, part), that is postponed and whose
@@ -135,7 +147,10 @@ function earlierPostponed(eb: ExpressionBuilder<any, any>, now: number) {
           inner('earlier.created_at', '=', inner.ref('deliveries.created_at')),
           inner.or([
             inner('earlier.reply_message_id', '<', inner.ref('deliveries.reply_message_id')),
-            inner.and([inner('earlier.reply_message_id', '=', inner.ref('deliveries.reply_message_id')), inner('earlier.part', '<', inner.ref('deliveries.part'))]),
+            inner.and([
+              inner('earlier.reply_message_id', '=', inner.ref('deliveries.reply_message_id')),
+              inner('earlier.part', '<', inner.ref('deliveries.part')),
+            ]),
           ]),
         ]),
       ]),

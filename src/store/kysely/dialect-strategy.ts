@@ -73,7 +73,11 @@ export interface DialectStrategy {
    * Upsert, the updating kind: an INSERT that, when a row with the same `keys` exists, updates it instead: each
    * column of `replace` takes the inserted value and `increment` (if any) grows by one.
    */
-  upsert<QB extends InsertQueryBuilder<Database, any, any>>(insert: QB, keys: readonly string[], update: { readonly replace: readonly string[]; readonly increment?: string }): QB;
+  upsert<QB extends InsertQueryBuilder<Database, any, any>>(
+    insert: QB,
+    keys: readonly string[],
+    update: { readonly replace: readonly string[]; readonly increment?: string },
+  ): QB;
 
   /**
    * Locks the rows a SELECT reads until the transaction ends, where the dialect has concurrent writers. With

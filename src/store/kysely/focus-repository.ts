@@ -25,14 +25,27 @@ export class KyselyFocusRepository implements FocusRepository {
 
   save(owner: FocusOwner, record: FocusRecord): Promise<void> {
     return storeOperation('focus.save', async () => {
-      const values = { session_id: owner.sessionId, user_id: owner.userId, entity_type: record.entityType, entities: JSON.stringify(record.entities), loaded_at: record.loadedAt };
-      await this.#ctx.dialect.upsert(this.#ctx.db.insertInto('focus').values(values), ['session_id', 'user_id', 'entity_type'], { replace: ['entities', 'loaded_at'] }).execute();
+      const values = {
+        session_id: owner.sessionId,
+        user_id: owner.userId,
+        entity_type: record.entityType,
+        entities: JSON.stringify(record.entities),
+        loaded_at: record.loadedAt,
+      };
+      await this.#ctx.dialect
+        .upsert(this.#ctx.db.insertInto('focus').values(values), ['session_id', 'user_id', 'entity_type'], { replace: ['entities', 'loaded_at'] })
+        .execute();
     });
   }
 
   clear(owner: FocusOwner, entityType: string): Promise<void> {
     return storeOperation('focus.clear', async () => {
-      await this.#ctx.db.deleteFrom('focus').where('session_id', '=', owner.sessionId).where('user_id', '=', owner.userId).where('entity_type', '=', entityType).execute();
+      await this.#ctx.db
+        .deleteFrom('focus')
+        .where('session_id', '=', owner.sessionId)
+        .where('user_id', '=', owner.userId)
+        .where('entity_type', '=', entityType)
+        .execute();
     });
   }
 }

@@ -44,11 +44,19 @@ export class KyselyInboundRepository implements InboundRepository {
       };
       if (message.dedupeKey === null) {
         await insertQuery.execute(this.#ctx.db, row);
-        return { accepted: true as const, record: toInboundRecord({ ...row, state: 'queued', attempts: 1, not_before: null, reply_message_id: null, reply_seq: null, answered_at: null }) };
+        return {
+          accepted: true as const,
+          record: toInboundRecord({ ...row, state: 'queued', attempts: 1, not_before: null, reply_message_id: null, reply_seq: null, answered_at: null }),
+        };
       }
-      const result = await this.#ctx.dialect.insertOrIgnore(this.#ctx.db.insertInto('inbound_messages').values(row), ['channel', 'conversation_id', 'dedupe_key']).executeTakeFirst();
+      const result = await this.#ctx.dialect
+        .insertOrIgnore(this.#ctx.db.insertInto('inbound_messages').values(row), ['channel', 'conversation_id', 'dedupe_key'])
+        .executeTakeFirst();
       if (result.numInsertedOrUpdatedRows === 1n) {
-        return { accepted: true as const, record: toInboundRecord({ ...row, state: 'queued', attempts: 1, not_before: null, reply_message_id: null, reply_seq: null, answered_at: null }) };
+        return {
+          accepted: true as const,
+          record: toInboundRecord({ ...row, state: 'queued', attempts: 1, not_before: null, reply_message_id: null, reply_seq: null, answered_at: null }),
+        };
       }
       const existing = await this.#ctx.db
         .selectFrom('inbound_messages')
@@ -60,7 +68,12 @@ export class KyselyInboundRepository implements InboundRepository {
       if (existing.state === 'dropped') {
         // Its client left before it was answered and now sends it again: queued again, as if it had just come.
         const revived = { state: 'queued', owner: lease.owner, lease_until: now + lease.leaseMs, not_before: null, arrival: nextArrival(now) };
-        const result = await this.#ctx.db.updateTable('inbound_messages').set(revived).where('id', '=', existing.id).where('state', '=', 'dropped').executeTakeFirst();
+        const result = await this.#ctx.db
+          .updateTable('inbound_messages')
+          .set(revived)
+          .where('id', '=', existing.id)
+          .where('state', '=', 'dropped')
+          .executeTakeFirst();
         if (result.numUpdatedRows === 1n) return { accepted: true as const, record: toInboundRecord({ ...existing, ...revived }) };
       }
       return { accepted: false as const, existing: toInboundRecord(existing) };
@@ -71,7 +84,8 @@ export class KyselyInboundRepository implements InboundRepository {
     return storeOperation('inbound.markAnswered', async () => {
       const now = this.#ctx.now();
       let marked = 0;
-      for (const id of ids) marked += Number((await markAnsweredQuery.execute(this.#ctx.db, { id, replyId: reply.id, replySeq: reply.seq, now })).numAffectedRows ?? 0n);
+      for (const id of ids)
+        marked += Number((await markAnsweredQuery.execute(this.#ctx.db, { id, replyId: reply.id, replySeq: reply.seq, now })).numAffectedRows ?? 0n);
       return marked;
     });
   }
@@ -80,8 +94,13 @@ export class KyselyInboundRepository implements InboundRepository {
     return storeOperation('inbound.renewLeases', () => renewLeases(this.#ctx.db, 'inbound_messages', owner, this.#ctx.now() + leaseMs));
   }
 
-
-  claimExpired(input: { readonly owner: string; readonly leaseMs: number; readonly channels: readonly string[]; readonly limit: number; readonly sessionId?: string }) {
+  claimExpired(input: {
+    readonly owner: string;
+    readonly leaseMs: number;
+    readonly channels: readonly string[];
+    readonly limit: number;
+    readonly sessionId?: string;
+  }) {
     return storeOperation('inbound.claimExpired', async () => {
       if (input.channels.length === 0 || input.limit <= 0) return [];
       const now = this.#ctx.now();
@@ -117,7 +136,6 @@ export class KyselyInboundRepository implements InboundRepository {
     });
   }
 
-
   retryLater(ids: readonly string[], delayMs: number): Promise<void> {
     return storeOperation('inbound.retryLater', async () => {
       if (ids.length === 0) return;
@@ -134,7 +152,12 @@ export class KyselyInboundRepository implements InboundRepository {
   markAbandoned(ids: readonly string[]): Promise<void> {
     return storeOperation('inbound.markAbandoned', async () => {
       if (ids.length === 0) return;
-      await this.#ctx.db.updateTable('inbound_messages').set({ state: 'abandoned', owner: null }).where('id', 'in', [...ids]).where('state', '=', 'queued').execute();
+      await this.#ctx.db
+        .updateTable('inbound_messages')
+        .set({ state: 'abandoned', owner: null })
+        .where('id', 'in', [...ids])
+        .where('state', '=', 'queued')
+        .execute();
     });
   }
 
@@ -148,7 +171,12 @@ export class KyselyInboundRepository implements InboundRepository {
         .where('state', '=', 'queued')
         .where('owner', '=', owner)
         .executeTakeFirst();
-      const sessions = await this.#ctx.db.selectFrom('inbound_messages').select('session_id').distinct().where('id', 'in', [...ids]).execute();
+      const sessions = await this.#ctx.db
+        .selectFrom('inbound_messages')
+        .select('session_id')
+        .distinct()
+        .where('id', 'in', [...ids])
+        .execute();
       for (const { session_id: sessionId } of sessions) {
         // Not `running` with nothing left to answer: what the sidebar and the dashboard show.
         await this.#ctx.db
@@ -156,7 +184,9 @@ export class KyselyInboundRepository implements InboundRepository {
           .set({ status: 'completed' })
           .where('id', '=', sessionId)
           .where('status', '=', 'running')
-          .where((eb) => eb.not(eb.exists(eb.selectFrom('inbound_messages').select(sql.lit(1).as('one')).where('session_id', '=', sessionId).where('state', '=', 'queued'))))
+          .where((eb) =>
+            eb.not(eb.exists(eb.selectFrom('inbound_messages').select(sql.lit(1).as('one')).where('session_id', '=', sessionId).where('state', '=', 'queued'))),
+          )
           .execute();
       }
       return Number(result.numUpdatedRows);
@@ -240,9 +270,12 @@ const insertQuery = prepared(
 
 const markAnsweredQuery = prepared((db, $: { id: string; replyId: string; replySeq: number; now: number }) =>
   // Only a message still waiting: one answered already (by another process's turn) is not answered again.
-  db.updateTable('inbound_messages').set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null }).where('id', '=', $.id).where('state', '=', 'queued'),
+  db
+    .updateTable('inbound_messages')
+    .set({ state: 'answered', reply_message_id: $.replyId, reply_seq: $.replySeq, answered_at: $.now, owner: null })
+    .where('id', '=', $.id)
+    .where('state', '=', 'queued'),
 );
-
 
 /** See `ExpiredRowProbe`: a queued message whose lease ran out, due, and not held for a paused conversation. */
 const anyExpiredMessage: ExpiredRowProbe = prepared((db, $: { now: number }) =>
@@ -251,13 +284,18 @@ const anyExpiredMessage: ExpiredRowProbe = prepared((db, $: { now: number }) =>
     .select('id')
     .where('state', '=', 'queued')
     .where('lease_until', '<', $.now)
-    .where((eb) => eb.and([eb.or([eb('not_before', 'is', null), eb('not_before', '<=', $.now)]), eb.not(eb.exists(pausedSession((table) => eb.selectFrom(table))))]))
+    .where((eb) =>
+      eb.and([eb.or([eb('not_before', 'is', null), eb('not_before', '<=', $.now)]), eb.not(eb.exists(pausedSession((table) => eb.selectFrom(table))))]),
+    )
     .limit(1),
 );
 
 /** The message's session, when it is paused (a correlated subquery on `inbound_messages.session_id`). */
 function pausedSession(selectFrom: (table: 'sessions') => SelectQueryBuilder<any, any, any>) {
-  return selectFrom('sessions').select(sql.lit(1).as('one')).whereRef('sessions.id', '=', 'inbound_messages.session_id').where('sessions.paused_at', 'is not', null);
+  return selectFrom('sessions')
+    .select(sql.lit(1).as('one'))
+    .whereRef('sessions.id', '=', 'inbound_messages.session_id')
+    .where('sessions.paused_at', 'is not', null);
 }
 
 function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {

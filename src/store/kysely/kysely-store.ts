@@ -111,7 +111,8 @@ export class KyselyStore implements Store {
     this.spend = new KyselySpendRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);
     this.operators = new KyselyOperatorQueries(this.#ctx);
-    this.heartbeat = options.heartbeatDb === undefined ? this : new KyselyStore(options.heartbeatDb, { dialect, ...(options.now === undefined ? {} : { now: options.now }) });
+    this.heartbeat =
+      options.heartbeatDb === undefined ? this : new KyselyStore(options.heartbeatDb, { dialect, ...(options.now === undefined ? {} : { now: options.now }) });
   }
 
   /** The SQL dialect this store speaks. */

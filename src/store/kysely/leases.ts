@@ -18,7 +18,8 @@ const COUNTS_ATTEMPTS: Record<LeasedTable, boolean> = { inbound_messages: true, 
  * model call or a tool call of it. A message that was only queued, or waited in its quiet window, has none.
  */
 function begunTurn(eb: ExpressionBuilder<any, any>) {
-  const journaled = (table: 'turn_model_calls' | 'tool_calls') => eb.exists(eb.selectFrom(table).select(sql.lit(1).as('one')).whereRef(`${table}.turn_id`, '=', 'tm.turn_id'));
+  const journaled = (table: 'turn_model_calls' | 'tool_calls') =>
+    eb.exists(eb.selectFrom(table).select(sql.lit(1).as('one')).whereRef(`${table}.turn_id`, '=', 'tm.turn_id'));
   return eb.exists(
     eb
       .selectFrom('turn_messages as tm')
@@ -104,7 +105,8 @@ export async function claimExpired<T extends LeasedTable>(
       // still on them; taking them would answer (or send) twice.
       .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '<>', input.owner)]));
     // A message whose turn failed waits for its retry time, whoever takes it.
-    if (COUNTS_ATTEMPTS[table]) select = select.where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', input.now)])).select((eb) => begunTurn(eb).as('begun'));
+    if (COUNTS_ATTEMPTS[table])
+      select = select.where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', input.now)])).select((eb) => begunTurn(eb).as('begun'));
     if (input.narrow) select = input.narrow(select);
     for (const column of input.order) select = select.orderBy(column);
     const rows = (await dialect.lockForUpdate(select.limit(input.limit)).execute()) as Selectable<Database[T]>[];
@@ -115,14 +117,26 @@ export async function claimExpired<T extends LeasedTable>(
         .set((eb) => ({
           owner: input.owner,
           lease_until: input.leaseUntil,
-          ...(COUNTS_ATTEMPTS[table] ? { attempts: eb.case().when(eb.and([eb('not_before', 'is', null), begunTurn(eb)])).then(sql`attempts + 1`).else(eb.ref('attempts')).end(), not_before: null } : {}),
+          ...(COUNTS_ATTEMPTS[table]
+            ? {
+                attempts: eb
+                  .case()
+                  .when(eb.and([eb('not_before', 'is', null), begunTurn(eb)]))
+                  .then(sql`attempts + 1`)
+                  .else(eb.ref('attempts'))
+                  .end(),
+                not_before: null,
+              }
+            : {}),
         }))
         .where('id', '=', (row as { id: string }).id)
         .where('state', '=', OPEN_STATE[table])
         .where('lease_until', '<', input.now)
         .executeTakeFirst();
       if (taken.numUpdatedRows !== 1n) continue;
-      claimed.push(COUNTS_ATTEMPTS[table] ? (countAttempt(row as Selectable<Database['inbound_messages']> & { begun: unknown }) as Selectable<Database[T]>) : row);
+      claimed.push(
+        COUNTS_ATTEMPTS[table] ? (countAttempt(row as Selectable<Database['inbound_messages']> & { begun: unknown }) as Selectable<Database[T]>) : row,
+      );
     }
     return claimed;
   });

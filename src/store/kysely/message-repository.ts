@@ -56,7 +56,8 @@ export class KyselyMessageRepository implements MessageRepository {
       const shape: SessionWriteShape = { status: change.status !== undefined, usage: usageInline, cost: usageInline && (args.cost !== '0' || guard) };
       try {
         const values = rows.map((row) => row.values);
-        const inOneStatement = dialect.appendInOneStatement !== undefined && (usage === undefined || usageInline) && (await dialect.appendInOneStatement(db, args, shape, values));
+        const inOneStatement =
+          dialect.appendInOneStatement !== undefined && (usage === undefined || usageInline) && (await dialect.appendInOneStatement(db, args, shape, values));
         if (!inOneStatement) {
           await atomically(db, async (trx) => {
             if (guard && !usageInline) await refuseOtherCurrency(trx, sessionId, billed);
@@ -111,10 +112,19 @@ export class KyselyMessageRepository implements MessageRepository {
       if (ids.length === 0) return;
       // Read, merge and write back: meta is JSON text on both dialects, and these are a turn's few messages.
       await atomically(this.#ctx.db, async (db) => {
-        const rows = await db.selectFrom('messages').select(['id', 'meta']).where('session_id', '=', sessionId).where('id', 'in', [...ids]).execute();
+        const rows = await db
+          .selectFrom('messages')
+          .select(['id', 'meta'])
+          .where('session_id', '=', sessionId)
+          .where('id', 'in', [...ids])
+          .execute();
         for (const row of rows) {
           const meta = row.meta === null ? {} : (JSON.parse(row.meta) as Record<string, unknown>);
-          await db.updateTable('messages').set({ meta: JSON.stringify({ ...meta, notSent: reason }) }).where('id', '=', row.id).execute();
+          await db
+            .updateTable('messages')
+            .set({ meta: JSON.stringify({ ...meta, notSent: reason }) })
+            .where('id', '=', row.id)
+            .execute();
         }
       });
     });
@@ -148,12 +158,21 @@ const listContextOfAudienceQuery = prepared((db, $: { sessionId: string; audienc
     .limit($.limit),
 );
 
-const insertMessagesQuery = preparedBatch((db, _$: object, rows: readonly MessageValues[]) => db.insertInto('messages').values(rows.map((row) => columnsOf(row))), {
-  maxRows: PREPARED_MAX_ROWS,
-});
+const insertMessagesQuery = preparedBatch(
+  (db, _$: object, rows: readonly MessageValues[]) => db.insertInto('messages').values(rows.map((row) => columnsOf(row))),
+  {
+    maxRows: PREPARED_MAX_ROWS,
+  },
+);
 
 /** Any dialect: the session write, then the insert with explicit seqs, inside the caller's transaction. */
-async function appendInTransaction(trx: Kysely<Database>, dialect: DialectStrategy, args: SessionWriteArgs, shape: SessionWriteShape, values: readonly MessageValues[]): Promise<void> {
+async function appendInTransaction(
+  trx: Kysely<Database>,
+  dialect: DialectStrategy,
+  args: SessionWriteArgs,
+  shape: SessionWriteShape,
+  values: readonly MessageValues[],
+): Promise<void> {
   const lastSeq = await dialect.reserveSeqs(trx, args, shape);
   if (lastSeq === undefined) return explainRefusedSessionWrite(trx, args.id, shape.cost ? args.currency : undefined);
   const first = lastSeq - values.length + 1;
@@ -180,7 +199,9 @@ function billedCurrency(sessionId: string, rows: readonly PreparedRow[], usage: 
 
 /** Where SQL cannot guard the session write: refuses money in another currency than the session's, read under the lock. */
 async function refuseOtherCurrency(trx: Kysely<Database>, sessionId: string, currency: string): Promise<void> {
-  const row = await strategyOf(trx).lockForUpdate(trx.selectFrom('sessions').select(['cost', 'currency']).where('id', '=', sessionId)).executeTakeFirst();
+  const row = await strategyOf(trx)
+    .lockForUpdate(trx.selectFrom('sessions').select(['cost', 'currency']).where('id', '=', sessionId))
+    .executeTakeFirst();
   if (row === undefined) throw sessionNotFound(sessionId);
   if (row.currency !== currency && !isZeroCost(fromStoredCost(row.cost))) throw currencyMismatch(sessionId, row.currency, currency);
 }

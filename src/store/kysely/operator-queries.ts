@@ -45,8 +45,16 @@ export class KyselyOperatorQueries implements OperatorQueries {
         .leftJoin('user_state as st', 'st.user_id', 'u.id')
         .select(['u.id', 'u.display_name', 'u.phone', 'u.created_at', 'st.data as state'])
         .select((eb) => [
-          eb.selectFrom('sessions as s').select((sb) => sb.fn.countAll<number | string>().as('n')).whereRef('s.user_id', '=', 'u.id').as('conversations'),
-          eb.selectFrom('sessions as s').select((sb) => sb.fn.max('s.updated_at').as('m')).whereRef('s.user_id', '=', 'u.id').as('last_active'),
+          eb
+            .selectFrom('sessions as s')
+            .select((sb) => sb.fn.countAll<number | string>().as('n'))
+            .whereRef('s.user_id', '=', 'u.id')
+            .as('conversations'),
+          eb
+            .selectFrom('sessions as s')
+            .select((sb) => sb.fn.max('s.updated_at').as('m'))
+            .whereRef('s.user_id', '=', 'u.id')
+            .as('last_active'),
         ]);
       if (q) {
         const pattern = containing(q);
@@ -55,16 +63,36 @@ export class KyselyOperatorQueries implements OperatorQueries {
         select = select.where((eb) =>
           eb.or([
             sql<SqlBool>`lower(u.display_name) like ${pattern} escape '!'`,
-            eb.exists(eb.selectFrom('channel_accounts as a').select('a.user_id').whereRef('a.user_id', '=', 'u.id').where(sql<SqlBool>`lower(a.account_id) like ${pattern} escape '!'`)),
+            eb.exists(
+              eb
+                .selectFrom('channel_accounts as a')
+                .select('a.user_id')
+                .whereRef('a.user_id', '=', 'u.id')
+                .where(sql<SqlBool>`lower(a.account_id) like ${pattern} escape '!'`),
+            ),
             ...(/^\d+$/.test(digits) ? [eb('u.phone', 'like', `%${digits}%`)] : []),
           ]),
         );
       }
       if (after) select = select.where((eb) => before(eb, 'u.created_at', 'u.id', after));
-      const rows = await select.orderBy('u.created_at', 'desc').orderBy('u.id', 'desc').limit(query.limit + 1).execute();
+      const rows = await select
+        .orderBy('u.created_at', 'desc')
+        .orderBy('u.id', 'desc')
+        .limit(query.limit + 1)
+        .execute();
       const page = rows.slice(0, query.limit);
       const ids = page.map((row) => row.id);
-      const accounts = ids.length === 0 ? [] : await db.selectFrom('channel_accounts').select(['user_id', 'channel', 'account_id']).where('user_id', 'in', ids).orderBy('created_at').orderBy('channel').orderBy('account_id').execute();
+      const accounts =
+        ids.length === 0
+          ? []
+          : await db
+              .selectFrom('channel_accounts')
+              .select(['user_id', 'channel', 'account_id'])
+              .where('user_id', 'in', ids)
+              .orderBy('created_at')
+              .orderBy('channel')
+              .orderBy('account_id')
+              .execute();
       const costs =
         ids.length === 0
           ? []
@@ -117,7 +145,11 @@ export class KyselyOperatorQueries implements OperatorQueries {
         );
       }
       if (after) select = select.where((eb) => before(eb, 's.updated_at', 's.id', after));
-      const rows = await select.orderBy('s.updated_at', 'desc').orderBy('s.id', 'desc').limit(query.limit + 1).execute();
+      const rows = await select
+        .orderBy('s.updated_at', 'desc')
+        .orderBy('s.id', 'desc')
+        .limit(query.limit + 1)
+        .execute();
       const page = rows.slice(0, query.limit);
       const items = await this.#overviews(page);
       const last = page[page.length - 1];
@@ -159,7 +191,8 @@ export class KyselyOperatorQueries implements OperatorQueries {
   costs(query: CostQuery): Promise<CostReport> {
     return storeOperation('operators.costs', async () => {
       const { db, dialect } = this.#ctx;
-      const key = query.by === 'day' ? dialect.epochDay(sql.ref('m.created_at'), DAY_MS) : query.by === 'user' ? sql<string>`s.user_id` : sql<string>`m.session_id`;
+      const key =
+        query.by === 'day' ? dialect.epochDay(sql.ref('m.created_at'), DAY_MS) : query.by === 'user' ? sql<string>`s.user_id` : sql<string>`m.session_id`;
       let select = db
         .selectFrom('messages as m')
         .innerJoin('sessions as s', 's.id', 'm.session_id')
@@ -196,24 +229,32 @@ export class KyselyOperatorQueries implements OperatorQueries {
           cost: dialect.readMoneySum(group.cost),
         });
       }
-      const all = [...byKey.values()].map((row): Omit<CostRecord, 'label'> => ({
-        key: row.key,
-        currency: row.currency,
-        cost: sumCosts(row.models.map((model) => model.cost)),
-        inputTokens: row.models.reduce((sum, model) => sum + model.inputTokens, 0),
-        outputTokens: row.models.reduce((sum, model) => sum + model.outputTokens, 0),
-        turns: row.turns,
-        models: row.models.sort((a, b) => a.model.localeCompare(b.model)),
-      }));
+      const all = [...byKey.values()].map(
+        (row): Omit<CostRecord, 'label'> => ({
+          key: row.key,
+          currency: row.currency,
+          cost: sumCosts(row.models.map((model) => model.cost)),
+          inputTokens: row.models.reduce((sum, model) => sum + model.inputTokens, 0),
+          outputTokens: row.models.reduce((sum, model) => sum + model.outputTokens, 0),
+          turns: row.turns,
+          models: row.models.sort((a, b) => a.model.localeCompare(b.model)),
+        }),
+      );
       const totals = totalsOf(all);
       let rows: Omit<CostRecord, 'label'>[];
       if (query.by === 'day') {
         // The latest days, in calendar order.
-        rows = all.sort((a, b) => b.key.localeCompare(a.key) || b.currency.localeCompare(a.currency)).slice(0, query.limit).reverse();
+        rows = all
+          .sort((a, b) => b.key.localeCompare(a.key) || b.currency.localeCompare(a.currency))
+          .slice(0, query.limit)
+          .reverse();
       } else {
         rows = all.sort((a, b) => compareCosts(b.cost, a.cost) || a.key.localeCompare(b.key) || a.currency.localeCompare(b.currency)).slice(0, query.limit);
       }
-      const labels = await this.#labels(query.by, rows.map((row) => row.key));
+      const labels = await this.#labels(
+        query.by,
+        rows.map((row) => row.key),
+      );
       return { rows: rows.map((row) => ({ ...row, label: labels.get(row.key) ?? null })), totals };
     });
   }
@@ -373,10 +414,18 @@ export class KyselyOperatorQueries implements OperatorQueries {
     if (by === 'day' || keys.length === 0) return new Map();
     const { db } = this.#ctx;
     if (by === 'user') {
-      const users = await db.selectFrom('users').select(['id', 'display_name']).where('id', 'in', [...new Set(keys)]).execute();
+      const users = await db
+        .selectFrom('users')
+        .select(['id', 'display_name'])
+        .where('id', 'in', [...new Set(keys)])
+        .execute();
       return new Map(users.map((user) => [user.id, user.display_name]));
     }
-    const sessions = await db.selectFrom('sessions').select(['id', 'title']).where('id', 'in', [...new Set(keys)]).execute();
+    const sessions = await db
+      .selectFrom('sessions')
+      .select(['id', 'title'])
+      .where('id', 'in', [...new Set(keys)])
+      .execute();
     return new Map(sessions.map((session) => [session.id, session.title]));
   }
 }
@@ -439,7 +488,8 @@ function encodeCursor(at: number | string, id: string): string {
 function decodeCursor(cursor: string): Cursor {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') return { at: value[0] as number, id: value[1] };
+    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string')
+      return { at: value[0] as number, id: value[1] };
   } catch {
     // not ours: refused below
   }

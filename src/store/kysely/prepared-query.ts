@@ -80,7 +80,10 @@ interface Templates {
 }
 
 /** Where a parameter comes from: a constant of the query, an argument, or a field of one row. */
-type Slot = { readonly kind: 'constant'; readonly value: unknown } | { readonly kind: 'arg'; readonly key: string } | { readonly kind: 'row'; readonly row: number; readonly key: string };
+type Slot =
+  | { readonly kind: 'constant'; readonly value: unknown }
+  | { readonly kind: 'arg'; readonly key: string }
+  | { readonly kind: 'row'; readonly row: number; readonly key: string };
 
 interface Template {
   bind(args: Record<string, unknown>, rows: readonly Record<string, unknown>[]): CompiledQuery<never>;
@@ -114,7 +117,8 @@ function makeTemplate<A extends object, Row extends object>(
   if (compiled.sql.includes(MARK)) throw new Error(`A prepared query embeds an argument in its SQL text: ${compiled.sql}`);
   const slots: Slot[] = compiled.parameters.map((value) => sentinels.get(value as string) ?? { kind: 'constant', value });
   for (const [sentinel, slot] of sentinels) {
-    if (!compiled.parameters.includes(sentinel)) throw new Error(`Prepared query argument ${JSON.stringify(slot)} is not a plain parameter of: ${compiled.sql}`);
+    if (!compiled.parameters.includes(sentinel))
+      throw new Error(`Prepared query argument ${JSON.stringify(slot)} is not a plain parameter of: ${compiled.sql}`);
   }
 
   const { sql, query, queryId } = compiled;

@@ -36,7 +36,12 @@ export class KyselyProcessRepository implements ProcessRepository {
   retire(id: string): Promise<number> {
     return storeOperation('processes.retire', () =>
       atomically(this.#ctx.db, async (trx) => {
-        const messages = await trx.updateTable('inbound_messages').set({ lease_until: 0 }).where('owner', '=', id).where('state', '=', 'queued').executeTakeFirst();
+        const messages = await trx
+          .updateTable('inbound_messages')
+          .set({ lease_until: 0 })
+          .where('owner', '=', id)
+          .where('state', '=', 'queued')
+          .executeTakeFirst();
         await trx.updateTable('deliveries').set({ lease_until: 0 }).where('owner', '=', id).where('state', '=', 'pending').execute();
         await trx.updateTable('conversation_claims').set({ claimed_until: 0 }).where('owner', '=', id).execute();
         await trx.deleteFrom('processes').where('id', '=', id).execute();

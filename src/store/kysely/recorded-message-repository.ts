@@ -62,7 +62,8 @@ export class KyselyRecordedMessageRepository implements RecordedMessageRepositor
           return new KyselyMessageRepository({ ...this.#ctx, db }).append(target.sessionId, fresh);
         });
       } catch (error) {
-        if (classifyDriverError(error) === 'foreign_key') throw new StoreError('not_found', `Session ${target.sessionId} does not exist; open it before recording into it.`, { cause: error });
+        if (classifyDriverError(error) === 'foreign_key')
+          throw new StoreError('not_found', `Session ${target.sessionId} does not exist; open it before recording into it.`, { cause: error });
         throw error;
       }
     });
@@ -74,8 +75,20 @@ async function knownIds(db: Kysely<Database>, target: RecordingTarget, ids: read
   const known = new Set<string>();
   for (let start = 0; start < ids.length; start += IDS_PER_QUERY) {
     const chunk = ids.slice(start, start + IDS_PER_QUERY);
-    const recorded = await db.selectFrom('recorded_messages').select('message_id').where('channel', '=', target.channel).where('conversation_id', '=', target.conversationId).where('message_id', 'in', chunk).execute();
-    const accepted = await db.selectFrom('inbound_messages').select('message_id').where('channel', '=', target.channel).where('conversation_id', '=', target.conversationId).where('message_id', 'in', chunk).execute();
+    const recorded = await db
+      .selectFrom('recorded_messages')
+      .select('message_id')
+      .where('channel', '=', target.channel)
+      .where('conversation_id', '=', target.conversationId)
+      .where('message_id', 'in', chunk)
+      .execute();
+    const accepted = await db
+      .selectFrom('inbound_messages')
+      .select('message_id')
+      .where('channel', '=', target.channel)
+      .where('conversation_id', '=', target.conversationId)
+      .where('message_id', 'in', chunk)
+      .execute();
     for (const row of recorded) known.add(row.message_id);
     for (const row of accepted) if (row.message_id !== null) known.add(row.message_id);
   }

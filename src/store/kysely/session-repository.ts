@@ -38,16 +38,25 @@ export class KyselySessionRepository implements SessionRepository {
         (trx) =>
           dialect
             .insertOrIgnore(
-              trx.insertInto('sessions').values({ id: newId(), user_id: input.userId, channel: input.channel, conversation_id: input.conversationId, created_at: now, updated_at: now }),
+              trx.insertInto('sessions').values({
+                id: newId(),
+                user_id: input.userId,
+                channel: input.channel,
+                conversation_id: input.conversationId,
+                created_at: now,
+                updated_at: now,
+              }),
               ['channel', 'conversation_id'],
             )
             .returningAll(),
-        (trx) => trx.selectFrom('sessions').selectAll().where('channel', '=', input.channel).where('conversation_id', '=', input.conversationId).executeTakeFirst(),
+        (trx) =>
+          trx.selectFrom('sessions').selectAll().where('channel', '=', input.channel).where('conversation_id', '=', input.conversationId).executeTakeFirst(),
       );
       if (created !== undefined) return toSession(created);
       // Opened concurrently by someone else between our read and our insert.
       const raced = await this.#find(input.channel, input.conversationId);
-      if (raced === undefined) throw new StoreError('query_failed', `Session ${input.channel}/${input.conversationId} vanished while it was being opened; retry.`);
+      if (raced === undefined)
+        throw new StoreError('query_failed', `Session ${input.channel}/${input.conversationId} vanished while it was being opened; retry.`);
       return raced;
     });
   }
@@ -208,4 +217,3 @@ const setTitleQuery = prepared((db, $: { id: string; title: string; now: number 
 const setFirstTitleQuery = prepared((db, $: { id: string; title: string; now: number }) =>
   db.updateTable('sessions').set({ title: $.title, updated_at: $.now }).where('id', '=', $.id).where('title', 'is', null),
 );
-

@@ -57,7 +57,11 @@ export function sessionWriteArgs(
 /** Cached input tokens are part of the input: never more than it. */
 export function cachedTokenCount(usage: TokenUsage): number {
   const cached = tokenCount(usage.cachedInputTokens ?? 0, 'cachedInputTokens');
-  if (cached > usage.inputTokens) throw new StoreError('invalid_usage', `cachedInputTokens (${cached}) cannot exceed inputTokens (${usage.inputTokens}): cached tokens are counted within the input.`);
+  if (cached > usage.inputTokens)
+    throw new StoreError(
+      'invalid_usage',
+      `cachedInputTokens (${cached}) cannot exceed inputTokens (${usage.inputTokens}): cached tokens are counted within the input.`,
+    );
   return cached;
 }
 

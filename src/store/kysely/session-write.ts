@@ -62,8 +62,5 @@ export function sessionNotFound(sessionId: string): StoreError {
 }
 
 export function currencyMismatch(sessionId: string, held: string, offered: string): StoreError {
-  return new StoreError(
-    'currency_mismatch',
-    `Session ${sessionId} is billed in ${held}; convert the ${offered} cost to ${held} before adding it.`,
-  );
+  return new StoreError('currency_mismatch', `Session ${sessionId} is billed in ${held}; convert the ${offered} cost to ${held} before adding it.`);
 }

@@ -53,7 +53,13 @@ export class KyselySpendRepository implements SpendRepository {
 
   daily(userId: string, day: string): Promise<DailySpend[]> {
     return storeOperation('spend.daily', async () => {
-      const rows = await this.#ctx.db.selectFrom('daily_spend').select(['currency', 'cost']).where('user_id', '=', userId).where('day', '=', day).orderBy('currency').execute();
+      const rows = await this.#ctx.db
+        .selectFrom('daily_spend')
+        .select(['currency', 'cost'])
+        .where('user_id', '=', userId)
+        .where('day', '=', day)
+        .orderBy('currency')
+        .execute();
       return rows.map((row) => ({ currency: row.currency, cost: fromStoredCost(row.cost) }));
     });
   }

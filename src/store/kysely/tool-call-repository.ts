@@ -77,10 +77,13 @@ export class KyselyToolCallRepository implements ToolCallRepository {
 }
 
 const startQuery = prepared(
-  (db, $: { callId: string; sessionId: string; userId: string; correlationId: string; name: string; arguments: string; turnId: string | null; now: number }, dialect) =>
+  (
+    db,
+    $: { callId: string; sessionId: string; userId: string; correlationId: string; name: string; arguments: string; turnId: string | null; now: number },
+    dialect,
+  ) =>
     dialect.insertOrIgnore(
-      db.insertInto('tool_calls')
-      .values({
+      db.insertInto('tool_calls').values({
         call_id: $.callId,
         session_id: $.sessionId,
         user_id: $.userId,
@@ -99,11 +102,7 @@ const startQuery = prepared(
 
 /** Only a running call: a second finish of the same call changes nothing. */
 const finishQuery = prepared((db, $: { callId: string; status: 'succeeded' | 'failed'; result: string; now: number }) =>
-  db
-    .updateTable('tool_calls')
-    .set({ status: $.status, result: $.result, finished_at: $.now })
-    .where('call_id', '=', $.callId)
-    .where('status', '=', 'running'),
+  db.updateTable('tool_calls').set({ status: $.status, result: $.result, finished_at: $.now }).where('call_id', '=', $.callId).where('status', '=', 'running'),
 );
 
 const findByCallIdQuery = prepared((db, $: { callId: string }) => db.selectFrom('tool_calls').selectAll().where('call_id', '=', $.callId));

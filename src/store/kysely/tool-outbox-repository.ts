@@ -33,7 +33,12 @@ export class KyselyToolOutboxRepository implements ToolOutboxRepository {
 
   markPublished(callKey: string, attempt: number): Promise<void> {
     return storeOperation('toolOutbox.markPublished', async () => {
-      await this.#ctx.db.updateTable('tool_outbox').set({ published_at: this.#ctx.now() }).where('call_key', '=', callKey).where('attempt', '=', attempt).execute();
+      await this.#ctx.db
+        .updateTable('tool_outbox')
+        .set({ published_at: this.#ctx.now() })
+        .where('call_key', '=', callKey)
+        .where('attempt', '=', attempt)
+        .execute();
     });
   }
 
@@ -58,7 +63,10 @@ export class KyselyToolOutboxRepository implements ToolOutboxRepository {
     return storeOperation('toolOutbox.remove', async () => {
       // Chunks keep each statement well under the databases' limits on bound parameters.
       for (let start = 0; start < callKeys.length; start += REMOVE_CHUNK) {
-        await this.#ctx.db.deleteFrom('tool_outbox').where('call_key', 'in', callKeys.slice(start, start + REMOVE_CHUNK)).execute();
+        await this.#ctx.db
+          .deleteFrom('tool_outbox')
+          .where('call_key', 'in', callKeys.slice(start, start + REMOVE_CHUNK))
+          .execute();
       }
     });
   }

@@ -45,7 +45,9 @@ export class KyselyTurnRepository implements TurnRepository {
         .execute();
       const first = members[0];
       const open: OpenTurnRecord | undefined =
-        first === undefined ? undefined : { id: first.id, sessionId: first.session_id, owner: first.owner, inboundIds: members.map((member) => member.inbound_id) };
+        first === undefined
+          ? undefined
+          : { id: first.id, sessionId: first.session_id, owner: first.owner, inboundIds: members.map((member) => member.inbound_id) };
       return { queued, open };
     });
   }
@@ -85,7 +87,11 @@ export class KyselyTurnRepository implements TurnRepository {
   recordModelCall(turnId: string, seq: number, call: string): Promise<void> {
     return storeOperation('turns.recordModelCall', async () => {
       const { db, dialect } = this.#ctx;
-      await dialect.upsert(db.insertInto('turn_model_calls').values({ turn_id: turnId, seq, call, created_at: this.#ctx.now() }), ['turn_id', 'seq'], { replace: ['call', 'created_at'] }).execute();
+      await dialect
+        .upsert(db.insertInto('turn_model_calls').values({ turn_id: turnId, seq, call, created_at: this.#ctx.now() }), ['turn_id', 'seq'], {
+          replace: ['call', 'created_at'],
+        })
+        .execute();
     });
   }
 

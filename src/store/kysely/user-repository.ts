@@ -17,7 +17,11 @@ export class KyselyUserRepository implements UserRepository {
     this.#ctx = ctx;
   }
 
-  resolveAccount(input: { channel: string; accountId: string; displayName?: string | null }): Promise<{ user: User; account: ChannelAccount; created: boolean }> {
+  resolveAccount(input: {
+    channel: string;
+    accountId: string;
+    displayName?: string | null;
+  }): Promise<{ user: User; account: ChannelAccount; created: boolean }> {
     return storeOperation('users.resolveAccount', async () => {
       // Hot path: a known account costs one round trip.
       const known = await findAccount(this.#ctx.db, input.channel, input.accountId);
@@ -28,7 +32,9 @@ export class KyselyUserRepository implements UserRepository {
         const user = { id: newId(), display_name: input.displayName ?? null, phone: null, created_at: now };
         const account = { channel: input.channel, account_id: input.accountId, user_id: user.id, created_at: now };
         await db.insertInto('users').values(user).execute();
-        const inserted = await this.#ctx.dialect.insertOrIgnore(db.insertInto('channel_accounts').values(account), ['channel', 'account_id']).executeTakeFirst();
+        const inserted = await this.#ctx.dialect
+          .insertOrIgnore(db.insertInto('channel_accounts').values(account), ['channel', 'account_id'])
+          .executeTakeFirst();
         if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) {
           return { user: toUser(user), account: toChannelAccount(account), created: true };
         }
@@ -93,7 +99,9 @@ export class KyselyUserRepository implements UserRepository {
       } catch (error) {
         if (classifyDriverError(error) === 'conflict') {
           // The phone itself stays out of the message: it is personal data.
-          throw new StoreError('conflict', `That phone number is already bound to another user; relink instead of setting it on user ${userId}.`, { cause: error });
+          throw new StoreError('conflict', `That phone number is already bound to another user; relink instead of setting it on user ${userId}.`, {
+            cause: error,
+          });
         }
         throw error;
       }

@@ -19,7 +19,9 @@ export function lighterTurnWritesMigration(dialect: StoreDialect): Migration {
   return {
     async up(db: Kysely<any>): Promise<void> {
       if (dialect === 'postgres') {
-        await sql`alter table messages drop constraint messages_pkey, drop constraint messages_session_seq_unique, add constraint messages_pk primary key (session_id, seq)`.execute(db);
+        await sql`alter table messages drop constraint messages_pkey, drop constraint messages_session_seq_unique, add constraint messages_pk primary key (session_id, seq)`.execute(
+          db,
+        );
         await db.schema.dropIndex('messages_session_audience_seq_idx').execute();
       } else if (dialect === 'mysql') {
         await sql`alter table messages drop primary key, drop index messages_session_seq_unique, add primary key (session_id, seq)`.execute(db);
@@ -39,7 +41,9 @@ export function lighterTurnWritesMigration(dialect: StoreDialect): Migration {
 
     async down(db: Kysely<any>): Promise<void> {
       if (dialect === 'postgres') {
-        await sql`alter table messages drop constraint messages_pk, add constraint messages_pkey primary key (id), add constraint messages_session_seq_unique unique (session_id, seq)`.execute(db);
+        await sql`alter table messages drop constraint messages_pk, add constraint messages_pkey primary key (id), add constraint messages_session_seq_unique unique (session_id, seq)`.execute(
+          db,
+        );
         await db.schema.createIndex('messages_session_audience_seq_idx').on('messages').columns(['session_id', 'audience', 'seq']).execute();
       } else if (dialect === 'mysql') {
         await sql`alter table messages drop primary key, add primary key (id), add constraint messages_session_seq_unique unique (session_id, seq)`.execute(db);
@@ -78,11 +82,15 @@ async function rebuildSqliteMessages(db: Kysely<any>, direction: 'up' | 'down'):
     .addColumn('meta', 'text')
     .addColumn('created_at', 'bigint', (col) => col.notNull())
     .$call((table) =>
-      keyed ? table.addPrimaryKeyConstraint('messages_pk', ['session_id', 'seq']) : table.addUniqueConstraint('messages_session_seq_unique', ['session_id', 'seq']),
+      keyed
+        ? table.addPrimaryKeyConstraint('messages_pk', ['session_id', 'seq'])
+        : table.addUniqueConstraint('messages_session_seq_unique', ['session_id', 'seq']),
     )
     .addCheckConstraint('messages_audience_check', sql`audience in ('display', 'audit')`)
     .execute();
-  await sql`insert into messages_rebuilt select id, session_id, seq, role, audience, content, tool_calls, tool_call_id, model, input_tokens, output_tokens, cost, currency, correlation_id, meta, created_at from messages`.execute(db);
+  await sql`insert into messages_rebuilt select id, session_id, seq, role, audience, content, tool_calls, tool_call_id, model, input_tokens, output_tokens, cost, currency, correlation_id, meta, created_at from messages`.execute(
+    db,
+  );
   await db.schema.dropTable('messages').execute();
   await db.schema.alterTable('messages_rebuilt').renameTo('messages').execute();
   if (!keyed) await db.schema.createIndex('messages_session_audience_seq_idx').on('messages').columns(['session_id', 'audience', 'seq']).execute();

@@ -41,7 +41,10 @@ export function outboxAndChannelStateMigration(dialect: StoreDialect): Migration
         .addColumn('updated_at', 'bigint', (col) => col.notNull())
         .addPrimaryKeyConstraint('channel_state_pk', ['channel', 'key'])
         .execute();
-      await db.schema.alterTable('sessions').addColumn('context_since_seq', 'bigint', (col) => col.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('sessions')
+        .addColumn('context_since_seq', 'bigint', (col) => col.notNull().defaultTo(0))
+        .execute();
     },
 
     async down(db: Kysely<any>): Promise<void> {

@@ -14,8 +14,14 @@ export function cachedTokensAndDailySpendMigration(dialect: StoreDialect): Migra
   const money = moneyType(dialect);
   return {
     async up(db: Kysely<any>): Promise<void> {
-      await db.schema.alterTable('messages').addColumn('cached_input_tokens', 'integer', (col) => col.notNull().defaultTo(0)).execute();
-      await db.schema.alterTable('sessions').addColumn('cached_input_tokens', 'bigint', (col) => col.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('messages')
+        .addColumn('cached_input_tokens', 'integer', (col) => col.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('sessions')
+        .addColumn('cached_input_tokens', 'bigint', (col) => col.notNull().defaultTo(0))
+        .execute();
       await createTable(db, dialect, 'daily_spend')
         .addColumn('user_id', key, (col) => col.notNull().references('users.id').onDelete('cascade'))
         // The user's calendar day, YYYY-MM-DD.

@@ -13,7 +13,10 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
 export function messageTokenEstimateMigration(_dialect: StoreDialect): Migration {
   return {
     async up(db: Kysely<any>): Promise<void> {
-      await db.schema.alterTable('messages').addColumn('token_estimate', 'integer', (col) => col.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('messages')
+        .addColumn('token_estimate', 'integer', (col) => col.notNull().defaultTo(0))
+        .execute();
     },
 
     async down(db: Kysely<any>): Promise<void> {

@@ -12,7 +12,10 @@ import type { StoreDialect } from '../kysely/dialect-strategy.js';
 export function inboundAttemptsMigration(_dialect: StoreDialect): Migration {
   return {
     async up(db: Kysely<any>): Promise<void> {
-      await db.schema.alterTable('inbound_messages').addColumn('attempts', 'integer', (col) => col.notNull().defaultTo(1)).execute();
+      await db.schema
+        .alterTable('inbound_messages')
+        .addColumn('attempts', 'integer', (col) => col.notNull().defaultTo(1))
+        .execute();
       await db.schema.alterTable('inbound_messages').addColumn('not_before', 'bigint').execute();
     },
 

@@ -23,7 +23,10 @@ export function accountNamespacesMigration(dialect: StoreDialect): Migration {
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema.alterTable('inbound_messages').addColumn('account_namespace', key).execute();
-      await db.updateTable('inbound_messages').set((eb) => ({ account_namespace: eb.ref('channel') })).execute();
+      await db
+        .updateTable('inbound_messages')
+        .set((eb) => ({ account_namespace: eb.ref('channel') }))
+        .execute();
       await db.updateTable('inbound_messages').set({ account_namespace: TELEGRAM }).where('channel', '=', BOT_CHANNEL).execute();
       await moveAccounts(db, BOT_CHANNEL, TELEGRAM);
     },
@@ -41,7 +44,14 @@ async function moveAccounts(db: Kysely<any>, from: string, to: string): Promise<
     .set({ channel: to })
     .where('channel', '=', from)
     .where(({ exists, not, selectFrom }) =>
-      not(exists(selectFrom('channel_accounts as taken').select('taken.account_id').where('taken.channel', '=', to).whereRef('taken.account_id', '=', 'channel_accounts.account_id'))),
+      not(
+        exists(
+          selectFrom('channel_accounts as taken')
+            .select('taken.account_id')
+            .where('taken.channel', '=', to)
+            .whereRef('taken.account_id', '=', 'channel_accounts.account_id'),
+        ),
+      ),
     )
     .execute();
   await db.updateTable('identity_events').set({ channel: to }).where('channel', '=', from).execute();

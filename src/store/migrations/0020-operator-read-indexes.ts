@@ -26,7 +26,12 @@ export function operatorReadIndexesMigration(dialect: StoreDialect): Migration {
     },
 
     async down(db: Kysely<any>): Promise<void> {
-      const indexes = { inbound_messages_session_queued_idx: 'inbound_messages', messages_replies_created_idx: 'messages', sessions_updated_idx: 'sessions', users_created_idx: 'users' };
+      const indexes = {
+        inbound_messages_session_queued_idx: 'inbound_messages',
+        messages_replies_created_idx: 'messages',
+        sessions_updated_idx: 'sessions',
+        users_created_idx: 'users',
+      };
       for (const [index, table] of Object.entries(indexes)) await dropIndex(db, dialect, index, table);
     },
   };

@@ -8,7 +8,11 @@ export const postgresDialect: StoreDialectPlugin = {
   defaultBus: 'postgres',
   async open(url, options) {
     const { openPostgresDatabase, redactPostgresUrl } = await import('./open-postgres-database.js');
-    return { db: await openPostgresDatabase(url, options), heartbeatDb: await openPostgresDatabase(url, { ...options, poolSize: 1 }), where: redactPostgresUrl(url) };
+    return {
+      db: await openPostgresDatabase(url, options),
+      heartbeatDb: await openPostgresDatabase(url, { ...options, poolSize: 1 }),
+      where: redactPostgresUrl(url),
+    };
   },
   async loadSql() {
     return (await import('./postgres-sql.js')).postgresSql;

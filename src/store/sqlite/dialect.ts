@@ -22,6 +22,12 @@ export const sqliteDialect: StoreDialectPlugin = {
       SQLITE_BUSY: 'unreachable',
     },
     // node:sqlite reports SQLite's extended result code as a number (`errcode`); better-sqlite3 names it.
-    numericCodes: { 5: 'SQLITE_BUSY', 787: 'SQLITE_CONSTRAINT_FOREIGNKEY', 1299: 'SQLITE_CONSTRAINT_NOTNULL', 1555: 'SQLITE_CONSTRAINT_PRIMARYKEY', 2067: 'SQLITE_CONSTRAINT_UNIQUE' },
+    numericCodes: {
+      5: 'SQLITE_BUSY',
+      787: 'SQLITE_CONSTRAINT_FOREIGNKEY',
+      1299: 'SQLITE_CONSTRAINT_NOTNULL',
+      1555: 'SQLITE_CONSTRAINT_PRIMARYKEY',
+      2067: 'SQLITE_CONSTRAINT_UNIQUE',
+    },
   },
 };

@@ -5,7 +5,14 @@ import { StoreError } from '../../domain/errors.js';
 import type { Database } from '../kysely/schema.js';
 import { ConnectionGate } from './connection-gate.js';
 import { createGatedSqliteKysely } from './gated-sqlite-kysely.js';
-import { ADD_COST_FUNCTION, nodeSqlite, openWithBetterSqlite3, openWithNodeSqlite, type OpenedSqlite, type SqliteDriver } from '../../platform/sqlite-bindings.js';
+import {
+  ADD_COST_FUNCTION,
+  nodeSqlite,
+  openWithBetterSqlite3,
+  openWithNodeSqlite,
+  type OpenedSqlite,
+  type SqliteDriver,
+} from '../../platform/sqlite-bindings.js';
 import { withStatementCache } from './statement-cache.js';
 import { WalCheckpointer, type WalCheckpointerOptions } from './wal-checkpointer.js';
 
@@ -48,7 +55,9 @@ export function openSqliteDatabase(url: string, options: SqliteDatabaseOptions =
     opened = driver === 'node' ? openWithNodeSqlite(path) : openWithBetterSqlite3(path);
   } catch (error) {
     if (error instanceof StoreError) throw error;
-    throw new StoreError('unreachable', `Cannot open SQLite database ${path}: ${(error as Error).message}. Check the path and its permissions.`, { cause: error });
+    throw new StoreError('unreachable', `Cannot open SQLite database ${path}: ${(error as Error).message}. Check the path and its permissions.`, {
+      cause: error,
+    });
   }
   const gate = new ConnectionGate();
   const statements = withStatementCache(opened.database);
@@ -94,4 +103,3 @@ export interface SqliteDatabaseOptions {
   /** How often the checkpointer runs and when it resets the WAL; the defaults suit production. */
   readonly checkpoints?: Pick<WalCheckpointerOptions, 'intervalMs' | 'restartFrames' | 'idleStopMs' | 'startAfter'>;
 }
-

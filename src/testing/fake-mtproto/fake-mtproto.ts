@@ -78,7 +78,15 @@ export class FakeMtproto {
   incoming(fromUserId: number, content: string | FakeIncomingContent): FakeMtprotoMessage {
     if (!this.users.has(fromUserId)) this.addUser({ id: fromUserId });
     const input = typeof content === 'string' ? { text: content } : content;
-    return this.store({ chatId: fromUserId, out: false, text: input.text ?? '', media: input.media, entities: input.entities, replyToId: input.replyToId, fromUserId });
+    return this.store({
+      chatId: fromUserId,
+      out: false,
+      text: input.text ?? '',
+      media: input.media,
+      entities: input.entities,
+      replyToId: input.replyToId,
+      fromUserId,
+    });
   }
 
   /** The account's owner writes in the chat with `chatId` from another device: an outgoing message clients receive. */
@@ -104,10 +112,14 @@ export class FakeMtproto {
 
   /** Resolves once at least `count` messages were sent (to `chatId` if given). */
   waitForSent(count: number, options: { chatId?: number; timeoutMs?: number } = {}): Promise<FakeMtprotoMessage[]> {
-    return this.waitFor(() => {
-      const sent = this.sent(options.chatId);
-      return sent.length >= count ? sent : undefined;
-    }, options.timeoutMs, `${count} sent message(s)`);
+    return this.waitFor(
+      () => {
+        const sent = this.sent(options.chatId);
+        return sent.length >= count ? sent : undefined;
+      },
+      options.timeoutMs,
+      `${count} sent message(s)`,
+    );
   }
 
   /** Resolves with the first call (made or coming) of `method` that `match` accepts. */
@@ -260,7 +272,10 @@ export class FakeMtproto {
   private answer(request: tl.RpcMethod): unknown {
     switch (request._) {
       case 'users.getUsers':
-        return request.id.map((input) => this.resolveInputUser(input)).filter((u) => u !== undefined).map((u) => this.userTl(u));
+        return request.id
+          .map((input) => this.resolveInputUser(input))
+          .filter((u) => u !== undefined)
+          .map((u) => this.userTl(u));
       case 'users.getFullUser': {
         const user = this.resolveInputUser(request.id);
         if (!user) return rpcError(400, 'USER_ID_INVALID');
@@ -333,7 +348,13 @@ export class FakeMtproto {
 
   private passwordTl(): unknown {
     if (this.password === undefined) {
-      return { _: 'account.password', hasPassword: false, newAlgo: { _: 'passwordKdfAlgoUnknown' }, newSecureAlgo: { _: 'securePasswordKdfAlgoUnknown' }, secureRandom: new Uint8Array(32) };
+      return {
+        _: 'account.password',
+        hasPassword: false,
+        newAlgo: { _: 'passwordKdfAlgoUnknown' },
+        newSecureAlgo: { _: 'securePasswordKdfAlgoUnknown' },
+        secureRandom: new Uint8Array(32),
+      };
     }
     return {
       _: 'account.password',
@@ -366,7 +387,10 @@ export class FakeMtproto {
     const asked = request.replyTo?._ === 'inputReplyToMessage' ? request.replyTo.replyToMsgId : undefined;
     // A quote of a message that is not in the chat (deleted, never there) is dropped: the message goes out unquoted.
     const replyToId = asked !== undefined && this.history(chatId).some((m) => m.id === asked) ? asked : undefined;
-    const message = this.store({ chatId, out: true, text: request.message, entities: request.entities, replyToId, fromUserId: this.self.id, randomId: key }, false);
+    const message = this.store(
+      { chatId, out: true, text: request.message, entities: request.entities, replyToId, fromUserId: this.self.id, randomId: key },
+      false,
+    );
     return { _: 'updateShortSentMessage', out: true, id: message.id, pts: this.pts, ptsCount: 1, date: message.date, entities: request.entities };
   }
 
@@ -407,7 +431,10 @@ export class FakeMtproto {
     }
     const userIds = new Set<number>([this.self.id]);
     for (const m of newMessages) if (m._ !== 'messageEmpty' && m.peerId._ === 'peerUser') userIds.add(m.peerId.userId);
-    const users = [...userIds].map((id) => this.users.get(id)).filter((u) => u !== undefined).map((u) => this.userTl(u));
+    const users = [...userIds]
+      .map((id) => this.users.get(id))
+      .filter((u) => u !== undefined)
+      .map((u) => this.userTl(u));
     return { _: 'updates.difference', newMessages, newEncryptedMessages: [], otherUpdates, chats: [], users, state: this.stateTl() };
   }
 
@@ -486,7 +513,10 @@ export class FakeMtproto {
 
   private usersOf(messages: readonly FakeMtprotoMessage[]): tl.RawUser[] {
     const ids = new Set<number>([this.self.id, ...messages.map((m) => m.chatId)]);
-    return [...ids].map((id) => this.users.get(id)).filter((u) => u !== undefined).map((u) => this.userTl(u));
+    return [...ids]
+      .map((id) => this.users.get(id))
+      .filter((u) => u !== undefined)
+      .map((u) => this.userTl(u));
   }
 
   private resolveInputUser(input: tl.TypeInputUser): FakeMtprotoUser | undefined {

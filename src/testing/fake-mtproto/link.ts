@@ -72,4 +72,3 @@ export function wrapStorage<S extends ITelegramStorageProvider>(storage: S): S {
   keys.getTemp = () => AUTH_KEY;
   return storage;
 }
-

@@ -4,13 +4,36 @@ import type { FakeTelegramState } from './state.js';
 import type { FakeSentMessage } from './types.js';
 
 const ENTITY_TYPES = new Set([
-  'mention', 'hashtag', 'cashtag', 'bot_command', 'url', 'email', 'phone_number', 'bold', 'italic', 'underline', 'strikethrough', 'spoiler',
-  'blockquote', 'expandable_blockquote', 'code', 'pre', 'text_link', 'text_mention', 'custom_emoji', 'date_time',
+  'mention',
+  'hashtag',
+  'cashtag',
+  'bot_command',
+  'url',
+  'email',
+  'phone_number',
+  'bold',
+  'italic',
+  'underline',
+  'strikethrough',
+  'spoiler',
+  'blockquote',
+  'expandable_blockquote',
+  'code',
+  'pre',
+  'text_link',
+  'text_mention',
+  'custom_emoji',
+  'date_time',
 ]);
 const MAX_TEXT = 4096;
 
 /** Answers one Bot API method as Telegram would; returns the result, or a failure. */
-export async function answerMethod(state: FakeTelegramState, method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<{ result: unknown } | Failure> {
+export async function answerMethod(
+  state: FakeTelegramState,
+  method: string,
+  params: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<{ result: unknown } | Failure> {
   const { bot, commands, connections, updates, files } = state;
   switch (method) {
     case 'getMe':
@@ -43,7 +66,8 @@ export async function answerMethod(state: FakeTelegramState, method: string, par
       const id = String(params['business_connection_id']);
       const connection = connections.get(id);
       if (!connection) return { code: 400, description: 'Bad Request: BUSINESS_CONNECTION_INVALID' };
-      if (method === 'readBusinessMessage') return connection.enabled ? { result: true } : { code: 400, description: 'Bad Request: BUSINESS_CONNECTION_NOT_ALLOWED' };
+      if (method === 'readBusinessMessage')
+        return connection.enabled ? { result: true } : { code: 400, description: 'Bad Request: BUSINESS_CONNECTION_NOT_ALLOWED' };
       const update = [...updates].reverse().find((u) => (u['business_connection'] as { id?: string } | undefined)?.id === id);
       return { result: update?.['business_connection'] };
     }
@@ -59,7 +83,9 @@ export async function answerMethod(state: FakeTelegramState, method: string, par
     case 'getFile': {
       const file = files.get(String(params['file_id']));
       if (!file) return { code: 400, description: 'Bad Request: invalid file_id' };
-      return { result: { file_id: params['file_id'], file_unique_id: `u${String(params['file_id'])}`, file_size: file.bytes.byteLength, file_path: file.path } };
+      return {
+        result: { file_id: params['file_id'], file_unique_id: `u${String(params['file_id'])}`, file_size: file.bytes.byteLength, file_path: file.path },
+      };
     }
     default:
       return { code: 404, description: 'Not Found' };
@@ -73,7 +99,8 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
   if (!Number.isFinite(chatId)) return { code: 400, description: 'Bad Request: chat not found' };
   if (text.trim() === '') return { code: 400, description: 'Bad Request: message text is empty' };
   if (text.length > MAX_TEXT) return { code: 400, description: 'Bad Request: message is too long' };
-  if (params['parse_mode'] !== undefined && params['entities'] !== undefined) return { code: 400, description: "Bad Request: can't parse entities: both parse_mode and entities given" };
+  if (params['parse_mode'] !== undefined && params['entities'] !== undefined)
+    return { code: 400, description: "Bad Request: can't parse entities: both parse_mode and entities given" };
   const problem = entityProblem(text, params['entities']);
   if (problem) return { code: 400, description: `Bad Request: can't parse entities: ${problem}` };
   const connectionId = params['business_connection_id'] === undefined ? undefined : String(params['business_connection_id']);
@@ -81,7 +108,8 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
   const reply = params['reply_parameters'] as { message_id?: number; allow_sending_without_reply?: boolean } | undefined;
   // Telegram refuses a quote of a message that is not in the chat, unless told to send without it.
   const quotes = reply?.message_id !== undefined && state.hasMessage(chatId, reply.message_id);
-  if (reply?.message_id !== undefined && !quotes && reply.allow_sending_without_reply !== true) return { code: 400, description: 'Bad Request: message to be replied not found' };
+  if (reply?.message_id !== undefined && !quotes && reply.allow_sending_without_reply !== true)
+    return { code: 400, description: 'Bad Request: message to be replied not found' };
   const message: FakeSentMessage = {
     messageId: state.messageIdFor(chatId, nextMessageId.get(chatId) ?? state.firstId),
     chatId,
@@ -126,9 +154,13 @@ function setMessageReaction(state: FakeTelegramState, params: Record<string, unk
 
 async function getUpdates(state: FakeTelegramState, params: Record<string, unknown>, signal: AbortSignal): Promise<{ result: unknown } | Failure> {
   const { events, updates } = state;
-  const conflictAnswer: Failure = { code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' };
+  const conflictAnswer: Failure = {
+    code: 409,
+    description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+  };
   if (state.conflict) return conflictAnswer;
-  if (state.webhook) return { code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" };
+  if (state.webhook)
+    return { code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" };
   // A newer poll terminates the one still waiting, as Telegram does.
   state.pendingPoll?.conflict();
   const offset = Number(params['offset'] ?? 0);
@@ -160,17 +192,18 @@ async function getUpdates(state: FakeTelegramState, params: Record<string, unkno
   });
 }
 
-
 /** What Telegram checks of `entities`: each inside the text (UTF-16 offsets), non-empty, of a known type. */
 function entityProblem(text: string, raw: unknown): string | undefined {
-if (raw === undefined) return undefined;
-if (!Array.isArray(raw)) return 'entities must be an array';
-for (const [index, entity] of raw.entries()) {
-  const { type, offset, length } = (entity ?? {}) as { type?: unknown; offset?: unknown; length?: unknown };
-  if (typeof type !== 'string' || !ENTITY_TYPES.has(type)) return `entity ${index} has an unknown type ${String(type)}`;
-  if (!Number.isInteger(offset) || !Number.isInteger(length) || (offset as number) < 0 || (length as number) <= 0) return `entity ${index} has a bad offset or length`;
-  if ((offset as number) + (length as number) > text.length) return `entity ${index} ends at ${(offset as number) + (length as number)}, past the text's ${text.length} UTF-16 units`;
-  if (type === 'text_link' && typeof (entity as { url?: unknown }).url !== 'string') return `text_link entity ${index} has no url`;
-}
-return undefined;
+  if (raw === undefined) return undefined;
+  if (!Array.isArray(raw)) return 'entities must be an array';
+  for (const [index, entity] of raw.entries()) {
+    const { type, offset, length } = (entity ?? {}) as { type?: unknown; offset?: unknown; length?: unknown };
+    if (typeof type !== 'string' || !ENTITY_TYPES.has(type)) return `entity ${index} has an unknown type ${String(type)}`;
+    if (!Number.isInteger(offset) || !Number.isInteger(length) || (offset as number) < 0 || (length as number) <= 0)
+      return `entity ${index} has a bad offset or length`;
+    if ((offset as number) + (length as number) > text.length)
+      return `entity ${index} ends at ${(offset as number) + (length as number)}, past the text's ${text.length} UTF-16 units`;
+    if (type === 'text_link' && typeof (entity as { url?: unknown }).url !== 'string') return `text_link entity ${index} has no url`;
+  }
+  return undefined;
 }

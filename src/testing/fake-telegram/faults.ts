@@ -32,7 +32,11 @@ export class Faults {
 
   failNext(method: string, failure: { retryAfter: number } | { code: number; description: string }): void {
     const list = this.#failures.get(method) ?? [];
-    list.push('retryAfter' in failure ? { code: 429, description: `Too Many Requests: retry after ${failure.retryAfter}`, parameters: { retry_after: failure.retryAfter } } : failure);
+    list.push(
+      'retryAfter' in failure
+        ? { code: 429, description: `Too Many Requests: retry after ${failure.retryAfter}`, parameters: { retry_after: failure.retryAfter } }
+        : failure,
+    );
     this.#failures.set(method, list);
   }
 

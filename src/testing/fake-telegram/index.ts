@@ -53,10 +53,22 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
     },
     waitForMessages(count, waitOptions = {}) {
       const pick = () => (waitOptions.chatId === undefined ? sent : sent.filter((message) => message.chatId === waitOptions.chatId));
-      return waitFor(events, 'sent', () => (pick().length >= count ? pick() : undefined), waitOptions.timeoutMs ?? 10_000, () => `${count} sent message(s)${waitOptions.chatId === undefined ? '' : ` to chat ${waitOptions.chatId}`}; have ${pick().length}`);
+      return waitFor(
+        events,
+        'sent',
+        () => (pick().length >= count ? pick() : undefined),
+        waitOptions.timeoutMs ?? 10_000,
+        () => `${count} sent message(s)${waitOptions.chatId === undefined ? '' : ` to chat ${waitOptions.chatId}`}; have ${pick().length}`,
+      );
     },
     waitForCall(method, match = () => true, waitOptions = {}) {
-      return waitFor(events, 'call', () => calls.find((call) => call.method === method && match(call)), waitOptions.timeoutMs ?? 10_000, () => `a ${method} call`);
+      return waitFor(
+        events,
+        'call',
+        () => calls.find((call) => call.method === method && match(call)),
+        waitOptions.timeoutMs ?? 10_000,
+        () => `a ${method} call`,
+      );
     },
     callsOf: (method) => calls.filter((call) => call.method === method),
     sentTo: (chatId) => sent.filter((message) => message.chatId === chatId),

@@ -2,7 +2,10 @@ import type { FakeTelegramState } from './state.js';
 import type { BaseInput, FakeTelegram, FakeUser } from './types.js';
 
 /** What people "send" to the bot, as the updates Telegram would make of it. */
-export type PeopleActions = Pick<FakeTelegram, 'sendText' | 'sendPhoto' | 'sendSticker' | 'sendContact' | 'sendVoice' | 'sendGroupText' | 'businessConnection' | 'businessMessage' | 'enqueue'>;
+export type PeopleActions = Pick<
+  FakeTelegram,
+  'sendText' | 'sendPhoto' | 'sendSticker' | 'sendContact' | 'sendVoice' | 'sendGroupText' | 'businessConnection' | 'businessMessage' | 'enqueue'
+>;
 
 export function peopleActions(state: FakeTelegramState): PeopleActions {
   const { bot } = state;
@@ -32,7 +35,11 @@ export function peopleActions(state: FakeTelegramState): PeopleActions {
     return message;
   }
 
-  const privateChat = (input: BaseInput): Record<string, unknown> => ({ id: input.chatId, type: 'private', first_name: input.from?.first_name ?? `User${input.chatId}` });
+  const privateChat = (input: BaseInput): Record<string, unknown> => ({
+    id: input.chatId,
+    type: 'private',
+    first_name: input.from?.first_name ?? `User${input.chatId}`,
+  });
 
   return {
     sendText: (input) => enqueue({ message: { ...baseMessage(input, privateChat(input)), text: input.text, ...withEntities(commandEntities(input.text)) } }),
@@ -40,27 +47,62 @@ export function peopleActions(state: FakeTelegramState): PeopleActions {
       enqueue({
         message: {
           ...baseMessage(input, privateChat(input)),
-          photo: [{ file_id: 'photo-small', file_unique_id: 'ps', width: 90, height: 90 }, { file_id: 'photo-big', file_unique_id: 'pb', width: 1280, height: 1280 }],
+          photo: [
+            { file_id: 'photo-small', file_unique_id: 'ps', width: 90, height: 90 },
+            { file_id: 'photo-big', file_unique_id: 'pb', width: 1280, height: 1280 },
+          ],
           ...(input.caption === undefined ? {} : { caption: input.caption }),
         },
       }),
     sendSticker: (input) =>
-      enqueue({ message: { ...baseMessage(input, privateChat(input)), sticker: { file_id: 'sticker', file_unique_id: 'st', type: 'regular', width: 512, height: 512, is_animated: false, is_video: false, emoji: input.emoji ?? '😀' } } }),
+      enqueue({
+        message: {
+          ...baseMessage(input, privateChat(input)),
+          sticker: {
+            file_id: 'sticker',
+            file_unique_id: 'st',
+            type: 'regular',
+            width: 512,
+            height: 512,
+            is_animated: false,
+            is_video: false,
+            emoji: input.emoji ?? '😀',
+          },
+        },
+      }),
     sendContact: (input) => {
       const message = baseMessage(input, privateChat(input));
       const from = message['from'] as FakeUser;
-      return enqueue({ message: { ...message, contact: { phone_number: input.phoneNumber, first_name: input.firstName ?? from.first_name, user_id: input.contactUserId ?? from.id } } });
+      return enqueue({
+        message: {
+          ...message,
+          contact: { phone_number: input.phoneNumber, first_name: input.firstName ?? from.first_name, user_id: input.contactUserId ?? from.id },
+        },
+      });
     },
     sendVoice: (input) => {
       const file = state.addFile(input.audio, input.mimeType ?? 'audio/ogg', 'oga');
-      return enqueue({ message: { ...baseMessage(input, privateChat(input)), voice: { ...file, duration: input.duration ?? 2, mime_type: input.mimeType ?? 'audio/ogg' } } });
+      return enqueue({
+        message: { ...baseMessage(input, privateChat(input)), voice: { ...file, duration: input.duration ?? 2, mime_type: input.mimeType ?? 'audio/ogg' } },
+      });
     },
     sendGroupText: (input) => {
-      const chat = { id: input.chatId, type: input.chatType ?? 'supergroup', title: `Group ${input.chatId}`, ...(input.threadId === undefined ? {} : { is_forum: true }) };
+      const chat = {
+        id: input.chatId,
+        type: input.chatType ?? 'supergroup',
+        title: `Group ${input.chatId}`,
+        ...(input.threadId === undefined ? {} : { is_forum: true }),
+      };
       const prefix = input.mention ? `@${bot.username} ` : '';
       const text = `${prefix}${input.text}`;
       const entities = [...(input.mention ? [{ type: 'mention', offset: 0, length: bot.username.length + 1 }] : []), ...commandEntities(text)];
-      return enqueue({ message: { ...baseMessage({ ...input, from: input.from ?? { id: 5001, first_name: 'Member', language_code: 'en' } }, chat), text, ...withEntities(entities) } });
+      return enqueue({
+        message: {
+          ...baseMessage({ ...input, from: input.from ?? { id: 5001, first_name: 'Member', language_code: 'en' } }, chat),
+          text,
+          ...withEntities(entities),
+        },
+      });
     },
     businessConnection: (input) => {
       state.connections.set(input.id, { enabled: input.enabled ?? true });
@@ -76,7 +118,14 @@ export function peopleActions(state: FakeTelegramState): PeopleActions {
       });
     },
     businessMessage: (input) =>
-      enqueue({ business_message: { ...baseMessage(input, privateChat(input)), text: input.text, ...withEntities(commandEntities(input.text)), business_connection_id: input.connectionId } }),
+      enqueue({
+        business_message: {
+          ...baseMessage(input, privateChat(input)),
+          text: input.text,
+          ...withEntities(commandEntities(input.text)),
+          business_connection_id: input.connectionId,
+        },
+      }),
     enqueue,
   };
 }
@@ -87,6 +136,8 @@ function commandEntities(text: string): { type: string; offset: number; length: 
   return match ? [{ type: 'bot_command', offset: 0, length: match[0].length }] : [];
 }
 
-function withEntities(entities: readonly { type: string; offset: number; length: number }[]): { entities?: readonly { type: string; offset: number; length: number }[] } {
+function withEntities(entities: readonly { type: string; offset: number; length: number }[]): {
+  entities?: readonly { type: string; offset: number; length: number }[];
+} {
   return entities.length > 0 ? { entities } : {};
 }

@@ -53,7 +53,12 @@ export async function listen(state: FakeTelegramState, faults: Faults, port: num
       return;
     }
     if ('result' in outcome) return sendJson(res, 200, { ok: true, result: outcome.result });
-    return sendJson(res, outcome.code, { ok: false, error_code: outcome.code, description: outcome.description, ...(outcome.parameters ? { parameters: outcome.parameters } : {}) });
+    return sendJson(res, outcome.code, {
+      ok: false,
+      error_code: outcome.code,
+      description: outcome.description,
+      ...(outcome.parameters ? { parameters: outcome.parameters } : {}),
+    });
   }
 
   const server = createServer((req, res) => {

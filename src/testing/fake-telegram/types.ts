@@ -151,4 +151,3 @@ export interface FakeSentMessage {
   readonly replyToMessageId: number | undefined;
   readonly at: number;
 }
-

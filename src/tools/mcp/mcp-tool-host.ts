@@ -156,10 +156,7 @@ export class McpToolHost implements ToolHost {
     const claimed = key === undefined ? undefined : args[key];
     // null/undefined is no claim; any other value must be the bound user, or the model is acting for someone else.
     if (key !== undefined && claimed !== undefined && claimed !== null && claimed !== ctx.userId) {
-      log.warn(
-        { userId: ctx.userId, claimedUserId: String(claimed).slice(0, 100), userIdArgument: key },
-        'refused MCP tool call naming another user',
-      );
+      log.warn({ userId: ctx.userId, claimedUserId: String(claimed).slice(0, 100), userIdArgument: key }, 'refused MCP tool call naming another user');
       return errorResult(REFUSED_OTHER_USER);
     }
 
@@ -376,12 +373,9 @@ export class McpToolHost implements ToolHost {
     const server = `MCP server ${this.label} (${this.url.origin}${this.url.pathname})`;
     switch (failure.kind) {
       case 'auth':
-        return new ToolError(
-          'mcp_auth_failed',
-          this.name,
-          `${server}: authentication failed (HTTP ${failure.status}); check its bearer token`,
-          { cause: error },
-        );
+        return new ToolError('mcp_auth_failed', this.name, `${server}: authentication failed (HTTP ${failure.status}); check its bearer token`, {
+          cause: error,
+        });
       case 'session_lost':
         return new ToolError('mcp_unreachable', this.name, `${server} is unreachable; is it running?`, { cause: error });
       case 'timeout':
@@ -415,4 +409,3 @@ function describe(error: unknown): string {
 function delay(ms: number): Promise<void> {
   return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
-

@@ -1,6 +1,13 @@
 import { Long, type Message, type TelegramClient } from '@mtcute/node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createFakeClient, FakeMtproto, fakeMtprotoLink, remoteFakeMtprotoLink, serveFakeMtproto, type FakeMtprotoLink } from '../../../src/testing/fake-mtproto/index.js';
+import {
+  createFakeClient,
+  FakeMtproto,
+  fakeMtprotoLink,
+  remoteFakeMtprotoLink,
+  serveFakeMtproto,
+  type FakeMtprotoLink,
+} from '../../../src/testing/fake-mtproto/index.js';
 
 // The fake Telegram under a real mtcute client, in-process and over the loopback form a spawned process uses.
 const cleanups: (() => Promise<void>)[] = [];

@@ -45,7 +45,11 @@ describe('Telegram history sync', () => {
     const ids = context.recorded.map((r) => Number(r.message.messageId));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
     expect(new Set(ids).size).toBe(ids.length);
-    expect(context.recorded.every((r) => r.message.source === 'imported' && r.conversation.conversationId === String(ann.id) && r.conversation.accountId === String(ann.id))).toBe(true);
+    expect(
+      context.recorded.every(
+        (r) => r.message.source === 'imported' && r.conversation.conversationId === String(ann.id) && r.conversation.accountId === String(ann.id),
+      ),
+    ).toBe(true);
     // No turn: nothing accepted, nothing sent.
     expect(context.received).toEqual([]);
     expect(fake.sent()).toEqual([]);
@@ -62,7 +66,10 @@ describe('Telegram history sync', () => {
     const context = new FakeChannelContext();
     const after = fake.history(ann.id)[239]!.id;
     const result = await syncHistory(client, 'ann_lee', (conversation, entries) => context.record(conversation, entries), { after, limit: 5 });
-    const expected = fake.history(ann.id).filter((m) => m.id > after && m.action === undefined).slice(-5);
+    const expected = fake
+      .history(ann.id)
+      .filter((m) => m.id > after && m.action === undefined)
+      .slice(-5);
     expect(result).toMatchObject({ fetched: 5, stored: 5, firstId: expected[0]!.id, lastId: expected.at(-1)!.id });
     expect(context.recorded.map((r) => Number(r.message.messageId))).toEqual(expected.map((m) => m.id));
   });

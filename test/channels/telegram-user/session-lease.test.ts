@@ -38,7 +38,13 @@ describe('Telegram session lease', () => {
     let clock = 1_000_000;
     const now = () => clock;
     const lost: (string | undefined)[] = [];
-    const crashed = await SessionLease.acquire({ leases: store.channelLeases, holder: 'old:1:a', ttlMs: 30_000, now, onLost: (lease) => lost.push(lease?.holder) });
+    const crashed = await SessionLease.acquire({
+      leases: store.channelLeases,
+      holder: 'old:1:a',
+      ttlMs: 30_000,
+      now,
+      onLost: (lease) => lost.push(lease?.holder),
+    });
     clock += 25_000;
     expect(await crashed.renew()).toBe(true);
     clock += 25_000;

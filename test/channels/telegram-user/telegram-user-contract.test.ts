@@ -6,7 +6,11 @@ import { FakeMtproto, fakeMtprotoLink } from '../../../src/testing/fake-mtproto/
 import { runChannelContract, type ChannelDriver } from '../channel-contract.js';
 
 /** The notices the channel sends of its own when the pipeline refuses a message: what the person reads as an error. */
-const NOTICES = new Set((['inbox.busy', 'inbound.tooLong', 'inbound.unreadable', 'identity.unavailable', 'identity.unrecognised'] as SystemTextKey[]).map((key) => systemText('en', key, { name: 'Owner' })));
+const NOTICES = new Set(
+  (['inbox.busy', 'inbound.tooLong', 'inbound.unreadable', 'identity.unavailable', 'identity.unrecognised'] as SystemTextKey[]).map((key) =>
+    systemText('en', key, { name: 'Owner' }),
+  ),
+);
 
 /**
  * People writing to a Telegram user account in private chats (`c1`, `c2`), through the real mtcute client on the fake
@@ -15,9 +19,21 @@ const NOTICES = new Set((['inbox.busy', 'inbound.tooLong', 'inbound.unreadable',
 async function userAccountDriver(): Promise<ChannelDriver> {
   const telegram = new FakeMtproto({ self: { id: 100, firstName: 'Owner' } });
   const people: Record<string, number> = { c1: telegram.addUser({ firstName: 'Ann' }).id, c2: telegram.addUser({ firstName: 'Bob' }).id };
-  const channel = new TelegramUserChannel({ apiId: 1, apiHash: 'fake', session: new MemoryStorage(), network: fakeMtprotoLink(telegram), quietWindowMs: 0, mtcuteLogLevel: 0, logger: silentLogger() });
+  const channel = new TelegramUserChannel({
+    apiId: 1,
+    apiHash: 'fake',
+    session: new MemoryStorage(),
+    network: fakeMtprotoLink(telegram),
+    quietWindowMs: 0,
+    mtcuteLogLevel: 0,
+    logger: silentLogger(),
+  });
   const chat = (name: string): number => people[name] ?? Number.NaN;
-  const shown = (name: string) => telegram.history(chat(name)).filter((m) => m.out).map((m) => m.text);
+  const shown = (name: string) =>
+    telegram
+      .history(chat(name))
+      .filter((m) => m.out)
+      .map((m) => m.text);
   return {
     channel,
     manyConversations: true,

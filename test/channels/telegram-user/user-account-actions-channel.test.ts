@@ -17,7 +17,15 @@ afterEach(async () => {
 
 async function started(): Promise<{ telegram: FakeMtproto; channel: TelegramUserChannel; context: FakeChannelContext }> {
   const telegram = new FakeMtproto({ self: { id: 100, firstName: 'Reception' } });
-  channel = new TelegramUserChannel({ apiId: 1, apiHash: 'fake', session: new MemoryStorage(), network: fakeMtprotoLink(telegram), quietWindowMs: 0, mtcuteLogLevel: 0, logger: silentLogger() });
+  channel = new TelegramUserChannel({
+    apiId: 1,
+    apiHash: 'fake',
+    session: new MemoryStorage(),
+    network: fakeMtprotoLink(telegram),
+    quietWindowMs: 0,
+    mtcuteLogLevel: 0,
+    logger: silentLogger(),
+  });
   const context = new FakeChannelContext();
   await channel.start(context);
   return { telegram, channel, context };

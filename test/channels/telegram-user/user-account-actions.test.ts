@@ -25,7 +25,11 @@ describe('telegram user account: replies as actions', () => {
     rig = await createUserAccountRig(
       (call) => {
         answeredAt = Date.now();
-        return plan({ type: 'fake_typing', seconds: 0.05 }, { type: 'send_messages', messages: ['Hi Ann!', 'What can I do for you?'] }, { type: 'add_reaction', emoji: '🙏', message_id: shownId(call) });
+        return plan(
+          { type: 'fake_typing', seconds: 0.05 },
+          { type: 'send_messages', messages: ['Hi Ann!', 'What can I do for you?'] },
+          { type: 'add_reaction', emoji: '🙏', message_id: shownId(call) },
+        );
       },
       { quietWindowMs: 0 },
       // Typing before each message is off: the plan's own typing is a few hundredths of a second.
@@ -38,7 +42,9 @@ describe('telegram user account: replies as actions', () => {
     await waitUntilSettled(harness, 1);
 
     expect(telegram.sent(ann.id).map((message) => message.text)).toEqual(['Hi Ann!', 'What can I do for you?']);
-    expect(telegram.reactions.map(({ chatId, messageId, emoji }) => ({ chatId, messageId, emoji }))).toEqual([{ chatId: ann.id, messageId: asked.id, emoji: '🙏' }]);
+    expect(telegram.reactions.map(({ chatId, messageId, emoji }) => ({ chatId, messageId, emoji }))).toEqual([
+      { chatId: ann.id, messageId: asked.id, emoji: '🙏' },
+    ]);
     // The plan's typing shows after the model answered and before the first message; the reaction comes last.
     const firstSentAt = telegram.callsOf('messages.sendMessage')[0]!.at;
     expect(telegram.typing.some((typing) => typing.chatId === ann.id && typing.at >= answeredAt && typing.at <= firstSentAt)).toBe(true);

@@ -2,7 +2,14 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PalaverOptions } from '../../../src/app.js';
-import { FakeMtproto, fakeMtprotoLink, remoteFakeMtprotoLink, serveFakeMtproto, signInSessionFile, type FakeMtprotoServer } from '../../../src/testing/fake-mtproto/index.js';
+import {
+  FakeMtproto,
+  fakeMtprotoLink,
+  remoteFakeMtprotoLink,
+  serveFakeMtproto,
+  signInSessionFile,
+  type FakeMtprotoServer,
+} from '../../../src/testing/fake-mtproto/index.js';
 import { createHarness, userTexts, type Harness } from '../../support/palaver-harness.js';
 
 // channels.telegramUser as a team configures it: the channel built by createPalaver, reaching the fake over loopback.
@@ -15,7 +22,12 @@ afterEach(async () => {
   harness = server = served = undefined;
 });
 
-async function setUp(): Promise<{ harness: Harness; telegram: FakeMtproto; config: (sessionFile: string) => Record<string, unknown>; options: PalaverOptions }> {
+async function setUp(): Promise<{
+  harness: Harness;
+  telegram: FakeMtproto;
+  config: (sessionFile: string) => Record<string, unknown>;
+  options: PalaverOptions;
+}> {
   harness = await createHarness((call) => ({ text: `ok: ${userTexts(call).at(-1)}` }));
   server = new FakeMtproto();
   served = await serveFakeMtproto(server);
@@ -56,7 +68,9 @@ describe('channels.telegramUser', () => {
     telegram.incoming(ann.id, 'are you there?');
     telegram.dropConnection();
     telegram.restoreConnection();
-    await expect.poll(async () => (await palaver.health())['telegram-user'], { timeout: 15_000 }).toEqual({ ok: false, detail: 'signed_out: AUTH_KEY_UNREGISTERED' });
+    await expect
+      .poll(async () => (await palaver.health())['telegram-user'], { timeout: 15_000 })
+      .toEqual({ ok: false, detail: 'signed_out: AUTH_KEY_UNREGISTERED' });
     const after = await palaver.metrics.registry.metrics();
     expect(after).toContain('palaver_telegram_user_connection{state="signed_out"} 1');
     expect(after).toContain('palaver_telegram_user_signed_out_total{error="AUTH_KEY_UNREGISTERED"} 1');

@@ -33,10 +33,13 @@ describe('telegram user account through the pipeline', () => {
   it('shows typing while the turn runs, marks the answered messages read, and reacts', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    rig = await createUserAccountRig(async () => {
-      await held;
-      return { text: 'Done.' };
-    }, { quietWindowMs: 0 });
+    rig = await createUserAccountRig(
+      async () => {
+        await held;
+        return { text: 'Done.' };
+      },
+      { quietWindowMs: 0 },
+    );
     const { telegram } = rig;
     const bob = telegram.addUser({ firstName: 'Bob' });
     const asked = telegram.incoming(bob.id, 'please check my booking');
@@ -47,7 +50,14 @@ describe('telegram user account through the pipeline', () => {
     expect(telegram.typing.filter((t) => t.chatId === bob.id).map((t) => t.action)).toContain('sendMessageTypingAction');
     expect(telegram.reads).toEqual([expect.objectContaining({ chatId: bob.id, maxId: asked.id })]);
 
-    const target: ReplyTarget = { channel: 'telegram-user', conversationId: String(bob.id), accountId: String(bob.id), inReplyTo: [String(asked.id)], correlationId: 'c', sessionId: 's' };
+    const target: ReplyTarget = {
+      channel: 'telegram-user',
+      conversationId: String(bob.id),
+      accountId: String(bob.id),
+      inReplyTo: [String(asked.id)],
+      correlationId: 'c',
+      sessionId: 's',
+    };
     await rig.channel.react(target, String(asked.id), '👍');
     expect(telegram.reactions).toEqual([expect.objectContaining({ chatId: bob.id, messageId: asked.id, emoji: '👍' })]);
   });
@@ -96,7 +106,14 @@ describe('telegram user account through the pipeline', () => {
     rig = await createUserAccountRig(() => ({ text: 'unused' }), { floodWaitInlineMaxSeconds: 10 });
     const { telegram, channel } = rig;
     const eve = telegram.addUser();
-    const target: ReplyTarget = { channel: 'telegram-user', conversationId: String(eve.id), accountId: String(eve.id), inReplyTo: [], correlationId: 'c', sessionId: 's' };
+    const target: ReplyTarget = {
+      channel: 'telegram-user',
+      conversationId: String(eve.id),
+      accountId: String(eve.id),
+      inReplyTo: [],
+      correlationId: 'c',
+      sessionId: 's',
+    };
     telegram.failNext('messages.sendMessage', { code: 420, message: 'FLOOD_WAIT_600' });
     const refused = await channel.send(target, 'first', { deliveryKey: 'part-1' }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ChannelRetryLaterError);
@@ -152,7 +169,10 @@ describe('telegram user account through the pipeline', () => {
   }, 40_000);
 
   it('replaces a client that does not come back after a drop, and the new one catches up', async () => {
-    rig = await createUserAccountRig((call) => ({ text: `re: ${userTexts(call).at(-1)}` }), { quietWindowMs: 0, reconnect: { stallTimeoutMs: 300, initialDelayMs: 50, maxDelayMs: 200 } });
+    rig = await createUserAccountRig((call) => ({ text: `re: ${userTexts(call).at(-1)}` }), {
+      quietWindowMs: 0,
+      reconnect: { stallTimeoutMs: 300, initialDelayMs: 50, maxDelayMs: 200 },
+    });
     const { telegram, harness, channel } = rig;
     const hal = telegram.addUser();
     const first = channel.client;
@@ -178,7 +198,10 @@ describe('telegram user account through the pipeline', () => {
 
   it('stops on a revoked session with a clear state, while other channels go on', async () => {
     const signedOut: string[] = [];
-    rig = await createUserAccountRig((call) => ({ text: `ok: ${userTexts(call).at(-1)}` }), { quietWindowMs: 0, onSignedOut: (error) => void signedOut.push(error) });
+    rig = await createUserAccountRig((call) => ({ text: `ok: ${userTexts(call).at(-1)}` }), {
+      quietWindowMs: 0,
+      onSignedOut: (error) => void signedOut.push(error),
+    });
     const { telegram, channel, palaver } = rig;
     const gil = telegram.addUser();
     telegram.revokeSession('SESSION_REVOKED');
@@ -187,17 +210,27 @@ describe('telegram user account through the pipeline', () => {
     await expect.poll(() => channel.health, { timeout: 15_000 }).toEqual({ state: 'signed_out', detail: 'SESSION_REVOKED' });
     expect(signedOut).toEqual(['SESSION_REVOKED']);
     // A reply part for this channel now waits in the outbox instead of failing for good.
-    const target: ReplyTarget = { channel: 'telegram-user', conversationId: String(gil.id), accountId: String(gil.id), inReplyTo: [], correlationId: 'c', sessionId: 's' };
+    const target: ReplyTarget = {
+      channel: 'telegram-user',
+      conversationId: String(gil.id),
+      accountId: String(gil.id),
+      inReplyTo: [],
+      correlationId: 'c',
+      sessionId: 's',
+    };
     await expect(channel.send(target, 'hello', { deliveryKey: 'k' })).rejects.toBeInstanceOf(ChannelRetryLaterError);
     // Palaver itself goes on: the API channel still answers.
     expect((await palaver.chat({ userId: 'api-user', text: 'still there?' })).text).toBe('ok: still there?');
   }, 30_000);
-  it('imports a chat\'s earlier messages before its first turn (importHistoryOnFirstContact), once', async () => {
+  it("imports a chat's earlier messages before its first turn (importHistoryOnFirstContact), once", async () => {
     const seen: string[][] = [];
-    rig = await createUserAccountRig((call) => {
-      seen.push(call.messages.flatMap((item) => (item.type === 'message' && item.content ? [`${item.role}: ${item.content}`] : [])));
-      return { text: 'Welcome back!' };
-    }, { quietWindowMs: 0, importHistoryOnFirstContact: 2 });
+    rig = await createUserAccountRig(
+      (call) => {
+        seen.push(call.messages.flatMap((item) => (item.type === 'message' && item.content ? [`${item.role}: ${item.content}`] : [])));
+        return { text: 'Welcome back!' };
+      },
+      { quietWindowMs: 0, importHistoryOnFirstContact: 2 },
+    );
     const { telegram, harness } = rig;
     const ann = telegram.addUser({ firstName: 'Ann' });
     // Message ids are per account: service messages elsewhere (never answered) move the counter past the earlier ones.
@@ -208,10 +241,23 @@ describe('telegram user account through the pipeline', () => {
       { id: 1, out: false, text: 'Do you cut curly hair?' },
       { id: 2, out: true, text: 'Yes, Marta does, on Fridays.' },
       { id: 3, out: false, text: 'Lovely, I will think about it.' },
-    ].map((m) => ({ ...m, chatId: ann.id, fromUserId: m.out ? telegram.self.id : ann.id, entities: undefined, media: undefined, action: undefined, replyToId: undefined, randomId: undefined, date: 1_700_000_000 }));
+    ].map((m) => ({
+      ...m,
+      chatId: ann.id,
+      fromUserId: m.out ? telegram.self.id : ann.id,
+      entities: undefined,
+      media: undefined,
+      action: undefined,
+      replyToId: undefined,
+      randomId: undefined,
+      date: 1_700_000_000,
+    }));
     telegram.on('messages.getHistory', (request) => {
       const { maxId, limit } = request as { maxId: number; limit: number };
-      const page = earlier.filter((m) => maxId === 0 || m.id < maxId).reverse().slice(0, limit);
+      const page = earlier
+        .filter((m) => maxId === 0 || m.id < maxId)
+        .reverse()
+        .slice(0, limit);
       return { _: 'messages.messages', messages: page.map((m) => telegram.messageTl(m)), chats: [], users: [telegram.userTl(ann)] };
     });
     const first = telegram.incoming(ann.id, 'Is Friday still free?');

@@ -24,7 +24,11 @@ export interface UserAccountRig {
 }
 
 /** `config` adds to the Palaver config of every start (e.g. `{ inbox: { leaseMs } }` for quicker outbox rounds). */
-export async function createUserAccountRig(script: ModelScript, options: Partial<TelegramUserChannelOptions> = {}, config: Record<string, unknown> = {}): Promise<UserAccountRig> {
+export async function createUserAccountRig(
+  script: ModelScript,
+  options: Partial<TelegramUserChannelOptions> = {},
+  config: Record<string, unknown> = {},
+): Promise<UserAccountRig> {
   const harness = await createHarness(script);
   const telegram = new FakeMtproto({ self: { id: 100, firstName: 'Reception' } });
   const link = fakeMtprotoLink(telegram);

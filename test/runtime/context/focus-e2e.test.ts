@@ -35,7 +35,10 @@ function salon(initial: Record<string, { id: number; what: string }[]>) {
       input: z.object({ appointment_id: z.number().int() }),
       run: ({ appointment_id }, ctx) => {
         cancelled.push(appointment_id);
-        book.set(accountOf(ctx), mine(accountOf(ctx)).filter((appointment) => appointment.id !== appointment_id));
+        book.set(
+          accountOf(ctx),
+          mine(accountOf(ctx)).filter((appointment) => appointment.id !== appointment_id),
+        );
         return 'cancelled';
       },
     }),
@@ -56,7 +59,13 @@ const focusConfig = {
       { id: 'chat' },
     ],
     entities: [
-      { type: 'appointment', loadTool: 'get_my_appointments', ttlSeconds: 60, refreshAfter: ['cancel_appointment_by_id'], idArguments: { cancel_appointment_by_id: ['appointment_id'] } },
+      {
+        type: 'appointment',
+        loadTool: 'get_my_appointments',
+        ttlSeconds: 60,
+        refreshAfter: ['cancel_appointment_by_id'],
+        idArguments: { cancel_appointment_by_id: ['appointment_id'] },
+      },
     ],
   },
 };
@@ -73,7 +82,12 @@ function cancellingModel(tryId?: number) {
 
 describe('entities in focus, end to end', () => {
   it('the hidden block carries the ids and the cancel tool is called with the right one; nothing of it is shown', async () => {
-    const { tools, cancelled } = salon({ alice: [{ id: 41, what: 'Manicure with Olga, 2026-12-03 15:30' }, { id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' }] });
+    const { tools, cancelled } = salon({
+      alice: [
+        { id: 41, what: 'Manicure with Olga, 2026-12-03 15:30' },
+        { id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' },
+      ],
+    });
     harness = await createHarness(cancellingModel());
     const palaver = await harness.start(focusConfig, { tools });
     const reply = await palaver.chat({ userId: 'alice', text: 'Please cancel the haircut' });
@@ -85,7 +99,10 @@ describe('entities in focus, end to end', () => {
     expect(first.instructions).toContain('Cancel the appointment the person means.');
     expect(lastUserText(first)).toBe('Please cancel the haircut');
     const stored = await palaver.store.messages.listRecent(reply.sessionId, { limit: 20 });
-    expect(stored.filter((message) => message.audience === 'display').map((message) => message.content)).toEqual(['Please cancel the haircut', 'done: cancelled']);
+    expect(stored.filter((message) => message.audience === 'display').map((message) => message.content)).toEqual([
+      'Please cancel the haircut',
+      'done: cancelled',
+    ]);
     expect(stored.some((message) => message.content.includes('Hidden context'))).toBe(false);
     // The cancel changed the appointments: the next turn that needs them loads them afresh.
     expect(await palaver.store.focus.get(await ownerOf(palaver, reply.sessionId), 'appointment')).toBeUndefined();
@@ -115,7 +132,12 @@ describe('entities in focus, end to end', () => {
   });
 
   it('focus survives a restart, and a focus older than its TTL is reloaded', async () => {
-    const { tools, loads } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }, { id: 43, what: 'Haircut with Anna, again' }] });
+    const { tools, loads } = salon({
+      alice: [
+        { id: 42, what: 'Haircut with Anna' },
+        { id: 43, what: 'Haircut with Anna, again' },
+      ],
+    });
     let now = Date.parse('2026-11-24T10:00:00Z');
     harness = await createHarness((call) => ({ text: `seen ${/- id (\d+)/g.exec(call.instructions)?.[1] ?? 'none'}` }));
     const first = await harness.start(focusConfig, { tools, now: () => new Date(now) });
@@ -160,7 +182,9 @@ describe('the stage classification call, end to end', () => {
     const cancelling = cancellingModel();
     const agent = (call: ScriptedCall): ScriptedReply => (call.instructions.includes('## Current stage: cancel') ? cancelling(call) : { text: 'Hello!' });
     return (call: ScriptedCall): ScriptedReply =>
-      call.output?.name === 'conversation_stage' ? { text: classify(call), usage: { input: 30, output: 3 } } : { ...agent(call), usage: { input: 10, output: 2 } };
+      call.output?.name === 'conversation_stage'
+        ? { text: classify(call), usage: { input: 30, output: 3 } }
+        : { ...agent(call), usage: { input: 10, output: 2 } };
   }
 
   it('picks a stage no keyword matches: its scenario and focus reach the main call, and its tokens count with the turn', async () => {
@@ -177,7 +201,10 @@ describe('the stage classification call, end to end', () => {
     expect(classifier!.output!.schema).toMatchObject({ properties: { stage: { enum: ['view', 'cancel', 'chat'] } } });
     expect(classifier!.instructions).toContain('- cancel: The person wants to call off an appointment');
     // Only the last few messages, and none of the agent's instructions.
-    expect(classifier!.messages.map((item) => (item.type === 'message' ? item.content : item.type))).toEqual(['Hello!', "I can't make it tomorrow, drop the haircut"]);
+    expect(classifier!.messages.map((item) => (item.type === 'message' ? item.content : item.type))).toEqual([
+      'Hello!',
+      "I can't make it tomorrow, drop the haircut",
+    ]);
     expect(classifier!.instructions).not.toContain('You are a test agent.');
     expect(main!.model).toBe('scripted');
     expect(main!.instructions).toContain('Cancel the appointment the person means.');
@@ -203,7 +230,8 @@ describe('the stage classification call, end to end', () => {
     const { tools } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }] });
     let failCall = false;
     harness = await createHarness((call) => {
-      if (call.output?.name === 'conversation_stage') return failCall ? { error: { status: 500, message: 'classifier down' } } : { text: '{"stage": "refund"}', usage: { input: 30, output: 3 } };
+      if (call.output?.name === 'conversation_stage')
+        return failCall ? { error: { status: 500, message: 'classifier down' } } : { text: '{"stage": "refund"}', usage: { input: 30, output: 3 } };
       return { text: `answered in ${/## Current stage: (\w+)/.exec(call.instructions)?.[1] ?? 'the default stage'}`, usage: { input: 10, output: 2 } };
     });
     const palaver = await harness.start(classified, { tools });
@@ -229,11 +257,18 @@ describe('focus around the staged flow', () => {
   it('each stage still calls its own model, with the stage scenario in its instructions', async () => {
     const { tools } = salon({ alice: [{ id: 42, what: 'Haircut with Anna' }] });
     harness = await createHarness((call) => {
-      if (call.output?.name === 'intent') return { text: JSON.stringify({ direct: true, answer: 'You have a haircut with Anna.', intent: 'see appointments', details: '' }) };
+      if (call.output?.name === 'intent')
+        return { text: JSON.stringify({ direct: true, answer: 'You have a haircut with Anna.', intent: 'see appointments', details: '' }) };
       return { text: 'unexpected call' };
     });
     const palaver = await harness.start(
-      { ...focusConfig, agent: { flow: 'staged', type: 'salon' }, staged: { types: { salon: { intent: { name: 'intent-model' }, execution: { name: 'execution-model' }, organization: { name: 'organization-model' } } } } },
+      {
+        ...focusConfig,
+        agent: { flow: 'staged', type: 'salon' },
+        staged: {
+          types: { salon: { intent: { name: 'intent-model' }, execution: { name: 'execution-model' }, organization: { name: 'organization-model' } } },
+        },
+      },
       { tools },
     );
     expect((await palaver.chat({ userId: 'alice', text: 'show my appointments' })).text).toBe('You have a haircut with Anna.');
@@ -254,12 +289,16 @@ describe('focus in a group conversation', () => {
   });
 
   it("belongs to each member: one member's turn never sees another's entities nor passes their ids", async () => {
-    const { tools, cancelled, loads } = salon({ ann: [{ id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' }], ben: [{ id: 7, what: 'Beard trim with Oleg' }] });
+    const { tools, cancelled, loads } = salon({
+      ann: [{ id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' }],
+      ben: [{ id: 7, what: 'Beard trim with Oleg' }],
+    });
     harness = await createHarness((call) => {
       const last = call.messages.at(-1);
       if (last?.type === 'tool_result') return { text: `done: ${last.output}` };
       // Ben's turn tries Ann's appointment id, as a confused (or persuaded) model would.
-      if (call.instructions.includes('## Current stage: cancel')) return { toolCalls: [{ name: 'cancel_appointment_by_id', arguments: { appointment_id: 42 } }] };
+      if (call.instructions.includes('## Current stage: cancel'))
+        return { toolCalls: [{ name: 'cancel_appointment_by_id', arguments: { appointment_id: 42 } }] };
       return { text: 'here they are' };
     });
     const group = new MemoryChannel({ name: 'group' });

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { FocusError, FocusKeeper, MemoryFocusStore, focusIsEmpty, hiddenFocusBlock, type FocusEntityType, type FocusSnapshot } from '../../../src/runtime/context/focus.js';
+import {
+  FocusError,
+  FocusKeeper,
+  MemoryFocusStore,
+  focusIsEmpty,
+  hiddenFocusBlock,
+  type FocusEntityType,
+  type FocusSnapshot,
+} from '../../../src/runtime/context/focus.js';
 
 const appointment: FocusEntityType = {
   type: 'appointment',
@@ -101,10 +109,10 @@ describe('checking ids in tool calls', () => {
     expect(keeper.check(call('move', { appointment_id: 9, pet_id: 'tom' }), focus)).toEqual({
       isError: true,
       content:
-        "Refused: pet_id=\"tom\" is not the id of one of the person's pet in focus (ids in focus: rex-1). Take ids only from the hidden context block; do not guess them.",
+        'Refused: pet_id="tom" is not the id of one of the person\'s pet in focus (ids in focus: rex-1). Take ids only from the hidden context block; do not guess them.',
     });
     expect(keeper.check(call('cancel_appointment_by_id', { appointment_id: 8 }), [])).toMatchObject({
-      content: expect.stringContaining('appointment_id=8 is not the id of one of the person\'s appointment in focus (ids in focus: none)'),
+      content: expect.stringContaining("appointment_id=8 is not the id of one of the person's appointment in focus (ids in focus: none)"),
     });
   });
 

@@ -56,8 +56,24 @@ describe('earlier history bounded by estimated tokens', () => {
 
 describe('boundHistory', () => {
   const message = (seq: number, tokenEstimate: number): StoredMessage => ({
-    id: `m${seq}`, sessionId: 's1', seq, role: seq % 2 ? 'user' : 'assistant', audience: 'display', content: `#${seq}`, toolCalls: null, toolCallId: null, model: null,
-    inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, tokenEstimate, cost: '0', currency: 'USD', correlationId: null, meta: null, createdAt: new Date(0),
+    id: `m${seq}`,
+    sessionId: 's1',
+    seq,
+    role: seq % 2 ? 'user' : 'assistant',
+    audience: 'display',
+    content: `#${seq}`,
+    toolCalls: null,
+    toolCallId: null,
+    model: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedInputTokens: 0,
+    tokenEstimate,
+    cost: '0',
+    currency: 'USD',
+    correlationId: null,
+    meta: null,
+    createdAt: new Date(0),
   });
   const seqs = (messages: readonly StoredMessage[]): number[] => messages.map((m) => m.seq);
 

@@ -2,9 +2,31 @@ import { describe, expect, it } from 'vitest';
 import type { StoredMessage } from '../../../src/domain/model.js';
 import { historyMessageIds, historyToInput, newMessagesToInput } from '../../../src/runtime/context/history.js';
 
-const stored = (seq: number, role: 'user' | 'assistant', content: string, meta: Record<string, unknown> | null, audience: 'display' | 'audit' = 'display'): StoredMessage => ({
-  id: `s${seq}`, sessionId: 's1', seq, role, audience, content, toolCalls: null, toolCallId: null, model: null,
-  inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, tokenEstimate: 1, cost: '0', currency: 'USD', correlationId: null, meta, createdAt: new Date(0),
+const stored = (
+  seq: number,
+  role: 'user' | 'assistant',
+  content: string,
+  meta: Record<string, unknown> | null,
+  audience: 'display' | 'audit' = 'display',
+): StoredMessage => ({
+  id: `s${seq}`,
+  sessionId: 's1',
+  seq,
+  role,
+  audience,
+  content,
+  toolCalls: null,
+  toolCallId: null,
+  model: null,
+  inputTokens: 0,
+  outputTokens: 0,
+  cachedInputTokens: 0,
+  tokenEstimate: 1,
+  cost: '0',
+  currency: 'USD',
+  correlationId: null,
+  meta,
+  createdAt: new Date(0),
 });
 
 describe('message ids shown to the model (actions mode)', () => {
@@ -29,7 +51,13 @@ describe('message ids shown to the model (actions mode)', () => {
   });
 
   it('shows no ids in text mode', () => {
-    expect(historyToInput(history).map((item) => (item.type === 'message' ? item.content : ''))).toEqual(['hello', 'Hi!', 'imported', 'sneaky', 'before ids were kept']);
+    expect(historyToInput(history).map((item) => (item.type === 'message' ? item.content : ''))).toEqual([
+      'hello',
+      'Hi!',
+      'imported',
+      'sneaky',
+      'before ids were kept',
+    ]);
   });
 
   it('labels a group message with its sender after its id', () => {

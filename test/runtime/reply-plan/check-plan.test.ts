@@ -6,7 +6,8 @@ const options: ReplyPlanCheckOptions = {
   recentMessageIds: new Set(['76', '77']),
 };
 
-const check = (answer: unknown, extra: Partial<ReplyPlanCheckOptions> = {}) => checkReplyPlan(typeof answer === 'string' ? answer : JSON.stringify(answer), { ...options, ...extra });
+const check = (answer: unknown, extra: Partial<ReplyPlanCheckOptions> = {}) =>
+  checkReplyPlan(typeof answer === 'string' ? answer : JSON.stringify(answer), { ...options, ...extra });
 const plan = (...actions: unknown[]) => ({ actions });
 
 describe('reply plan check', () => {
@@ -55,7 +56,11 @@ describe('reply plan check', () => {
   });
 
   it('refuses an unknown action by its type', () => {
-    expect(check(plan({ type: 'send_sticker', sticker: 'cat' }))).toMatchObject({ ok: false, reason: 'unknown_action', problem: expect.stringContaining('send_sticker') });
+    expect(check(plan({ type: 'send_sticker', sticker: 'cat' }))).toMatchObject({
+      ok: false,
+      reason: 'unknown_action',
+      problem: expect.stringContaining('send_sticker'),
+    });
   });
 
   it('refuses a known action with a wrong or extra field', () => {
@@ -75,8 +80,16 @@ describe('reply plan check', () => {
 
   it('counts each message of send_messages toward maxActions, as separate send_message actions count', () => {
     const texts = (count: number) => Array.from({ length: count }, (_, index) => `message ${index}`);
-    expect(check(plan({ type: 'send_messages', messages: texts(11) }))).toMatchObject({ ok: false, reason: 'too_many_actions', problem: expect.stringContaining('11 actions') });
-    expect(check(plan({ type: 'send_messages', messages: texts(1_000) }))).toMatchObject({ ok: false, reason: 'too_many_actions', problem: expect.stringContaining('1000 actions') });
+    expect(check(plan({ type: 'send_messages', messages: texts(11) }))).toMatchObject({
+      ok: false,
+      reason: 'too_many_actions',
+      problem: expect.stringContaining('11 actions'),
+    });
+    expect(check(plan({ type: 'send_messages', messages: texts(1_000) }))).toMatchObject({
+      ok: false,
+      reason: 'too_many_actions',
+      problem: expect.stringContaining('1000 actions'),
+    });
     // Five other actions and six messages in one send_messages make eleven.
     const five = Array.from({ length: 5 }, () => ({ type: 'wait', seconds: 1 }));
     expect(check(plan(...five, { type: 'send_messages', messages: texts(6) }))).toMatchObject({ ok: false, reason: 'too_many_actions' });
@@ -91,13 +104,20 @@ describe('reply plan check', () => {
   });
 
   it('refuses waits and typing that add up to more than the total allowed', () => {
-    expect(check(plan({ type: 'wait', seconds: 30 }, { type: 'fake_typing', seconds: 30 }, { type: 'wait', seconds: 0.5 }))).toMatchObject({ ok: false, reason: 'too_long_waits' });
+    expect(check(plan({ type: 'wait', seconds: 30 }, { type: 'fake_typing', seconds: 30 }, { type: 'wait', seconds: 0.5 }))).toMatchObject({
+      ok: false,
+      reason: 'too_long_waits',
+    });
     expect(check(plan({ type: 'wait', seconds: 30 }, { type: 'fake_typing', seconds: 30 }))).toMatchObject({ ok: true });
   });
 
   it('refuses an empty or over-long message, and send_messages without messages', () => {
     expect(check(plan({ type: 'send_message', text: '   ' }))).toMatchObject({ ok: false, reason: 'invalid_text' });
-    expect(check(plan({ type: 'send_messages', messages: ['ok', 'x'.repeat(101)] }))).toMatchObject({ ok: false, reason: 'invalid_text', problem: expect.stringContaining('message 1') });
+    expect(check(plan({ type: 'send_messages', messages: ['ok', 'x'.repeat(101)] }))).toMatchObject({
+      ok: false,
+      reason: 'invalid_text',
+      problem: expect.stringContaining('message 1'),
+    });
     expect(check(plan({ type: 'send_messages', messages: [] }))).toMatchObject({ ok: false, reason: 'invalid_text' });
   });
 
