@@ -2,7 +2,8 @@
  * Where a Palaver turn's time goes, without a profiler: counts the SQL statements a turn runs (by text), times
  * better-sqlite3's prepare and execute, and times the per-turn helpers suspected of being expensive. With
  * `--postgres`, the turns run on a scratch PostgreSQL database (see bench-postgres.ts) and every `pg` query is one
- * round trip, counted and timed from send to answer (so it includes waiting for the server).
+ * round trip, counted and timed from send to answer (so it includes waiting for the server), and PostgreSQL's own
+ * count of committed transactions (`pg_stat_database.xact_commit`) is read before and after the measured turns.
  * Everything in one process (scripted model server included), so use it for counts and ratios, not throughput.
  *
  * Usage: node --import tsx bench/diagnose-turn.ts [turns=400] [concurrency=8] [--postgres]
@@ -75,6 +76,8 @@ proto.prepare = function prepare(this: BetterSqlite3.Database, text: string) {
 };
 
 // Wrap pg: each query (a simple query, or a parse/bind/execute of a prepared one) is one round trip to the server.
+const inTransaction = new WeakSet<pg.Client>();
+let clientCommits = 0;
 const clientProto = pg.Client.prototype as unknown as { query(this: pg.Client, ...args: unknown[]): unknown };
 const originalQuery = clientProto.query;
 clientProto.query = function query(this: pg.Client, ...args: unknown[]) {
@@ -82,6 +85,13 @@ clientProto.query = function query(this: pg.Client, ...args: unknown[]) {
   const text = typeof first === 'string' ? first : String((first as { text?: unknown } | undefined)?.text ?? '?');
   trace?.push(text.replace(/\s+/g, ' ').slice(0, 140));
   if (!counting) return originalQuery.apply(this, args);
+  // A commit is a `commit`, or any statement outside a transaction (PostgreSQL runs it in one of its own).
+  const statement = text.trim().toLowerCase();
+  if (statement === 'begin' || statement.startsWith('begin ')) inTransaction.add(this);
+  else if (statement === 'commit' || statement === 'rollback') {
+    inTransaction.delete(this);
+    if (statement === 'commit') clientCommits += 1;
+  } else if (!inTransaction.has(this)) clientCommits += 1;
   const stats = statsFor(text);
   const t0 = performance.now();
   const done = () => {
@@ -102,6 +112,24 @@ clientProto.query = function query(this: pg.Client, ...args: unknown[]) {
   return result instanceof Promise ? result.finally(done) : result;
 };
 
+/**
+ * Transactions committed in the database, as PostgreSQL counts them (every statement outside a transaction is one).
+ * An idle backend reports its counts after 10 s (PGSTAT_IDLE_INTERVAL), a closing one at once: it waits `waitMs` first.
+ */
+async function serverCommits(url: string, waitMs: number): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ commits: string }>('select xact_commit as commits from pg_stat_database where datname = current_database()');
+    return Number(rows[0]!.commits) + 1;
+  } finally {
+    await client.end();
+  }
+}
+
+const IDLE_STATS_FLUSH_MS = 11_000;
+
 const postgres = onPostgres ? await createBenchPostgresDatabase() : undefined;
 const dir = mkdtempSync(join(tmpdir(), 'palaver-diag-'));
 mkdirSync(join(dir, 'instructions'));
@@ -116,13 +144,26 @@ const palaver = await createPalaver(
   },
   { tools: [lookupTool], logger: silentLogger() },
 );
+let closed = false;
 try {
   await runWorkers(concurrency, 50, (worker) => palaver.chat({ userId: `warmup-${worker}`, text: USER_TEXT }).then(() => {}));
+  trace = [];
+  await palaver.chat({ userId: 'warmup-0', text: USER_TEXT });
+  const traced = trace;
+  trace = undefined;
+  const commits0 = postgres ? await serverCommits(postgres.url, IDLE_STATS_FLUSH_MS) : 0;
   counting = true;
   const cpu0 = process.cpuUsage();
   const run = await runWorkers(concurrency, turns, (worker) => palaver.chat({ userId: `user-${worker}`, text: USER_TEXT }).then(() => {}));
   const cpu = process.cpuUsage(cpu0);
   counting = false;
+  // Closing disconnects Palaver's pools, which reports their counts at once (the read before counted itself once).
+  let commits = 0;
+  if (postgres) {
+    await palaver.close();
+    closed = true;
+    commits = (await serverCommits(postgres.url, 200)) - commits0 - 1;
+  }
 
   const total = [...bySql.values()].reduce(
     (sum, s) => ({
@@ -139,7 +180,8 @@ try {
   );
   console.log(
     onPostgres
-      ? `PostgreSQL round trips per turn: ${perTurn(total.executes)}, ${(total.executeUs / turns / 1000).toFixed(3)} ms from send to answer`
+      ? `PostgreSQL round trips per turn: ${perTurn(total.executes)}, ${(total.executeUs / turns / 1000).toFixed(3)} ms from send to answer; ` +
+          `commits per turn: ${perTurn(clientCommits)} sent by Palaver, ${perTurn(commits)} in pg_stat_database (autovacuum's too)`
       : `SQL per turn: ${perTurn(total.prepares)} statements prepared, ${perTurn(total.executes)} executed; ` +
           `prepare ${(total.prepareUs / turns / 1000).toFixed(3)} ms + execute ${(total.executeUs / turns / 1000).toFixed(3)} ms per turn`,
   );
@@ -159,11 +201,8 @@ try {
   };
   console.log('');
   time('renderRuntimeFacts (new Intl.DateTimeFormat per call; once per turn)', 2000, () => renderRuntimeFacts({ now: new Date(), timeZone: 'UTC' }));
-  trace = [];
-  await palaver.chat({ userId: 'user-0', text: USER_TEXT });
-  console.log(`\none more turn, its ${trace.length} statements in order:`);
-  for (const text of trace) console.log(`  ${text}`);
-  trace = undefined;
+  console.log(`\none more turn (after the warm-up), its ${traced.length} statements in order:`);
+  for (const text of traced) console.log(`  ${text}`);
   const cached = new Intl.DateTimeFormat('en-GB', {
     timeZone: 'UTC',
     weekday: 'long',
@@ -176,7 +215,7 @@ try {
   });
   time('  the same with a cached Intl.DateTimeFormat', 2000, () => cached.format(new Date()));
 } finally {
-  await palaver.close();
+  if (!closed) await palaver.close();
   await model.close();
   await postgres?.drop();
   rmSync(dir, { recursive: true, force: true });
