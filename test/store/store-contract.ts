@@ -1601,6 +1601,41 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(await store.transaction((tx) => tx.claims.holds({ ...conversation(), owner: 'a', token: 1 }))).toBe(false);
       });
 
+      it("answers a claim with the session's pause when asked, in the claim itself", async () => {
+        const session = await givenSession();
+        const where = { channel: session.channel, conversationId: session.conversationId };
+        const first = await store.claims.claim({ ...where, owner: 'a', now: 1_000, ttlMs: TTL, pausedSession: session.id });
+        expect(first).toEqual({ claimed: true, token: 1, previousOwner: null, paused: false });
+        await store.sessions.setPaused(session.id, true);
+        expect(await store.claims.claim({ ...where, owner: 'a', now: 1_100, ttlMs: TTL, pausedSession: session.id })).toMatchObject({
+          claimed: true,
+          paused: true,
+        });
+        // A refused claim says nothing of the session.
+        expect(await store.claims.claim({ ...where, owner: 'b', now: 1_200, ttlMs: TTL, pausedSession: session.id })).toEqual({ claimed: false, owner: 'a' });
+      });
+
+      it('releases in a closing write only the claim the fence names, and frees it for the next process', async () => {
+        const where = conversation();
+        const old = await store.claims.claim({ ...where, owner: 'a', now: 1_000, ttlMs: TTL });
+        if (!old.claimed) throw new Error('claim refused');
+        const fence = { ...where, owner: 'a', token: old.token };
+        expect(await store.transaction((tx) => tx.claims.releaseIfHeld(fence))).toBe(true);
+        // Released, a's token still holds (its next write under the same claim may follow) until b claims.
+        expect(await store.transaction((tx) => tx.claims.holds(fence))).toBe(true);
+        expect(await store.claims.claim({ ...where, owner: 'b', now: 1_100, ttlMs: TTL })).toMatchObject({ claimed: true, previousOwner: 'a' });
+        expect(await store.transaction((tx) => tx.claims.releaseIfHeld(fence))).toBe(false);
+        // A closing write that rolls back releases nothing.
+        const b = { ...where, owner: 'b', token: old.token + 1 };
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.claims.releaseIfHeld(b);
+            throw new Error('the closing write failed');
+          }),
+        ).rejects.toThrow('the closing write failed');
+        expect(await store.claims.claim({ ...where, owner: 'c', now: 1_200, ttlMs: TTL })).toEqual({ claimed: false, owner: 'b' });
+      });
+
       it('gives exactly one of many simultaneous claimants the conversation', async () => {
         const where = conversation();
         const owners = Array.from({ length: 6 }, (_, index) => `racer-${index}`);

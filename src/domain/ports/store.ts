@@ -581,7 +581,13 @@ export interface ConversationFence {
 
 /** What {@link ConversationClaimRepository.claim} answers. */
 export type ClaimOutcome =
-  | { readonly claimed: true; readonly token: number; readonly previousOwner: string | null }
+  | {
+      readonly claimed: true;
+      readonly token: number;
+      readonly previousOwner: string | null;
+      /** Whether an operator paused the session `pausedSession` names (only when given): read in the claim's statement. */
+      readonly paused?: boolean;
+    }
   | { readonly claimed: false; readonly owner: string };
 
 /**
@@ -602,6 +608,8 @@ export interface ConversationClaimRepository {
     readonly owner: string;
     readonly now: number;
     readonly ttlMs: number;
+    /** A session of the conversation whose pause the claim reads with it, so a turn needs no read of its own. */
+    readonly pausedSession?: string;
   }): Promise<ClaimOutcome>;
   /**
    * In a transaction: whether the fence still holds (its owner and token are the claim's). Locks the claim until the
@@ -610,6 +618,12 @@ export interface ConversationClaimRepository {
   holds(fence: ConversationFence): Promise<boolean>;
   /** Ends the claim (its turn is over), if it is still the fence's; the conversation is free for anyone. */
   release(fence: ConversationFence): Promise<void>;
+  /**
+   * In a transaction: {@link holds} and {@link release} at once, for a turn's closing write (on PostgreSQL and SQLite
+   * one statement). The claim is locked until the transaction ends and free for anyone once it commits; its owner's
+   * token still {@link holds} until someone else claims it. Whether the fence held.
+   */
+  releaseIfHeld(fence: ConversationFence): Promise<boolean>;
   /** Extends every live claim `owner` holds until `now + ttlMs`; returns how many. */
   renew(owner: string, now: number, ttlMs: number): Promise<number>;
 }

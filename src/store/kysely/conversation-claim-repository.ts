@@ -27,12 +27,19 @@ export class KyselyConversationClaimRepository implements ConversationClaimRepos
     readonly owner: string;
     readonly now: number;
     readonly ttlMs: number;
+    readonly pausedSession?: string;
   }): Promise<ClaimOutcome> {
-    const { channel, conversationId, owner, now, ttlMs } = input;
+    const { channel, conversationId, owner, now, ttlMs, pausedSession } = input;
+    const paused = (row: object | undefined) =>
+      pausedSession === undefined ? {} : { paused: (row as { paused_at?: unknown } | undefined)?.paused_at != null };
     if (this.#ctx.dialect.guardedUpsertReturning) {
       return storeOperation('claims.claim', async () => {
-        const [row] = (await claimInOneStatement.execute(this.#ctx.db, { channel, conversationId, owner, now, until: now + ttlMs })).rows;
-        if (row !== undefined) return { claimed: true, token: Number(row.token), previousOwner: row.previous_owner };
+        const values = { channel, conversationId, owner, now, until: now + ttlMs };
+        const [row] =
+          pausedSession === undefined
+            ? (await claimInOneStatement.execute(this.#ctx.db, values)).rows
+            : (await claimReadingPause.execute(this.#ctx.db, { ...values, sessionId: pausedSession })).rows;
+        if (row !== undefined) return { claimed: true, token: Number(row.token), previousOwner: row.previous_owner, ...paused(row) };
         // Refused: who holds it is only for the caller's logs, so a read after the fact is enough.
         const [held] = (await readClaim.execute(this.#ctx.db, { channel, conversationId })).rows;
         return { claimed: false, owner: held?.owner ?? '' };
@@ -47,8 +54,10 @@ export class KyselyConversationClaimRepository implements ConversationClaimRepos
           await insertFreeClaim.execute(db, key);
           const taken = await takeClaim.execute(db, { ...key, owner, now, until: now + ttlMs });
           const [row] = (await readClaim.execute(db, key)).rows;
-          if (row !== undefined && Number(taken.numAffectedRows ?? 0n) === 1 && row.owner === owner)
-            return { claimed: true, token: Number(row.token), previousOwner: row.previous_owner };
+          if (row !== undefined && Number(taken.numAffectedRows ?? 0n) === 1 && row.owner === owner) {
+            const [session] = pausedSession === undefined ? [] : (await readPause.execute(db, { sessionId: pausedSession })).rows;
+            return { claimed: true, token: Number(row.token), previousOwner: row.previous_owner, ...paused(session) };
+          }
           return { claimed: false, owner: row?.owner ?? '' };
         }),
       ),
@@ -65,6 +74,17 @@ export class KyselyConversationClaimRepository implements ConversationClaimRepos
   release(fence: ConversationFence): Promise<void> {
     return storeOperation('claims.release', async () => {
       await releaseClaim.execute(this.#ctx.db, fence);
+    });
+  }
+
+  releaseIfHeld(fence: ConversationFence): Promise<boolean> {
+    return storeOperation('claims.releaseIfHeld', async () => {
+      if (this.#ctx.dialect.guardedUpsertReturning) return (await releaseReturning.execute(this.#ctx.db, fence)).rows.length === 1;
+      // MySQL: no RETURNING; the locking read, then the release under its lock.
+      const [row] = (await lockClaim.execute(this.#ctx.db, { channel: fence.channel, conversationId: fence.conversationId })).rows;
+      if (row === undefined || row.owner !== fence.owner || Number(row.token) !== fence.token) return false;
+      await releaseClaim.execute(this.#ctx.db, fence);
+      return true;
     });
   }
 
@@ -108,6 +128,33 @@ const claimInOneStatement = prepared((db, $: { channel: string; conversationId: 
     .returning(['owner', 'previous_owner', 'token']),
 );
 
+// The same claim, answering with the session's pause too: the turn that claims learns it without a read of its own.
+const claimReadingPause = prepared((db, $: { channel: string; conversationId: string; owner: string; now: number; until: number; sessionId: string }) =>
+  db
+    .insertInto('conversation_claims')
+    .values({ channel: $.channel, conversation_id: $.conversationId, owner: $.owner, previous_owner: null, token: 1, claimed_until: $.until })
+    .onConflict((oc) =>
+      oc
+        .columns(['channel', 'conversation_id'])
+        .doUpdateSet({
+          previous_owner: sql.ref('conversation_claims.owner'),
+          owner: $.owner,
+          token: sql`conversation_claims.token + 1`,
+          claimed_until: $.until,
+        })
+        .where((eb) =>
+          eb.or([
+            eb('conversation_claims.claimed_until', '<', $.now),
+            eb('conversation_claims.owner', '=', $.owner),
+            eb('conversation_claims.owner', 'is', null),
+          ]),
+        ),
+    )
+    .returning((eb) => ['owner', 'previous_owner', 'token', eb.selectFrom('sessions').select('paused_at').where('id', '=', $.sessionId).as('paused_at')]),
+);
+
+const readPause = prepared((db, $: { sessionId: string }) => db.selectFrom('sessions').select('paused_at').where('id', '=', $.sessionId));
+
 const insertFreeClaim = prepared((db, $: { channel: string; conversationId: string }, dialect) =>
   dialect.insertOrIgnore(
     db
@@ -149,4 +196,15 @@ const releaseClaim = prepared((db, $: { channel: string; conversationId: string;
     .where('conversation_id', '=', $.conversationId)
     .where('owner', '=', $.owner)
     .where('token', '=', $.token),
+);
+
+const releaseReturning = prepared((db, $: { channel: string; conversationId: string; owner: string; token: number }) =>
+  db
+    .updateTable('conversation_claims')
+    .set({ claimed_until: 0 })
+    .where('channel', '=', $.channel)
+    .where('conversation_id', '=', $.conversationId)
+    .where('owner', '=', $.owner)
+    .where('token', '=', $.token)
+    .returning('token'),
 );
