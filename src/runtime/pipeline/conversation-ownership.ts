@@ -11,8 +11,15 @@ export interface TurnClaim {
    * its messages may have been answered there.
    */
   readonly takenFromAnother: boolean;
+  /** Whether an operator paused the conversation's session (read with the claim). */
+  readonly paused: boolean;
   /** Checks, in the transaction `tx` of a turn's write, that the claim still holds. @throws FencedOut when it does not. */
   check(tx: Store): Promise<void>;
+  /**
+   * The check of a turn's closing write, which also ends the claim when that write commits: the conversation is free
+   * for the next turn with no write of its own. @throws FencedOut when the claim no longer holds.
+   */
+  end(tx: Store): Promise<void>;
 }
 
 export interface ConversationOwnershipOptions {
@@ -45,7 +52,7 @@ export class ConversationOwnership {
   /** Claims the conversation for a turn; undefined while another process's turn holds it. */
   async claim(channel: string, conversationId: string, sessionId: string, userIds: readonly string[]): Promise<TurnClaim | undefined> {
     const { store, owner, leaseMs, cache } = this.#options;
-    const outcome = await store.claims.claim({ channel, conversationId, owner, now: this.#now(), ttlMs: leaseMs });
+    const outcome = await store.claims.claim({ channel, conversationId, owner, now: this.#now(), ttlMs: leaseMs, pausedSession: sessionId });
     if (!outcome.claimed) return undefined;
     const fence: ConversationFence = { channel, conversationId, owner, token: outcome.token };
     this.#unreleased.delete(keyOf(fence));
@@ -55,18 +62,24 @@ export class ConversationOwnership {
       cache.invalidate({ kind: 'history', sessionId });
       for (const userId of userIds) cache.invalidate({ kind: 'state', userId });
     }
+    const fencedOut = () => new FencedOut(`another process took conversation ${conversationId} over while this turn ran; it stores and sends nothing more`);
     return {
       fence,
       takenFromAnother,
+      paused: outcome.paused === true,
       check: async (tx) => {
-        if (!(await tx.claims.holds(fence))) {
-          throw new FencedOut(`another process took conversation ${conversationId} over while this turn ran; it stores and sends nothing more`);
-        }
+        if (!(await tx.claims.holds(fence))) throw fencedOut();
+      },
+      end: async (tx) => {
+        if (!(await tx.claims.releaseIfHeld(fence))) throw fencedOut();
       },
     };
   }
 
-  /** Ends a turn's claim. Never throws: a release the database refused is tried again with the next renewal. */
+  /**
+   * Ends a turn's claim when its closing write did not (it failed, or the turn carries out a reply plan after it).
+   * Never throws: a release the database refused is tried again with the next renewal.
+   */
   async release(claim: TurnClaim): Promise<void> {
     try {
       await this.#options.store.claims.release(claim.fence);

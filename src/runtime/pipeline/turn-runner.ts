@@ -1,6 +1,7 @@
 import { FencedOut } from '../../domain/errors.js';
 import type { InboundRecord } from '../../domain/model.js';
 import type { AcceptOptions, Channel } from '../../domain/ports/channel.js';
+import type { Store } from '../../domain/ports/store.js';
 import type { Participant } from '../conversation-cache.js';
 import type { Inbox } from '../inbox.js';
 import { runTurn } from '../turn/run-turn.js';
@@ -124,11 +125,12 @@ export class TurnRunner {
       this.#awaitOwner(handedOver, fresh);
       return;
     }
+    const turn: ClaimedTurn = { claim, ended: false };
     try {
       // Another process's turn ran since: it may have answered these messages, or be part-way through them.
-      await this.#runClaimed(handedOver, fresh && !claim.takenFromAnother, claim);
+      await this.#runClaimed(handedOver, fresh && !claim.takenFromAnother, turn);
     } finally {
-      await this.#ownership.release(claim);
+      if (!turn.ended) await this.#ownership.release(claim);
     }
   }
 
@@ -148,12 +150,13 @@ export class TurnRunner {
     retry.unref();
   }
 
-  async #runClaimed(handedOver: Batch, fresh: boolean, claim: TurnClaim): Promise<void> {
+  async #runClaimed(handedOver: Batch, fresh: boolean, turn: ClaimedTurn): Promise<void> {
     const lease = this.#lease;
+    const { claim } = turn;
     // A turn a crash cut off resumes with the batch it started with; the other messages wait for the next turn.
     let formed: Awaited<ReturnType<typeof formBatch>>;
     try {
-      if (await this.#held(handedOver)) return;
+      if (await this.#held(handedOver, claim)) return;
       formed = fresh ? { messages: handedOver, later: [] } : await formBatch(this.#deps.store, handedOver, lease);
     } catch (error) {
       this.#deps.logger.error({ err: error, correlationId: handedOver[0].inbound.correlationId }, 'could not read the inbox; trying the turn again shortly');
@@ -165,8 +168,9 @@ export class TurnRunner {
     if (formedBatch === undefined) return;
     const { due, exhausted } = byAttempts(formedBatch, this.#maxTurnAttempts);
     try {
-      if (isNonEmpty(exhausted)) await this.#giveUp(exhausted, exhausted.length === formedBatch.length ? resume : undefined, claim);
-      if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined, claim);
+      // The last turn under the claim ends it in its closing write.
+      if (isNonEmpty(exhausted)) await this.#giveUp(exhausted, exhausted.length === formedBatch.length ? resume : undefined, turn, !isNonEmpty(due));
+      if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined, turn);
     } catch (error) {
       if (!(error instanceof FencedOut)) throw error;
       this.#deps.metrics.turnsFencedOut.inc();
@@ -180,12 +184,12 @@ export class TurnRunner {
   /**
    * Whether an operator paused the conversation: then its messages stay stored and queued, leased to nobody, and
    * no turn answers them until it is resumed (see `Pipeline.answerHeld`). Asked of the store when the turn is about
-   * to start (after the quiet window), so a pause made by any process holds it; a turn already running finishes.
+   * to start (after the quiet window; the claim's statement reads it), so a pause made by any process holds it; a
+   * turn already running finishes.
    */
-  async #held(batch: Batch): Promise<boolean> {
+  async #held(batch: Batch, claim: TurnClaim): Promise<boolean> {
     const first = batch[0].inbound;
-    const session = await this.#deps.store.sessions.findById(first.sessionId);
-    if (session?.pausedAt == null) return false;
+    if (!claim.paused) return false;
     // The store decides again in one statement: a resume since the read above lets the turn run after all.
     const held = await this.#deps.store.inbound.hold(batch.map((item) => item.inbound.id));
     if (held === 0) return false;
@@ -196,7 +200,7 @@ export class TurnRunner {
     return true;
   }
 
-  async #answer(batch: Batch, resume: TurnRequest['resume'], claim: TurnClaim): Promise<void> {
+  async #answer(batch: Batch, resume: TurnRequest['resume'], turn: ClaimedTurn): Promise<void> {
     const lease = this.#lease;
     const first = batch[0];
     if (batch.length > 1) {
@@ -215,16 +219,19 @@ export class TurnRunner {
       return plan.signal;
     };
     const interruptible = this.#deps.replies.actions.interruptOnNewMessage;
+    const closing = closingFence(turn);
     const outcome = await runTurn(this.#deps, {
       messages: batch,
       lease,
-      fence: claim.check,
+      fence: turn.claim.check,
+      endClaim: closing.endClaim,
       ...(resume ? { resume } : {}),
       ...(interruptible ? { interrupt } : {}),
     }).finally(() => {
       if (plan !== undefined && this.#interruptible.get(key) === plan) this.#interruptible.delete(key);
     });
     const seconds = stop();
+    closing.settle(outcome !== undefined);
     if (!outcome) {
       await this.#retryLater(batch);
       return;
@@ -271,20 +278,23 @@ export class TurnRunner {
    * not even that can be stored, they are marked abandoned so nobody takes them again; when the database cannot
    * even do that, they are tried again later (still without the model).
    */
-  async #giveUp(batch: Batch, resume: TurnRequest['resume'], claim: TurnClaim): Promise<void> {
+  async #giveUp(batch: Batch, resume: TurnRequest['resume'], turn: ClaimedTurn, lastUnderClaim: boolean): Promise<void> {
     const ids = batch.map((item) => item.inbound.id);
     const where = {
       correlationId: batch[0].inbound.correlationId,
       joined: batch.slice(1).map((item) => item.inbound.correlationId),
       attempts: batch[0].inbound.attempts,
     };
+    const closing = lastUnderClaim ? closingFence(turn) : undefined;
     const outcome = await runTurn(this.#deps, {
       messages: batch,
       lease: this.#lease,
       attemptsExhausted: true,
-      fence: claim.check,
+      fence: turn.claim.check,
+      ...(closing ? { endClaim: closing.endClaim } : {}),
       ...(resume ? { resume } : {}),
     });
+    closing?.settle(outcome !== undefined);
     if (!outcome) {
       try {
         await this.#deps.store.inbound.markAbandoned(ids);
@@ -306,6 +316,31 @@ export class TurnRunner {
     }
     this.#deps.metrics.turnsAbandoned.inc(batch.length);
   }
+}
+
+/** A claim and whether a turn's closing write ended it (then the runner has nothing left to release). */
+interface ClaimedTurn {
+  readonly claim: TurnClaim;
+  ended: boolean;
+}
+
+/**
+ * The closing fence of the last turn under a claim, which ends the claim in that write. Whether it did is known once
+ * the turn returns: with an outcome, its closing write committed (`settle(true)`); a closing write that used the fence
+ * and then rolled back (or a reply plan that keeps the claim) leaves the release to the runner.
+ */
+function closingFence(turn: ClaimedTurn): { readonly endClaim: (tx: Store) => Promise<void>; settle(closed: boolean): void } {
+  let used = false;
+  return {
+    endClaim: async (tx) => {
+      used = false;
+      await turn.claim.end(tx);
+      used = true;
+    },
+    settle: (closed) => {
+      if (closed && used) turn.ended = true;
+    },
+  };
 }
 
 /** Longest wait before a batch whose conversation another process is answering asks for it again. */

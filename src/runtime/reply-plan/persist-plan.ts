@@ -98,6 +98,8 @@ async function storePlan(
       .map((step) =>
         step.kind === 'send' ? { text: step.text, replyTo: step.replyTo } : { text: '', reaction: { emoji: step.emoji, messageId: step.messageId } },
       ),
+    // The plan is carried out after this write, paced by its waits: the conversation stays this turn's until it is done.
+    keepsClaim: true,
   });
   const { version, state } = saved!;
   deps.cache.rememberState(scope.user.id, { version, state });

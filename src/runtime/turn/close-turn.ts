@@ -28,6 +28,11 @@ export interface TurnClosing {
   readonly state?: (stored: readonly StoredMessage[]) => UserState;
   /** For a channel that delivers offline, what goes to the outbox (as parts of the turn's reply), in order. */
   readonly outbox: readonly OutboxPart[];
+  /**
+   * The turn goes on after this write under its claim (a reply plan, paced by waits, is carried out): the claim is
+   * not ended here. Default: it ends with this write, and the reply's sending needs no claim.
+   */
+  readonly keepsClaim?: boolean;
 }
 
 export interface ClosedTurn {
@@ -39,14 +44,14 @@ export interface ClosedTurn {
 
 /**
  * The turn's closing write, in one transaction: its messages and the session's change, the inbox's "answered" mark
- * (fenced: another process that answered them meanwhile wins, and nothing is stored), the journal's end, the budget
- * settled, the context reset, the user's state and the outbox. Every kind of reply ends its turn here.
+ * (fenced: another process that answered them meanwhile wins, and nothing is stored), the journal's end and the
+ * conversation claim's (unless `keepsClaim`), the budget settled, the context reset, the user's state and the outbox. Every kind of reply ends its turn here.
  * @throws FencedOut when another turn answered one of the messages meanwhile.
  */
 export async function closeTurn(scope: TurnScope, closing: TurnClosing): Promise<ClosedTurn> {
   return scope.deps.store.transaction(async (tx) => {
     const stored = await tx.messages.append(scope.session.id, closing.messages, closing.session);
-    await markAnswered(scope, tx, (closing.answeredBy ?? lastOf)(stored));
+    await markAnswered(scope, tx, (closing.answeredBy ?? lastOf)(stored), closing.keepsClaim !== true);
     if (closing.cost !== undefined) await settleBudget(scope, tx, closing.cost);
     // After the append: the closing's own messages are behind the new start too.
     if (closing.resetContext) await tx.sessions.resetContext(scope.session.id);
@@ -60,10 +65,10 @@ function lastOf(stored: readonly StoredMessage[]): StoredMessage {
   return stored[stored.length - 1]!;
 }
 
-/** The inbox's record that the turn's messages are answered by `reply`; the journal goes with it. */
-async function markAnswered(scope: TurnScope, tx: Store, reply: StoredMessage): Promise<void> {
+/** The inbox's record that the turn's messages are answered by `reply`; the journal (and the claim) go with it. */
+async function markAnswered(scope: TurnScope, tx: Store, reply: StoredMessage, endClaim: boolean): Promise<void> {
   // The turn's progress is over with its reply: its journal goes in the same transaction.
-  await scope.journal.end(tx);
+  await scope.journal.end(tx, endClaim);
   const ids = scope.messages.map(({ inbound }) => inbound.id);
   const marked = await tx.inbound.markAnswered(ids, { id: reply.id, seq: reply.seq });
   // Another process answered one of them while this process's lease on it had lapsed: this reply is not stored.

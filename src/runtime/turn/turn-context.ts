@@ -106,6 +106,11 @@ export interface TurnRequest {
   readonly interrupt?: () => AbortSignal;
   /** Checks, in each write's transaction, that this process still owns the conversation (see `JournalTurn.fence`). */
   readonly fence?: (tx: Store) => Promise<void>;
+  /**
+   * The closing write's fence, which ends the claim with it (see `JournalTurn.endClaim`); undefined: the claim
+   * outlives the turn (another turn follows under it), and the closing write only checks {@link fence}.
+   */
+  readonly endClaim?: (tx: Store) => Promise<void>;
 }
 
 export type { ToolRun } from './turn-journal.js';

@@ -30,6 +30,11 @@ export interface JournalTurn {
    * throws `FencedOut` when it does not. Every write of the turn goes through it.
    */
   readonly fence?: ((tx: Store) => Promise<void>) | undefined;
+  /**
+   * The fence of the turn's closing write when that write also ends the claim: the reply goes out after it under the
+   * messages' lease, so the conversation needs no write of its own to be free. Undefined: {@link fence} is used.
+   */
+  readonly endClaim?: ((tx: Store) => Promise<void>) | undefined;
 }
 
 /**
@@ -179,10 +184,13 @@ export class TurnJournal {
     );
   }
 
-  /** Forgets the journal, in the transaction `tx` that stores the turn's reply, if the turn still owns its conversation. */
-  async end(tx: Store): Promise<void> {
+  /**
+   * Forgets the journal, in the transaction `tx` that stores the turn's reply, if the turn still owns its conversation;
+   * with `endClaim`, the claim ends with that transaction too (where the turn was given a closing fence).
+   */
+  async end(tx: Store, endClaim: boolean): Promise<void> {
     await this.#writes.catch(() => undefined);
-    await this.#turn.fence?.(tx);
+    await ((endClaim ? this.#turn.endClaim : undefined) ?? this.#turn.fence)?.(tx);
     if (this.#open) await tx.turns.close(this.id);
   }
 

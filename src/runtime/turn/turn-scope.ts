@@ -49,6 +49,7 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     owner: request.lease.owner,
     inboundIds: request.messages.map(({ inbound }) => inbound.id),
     fence: request.fence,
+    endClaim: request.endClaim,
   };
   const journal = request.resume ? await TurnJournal.resume(deps.store, request.resume, journalTurn) : TurnJournal.start(deps.store, newId(), journalTurn);
   const scope: TurnScope = {
