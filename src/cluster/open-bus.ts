@@ -3,7 +3,7 @@ import type { ClusterBus } from '../domain/ports/cluster-bus.js';
 import type { Logger } from '../observability/logger.js';
 import type { ConversationCache } from '../runtime/conversation-cache.js';
 import { dialectOfUrl } from '../store/dialects.js';
-import { startClusterCacheSync } from './cluster-cache-sync.js';
+import { type ClusterCacheSync, startClusterCacheSync } from './cluster-cache-sync.js';
 import { LocalBus } from './local-bus.js';
 
 /** The buses `cluster.bus` names, `auto` resolved. */
@@ -66,9 +66,9 @@ export async function openClusterBus(
   logger: Logger,
 ): Promise<ClusterBusHandle> {
   const bus = await openBus(config, { logger: logger.child({ component: 'cluster-bus' }) });
-  let stopSync: () => Promise<void>;
+  let sync: ClusterCacheSync;
   try {
-    stopSync = await startClusterCacheSync(cache, bus, logger);
+    sync = await startClusterCacheSync(cache, bus, logger);
   } catch (error) {
     await bus.close();
     throw error;
@@ -79,7 +79,7 @@ export async function openClusterBus(
     bus,
     close: () =>
       (closing ??= (async () => {
-        await stopSync();
+        await sync.stop();
         await bus.close();
       })()),
   };
