@@ -25,6 +25,8 @@ export const lookupTool = defineTool({
   name: 'lookup',
   description: 'Looks an item up by id.',
   input: lookupInput,
+  // It only reads, as a team would declare it: its call is recorded with its result, in one write.
+  readOnly: true,
   run: ({ id }) => lookupItem(id),
 });
 

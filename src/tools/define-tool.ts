@@ -25,6 +25,12 @@ export interface LocalTool<Input extends z.ZodType = z.ZodType> {
    * (`{ en: 'Checking the calendar…', ru: 'Смотрю календарь…' }`). Without one they see a generic "Working on it…".
    */
   readonly label?: ToolLabel;
+  /**
+   * The tool only reads: running it twice changes nothing. Its calls are not recorded before they run, only with
+   * their result, which saves the turn a database write per call; a crash while one runs simply asks the model again.
+   * Leave it unset for a tool that changes anything (even idempotently): the model asked again may ask differently.
+   */
+  readonly readOnly?: boolean;
 }
 
 /**

@@ -22,6 +22,7 @@ export class LocalToolHost implements ToolHost {
       parameters: toolParameters(tool.input),
       source: 'local',
       ...(tool.label === undefined ? {} : { label: tool.label }),
+      ...(tool.readOnly === true ? { readOnly: true } : {}),
     }));
   }
 

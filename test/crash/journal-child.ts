@@ -8,7 +8,9 @@ import { z } from 'zod';
 import { MemoryChannel, createLogger, createPalaver, defineTool } from './built-palaver.js';
 import type { ReplyTarget } from '../../src/domain/ports/channel.js';
 
-const { databaseUrl, modelUrl, instructionsDir, leaseMs, maxTurnAttempts, toolLog, holdSlot, toolDelayMs, agent, staged } = JSON.parse(process.argv[2]!) as {
+const { databaseUrl, modelUrl, instructionsDir, leaseMs, maxTurnAttempts, toolLog, holdSlot, toolDelayMs, agent, staged, readOnly } = JSON.parse(
+  process.argv[2]!,
+) as {
   databaseUrl: string;
   modelUrl: string;
   instructionsDir: string;
@@ -24,6 +26,8 @@ const { databaseUrl, modelUrl, instructionsDir, leaseMs, maxTurnAttempts, toolLo
   /** More of the config's `agent` section (e.g. `flow: 'staged'`), and its `staged` section. */
   agent?: Record<string, unknown>;
   staged?: Record<string, unknown>;
+  /** `book` is declared read-only (`LocalTool.readOnly`): its calls are recorded with their result only. */
+  readOnly?: boolean;
 };
 
 /**
@@ -34,6 +38,7 @@ const book = defineTool({
   name: 'book',
   description: 'Books a slot',
   input: z.object({ slot: z.string() }),
+  readOnly: readOnly === true,
   run: async ({ slot }, ctx) => {
     appendFileSync(toolLog, `start ${ctx.idempotencyKey} ${slot}\n`);
     if (slot === holdSlot) await new Promise(() => {});

@@ -55,7 +55,7 @@ function bookingModel(options: { holdSecondCall: boolean }) {
 interface Run {
   readonly databaseUrl: string;
   readonly toolLog: string;
-  start(options?: { holdSlot?: string; agent?: Record<string, unknown>; staged?: Record<string, unknown> }): Promise<RunningChild>;
+  start(options?: { holdSlot?: string; agent?: Record<string, unknown>; staged?: Record<string, unknown>; readOnly?: boolean }): Promise<RunningChild>;
 }
 
 function prepare(databaseUrl: string): Run {
@@ -143,6 +143,26 @@ async function killWhileToolRunsAndRestart(databaseUrl: string): Promise<void> {
   expect(keyB).not.toBe(keyA);
   // Both model calls before the kill came from the journal; only the answer was asked for.
   expect(model.calls.map(toolResults)).toEqual([0, 1, 2]);
+}
+
+/** As above, with `book` declared read-only: nothing of its call is recorded before it runs, so the model is asked again. */
+async function killWhileReadOnlyToolRunsAndRestart(databaseUrl: string): Promise<void> {
+  model = await bookingModel({ holdSecondCall: false });
+  const run = prepare(databaseUrl);
+  const first = await run.start({ holdSlot: 'b', readOnly: true });
+  first.process.stdin.write('alice book a and b\n');
+  await expect.poll(() => toolLines(run).some((line) => / b$/.test(line) && line.startsWith('start ')), { timeout: 10_000, interval: 20 }).toBe(true);
+  expect((await first.stop('SIGKILL')).signal).toBe('SIGKILL');
+
+  const second = await run.start({ readOnly: true });
+  await expectAnsweredOnce(run, first, second);
+  const lines = toolLines(run);
+  const keyA = /^start (\S+) a$/.exec(lines[0]!)![1];
+  const keyB = /^start (\S+) b$/.exec(lines[2]!)![1];
+  // Slot a's call was recorded with its result: it did not run again. Slot b's call was cut off before anything of
+  // it was recorded, so the model was asked again for it, and it ran again.
+  expect(lines).toEqual([`start ${keyA} a`, `done ${keyA} a`, `start ${keyB} b`, `start ${keyB} b`, `done ${keyB} b`]);
+  expect(model.calls.map(toolResults)).toEqual([0, 1, 1, 2]);
 }
 
 const STAGED = {
@@ -259,6 +279,10 @@ describe('a turn a SIGKILL cut off resumes, it does not start again', () => {
 
   it('runs a tool call killed while running again, with the same idempotency key, on SQLite', async () => {
     await killWhileToolRunsAndRestart(`sqlite:${join(mkdtempSync(join(tmpdir(), 'palaver-resume-db-')), 'palaver.db')}`);
+  }, 60_000);
+
+  it('asks the model again for a read-only tool call killed while running, which wrote nothing before it ran, on SQLite', async () => {
+    await killWhileReadOnlyToolRunsAndRestart(`sqlite:${join(mkdtempSync(join(tmpdir(), 'palaver-resume-db-')), 'palaver.db')}`);
   }, 60_000);
 
   it('runs a tool call killed while running again, with the same idempotency key, on PostgreSQL', async () => {

@@ -9,6 +9,8 @@ export interface ToolDescriptor {
   readonly source: string;
   /** What people see while the tool runs, instead of its name. */
   readonly label?: ToolLabel;
+  /** The tool only reads (its team said so): a turn records its calls with their result, not before they run. */
+  readonly readOnly?: boolean;
 }
 
 /**

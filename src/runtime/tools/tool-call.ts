@@ -75,18 +75,20 @@ function checkedRoleEffect(scope: TurnScope, call: ModelToolCall, result: ToolCa
 
 /**
  * Dispatches a call once per turn, across a crash: a call the journal holds as finished returns its recorded result
- * without running; any other is recorded as running before it goes out and with its result when it comes back. A
- * call cut off while running goes out again, under the same idempotency key.
+ * without running; any other is recorded as running before it goes out (with the model call that asked for it) and
+ * with its result when it comes back. A call cut off while running goes out again, under the same idempotency key.
+ * A read-only tool's call is recorded only with its result: cut off, it changed nothing, and the model is asked again.
  */
 async function dispatchOnce(scope: TurnScope, call: ModelToolCall, dispatchCall: Parameters<TurnScope['deps']['dispatchTool']>[0]): Promise<ToolCallResult> {
   const { journal } = scope;
   const finished = journal.finishedToolCall(call.callId);
   if (finished) return finished;
   // A dispatcher that records the call (streams: with its outbox entry) saves the journal's own commit here.
+  const recordedFirst = !scope.deps.tools.isReadOnly(call.name);
   if (scope.deps.dispatchRecordsCalls) await journal.confirmOwnership();
-  else await journal.toolStarted(call);
+  else if (recordedFirst) await journal.toolStarted(call);
   const result = await scope.deps.dispatchTool(dispatchCall);
-  await journal.toolFinished(call.callId, result);
+  await journal.toolFinished(call, result, { started: recordedFirst || scope.deps.dispatchRecordsCalls === true });
   return result;
 }
 

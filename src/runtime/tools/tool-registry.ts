@@ -101,6 +101,11 @@ export class ToolRegistry {
     return Object.hasOwn(this.#policy.roles, role) && this.#policy.roles[role]!.tools.includes(tool);
   }
 
+  /** Whether the tool `name` only reads, as its host last listed it (see `LocalTool.readOnly`). */
+  isReadOnly(name: string): boolean {
+    return this.#offered.get(name)?.descriptor.readOnly === true;
+  }
+
   /** The label of the tool `name` as its host last listed it, if it has one. */
   labelOf(name: string): ToolLabel | undefined {
     return this.#offered.get(name)?.descriptor.label;

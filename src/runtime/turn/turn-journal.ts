@@ -164,24 +164,30 @@ export class TurnJournal {
    * with the model call that asked for it when that is not stored yet.
    */
   toolStarted(call: ModelToolCall): Promise<void> {
+    return this.#write((store) => this.#start(store, call));
+  }
+
+  /**
+   * Records a dispatched tool call's result; with `started: false` (a read-only tool's call, not recorded before it
+   * ran) the call's record too, in the same write, with the model call that asked for it when that is not stored yet.
+   */
+  toolFinished(call: ModelToolCall, result: ToolCallResult, { started }: { readonly started: boolean }): Promise<void> {
     return this.#write(async (store) => {
-      await store.toolCalls.start({
-        callId: this.idempotencyKey(call.callId),
-        sessionId: this.#turn.sessionId,
-        userId: this.#turn.userId,
-        correlationId: this.#turn.correlationId,
-        name: call.name,
-        arguments: call.arguments,
-        turnId: this.id,
-      });
+      if (!started) await this.#start(store, call);
+      await store.toolCalls.finish(this.idempotencyKey(call.callId), { status: result.isError ? 'failed' : 'succeeded', result: JSON.stringify(result) });
     });
   }
 
-  /** Records a dispatched tool call's result. */
-  toolFinished(callId: string, result: ToolCallResult): Promise<void> {
-    return this.#write((store) =>
-      store.toolCalls.finish(this.idempotencyKey(callId), { status: result.isError ? 'failed' : 'succeeded', result: JSON.stringify(result) }),
-    );
+  async #start(store: Store, call: ModelToolCall): Promise<void> {
+    await store.toolCalls.start({
+      callId: this.idempotencyKey(call.callId),
+      sessionId: this.#turn.sessionId,
+      userId: this.#turn.userId,
+      correlationId: this.#turn.correlationId,
+      name: call.name,
+      arguments: call.arguments,
+      turnId: this.id,
+    });
   }
 
   /**
