@@ -63,7 +63,7 @@ export class KyselySessionRepository implements SessionRepository {
 
   findById(sessionId: string): Promise<Session | undefined> {
     return storeOperation('sessions.findById', async () => {
-      const row = await this.#ctx.db.selectFrom('sessions').selectAll().where('id', '=', sessionId).executeTakeFirst();
+      const row = (await findByIdQuery.execute(this.#ctx.db, { id: sessionId })).rows[0];
       return row === undefined ? undefined : toSession(row);
     });
   }
@@ -201,6 +201,8 @@ export class KyselySessionRepository implements SessionRepository {
     return row === undefined ? undefined : toSession(row);
   }
 }
+
+const findByIdQuery = prepared((db, $: { id: string }) => db.selectFrom('sessions').selectAll().where('id', '=', $.id));
 
 const findByConversationQuery = prepared((db, $: { channel: string; conversationId: string }) =>
   db.selectFrom('sessions').selectAll().where('channel', '=', $.channel).where('conversation_id', '=', $.conversationId),

@@ -1,4 +1,5 @@
 import type { OpenTurnRecord, TurnRepository } from '../../domain/ports/store.js';
+import { prepared, preparedBatch } from './prepared-query.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { storeOperation } from './store-errors.js';
 
@@ -13,11 +14,12 @@ export class KyselyTurnRepository implements TurnRepository {
   open(turn: OpenTurnRecord): Promise<void> {
     return storeOperation('turns.open', () =>
       atomically(this.#ctx.db, async (db) => {
-        await db.insertInto('turns').values({ id: turn.id, session_id: turn.sessionId, owner: turn.owner, created_at: this.#ctx.now() }).execute();
-        await db
-          .insertInto('turn_messages')
-          .values(turn.inboundIds.map((inboundId, position) => ({ inbound_id: inboundId, turn_id: turn.id, position })))
-          .execute();
+        await openTurnQuery.execute(db, { id: turn.id, sessionId: turn.sessionId, owner: turn.owner, now: this.#ctx.now() });
+        await addTurnMessagesQuery.execute(
+          db,
+          { turnId: turn.id },
+          turn.inboundIds.map((inboundId, position) => ({ inboundId, position })),
+        );
       }),
     );
   }
@@ -86,12 +88,7 @@ export class KyselyTurnRepository implements TurnRepository {
 
   recordModelCall(turnId: string, seq: number, call: string): Promise<void> {
     return storeOperation('turns.recordModelCall', async () => {
-      const { db, dialect } = this.#ctx;
-      await dialect
-        .upsert(db.insertInto('turn_model_calls').values({ turn_id: turnId, seq, call, created_at: this.#ctx.now() }), ['turn_id', 'seq'], {
-          replace: ['call', 'created_at'],
-        })
-        .execute();
+      await recordModelCallQuery.execute(this.#ctx.db, { turnId, seq, call, now: this.#ctx.now() });
     });
   }
 
@@ -105,10 +102,33 @@ export class KyselyTurnRepository implements TurnRepository {
   close(turnId: string): Promise<void> {
     return storeOperation('turns.close', () =>
       atomically(this.#ctx.db, async (db) => {
-        await db.deleteFrom('tool_calls').where('turn_id', '=', turnId).execute();
+        await deleteToolCallsQuery.execute(db, { turnId });
         // Its messages and model calls go with it (ON DELETE CASCADE, migration 0013): two statements, not four.
-        await db.deleteFrom('turns').where('id', '=', turnId).execute();
+        await deleteTurnQuery.execute(db, { turnId });
       }),
     );
   }
 }
+
+// A turn with a tool call opens, records and closes its journal: prepared, as every query a turn runs.
+
+const openTurnQuery = prepared((db, $: { id: string; sessionId: string; owner: string; now: number }) =>
+  db.insertInto('turns').values({ id: $.id, session_id: $.sessionId, owner: $.owner, created_at: $.now }),
+);
+
+/** A batch is a few messages; longer ones are built per call. */
+const addTurnMessagesQuery = preparedBatch(
+  (db, $: { turnId: string }, rows: readonly { inboundId: string; position: number }[]) =>
+    db.insertInto('turn_messages').values(rows.map((row) => ({ inbound_id: row.inboundId, turn_id: $.turnId, position: row.position }))),
+  { maxRows: 8 },
+);
+
+const recordModelCallQuery = prepared((db, $: { turnId: string; seq: number; call: string; now: number }, dialect) =>
+  dialect.upsert(db.insertInto('turn_model_calls').values({ turn_id: $.turnId, seq: $.seq, call: $.call, created_at: $.now }), ['turn_id', 'seq'], {
+    replace: ['call', 'created_at'],
+  }),
+);
+
+const deleteToolCallsQuery = prepared((db, $: { turnId: string }) => db.deleteFrom('tool_calls').where('turn_id', '=', $.turnId));
+
+const deleteTurnQuery = prepared((db, $: { turnId: string }) => db.deleteFrom('turns').where('id', '=', $.turnId));
