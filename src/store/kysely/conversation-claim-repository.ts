@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { ClaimOutcome, ConversationClaimRepository, ConversationFence } from '../../domain/ports/store.js';
 import { prepared } from './prepared-query.js';
+import type { Database } from './schema.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { retryingDeadlocks, storeOperation } from './store-errors.js';
 
@@ -103,9 +104,17 @@ const renewClaims = prepared((db, $: { owner: string; until: number }) =>
   db.updateTable('conversation_claims').set({ claimed_until: $.until }).where('owner', '=', $.owner).where('claimed_until', '>', 0),
 );
 
-// Qualified: PostgreSQL would find an unqualified column in both the table and `excluded`.
-const claimInOneStatement = prepared((db, $: { channel: string; conversationId: string; owner: string; now: number; until: number }) =>
-  db
+interface ClaimArgs {
+  channel: string;
+  conversationId: string;
+  owner: string;
+  now: number;
+  until: number;
+}
+
+/** The claim as one guarded upsert. Qualified: PostgreSQL would find an unqualified column in both the table and `excluded`. */
+function claimUpsert(db: Kysely<Database>, $: ClaimArgs) {
+  return db
     .insertInto('conversation_claims')
     .values({ channel: $.channel, conversation_id: $.conversationId, owner: $.owner, previous_owner: null, token: 1, claimed_until: $.until })
     .onConflict((oc) =>
@@ -124,33 +133,19 @@ const claimInOneStatement = prepared((db, $: { channel: string; conversationId: 
             eb('conversation_claims.owner', 'is', null),
           ]),
         ),
-    )
-    .returning(['owner', 'previous_owner', 'token']),
-);
+    );
+}
+
+const claimInOneStatement = prepared((db, $: ClaimArgs) => claimUpsert(db, $).returning(['owner', 'previous_owner', 'token']));
 
 // The same claim, answering with the session's pause too: the turn that claims learns it without a read of its own.
-const claimReadingPause = prepared((db, $: { channel: string; conversationId: string; owner: string; now: number; until: number; sessionId: string }) =>
-  db
-    .insertInto('conversation_claims')
-    .values({ channel: $.channel, conversation_id: $.conversationId, owner: $.owner, previous_owner: null, token: 1, claimed_until: $.until })
-    .onConflict((oc) =>
-      oc
-        .columns(['channel', 'conversation_id'])
-        .doUpdateSet({
-          previous_owner: sql.ref('conversation_claims.owner'),
-          owner: $.owner,
-          token: sql`conversation_claims.token + 1`,
-          claimed_until: $.until,
-        })
-        .where((eb) =>
-          eb.or([
-            eb('conversation_claims.claimed_until', '<', $.now),
-            eb('conversation_claims.owner', '=', $.owner),
-            eb('conversation_claims.owner', 'is', null),
-          ]),
-        ),
-    )
-    .returning((eb) => ['owner', 'previous_owner', 'token', eb.selectFrom('sessions').select('paused_at').where('id', '=', $.sessionId).as('paused_at')]),
+const claimReadingPause = prepared((db, $: ClaimArgs & { sessionId: string }) =>
+  claimUpsert(db, $).returning((eb) => [
+    'owner',
+    'previous_owner',
+    'token',
+    eb.selectFrom('sessions').select('paused_at').where('id', '=', $.sessionId).as('paused_at'),
+  ]),
 );
 
 const readPause = prepared((db, $: { sessionId: string }) => db.selectFrom('sessions').select('paused_at').where('id', '=', $.sessionId));
