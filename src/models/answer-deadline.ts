@@ -28,9 +28,11 @@ export function withAnswerDeadline(base: typeof fetch, timeoutMs: number): typeo
  * a call, a minute by default) and then aborts a finished call. A body read another way keeps the timer, as before.
  */
 function endOnceRead(response: Response, end: () => void): void {
-  // Own properties over the prototype's methods: a Response allows it, though the DOM types declare them read-only.
-  const reads = response as { json: Response['json']; text: Response['text'] };
+  // Defined, not assigned: another fetch's Response class may hold `json` read-only on its prototype, which forbids
+  // assignment but not an own property of the answer itself.
   const { json, text } = response;
-  reads.json = () => json.call(response).finally(end);
-  reads.text = () => text.call(response).finally(end);
+  Object.defineProperties(response, {
+    json: { value: () => json.call(response).finally(end), configurable: true, writable: true },
+    text: { value: () => text.call(response).finally(end), configurable: true, writable: true },
+  });
 }

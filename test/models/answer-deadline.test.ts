@@ -35,4 +35,13 @@ describe('withAnswerDeadline', () => {
     vi.advanceTimersByTime(1_000);
     expect(signals[0]?.reason).toMatchObject({ name: 'TimeoutError' });
   });
+
+  it('works with a fetch whose Response holds its reads read-only, as some fetch libraries do', async () => {
+    class SealedResponse extends Response {}
+    for (const name of ['json', 'text'] as const) {
+      Object.defineProperty(SealedResponse.prototype, name, { value: Response.prototype[name], writable: false });
+    }
+    const base = (async () => new SealedResponse('{"ok":true}', { headers: { 'content-type': 'application/json' } })) as typeof fetch;
+    await expect((await withAnswerDeadline(base, 60_000)('http://model.test/v1/chat/completions')).json()).resolves.toEqual({ ok: true });
+  });
 });
