@@ -146,8 +146,12 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
       const thread = (c: number) => `c${String(c).padStart(2, '0')}`;
       const sent: Array<{ tag: string; threadId: string; runId: string; via: string; result: RunResult }> = [];
       const started = performance.now();
+      // Well inside the test's own timeout, so that a run that never ends fails with what was still waiting and what
+      // the processes logged, rather than a bare timeout.
+      const deadline = AbortSignal.timeout(90_000);
+      const waiting = new Set<string>();
 
-      await Promise.all(
+      const bursts = Promise.all(
         Array.from({ length: CONVERSATIONS }, async (_, c) => {
           // Fifty people, each in a conversation of their own (the page's cookie from one process, used on both).
           const cookie = await newVisitor((c % 2 === 0 ? a : b).url);
@@ -159,13 +163,23 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
                 const tag = `${thread(c)}-m${burst * BURST + m + 1}`;
                 const target = (burst + m + c) % 2 === 0 ? a : b;
                 const run = webRun(threadId, `${tag} what about number ${m}?`);
-                const result = await postRun(target.url, cookie, run);
+                waiting.add(`${tag} via ${target.label}`);
+                const result = await postRun(target.url, cookie, run, deadline);
+                waiting.delete(`${tag} via ${target.label}`);
                 sent.push({ tag, threadId, runId: run.runId, via: target.label, result });
               }),
             );
           }
         }),
       );
+      await bursts.catch((error: unknown) => {
+        const unanswered = cluster!.requests.filter((request) => request.endedAt === undefined).map((request) => newTags(request).join('+'));
+        const logs = [a, b].map((proc) => `${proc.label}: ${proc.child.stdout().slice(-3000)}${proc.child.stderr().slice(-3000)}`).join('\n');
+        throw new Error(
+          `runs still waiting after 90 s: ${[...waiting].join(', ')}; model requests unanswered: ${JSON.stringify(unanswered)}; ${cluster!.requests.length} requests in all\n${logs}`,
+          { cause: error },
+        );
+      });
       console.log(
         `${database}: ${sent.length} messages of ${CONVERSATIONS} conversations answered in ${((performance.now() - started) / 1000).toFixed(1)} s with ${cluster.requests.length} model requests`,
       );
