@@ -183,23 +183,17 @@ const lockClaim = prepared((db, $: { channel: string; conversationId: string }, 
   ),
 );
 
-const releaseClaim = prepared((db, $: { channel: string; conversationId: string; owner: string; token: number }) =>
-  db
+/** The release of one claim, by its owner and token: a claim taken over since is left alone. */
+function releaseOf(db: Kysely<Database>, $: ConversationFence) {
+  return db
     .updateTable('conversation_claims')
     .set({ claimed_until: 0 })
     .where('channel', '=', $.channel)
     .where('conversation_id', '=', $.conversationId)
     .where('owner', '=', $.owner)
-    .where('token', '=', $.token),
-);
+    .where('token', '=', $.token);
+}
 
-const releaseReturning = prepared((db, $: { channel: string; conversationId: string; owner: string; token: number }) =>
-  db
-    .updateTable('conversation_claims')
-    .set({ claimed_until: 0 })
-    .where('channel', '=', $.channel)
-    .where('conversation_id', '=', $.conversationId)
-    .where('owner', '=', $.owner)
-    .where('token', '=', $.token)
-    .returning('token'),
-);
+const releaseClaim = prepared((db, $: ConversationFence) => releaseOf(db, $));
+
+const releaseReturning = prepared((db, $: ConversationFence) => releaseOf(db, $).returning('token'));
