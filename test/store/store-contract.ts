@@ -893,6 +893,22 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await expectStoreError(store.toolCalls.finish(unique('never'), { status: 'failed', result: 'x' }), 'not_found');
       });
 
+      it('records a call with its outcome at once, and gives a call already recorded only the outcome, once', async () => {
+        const session = await givenSession();
+        const call = await givenCall(session);
+        await store.toolCalls.record(call, { status: 'succeeded', result: '{"slots":[3]}' });
+        const record = await store.toolCalls.findByCallId(call.callId);
+        expect(record).toMatchObject({ ...call, status: 'succeeded', result: '{"slots":[3]}' });
+        expect(record!.finishedAt).toBeInstanceOf(Date);
+        await store.toolCalls.record({ ...call, arguments: '{"slot":4}' }, { status: 'failed', result: 'late duplicate' });
+        expect(await store.toolCalls.findByCallId(call.callId)).toMatchObject({ arguments: call.arguments, status: 'succeeded', result: '{"slots":[3]}' });
+
+        const started = await givenCall(session);
+        await store.toolCalls.start(started);
+        await store.toolCalls.record({ ...started, arguments: '{"slot":5}' }, { status: 'failed', result: 'no slot' });
+        expect(await store.toolCalls.findByCallId(started.callId)).toMatchObject({ arguments: started.arguments, status: 'failed', result: 'no slot' });
+      });
+
       it("lists a session's tool calls", async () => {
         const session = await givenSession();
         const a = await givenCall(session);

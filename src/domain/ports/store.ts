@@ -182,6 +182,14 @@ export interface ToolCallRepository {
   start(record: Omit<ToolCallRecord, 'status' | 'result' | 'createdAt' | 'finishedAt'>): Promise<boolean>;
   /** Records the outcome of a started call; a second outcome for the same call is ignored. */
   finish(callId: string, outcome: { status: 'succeeded' | 'failed'; result: string }): Promise<void>;
+  /**
+   * Records a call with its outcome at once (a read-only tool, journalled after it ran): one statement where the call
+   * is new. A call already recorded keeps its arguments and gets the outcome as `finish` would give it.
+   */
+  record(
+    record: Omit<ToolCallRecord, 'status' | 'result' | 'createdAt' | 'finishedAt'>,
+    outcome: { status: 'succeeded' | 'failed'; result: string },
+  ): Promise<void>;
   findByCallId(callId: string): Promise<ToolCallRecord | undefined>;
   listBySession(sessionId: string): Promise<ToolCallRecord[]>;
   /** The calls of an open turn's journal, by start time. */

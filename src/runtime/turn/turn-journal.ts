@@ -172,14 +172,16 @@ export class TurnJournal {
    * ran) the call's record too, in the same write, with the model call that asked for it when that is not stored yet.
    */
   toolFinished(call: ModelToolCall, result: ToolCallResult, { started }: { readonly started: boolean }): Promise<void> {
+    const outcome = { status: result.isError ? ('failed' as const) : ('succeeded' as const), result: JSON.stringify(result) };
     return this.#write(async (store) => {
-      if (!started) await this.#start(store, call);
-      await store.toolCalls.finish(this.idempotencyKey(call.callId), { status: result.isError ? 'failed' : 'succeeded', result: JSON.stringify(result) });
+      // Not started (a read-only tool): the call and its result are one insert.
+      if (started) await store.toolCalls.finish(this.idempotencyKey(call.callId), outcome);
+      else await store.toolCalls.record(this.#callRecord(call), outcome);
     });
   }
 
-  async #start(store: Store, call: ModelToolCall): Promise<void> {
-    await store.toolCalls.start({
+  #callRecord(call: ModelToolCall) {
+    return {
       callId: this.idempotencyKey(call.callId),
       sessionId: this.#turn.sessionId,
       userId: this.#turn.userId,
@@ -187,7 +189,11 @@ export class TurnJournal {
       name: call.name,
       arguments: call.arguments,
       turnId: this.id,
-    });
+    };
+  }
+
+  async #start(store: Store, call: ModelToolCall): Promise<void> {
+    await store.toolCalls.start(this.#callRecord(call));
   }
 
   /**

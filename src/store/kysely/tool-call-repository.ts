@@ -1,9 +1,12 @@
+import type { Kysely } from 'kysely';
 import { StoreError } from '../../domain/errors.js';
 import type { ToolCallRecord } from '../../domain/model.js';
 import type { ToolCallRepository } from '../../domain/ports/store.js';
+import type { DialectStrategy } from './dialect-strategy.js';
 import { prepared } from './prepared-query.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toToolCall } from './rows.js';
+import type { Database } from './schema.js';
 import { storeOperation } from './store-errors.js';
 
 /** The idempotency records of tool calls. */
@@ -47,6 +50,29 @@ export class KyselyToolCallRepository implements ToolCallRepository {
     });
   }
 
+  record(
+    record: Omit<ToolCallRecord, 'status' | 'result' | 'createdAt' | 'finishedAt'>,
+    outcome: { status: 'succeeded' | 'failed'; result: string },
+  ): Promise<void> {
+    return storeOperation('toolCalls.record', async () => {
+      const now = this.#ctx.now();
+      const inserted = await recordQuery.execute(this.#ctx.db, {
+        callId: record.callId,
+        sessionId: record.sessionId,
+        userId: record.userId,
+        correlationId: record.correlationId,
+        name: record.name,
+        arguments: record.arguments,
+        turnId: record.turnId ?? null,
+        status: outcome.status,
+        result: outcome.result,
+        now,
+      });
+      if (inserted.numAffectedRows === 1n) return;
+      await finishQuery.execute(this.#ctx.db, { callId: record.callId, status: outcome.status, result: outcome.result, now });
+    });
+  }
+
   findByCallId(callId: string): Promise<ToolCallRecord | undefined> {
     return storeOperation('toolCalls.findByCallId', async () => {
       const row = (await findByCallIdQuery.execute(this.#ctx.db, { callId })).rows[0];
@@ -76,29 +102,45 @@ export class KyselyToolCallRepository implements ToolCallRepository {
   }
 }
 
-const startQuery = prepared(
-  (
-    db,
-    $: { callId: string; sessionId: string; userId: string; correlationId: string; name: string; arguments: string; turnId: string | null; now: number },
-    dialect,
-  ) =>
-    dialect.insertOrIgnore(
-      db.insertInto('tool_calls').values({
-        call_id: $.callId,
-        session_id: $.sessionId,
-        user_id: $.userId,
-        correlation_id: $.correlationId,
-        name: $.name,
-        arguments: $.arguments,
-        status: 'running',
-        result: null,
-        created_at: $.now,
-        finished_at: null,
-        turn_id: $.turnId,
-      }),
-      ['call_id'],
-    ),
-);
+interface NewCall {
+  callId: string;
+  sessionId: string;
+  userId: string;
+  correlationId: string;
+  name: string;
+  arguments: string;
+  turnId: string | null;
+  now: number;
+}
+
+/** A call's insert, ignored when the call id is recorded already; running, or (`outcome`) finished. */
+function insertCall(
+  db: Kysely<Database>,
+  dialect: DialectStrategy,
+  $: NewCall,
+  outcome?: { readonly status: 'succeeded' | 'failed'; readonly result: string },
+) {
+  return dialect.insertOrIgnore(
+    db.insertInto('tool_calls').values({
+      call_id: $.callId,
+      session_id: $.sessionId,
+      user_id: $.userId,
+      correlation_id: $.correlationId,
+      name: $.name,
+      arguments: $.arguments,
+      status: outcome?.status ?? 'running',
+      result: outcome?.result ?? null,
+      created_at: $.now,
+      finished_at: outcome === undefined ? null : $.now,
+      turn_id: $.turnId,
+    }),
+    ['call_id'],
+  );
+}
+
+const startQuery = prepared((db, $: NewCall, dialect) => insertCall(db, dialect, $));
+
+const recordQuery = prepared((db, $: NewCall & { status: 'succeeded' | 'failed'; result: string }, dialect) => insertCall(db, dialect, $, $));
 
 /** Only a running call: a second finish of the same call changes nothing. */
 const finishQuery = prepared((db, $: { callId: string; status: 'succeeded' | 'failed'; result: string; now: number }) =>
