@@ -20,16 +20,7 @@ export class KyselyToolCallRepository implements ToolCallRepository {
   /** Inserts the call as `running`; a known call id leaves the stored record untouched and returns false. */
   start(record: Omit<ToolCallRecord, 'status' | 'result' | 'createdAt' | 'finishedAt'>): Promise<boolean> {
     return storeOperation('toolCalls.start', async () => {
-      const result = await startQuery.execute(this.#ctx.db, {
-        callId: record.callId,
-        sessionId: record.sessionId,
-        userId: record.userId,
-        correlationId: record.correlationId,
-        name: record.name,
-        arguments: record.arguments,
-        turnId: record.turnId ?? null,
-        now: this.#ctx.now(),
-      });
+      const result = await startQuery.execute(this.#ctx.db, newCall(record, this.#ctx.now()));
       return result.numAffectedRows === 1n;
     });
   }
@@ -56,18 +47,7 @@ export class KyselyToolCallRepository implements ToolCallRepository {
   ): Promise<void> {
     return storeOperation('toolCalls.record', async () => {
       const now = this.#ctx.now();
-      const inserted = await recordQuery.execute(this.#ctx.db, {
-        callId: record.callId,
-        sessionId: record.sessionId,
-        userId: record.userId,
-        correlationId: record.correlationId,
-        name: record.name,
-        arguments: record.arguments,
-        turnId: record.turnId ?? null,
-        status: outcome.status,
-        result: outcome.result,
-        now,
-      });
+      const inserted = await recordQuery.execute(this.#ctx.db, { ...newCall(record, now), status: outcome.status, result: outcome.result });
       if (inserted.numAffectedRows === 1n) return;
       await finishQuery.execute(this.#ctx.db, { callId: record.callId, status: outcome.status, result: outcome.result, now });
     });
@@ -111,6 +91,11 @@ interface NewCall {
   arguments: string;
   turnId: string | null;
   now: number;
+}
+
+function newCall(record: Omit<ToolCallRecord, 'status' | 'result' | 'createdAt' | 'finishedAt'>, now: number): NewCall {
+  const { callId, sessionId, userId, correlationId, name } = record;
+  return { callId, sessionId, userId, correlationId, name, arguments: record.arguments, turnId: record.turnId ?? null, now };
 }
 
 /** A call's insert, ignored when the call id is recorded already; running, or (`outcome`) finished. */
