@@ -176,7 +176,7 @@ export function describeTwoProcesses(name: string, database: ClusterDatabase): v
         const unanswered = cluster!.requests.filter((request) => request.endedAt === undefined).map((request) => newTags(request).join('+'));
         const logs = [a, b].map((proc) => `${proc.label}: ${proc.child.stdout().slice(-3000)}${proc.child.stderr().slice(-3000)}`).join('\n');
         throw new Error(
-          `runs still waiting after 90 s: ${[...waiting].join(', ')}; model requests unanswered: ${JSON.stringify(unanswered)}; ${cluster!.requests.length} requests in all\n${logs}`,
+          `runs not finished (the deadline is 90 s; the cause says what ended them): ${[...waiting].join(', ')}; model requests unanswered: ${JSON.stringify(unanswered)}; ${cluster!.requests.length} requests in all\n${logs}`,
           { cause: error },
         );
       });
