@@ -68,7 +68,7 @@ export interface PalaverOptions {
    * that its own channels did not start (`palaver telegram sync` uses it only to record history).
    */
   readonly serveInbox?: boolean;
-  /** Overrides the bus the web channel relays replies on (default: the `cluster.bus` one). */
+  /** Overrides the bus the web channel relays replies on (default: the `cluster.bus` one; none on the `local` bus). */
   readonly bus?: ClusterBus;
   /** Replaces the way to Telegram for `channels.telegramUser` (tests give the fake MTProto server's link). */
   readonly telegramUserNetwork?: TelegramNetworkOverride;
@@ -331,7 +331,8 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
     logger,
     metrics,
     store,
-    bus: options.bus ?? cluster.bus,
+    // A bus only this process hears relays nothing (a run and its turn always meet in this process).
+    bus: options.bus ?? (cluster.shared ? cluster.bus : undefined),
     onSecret: (secret) => secrets.add(secret),
     transcriber: (settings) => lazyTranscriber(settings, config),
     fetch: http.fetch,

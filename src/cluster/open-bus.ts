@@ -53,6 +53,11 @@ export async function openBus(
 /** The bus of this process with the cache kept in step over it; `close` stops both (after the channels, before the store). */
 export interface ClusterBusHandle {
   readonly bus: ClusterBus;
+  /**
+   * Whether other processes can hear this bus (`postgres`, `redis`). On the `local` bus nobody else listens: no cache
+   * change is announced and no reply event relayed, so a process alone encodes and publishes nothing.
+   */
+  readonly shared: boolean;
   close(): Promise<void>;
 }
 
@@ -65,21 +70,24 @@ export async function openClusterBus(
   cache: ConversationCache,
   logger: Logger,
 ): Promise<ClusterBusHandle> {
+  const kind = clusterBusKind(config);
   const bus = await openBus(config, { logger: logger.child({ component: 'cluster-bus' }) });
-  let sync: ClusterCacheSync;
+  const shared = kind !== 'local';
+  let sync: ClusterCacheSync | undefined;
   try {
-    sync = await startClusterCacheSync(cache, bus, logger);
+    if (shared) sync = await startClusterCacheSync(cache, bus, logger);
   } catch (error) {
     await bus.close();
     throw error;
   }
-  logger.debug({ bus: clusterBusKind(config), processId: bus.processId }, 'cluster bus open');
+  logger.debug({ bus: kind, processId: bus.processId }, 'cluster bus open');
   let closing: Promise<void> | undefined;
   return {
     bus,
+    shared,
     close: () =>
       (closing ??= (async () => {
-        await sync.stop();
+        await sync?.stop();
         await bus.close();
       })()),
   };
