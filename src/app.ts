@@ -268,7 +268,9 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       flow:
         config.focus.stages.length === 0
           ? agentFlow.flow
-          : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus),
+          : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus, {
+              onLoadFailed: (entity) => metrics.focusLoadFailures.inc({ entity }),
+            }),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
       // Model output and tool results are made storable innermost, before any other wrapper or the turn sees them.

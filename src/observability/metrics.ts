@@ -57,6 +57,8 @@ export class PalaverMetrics {
   readonly replyPartsPostponed: PromClient.Counter<'channel'>;
   /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
   readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
+  /** Entities in focus a stage needed and could not load (their tool failed or timed out), by entity type; the turn went on without them. */
+  readonly focusLoadFailures: PromClient.Counter<'entity'>;
   /** Each channel plug-in's own metrics, by channel name (see `channel`). */
   readonly #channels = new Map<string, unknown>();
   readonly #inboxSources = new Set<() => number>();
@@ -172,6 +174,12 @@ export class PalaverMetrics {
       name: 'palaver_recorded_messages_total',
       help: "Messages stored without a turn (history import, the owner's own words), by channel and source",
       labelNames: ['channel', 'source'] as const,
+      registers: [registry],
+    });
+    this.focusLoadFailures = new prom.Counter({
+      name: 'palaver_focus_load_failures_total',
+      help: 'Entities in focus a stage needed and could not load (the tool failed or timed out), by entity type; the turn went on without them',
+      labelNames: ['entity'] as const,
       registers: [registry],
     });
     // Every channel's metrics, whether it runs or not: a dashboard sees its series at 0 rather than missing.

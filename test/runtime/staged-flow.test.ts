@@ -35,13 +35,20 @@ const bookSlot = defineTool({
 const intentTask = { direct: false, answer: null, intent: 'book a haircut', details: 'slot 7, Monday 10:00' };
 const workReport = { status: 'done', summary: 'Booked slot 7', facts: ['slot 7', '2026-12-01 10:00'] };
 
+/** What each stage's calls report using, so that each stage's tokens can be told apart. */
+const usageByStage: Record<string, { input: number; output: number }> = {
+  intent: { input: 11, output: 1 },
+  execution: { input: 20, output: 3 },
+  organization: { input: 30, output: 5 },
+};
+
 /** A model that answers each stage by the schema it is asked for. */
 function stagedModel(overrides: Partial<Record<string, (call: ScriptedCall) => ScriptedReply>> = {}) {
   return (call: ScriptedCall): ScriptedReply => {
     const stage = call.output?.name ?? 'none';
     const override = overrides[stage];
     if (override) return override(call);
-    return { ...byStage(call, stage), usage: { input: 10, output: 2 } };
+    return { ...byStage(call, stage), usage: usageByStage[stage] ?? { input: 10, output: 2 } };
   };
 }
 
@@ -73,9 +80,14 @@ describe('staged flow: intent → execution → organization', () => {
       ['execution-model', 'execution'],
       ['organization-model', 'organization'],
     ]);
-    // Execution knows the task; organization knows the work report; neither is shown to the person.
+    // Execution knows the task; organization knows what the person asked for and the work report; none of it is
+    // shown to the person.
     expect(harness.model.calls[1]!.instructions).toContain('book a haircut');
-    expect(harness.model.calls[3]!.instructions).toContain('Booked slot 7');
+    const organizationCall = harness.model.calls[3]!.instructions;
+    expect(organizationCall).toContain(
+      `What the person asked for (for you only):\n${JSON.stringify({ intent: 'book a haircut', details: 'slot 7, Monday 10:00' })}`,
+    );
+    expect(organizationCall).toContain(`The work report (for you only):\n${JSON.stringify(workReport)}`);
 
     const streamed = live.progressEvents.flatMap((event) => (event.value.type === 'text_delta' ? [event.value.delta] : [])).join('');
     expect(streamed).toBe(reply);
@@ -87,10 +99,19 @@ describe('staged flow: intent → execution → organization', () => {
       ['intent', intentTask],
       ['execution', workReport],
     ]);
+    // Each stage's record carries its own tokens and model: intent one call, execution its two (tools, then report).
+    expect(stages.map((message) => [message.model, message.inputTokens, message.outputTokens])).toEqual([
+      ['intent-model', 11, 1],
+      ['execution-model', 40, 6],
+    ]);
     expect(stored.filter((message) => message.audience === 'display').map((message) => message.content)).toEqual(['Book me a haircut on Monday at 10', reply]);
-    // Every stage's tokens are billed to the one reply (each scripted call reports 10 in, 2 out).
+    // Every stage's tokens, organization's (30 in, 5 out) included, are billed to the one reply, and counted once.
     const replyRow = stored.find((message) => message.audience === 'display' && message.role === 'assistant')!;
-    expect([replyRow.inputTokens, replyRow.outputTokens]).toEqual([40, 8]);
+    expect([replyRow.inputTokens, replyRow.outputTokens]).toEqual([81, 12]);
+    const session = (await palaver.store.sessions.findById(outcome.sessionId))!;
+    expect([session.inputTokens, session.outputTokens]).toEqual([81, 12]);
+    const costs = await palaver.store.operators.costs({ by: 'conversation', sessionId: outcome.sessionId, limit: 10 });
+    expect(costs.rows.map((row) => [row.inputTokens, row.outputTokens, row.turns])).toEqual([[81, 12, 1]]);
 
     // The conversation rebuilt for the next turn holds the reply but no stage output.
     await live.reply(await live.say('thanks', { accountId: 'ann' }));

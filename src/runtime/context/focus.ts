@@ -91,9 +91,10 @@ export class FocusKeeper {
 
   /**
    * The refusal the model sees when a call passes an id of a focused type that is not in focus; undefined when the
-   * call is fine (or declares no such argument). A type with no snapshot loaded this turn refuses every id.
+   * call is fine (or declares no such argument). A type with no snapshot loaded this turn refuses every id; one whose
+   * loading failed (`unavailable`) says so, so that the model tells the person to try again rather than guess.
    */
-  check(call: ModelToolCall, focus: readonly FocusSnapshot[]): ToolResult | undefined {
+  check(call: ModelToolCall, focus: readonly FocusSnapshot[], unavailable: readonly string[] = []): ToolResult | undefined {
     let args: unknown;
     try {
       args = JSON.parse(call.arguments);
@@ -105,6 +106,12 @@ export class FocusKeeper {
       for (const argument of type.idArguments[call.name] ?? []) {
         const value = (args as Record<string, unknown>)[argument];
         if (value === undefined) continue;
+        if (unavailable.includes(type.type)) {
+          return {
+            content: `Refused: the person's ${type.type} could not be loaded just now, so ${argument}=${JSON.stringify(value)} cannot be checked. Tell the person it cannot be done at the moment; do not guess ids.`,
+            isError: true,
+          };
+        }
         const ids = focus.find((snapshot) => snapshot.entityType === type.type)?.entities.map((entity) => String(entity.id)) ?? [];
         if (!ids.includes(String(value))) {
           const known = ids.length === 0 ? 'none' : ids.join(', ');
@@ -127,15 +134,21 @@ export class FocusKeeper {
 
 /**
  * The hidden block added to the instructions: the entities with their ids, and the rule that tool arguments take
- * ids from it. Never part of a stored or streamed message.
+ * ids from it. A type whose loading failed (`unavailable`) is named as such, so the model neither says the person has
+ * none nor invents ids. Never part of a stored or streamed message.
  */
-export function hiddenFocusBlock(focus: readonly FocusSnapshot[]): string {
-  if (focus.length === 0) return '';
+export function hiddenFocusBlock(focus: readonly FocusSnapshot[], unavailable: readonly string[] = []): string {
+  if (focus.length === 0 && unavailable.length === 0) return '';
   const sections = focus.map((snapshot) => {
     // Descriptions are tool output and may carry what a person typed (a note on a booking): quoted, as data.
     const lines = snapshot.entities.map((entity) => `- id ${JSON.stringify(entity.id)}: ${quoteForPrompt(entity.description, MAX_DESCRIPTION_CHARS)}`);
     return `### ${snapshot.entityType}\n${lines.length === 0 ? '(none)' : lines.join('\n')}`;
   });
+  for (const entityType of unavailable) {
+    sections.push(
+      `### ${entityType}\n(could not be loaded just now: do not say the person has none, and do not act on one; say it cannot be seen at the moment)`,
+    );
+  }
   return [
     '## Hidden context (entities in focus; never show ids to the person)',
     'When a tool argument is the id of one of these entities, take the id from this list. Never ask the person for an id and never invent one.',

@@ -1,3 +1,4 @@
+import { FencedOut } from '../../domain/errors.js';
 import type { Flow, FlowContext, FlowRequest, FlowResult, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { ModelToolCall } from '../../domain/ports/model-provider.js';
 import { systemText } from '../../i18n/index.js';
@@ -15,13 +16,20 @@ export interface FocusSettings {
   readonly classifier?: StageClassifierSettings;
 }
 
+/** What the wrapper reports beside its log lines. */
+export interface FocusHooks {
+  /** A needed entity type could not be loaded (its tool failed, timed out or answered badly); the turn went on without it. */
+  readonly onLoadFailed?: (entityType: string) => void;
+}
+
 /**
  * Wraps a flow with stages and entities in focus: finds the stage by its rules (or the classifier), loads the focus the stage needs
  * (through the same tool path as the model, so for the bound user only), answers an empty viewing stage with a
  * fixed reply and no model call, and otherwise runs the flow with the stage's scenario and the hidden block in its
- * instructions and every tool call checked against the focus.
+ * instructions and every tool call checked against the focus. Focus is an aid, not a precondition: a type that
+ * cannot be loaded is logged, counted and marked unavailable in the hidden block, and the turn goes on without it.
  */
-export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStore): Flow {
+export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStore, hooks: FocusHooks = {}): Flow {
   return {
     name: inner.name,
     async run(request: FlowRequest, context: FlowContext): Promise<FlowResult> {
@@ -42,14 +50,25 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
       const role = request.state.role ?? context.settings.defaultRole;
       // The person this turn answers (the user the server bound), not the conversation: a group has several.
       const owner = { sessionId: request.session.id, userId: request.user.id };
-      let focus: FocusSnapshot[] = [];
-      if (stage?.needs !== undefined && stage.needs.length > 0) {
-        focus = await keeper.load(owner, stage.needs, async (loadTool) =>
-          context.runTool({ callId: `focus-${loadTool}-${request.correlationId}`, name: loadTool, arguments: '{}' }, role, request.state),
-        );
+      const focus: FocusSnapshot[] = [];
+      const unavailable: string[] = [];
+      const runLoader = (loadTool: string) =>
+        context.runTool({ callId: `focus-${loadTool}-${request.correlationId}`, name: loadTool, arguments: '{}' }, role, request.state);
+      // Each type on its own: one failing loader leaves the others in focus.
+      for (const entityType of stage?.needs ?? []) {
+        try {
+          focus.push(...(await keeper.load(owner, [entityType], runLoader)));
+        } catch (error) {
+          // The person left, or another process owns the conversation now: the turn stops, as at any other call.
+          if (request.signal?.aborted || error instanceof FencedOut) throw error;
+          unavailable.push(entityType);
+          hooks.onLoadFailed?.(entityType);
+          context.log.warn({ err: error, entityType }, 'focus could not be loaded; the turn goes on without it');
+        }
       }
 
-      if (stage?.viewing === true && focusIsEmpty(focus)) {
+      // "Nothing to show" only when every needed type was loaded: a failed load is not an empty list.
+      if (stage?.viewing === true && unavailable.length === 0 && focusIsEmpty(focus)) {
         const configured = settings.emptyReplies?.[stage.id];
         const reply = configured?.[request.language] ?? configured?.[request.language.split('-')[0]!] ?? systemText(request.language, 'focus.nothingToShow');
         // Replies as actions: Palaver's own reply is a plan of one message.
@@ -57,7 +76,7 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
         return { text, audit: [], modelCalls: classifierCalls, state: request.state };
       }
 
-      const block = hiddenFocusBlock(focus);
+      const block = hiddenFocusBlock(focus, unavailable);
       const focusedContext: FlowContext = {
         settings: context.settings,
         get log() {
@@ -75,7 +94,7 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
           return block === '' ? base : `${base}\n\n${block}`;
         },
         async runTool(call: ModelToolCall, currentRole, state) {
-          const refusal = keeper.check(call, focus);
+          const refusal = keeper.check(call, focus, unavailable);
           if (refusal !== undefined) return { callId: call.callId, ...refusal, effects: {}, durationMs: 0 };
           const result = await context.runTool(call, currentRole, state);
           if (!result.isError) await keeper.afterTool(owner, call.name);

@@ -51,8 +51,8 @@ export const DEFAULT_STAGE_PROMPTS: Readonly<Record<Stage, string>> = {
     'Stage: execution. Carry out the task below with the tools you have, acting only for this person. Do not write to the ' +
     'person. When you are done, answer with JSON reporting what was done and the facts the reply must state.',
   organization:
-    "Stage: organization. Write the reply to the person from the work report below, in the person's language: short, " +
-    'friendly, exact about ids, dates and times. Never mention stages, tools or the report itself.',
+    "Stage: organization. Write the reply to the person from what they asked for and the work report below, in the person's " +
+    'language: short, friendly, exact about ids, dates and times. Never mention stages, tools or the report itself.',
 };
 
 export interface StagedFlowSettings {
@@ -82,13 +82,16 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       const common = { correlationId: request.correlationId, ...(request.signal ? { signal: request.signal } : {}) };
       const modelCalls: ModelCallRecord[] = [];
       const audit: NewMessage[] = [];
-      const record = (calls: readonly ModelCall[]) => modelCalls.push(...calls.map((call) => call.record));
-      const stageRecord = (stage: Stage, value: unknown, repaired: boolean): NewMessage => ({
+      const recordsOf = (calls: readonly ModelCall[]) => calls.map((call) => call.record);
+      const record = (calls: readonly ModelCall[]) => modelCalls.push(...recordsOf(calls));
+      // A stage's record carries its own calls' tokens; the reply carries the turn's total, which is what is billed.
+      const stageRecord = (stage: Stage, value: unknown, repaired: boolean, calls: readonly ModelCallRecord[]): NewMessage => ({
         role: 'assistant',
         audience: 'audit',
         content: JSON.stringify(value),
         correlationId: request.correlationId,
-        ...(modelCalls.length > 0 ? { model: modelCalls[modelCalls.length - 1]!.model } : {}),
+        ...(calls.length > 0 ? { model: calls[calls.length - 1]!.model } : {}),
+        ...tokensOf(calls),
         meta: { stage, ...(repaired ? { repaired: true } : {}) },
       });
 
@@ -101,7 +104,7 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         { models: settings.models.intent },
       );
       record(intent.calls);
-      audit.push(stageRecord('intent', intent.value, intent.repaired));
+      audit.push(stageRecord('intent', intent.value, intent.repaired, recordsOf(intent.calls)));
       if (intent.value.direct && intent.value.answer?.trim()) {
         const answer = intent.value.answer.trim();
         // Replies as actions: the direct answer is a plan of one message (the turn checks it as any plan).
@@ -121,7 +124,8 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         if (result.effects.role !== undefined) state = { ...state, role: result.effects.role };
         return result;
       };
-      const executionInstructions = `${instructions}\n\n${prompts.execution}\n\nThe task:\n${JSON.stringify({ intent: intent.value.intent, details: intent.value.details })}`;
+      const task = JSON.stringify({ intent: intent.value.intent, details: intent.value.details });
+      const executionInstructions = `${instructions}\n\n${prompts.execution}\n\nThe task:\n${task}`;
       const loop = await runAgentLoop({
         instructions: executionInstructions,
         transcript,
@@ -159,14 +163,15 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
           loop.hostedToolCalls,
           request.correlationId,
         ),
-        stageRecord('execution', execution.value, execution.repaired),
+        stageRecord('execution', execution.value, execution.repaired, [...loop.modelCalls, ...recordsOf(execution.calls)]),
       );
 
-      // 3. Organization: the reply for the person, streamed as its `reply` field grows. It is written under the role
-      // in force now: a tool that changed the role (a courier identified) changes who the reply speaks to, as the
-      // single flow's re-run does; the new role's tools apply from the next turn.
+      // 3. Organization: the reply for the person, streamed as its `reply` field grows, from what the intent stage
+      // understood as well as what execution did (a report of "not possible" reads differently against the request).
+      // It is written under the role in force now: a tool that changed the role (a courier identified) changes who the
+      // reply speaks to, as the single flow's re-run does; the new role's tools apply from the next turn.
       const replyInstructions = state.role === role ? instructions : context.instructions(state.role, state);
-      const organizationInstructions = `${replyInstructions}\n\n${prompts.organization}\n\nThe work report (for you only):\n${JSON.stringify(execution.value)}`;
+      const organizationInstructions = `${replyInstructions}\n\n${prompts.organization}\n\nWhat the person asked for (for you only):\n${task}\n\nThe work report (for you only):\n${JSON.stringify(execution.value)}`;
       if (replyFormat) {
         // Replies as actions: the stage answers with the plan, unchecked here (the turn checks it and asks for one repair).
         const plan = await context.callModel(
@@ -208,6 +213,19 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       return { text: reply, audit, modelCalls, state };
     },
   };
+}
+
+/** The tokens of a stage's model calls, for its audit record. */
+function tokensOf(calls: readonly ModelCallRecord[]): Pick<NewMessage, 'inputTokens' | 'outputTokens' | 'cachedInputTokens'> {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let cachedInputTokens = 0;
+  for (const { usage } of calls) {
+    inputTokens += usage.inputTokens;
+    outputTokens += usage.outputTokens;
+    cachedInputTokens += usage.cachedInputTokens ?? 0;
+  }
+  return { inputTokens, outputTokens, cachedInputTokens };
 }
 
 export type { StageOutput };

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { startLogisticsMcpServer } from '../../../examples/logistics/mcp-server.js';
 import type { Palaver } from '../../../src/app.js';
 import { MemoryChannel } from '../../../src/channels/memory/memory-channel.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
@@ -7,16 +8,23 @@ import type { ScriptedCall, ScriptedReply } from '../../../src/testing/index.js'
 import { createHarness, lastUserText, type Harness } from '../../support/palaver-harness.js';
 
 let harness: Harness | undefined;
+let mcp: Awaited<ReturnType<typeof startLogisticsMcpServer>> | undefined;
 afterEach(async () => {
   await harness?.close();
+  await mcp?.close();
   harness = undefined;
+  mcp = undefined;
 });
 
-/** A tiny salon: appointments per account of the bound user; every tool acts for that user only. */
+/**
+ * A tiny salon: appointments per account of the bound user; every tool acts for that user only. While
+ * `calendar.offline`, listing the appointments throws, as a booking system that is down would.
+ */
 function salon(initial: Record<string, { id: number; what: string }[]>) {
   const book = new Map(Object.entries(initial));
   const loads: string[] = [];
   const cancelled: number[] = [];
+  const calendar = { offline: false };
   const mine = (account: string) => book.get(account) ?? [];
   const accountOf = (ctx: { accounts: readonly { accountId: string }[] }) => ctx.accounts[0]!.accountId;
   const tools = [
@@ -25,6 +33,7 @@ function salon(initial: Record<string, { id: number; what: string }[]>) {
       description: 'Upcoming appointments of the person',
       input: z.object({}),
       run: (_args, ctx) => {
+        if (calendar.offline) throw new Error('calendar offline');
         loads.push(accountOf(ctx));
         return mine(accountOf(ctx)).map((appointment) => ({ id: appointment.id, description: appointment.what }));
       },
@@ -43,7 +52,7 @@ function salon(initial: Record<string, { id: number; what: string }[]>) {
       },
     }),
   ];
-  return { tools, loads, cancelled, book };
+  return { tools, loads, cancelled, book, calendar };
 }
 
 /** The focus key of a direct conversation: its session and its owner. */
@@ -315,5 +324,71 @@ describe('focus in a group conversation', () => {
     expect(loads).toEqual(['ann', 'ben']);
     expect(cancelled).toEqual([]);
     expect(fromBen.outcome.reply).toMatch(/^done: Error: Refused: appointment_id=42 is not the id .* \(ids in focus: 7\)/);
+  });
+});
+
+describe('when focus cannot be loaded', () => {
+  const UNAVAILABLE = 'could not be loaded just now';
+  const failures = (palaver: Palaver) => palaver.metrics.registry.getSingleMetricAsString('palaver_focus_load_failures_total');
+
+  it('a loader that throws: the turn goes on without focus (logged, counted, told to the model), never an apology', async () => {
+    const { tools, cancelled, calendar } = salon({ alice: [{ id: 42, what: 'Haircut with Anna, 2026-12-01 10:00' }] });
+    calendar.offline = true;
+    harness = await createHarness((call) => {
+      const last = call.messages.at(-1);
+      if (last?.type === 'tool_result') return { text: `done: ${last.output}` };
+      if (call.instructions.includes('## Current stage: cancel')) return cancellingModel(42)(call);
+      return { text: call.instructions.includes(UNAVAILABLE) ? "I can't see your appointments right now." : 'Here they are.' };
+    });
+    const palaver = await harness.start(focusConfig, { tools });
+
+    // A viewing stage whose loader failed is not "nothing booked": the model answers, knowing the list is unavailable.
+    const viewed = await palaver.chat({ userId: 'alice', text: 'show my appointments' });
+    expect(viewed.text).toBe("I can't see your appointments right now.");
+    expect(harness.model.calls[0]!.instructions).toContain(`### appointment\n(${UNAVAILABLE}`);
+    expect((await palaver.store.sessions.findById(viewed.sessionId))?.status).toBe('completed');
+    const logged = harness.logs.find((line) => line['msg'] === 'focus could not be loaded; the turn goes on without it');
+    expect(logged).toMatchObject({
+      entityType: 'appointment',
+      correlationId: expect.any(String),
+      err: { message: expect.stringContaining('calendar offline') },
+    });
+    expect(await failures(palaver)).toContain('palaver_focus_load_failures_total{entity="appointment"} 1');
+    // A failed load is not remembered as focus: nothing is stored for the person.
+    expect(await palaver.store.focus.get(await ownerOf(palaver, viewed.sessionId), 'appointment')).toBeUndefined();
+
+    // Without focus no id passes the check: the cancel is refused with the reason, and nothing is cancelled.
+    const refused = await palaver.chat({ userId: 'alice', text: 'cancel the haircut' });
+    expect(cancelled).toEqual([]);
+    expect(refused.text).toMatch(new RegExp(`^done: Error: Refused: the person's appointment ${UNAVAILABLE}, so appointment_id=42 cannot be checked`));
+    expect(await failures(palaver)).toContain('palaver_focus_load_failures_total{entity="appointment"} 2');
+
+    // Once the calendar answers again, the next turn loads the focus and the cancel goes through.
+    calendar.offline = false;
+    expect((await palaver.chat({ userId: 'alice', text: 'cancel the haircut' })).text).toBe('done: cancelled');
+    expect(cancelled).toEqual([42]);
+  });
+
+  it('a loader that times out (an MCP server slower than its timeoutMs): the turn goes on without focus', async () => {
+    const token = 'focus-timeout-token-7c1e';
+    mcp = await startLogisticsMcpServer({ port: 0, token, toolDelayMs: 5_000 });
+    harness = await createHarness((call) => ({
+      text: call.instructions.includes(UNAVAILABLE) ? 'Your cargo cannot be seen right now.' : 'Here is your cargo.',
+    }));
+    const palaver = await harness.start({
+      mcp: { servers: [{ label: 'logistics', url: mcp.url, bearerToken: token, userIdArgument: 'user_id', timeoutMs: 200 }] },
+      focus: {
+        stages: [{ id: 'cargo', keywords: ['my cargo'], needs: ['cargo'] }, { id: 'chat' }],
+        entities: [{ type: 'cargo', loadTool: 'get_user_cargoes' }],
+      },
+    });
+
+    const reply = await palaver.chat({ userId: 'olga', text: 'where is my cargo?' });
+    expect(reply.text).toBe('Your cargo cannot be seen right now.');
+    expect((await palaver.store.sessions.findById(reply.sessionId))?.status).toBe('completed');
+    expect(mcp.calls.map((call) => call.name)).toEqual(['get_user_cargoes']);
+    const logged = harness.logs.find((line) => line['msg'] === 'focus could not be loaded; the turn goes on without it');
+    expect(logged).toMatchObject({ entityType: 'cargo', err: { message: expect.stringContaining('timed out after 200 ms') } });
+    expect(await failures(palaver)).toContain('palaver_focus_load_failures_total{entity="cargo"} 1');
   });
 });

@@ -116,6 +116,15 @@ describe('checking ids in tool calls', () => {
     });
   });
 
+  it('refuses an id of a type that could not be loaded with that reason, not as an invented id', () => {
+    expect(keeper.check(call('move', { appointment_id: 9, pet_id: 'rex-1' }), focus.slice(0, 1), ['pet'])).toEqual({
+      isError: true,
+      content:
+        'Refused: the person\'s pet could not be loaded just now, so pet_id="rex-1" cannot be checked. Tell the person it cannot be done at the moment; do not guess ids.',
+    });
+    expect(keeper.check(call('cancel_appointment_by_id', { appointment_id: 7 }), focus.slice(0, 1), ['pet'])).toBeUndefined();
+  });
+
   it('leaves calls without such arguments, and malformed arguments, to the tools layer', () => {
     expect(keeper.check(call('book', { when: 'tomorrow' }), focus)).toBeUndefined();
     expect(keeper.check(call('cancel_appointment_by_id', '{not json'), focus)).toBeUndefined();
@@ -140,6 +149,20 @@ describe('the hidden block', () => {
         '(none)',
       ].join('\n'),
     );
+  });
+
+  it('names a type that could not be loaded, so the model neither says there are none nor invents ids', () => {
+    expect(
+      hiddenFocusBlock([snapshot('pet', [rex])], ['appointment'])
+        .split('\n')
+        .slice(2),
+    ).toEqual([
+      '### pet',
+      '- id "rex-1": "Rex, a beagle"',
+      '### appointment',
+      '(could not be loaded just now: do not say the person has none, and do not act on one; say it cannot be seen at the moment)',
+    ]);
+    expect(hiddenFocusBlock([], ['appointment'])).toContain('### appointment\n(could not be loaded just now');
   });
 
   it('counts as empty only when something was loaded and every type came back empty', () => {
