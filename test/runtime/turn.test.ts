@@ -95,6 +95,20 @@ describe('agent turn', () => {
     expect(instructions).toContain('Asia/Tokyo');
   });
 
+  it('reads system.md and shared.md as instructions for every role, never as roles of their own', async () => {
+    harness = await createHarness(() => ({ text: 'ok' }), {
+      system: 'System text first.',
+      shared: 'Rules every role shares.',
+      support: 'You are in the support role.',
+    });
+    const palaver = await harness.start({ agent: { defaultRole: 'support' }, roles: { definitions: { support: { tools: [] } } } });
+    await palaver.chat({ userId: 'sys', text: 'hi' });
+    const instructions = harness.model.calls[0]!.instructions;
+    expect(instructions.indexOf('System text first.')).toBeLessThan(instructions.indexOf('You are a test agent.'));
+    expect(instructions.indexOf('You are a test agent.')).toBeLessThan(instructions.indexOf('Rules every role shares.'));
+    expect(instructions).toContain('You are in the support role.');
+  });
+
   it('sends earlier turns as history and keeps it across a restart', async () => {
     harness = await createHarness((call) => ({ text: `echo: ${lastUserText(call)}` }));
     const first = await harness.start();

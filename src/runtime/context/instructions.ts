@@ -7,8 +7,11 @@ import type { UserState } from './user-state.js';
 /** How much of an earlier tool call's arguments the service data repeats. */
 const MAX_ARGUMENTS_CHARS = 300;
 
-/** Files that are always part of the instructions, in this order; every other `*.md` is a role. */
-const BASE_FILES = ['base', 'default', 'common'] as const;
+/**
+ * Files that are always part of the instructions, in this order; every other `*.md` is a role. `system` and `shared`
+ * are the names a seed-000 project gives its system text and its shared rules: never roles.
+ */
+const BASE_FILES = ['system', 'base', 'default', 'common', 'shared'] as const;
 
 /** Instruction texts read once from a folder: base files and one file per role. */
 export interface InstructionLibrary {
