@@ -3,7 +3,7 @@ import { StoreError } from '../domain/errors.js';
 import type { ChannelAccount, User } from '../domain/model.js';
 import type { ProfileSettings, ProfileUpdateResult } from '../domain/profile.js';
 import type { IdentityEvent, NewAdminAction, Store } from '../domain/ports/store.js';
-import { parseUserState } from '../runtime/context/user-state.js';
+import { applyFlowStateEffects, parseUserState } from '../runtime/context/user-state.js';
 import { updateUserState } from '../runtime/context/user-state-update.js';
 import type { ProfileService } from './profile-service.js';
 import { normalisePhone } from './phones.js';
@@ -173,6 +173,40 @@ export class IdentityAdmin {
   }
 
   /**
+   * Sets (or, with `null`, clears) one namespace of the user's flow state, as a tool's `ctx.setFlowState` would: how an
+   * event outside the conversation (a cargo assigned, a document signed) puts the agent in a mode for the person's
+   * next turns. The model sees it in the turn's service data. Another turn saving the state meanwhile is rebased, not
+   * overwritten.
+   */
+  async setFlowState(
+    userId: string,
+    namespace: string,
+    value: unknown,
+    actor: AdminActor,
+  ): Promise<AdminResult<{ readonly namespace: string; readonly state: unknown }>> {
+    const { store, cache } = this.#options;
+    const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly namespace: string; readonly state: unknown }>> => {
+      if (!(await tx.users.findById(userId))) return notFound(userId);
+      let had = false;
+      await updateUserState(tx.userState, userId, (state) => {
+        had = namespace in state.flows;
+        return applyFlowStateEffects(state, { flowState: { [namespace]: value } });
+      });
+      const change = value === null ? 'cleared' : had ? 'replaced' : 'set';
+      await tx.identityEvents.add({
+        userId,
+        kind: 'admin_change',
+        actor: 'admin',
+        details: { change: 'flow_state', namespace, [change]: true, ...actorDetails(actor) },
+      });
+      await tx.adminActions.record(operatorAction('flow_state', userId, actor, { namespace, change }));
+      return { ok: true, value: { namespace, state: value } };
+    });
+    if (result.ok) cache.forgetState(userId);
+    return result;
+  }
+
+  /**
    * Moves a channel account, with its own conversations on the channels of its namespace (see
    * `UserRepository.relinkAccount`), to another user. `channel` is the account's namespace (`telegram`), or the name
    * of a channel that maps to one (`telegram-bot`); the audit records the namespace.
@@ -225,7 +259,12 @@ function changedFields(input: unknown): string[] {
 }
 
 /** The operators' audit row of an identity change (values that are personal data stay out, as in the identity audit). */
-function operatorAction(action: 'profile' | 'phone' | 'role' | 'relink', userId: string, actor: AdminActor, details: Record<string, unknown>): NewAdminAction {
+function operatorAction(
+  action: 'profile' | 'phone' | 'role' | 'flow_state' | 'relink',
+  userId: string,
+  actor: AdminActor,
+  details: Record<string, unknown>,
+): NewAdminAction {
   return { action, actor: actor.name ?? 'admin', requestId: actor.requestId ?? null, userId, details };
 }
 

@@ -7,6 +7,10 @@ import { clientAddressResolver, type ClientAddress } from '../platform/client-ad
 
 const phoneBody = z.strictObject({ phone: z.string().min(1).max(64).nullable() });
 const roleBody = z.strictObject({ role: z.string().min(1).max(64).nullable() });
+/** A flow namespace as tools name them (`documents`, `cargo_docs`); the state is any JSON value, bounded in size. */
+const flowNamespace = z.string().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/);
+const flowStateBody = z.strictObject({ state: z.json().nullable() });
+const MAX_FLOW_STATE_BYTES = 16_384;
 const relinkBody = z.strictObject({ channel: z.string().min(1).max(64), accountId: z.string().min(1).max(256), toUserId: z.string().min(1).max(128) });
 const limitQuery = z.coerce.number().int().min(1).max(1000).optional();
 
@@ -18,6 +22,7 @@ const limitQuery = z.coerce.number().int().min(1).max(1000).optional();
  * - `PATCH  /admin/users/:userId/profile`    change profile settings (any subset; field-level errors on 400)
  * - `PUT    /admin/users/:userId/phone`      `{ "phone": "+380 67 123 45 67" | null }`
  * - `PUT    /admin/users/:userId/role`       `{ "role": "driver" | null }`
+ * - `PUT    /admin/users/:userId/flows/:namespace`   `{ "state": <JSON> | null }`: set or clear one flow namespace
  * - `GET    /admin/accounts/:channel/:accountId`   the user behind an account
  * - `POST   /admin/relink`                   `{ channel, accountId, toUserId }`: move an account and its own conversations
  */
@@ -53,6 +58,17 @@ export function adminRoutes(admin: IdentityAdmin, clientAddress: ClientAddress =
     const body = roleBody.safeParse(await jsonBody(c));
     if (!body.success) return c.json(errorBody('invalid_request', 'Send { "role": "<role>" } or { "role": null }.'), 400);
     return answer(c, await admin.setRole(c.req.param('userId'), body.data.role, actorOf(c)), (value) => value);
+  });
+
+  app.put('/users/:userId/flows/:namespace', async (c) => {
+    const namespace = flowNamespace.safeParse(c.req.param('namespace'));
+    if (!namespace.success) return c.json(errorBody('invalid_request', 'A flow namespace is a letter, then up to 63 letters, digits, _ . or -.'), 400);
+    const body = flowStateBody.safeParse(await jsonBody(c));
+    if (!body.success) return c.json(errorBody('invalid_request', 'Send { "state": <any JSON value> } or { "state": null } to clear it.'), 400);
+    if (Buffer.byteLength(JSON.stringify(body.data.state)) > MAX_FLOW_STATE_BYTES) {
+      return c.json(errorBody('invalid_request', `A flow state holds at most ${MAX_FLOW_STATE_BYTES} bytes of JSON.`), 400);
+    }
+    return answer(c, await admin.setFlowState(c.req.param('userId'), namespace.data, body.data.state, actorOf(c)), (value) => value);
   });
 
   app.get('/accounts/:channel/:accountId', async (c) => {

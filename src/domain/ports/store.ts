@@ -481,7 +481,7 @@ export interface IdentityEventRepository {
 }
 
 /** What an operator did through the admin API (`admin_actions`). */
-export type AdminActionKind = 'send' | 'pause' | 'resume' | 'end' | 'profile' | 'phone' | 'role' | 'relink';
+export type AdminActionKind = 'send' | 'pause' | 'resume' | 'end' | 'profile' | 'phone' | 'role' | 'flow_state' | 'relink';
 
 export interface NewAdminAction {
   readonly action: AdminActionKind;
