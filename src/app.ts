@@ -426,7 +426,9 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       const missingFiles = Object.keys(config.roles.definitions)
         .filter((role) => !instructions.roles.has(role))
         .map((role) => `role ${role} has no instructions file ${role}.md in ${config.agent.instructionsDir}`);
-      return [...missingFiles, ...(await tools.diagnose())];
+      // A hosted server names its tools to the model provider only: its allowedTools, or any name when it has none.
+      const hostedMayOffer = (tool: string) => hostedMcp.some((spec) => spec.allowedTools === undefined || spec.allowedTools.includes(tool));
+      return [...missingFiles, ...(await tools.diagnose(hostedMayOffer))];
     },
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
