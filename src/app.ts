@@ -246,7 +246,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const dispatcher: ToolDispatcher = streams ? streams.dispatcher : new InlineToolDispatcher(tools);
   const identity: IdentityResolver =
     config.identity.resolver.kind === 'mcp'
-      ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger, http.fetch)
+      ? await directoryResolver(config.identity.resolver, config.identity, store, logger, http.fetch)
       : new LocalIdentityResolver(store, { phones: config.identity.phones });
   const { defaultRegion, fromText } = config.identity.phones;
 
@@ -489,11 +489,12 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 /** The team's directory as the identity step (`identity.resolver.kind: "mcp"`); the MCP SDK loads on its first lookup. */
 async function directoryResolver(
   settings: Extract<PalaverConfig['identity']['resolver'], { kind: 'mcp' }>,
-  phoneRegion: string | undefined,
+  identity: PalaverConfig['identity'],
   store: Store,
   logger: Logger,
   fetch: typeof globalThis.fetch,
 ): Promise<IdentityResolver> {
+  const phoneRegion = identity.phones.defaultRegion;
   const { McpIdentityResolver } = await import('./identity/mcp-identity.js');
   return new McpIdentityResolver(store, {
     url: settings.url,
@@ -503,6 +504,7 @@ async function directoryResolver(
     timeoutMs: settings.timeoutMs,
     cacheSize: settings.cacheSize,
     cacheTtlSeconds: settings.cacheTtlSeconds,
+    onUnreachable: identity.onUnreachable,
     ...(phoneRegion === undefined ? {} : { phoneRegion }),
     logger,
     fetch,

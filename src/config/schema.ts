@@ -526,6 +526,12 @@ export const configSchema = z
             }),
           ])
           .default({ kind: 'local' }),
+        /**
+         * When the directory (`resolver.kind: mcp`) cannot be reached: `refuse` the message (the person is told to try
+         * later), or answer a new account as a `provisional` user, joined to its real user once the directory answers.
+         * See docs/identity-and-profiles.md for what a provisional identity is not given.
+         */
+        onUnreachable: z.enum(['refuse', 'provisional']).default('refuse'),
       })
       .prefault({}),
     /**
