@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Palaver } from '../../src/app.js';
-import type { ModelScript, ScriptedCall } from '../../src/testing/index.js';
+import { MemoryChannel, type ModelScript, type ScriptedCall } from '../../src/testing/index.js';
 import { startDirectoryServer, type DirectoryServer } from '../identity/directory-server.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
 
@@ -123,6 +123,24 @@ describe('hosted MCP servers (Responses API, seed 000)', () => {
     // The chain goes on from the re-run's response, the one that knew the client's instructions.
     expect(harness.model.calls[2]!.previousResponseId).toBe(state.responseChainId);
     expect(harness.model.calls[2]!.messages).toEqual([{ type: 'message', role: 'user', content: 'what about my cargo?' }]);
+  });
+
+  it('withdraws the answer it streamed beside a hosted set_role before streaming the re-run', async () => {
+    harness = await createHarness(seedScript());
+    const chat = new MemoryChannel({ capabilities: { streaming: true } });
+    await harness.start(seedConfig, { channels: [chat] });
+
+    const said = await chat.say('I have cargo to ship', { accountId: 'ira' });
+    expect((await chat.waitForReply(said)).parts).toEqual(['client tools, chained: no']);
+    // What the person saw stream: the first answer, withdrawn, then the re-run's alone.
+    const shown = chat.progressEvents.map(({ value }) => (value.type === 'text_delta' ? value.delta : value.type === 'discard' ? '|withdrawn|' : '')).join('');
+    expect(shown).toBe('Are you a client or a transporter?|withdrawn|client tools, chained: no');
+  });
+
+  it('does not warn at start-up about allowlisted tools that only the hosted server offers', async () => {
+    harness = await createHarness(seedScript());
+    const palaver = await harness.start(seedConfig);
+    expect((await palaver.diagnose()).filter((problem) => problem.includes('no tool host provides'))).toEqual([]);
   });
 
   it.each([
