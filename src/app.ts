@@ -246,7 +246,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
   const dispatcher: ToolDispatcher = streams ? streams.dispatcher : new InlineToolDispatcher(tools);
   const identity: IdentityResolver =
     config.identity.resolver.kind === 'mcp'
-      ? await directoryResolver(config.identity.resolver, config.identity.phones.defaultRegion, store, logger, http.fetch)
+      ? await directoryResolver(config.identity.resolver, config.identity, store, logger, http.fetch)
       : new LocalIdentityResolver(store, { phones: config.identity.phones });
   const { defaultRegion, fromText } = config.identity.phones;
 
@@ -429,7 +429,9 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
       const missingFiles = Object.keys(config.roles.definitions)
         .filter((role) => !instructions.roles.has(role))
         .map((role) => `role ${role} has no instructions file ${role}.md in ${config.agent.instructionsDir}`);
-      return [...missingFiles, ...(await tools.diagnose())];
+      // A hosted server names its tools to the model provider only: its allowedTools, or any name when it has none.
+      const hostedMayOffer = (tool: string) => hostedMcp.some((spec) => spec.allowedTools === undefined || spec.allowedTools.includes(tool));
+      return [...missingFiles, ...(await tools.diagnose(hostedMayOffer))];
     },
     async serve(serveOptions = {}) {
       const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
@@ -490,11 +492,12 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
 /** The team's directory as the identity step (`identity.resolver.kind: "mcp"`); the MCP SDK loads on its first lookup. */
 async function directoryResolver(
   settings: Extract<PalaverConfig['identity']['resolver'], { kind: 'mcp' }>,
-  phoneRegion: string | undefined,
+  identity: PalaverConfig['identity'],
   store: Store,
   logger: Logger,
   fetch: typeof globalThis.fetch,
 ): Promise<IdentityResolver> {
+  const phoneRegion = identity.phones.defaultRegion;
   const { McpIdentityResolver } = await import('./identity/mcp-identity.js');
   return new McpIdentityResolver(store, {
     url: settings.url,
@@ -504,6 +507,7 @@ async function directoryResolver(
     timeoutMs: settings.timeoutMs,
     cacheSize: settings.cacheSize,
     cacheTtlSeconds: settings.cacheTtlSeconds,
+    onUnreachable: identity.onUnreachable,
     ...(phoneRegion === undefined ? {} : { phoneRegion }),
     logger,
     fetch,

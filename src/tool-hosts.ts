@@ -56,6 +56,7 @@ export async function createToolHosts(
         logger,
         ...(fetch ? { fetch } : {}),
         ...(server.bearerToken ? { bearerToken: server.bearerToken } : {}),
+        ...(server.headers ? { headers: server.headers } : {}),
         ...(server.userIdArgument ? { userIdArgument: server.userIdArgument } : {}),
         ...(server.toolLabels ? { toolLabels: server.toolLabels } : {}),
       }),

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
+import { expandEnvReferences } from './env-references.js';
 import { resolveConfigPaths } from './paths.js';
 import { configSchema, type PalaverConfig, type PalaverConfigInput } from './schema.js';
 import { describeUnknownKey, knownKeysAt } from './unknown-keys.js';
@@ -46,7 +47,8 @@ export interface LoadConfigOptions {
 }
 
 /**
- * Reads the config file (JSON or YAML), applies `overrides` and then environment variables, and validates the
+ * Reads the config file (JSON or YAML), expands `${NAME}` in its string values from the environment
+ * (`expandEnvReferences`), applies `overrides` and then environment variables, and validates the
  * result. Relative paths (instructions, tools module, SQLite file) are made absolute against the config file's
  * folder, or against `cwd` when there is no file. The YAML parser is loaded only for a YAML file.
  * @throws ConfigError naming each invalid field; with no config file and no model name (nor `PALAVER_MODEL`), a
@@ -58,7 +60,8 @@ export function loadConfig(options: LoadConfigOptions = {}): { config: PalaverCo
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   const file = findConfigFile(options.file ?? env.PALAVER_CONFIG, cwd);
-  let raw: Record<string, unknown> = file ? readConfigFile(file) : {};
+  // `${NAME}` in the file's strings comes from the environment (secrets kept out of the file); overrides are not expanded.
+  let raw: Record<string, unknown> = file ? expandEnvReferences(readConfigFile(file), env, file) : {};
   if (options.overrides) raw = deepMerge(raw, options.overrides as Record<string, unknown>);
   for (const { variable, path, parse } of ENV_OVERRIDES) {
     const value = env[variable];

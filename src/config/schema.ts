@@ -260,6 +260,11 @@ export const configSchema = z
                 url: z.url(),
                 /** Sent as `Authorization: Bearer …`; never logged. */
                 bearerToken: z.string().min(1).optional(),
+                /**
+                 * Further headers on every request, hosted or local (`MCP-Protocol-Version`, a tenant id); `bearerToken`
+                 * wins over an `Authorization` here. Values of credential-like names (Authorization, *token*, *key*, …) are scrubbed from logs.
+                 */
+                headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'a header name'), z.string()).optional(),
                 timeoutMs: z.number().int().positive().default(30_000),
                 /** `local`: Palaver calls the server; `hosted`: the Responses API calls it (`type: "mcp"` tool). */
                 mode: z.enum(['local', 'hosted']).default('local'),
@@ -510,7 +515,7 @@ export const configSchema = z
               tool: z.string().min(1).default('verify_user'),
               /** Sent as `Authorization: Bearer …`; never logged. */
               bearerToken: z.string().min(1).optional(),
-              /** Further headers on every request (a tenant id); put credentials in `bearerToken`, which is scrubbed from logs. */
+              /** Further headers on every request (a tenant id); values of credential-like names (Authorization, *token*, *key*, …) are scrubbed from logs. */
               headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'a header name'), z.string()).optional(),
               /** Per request; the person's first message waits for it. */
               timeoutMs: z.number().int().positive().max(120_000).default(10_000),
@@ -521,6 +526,12 @@ export const configSchema = z
             }),
           ])
           .default({ kind: 'local' }),
+        /**
+         * When the directory (`resolver.kind: mcp`) cannot be reached: `refuse` the message (the person is told to try
+         * later), or answer a new account as a `provisional` user, joined to its real user once the directory answers.
+         * See docs/identity-and-profiles.md for what a provisional identity is not given.
+         */
+        onUnreachable: z.enum(['refuse', 'provisional']).default('refuse'),
       })
       .prefault({}),
     /**

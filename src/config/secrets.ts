@@ -9,8 +9,15 @@ import type { PalaverConfig } from './schema.js';
 const SECRET_FIELD = /(?:apikey|apihash|token|secret|password)s?$/i;
 
 /**
+ * HTTP header names whose value is a credential, in a `headers` map (MCP servers, the identity directory):
+ * `Authorization`, `Cookie`, and any name with token, key, secret, password or auth in it (`X-Api-Key`). Other
+ * headers (`MCP-Protocol-Version`, a tenant id) stay readable in logs.
+ */
+const SECRET_HEADER = /^(?:proxy-)?authorization$|^cookie$|token|key|secret|password|auth/i;
+
+/**
  * Every secret value in a config, for the logger's scrubber (`createLogger({ secrets })`): the model and fallback
- * API keys, the server API key, MCP bearer tokens, the password in a database (PostgreSQL, MariaDB/MySQL) or Redis URL, and any later field whose name
+ * API keys, the server API key, MCP bearer tokens and credential headers ({@link SECRET_HEADER}), the password in a database (PostgreSQL, MariaDB/MySQL) or Redis URL, and any later field whose name
  * says it is a credential (see {@link SECRET_FIELD}). Values are returned as configured, shortest included; the
  * logger decides which are long enough to scrub.
  *
@@ -35,7 +42,19 @@ function collect(value: unknown, found: Set<string>, isSecret: boolean): void {
     return;
   }
   if (value && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) collect(item, found, SECRET_FIELD.test(key));
+    for (const [key, item] of Object.entries(value)) {
+      if (key === 'headers' && item && typeof item === 'object' && !Array.isArray(item)) {
+        for (const [name, header] of Object.entries(item)) {
+          if (!SECRET_HEADER.test(name) || typeof header !== 'string' || header === '') continue;
+          found.add(header);
+          // `Bearer <token>`: the token alone may turn up in a line too (a server echoing it back).
+          const credential = /^[A-Za-z][\w-]*\s+(\S.*)$/.exec(header)?.[1];
+          if (credential !== undefined) found.add(credential);
+        }
+        continue;
+      }
+      collect(item, found, SECRET_FIELD.test(key));
+    }
   }
 }
 

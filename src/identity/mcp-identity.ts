@@ -8,6 +8,7 @@ import type { Store } from '../domain/ports/store.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { McpConnection } from '../platform/mcp-connection.js';
 import { normalisePhone } from './phones.js';
+import { isProvisionalUserId, provisionalUserId } from './provisional-user.js';
 
 export interface McpIdentityResolverOptions {
   /** Streamable HTTP endpoint of the team's MCP server, e.g. `https://directory.example/mcp`. */
@@ -24,6 +25,12 @@ export interface McpIdentityResolverOptions {
   readonly cacheSize?: number;
   /** How long a remembered answer is used before the directory is asked again. Default 300 s; 0 turns the cache off. */
   readonly cacheTtlSeconds?: number;
+  /**
+   * When the directory cannot be reached: `refuse` (default) rejects with `IdentityError('unreachable')`; `provisional`
+   * answers a new account as a provisional user (`provisionalUserId`), joined to its real user on a later message once
+   * the directory answers. An account the directory already bound to a user is refused either way.
+   */
+  readonly onUnreachable?: 'refuse' | 'provisional';
   /** Region for a verified phone written without its country code (`identity.phones.defaultRegion`). */
   readonly phoneRegion?: string;
   readonly logger?: Logger;
@@ -49,7 +56,9 @@ const userIdSchema = z.union([
     .trim()
     .min(1)
     .max(MAX_USER_ID_CHARS)
-    .regex(/^[^\u0000]*$/, 'no NUL'),
+    .regex(/^[^\u0000]*$/, 'no NUL')
+    // The provisional prefix is Palaver's: a directory naming such a user would hand out a stand-in's conversations.
+    .refine((id) => !isProvisionalUserId(id), 'not a provisional id'),
   z
     .number()
     .int()
@@ -67,8 +76,9 @@ const answerSchema = z.looseObject({ user_id: z.unknown().optional(), id: z.unkn
  *
  * Each lookup has two attempts, the second on a fresh client (a restarted server has forgotten the session).
  * Answers are remembered per account in a bounded cache; a claim carrying a verified phone always asks the
- * directory. When the directory cannot be reached, or names nobody, `resolve` rejects with an `IdentityError`:
- * nothing is answered under a guessed identity. The MCP SDK loads on the first lookup.
+ * directory. When the directory names nobody, `resolve` rejects with an `IdentityError`; when it cannot be reached,
+ * too, unless `onUnreachable` is `provisional` (then a new account is answered as a provisional user, never as a
+ * user the directory would name). The MCP SDK loads on the first lookup.
  *
  * @example
  * const identity = new McpIdentityResolver(store, { url: 'https://directory.example/mcp', bearerToken });
@@ -86,6 +96,7 @@ export class McpIdentityResolver implements IdentityResolver {
   /** Removes the token from text that came from elsewhere (a server may echo request headers in an error body). */
   readonly #redact: (text: string) => string;
   readonly #cache: LRUCache<string, string> | undefined;
+  readonly #onUnreachable: 'refuse' | 'provisional';
   #connecting: Promise<Connection> | undefined;
   #closed = false;
 
@@ -101,6 +112,7 @@ export class McpIdentityResolver implements IdentityResolver {
       );
     }
     this.#tool = options.tool ?? DEFAULT_TOOL;
+    this.#onUnreachable = options.onUnreachable ?? 'refuse';
     const token = options.bearerToken;
     this.#headers = { ...options.headers, ...(token ? { Authorization: `Bearer ${token}` } : {}) };
     this.#redact = token ? (text) => text.split(token).join('[redacted]') : (text) => text;
@@ -127,7 +139,15 @@ export class McpIdentityResolver implements IdentityResolver {
       const user = await this.#store.users.findByAccount(claim.channel, claim.accountId);
       if (user?.id === cached) return this.#withAccounts(user);
     }
-    const userId = await this.#lookUp(claim, phone);
+    let userId: string;
+    try {
+      userId = await this.#lookUp(claim, phone);
+    } catch (error) {
+      if (this.#onUnreachable === 'provisional' && error instanceof IdentityError && error.failure === 'unreachable' && !this.#closed) {
+        return this.#provisional(claim, error);
+      }
+      throw error;
+    }
     const user = await this.#bind(claim, userId, phone !== undefined);
     this.#cache?.set(key, user.id);
     return this.#withAccounts(user);
@@ -178,6 +198,27 @@ export class McpIdentityResolver implements IdentityResolver {
   }
 
   /**
+   * The account's provisional user while the directory is unreachable, bound to the account (not cached: the next
+   * message asks the directory again). Nothing a verified identity owns goes with it: an account the directory already
+   * bound to a real user is refused (`unreachable`), since its conversations, role and history are that user's; the
+   * provisional user gets no phone and a role it is given stays its own. See docs/identity-and-profiles.md.
+   */
+  async #provisional(claim: AccountClaim, unreachable: IdentityError): Promise<ResolvedIdentity> {
+    const bound = await this.#store.users.findByAccount(claim.channel, claim.accountId);
+    if (bound !== undefined && !isProvisionalUserId(bound.id)) throw unreachable;
+    const userId = provisionalUserId(claim.channel, claim.accountId);
+    const user =
+      bound ??
+      (await this.#store.transaction(async (tx) => {
+        const { user } = await tx.users.ensureUser({ id: userId, displayName: claim.displayName ?? null });
+        await tx.users.relinkAccount({ channel: claim.channel, accountId: claim.accountId, userId, carrySessions: false });
+        return user;
+      }));
+    this.#logger.warn({ channel: claim.channel, userId }, 'identity directory unreachable; answering under a provisional identity');
+    return { ...(await this.#withAccounts(user)), provisional: true };
+  }
+
+  /**
    * Makes sure the directory's user exists here and owns the account; the directory wins over an older binding, and
    * a move is recorded in the identity audit (actor `resolver`).
    */
@@ -197,7 +238,7 @@ export class McpIdentityResolver implements IdentityResolver {
           fromUserId: previous,
           toUserId: userId,
           actor: 'resolver',
-          details: { tool: this.#tool, phone: withPhone },
+          details: { tool: this.#tool, phone: withPhone, ...(isProvisionalUserId(previous) ? { fromProvisional: true } : {}) },
         });
         this.#logger.info({ channel: claim.channel, fromUserId: previous, toUserId: userId }, 'identity directory moved the account to another user');
       }

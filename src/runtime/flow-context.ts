@@ -7,6 +7,7 @@ import { inputTokensAtMost } from './prompt-bound.js';
 import { renderUserSection } from './context/user-context.js';
 import { createModelCaller } from './model-policy.js';
 import { replyPlanFormat } from './reply-plan/plan-format.js';
+import { hostedMcpForRole, roleFromHostedCalls } from './tools/hosted-role-policy.js';
 import { runToolCall } from './tools/tool-call.js';
 import type { TurnScope } from './turn/turn-context.js';
 
@@ -48,7 +49,6 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
       maxToolCallsPerTurn: deps.agent.maxToolCallsPerTurn,
       maxCallsPerTool: deps.agent.maxCallsPerTool,
       responseChains: deps.models.primary.capabilities.responseChains,
-      hostedMcp: deps.hostedMcp,
       ...(replyFormat ? { replyFormat } : {}),
     },
     get log() {
@@ -85,6 +85,16 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
         for (const release of claims) release();
       }
     },
+    hostedMcpFor: (role) => hostedMcpForRole(deps.hostedMcp, deps.tools.allowedFor(role)),
+    roleFromHostedCalls: (calls, role) =>
+      roleFromHostedCalls(calls, {
+        setRoleTool: deps.agent.setRoleTool,
+        roleArgument: deps.agent.roleArgument,
+        offered: hostedMcpForRole(deps.hostedMcp, deps.tools.allowedFor(role)),
+        mayGrantRole: (tool, requested) => deps.tools.mayGrantRole(tool, requested),
+        onRefused: (call, reason) =>
+          scope.log.warn({ serverLabel: call.serverLabel, tool: call.name, reason }, 'hosted MCP call asked for a role change that is not allowed; ignored'),
+      }),
     runTool: (call, role, state) => runToolCall(scope, call, role, state),
     progress: (event) => scope.progress(event),
     limitReached: (limit, tool) => {

@@ -43,7 +43,7 @@ function scriptedContext(
 ): { context: FlowContext; recorded: Recorded } {
   const recorded: Recorded = { requests: [], tools: [], progress: [], instructionRoles: [] };
   const context: FlowContext = {
-    settings: { defaultRole: null, maxToolRounds: 4, maxToolCallsPerTurn: 8, maxCallsPerTool: 4, responseChains: false, hostedMcp: [] },
+    settings: { defaultRole: null, maxToolRounds: 4, maxToolCallsPerTurn: 8, maxCallsPerTool: 4, responseChains: false },
     log: { info: () => {}, warn: () => {} },
     now: () => new Date('2026-01-01T10:00:00Z'),
     instructions: (role) => {
@@ -51,6 +51,8 @@ function scriptedContext(
       return `instructions for ${role ?? 'nobody'}`;
     },
     toolsFor: async (role) => [{ name: 'lookup', description: `lookup for ${role}`, parameters: { type: 'object', properties: {} } }],
+    hostedMcpFor: () => [],
+    roleFromHostedCalls: () => undefined,
     async callModel(request): Promise<ModelCall> {
       const step = steps[recorded.requests.length] ?? { text: 'out of script' };
       recorded.requests.push(request);

@@ -18,6 +18,8 @@ export interface DirectoryServer {
   readonly port: number;
   /** Every call of the tool, in order, with the headers it came with. */
   readonly calls: Array<{ readonly args: VerifyUserArgs; readonly authorization: string | undefined }>;
+  /** The request headers of each call, in the order of `calls`. */
+  readonly callHeaders: IncomingMessage['headers'][];
   /** What the tool answers; replace it to change the directory's mind. */
   answer: (args: VerifyUserArgs) => CallToolResult;
   /** Forgets every session, as a restarted server does: the next request on an old session gets HTTP 404. */
@@ -36,6 +38,7 @@ export async function startDirectoryServer(
     url: '',
     port: 0,
     calls: [],
+    callHeaders: [],
     answer: options.answer ?? ((args) => ({ content: [], structuredContent: { user_id: `user-${args.account_id}` } })),
     async dropSessions() {
       const open = [...sessions.values()];
@@ -56,6 +59,7 @@ export async function startDirectoryServer(
       (args: VerifyUserArgs) => {
         const authorization = currentHeaders.authorization;
         directory.calls.push({ args, authorization: typeof authorization === 'string' ? authorization : undefined });
+        directory.callHeaders.push(currentHeaders);
         return directory.answer(args);
       },
     );

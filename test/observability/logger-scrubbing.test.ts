@@ -211,6 +211,26 @@ describe('secretsOf(config)', () => {
     expect(secretsOf(later).sort()).toEqual([TEST_SECRETS.telegramToken, TEST_SECRETS.cookieSecret, TEST_SECRETS.jwtSecret, 'old-jwt-secret-1'].sort());
   });
 
+  it('finds credential headers of MCP servers and the identity directory, and leaves the others readable', () => {
+    const config = parseConfig({
+      model: { name: 'm' },
+      mcp: {
+        servers: [
+          {
+            label: 'logistics',
+            url: 'http://127.0.0.1:1/mcp',
+            mode: 'hosted',
+            headers: { 'MCP-Protocol-Version': '2025-06-18', Authorization: 'Bearer hosted-header-token-1', 'X-Api-Key': 'hosted-api-key-22' },
+          },
+        ],
+      },
+      identity: {
+        resolver: { kind: 'mcp', url: 'https://directory.example/mcp', headers: { 'X-Tenant': 'acme-tenant', 'X-Directory-Token': 'directory-header-3' } },
+      },
+    });
+    expect(secretsOf(config).sort()).toEqual(['Bearer hosted-header-token-1', 'hosted-header-token-1', 'directory-header-3', 'hosted-api-key-22'].sort());
+  });
+
   it('finds the password of a MariaDB/MySQL database URL', () => {
     for (const scheme of ['mysql', 'mariadb']) {
       const config = parseConfig({ model: { name: 'm' }, database: { url: `${scheme}://palaver:my%23sql-pass-7@db.example:3306/palaver` } });

@@ -1,6 +1,15 @@
 import type { NewMessage, Session, TokenUsage, User } from '../model.js';
 import type { TurnProgress } from './channel.js';
-import type { HostedMcpSpec, ModelInputItem, ModelRequest, ModelResponse, ModelToolCall, ModelToolSpec, StructuredOutputSpec } from './model-provider.js';
+import type {
+  HostedMcpSpec,
+  HostedToolCall,
+  ModelInputItem,
+  ModelRequest,
+  ModelResponse,
+  ModelToolCall,
+  ModelToolSpec,
+  StructuredOutputSpec,
+} from './model-provider.js';
 import type { ToolCallResult } from './tool-dispatch.js';
 
 /**
@@ -94,8 +103,6 @@ export interface FlowSettings {
   readonly maxCallsPerTool: number;
   /** The primary model continues Responses chains. */
   readonly responseChains: boolean;
-  /** MCP servers the model provider calls itself (hosted MCP): offered beside the tools, even without local ones. */
-  readonly hostedMcp: readonly HostedMcpSpec[];
   /** The format of the reply when it is not free text (replies as actions); absent: the reply is text. */
   readonly replyFormat?: ReplyFormat;
 }
@@ -132,6 +139,17 @@ export interface FlowContext {
   instructions(role: string | null, state: FlowState): string;
   /** The tools `role` may use (role policy applied); hosts that cannot list their tools are skipped and logged. */
   toolsFor(role: string | null): Promise<readonly ModelToolSpec[]>;
+  /**
+   * The MCP servers the model provider calls itself (hosted MCP) for `role`: offered beside the tools, even without
+   * local ones, each with `allowedTools` narrowed to the role's allowlist; a server the role may use nothing of is left out.
+   */
+  hostedMcpFor(role: string | null): readonly HostedMcpSpec[];
+  /**
+   * The role a hosted MCP call of the role tool (`set_role` as an `mcp_call` in the response) moved the person into,
+   * under the same rule as a local call: only a configured role that tool may grant, from a server offered to `role`.
+   * Undefined when none did; a refused one is logged and ignored.
+   */
+  roleFromHostedCalls(calls: readonly HostedToolCall[], role: string | null): string | undefined;
   /**
    * One model call under the model policy (fallback, chain retry) and the call wrappers (concurrency limit, metrics,
    * logs). `transcript` is the full conversation so far, for a retry that must drop the chain.

@@ -35,6 +35,12 @@ export interface ResolvedIdentity {
   readonly accounts: readonly Pick<ChannelAccount, 'channel' | 'accountId'>[];
   /** Present when the claim carried a phone: what became of it. */
   readonly phone?: PhoneLinkOutcome;
+  /**
+   * True when the resolver could not reach its authority and stands in a provisional user for the account
+   * (`identity.onUnreachable: "provisional"`): such an identity is not remembered between messages, so the next
+   * message asks again and is joined to the real user once the authority answers.
+   */
+  readonly provisional?: true;
 }
 
 /**

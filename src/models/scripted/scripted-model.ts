@@ -41,6 +41,8 @@ export interface ScriptedHostedMcpCall {
   readonly name: string;
   readonly arguments: Readonly<Record<string, unknown>> | string;
   readonly output: string;
+  /** The call failed at the server: reported as the item's `error`. */
+  readonly error?: string;
 }
 
 /** What the model "says". An empty reply answers with empty text. */

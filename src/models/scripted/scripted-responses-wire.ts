@@ -103,8 +103,8 @@ export function renderResponse(call: ScriptedCall, reply: ScriptedReply): Render
       server_label: mcp.serverLabel,
       name: mcp.name,
       arguments: typeof mcp.arguments === 'string' ? mcp.arguments : JSON.stringify(mcp.arguments),
-      output: mcp.output,
-      error: null,
+      output: mcp.error === undefined ? mcp.output : null,
+      error: mcp.error ?? null,
       status: 'completed',
     });
   }

@@ -84,6 +84,8 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
         },
         now: () => context.now(),
         toolsFor: (currentRole) => context.toolsFor(currentRole),
+        hostedMcpFor: (currentRole) => context.hostedMcpFor(currentRole),
+        roleFromHostedCalls: (calls, currentRole) => context.roleFromHostedCalls(calls, currentRole),
         callModel: (modelRequest, transcript, choice) => context.callModel(modelRequest, transcript, choice),
         progress: (event) => context.progress(event),
         limitReached: (limit, tool) => context.limitReached(limit, tool),

@@ -42,6 +42,8 @@ export interface AgentLoopOptions {
   runTool(call: ModelToolCall): Promise<ToolResult>;
   /** Checked after each round of tool calls; true ends the loop early (a role change re-runs the turn). */
   shouldStop(): boolean;
+  /** Told about the MCP calls the provider made itself in each response, before its tool calls run. */
+  onHostedCalls?(calls: readonly HostedToolCall[]): void;
   /** Reported when a limit refuses a call, for metrics and logs. */
   onLimit?(kind: 'tool_rounds' | 'tool_calls_per_turn' | 'calls_per_tool', tool?: string): void;
   readonly onTextDelta?: (delta: string) => void;
@@ -97,7 +99,10 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       transcript,
     );
     modelCalls.push(record);
-    hostedToolCalls.push(...(response.hostedToolCalls ?? []));
+    if (response.hostedToolCalls?.length) {
+      hostedToolCalls.push(...response.hostedToolCalls);
+      options.onHostedCalls?.(response.hostedToolCalls);
+    }
     // A fallback or chain retry answers without a chain; from then on the full transcript is sent.
     chainId = response.responseId;
     if (response.toolCalls.length === 0 || exhausted) {

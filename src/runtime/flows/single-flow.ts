@@ -8,7 +8,9 @@ import { withReplyFormat } from './reply-format.js';
 
 /**
  * The single-agent flow: one agent loop under the user's role. When a tool changes the role, the loop stops after
- * that round and runs once more under the new role's instructions and tools, on a fresh chain (at most once).
+ * that round and runs once more under the new role's instructions and tools, on a fresh chain (at most once). A
+ * hosted MCP server's role tool is seen only in the response that reports its call, often beside the answer: that
+ * answer, written under the old role, is dropped (and withdrawn from a streaming channel) and the turn re-runs the same way.
  */
 export const singleFlow: Flow = {
   name: 'single',
@@ -25,7 +27,10 @@ export const singleFlow: Flow = {
       const role = state.role;
       let newRole: string | undefined;
       const tools = await context.toolsFor(role);
-      const chainId = settings.responseChains && tools.length > 0 ? state.responseChainId : null;
+      const hostedMcp = context.hostedMcpFor(role);
+      // A chain is kept only by calls that had tools (see below); hosted MCP servers count, even without local tools.
+      const chainId = settings.responseChains && (tools.length > 0 || hostedMcp.length > 0) ? state.responseChainId : null;
+      let streamed = false;
       const runTool = async (call: ModelToolCall) => {
         const result = await context.runTool(call, role, state);
         results.set(call.callId, result);
@@ -41,16 +46,27 @@ export const singleFlow: Flow = {
         newItems: request.newItems,
         previousResponseId: chainId ?? undefined,
         tools,
-        hostedMcp: settings.hostedMcp,
+        hostedMcp,
         maxRounds: settings.maxToolRounds,
         maxToolCalls: settings.maxToolCallsPerTurn - toolCalls.length,
         maxCallsPerTool: settings.maxCallsPerTool,
         callModel: (modelRequest, soFar) => context.callModel(modelRequest, soFar),
         runTool,
+        onHostedCalls: (calls) => {
+          const hostedRole = context.roleFromHostedCalls(calls, role);
+          if (hostedRole !== undefined) newRole = hostedRole;
+        },
         shouldStop: () => attempt === 0 && newRole !== undefined && newRole !== role,
         onLimit: (limit, tool) => context.limitReached(limit, tool),
         ...(settings.replyFormat ? { output: settings.replyFormat.output } : {}),
-        ...(context.streaming ? { onTextDelta: (delta: string) => context.progress({ type: 'text_delta', messageId: context.replyMessageId, delta }) } : {}),
+        ...(context.streaming
+          ? {
+              onTextDelta: (delta: string) => {
+                streamed = true;
+                context.progress({ type: 'text_delta', messageId: context.replyMessageId, delta });
+              },
+            }
+          : {}),
         ...(request.signal ? { signal: request.signal } : {}),
         correlationId: request.correlationId,
       });
@@ -71,7 +87,11 @@ export const singleFlow: Flow = {
         context.log.info({ from: role, to: newRole }, 'role changed by tool');
         // A new role starts a new chain: the old one carries the old role's instructions and tools.
         state = { ...state, role: newRole, responseChainId: null };
-        if (loop.stopped) continue;
+        // The first run ends here: stopped after its tool round, or answered beside a hosted role call.
+        if (attempt === 0) {
+          if (streamed) context.progress({ type: 'discard', messageId: context.replyMessageId });
+          continue;
+        }
       }
 
       const last = modelCalls[modelCalls.length - 1];

@@ -132,13 +132,18 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         newItems: request.newItems,
         previousResponseId: undefined,
         tools: await context.toolsFor(role),
-        hostedMcp: context.settings.hostedMcp,
+        hostedMcp: context.hostedMcpFor(role),
         maxRounds: context.settings.maxToolRounds,
         maxToolCalls: context.settings.maxToolCallsPerTurn,
         maxCallsPerTool: context.settings.maxCallsPerTool,
         callModel: (modelRequest, soFar) => context.callModel(modelRequest, soFar, { models: settings.models.execution }),
         runTool,
         shouldStop: () => false,
+        // A hosted role tool changes the role the reply is written under, as a local one does.
+        onHostedCalls: (calls) => {
+          const hostedRole = context.roleFromHostedCalls(calls, role);
+          if (hostedRole !== undefined) state = { ...state, role: hostedRole };
+        },
         onLimit: (limit, tool) => context.limitReached(limit, tool),
         output: executionOutput.spec,
         ...common,

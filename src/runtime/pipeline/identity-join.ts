@@ -84,8 +84,9 @@ export class IdentityJoin {
     // (Checked again: two people may have opened the same new conversation at once.)
     if (kind === 'direct' && session.userId !== user.id) throw this.#refuseStranger(message);
     const participant = { user, accounts, session };
-    // Remembered only after the checks: a refused or rolled-back first contact must not be cached.
-    this.#deps.cache.rememberParticipant(participantKey(channel, message), participant);
+    // Remembered only after the checks: a refused or rolled-back first contact must not be cached. A provisional one
+    // never is: the next message asks the directory again, to join the real user when it answers.
+    if (identity.provisional !== true) this.#deps.cache.rememberParticipant(participantKey(channel, message), participant);
     return identity.phone === undefined ? { participant } : { participant, phone: identity.phone };
   }
 

@@ -56,7 +56,7 @@ export class ToolRegistry {
   }
 
   #build(role: string | null, all: ReadonlyMap<string, { descriptor: ToolDescriptor; host: ToolHost }>): ToolSet {
-    const allowed = this.#allowed(role);
+    const allowed = this.allowedFor(role);
     const offered = new Map<string, { descriptor: ToolDescriptor; host: ToolHost }>();
     for (const [name, entry] of all) if (!allowed || allowed.has(name)) offered.set(name, entry);
     const specs = [...offered.values()].map(({ descriptor }) => ({
@@ -111,8 +111,11 @@ export class ToolRegistry {
     return this.#offered.get(name)?.descriptor.label;
   }
 
-  /** Problems worth a warning at start-up and in `palaver doctor`. */
-  async diagnose(): Promise<string[]> {
+  /**
+   * Problems worth a warning at start-up and in `palaver doctor`. `providedElsewhere`: tools no host lists but
+   * something else may offer (a hosted MCP server, which the model provider lists itself).
+   */
+  async diagnose(providedElsewhere: (tool: string) => boolean = () => false): Promise<string[]> {
     const problems: string[] = [];
     const all = await this.#gather((host, error) => problems.push(`Tool host ${host} cannot list its tools: ${errorMessage(error)}`), problems);
     const named = [
@@ -120,7 +123,7 @@ export class ToolRegistry {
       ...this.#policy.withoutRole.map((tool) => ({ where: 'roles.withoutRole', tool })),
     ];
     for (const { where, tool } of named) {
-      if (!all.has(tool)) problems.push(`${where} allows tool "${tool}", but no tool host provides it`);
+      if (!all.has(tool) && !providedElsewhere(tool)) problems.push(`${where} allows tool "${tool}", but no tool host provides it`);
     }
     return problems;
   }
@@ -129,7 +132,11 @@ export class ToolRegistry {
     await Promise.allSettled(this.#hosts.map((host) => host.close()));
   }
 
-  #allowed(role: string | null): ReadonlySet<string> | undefined {
+  /**
+   * The tool names `role` may use (`null`: no role yet), across local, MCP and hosted MCP tools; undefined when no
+   * roles are defined (every tool is offered).
+   */
+  allowedFor(role: string | null): ReadonlySet<string> | undefined {
     if (Object.keys(this.#policy.roles).length === 0) return undefined;
     if (role === null) return new Set(this.#policy.withoutRole);
     const definition = this.#policy.roles[role];

@@ -1,4 +1,5 @@
 import type { HostedMcpSpec } from '../../domain/ports/model-provider.js';
+import { withBearer } from './mcp-headers.js';
 
 export interface HostedMcpConfig {
   /** Server label the model provider shows and logs. */
@@ -6,6 +7,8 @@ export interface HostedMcpConfig {
   readonly url: string;
   /** Sent by the provider as `Authorization: Bearer …`. */
   readonly bearerToken?: string;
+  /** Further headers the provider sends (`MCP-Protocol-Version`, …); `bearerToken` wins over an `Authorization` here. */
+  readonly headers?: Readonly<Record<string, string>>;
   /** Only these tools are offered; all when absent. */
   readonly allowedTools?: readonly string[];
   /** Default `never`: Palaver has no approval step for hosted calls. */
@@ -20,14 +23,15 @@ export interface HostedMcpConfig {
  * or whose server identifies the user some other way.
  *
  * @example
- * toHostedMcpSpec({ label: 'docs', url: 'https://mcp.example.com/mcp', bearerToken, allowedTools: ['search'] });
+ * toHostedMcpSpec({ label: 'docs', url: 'https://mcp.example.com/mcp', bearerToken, headers: { 'MCP-Protocol-Version': '2025-06-18' } });
  */
 export function toHostedMcpSpec(config: HostedMcpConfig): HostedMcpSpec {
+  const headers = withBearer(config.headers, config.bearerToken);
   return {
     serverLabel: config.label,
     serverUrl: config.url,
     requireApproval: config.requireApproval ?? 'never',
-    ...(config.bearerToken ? { headers: { Authorization: `Bearer ${config.bearerToken}` } } : {}),
+    ...(headers ? { headers } : {}),
     ...(config.allowedTools ? { allowedTools: [...config.allowedTools] } : {}),
   };
 }

@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../../observability/logger.js';
 import { classifyMcpError } from './classify-mcp-error.js';
 import { closeMcpConnection, openMcpConnection, type McpConnection } from '../../platform/mcp-connection.js';
 import { errorResult, mapCallResult } from './map-call-result.js';
+import { withBearer } from './mcp-headers.js';
 
 export interface McpToolHostOptions {
   /** Server label; the host is named `mcp:<label>` and its tools carry that `source`. */
@@ -17,6 +18,11 @@ export interface McpToolHostOptions {
   readonly url: string;
   /** Sent as `Authorization: Bearer …` on every request; never logged nor put in an error message. */
   readonly bearerToken?: string;
+  /**
+   * Further headers on every request (a tenant id); `bearerToken` wins over an `Authorization` here. The SDK sends
+   * the negotiated `mcp-protocol-version` itself; one set here replaces it.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
   /** Per request (initialize, list, call). Default 30 000 ms. A timed-out call is not retried: it may have run. */
   readonly timeoutMs?: number;
   /** How long `list()` serves its cached answer. Default 60 000 ms; `notifications/tools/list_changed` clears it. */
@@ -109,7 +115,7 @@ export class McpToolHost implements ToolHost {
       );
     }
     const token = options.bearerToken;
-    this.headers = token ? { Authorization: `Bearer ${token}` } : {};
+    this.headers = withBearer(options.headers, token) ?? {};
     this.redact = token ? (text) => text.split(token).join('[redacted]') : (text) => text;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.listCacheMs = options.listCacheMs ?? DEFAULT_LIST_CACHE_MS;
