@@ -575,11 +575,15 @@ export const configSchema = z
          * scrubbed from logs; errors never show the URL.
          */
         url: z.string().refine(isRedisUrl, 'a redis:// or rediss:// URL, e.g. redis://:password@127.0.0.1:6379/0').default('redis://127.0.0.1:6379'),
-        /** Put before every key and stream name, so several Palavers (and test runs) can share one Redis. */
+        /**
+         * Put before every key and stream name, so several Palavers (and test runs) can share one Redis, e.g.
+         * `shop-a:`. Empty by default: the streams are `events.plugins` and `rpc.plugins.responses:<id>`, as tool
+         * workers written to that design expect.
+         */
         keyPrefix: z
           .string()
           .regex(/^[A-Za-z0-9._:-]{0,100}$/, 'letters, digits, ., _, : or -')
-          .default('palaver:'),
+          .default(''),
       })
       .prefault({}),
     log: z
