@@ -55,6 +55,8 @@ const modelEndpointSchema = z.strictObject({
   timeoutMs: z.number().int().positive().default(60_000),
   maxRetries: z.number().int().min(0).max(10).default(2),
   temperature: z.number().min(0).max(2).optional(),
+  /** Nucleus sampling, sent as `top_p`: only the likeliest tokens whose probabilities add up to it are drawn from. */
+  topP: z.number().gt(0).max(1).optional(),
   /**
    * The most tokens one call may write (reasoning included), sent to the endpoint (`max_output_tokens`,
    * `max_completion_tokens`). Unset: the endpoint's own limit, or 4096 while budgets are on (a call's cost must
@@ -72,6 +74,7 @@ const stageModelSchema = z.strictObject({
   timeoutMs: z.number().int().positive().optional(),
   maxRetries: z.number().int().min(0).max(10).optional(),
   temperature: z.number().min(0).max(2).optional(),
+  topP: z.number().gt(0).max(1).optional(),
   maxOutputTokens: z.number().int().positive().optional(),
 });
 
