@@ -94,6 +94,8 @@ export const configSchema = z
          * take together: the newest that fit both this and `historyLimit`, whole messages only. 0: no token bound.
          */
         historyTokenLimit: z.number().int().min(0).default(8000),
+        /** Each of the person's messages the model sees shows when it was written, in their zone: `[Fri 2025-03-14 09:05] …`. */
+        historyTimes: z.boolean().default(false),
         /** Model ⇄ tool rounds per turn before the loop stops. */
         maxToolRounds: z.number().int().min(1).max(50).default(8),
         /**
