@@ -294,6 +294,7 @@ export async function createPalaver(input: PalaverConfigInput | PalaverConfig, o
         defaultRole: config.agent.defaultRole,
         historyLimit: config.agent.historyLimit,
         historyTokenLimit: config.agent.historyTokenLimit,
+        historyTimes: config.agent.historyTimes,
         maxToolRounds: config.agent.maxToolRounds,
         maxReplyChars: config.agent.maxReplyChars,
         maxToolCallsPerTurn: config.agent.maxToolCallsPerTurn,

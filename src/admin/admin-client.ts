@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PalaverError } from '../domain/errors.js';
-import { adminActions, conversationsPage, costs, endedConversation, pauseState, sentAsAgent, transcript, usersPage } from './api-contract.js';
+import { adminActions, conversationsPage, costs, endedConversation, pauseState, sentAsAgent, telegramSynced, transcript, usersPage } from './api-contract.js';
 
 /**
  * A refusal or failure of the admin API, or no answer at all. `kind` is what a script acts on; `status` is the
@@ -98,6 +98,14 @@ export class AdminClient {
   /** The operators' own audit, newest first. */
   actions(query: { limit?: number } = {}): Promise<z.infer<typeof adminActions>> {
     return this.#request('GET', '/admin/actions', adminActions, { query });
+  }
+
+  /**
+   * Stores a private chat's history through the process that runs the Telegram user account (`palaver telegram
+   * sync` while `palaver start` holds the session). Give it a longer `timeoutMs`: a long history takes a while.
+   */
+  telegramSync(request: { chat: string; after?: number | undefined; limit: number }): Promise<z.infer<typeof telegramSynced>> {
+    return this.#request('POST', '/admin/telegram-user/sync', telegramSynced, { body: request });
   }
 
   async #request<Schema extends z.ZodType>(

@@ -22,6 +22,8 @@ import { z } from 'zod';
  *   GET  /admin/turns/live                                    turns running or waiting now
  *   GET  /admin/overview                                      inbox depth, outbox, tool stream backlog
  *   GET  /admin/actions?limit=                                the operators' own audit (actor, request id)
+ *   POST /admin/telegram-user/sync                            store a private chat's history {chat, after?, limit?}
+ *                                                             (the Telegram user account's route, where it runs)
  *
  * Errors: `{ "error": { "code", "message" } }` with 400 (invalid_request), 401/403 (token), 404 (not_found),
  * 409 (conflict).
@@ -143,6 +145,15 @@ export const sentAsAgent = z.object({ messageId: z.string(), parts: z.number().i
 export const pauseState = z.object({ sessionId: z.string(), paused: z.boolean(), changed: z.boolean(), answering: z.number().int().optional() });
 /** Answer of end. */
 export const endedConversation = z.object({ sessionId: z.string(), status: conversationStatus, endedAt: iso.nullable() });
+
+/** Answer of the Telegram user account's history sync: the person, what was read and what was new. */
+export const telegramSynced = z.object({
+  user: z.object({ id: z.number(), displayName: z.string(), username: z.string().nullable() }),
+  fetched: z.number().int(),
+  stored: z.number().int(),
+  firstId: z.number().int().optional(),
+  lastId: z.number().int().optional(),
+});
 
 export const costsQuery = z.object({
   by: z.enum(['day', 'user', 'conversation']).default('day'),

@@ -18,7 +18,13 @@ export async function checkToolStreams(config: PalaverConfig): Promise<StreamsCh
     return [{ name: 'redis', ok: false, detail: `${(error as Error).message}. Check redis.url or PALAVER_REDIS_URL.` }];
   }
   try {
-    const checks: StreamsCheck[] = [{ name: 'redis', ok: true, detail: `${where} answers (keys under "${config.redis.keyPrefix}")` }];
+    const checks: StreamsCheck[] = [
+      {
+        name: 'redis',
+        ok: true,
+        detail: `${where} answers (${config.redis.keyPrefix === '' ? 'keys without a prefix' : `keys under "${config.redis.keyPrefix}"`})`,
+      },
+    ];
     const stream = redis.key(config.tools.stream);
     const { client } = redis;
     const groups = (await client.exists(stream)) === 1 ? await client.xInfoGroups(stream) : [];

@@ -14,6 +14,7 @@ import type { Store } from '../domain/ports/store.js';
 // `palaver telegram login|logout|status|sync`: the Telegram user account's session from the terminal. Each command
 // that talks to Telegram holds the session lease while it does (one MTProto session, one process), so none of them
 // runs beside a `palaver start` that has the channel, and `start` waits for none of them: it refuses, naming them.
+// `sync` is the exception that still works: it asks the running Palaver (its admin API) to sync instead.
 // mtcute and the store load only inside the actions, so `palaver --help` stays quick.
 
 interface TelegramCommandOptions {
@@ -129,35 +130,93 @@ export function telegramCommand(configOption: () => Option, network?: TelegramNe
 
   telegram
     .command('sync')
-    .description("store a private chat's messages (both sides) in its conversation without answering: no turn, nothing sent, no cost")
+    .description(
+      "store a private chat's messages (both sides) in its conversation without answering: no turn, nothing sent, no cost; while palaver start runs the account, through it",
+    )
     .argument('<chat>', 'the person: @username or user id')
     .addOption(configOption())
     .option('--after <id>', 'only messages after this Telegram message id (e.g. the last id of an earlier sync)', parseMessageId)
     .option('--limit <n>', 'at most this many messages, the newest', parseLimit, 1000)
-    .action(async (chat: string, options: TelegramCommandOptions & { after?: number; limit: number }) => {
+    .option('--url <url>', 'the running Palaver that holds the session (default: server.host and server.port of the config)')
+    .action(async (chat: string, options: TelegramCommandOptions & { after?: number; limit: number; url?: string }) => {
       const setup = await telegramSetup(options, { needCredentials: true, network });
       setup.session.requireSignedIn();
-      const { syncHistory } = await import('../channels/telegram-user/history-sync.js');
-      const recorder = await startRecorder(setup.config);
+      const { SessionLeaseHeldError } = await import('../channels/telegram-user/session-lease.js');
+      let synced: { readonly result: SyncOutcome; readonly through?: string };
       try {
-        const result = await withSessionClient(setup, 'sync history', (client) =>
-          syncHistory(client, chat, (conversation, entries) => recorder.context.record(conversation, entries), {
-            limit: options.limit,
-            ...(options.after === undefined ? {} : { after: options.after }),
-          }),
-        );
-        const range = result.firstId === undefined ? '' : ` (message ids ${result.firstId}…${result.lastId})`;
-        const who = `${result.user.displayName}${result.user.username ? ` (@${result.user.username})` : ''}, id ${result.user.id}`;
-        console.log(
-          `Read ${result.fetched} messages of the chat with ${who}${range}; ${result.stored} were new and are stored, ${result.fetched - result.stored} were stored already.`,
-        );
-        console.log('No turn ran, nothing was sent.');
-      } finally {
-        await recorder.close();
+        synced = { result: await syncHere(setup, chat, options) };
+      } catch (error) {
+        // One MTProto session, one process: the process that holds it (a running `palaver start`) syncs instead.
+        if (!(error instanceof SessionLeaseHeldError)) throw error;
+        synced = await syncThroughRunning(chat, options, error);
       }
+      const { result, through } = synced;
+      const range = result.firstId === undefined ? '' : ` (message ids ${result.firstId}…${result.lastId})`;
+      const who = `${result.user.displayName}${result.user.username ? ` (@${result.user.username})` : ''}, id ${result.user.id}`;
+      console.log(
+        `Read ${result.fetched} messages of the chat with ${who}${range}; ${result.stored} were new and are stored, ${result.fetched - result.stored} were stored already.`,
+      );
+      console.log(
+        `${through === undefined ? '' : `Synced through the running Palaver at ${through}, which holds the session. `}No turn ran, nothing was sent.`,
+      );
     });
 
   return telegram;
+}
+
+/** What a sync read and stored, here or in the running Palaver. */
+interface SyncOutcome {
+  readonly user: { readonly id: number; readonly displayName: string; readonly username: string | null };
+  readonly fetched: number;
+  readonly stored: number;
+  readonly firstId?: number | undefined;
+  readonly lastId?: number | undefined;
+}
+
+/** Syncs in this process: takes the session lease, connects, stores through a recorder. */
+async function syncHere(setup: TelegramSetup, chat: string, options: { after?: number; limit: number }): Promise<SyncOutcome> {
+  const { syncHistory } = await import('../channels/telegram-user/history-sync.js');
+  const recorder = await startRecorder(setup.config);
+  try {
+    return await withSessionClient(setup, 'sync history', (client) =>
+      syncHistory(client, chat, (conversation, entries) => recorder.context.record(conversation, entries), {
+        limit: options.limit,
+        ...(options.after === undefined ? {} : { after: options.after }),
+      }),
+    );
+  } finally {
+    await recorder.close();
+  }
+}
+
+/**
+ * Asks the running Palaver that holds the session to sync (its admin API, `POST /admin/telegram-user/sync`), with the
+ * admin token of `palaver admin` (PALAVER_ADMIN_TOKEN, else the config's `server.adminToken`).
+ * @throws ChannelError `session_in_use`, naming the holder and why asking it failed, when it cannot be asked.
+ */
+async function syncThroughRunning(
+  chat: string,
+  options: TelegramCommandOptions & { after?: number; limit: number; url?: string },
+  held: import('../channels/telegram-user/session-lease.js').SessionLeaseHeldError,
+): Promise<{ readonly result: SyncOutcome; readonly through: string }> {
+  const { adminConsoleSettings } = await import('../config/index.js');
+  const { AdminClient, AdminApiError } = await import('../admin/admin-client.js');
+  const target = adminConsoleSettings({ ...(options.config ? { file: options.config } : {}), ...(options.url ? { url: options.url } : {}) });
+  // A long history takes Telegram a while to page through: far more than one admin request usually waits.
+  const admin = new AdminClient({ url: target.url, token: target.token, timeoutMs: 300_000 });
+  try {
+    return { result: await admin.telegramSync({ chat, after: options.after, limit: options.limit }), through: target.url };
+  } catch (error) {
+    if (!(error instanceof AdminApiError)) throw error;
+    // A refusal about the chat itself (not private, unknown) is the answer; anything else leaves the holder to name.
+    if (error.kind === 'invalid') throw new ChannelError(error.code, 'telegram-user', error.message, { cause: error });
+    throw new ChannelError(
+      'session_in_use',
+      'telegram-user',
+      `${held.message} Asking it to sync instead failed: ${error.message} Give its address with --url and its admin token in PALAVER_ADMIN_TOKEN, or stop it and sync again.`,
+      { cause: error },
+    );
+  }
 }
 
 interface TelegramSetup {

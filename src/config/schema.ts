@@ -55,6 +55,8 @@ const modelEndpointSchema = z.strictObject({
   timeoutMs: z.number().int().positive().default(60_000),
   maxRetries: z.number().int().min(0).max(10).default(2),
   temperature: z.number().min(0).max(2).optional(),
+  /** Nucleus sampling, sent as `top_p`: only the likeliest tokens whose probabilities add up to it are drawn from. */
+  topP: z.number().gt(0).max(1).optional(),
   /**
    * The most tokens one call may write (reasoning included), sent to the endpoint (`max_output_tokens`,
    * `max_completion_tokens`). Unset: the endpoint's own limit, or 4096 while budgets are on (a call's cost must
@@ -72,6 +74,7 @@ const stageModelSchema = z.strictObject({
   timeoutMs: z.number().int().positive().optional(),
   maxRetries: z.number().int().min(0).max(10).optional(),
   temperature: z.number().min(0).max(2).optional(),
+  topP: z.number().gt(0).max(1).optional(),
   maxOutputTokens: z.number().int().positive().optional(),
 });
 
@@ -91,6 +94,8 @@ export const configSchema = z
          * take together: the newest that fit both this and `historyLimit`, whole messages only. 0: no token bound.
          */
         historyTokenLimit: z.number().int().min(0).default(8000),
+        /** Each of the person's messages the model sees shows when it was written, in their zone: `[Fri 2025-03-14 09:05] …`. */
+        historyTimes: z.boolean().default(false),
         /** Model ⇄ tool rounds per turn before the loop stops. */
         maxToolRounds: z.number().int().min(1).max(50).default(8),
         /**
@@ -586,11 +591,15 @@ export const configSchema = z
          * scrubbed from logs; errors never show the URL.
          */
         url: z.string().refine(isRedisUrl, 'a redis:// or rediss:// URL, e.g. redis://:password@127.0.0.1:6379/0').default('redis://127.0.0.1:6379'),
-        /** Put before every key and stream name, so several Palavers (and test runs) can share one Redis. */
+        /**
+         * Put before every key and stream name, so several Palavers (and test runs) can share one Redis, e.g.
+         * `shop-a:`. Empty by default: the streams are `events.plugins` and `rpc.plugins.responses:<id>`, as tool
+         * workers written to that design expect.
+         */
         keyPrefix: z
           .string()
           .regex(/^[A-Za-z0-9._:-]{0,100}$/, 'letters, digits, ., _, : or -')
-          .default('palaver:'),
+          .default(''),
       })
       .prefault({}),
     log: z

@@ -64,6 +64,7 @@ export class OpenAIChatProvider implements ModelProvider {
         ? { response_format: { type: 'json_schema', json_schema: { name: request.output.name, schema: { ...request.output.schema }, strict: true } } }
         : {}),
       ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
+      ...(this.#config.topP !== undefined ? { top_p: this.#config.topP } : {}),
       ...(this.#config.maxOutputTokens !== undefined ? { max_completion_tokens: this.#config.maxOutputTokens } : {}),
     };
     try {

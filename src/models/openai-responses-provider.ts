@@ -56,6 +56,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
       ...(request.store !== undefined ? { store: request.store } : {}),
       ...(request.output ? { text: { format: { type: 'json_schema', name: request.output.name, schema: { ...request.output.schema }, strict: true } } } : {}),
       ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
+      ...(this.#config.topP !== undefined ? { top_p: this.#config.topP } : {}),
       ...(this.#config.maxOutputTokens !== undefined ? { max_output_tokens: this.#config.maxOutputTokens } : {}),
     };
     let response: Response;

@@ -3,7 +3,7 @@
  * read from a stream is parsed here before anything acts on it, since any process with the Redis password can write
  * to a stream. Each stream entry has one field, `data`, holding one of these as JSON.
  *
- * Streams and keys, all under `redis.keyPrefix`:
+ * Streams and keys, all under `redis.keyPrefix` when one is set (by default none: the names are the seed's own):
  * - `<stream>` (`tools.stream`, default `events.plugins`): `ToolCallRequested` and `ToolCallCancelled`, read by the
  *   workers' consumer group `tools.group`, which remove each entry as they acknowledge it.
  * - `<responseChannel>` (`rpc.plugins.responses:<runtime instance id>`): `ToolCallCompleted`, read by the runtime

@@ -142,6 +142,9 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   for (const route of options.routes) {
     const key = `${route.method} ${route.path}`;
     if (taken.has(key)) throw new PalaverError('route_conflict', `Two routes claim ${key}; give each channel its own paths.`);
+    // The admin guard is mounted on `/admin/*`: an admin route anywhere else would be open to anyone.
+    if (route.access === 'admin' && !route.path.startsWith('/admin/'))
+      throw new PalaverError('route_unguarded', `The admin route ${key} must live under /admin/, where the admin token guards it.`);
     taken.add(key);
     const handlers: MiddlewareHandler[] = [
       ...(route.access === 'client' ? [auth] : []),

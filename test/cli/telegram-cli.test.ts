@@ -5,8 +5,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionLease } from '../../src/channels/telegram-user/session-lease.js';
 import { TelegramSessionFile } from '../../src/channels/telegram-user/session-store.js';
 import { openStore } from '../../src/store/index.js';
-import { FakeMtproto, fakeMtprotoLink, serveFakeMtproto, type FakeMtprotoServer } from '../../src/testing/fake-mtproto/index.js';
+import { createPalaver } from '../../src/app.js';
+import { loadConfig } from '../../src/config/index.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { FakeMtproto, fakeMtprotoLink, remoteFakeMtprotoLink, serveFakeMtproto, type FakeMtprotoServer } from '../../src/testing/fake-mtproto/index.js';
 import { signInSessionFile } from '../../src/testing/fake-mtproto/session-file.js';
+import { freePort } from '../support/redis.js';
 import { registerRunSecrets } from '../support/run-log.js';
 import { openSqliteFile } from '../support/sqlite-file.js';
 import { TEST_SECRETS } from '../support/secrets.js';
@@ -183,10 +187,13 @@ describe('palaver telegram (spawned)', () => {
     cleanups.push(() => store.close());
 
     // This test process holds the session, as a running `palaver start` would.
+    // It holds no admin API either: asking it to sync fails, and the message names the holder and what to do.
     const held = await SessionLease.acquire({ leases: store.channelLeases });
-    const refused = palaver(s, ['telegram', 'sync', '@ann_lee']);
+    const refused = palaver(s, ['telegram', 'sync', '@ann_lee', '--url', `http://127.0.0.1:${await freePort()}`]);
     expect((await refused.waitForExit(60_000)).code).toBe(1);
     expect(refused.stderr()).toContain(`Cannot sync history: the Telegram user account's session is in use by process ${process.pid} on host ${hostname()}`);
+    expect(refused.stderr()).toContain('Asking it to sync instead failed: Cannot reach Palaver');
+    expect(refused.stderr()).toContain('PALAVER_ADMIN_TOKEN');
     const status = palaver(s, ['telegram', 'status']);
     expect((await status.waitForExit(60_000)).code).toBe(0);
     expect(status.stdout()).toContain(`Connection: held by process ${process.pid} on host ${hostname()}`);
@@ -213,5 +220,69 @@ describe('palaver telegram (spawned)', () => {
     // Nothing was sent and no model was asked (the config's model endpoint does not even exist).
     expect(s.fake.sent()).toEqual([]);
     expect(readFileSync(s.sessionPath).length).toBeGreaterThan(0);
+  });
+
+  it('sync works while the agent runs the account: the running Palaver syncs through its own session, behind the admin token', async () => {
+    const s = await setup({ signedIn: true });
+    const adminToken = 'telegram-sync-admin-token-0123456789';
+    registerRunSecrets([adminToken]);
+    const configFile = join(s.cwd, 'palaver.config.json');
+    writeFileSync(configFile, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), server: { adminToken } }));
+    mkdirSync(join(s.cwd, 'data'), { recursive: true });
+    // The chat happened before the account was signed in here: history to sync, not news for the running channel.
+    const ann = s.fake.addUser({ firstName: 'Ann', username: 'ann_lee' });
+    s.fake.incoming(ann.id, 'Hello, are you open on Sunday?');
+    s.fake.ownerWrites(ann.id, 'Yes, from ten to four.');
+    s.fake.incoming(ann.id, 'Great, see you then');
+    await signInSessionFile(fakeMtprotoLink(s.fake), s.sessionPath);
+
+    // The agent, as `palaver start` runs it from the same config: it holds the session.
+    const running = await createPalaver(loadConfig({ file: configFile, cwd: s.cwd, env: {} }).config, {
+      telegramUserNetwork: remoteFakeMtprotoLink(s.server.url),
+      logger: silentLogger(),
+    });
+    cleanups.push(() => running.close());
+    const server = await running.serve({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => server.close());
+    expect((await running.health())['telegram-user']).toEqual({ ok: true, detail: 'connected' });
+
+    // With a wrong admin token the running Palaver refuses, and nothing is read from Telegram.
+    const refused = spawnNode(PALAVER_ON_FAKE_TELEGRAM_BIN, [s.server.url, 'telegram', 'sync', '@ann_lee', '--url', server.url], {
+      cwd: s.cwd,
+      env: cleanEnv({ PALAVER_ADMIN_TOKEN: 'not-the-admin-token-0123456789abcdef' }),
+    });
+    expect((await refused.waitForExit(60_000)).code).toBe(1);
+    expect(refused.stderr()).toContain('Send the admin token');
+    expect(s.fake.callsOf('messages.getHistory')).toEqual([]);
+
+    // On the agent's machine the config says it all: its address (server.host, server.port) and server.adminToken.
+    writeFileSync(
+      configFile,
+      JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), server: { adminToken, port: Number(new URL(server.url).port) } }),
+    );
+    const sync = palaver(s, ['telegram', 'sync', '@ann_lee']);
+    expect((await sync.waitForExit(90_000)).code, sync.stderr()).toBe(0);
+    expect(sync.stdout()).toContain(`Read 3 messages of the chat with Ann (@ann_lee), id ${ann.id}`);
+    expect(sync.stdout()).toContain('3 were new and are stored, 0 were stored already');
+    expect(sync.stdout()).toContain(`Synced through the running Palaver at ${server.url}, which holds the session.`);
+    const session = await running.store.sessions.findByConversation('telegram-user', String(ann.id));
+    const stored = await running.store.messages.listRecent(session!.id, { limit: 10 });
+    expect(stored.map((message) => [message.role, message.content])).toEqual([
+      ['user', 'Hello, are you open on Sunday?'],
+      ['assistant', 'Yes, from ten to four.'],
+      ['user', 'Great, see you then'],
+    ]);
+    // Each keeps the time Telegram gave it, so a model shown times sees when it was written.
+    expect(stored.map((message) => message.meta?.['at'])).toEqual(s.fake.history(ann.id).map((message) => new Date(message.date * 1000).toISOString()));
+    // The agent kept its session (one MTProto connection, its own), answered nothing and sent nothing.
+    expect((await running.health())['telegram-user']).toEqual({ ok: true, detail: 'connected' });
+    expect(s.fake.sent()).toEqual([]);
+
+    const twice = spawnNode(PALAVER_ON_FAKE_TELEGRAM_BIN, [s.server.url, 'telegram', 'sync', String(ann.id), '--url', server.url], {
+      cwd: s.cwd,
+      env: cleanEnv({ PALAVER_ADMIN_TOKEN: adminToken }),
+    });
+    expect((await twice.waitForExit(90_000)).code, twice.stderr()).toBe(0);
+    expect(twice.stdout()).toContain('0 were new and are stored, 3 were stored already');
   });
 });

@@ -294,7 +294,8 @@ describe('config', () => {
       group: 'plugins-workers',
       maxResultChars: 20_000,
     });
-    expect(plain.redis).toEqual({ url: 'redis://127.0.0.1:6379', keyPrefix: 'palaver:' });
+    // No prefix by default: the streams are named as seed 002 names them (events.plugins, rpc.plugins.responses:<id>).
+    expect(plain.redis).toEqual({ url: 'redis://127.0.0.1:6379', keyPrefix: '' });
     expect(secretsOf(plain)).toEqual([]);
 
     const dir = tempDir();

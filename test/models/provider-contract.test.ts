@@ -95,12 +95,17 @@ describe.each(PROVIDERS)('%s provider', (provider) => {
     expect((await model().complete(userSays('Hi', { onTextDelta: () => {} }))).usage).toEqual({ inputTokens: 0, outputTokens: 0 });
   });
 
-  it('sends the correlation id as x-correlation-id and the configured temperature', async () => {
+  it('sends the correlation id as x-correlation-id and the configured temperature, top-p and output limit', async () => {
     server.setScript(() => ({ text: 'ok' }));
-    await model({ temperature: 0.3 }).complete(userSays('Hi', { correlationId: 'corr-123' }));
+    await model({ temperature: 0.3, topP: 0.9, maxOutputTokens: 700 }).complete(userSays('Hi', { correlationId: 'corr-123' }));
     const call = server.calls.at(-1)!;
     expect(call.headers['x-correlation-id']).toBe('corr-123');
     expect(call.body['temperature']).toBe(0.3);
+    expect(call.body['top_p']).toBe(0.9);
+    expect(call.body[provider === 'openai-chat' ? 'max_completion_tokens' : 'max_output_tokens']).toBe(700);
+    // Unset, neither is sent: the endpoint's own defaults apply.
+    await model().complete(userSays('Hi'));
+    expect(Object.keys(server.calls.at(-1)!.body)).not.toContain('top_p');
   });
 
   it('sends a placeholder key when none is configured, and the configured one otherwise', async () => {

@@ -1,5 +1,14 @@
 import type { ITelegramStorageProvider, Message, TelegramClient, User } from '@mtcute/node';
-import type { Channel, ChannelCapabilities, ChannelContext, InboxPolicy, ReplyTarget, SendOptions, SentPart } from '../../domain/ports/channel.js';
+import type {
+  Channel,
+  ChannelCapabilities,
+  ChannelContext,
+  ChannelRoute,
+  InboxPolicy,
+  ReplyTarget,
+  SendOptions,
+  SentPart,
+} from '../../domain/ports/channel.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { TELEGRAM_USER_CHANNEL } from './channel-name.js';
 import { createTelegramUserClient, type TelegramNetworkOverride } from './client-factory.js';
@@ -7,6 +16,7 @@ import { TelegramUserConnection, type ConnectionHealth } from './connection.js';
 import { TELEGRAM_REACTION_EMOJI_ACCEPTED, type Transcribe } from '../telegram/index.js';
 import { AnswerPolicy, type AnswerSetting } from './answer-policy.js';
 import { importOnFirstContact } from './history-sync.js';
+import { historySyncRoute } from './sync-route.js';
 import { TelegramUserInbound } from './inbound.js';
 import { TelegramUserOutbound } from './outbound.js';
 import { OwnSends } from './own-sends.js';
@@ -87,6 +97,8 @@ export class TelegramUserChannel implements Channel {
     offlineDelivery: true,
   };
   readonly inbox: InboxPolicy;
+  /** `POST /admin/telegram-user/sync`: `palaver telegram sync` through this process while it holds the session. */
+  readonly routes: readonly ChannelRoute[];
   readonly #options: TelegramUserChannelOptions;
   readonly #logger: Logger;
   readonly #connection: TelegramUserConnection;
@@ -96,6 +108,7 @@ export class TelegramUserChannel implements Channel {
   #unwatchTakeovers: (() => void) | undefined;
   #lease: { release(): Promise<void> } | undefined;
   #started = false;
+  #context: ChannelContext | undefined;
   readonly #inboundChains = new Map<number, Promise<void>>();
 
   constructor(options: TelegramUserChannelOptions) {
@@ -122,6 +135,13 @@ export class TelegramUserChannel implements Channel {
       logger: this.#logger,
       ...options.reconnect,
     });
+    this.routes = [
+      historySyncRoute({
+        running: () =>
+          this.#context !== undefined && this.#connection.health === 'connected' ? { client: this.#connection.client, context: this.#context } : undefined,
+        logger: this.#logger,
+      }),
+    ];
     this.#outbound = new TelegramUserOutbound({
       client: () => this.#connection.client,
       signedOut: () => this.#connection.health === 'signed_out',
@@ -203,6 +223,7 @@ export class TelegramUserChannel implements Channel {
     const options = this.#options;
     const now = options.now ?? Date.now;
     const ownSends = new OwnSends({ state: context.state, now });
+    this.#context = context;
     const takeover = await OwnerTakeover.load({
       state: context.state,
       windowMs: (options.ownerTakeoverMinutes ?? DEFAULT_OWNER_TAKEOVER_MINUTES) * 60_000,

@@ -1,8 +1,12 @@
 import type { AGUIEvent } from '@ag-ui/core';
-import { AguiTranslator, type AguiRunRef } from './agui-translator.js';
+import type { TurnProgress } from '../../domain/ports/channel.js';
+import { AguiTranslator, type AguiRunIds, type AguiRunRef } from './agui-translator.js';
+import { encodeControlEvent, toolControlEvent } from './control-event.js';
 
 export interface AguiStreamOptions {
   readonly showToolDetails: boolean;
+  /** Also send each tool call's progress as a seed 002 `control` event (see control-event.ts). */
+  readonly controlEvents?: boolean;
   /** Interval of SSE comment lines that keep idle proxies from closing a long turn. */
   readonly keepAliveMs: number;
   /** The request's signal: the client went away. */
@@ -82,16 +86,22 @@ export class AguiStream {
     return active;
   }
 
-  /** Writes events; closes the stream when they ended the run. Ignored once closed. */
-  write(events: readonly AGUIEvent[]): void {
+  /** Writes the events of one turn progress event, and its `control` event when those are on. */
+  progress(event: TurnProgress, ids?: AguiRunIds): void {
+    const control = this.#options.controlEvents && !this.translator.isEnded ? toolControlEvent(event, this.#options.showToolDetails) : undefined;
+    this.write(this.translator.progress(event, ids), control === undefined ? '' : encodeControlEvent(control));
+  }
+
+  /** Writes events (and `extra`, already encoded, after them); closes the stream when they ended the run. Ignored once closed. */
+  write(events: readonly AGUIEvent[], extra = ''): void {
     if (!this.#open) return;
     this.#active = true;
-    if (events.length > 0) {
+    if (events.length > 0 || extra !== '') {
       // One chunk for the events of one write: the server sends each chunk as its own write to the socket, and a
       // reply's first words (TEXT_MESSAGE_START, then CONTENT) should leave together.
       let chunk = '';
       for (const event of events) chunk += encodeSse(event);
-      this.#enqueue(chunk);
+      this.#enqueue(chunk + extra);
       this.#wrote();
     }
     if (this.translator.isEnded) {

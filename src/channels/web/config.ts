@@ -7,6 +7,12 @@ export const webConfigSchema = z
     /** Overrides `agent.replies` for this channel (`text` or `actions`). */
     replies: z.enum(['text', 'actions']).optional(),
     /**
+     * Also send each tool call's progress as a server-sent event named `control`, `{ type: "tool", status, … }`, for
+     * clients written to that design (seed 002); the tool's name only with `server.showToolDetails`. Off by default:
+     * an AG-UI client that reads every `data:` line would meet an event it does not know.
+     */
+    controlEvents: z.boolean().default(false),
+    /**
      * HMAC-SHA256 key that signs visitor cookies (better: PALAVER_COOKIE_SECRET). When unset, one is generated
      * and kept in `cookieSecretFile`, so visitors keep their identity across restarts.
      */

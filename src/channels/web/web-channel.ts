@@ -33,6 +33,8 @@ export interface WebChannelOptions {
   readonly logger?: Logger;
   /** Send tool arguments and results to the client (default false: only tool names and success). */
   readonly showToolDetails?: boolean;
+  /** `channels.web.controlEvents`: also send tool progress as seed 002's `control` events. Default false. */
+  readonly controlEvents?: boolean;
   /** Interval of SSE comment lines that keep idle proxies from closing a long turn. Default 15 000 ms. */
   readonly keepAliveMs?: number;
   /** Largest accepted `/agui` body, in bytes. Default 1 MiB (AG-UI clients resend the history). */
@@ -250,7 +252,7 @@ export class WebChannel implements Channel {
   progress(target: ReplyTarget, event: TurnProgress): void {
     const stream = this.#streamFor(target);
     if (stream) {
-      stream.write(stream.translator.progress(event, ids(target)));
+      stream.progress(event, ids(target));
       this.#relay?.noteLocal(target);
     } else this.#relay?.publish(target, { kind: 'progress', event });
   }
@@ -379,7 +381,7 @@ export class WebChannel implements Channel {
     stream.noteActivity();
     switch (op.kind) {
       case 'progress':
-        stream.write(stream.translator.progress(op.event, ids(target)));
+        stream.progress(op.event, ids(target));
         break;
       case 'send':
         stream.write(stream.translator.send(op.text, ids(target)).events);
@@ -521,6 +523,7 @@ export class WebChannel implements Channel {
       { threadId, runId },
       {
         showToolDetails: this.#options.showToolDetails ?? false,
+        controlEvents: this.#options.controlEvents ?? false,
         keepAliveMs: this.#options.keepAliveMs ?? 15_000,
         clientSignal: request.signal,
         onClientGone: () => {

@@ -282,9 +282,10 @@ export interface ChannelRoute {
   readonly path: string;
   /**
    * `client`: the server's client guard applies (API key, or loopback only without one). `public`: anyone may call
-   * it (a static page, or a webhook that checks its own secret).
+   * it (a static page, or a webhook that checks its own secret). `admin`: an operator's route, behind the admin API's
+   * guard (the admin token or a dashboard session); its path starts with `/admin/`.
    */
-  readonly access: 'client' | 'public';
+  readonly access: 'client' | 'public' | 'admin';
   /** Largest accepted request body in bytes (default 1 MiB). */
   readonly maxBodyBytes?: number;
   handle(request: Request, info: { readonly remoteAddress: string | undefined }): Response | Promise<Response>;

@@ -2,6 +2,7 @@ import type { StoredMessage } from '../../domain/model.js';
 import type { ModelInputItem } from '../../domain/ports/model-provider.js';
 import { isUnanswered, modelView, UNANSWERED_TEXT } from '../reply-plan/model-notes.js';
 import { storedMessageId, withMessageId } from './message-id-label.js';
+import { withTime, writtenAt } from './message-time-label.js';
 import { labelled, senderOf, type MessageSender } from './sender-label.js';
 
 /**
@@ -9,9 +10,11 @@ import { labelled, senderOf, type MessageSender } from './sender-label.js';
  * out), as plain user/assistant turns. In a group (`group`), each user message carries its sender's label, so that
  * no member's words read as another's; a direct chat's messages go as they are. With `messageIds` (replies as
  * actions), each user message that kept its channel message id shows it in front (`[message_id: 77] …`). What a
- * reply plan did not send is shown as such (see ../reply-plan/model-notes.ts).
+ * reply plan did not send is shown as such (see ../reply-plan/model-notes.ts). With `timeZone` (`agent.historyTimes`), each
+ * user message shows when it was written, in that zone (`[Fri 2025-03-14 09:05] …`); the agent's own messages carry
+ * no label, since a model that sees one in its own turns starts writing it into its replies.
  */
-export function historyToInput(messages: readonly StoredMessage[], group = false, messageIds = false): ModelInputItem[] {
+export function historyToInput(messages: readonly StoredMessage[], group = false, messageIds = false, timeZone?: string): ModelInputItem[] {
   const items: ModelInputItem[] = [];
   for (const message of messages) {
     if (message.audience !== 'display') continue;
@@ -21,7 +24,8 @@ export function historyToInput(messages: readonly StoredMessage[], group = false
       continue;
     }
     const content = group ? labelled(message.content, senderOf(message.meta)) : message.content;
-    items.push({ type: 'message', role: 'user', content: messageIds ? withMessageId(content, storedMessageId(message.meta)) : content });
+    const identified = messageIds ? withMessageId(content, storedMessageId(message.meta)) : content;
+    items.push({ type: 'message', role: 'user', content: timeZone === undefined ? identified : withTime(identified, writtenAt(message), timeZone) });
     // A reply plan that sent nothing: the model learns it chose silence (never shown to the person).
     if (isUnanswered(message)) items.push({ type: 'message', role: 'assistant', content: UNANSWERED_TEXT });
   }
@@ -39,21 +43,26 @@ export function historyMessageIds(messages: readonly StoredMessage[]): string[] 
   return ids;
 }
 
-/** A message a turn answers: its text, and the channel's id of it when the model is shown ids (else undefined). */
+/**
+ * A message a turn answers: its text, the channel's id of it when the model is shown ids, and when it arrived when
+ * the model is shown times (else undefined).
+ */
 export interface NewMessageText {
   readonly text: string;
   readonly messageId?: string | undefined;
+  readonly at?: Date | undefined;
 }
 
 /**
- * The messages a turn answers, as the model sees them: labelled with their sender in a group (`sender` given), and
- * with their message id in front where one is given.
+ * The messages a turn answers, as the model sees them: labelled with their sender in a group (`sender` given), with
+ * their message id in front where one is given, and with their time (in `timeZone`) where one is given: as the same
+ * messages read in the next turn's history, so a provider's prompt cache still matches them.
  */
-export function newMessagesToInput(messages: readonly (string | NewMessageText)[], sender?: MessageSender): ModelInputItem[] {
+export function newMessagesToInput(messages: readonly (string | NewMessageText)[], sender?: MessageSender, timeZone?: string): ModelInputItem[] {
   return messages.map((message) => {
-    const { text, messageId } = typeof message === 'string' ? { text: message, messageId: undefined } : message;
+    const { text, messageId, at } = typeof message === 'string' ? { text: message, messageId: undefined, at: undefined } : message;
     const content = sender === undefined ? text : labelled(text, sender);
-    return { type: 'message', role: 'user', content: withMessageId(content, messageId) };
+    return { type: 'message', role: 'user', content: withTime(withMessageId(content, messageId), at, timeZone) };
   });
 }
 

@@ -2,6 +2,7 @@ import { ChannelError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import type { InboundRecord, Session } from '../../domain/model.js';
 import type { Channel, ConversationSummary, StoredReply, TranscriptEntry } from '../../domain/ports/channel.js';
+import { writtenAt } from '../context/message-time-label.js';
 import { resetUserState } from '../context/reset.js';
 import { updateUserState } from '../context/user-state-update.js';
 import { wasNotSent } from '../reply-plan/model-notes.js';
@@ -98,12 +99,4 @@ export class ConversationReads {
     if (!user || user.id !== session.userId) throw new ChannelError('forbidden', channel.name, 'This conversation belongs to someone else.');
     return session;
   }
-}
-
-/** When a message was written: a recorded one keeps the messenger's time (`meta.at`), the others are stored as they come. */
-function writtenAt(message: { readonly createdAt: Date; readonly meta: Readonly<Record<string, unknown>> | null }): Date {
-  const at = message.meta?.['at'];
-  if (typeof at !== 'string') return message.createdAt;
-  const parsed = new Date(at);
-  return Number.isNaN(parsed.getTime()) ? message.createdAt : parsed;
 }

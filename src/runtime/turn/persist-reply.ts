@@ -187,7 +187,9 @@ async function storeOwnReply(
 export function newMessages(scope: TurnScope): NewMessage[] {
   const { sender } = scope.userContext;
   return scope.messages.map(({ inbound }) => {
+    // `at`: when it arrived, not when its reply was stored (a quiet window, a long turn or a pause later).
     const meta = {
+      at: inbound.receivedAt.toISOString(),
       ...(inbound.messageId === null ? {} : { messageId: inbound.messageId }),
       ...(sender === null ? {} : { sender: { userId: sender.userId, name: inbound.displayName ?? sender.name } }),
     };
@@ -196,7 +198,7 @@ export function newMessages(scope: TurnScope): NewMessage[] {
       audience: 'display',
       content: inbound.text,
       correlationId: inbound.correlationId,
-      ...(Object.keys(meta).length === 0 ? {} : { meta }),
+      meta,
     };
   });
 }

@@ -94,12 +94,19 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     // In actions mode each of the person's messages shows its channel id: the ones a plan may react to.
     const { sender } = scope.userContext;
     const actions = scope.replyMode === 'actions';
+    // With agent.historyTimes each of the person's messages shows when it was written, in their zone.
+    const timeZone = scope.deps.agent.historyTimes ? scope.timeZone : undefined;
     const newTexts = scope.messages.map((message) => message.inbound.text);
     const newItems = newMessagesToInput(
-      actions ? scope.messages.map(({ inbound }) => ({ text: inbound.text, messageId: showableMessageId(inbound.messageId) })) : newTexts,
+      scope.messages.map(({ inbound }) => ({
+        text: inbound.text,
+        messageId: actions ? showableMessageId(inbound.messageId) : undefined,
+        at: inbound.receivedAt,
+      })),
       sender ?? undefined,
+      timeZone,
     );
-    const history = historyToInput(earlier, sender !== null, actions);
+    const history = historyToInput(earlier, sender !== null, actions, timeZone);
     const context = createFlowContext(scope, failures);
     const flow = await scope.deps.flow.run(
       {

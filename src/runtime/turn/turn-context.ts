@@ -23,6 +23,8 @@ export interface AgentSettings {
   readonly historyLimit: number;
   /** Estimated tokens the earlier history may take; 0 for no token bound. */
   readonly historyTokenLimit: number;
+  /** `agent.historyTimes`: the person's messages show when they were written, in their time zone. */
+  readonly historyTimes: boolean;
   readonly maxToolRounds: number;
   /** Longest reply in characters; a longer one is cut with a notice (`agent.maxReplyChars`). */
   readonly maxReplyChars: number;
