@@ -57,6 +57,12 @@ export class PalaverMetrics {
   readonly replyPartsPostponed: PromClient.Counter<'channel'>;
   /** Messages stored without a turn (`ChannelContext.record`), new ones only, by channel and source. */
   readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
+  /**
+   * Stored profiles a turn could not read, wholly (`part="whole"`: the defaults stood in for all of it) or in some
+   * fields (`part="fields"`: the defaults stood in for those). Counted when a turn reads the row from the store (once
+   * per cache lifetime); the row is kept as it is.
+   */
+  readonly profileReadProblems: PromClient.Counter<'part'>;
   /** Each channel plug-in's own metrics, by channel name (see `channel`). */
   readonly #channels = new Map<string, unknown>();
   readonly #inboxSources = new Set<() => number>();
@@ -172,6 +178,12 @@ export class PalaverMetrics {
       name: 'palaver_recorded_messages_total',
       help: "Messages stored without a turn (history import, the owner's own words), by channel and source",
       labelNames: ['channel', 'source'] as const,
+      registers: [registry],
+    });
+    this.profileReadProblems = new prom.Counter({
+      name: 'palaver_profile_read_problems_total',
+      help: 'Stored profiles a turn could not read, wholly (whole) or in some fields (fields), so the defaults stood in; the row is kept as it is',
+      labelNames: ['part'] as const,
       registers: [registry],
     });
     // Every channel's metrics, whether it runs or not: a dashboard sees its series at 0 rather than missing.
