@@ -24,6 +24,10 @@ const ENV_OVERRIDES: readonly { variable: string; path: readonly string[]; parse
   { variable: 'PALAVER_HOST', path: ['server', 'host'] },
   { variable: 'PALAVER_PORT', path: ['server', 'port'], parse: Number },
   { variable: 'PALAVER_LOG_LEVEL', path: ['log', 'level'] },
+  { variable: 'PALAVER_BILLING_DEFAULT_COUNTRY', path: ['billing', 'defaultCountry'] },
+  // The name a team that priced in CNY already sets (BILLING_USD_CNY_RATE=7.2); Palaver's own name, after it, wins.
+  { variable: 'BILLING_USD_CNY_RATE', path: ['billing', 'usdRates', 'CNY'] },
+  { variable: 'PALAVER_BILLING_USD_CNY_RATE', path: ['billing', 'usdRates', 'CNY'] },
   { variable: 'PALAVER_COOKIE_SECRET', path: ['channels', 'web', 'cookieSecret'] },
   { variable: 'PALAVER_USER_TOKEN_SECRET', path: ['channels', 'web', 'userTokens', 'secret'] },
   { variable: 'TELEGRAM_BOT_TOKEN', path: ['channels', 'telegram', 'token'] },

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_MAX_TOOL_RESULT_CHARS } from '../domain/tool-result-cap.js';
-import { canonicalLanguageTag, canonicalTimeZone, isCountryCode } from '../i18n/locale-codes.js';
+import { canonicalLanguageTag, checkTimeZone, isCountryCode } from '../i18n/locale-codes.js';
 import { channelsConfigSchema } from '../channels/registry.js';
 import { dialectOfUrl } from '../store/dialects.js';
 import { normaliseDatabaseUrl } from './database-url.js';
@@ -24,9 +24,9 @@ const countryCode = z
   .refine(isCountryCode, 'not an ISO 3166-1 country code (e.g. UA, US, CN)');
 /** An IANA zone, checked at start (a misspelt one would fail every turn later) and kept in its canonical spelling. */
 const timeZoneName = z.string().transform((zone, ctx) => {
-  const canonical = canonicalTimeZone(zone);
-  if (canonical !== undefined) return canonical;
-  ctx.addIssue({ code: 'custom', message: `"${zone}" is not an IANA time zone (e.g. Europe/Kyiv, America/New_York, UTC)` });
+  const checked = checkTimeZone(zone);
+  if ('zone' in checked) return checked.zone;
+  ctx.addIssue({ code: 'custom', message: checked.problem });
   return z.NEVER;
 });
 /** A BCP-47 tag, checked at start and kept in canonical case. */

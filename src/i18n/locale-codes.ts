@@ -23,14 +23,37 @@ export function canonicalLanguageTag(tag: string): string | undefined {
 /** IANA names by lower case, for their canonical spelling (`europe/kyiv` → `Europe/Kyiv`); made on first use. */
 let zoneSpellings: Map<string, string> | undefined;
 
+const ZONE_EXAMPLES = 'e.g. Asia/Shanghai, America/Chicago, Asia/Kolkata, Europe/Kyiv or UTC';
+
 /**
- * The IANA zone name in its canonical spelling, or undefined when Intl does not know it. Offsets such as `+03:00`
- * are refused: a zone follows its daylight saving time, an offset does not.
+ * An IANA zone name in its canonical spelling, or why the text is not one. Only `Area/Location` names (and `UTC`)
+ * are zones: abbreviations (`CST`, `IST`, `EST`, `GMT`) are refused, never mapped to some zone (ICU would read `CST`
+ * as America/Chicago, though it is China's time too), and so are offsets (`GMT+8`, `UTC+08:00`, `+03:00`: a zone
+ * follows its daylight saving time, an offset does not). IANA's own fixed-offset names (`Etc/GMT-8`) are names and
+ * are accepted.
  */
+export function checkTimeZone(zone: string): { readonly zone: string } | { readonly problem: string } {
+  if (zone === 'UTC' || zone.toLowerCase() === 'utc') return { zone: 'UTC' };
+  if (/^\s*(?:(?:UTC|GMT|UT)\s*)?[+\-\u2212]\s*\d/i.test(zone)) {
+    return { problem: `"${zone}" is an offset, not a time zone: an offset does not follow daylight saving time. Give the IANA zone name (${ZONE_EXAMPLES})` };
+  }
+  if (/^[A-Za-z][A-Za-z0-9+-]*$/.test(zone)) {
+    return {
+      problem: `"${zone}" is not an IANA time zone name (Area/City): abbreviations such as CST, IST or EST stand for different zones in different countries and are never read as one. Give the zone's IANA name (${ZONE_EXAMPLES})`,
+    };
+  }
+  const canonical = zone.includes('/') ? canonicalZoneName(zone) : undefined;
+  if (canonical !== undefined) return { zone: canonical };
+  return { problem: `"${zone}" is not an IANA time zone (${ZONE_EXAMPLES})` };
+}
+
+/** The IANA zone name in its canonical spelling, or undefined when it is not one ({@link checkTimeZone} says why). */
 export function canonicalTimeZone(zone: string): string | undefined {
-  if (!/^[A-Za-z]/.test(zone)) return undefined;
-  // The default zone, checked at every start: asking Intl the first time loads ICU's zone data (~30 ms).
-  if (zone === 'UTC') return zone;
+  const checked = checkTimeZone(zone);
+  return 'zone' in checked ? checked.zone : undefined;
+}
+
+function canonicalZoneName(zone: string): string | undefined {
   let resolved: string;
   try {
     resolved = new Intl.DateTimeFormat(undefined, { timeZone: zone }).resolvedOptions().timeZone;

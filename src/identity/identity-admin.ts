@@ -46,6 +46,12 @@ export interface AdminUserView {
   readonly profile: ProfileSettings;
   /** False while the user has no stored profile (the defaults and channel hints apply). */
   readonly profileStored: boolean;
+  /**
+   * Why some or all of the stored profile could not be read (the defaults stand in for it in every turn); the row is
+   * kept as it is. With `profileUnreadable` none of it could: updates are refused until it is replaced.
+   */
+  readonly profileProblem?: string;
+  readonly profileUnreadable?: true;
 }
 
 // Shared with the operator actions of src/admin, so they live in the domain.
@@ -68,7 +74,15 @@ export class IdentityAdmin {
     const user = await store.users.findById(userId);
     if (!user) return undefined;
     const [accounts, state, profile] = await Promise.all([store.users.listAccounts(userId), store.userState.get(userId), profiles.get(userId)]);
-    return { user, accounts, role: parseUserState(state?.raw).state.role, profile: profile.settings, profileStored: profile.stored };
+    return {
+      user,
+      accounts,
+      role: parseUserState(state?.raw).state.role,
+      profile: profile.settings,
+      profileStored: profile.stored,
+      ...(profile.problem === undefined ? {} : { profileProblem: profile.problem }),
+      ...(profile.unreadable ? { profileUnreadable: true as const } : {}),
+    };
   }
 
   /** The user behind a channel account; `channel` is the account's namespace, or a channel's name that maps to one. */
@@ -86,19 +100,45 @@ export class IdentityAdmin {
     return { ok: true, value: await this.#options.store.identityEvents.listByUser(userId, limit) };
   }
 
+  /**
+   * Changes the fields `input` names (Palaver's spelling or the snake_case one). Refused as a conflict, changing
+   * nothing, while the stored profile cannot be read at all: {@link replaceProfile} is the explicit way past it.
+   */
   async updateProfile(userId: string, input: unknown, actor: AdminActor): Promise<AdminResult<ProfileSettings>> {
     const { store, profiles } = this.#options;
     if (!(await store.users.findById(userId))) return notFound(userId);
-    const result: ProfileUpdateResult = await profiles.update(userId, input);
+    const result = await profiles.update(userId, input);
+    if (!result.ok && result.unreadable !== undefined) {
+      const message = `The stored profile cannot be read (${result.unreadable}); it was kept as it is and nothing was changed. Replace it as a whole with PUT /admin/users/${userId}/profile.`;
+      return { ok: false, error: { code: 'conflict', message } };
+    }
+    return this.#profileChanged(userId, input, result, actor, {});
+  }
+
+  /** Stores `input` as the user's whole profile, whatever is stored (a profile that cannot be read included). */
+  async replaceProfile(userId: string, input: unknown, actor: AdminActor): Promise<AdminResult<ProfileSettings>> {
+    const { store, profiles } = this.#options;
+    if (!(await store.users.findById(userId))) return notFound(userId);
+    return this.#profileChanged(userId, input, await profiles.replace(userId, input), actor, { replaced: true });
+  }
+
+  async #profileChanged(
+    userId: string,
+    input: unknown,
+    result: ProfileUpdateResult,
+    actor: AdminActor,
+    extra: Record<string, unknown>,
+  ): Promise<AdminResult<ProfileSettings>> {
     if (!result.ok) return { ok: false, error: { code: 'invalid', message: 'The profile update is invalid; nothing was changed.', fields: result.errors } };
-    await store.transaction(async (tx) => {
+    const fields = changedFields(input);
+    await this.#options.store.transaction(async (tx) => {
       await tx.identityEvents.add({
         userId,
         kind: 'admin_change',
         actor: 'admin',
-        details: { change: 'profile', fields: changedFields(input), ...actorDetails(actor) },
+        details: { change: 'profile', ...extra, fields, ...actorDetails(actor) },
       });
-      await tx.adminActions.record(operatorAction('profile', userId, actor, { fields: changedFields(input) }));
+      await tx.adminActions.record(operatorAction('profile', userId, actor, { ...extra, fields }));
     });
     return { ok: true, value: result.settings };
   }

@@ -59,6 +59,12 @@ export class PalaverMetrics {
   readonly recordedMessages: PromClient.Counter<'channel' | 'source'>;
   /** Entities in focus a stage needed and could not load (their tool failed or timed out), by entity type; the turn went on without them. */
   readonly focusLoadFailures: PromClient.Counter<'entity'>;
+  /**
+   * Stored profiles a turn could not read, wholly (`part="whole"`: the defaults stood in for all of it) or in some
+   * fields (`part="fields"`: the defaults stood in for those). Counted when a turn reads the row from the store (once
+   * per cache lifetime); the row is kept as it is.
+   */
+  readonly profileReadProblems: PromClient.Counter<'part'>;
   /** Each channel plug-in's own metrics, by channel name (see `channel`). */
   readonly #channels = new Map<string, unknown>();
   readonly #inboxSources = new Set<() => number>();
@@ -180,6 +186,12 @@ export class PalaverMetrics {
       name: 'palaver_focus_load_failures_total',
       help: 'Entities in focus a stage needed and could not load (the tool failed or timed out), by entity type; the turn went on without them',
       labelNames: ['entity'] as const,
+      registers: [registry],
+    });
+    this.profileReadProblems = new prom.Counter({
+      name: 'palaver_profile_read_problems_total',
+      help: 'Stored profiles a turn could not read, wholly (whole) or in some fields (fields), so the defaults stood in; the row is kept as it is',
+      labelNames: ['part'] as const,
       registers: [registry],
     });
     // Every channel's metrics, whether it runs or not: a dashboard sees its series at 0 rather than missing.

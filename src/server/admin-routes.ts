@@ -19,7 +19,9 @@ const limitQuery = z.coerce.number().int().min(1).max(1000).optional();
  *
  * - `GET    /admin/users/:userId`            the user, their accounts, role and profile
  * - `GET    /admin/users/:userId/events`     their identity audit (`?limit=`)
- * - `PATCH  /admin/users/:userId/profile`    change profile settings (any subset; field-level errors on 400)
+ * - `PATCH  /admin/users/:userId/profile`    change profile settings (any subset; field-level errors on 400; 409 when
+ *                                            the stored profile cannot be read)
+ * - `PUT    /admin/users/:userId/profile`    replace the whole profile (fields left out take the defaults)
  * - `PUT    /admin/users/:userId/phone`      `{ "phone": "+380 67 123 45 67" | null }`
  * - `PUT    /admin/users/:userId/role`       `{ "role": "driver" | null }`
  * - `PUT    /admin/users/:userId/flows/:namespace`   `{ "state": <JSON> | null }`: set or clear one flow namespace
@@ -46,6 +48,12 @@ export function adminRoutes(admin: IdentityAdmin, clientAddress: ClientAddress =
     const body = await jsonBody(c);
     if (body === undefined) return c.json(errorBody('invalid_json', 'Send the profile changes as a JSON object.'), 400);
     return answer(c, await admin.updateProfile(c.req.param('userId'), body, actorOf(c)), (profile) => ({ profile }));
+  });
+
+  app.put('/users/:userId/profile', async (c) => {
+    const body = await jsonBody(c);
+    if (body === undefined) return c.json(errorBody('invalid_json', 'Send the whole profile as a JSON object.'), 400);
+    return answer(c, await admin.replaceProfile(c.req.param('userId'), body, actorOf(c)), (profile) => ({ profile }));
   });
 
   app.put('/users/:userId/phone', async (c) => {

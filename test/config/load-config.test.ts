@@ -142,6 +142,21 @@ describe('config', () => {
     expect(() => web({ logoUrl: '//evil.example/x.png' })).toThrow(/channels\.web\.logoUrl/);
   });
 
+  it('reads the USD to CNY rate and the default billing country from the environment, the seed 003 name included', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'palaver.config.json'), JSON.stringify({ model: { name: 'm' }, billing: { usdRates: { EUR: '0.92' } } }));
+    const billing = (env: Record<string, string>) => loadConfig({ cwd: dir, env }).config.billing;
+    expect(billing({})).toMatchObject({ usdRates: { CNY: '7.10', EUR: '0.92' } });
+    expect(billing({ BILLING_USD_CNY_RATE: '7.2', PALAVER_BILLING_DEFAULT_COUNTRY: 'CN' })).toMatchObject({
+      defaultCountry: 'CN',
+      usdRates: { CNY: '7.2', EUR: '0.92' },
+    });
+    // Palaver's own name wins over the seed's when both are set.
+    expect(billing({ BILLING_USD_CNY_RATE: '7.2', PALAVER_BILLING_USD_CNY_RATE: '7.25' }).usdRates['CNY']).toBe('7.25');
+    expect(() => billing({ BILLING_USD_CNY_RATE: 'seven' })).toThrow(/billing\.usdRates\.CNY: a decimal number as a string/);
+    expect(() => billing({ PALAVER_BILLING_DEFAULT_COUNTRY: 'CHN' })).toThrow(/billing\.defaultCountry/);
+  });
+
   it('reads the admin token from PALAVER_ADMIN_TOKEN and refuses one equal to the chat API key', () => {
     const dir = tempDir();
     const token = 'admin-token-0123456789';

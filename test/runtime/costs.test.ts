@@ -1,5 +1,9 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { loadConfig } from '../../src/config/index.js';
 import type { Palaver } from '../../src/app.js';
 import type { ModelScript, ScriptedReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
@@ -159,6 +163,33 @@ describe('costs', () => {
     expect(second).toMatchObject({ status: 'completed', usage: { cost: '0.003206', currency: 'CNY' } });
     const elsewhere = await palaver.chat({ userId: 'li', text: 'thanks', conversationId: 'new' });
     expect(elsewhere.usage).toMatchObject({ cost: '0.00045', currency: 'USD' });
+  });
+
+  it('follow the seed 003 settings from the environment: CNY at 7.2 without a country and in China, USD elsewhere', async () => {
+    // The seed's own variable for the rate, Palaver's for the default country; the file sets neither.
+    const { config } = loadConfig({
+      cwd: mkdtempSync(join(tmpdir(), 'palaver-seed-003-')),
+      env: { PALAVER_MODEL: 'scripted', BILLING_USD_CNY_RATE: '7.2', PALAVER_BILLING_DEFAULT_COUNTRY: 'CN' },
+    });
+    expect(config.billing).toMatchObject({ defaultCountry: 'CN', currencyByCountry: { CN: 'CNY' }, defaultCurrency: 'USD', usdRates: { CNY: '7.2' } });
+    harness = await createHarness(orderScript);
+    const palaver = await harness.start({ model: { prices: PRICES }, billing: config.billing }, { tools: [lookup] });
+    await livingIn(palaver, 'li', { country: 'CN' });
+    await livingIn(palaver, 'ann', { country: 'US' });
+    await livingIn(palaver, 'hans', { country: 'DE' });
+    // The first message of the table above: 0.0051 USD; × 7.2 = 0.03672 CNY (the seed: usd_cost × rate, 6 places).
+    for (const [user, cost, currency] of [
+      ['nobody', '0.03672', 'CNY'],
+      ['li', '0.03672', 'CNY'],
+      ['ann', '0.0051', 'USD'],
+      ['hans', '0.0051', 'USD'],
+    ] as const) {
+      const reply = await palaver.chat({ userId: user, text: 'order?' });
+      expect(reply.usage, user).toMatchObject({ cost, currency });
+      expect(await palaver.store.sessions.findById(reply.sessionId), user).toMatchObject({ cost, currency });
+    }
+    // Nobody's profile still names no country: the default country is billing's, not the profile's.
+    expect((await palaver.profiles.get(await userIdOf(palaver, 'nobody'))).settings.preferences.country).toBeNull();
   });
 
   it('reads cached tokens from the Responses API too', async () => {

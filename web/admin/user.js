@@ -21,7 +21,7 @@ export function userView(root, userId, { showError }) {
     }
   }
 
-  function render({ user, accounts, role, profile, profileStored }, events, conversations) {
+  function render({ user, accounts, role, profile, profileStored, profileProblem }, events, conversations) {
     root.replaceChildren(
       h(
         'div',
@@ -63,6 +63,7 @@ export function userView(root, userId, { showError }) {
               ]),
             ),
         h('h3', {}, 'Profile', profileStored ? '' : ' (defaults, nothing stored yet)'),
+        profileProblem ? note(`The stored profile cannot be fully read; the defaults stand in: ${profileProblem}`) : null,
         h('pre', { className: 'json', testid: 'user-profile' }, JSON.stringify(profile, null, 2)),
         h('h3', {}, 'Identity audit'),
         events.length === 0

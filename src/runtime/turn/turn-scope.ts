@@ -111,7 +111,8 @@ async function loadUserState(deps: TurnDependencies, userId: string, correlation
 /**
  * The user's profile: from the cache, else the store. A person without one gets one seeded from the channel's
  * language hint, stored once (a profile written meanwhile, by another channel's first turn or an update, wins). A
- * corrupt stored profile is logged and the defaults stand in for it; the row is left for a person to look at.
+ * stored profile that cannot be read, wholly or in some fields, is logged and counted, and the defaults stand in for
+ * what could not be read; the row is left as it is for a person to look at (updates never overwrite it).
  */
 export async function loadProfile(deps: TurnDependencies, userId: string, languageHint: string | null, correlationId: string): Promise<ProfileSettings> {
   const cached = deps.cache.profile(userId);
@@ -127,8 +128,14 @@ export async function loadProfile(deps: TurnDependencies, userId: string, langua
     }
     record = await deps.store.profiles.get(userId);
   }
-  const { settings, problem } = record === undefined ? { settings: deps.profiles.seed(languageHint), problem: undefined } : deps.profiles.parse(record.raw);
-  if (problem) deps.logger.warn({ correlationId, userId, problem }, 'profile unreadable; continuing with the default settings');
+  const { settings, problem, unreadable } = record === undefined ? { settings: deps.profiles.seed(languageHint) } : deps.profiles.parse(record.raw);
+  if (problem !== undefined) {
+    deps.logger.warn(
+      { correlationId, userId, problem },
+      unreadable ? 'profile unreadable; continuing with the default settings' : 'profile partly unreadable; continuing with the defaults for those fields',
+    );
+    deps.metrics.profileReadProblems.inc({ part: unreadable ? 'whole' : 'fields' });
+  }
   deps.cache.rememberProfile(userId, settings, generation);
   return settings;
 }
