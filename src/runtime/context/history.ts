@@ -1,5 +1,6 @@
-import type { StoredMessage } from '../../domain/model.js';
-import type { ModelInputItem } from '../../domain/ports/model-provider.js';
+import { describeAttachments, readAttachmentRefs } from '../../domain/attachments.js';
+import type { AttachmentRef, StoredMessage } from '../../domain/model.js';
+import type { ModelImage, ModelInputItem } from '../../domain/ports/model-provider.js';
 import { isUnanswered, modelView, UNANSWERED_TEXT } from '../reply-plan/model-notes.js';
 import { storedMessageId, withMessageId } from './message-id-label.js';
 import { labelled, senderOf, type MessageSender } from './sender-label.js';
@@ -20,8 +21,10 @@ export function historyToInput(messages: readonly StoredMessage[], group = false
       items.push({ type: 'message', role: 'assistant', content: modelView(message, message.content) });
       continue;
     }
-    const content = group ? labelled(message.content, senderOf(message.meta)) : message.content;
-    items.push({ type: 'message', role: 'user', content: messageIds ? withMessageId(content, storedMessageId(message.meta)) : content });
+    const refs = readAttachmentRefs(message.meta?.['attachments']);
+    const text = withAttachmentNames(message.content, refs);
+    const content = group ? labelled(text, senderOf(message.meta)) : text;
+    items.push({ type: 'message', role: 'user', content: messageIds ? withMessageId(content, storedMessageId(message.meta)) : content, ...imagesOf(refs) });
     // A reply plan that sent nothing: the model learns it chose silence (never shown to the person).
     if (isUnanswered(message)) items.push({ type: 'message', role: 'assistant', content: UNANSWERED_TEXT });
   }
@@ -43,6 +46,8 @@ export function historyMessageIds(messages: readonly StoredMessage[]): string[] 
 export interface NewMessageText {
   readonly text: string;
   readonly messageId?: string | undefined;
+  /** Files the person attached to it. */
+  readonly attachments?: readonly AttachmentRef[] | undefined;
 }
 
 /**
@@ -51,9 +56,10 @@ export interface NewMessageText {
  */
 export function newMessagesToInput(messages: readonly (string | NewMessageText)[], sender?: MessageSender): ModelInputItem[] {
   return messages.map((message) => {
-    const { text, messageId } = typeof message === 'string' ? { text: message, messageId: undefined } : message;
-    const content = sender === undefined ? text : labelled(text, sender);
-    return { type: 'message', role: 'user', content: withMessageId(content, messageId) };
+    const { text, messageId, attachments = [] } = typeof message === 'string' ? { text: message, messageId: undefined } : message;
+    const named = withAttachmentNames(text, attachments);
+    const content = sender === undefined ? named : labelled(named, sender);
+    return { type: 'message', role: 'user', content: withMessageId(content, messageId), ...imagesOf(attachments) };
   });
 }
 
@@ -80,4 +86,17 @@ export function boundHistory(messages: readonly StoredMessage[], bounds: History
     first -= 1;
   }
   return first === 0 ? messages : messages.slice(first);
+}
+
+/** The text of a message with its attachments named after it (`Look at this [image: cat.png]`). */
+function withAttachmentNames(text: string, refs: readonly AttachmentRef[]): string {
+  if (refs.length === 0) return text;
+  const names = describeAttachments(refs);
+  return text === '' ? names : `${text}\n${names}`;
+}
+
+/** The images of a message, to be filled with their bytes before the model call (see ./attached-images.ts). */
+function imagesOf(refs: readonly AttachmentRef[]): { images?: ModelImage[] } {
+  const images = refs.filter((ref) => ref.kind === 'image').map((ref) => ({ attachmentId: ref.id, mimeType: ref.mimeType }));
+  return images.length === 0 ? {} : { images };
 }

@@ -189,6 +189,7 @@ export function newMessages(scope: TurnScope): NewMessage[] {
   return scope.messages.map(({ inbound }) => {
     const meta = {
       ...(inbound.messageId === null ? {} : { messageId: inbound.messageId }),
+      ...(inbound.attachments === undefined || inbound.attachments.length === 0 ? {} : { attachments: inbound.attachments }),
       ...(sender === null ? {} : { sender: { userId: sender.userId, name: inbound.displayName ?? sender.name } }),
     };
     return {

@@ -2,6 +2,7 @@ import type { TurnOutcome } from '../../domain/ports/channel.js';
 import { FencedOut, TurnError } from '../../domain/errors.js';
 import { systemText } from '../../i18n/index.js';
 import { BudgetExceeded, settleAbandonedTurn } from '../budget.js';
+import { withImageData } from '../context/attached-images.js';
 import { historyToInput, newMessagesToInput } from '../context/history.js';
 import { showableMessageId } from '../context/message-id-label.js';
 import { isResetTrigger } from '../context/reset.js';
@@ -95,11 +96,19 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     const { sender } = scope.userContext;
     const actions = scope.replyMode === 'actions';
     const newTexts = scope.messages.map((message) => message.inbound.text);
-    const newItems = newMessagesToInput(
-      actions ? scope.messages.map(({ inbound }) => ({ text: inbound.text, messageId: showableMessageId(inbound.messageId) })) : newTexts,
+    const newInput = newMessagesToInput(
+      scope.messages.map(({ inbound }) => ({
+        text: inbound.text,
+        messageId: actions ? showableMessageId(inbound.messageId) : undefined,
+        attachments: inbound.attachments,
+      })),
       sender ?? undefined,
     );
-    const history = historyToInput(earlier, sender !== null, actions);
+    // Attached images get their bytes now, the newest few only (see ../context/attached-images.ts).
+    const earlierInput = historyToInput(earlier, sender !== null, actions);
+    const input = await withImageData([...earlierInput, ...newInput], scope.deps.store.attachments);
+    const history = input.slice(0, earlierInput.length);
+    const newItems = input.slice(earlierInput.length);
     const context = createFlowContext(scope, failures);
     const flow = await scope.deps.flow.run(
       {
