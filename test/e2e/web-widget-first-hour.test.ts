@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
+import { chromium, type Browser, type Frame, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningHttpServer } from '../../src/server/index.js';
 import { createHarness, userTexts, type Harness } from '../support/palaver-harness.js';
@@ -35,10 +35,7 @@ async function chatFrame(page: Page): Promise<Frame> {
 }
 
 /** A computed colour of the element, as the browser resolved it (the function runs in the page: the property goes as its argument). */
-function colourOf(
-  locator: { evaluate<R, A>(fn: (node: Element, arg: A) => R, arg: A): Promise<R> },
-  property: 'backgroundColor' | 'color' = 'backgroundColor',
-): Promise<string> {
+function colourOf(locator: Locator, property: 'backgroundColor' | 'color' = 'backgroundColor'): Promise<string> {
   return locator.evaluate((node, name) => node.ownerDocument.defaultView!.getComputedStyle(node)[name], property);
 }
 
@@ -153,7 +150,7 @@ describe('the widget in its first hour', { timeout: 90_000 }, () => {
       const reloaded = await chatFrame(page);
       const image = reloaded.getByTestId('attached-image');
       await expect.poll(() => image.count(), { timeout: 10_000 }).toBe(1);
-      await expect.poll(() => image.evaluate((node) => (node as HTMLImageElement).naturalWidth), { timeout: 10_000 }).toBe(64);
+      await expect.poll(() => image.evaluate((node) => (node as unknown as { naturalWidth: number }).naturalWidth), { timeout: 10_000 }).toBe(64);
       expect(await image.getAttribute('alt')).toBe('parcel.png');
       expect(await reloaded.getByTestId('user-message').last().textContent()).toContain('My parcel arrived like this');
       expect(await reloaded.getByTestId('welcome').isVisible()).toBe(false);
