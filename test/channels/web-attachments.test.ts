@@ -180,6 +180,22 @@ describe('web channel: attachments', { timeout: 30_000 }, () => {
     expect(storedFiles().bytes).toBe(4_000);
   });
 
+  it('counts a retried run’s files once against its address', async () => {
+    const base = await start({ maxBytesPerHourPerAddress: 5_000 });
+    const visitor = await newVisitor(base);
+    const first = withFiles('t-retry', 'photo', [{ bytes: pngSized(2_000), mimeType: 'image/png' }]);
+    expect((await postRun(base, first, { cookie: visitor.cookie })).status).toBe(200);
+    // The same run again (a lost response): answered from the store, nothing stored, its bytes not counted again.
+    expect((await postRun(base, first, { cookie: visitor.cookie })).status).toBe(200);
+    expect((await postRun(base, withFiles('t-retry', 'another', [{ bytes: pngSized(2_000), mimeType: 'image/png' }]), { cookie: visitor.cookie })).status).toBe(
+      200,
+    );
+    expect(storedFiles()).toEqual({ inbound: 2, attachments: 2, bytes: 4_000 });
+    expect((await postRun(base, withFiles('t-retry', 'a third', [{ bytes: pngSized(2_000), mimeType: 'image/png' }]), { cookie: visitor.cookie })).status).toBe(
+      429,
+    );
+  });
+
   it('refuses files when attachments are off, and the body limit stays at 1 MiB', async () => {
     const base = await start({ enabled: false });
     const visitor = await newVisitor(base);

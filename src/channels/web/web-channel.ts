@@ -541,6 +541,7 @@ export class WebChannel implements Channel {
     // (or one address) cannot take the capacity everyone shares. A server client answers for its own users.
     let releaseRun = (): void => {};
     let undoConversation = (): void => {};
+    let undoBytes = (): void => {};
     if (account.browser) {
       const slot = this.#limits.openRun(account.accountId, remoteAddress);
       if (!slot.ok) return this.#tooMany(slot, parsed.message.languageHint, cors);
@@ -570,6 +571,7 @@ export class WebChannel implements Channel {
           },
         );
       }
+      undoBytes = bytes.undo;
       undoConversation = () => {
         started.undo();
         bytes.undo();
@@ -659,6 +661,8 @@ export class WebChannel implements Channel {
       }
     }
     stream.correlationId = acceptance.correlationId;
+    // A retried run stores no files again: its bytes do not count twice against its address.
+    if (acceptance.status === 'duplicate') undoBytes();
     // A retry of a left run whose message had been dropped was accepted afresh: its turn streams here.
     if (acceptance.status === 'accepted' && retryOfLeftRun) register(true);
     if (acceptance.status === 'accepted') {
