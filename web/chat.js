@@ -25,11 +25,19 @@
   const newThread = document.getElementById('new-thread');
   const conversationList = document.getElementById('conversations');
   const typingLine = document.getElementById('typing');
+  const welcome = document.getElementById('welcome');
+  const pendingList = document.getElementById('pending-files');
+  const attachButton = document.getElementById('attach');
+  const fileInput = document.getElementById('file-input');
   const markdown = markdownRenderer();
   const embed = embedding();
   applyAccent();
   const texts = pageTexts();
   applyTexts();
+  const attachRules = attachmentRules();
+  /** Files chosen for the next message: `{ file, url }` (an object URL for an image's preview). */
+  let pending = [];
+  setUpAttaching();
 
   const storage = pageStorage();
   // Left over from earlier versions of the page: an API key and transcripts kept in this browser.
@@ -63,6 +71,7 @@
     list.replaceChildren();
     showError('');
     markCurrent();
+    showWelcome();
     input.focus();
   });
 
@@ -75,11 +84,14 @@
     void refreshConversations().then((ids) => {
       if (ids.includes(threadId)) {
         void openThread(threadId);
-      } else if (switched && !running) {
+        return;
+      }
+      if (switched && !running) {
         threadId = startThread();
         list.replaceChildren();
         markCurrent();
       }
+      showWelcome();
     });
   }
 
@@ -100,6 +112,7 @@
       if (id !== threadId) return;
       if (response.status === 404) {
         list.replaceChildren();
+        showWelcome();
         return;
       }
       if (!response.ok) {
@@ -111,7 +124,11 @@
       }
       const body = await response.json();
       list.replaceChildren();
-      for (const message of body.messages) renderMessage(message.role, message.text, message.at);
+      for (const message of body.messages) {
+        const li = renderMessage(message.role, message.text, message.at);
+        if (Array.isArray(message.attachments)) showStoredAttachments(li, id, message.attachments);
+      }
+      showWelcome();
       scrollToEnd();
     } catch (error) {
       showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
@@ -159,13 +176,25 @@
 
   async function submit() {
     const text = input.value.trim();
-    if (!text || running || !ready) return;
+    if ((!text && pending.length === 0) || running || !ready) return;
     setRunning(true);
     showError('');
+    const files = pending;
+    let parts;
+    try {
+      parts = await Promise.all(files.map(({ file }) => filePart(file)));
+    } catch (error) {
+      showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
+      setRunning(false);
+      return;
+    }
     input.value = '';
     autosize();
+    setPending([]);
+    hideWelcome();
     const runId = randomId();
     const userBubble = renderMessage('user', text);
+    showLocalAttachments(userBubble, files);
     // The run id is this message's id for the agent: a reaction names it.
     userBubble.dataset.messageId = runId;
 
@@ -180,7 +209,8 @@
         body: JSON.stringify({
           threadId,
           runId,
-          messages: [{ id: randomId(), role: 'user', content: text }],
+          // Attached files go as AG-UI image and document parts, their bytes inline (base64).
+          messages: [{ id: randomId(), role: 'user', content: parts.length === 0 ? text : [...(text ? [{ type: 'text', text }] : []), ...parts] }],
           tools: [],
           context: [],
           state: {},
@@ -192,7 +222,9 @@
         showError(await httpErrorMessage(response));
         userBubble.remove();
         input.value = text;
+        setPending(files);
         autosize();
+        if (list.children.length === 0) showWelcome();
         return;
       }
       await readEvents(response.body, run.handle);
@@ -238,6 +270,8 @@
             bubble.li.classList.remove('streaming');
             showMarkdown(bubble.li, bubble.text);
             stamp(bubble.li);
+            // The widget counts replies that come while its panel is closed (no text is passed on).
+            tellHost({ type: 'palaver:reply' });
             break;
           }
           case 'CUSTOM': {
@@ -422,6 +456,242 @@
     running = value;
     send.disabled = value || !ready;
     newThread.disabled = value || !ready;
+    if (attachButton) attachButton.disabled = value || !ready;
+    if (welcome) for (const button of welcome.querySelectorAll('button')) button.disabled = value || !ready;
+  }
+
+  /**
+   * The greeting and suggested prompts the server wrote into the page (`channels.web.greeting`,
+   * `suggestedPrompts`), in the first of the browser's languages the config has, else the agent's, else the first
+   * given. Shown only while the conversation is empty; a prompt clicked is sent as the person's message.
+   */
+  function showWelcome() {
+    if (!welcome) return;
+    const config = welcomeConfig();
+    if (!config || list.children.length > 0) {
+      hideWelcome();
+      return;
+    }
+    const greeting = localised(config.greeting, config.language);
+    const prompts = localised(config.prompts, config.language);
+    const greetingLine = document.getElementById('greeting');
+    if (greetingLine) {
+      greetingLine.textContent = typeof greeting === 'string' ? greeting : '';
+      greetingLine.hidden = typeof greeting !== 'string';
+    }
+    const box = document.getElementById('prompts');
+    if (box) {
+      box.replaceChildren();
+      box.setAttribute('role', 'group');
+      box.setAttribute('aria-label', texts.suggestions);
+      for (const prompt of Array.isArray(prompts) ? prompts : []) {
+        if (typeof prompt !== 'string' || prompt === '') continue;
+        const button = element('button', 'prompt', prompt);
+        button.type = 'button';
+        button.dataset.testid = 'suggested-prompt';
+        button.disabled = running || !ready;
+        button.addEventListener('click', () => {
+          if (running || !ready) return;
+          input.value = prompt;
+          void submit();
+        });
+        box.append(button);
+      }
+    }
+    welcome.hidden = false;
+  }
+
+  function hideWelcome() {
+    if (welcome) welcome.hidden = true;
+  }
+
+  function welcomeConfig() {
+    try {
+      const raw = document.documentElement.dataset.welcome;
+      return raw ? JSON.parse(raw) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** A config value that is one value, or one per language tag. */
+  function localised(value, fallbackLanguage) {
+    if (value === undefined || value === null || typeof value === 'string' || Array.isArray(value)) return value;
+    const keys = Object.keys(value);
+    const find = (tag) => {
+      if (!tag) return undefined;
+      const lower = String(tag).toLowerCase();
+      return keys.find((key) => key.toLowerCase() === lower) || keys.find((key) => key.toLowerCase() === lower.split('-')[0]);
+    };
+    for (const tag of navigator.languages || [navigator.language]) {
+      const key = find(tag);
+      if (key) return value[key];
+    }
+    const key = find(fallbackLanguage) || keys[0];
+    return key === undefined ? undefined : value[key];
+  }
+
+  /** What the server lets a person attach (checked again there, by the bytes); null: the page offers no attaching. */
+  function attachmentRules() {
+    try {
+      const raw = document.documentElement.dataset.attachments;
+      const rules = raw ? JSON.parse(raw) : null;
+      return rules && Array.isArray(rules.types) ? rules : null;
+    } catch {
+      return null;
+    }
+  }
+
+  function setUpAttaching() {
+    if (!attachRules || !attachButton || !fileInput) return;
+    attachButton.hidden = false;
+    attachButton.setAttribute('aria-label', texts.attach);
+    attachButton.title = texts.attach;
+    fileInput.accept = attachRules.types.join(',');
+    attachButton.addEventListener('click', () => fileInput.click());
+    fileInput.addEventListener('change', () => {
+      addFiles(Array.from(fileInput.files || []));
+      fileInput.value = '';
+    });
+  }
+
+  /** Adds chosen files to the next message, refusing here what the server would refuse (it checks again). */
+  function addFiles(files) {
+    const next = [...pending];
+    for (const file of files) {
+      if (next.length >= attachRules.maxFiles) {
+        showError(texts.tooManyFiles.replace('{count}', String(attachRules.maxFiles)));
+        break;
+      }
+      if (!attachRules.types.includes(file.type)) {
+        showError(texts.fileType.replace('{name}', file.name));
+        continue;
+      }
+      if (file.size > attachRules.maxFileBytes) {
+        showError(texts.fileTooLarge.replace('{name}', file.name).replace('{size}', formatBytes(attachRules.maxFileBytes)));
+        continue;
+      }
+      next.push({ file, url: file.type.startsWith('image/') ? URL.createObjectURL(file) : null });
+    }
+    setPending(next);
+    input.focus();
+  }
+
+  /** Shows the files waiting to go with the next message, each with a button that removes it. */
+  function setPending(files) {
+    pending = files;
+    if (!pendingList) return;
+    pendingList.replaceChildren();
+    for (const entry of files) {
+      const li = element('li', 'pending-file', '');
+      li.dataset.testid = 'pending-file';
+      if (entry.url) {
+        const img = document.createElement('img');
+        img.src = entry.url;
+        img.alt = '';
+        li.append(img);
+      }
+      li.append(element('span', 'file-name', entry.file.name));
+      const remove = element('button', 'remove-file', '✕');
+      remove.type = 'button';
+      remove.setAttribute('aria-label', `${texts.removeFile} ${entry.file.name}`);
+      remove.addEventListener('click', () => setPending(pending.filter((other) => other !== entry)));
+      li.append(remove);
+      pendingList.append(li);
+    }
+    pendingList.hidden = files.length === 0;
+  }
+
+  /** A file as an AG-UI 1.0 content part with its bytes inline. */
+  function filePart(file) {
+    return new Promise((resolve, reject) => {
+      const reader = new FileReader();
+      reader.onload = () => {
+        const url = String(reader.result);
+        resolve({
+          type: file.type.startsWith('image/') ? 'image' : 'document',
+          source: { type: 'data', value: url.slice(url.indexOf(',') + 1), mimeType: file.type },
+          metadata: { filename: file.name },
+        });
+      };
+      reader.onerror = () => reject(reader.error || new Error('The file could not be read.'));
+      reader.readAsDataURL(file);
+    });
+  }
+
+  /** The files of a message just sent, from the browser's own copies. */
+  function showLocalAttachments(li, files) {
+    if (files.length === 0) return;
+    const box = attachmentBox(li);
+    for (const { file, url } of files) {
+      if (url) box.append(attachedImage(url, file.name));
+      else box.append(fileLabel(file.name));
+    }
+  }
+
+  /**
+   * The files of a stored message, fetched from the server as the current caller (so the embedded chat sends its
+   * token or visitor header too) and shown from the browser's copy of the bytes.
+   */
+  function showStoredAttachments(li, conversationId, attachments) {
+    if (attachments.length === 0) return;
+    const box = attachmentBox(li);
+    for (const attachment of attachments) {
+      if (!attachment || typeof attachment.id !== 'string') continue;
+      const name = typeof attachment.name === 'string' ? attachment.name : '';
+      const url = `conversations/attachment?conversation=${encodeURIComponent(conversationId)}&id=${encodeURIComponent(attachment.id)}`;
+      if (attachment.kind === 'image') {
+        const img = attachedImage('', name);
+        box.append(img);
+        void api(url)
+          .then((response) => (response.ok ? response.blob() : null))
+          .then((blob) => {
+            if (blob) img.src = URL.createObjectURL(blob);
+          })
+          .catch(() => {});
+      } else {
+        const link = fileLabel(name);
+        link.addEventListener('click', () => {
+          void api(url)
+            .then((response) => (response.ok ? response.blob() : null))
+            .then((blob) => {
+              if (!blob) return;
+              const a = document.createElement('a');
+              a.href = URL.createObjectURL(blob);
+              a.download = name || 'file';
+              a.click();
+            })
+            .catch(() => {});
+        });
+        box.append(link);
+      }
+    }
+  }
+
+  function attachmentBox(li) {
+    const box = element('div', 'attachments', '');
+    li.append(box);
+    return box;
+  }
+
+  function attachedImage(url, name) {
+    const img = document.createElement('img');
+    img.className = 'attached-image';
+    img.dataset.testid = 'attached-image';
+    img.alt = name || texts.image;
+    if (url) img.src = url;
+    return img;
+  }
+
+  function fileLabel(name) {
+    const button = element('button', 'attached-file', `📄 ${name}`);
+    button.type = 'button';
+    button.dataset.testid = 'attached-file';
+    return button;
+  }
+
+  function formatBytes(bytes) {
+    return bytes >= 1024 * 1024 ? `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB` : `${Math.max(1, Math.round(bytes / 1024))} KB`;
   }
 
   /**
@@ -563,6 +833,19 @@
     if (!accent || !/^#[0-9a-f]{3,8}$/i.test(accent)) return;
     document.documentElement.style.setProperty('--accent', accent);
     document.documentElement.style.setProperty('--user-bg', accent);
+    // Text on the accent (the header, the person's bubbles, Send) stays readable on a light accent too.
+    document.documentElement.style.setProperty('--accent-text', isLight(accent) ? '#111111' : '#ffffff');
+  }
+
+  /** Whether a hex colour is light enough that white text on it would be hard to read (WCAG relative luminance). */
+  function isLight(hex) {
+    const digits = hex.slice(1);
+    const full = digits.length <= 4 ? digits.replace(/./g, (d) => d + d) : digits;
+    const [r, g, b] = [0, 2, 4].map((i) => {
+      const c = parseInt(full.slice(i, i + 2), 16) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.4;
   }
 
   /** markdown-it (loaded before this file) with only what is safe for a model's text; null when it did not load. */

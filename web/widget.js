@@ -4,7 +4,8 @@
 //
 // Options (data- attributes of the script tag):
 //   data-position="bottom-right" | "bottom-left"   where the launcher sits (default bottom-right)
-//   data-accent-color="#c2185b"                     the launcher's and the chat's accent (a hex colour)
+//   data-accent-color="#c2185b"                     the launcher's and the chat's accent (a hex colour); without it
+//                                                   the server's channels.web.accentColor
 //   data-open="true"                                open the chat when the page loads
 //   data-user-token="<JWT>"                         the signed token of the site's logged-in user
 // And from the page's own scripts: Palaver.open(), Palaver.close(), Palaver.toggle(), Palaver.setUserToken(jwt).
@@ -19,11 +20,13 @@
   if (!script || !script.src || (window.Palaver && window.Palaver.widget)) return;
 
   const LAUNCHER_TEXTS = {
-    en: { open: 'Open chat', close: 'Close chat', title: 'Chat', failed: 'The chat could not be loaded. Please try again later.' },
-    ru: { open: 'Открыть чат', close: 'Закрыть чат', title: 'Чат', failed: 'Не удалось загрузить чат. Попробуйте позже.' },
-    uk: { open: 'Відкрити чат', close: 'Закрити чат', title: 'Чат', failed: 'Не вдалося завантажити чат. Спробуйте пізніше.' },
-    zh: { open: '打开聊天', close: '关闭聊天', title: '聊天', failed: '聊天无法加载，请稍后再试。' },
+    en: { open: 'Open chat', close: 'Close chat', title: 'Chat', failed: 'The chat could not be loaded. Please try again later.', unread: 'unread' },
+    ru: { open: 'Открыть чат', close: 'Закрыть чат', title: 'Чат', failed: 'Не удалось загрузить чат. Попробуйте позже.', unread: 'непрочитанных' },
+    uk: { open: 'Відкрити чат', close: 'Закрити чат', title: 'Чат', failed: 'Не вдалося завантажити чат. Спробуйте пізніше.', unread: 'непрочитаних' },
+    zh: { open: '打开聊天', close: '关闭聊天', title: '聊天', failed: '聊天无法加载，请稍后再试。', unread: '条未读' },
   };
+  // channels.web.accentColor, written in by the server that serves this file (empty when none is configured).
+  const CONFIGURED_ACCENT = '';
   // How long the chat's frame may take to say it is ready before the panel says it could not be loaded (the server
   // is unreachable, or refuses to be framed by this site: channels.web.embed.allowedOrigins).
   const READY_TIMEOUT_MS = 15_000;
@@ -33,7 +36,7 @@
   const chatOrigin = chatUrl.origin;
   const options = script.dataset;
   const side = options.position === 'bottom-left' ? 'left' : 'right';
-  const accent = HEX_COLOUR.test(options.accentColor || '') ? options.accentColor : '';
+  const accent = HEX_COLOUR.test(options.accentColor || '') ? options.accentColor : HEX_COLOUR.test(CONFIGURED_ACCENT) ? CONFIGURED_ACCENT : '';
   const texts = launcherTexts();
   let userToken = typeof options.userToken === 'string' && options.userToken !== '' ? options.userToken : null;
   let frame = null;
@@ -41,6 +44,8 @@
   let readyTimer;
   let failure = null;
   let open = false;
+  /** Replies that came while the panel was closed; shown on the launcher, cleared when it opens. */
+  let unread = 0;
 
   const host = document.createElement('div');
   host.setAttribute('data-palaver-widget', '');
@@ -60,7 +65,12 @@
   launcher.className = `launcher ${side}`;
   launcher.dataset.testid = 'widget-launcher';
   launcher.setAttribute('aria-controls', 'palaver-panel');
-  root.append(panel, launcher);
+  const badge = document.createElement('span');
+  badge.className = `badge ${side}`;
+  badge.dataset.testid = 'widget-unread';
+  badge.setAttribute('aria-hidden', 'true');
+  badge.hidden = true;
+  root.append(panel, launcher, badge);
   showState();
 
   launcher.addEventListener('click', () => setOpen(!open));
@@ -77,6 +87,9 @@
       if (open) frame.contentWindow.postMessage({ type: 'palaver:focus' }, chatOrigin);
     } else if (data.type === 'palaver:close') {
       setOpen(false);
+    } else if (data.type === 'palaver:reply' && !open) {
+      unread += 1;
+      showState();
     }
   });
 
@@ -103,6 +116,7 @@
   function setOpen(value) {
     if (value === open) return;
     open = value;
+    if (open) unread = 0;
     if (open && !frame) createFrame();
     panel.hidden = !open;
     showState();
@@ -149,8 +163,12 @@
 
   function showState() {
     launcher.setAttribute('aria-expanded', String(open));
-    launcher.setAttribute('aria-label', open ? texts.close : texts.open);
-    launcher.title = open ? texts.close : texts.open;
+    // The count is part of the button's name, so a screen reader says it too.
+    const label = open ? texts.close : unread > 0 ? `${texts.open} (${unread} ${texts.unread})` : texts.open;
+    launcher.setAttribute('aria-label', label);
+    launcher.title = label;
+    badge.textContent = unread > 9 ? '9+' : String(unread);
+    badge.hidden = open || unread === 0;
     launcher.replaceChildren(open ? icon('M6 6l12 12M18 6L6 18') : icon('M4 4h16v12H8l-4 4z'));
   }
 
@@ -172,20 +190,40 @@
     return LAUNCHER_TEXTS.en;
   }
 
+  /** Whether white text on a hex colour would be hard to read (WCAG relative luminance). */
+  function isLight(hex) {
+    const digits = hex.slice(1);
+    const full = digits.length <= 4 ? digits.replace(/./g, (d) => d + d) : digits;
+    const [r, g, b] = [0, 2, 4].map((i) => {
+      const c = parseInt(full.slice(i, i + 2), 16) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.4;
+  }
+
   /** Styles inside the shadow root: the host page's rules do not reach in, and these do not leak out. */
   function addStyles(shadow) {
     const colour = accent || '#2f6feb';
+    const onColour = isLight(colour) ? '#111' : '#fff';
     const css = `
       :host { all: initial; }
       .launcher {
         position: fixed; bottom: 20px; z-index: 2147483000; width: 56px; height: 56px; padding: 14px;
-        border: none; border-radius: 50%; background: ${colour}; color: #fff; cursor: pointer;
+        border: none; border-radius: 50%; background: ${colour}; color: ${onColour}; cursor: pointer;
         box-shadow: 0 4px 14px rgba(0, 0, 0, 0.25);
       }
       .launcher:focus-visible { outline: 3px solid ${colour}; outline-offset: 3px; }
       .launcher svg { width: 28px; height: 28px; fill: none; stroke: currentColor; stroke-width: 2; stroke-linejoin: round; stroke-linecap: round; }
       .right { right: 20px; }
       .left { left: 20px; }
+      .badge {
+        position: fixed; bottom: 58px; z-index: 2147483001; min-width: 20px; height: 20px; padding: 0 6px;
+        border-radius: 10px; background: #d93025; color: #fff; border: 2px solid #fff; box-sizing: border-box;
+        font: 700 12px/16px system-ui, sans-serif; text-align: center; pointer-events: none;
+      }
+      .badge.right { right: 16px; }
+      .badge.left { left: 56px; }
+      .badge[hidden] { display: none; }
       .panel {
         position: fixed; bottom: 88px; z-index: 2147483000; width: 380px; height: min(600px, calc(100vh - 108px));
         border-radius: 14px; overflow: hidden; background: #fff; box-shadow: 0 8px 32px rgba(0, 0, 0, 0.25);

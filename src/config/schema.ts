@@ -63,6 +63,11 @@ const modelEndpointSchema = z.strictObject({
    * have a ceiling to be reserved; see docs/costs.md).
    */
   maxOutputTokens: z.number().int().positive().optional(),
+  /**
+   * Whether the model reads images: a person's attached images then go with their message (Chat Completions
+   * `image_url`, Responses `input_image` parts); the default. `false`: they are named in the text only (`[image: cat.png]`).
+   */
+  images: z.boolean().optional(),
 });
 
 /** A stage's model: its name, and what differs from the primary model (the rest is inherited, so no defaults here). */

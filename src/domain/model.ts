@@ -160,6 +160,30 @@ export type InboundState = 'queued' | 'answered' | 'abandoned' | 'dropped';
  * whoever takes it over after its lease ran out. Its text joins the conversation (`messages`) with the reply, in the
  * order the model saw it.
  */
+/**
+ * A file a person attached to a message, as it is kept beside the message (`meta.attachments`, the inbox row); its
+ * bytes are in the store's attachments, read by id.
+ */
+export interface AttachmentRef {
+  readonly id: string;
+  /** `image`: shown to a model that accepts images; `file`: named to the model. */
+  readonly kind: 'image' | 'file';
+  /** The type its bytes' signature names (never only what the client declared). */
+  readonly mimeType: string;
+  /** A name fit to show (no folders, no control characters). */
+  readonly name: string;
+  readonly size: number;
+}
+
+/** An attachment with its bytes, as a channel hands it over (already checked by the channel). */
+export type NewAttachment = Omit<AttachmentRef, 'id'> & { readonly bytes: Uint8Array };
+
+/** An attachment as stored: its reference, the conversation it belongs to, its bytes. */
+export interface StoredAttachment extends AttachmentRef {
+  readonly sessionId: string;
+  readonly bytes: Uint8Array;
+}
+
 export interface InboundRecord {
   readonly id: string;
   readonly channel: string;
@@ -170,6 +194,8 @@ export interface InboundRecord {
   readonly userId: string;
   readonly sessionId: string;
   readonly text: string;
+  /** Files attached to it (their bytes are in the store's attachments); absent or empty: none. */
+  readonly attachments?: readonly AttachmentRef[];
   /** The channel's id of the message (AG-UI run id, Telegram message id). */
   readonly messageId: string | null;
   /** Redelivery key, unique per channel and conversation. */

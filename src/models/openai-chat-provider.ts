@@ -58,7 +58,7 @@ export class OpenAIChatProvider implements ModelProvider {
   async complete(request: ModelRequest): Promise<ModelResponse> {
     const params: ChatCompletionCreateParamsBase = {
       model: this.model,
-      messages: toChatMessages(request.instructions, request.input),
+      messages: toChatMessages(request.instructions, request.input, this.#config.images !== false),
       ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
       ...(request.output
         ? { response_format: { type: 'json_schema', json_schema: { name: request.output.name, schema: { ...request.output.schema }, strict: true } } }
@@ -129,7 +129,7 @@ export class OpenAIChatProvider implements ModelProvider {
  * `tool_call` items (one model reply asking for several tools) join ONE assistant message, together with the text the
  * assistant wrote just before them, because that is the shape the model produced and strict servers expect back.
  */
-export function toChatMessages(instructions: string, input: readonly ModelInputItem[]): ChatCompletionMessageParam[] {
+export function toChatMessages(instructions: string, input: readonly ModelInputItem[], images = true): ChatCompletionMessageParam[] {
   const messages: ChatCompletionMessageParam[] = [];
   if (instructions) messages.push({ role: 'system', content: instructions });
   // The assistant message tool calls may still be appended to; reset by anything else.
@@ -142,7 +142,17 @@ export function toChatMessages(instructions: string, input: readonly ModelInputI
           messages.push(open);
         } else {
           open = undefined;
-          messages.push({ role: item.role, content: item.content });
+          const shown = images && item.role === 'user' ? (item.images ?? []).filter((image) => image.data !== undefined) : [];
+          if (shown.length === 0) messages.push({ role: item.role, content: item.content });
+          // A person's attached images go as `image_url` parts beside the text, inline as data URLs.
+          else
+            messages.push({
+              role: 'user',
+              content: [
+                { type: 'text', text: item.content },
+                ...shown.map((image) => ({ type: 'image_url' as const, image_url: { url: `data:${image.mimeType};base64,${image.data}` } })),
+              ],
+            });
         }
         break;
       case 'tool_call': {

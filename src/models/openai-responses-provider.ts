@@ -49,7 +49,7 @@ export class OpenAIResponsesProvider implements ModelProvider {
     const tools: Tool[] = [...request.tools.map(toFunctionTool), ...(request.hostedMcp ?? []).map(toMcpTool)];
     const params: ResponseCreateParamsBase = {
       model: this.model,
-      input: toResponsesInput(request.input),
+      input: toResponsesInput(request.input, this.#config.images !== false),
       ...(request.instructions ? { instructions: request.instructions } : {}),
       ...(tools.length > 0 ? { tools } : {}),
       ...(request.previousResponseId ? { previous_response_id: request.previousResponseId } : {}),
@@ -128,11 +128,22 @@ export class OpenAIResponsesProvider implements ModelProvider {
 }
 
 /** Provider-neutral items → Responses input items. */
-export function toResponsesInput(input: readonly ModelInputItem[]): ResponseInputItem[] {
+export function toResponsesInput(input: readonly ModelInputItem[], images = true): ResponseInputItem[] {
   return input.map((item): ResponseInputItem => {
     switch (item.type) {
-      case 'message':
-        return { type: 'message', role: item.role, content: item.content };
+      case 'message': {
+        const shown = images && item.role === 'user' ? (item.images ?? []).filter((image) => image.data !== undefined) : [];
+        if (shown.length === 0) return { type: 'message', role: item.role, content: item.content };
+        // A person's attached images go as `input_image` parts beside the text, inline as data URLs.
+        return {
+          type: 'message',
+          role: 'user',
+          content: [
+            { type: 'input_text', text: item.content },
+            ...shown.map((image) => ({ type: 'input_image' as const, image_url: `data:${image.mimeType};base64,${image.data}`, detail: 'auto' as const })),
+          ],
+        };
+      }
       case 'tool_call':
         return { type: 'function_call', call_id: item.callId, name: item.name, arguments: item.arguments };
       case 'tool_result':

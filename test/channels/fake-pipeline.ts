@@ -80,6 +80,11 @@ export class FakeChannelContext implements ChannelContext {
     return this.storedReplies.get(dedupeKey);
   }
 
+  /** The fake keeps no files. */
+  async attachment(): Promise<undefined> {
+    return undefined;
+  }
+
   async interfaceLanguage(_accountId: string, hint?: string): Promise<string> {
     return hint ?? 'en';
   }

@@ -210,7 +210,6 @@ describe('POST /agui', () => {
     const input = runInput(
       [
         { type: 'text', text: 'part one' },
-        { type: 'image', source: { type: 'url', value: 'https://x/y.png' } },
         { type: 'text', text: 'part two' },
       ],
       {
@@ -221,6 +220,16 @@ describe('POST /agui', () => {
     expect(response.headers.get('x-correlation-id')).toBe('from-client-7');
     await response.text();
     expect(pipeline.received[0]).toMatchObject({ accountId: 'api:alice', text: 'part one\npart two', languageHint: 'de-CH', correlationId: 'from-client-7' });
+    // An image named by URL is refused rather than silently dropped: the server fetches nothing a client names.
+    const byUrl = await post(
+      url,
+      runInput([
+        { type: 'text', text: 'see' },
+        { type: 'image', source: { type: 'url', value: 'https://x/y.png' } },
+      ]),
+    );
+    expect(byUrl.status).toBe(400);
+    expect(await byUrl.json()).toMatchObject({ error: { code: 'invalid_input', message: expect.stringContaining('fetches no URL') } });
   });
 
   it('refuses malformed JSON with 400 invalid_json', async () => {

@@ -81,6 +81,10 @@ export class ScriptedPipeline implements ChannelContext {
   async reset(): Promise<void> {}
 
   /** Every scripted turn settles in this process: a waiting run never needs the stored reply. */
+  async attachment(): Promise<undefined> {
+    return undefined;
+  }
+
   async storedReply(): Promise<undefined> {
     return undefined;
   }

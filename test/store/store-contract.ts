@@ -153,6 +153,49 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('attachments', () => {
+      it('keeps a message’s files byte for byte with its inbox row, counts an account’s bytes and finds them only in their conversation', async () => {
+        const user = await givenUser();
+        const session = await store.sessions.open({ userId: user.id, channel: 'web', conversationId: unique('thread') });
+        const accountId = unique('visitor');
+        // Every byte value, so no driver may treat the column as text.
+        const bytes = new Uint8Array(Array.from({ length: 300 }, (_, i) => i % 256));
+        const ref = { id: unique('att'), kind: 'image' as const, mimeType: 'image/png', name: 'shoe.png', size: bytes.length };
+        const accepted = await store.transaction(async (tx) => {
+          const result = await tx.inbound.accept(
+            {
+              channel: 'web',
+              conversationId: session.conversationId,
+              accountId,
+              userId: user.id,
+              sessionId: session.id,
+              text: '',
+              attachments: [ref],
+              messageId: null,
+              dedupeKey: unique('run'),
+              correlationId: unique('corr'),
+              languageHint: null,
+              displayName: null,
+              conversationKind: 'direct',
+            },
+            { owner: 'p', leaseMs: 60_000 },
+          );
+          if (!result.accepted) throw new Error('not accepted');
+          await tx.attachments.add({ channel: 'web', accountId, sessionId: session.id, inboundId: result.record.id }, [{ ...ref, bytes }]);
+          return result.record;
+        });
+        expect(accepted.attachments).toEqual([ref]);
+        expect((await store.inbound.listQueued(session.id))[0]?.attachments).toEqual([ref]);
+        expect(await store.attachments.storedBytes('web', accountId)).toBe(300);
+        expect(await store.attachments.storedBytes('web', unique('nobody'))).toBe(0);
+        const [found] = await store.attachments.find([ref.id], session.id);
+        expect(found).toMatchObject({ ...ref, sessionId: session.id });
+        expect(Buffer.from(found!.bytes).equals(Buffer.from(bytes))).toBe(true);
+        const other = await givenSession();
+        expect(await store.attachments.find([ref.id], other.id)).toEqual([]);
+      });
+    });
+
     describe('sessions', () => {
       it('opens one pending session per conversation and reuses it', async () => {
         const user = await givenUser();

@@ -1,6 +1,8 @@
 import type { RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import { z } from 'zod';
 import type { InboundMessage } from '../../domain/ports/channel.js';
+import { checkAttachments, type AttachmentRules, type ClaimedAttachment } from './attachment-check.js';
 import { badTextReason } from './text-check.js';
 
 import { WEB_CHANNEL } from './web-constants.js';
@@ -12,8 +14,18 @@ const MAX_ID_CHARS = 256;
 
 /** Why a request body was refused; `code` is stable, `message` says how to fix it. */
 export interface AguiInputProblem {
-  readonly code: 'invalid_input' | 'no_user_message' | 'empty_message' | 'message_too_long';
+  readonly code:
+    | 'invalid_input'
+    | 'no_user_message'
+    | 'empty_message'
+    | 'message_too_long'
+    | 'attachments_off'
+    | 'too_many_attachments'
+    | 'attachment_too_large'
+    | 'attachment_type';
   readonly message: string;
+  /** The HTTP status to refuse with; 400 when absent. */
+  readonly status?: 400 | 413 | 415;
 }
 
 /** The message as read from the body: everything but the account, which the server decides (see `WebIdentity`). */
@@ -36,7 +48,24 @@ export interface AguiInputOptions {
   readonly correlationId?: string;
   /** From the request: the first `Accept-Language` tag. */
   readonly languageHint?: string;
+  /** What files a message may carry (`channels.web.attachments`); absent: none. */
+  readonly attachments?: AttachmentRules;
 }
+
+/**
+ * A file in the last user message, as Palaver takes it: an AG-UI 1.0 `image` or `document` part whose bytes come
+ * inline (`source.type: "data"`, base64). A URL or a provider's file handle is refused: the server fetches nothing a
+ * client names.
+ */
+const attachedPartSchema = z.object({
+  type: z.enum(['image', 'document']),
+  source: z.object({
+    type: z.literal('data', { error: 'only inline bytes (source.type "data") are accepted; the server fetches no URL' }),
+    value: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64 bytes'),
+    mimeType: z.string().min(1).max(100),
+  }),
+  metadata: z.object({ filename: z.string().max(1_000).optional() }).optional(),
+});
 
 /**
  * Reads an AG-UI `RunAgentInput` (already JSON-parsed) into the `InboundMessage` the runtime takes.
@@ -69,7 +98,14 @@ export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiIn
     return problem('no_user_message', 'messages has no message with role "user"; send the person\'s text as the last user message.');
   }
   const text = contentText(last.content).trim();
-  if (text === '') return problem('empty_message', 'The last user message has no text; only text parts are read.');
+  const files = attachedFiles(last.content);
+  if ('code' in files) return { ok: false, problem: files };
+  if (files.length > 0 && options.attachments === undefined) {
+    return { ok: false, problem: { code: 'attachments_off', status: 415, message: 'This chat takes no attachments; send text only.' } };
+  }
+  const checked = files.length === 0 || options.attachments === undefined ? [] : checkAttachments(files, options.attachments);
+  if ('code' in checked) return { ok: false, problem: checked };
+  if (text === '' && checked.length === 0) return problem('empty_message', 'The last user message has no text and no attachment.');
   const textProblem = checkText('the message text', text);
   if (textProblem) return { ok: false, problem: textProblem };
   if (text.length > options.maxInboundChars) {
@@ -81,6 +117,7 @@ export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiIn
     conversationId: input.threadId,
     conversationKind: 'direct',
     text,
+    ...(checked.length === 0 ? {} : { attachments: checked }),
     // The run id names the message (replies are routed to its SSE stream by it) and keys its dedupe.
     messageId: input.runId,
     dedupeKey: input.runId,
@@ -106,6 +143,26 @@ type UserContent = Extract<RunAgentInput['messages'][number], { role: 'user' }>[
 function contentText(content: UserContent): string {
   if (typeof content === 'string') return content;
   return content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+}
+
+/** The files of the last user message (image and document parts), checked for shape; audio and video are refused. */
+function attachedFiles(content: UserContent): ClaimedAttachment[] | AguiInputProblem {
+  if (typeof content === 'string') return [];
+  const files: ClaimedAttachment[] = [];
+  for (const [index, part] of content.entries()) {
+    if (part.type === 'text') continue;
+    if (part.type !== 'image' && part.type !== 'document') {
+      return { code: 'attachment_type', status: 415, message: `Part ${index + 1} is ${part.type}; only images and documents can be attached.` };
+    }
+    const parsed = attachedPartSchema.safeParse(part);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return { code: 'invalid_input', message: `Part ${index + 1} (${part.type}): ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'is malformed'}.` };
+    }
+    const { source, metadata } = parsed.data;
+    files.push({ base64: source.value, mimeType: source.mimeType, name: metadata?.filename });
+  }
+  return files;
 }
 
 function readUserId(forwardedProps: unknown): string | undefined | AguiInputProblem {

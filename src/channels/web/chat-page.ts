@@ -20,7 +20,10 @@ const FILES = [
   { path: '/widget.js', file: 'widget.js', type: 'text/javascript; charset=utf-8' },
 ] as const;
 
-/** How the page presents the agent (`agent.name`, `channels.web.accentColor`, `channels.web.logoUrl`). */
+/** One value, or one per language tag (`{ en: …, de: … }`), as the config gives a greeting or suggested prompts. */
+export type Localised<T> = T | Readonly<Record<string, T>>;
+
+/** How the page presents the agent (`agent.name`, `channels.web.accentColor`, `channels.web.logoUrl`, …). */
 export interface PageAppearance {
   /** Shown in the page title and header instead of "Palaver". */
   readonly name?: string | undefined;
@@ -28,6 +31,14 @@ export interface PageAppearance {
   readonly accentColor?: string | undefined;
   /** An http(s) URL or a path on this server. */
   readonly logoUrl?: string | undefined;
+  /** Shown before the first message (`channels.web.greeting`). */
+  readonly greeting?: Localised<string> | undefined;
+  /** Questions offered under the greeting (`channels.web.suggestedPrompts`). */
+  readonly suggestedPrompts?: Localised<readonly string[]> | undefined;
+  /** `agent.language`: the greeting's language when the browser names none the config has. */
+  readonly defaultLanguage?: string | undefined;
+  /** What a person may attach (checked again on the server); absent: the page offers no attaching. */
+  readonly attachments?: { readonly types: readonly string[]; readonly maxFileBytes: number; readonly maxFilesPerMessage: number } | undefined;
 }
 
 /**
@@ -38,7 +49,7 @@ export interface PageAppearance {
 function contentSecurityPolicy(appearance: PageAppearance, frameAncestors: readonly string[] = []): string {
   const logoOrigin = appearance.logoUrl && /^https?:/i.test(appearance.logoUrl) ? ` ${new URL(appearance.logoUrl).origin}` : '';
   const ancestors = frameAncestors.length === 0 ? "'none'" : frameAncestors.join(' ');
-  return `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:${logoOrigin}; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestors}`;
+  return `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data: blob:${logoOrigin}; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestors}`;
 }
 
 /**
@@ -73,8 +84,29 @@ function withAppearance(html: string, appearance: PageAppearance, embedOrigins?:
   // The framed page learns which parents may hand it a user token (the sites its frame-ancestors policy names).
   if (embedOrigins !== undefined) page = page.replace('<html lang="en"', `<html lang="en" data-embed-origins="${escapeHtml(embedOrigins.join(' '))}"`);
   if (appearance.accentColor) page = page.replace('<html lang="en"', `<html lang="en" data-accent="${escapeHtml(appearance.accentColor)}"`);
+  // The greeting, prompts and attachment rules as JSON in attributes (the policy allows no inline script), escaped.
+  if (appearance.greeting !== undefined || appearance.suggestedPrompts !== undefined) {
+    const welcome = { greeting: appearance.greeting, prompts: appearance.suggestedPrompts, language: appearance.defaultLanguage };
+    page = page.replace('<html lang="en"', `<html lang="en" data-welcome="${escapeHtml(JSON.stringify(welcome))}"`);
+  }
+  if (appearance.attachments) {
+    const { types, maxFileBytes, maxFilesPerMessage } = appearance.attachments;
+    page = page.replace(
+      '<html lang="en"',
+      `<html lang="en" data-attachments="${escapeHtml(JSON.stringify({ types, maxFileBytes, maxFiles: maxFilesPerMessage }))}"`,
+    );
+  }
   if (appearance.logoUrl) page = page.replace('<h1', `<img class="logo" data-testid="agent-logo" src="${escapeHtml(appearance.logoUrl)}" alt="">\n      <h1`);
   return page;
+}
+
+/**
+ * The widget's loader with `channels.web.accentColor` as its launcher's colour (a tag's `data-accent-color` still
+ * wins). The colour was checked to be hex by the config schema, and is checked here again before it enters a script.
+ */
+function withConfiguredAccent(script: string, accentColor: string | undefined): string {
+  if (accentColor === undefined || !/^#[0-9a-f]{3,8}$/i.test(accentColor)) return script;
+  return script.replace("const CONFIGURED_ACCENT = '';", `const CONFIGURED_ACCENT = '${accentColor}';`);
 }
 
 /**
@@ -111,6 +143,7 @@ export function chatPageRoutes(
       // A page folder of one's own made before the widget existed still gets the package's loader.
       const dir = file === 'widget.js' && !existsSync(join(webDir, file)) ? DEFAULT_WEB_DIR : webDir;
       const content = readFileSync(join(dir, file), 'utf8');
+      if (file === 'widget.js') return { path, type, content: withConfiguredAccent(content, appearance.accentColor) };
       return { path, type, content: file === 'chat.html' ? withAppearance(content, appearance, path === '/embed' ? origins : undefined) : content };
     } catch (error) {
       throw new PalaverError('web_assets_missing', `Cannot read ${file} from ${webDir}; pass webDir, or webDir: false to serve no chat page.`, {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ATTACHMENT_TYPES } from './attachment-check.js';
 
 /** The web chat page and AG-UI over SSE on Palaver's HTTP server. */
 export const webConfigSchema = z
@@ -53,6 +54,47 @@ export const webConfigSchema = z
       .optional(),
     /** A logo beside the agent's name on the chat page: an http(s) URL, or a path on this server (`/logo.svg`). */
     logoUrl: z.union([z.url({ protocol: /^https?$/ }), z.string().regex(/^\/(?!\/)\S*$/, 'a path starting with a single /')]).optional(),
+    /**
+     * Shown in the chat before the first message (not sent to the model, not stored): one text, or one per language
+     * (`{ en: "Hi!", de: "Hallo!" }`), picked like the page's own texts from the browser's languages, then
+     * `agent.language`, then the first listed.
+     */
+    greeting: localisedSchema(z.string().trim().min(1).max(1_000)).optional(),
+    /** Up to 6 short questions shown under the greeting; one clicked is sent as the person's message. Same choice of language. */
+    suggestedPrompts: localisedSchema(z.array(z.string().trim().min(1).max(200)).max(6)).optional(),
+    /**
+     * Images and files a person attaches to a message. The bytes are checked on the server (their signature decides
+     * the type, not what the browser says), stored with the conversation and, for images, sent to models that accept
+     * images (`model.images`).
+     */
+    attachments: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        /** What may be attached, by type; checked against the bytes' signature. */
+        types: z.array(z.enum(ATTACHMENT_TYPES)).min(1).default(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf']),
+        /** Largest file, in bytes (default 5 MiB). */
+        maxFileBytes: z
+          .number()
+          .int()
+          .min(1_024)
+          .max(20 * 1024 * 1024)
+          .default(5 * 1024 * 1024),
+        /** Files in one message. */
+        maxFilesPerMessage: z.number().int().min(1).max(10).default(4),
+        /** What one browser caller (a visitor or a token user) may have stored in all, in bytes (default 25 MiB). */
+        maxStoredBytesPerVisitor: z
+          .number()
+          .int()
+          .min(1_024)
+          .default(25 * 1024 * 1024),
+        /** Bytes all browser callers from one address may attach in an hour (default 100 MiB; 0: no limit). */
+        maxBytesPerHourPerAddress: z
+          .number()
+          .int()
+          .min(0)
+          .default(100 * 1024 * 1024),
+      })
+      .prefault({}),
     /** The chat on other sites: the widget (`/widget.js`) and its frame (`/embed`). */
     embed: z
       .strictObject({
@@ -83,6 +125,11 @@ export const webConfigSchema = z
   .prefault({});
 
 export type WebConfig = z.infer<typeof webConfigSchema>;
+
+/** One value, or one per language tag (`en`, `pt-BR`): at least one. */
+function localisedSchema<T extends z.ZodType>(value: T) {
+  return z.union([value, z.record(z.string().regex(/^[a-z]{2,3}(-[a-z0-9]{2,8})*$/i, 'a language tag such as en or pt-BR'), value)]);
+}
 
 /** `https://shop.example`, `http://localhost:5173`: a URL that is its own origin. */
 function isOrigin(value: string): boolean {

@@ -25,6 +25,9 @@ import { badTextReason } from './text-check.js';
 import { WebIdentity, type UserTokenOptions } from './web-identity.js';
 import { ReplyRelay, type RelayedEvent, type RelayedTurn } from './reply-relay.js';
 import { DEFAULT_VISITOR_LIMITS, VisitorLimits, type LimitRefusal, type VisitorLimitOptions } from './visitor-limits.js';
+import { AddressByteWindow } from './address-bytes.js';
+import type { AttachmentRules } from './attachment-check.js';
+import type { Localised } from './chat-page.js';
 import { systemText } from '../../i18n/index.js';
 
 export interface WebChannelOptions {
@@ -65,6 +68,15 @@ export interface WebChannelOptions {
   readonly accentColor?: string | undefined;
   /** `channels.web.logoUrl`: a logo beside the name, http(s) or a path. */
   readonly logoUrl?: string | undefined;
+  /** `channels.web.greeting`: shown before the first message; one text or one per language. */
+  readonly greeting?: Localised<string> | undefined;
+  /** `channels.web.suggestedPrompts`: questions shown under the greeting; one clicked is sent. */
+  readonly suggestedPrompts?: Localised<readonly string[]> | undefined;
+  /**
+   * `channels.web.attachments`: the files a browser may attach, and how many bytes a caller may keep stored and an
+   * address may send an hour. Absent or not `enabled`: none.
+   */
+  readonly attachments?: WebAttachmentOptions | undefined;
   /**
    * Notifications between the processes sharing the database: with it, a turn's events for a run whose client is
    * connected to another process reach that process's stream (see `ReplyRelay`). Absent: one process.
@@ -89,6 +101,16 @@ export interface WebChannelOptions {
   /** The clock of the new-conversation window (tests). Default `Date.now`. */
   readonly now?: () => number;
 }
+
+/** `channels.web.attachments`. */
+export interface WebAttachmentOptions extends AttachmentRules {
+  readonly enabled: boolean;
+  readonly maxStoredBytesPerVisitor: number;
+  readonly maxBytesPerHourPerAddress: number;
+}
+
+/** A body's room besides its files: the text, ids and whatever history an AG-UI client resends. */
+const BODY_BYTES_WITHOUT_FILES = 1024 * 1024;
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -155,6 +177,9 @@ export class WebChannel implements Channel {
   readonly #guard: RequestGuard;
   readonly #identity: WebIdentity;
   readonly #limits: VisitorLimits;
+  /** What files a message may carry; undefined when attachments are off. */
+  readonly #attachments: WebAttachmentOptions | undefined;
+  readonly #addressBytes: AddressByteWindow;
   #context: ChannelContext | undefined;
   #stopped = false;
   /** Open streams by conversation and run id: a run id is only unique within its thread. */
@@ -199,21 +224,36 @@ export class WebChannel implements Channel {
       onSecret: options.onSecret,
     });
     this.#limits = new VisitorLimits({ ...DEFAULT_VISITOR_LIMITS, ...options.limits }, options.now);
+    this.#attachments = options.attachments?.enabled ? options.attachments : undefined;
+    this.#addressBytes = new AddressByteWindow(this.#attachments?.maxBytesPerHourPerAddress ?? 0, options.now);
+    // Files travel in the body as base64 (4 characters per 3 bytes): the body may be as large as they can be.
+    const fileBodyBytes = this.#attachments ? Math.ceil((this.#attachments.maxFilesPerMessage * this.#attachments.maxFileBytes) / 3) * 4 : 0;
     const preflight = (request: Request): Response => this.#guard.preflight(request);
     const api: ChannelRoute[] = [
       {
         method: 'POST',
         path: '/agui',
         access: 'public',
-        maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+        maxBodyBytes: options.maxBodyBytes ?? BODY_BYTES_WITHOUT_FILES + fileBodyBytes,
         handle: (request, info) => this.#run(request, info.remoteAddress),
       },
       { method: 'GET', path: '/conversations', access: 'public', handle: (request, info) => this.#conversations(request, info.remoteAddress) },
       { method: 'GET', path: '/conversations/messages', access: 'public', handle: (request, info) => this.#transcript(request, info.remoteAddress) },
+      { method: 'GET', path: '/conversations/attachment', access: 'public', handle: (request, info) => this.#attachment(request, info.remoteAddress) },
       // CORS preflights, answered only for the configured origins.
-      ...['/agui', '/conversations', '/conversations/messages'].map((path): ChannelRoute => ({ method: 'OPTIONS', path, access: 'public', handle: preflight })),
+      ...['/agui', '/conversations', '/conversations/messages', '/conversations/attachment'].map(
+        (path): ChannelRoute => ({ method: 'OPTIONS', path, access: 'public', handle: preflight }),
+      ),
     ];
-    const appearance = { name: options.agentName, accentColor: options.accentColor, logoUrl: options.logoUrl };
+    const appearance = {
+      name: options.agentName,
+      accentColor: options.accentColor,
+      logoUrl: options.logoUrl,
+      greeting: options.greeting,
+      suggestedPrompts: options.suggestedPrompts,
+      defaultLanguage: options.language,
+      attachments: this.#attachments,
+    };
     this.routes =
       options.webDir === false
         ? api
@@ -490,8 +530,9 @@ export class WebChannel implements Channel {
       maxInboundChars: this.#options.maxInboundChars,
       correlationId: readCorrelationHeader(request.headers.get('x-correlation-id') ?? undefined),
       languageHint: readLanguageHint(request.headers.get('accept-language') ?? undefined),
+      ...(this.#attachments === undefined ? {} : { attachments: this.#attachments }),
     });
-    if (!parsed.ok) return json(400, parsed.problem.code, parsed.problem.message, cors);
+    if (!parsed.ok) return json(parsed.problem.status ?? 400, parsed.problem.code, parsed.problem.message, cors);
 
     const { threadId, runId } = parsed.input;
     const account = await this.#account(request, remoteAddress, parsed.claimedUserId, threadId);
@@ -502,6 +543,7 @@ export class WebChannel implements Channel {
     // (or one address) cannot take the capacity everyone shares. A server client answers for its own users.
     let releaseRun = (): void => {};
     let undoConversation = (): void => {};
+    let undoBytes = (): void => {};
     if (account.browser) {
       const slot = this.#limits.openRun(account.accountId, remoteAddress);
       if (!slot.ok) return this.#tooMany(slot, parsed.message.languageHint, cors);
@@ -514,6 +556,28 @@ export class WebChannel implements Channel {
       }
       releaseRun = slot.release;
       undoConversation = started.undo;
+      // The bytes all callers of one address may send an hour: a visitor's quota alone is no bound, since a new
+      // cookie costs nothing.
+      const attached = message.attachments?.reduce((sum, file) => sum + file.size, 0) ?? 0;
+      const bytes = attached > 0 ? this.#addressBytes.take(remoteAddress, attached) : { ok: true as const, undo: () => {} };
+      if (!bytes.ok) {
+        slot.release();
+        started.undo();
+        return json(
+          429,
+          'too_many_attachment_bytes',
+          systemText(parsed.message.languageHint, 'web.attachmentBytesFromAddress', undefined, this.#options.language),
+          {
+            ...cors,
+            'retry-after': String(bytes.retryAfterSeconds),
+          },
+        );
+      }
+      undoBytes = bytes.undo;
+      undoConversation = () => {
+        started.undo();
+        bytes.undo();
+      };
     }
 
     const log = this.#logger.child({ threadId, runId });
@@ -566,10 +630,17 @@ export class WebChannel implements Channel {
     let acceptance: Acceptance;
     let attached = false;
     try {
-      acceptance = await context.accept(message, { left: () => this.#left.has(key) });
+      acceptance = await context.accept(message, {
+        left: () => this.#left.has(key),
+        ...(account.browser && this.#attachments ? { maxStoredAttachmentBytes: this.#attachments.maxStoredBytesPerVisitor } : {}),
+      });
     } catch (error) {
       stream.dispose();
       undoConversation();
+      if (error instanceof ChannelError && error.code === 'attachments_quota') {
+        log.info('web run refused: the caller has stored as many attachment bytes as allowed');
+        return json(413, 'attachments_quota', systemText(parsed.message.languageHint, 'web.attachmentsQuota', undefined, this.#options.language), cors);
+      }
       return this.#refused(error, log, message.correlationId, cors);
     }
     if (acceptance.status === 'duplicate' && acceptance.answered === undefined) {
@@ -593,6 +664,8 @@ export class WebChannel implements Channel {
       }
     }
     stream.correlationId = acceptance.correlationId;
+    // A retried run stores no files again: its bytes do not count twice against its address.
+    if (acceptance.status === 'duplicate') undoBytes();
     // A retry of a left run whose message had been dropped was accepted afresh: its turn streams here.
     if (acceptance.status === 'accepted' && retryOfLeftRun) register(true);
     if (acceptance.status === 'accepted') {
@@ -643,8 +716,57 @@ export class WebChannel implements Channel {
     if (!account.ok) return json(account.status, account.code, account.message, guard.cors);
     try {
       const entries = await context.transcript(account.accountId, id, { limit: 200 });
-      const messages = entries.map((m) => ({ id: m.id, role: m.role, text: m.text, at: m.at.toISOString() }));
+      const messages = entries.map((m) => ({
+        id: m.id,
+        role: m.role,
+        text: m.text,
+        at: m.at.toISOString(),
+        ...(m.attachments === undefined
+          ? {}
+          : { attachments: m.attachments.map(({ id, kind, mimeType, name, size }) => ({ id, kind, mimeType, name, size })) }),
+      }));
       return Response.json({ conversationId: id, messages }, { status: 200, headers: { ...guard.cors, 'cache-control': 'no-store' } });
+    } catch (error) {
+      return this.#refused(error, this.#logger, undefined, guard.cors);
+    }
+  }
+
+  /**
+   * `GET /conversations/attachment?conversation=<threadId>&id=<attachment id>`: a file attached in one of the caller's
+   * conversations, as stored. Served so that it can do nothing on this origin: its checked type, `nosniff`, a
+   * sandboxing policy, and a PDF only as a download.
+   */
+  async #attachment(request: Request, remoteAddress: string | undefined): Promise<Response> {
+    const context = this.#context;
+    if (!context) return json(503, 'channel_stopped', 'The web channel is not running; try again shortly.');
+    const guard = this.#guard.check(request, 'read');
+    if (!guard.ok) return errorResponse(guard);
+    const url = new URL(request.url);
+    const conversationId = url.searchParams.get('conversation') ?? '';
+    const id = url.searchParams.get('id') ?? '';
+    for (const value of [conversationId, id]) {
+      if (value === '' || value.length > MAX_ID_CHARS || badTextReason(value) !== undefined) {
+        return json(400, 'invalid_input', `Name the file as ?conversation=<thread id>&id=<attachment id> (1 to ${MAX_ID_CHARS} characters each).`, guard.cors);
+      }
+    }
+    const account = await this.#account(request, remoteAddress, url.searchParams.get('userId') ?? undefined, conversationId);
+    if (!account.ok) return json(account.status, account.code, account.message, guard.cors);
+    try {
+      const file = await context.attachment(account.accountId, conversationId, id);
+      if (file === undefined) return json(404, 'not_found', 'There is no such file in this conversation.', guard.cors);
+      const disposition = file.kind === 'image' ? 'inline' : 'attachment';
+      return new Response(Buffer.from(file.bytes), {
+        status: 200,
+        headers: {
+          ...guard.cors,
+          'content-type': file.mimeType,
+          'content-length': String(file.bytes.byteLength),
+          'content-disposition': `${disposition}; filename*=UTF-8''${encodeURIComponent(file.name)}`,
+          'content-security-policy': "default-src 'none'; sandbox",
+          'x-content-type-options': 'nosniff',
+          'cache-control': 'private, no-store',
+        },
+      });
     } catch (error) {
       return this.#refused(error, this.#logger, undefined, guard.cors);
     }

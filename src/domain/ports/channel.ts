@@ -7,6 +7,8 @@
  * the channel says it can. A channel never runs a turn or talks to a model itself.
  */
 
+import type { AttachmentRef, NewAttachment, StoredAttachment } from '../model.js';
+
 /** A message as it arrives from any channel, before identity and inbox. */
 export interface InboundMessage {
   /** Channel name: `web`, `console`, `api`, `telegram-bot`, … */
@@ -16,7 +18,13 @@ export interface InboundMessage {
   readonly displayName?: string | null;
   /** The conversation on that channel: AG-UI thread id, Telegram chat id, … */
   readonly conversationId: string;
+  /** The person's text; may be empty when the message carries attachments. */
   readonly text: string;
+  /**
+   * Files the person attached, checked by the channel (type by signature, size); stored with the message in the
+   * transaction that accepts it. Images reach models that accept images.
+   */
+  readonly attachments?: readonly NewAttachment[];
   /**
    * The channel's own id of this message (Telegram message id, AG-UI run id). A reply names the messages it answers
    * by these ids, so a channel can route it (the SSE stream of a run) or quote, react to, mark read.
@@ -71,6 +79,8 @@ export interface TranscriptEntry {
   readonly role: 'user' | 'assistant';
   readonly text: string;
   readonly at: Date;
+  /** Files the person attached (read with `ChannelContext.attachment`). */
+  readonly attachments?: readonly AttachmentRef[];
 }
 
 /** How the client that sent a message may still change what happens to it. */
@@ -84,6 +94,11 @@ export interface AcceptOptions {
    * `dedupeKey`) is queued again.
    */
   readonly left?: () => boolean;
+  /**
+   * The most attachment bytes the sender's account may have stored on this channel, the new message's included;
+   * beyond it the message is refused (`attachments_quota`) and nothing is stored. Absent: no bound.
+   */
+  readonly maxStoredAttachmentBytes?: number;
 }
 
 /** What the pipeline offers a channel while it runs. */
@@ -119,6 +134,12 @@ export interface ChannelContext {
    * @throws ChannelError `forbidden` / `not_found` as `transcript`.
    */
   storedReply(accountId: string, conversationId: string, dedupeKey: string): Promise<StoredReply | undefined>;
+  /**
+   * A file attached in one of the account's conversations, with its bytes; undefined when that conversation holds
+   * no such attachment.
+   * @throws ChannelError `forbidden` / `not_found` as `transcript`.
+   */
+  attachment(accountId: string, conversationId: string, attachmentId: string): Promise<StoredAttachment | undefined>;
   /**
    * The language Palaver's own texts to `accountId` are written in (a greeting, a confirmation, a refusal the channel
    * sends itself): the interface language of the person's profile, else `hint` (the channel's own guess, such as

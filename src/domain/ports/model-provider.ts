@@ -22,9 +22,26 @@ export interface HostedMcpSpec {
   readonly requireApproval: 'never' | 'always';
 }
 
+/**
+ * An image a person attached, shown to the model with their message. `data` (base64) is filled in by the runtime just
+ * before the model call; an image without it is left out (its name is in the message's text either way). A provider
+ * whose model takes no images (`model.images: false`) leaves them all out.
+ */
+export interface ModelImage {
+  readonly attachmentId: string;
+  readonly mimeType: string;
+  readonly data?: string;
+}
+
 /** Provider-neutral conversation items, in order. */
 export type ModelInputItem =
-  | { readonly type: 'message'; readonly role: 'user' | 'assistant' | 'system'; readonly content: string }
+  | {
+      readonly type: 'message';
+      readonly role: 'user' | 'assistant' | 'system';
+      readonly content: string;
+      /** A user message's attached images. */
+      readonly images?: readonly ModelImage[];
+    }
   | { readonly type: 'tool_call'; readonly callId: string; readonly name: string; readonly arguments: string }
   | { readonly type: 'tool_result'; readonly callId: string; readonly output: string };
 

@@ -1,4 +1,5 @@
 import type {
+  AttachmentRef,
   Audience,
   ChannelAccount,
   InboundRecord,
@@ -6,6 +7,7 @@ import type {
   NewMessage,
   Session,
   SessionStatus,
+  StoredAttachment,
   StoredMessage,
   ToolCallRecord,
   TokenUsage,
@@ -27,6 +29,7 @@ export interface Store {
   readonly toolOutbox: ToolOutboxRepository;
   readonly turns: TurnRepository;
   readonly inbound: InboundRepository;
+  readonly attachments: AttachmentRepository;
   readonly recorded: RecordedMessageRepository;
   readonly deliveries: DeliveryRepository;
   readonly channelState: ChannelStateRepository;
@@ -354,6 +357,22 @@ export type RecordedNewMessage = NewMessage & {
  * Messages stored in a conversation without a turn (history imported from a messenger, the account owner's own
  * words): each channel message id at most once per (channel, conversation).
  */
+/**
+ * Files people attached to their messages, with their bytes. Written in the transaction that accepts the message;
+ * kept as long as its conversation.
+ */
+export interface AttachmentRepository {
+  /** Stores the files of one accepted inbound message, keyed by their refs' ids. */
+  add(
+    owner: { readonly channel: string; readonly accountId: string; readonly sessionId: string; readonly inboundId: string },
+    files: readonly (AttachmentRef & { readonly bytes: Uint8Array })[],
+  ): Promise<void>;
+  /** The bytes an account has stored on a channel, in all its conversations. */
+  storedBytes(channel: string, accountId: string): Promise<number>;
+  /** Attachments by id (those that exist), with their bytes; `sessionId` given: only that conversation's. */
+  find(ids: readonly string[], sessionId?: string): Promise<StoredAttachment[]>;
+}
+
 export interface RecordedMessageRepository {
   /**
    * Appends to the session, in the order given and in one transaction, the messages whose channel message id is new

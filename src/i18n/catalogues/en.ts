@@ -12,6 +12,8 @@ export const en = {
   'inbox.busy': 'I am still answering your earlier messages; please wait for my reply before sending more.',
   'web.tooManyRuns': 'You already have several messages waiting for an answer. Please wait for them before sending more.',
   'web.tooManyRunsFromAddress': 'Too many chats are open from your network right now. Please try again in a moment.',
+  'web.attachmentsQuota': 'You have sent as many files as this chat can keep for you. Please send text, or ask the team to help you another way.',
+  'web.attachmentBytesFromAddress': 'Too many files were sent from your network in the last hour. Please try again later.',
   'web.tooManyConversations': 'You have started many new conversations in a short time. Please continue an earlier one, or try again later.',
   'inbound.tooLong': 'Sorry, that message is too long for me. Could you send it in shorter parts?',
   'inbound.unreadable': 'Sorry, I could not read that message. Could you send it as plain text?',

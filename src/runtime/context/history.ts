@@ -1,5 +1,6 @@
-import type { StoredMessage } from '../../domain/model.js';
-import type { ModelInputItem } from '../../domain/ports/model-provider.js';
+import { describeAttachments, readAttachmentRefs } from '../../domain/attachments.js';
+import type { AttachmentRef, StoredMessage } from '../../domain/model.js';
+import type { ModelImage, ModelInputItem } from '../../domain/ports/model-provider.js';
 import { isUnanswered, modelView, UNANSWERED_TEXT } from '../reply-plan/model-notes.js';
 import { storedMessageId, withMessageId } from './message-id-label.js';
 import { withTime, writtenAt } from './message-time-label.js';
@@ -23,9 +24,16 @@ export function historyToInput(messages: readonly StoredMessage[], group = false
       items.push({ type: 'message', role: 'assistant', content: modelView(message, message.content) });
       continue;
     }
-    const content = group ? labelled(message.content, senderOf(message.meta)) : message.content;
+    const refs = readAttachmentRefs(message.meta?.['attachments']);
+    const text = withAttachmentNames(message.content, refs);
+    const content = group ? labelled(text, senderOf(message.meta)) : text;
     const identified = messageIds ? withMessageId(content, storedMessageId(message.meta)) : content;
-    items.push({ type: 'message', role: 'user', content: timeZone === undefined ? identified : withTime(identified, writtenAt(message), timeZone) });
+    items.push({
+      type: 'message',
+      role: 'user',
+      content: timeZone === undefined ? identified : withTime(identified, writtenAt(message), timeZone),
+      ...imagesOf(refs),
+    });
     // A reply plan that sent nothing: the model learns it chose silence (never shown to the person).
     if (isUnanswered(message)) items.push({ type: 'message', role: 'assistant', content: UNANSWERED_TEXT });
   }
@@ -51,6 +59,8 @@ export interface NewMessageText {
   readonly text: string;
   readonly messageId?: string | undefined;
   readonly at?: Date | undefined;
+  /** Files the person attached to it. */
+  readonly attachments?: readonly AttachmentRef[] | undefined;
 }
 
 /**
@@ -60,9 +70,10 @@ export interface NewMessageText {
  */
 export function newMessagesToInput(messages: readonly (string | NewMessageText)[], sender?: MessageSender, timeZone?: string): ModelInputItem[] {
   return messages.map((message) => {
-    const { text, messageId, at } = typeof message === 'string' ? { text: message, messageId: undefined, at: undefined } : message;
-    const content = sender === undefined ? text : labelled(text, sender);
-    return { type: 'message', role: 'user', content: withTime(withMessageId(content, messageId), at, timeZone) };
+    const { text, messageId, at, attachments = [] } = typeof message === 'string' ? { text: message, messageId: undefined, at: undefined } : message;
+    const named = withAttachmentNames(text, attachments);
+    const content = sender === undefined ? named : labelled(named, sender);
+    return { type: 'message', role: 'user', content: withTime(withMessageId(content, messageId), at, timeZone), ...imagesOf(attachments) };
   });
 }
 
@@ -89,4 +100,17 @@ export function boundHistory(messages: readonly StoredMessage[], bounds: History
     first -= 1;
   }
   return first === 0 ? messages : messages.slice(first);
+}
+
+/** The text of a message with its attachments named after it (`Look at this [image: cat.png]`). */
+function withAttachmentNames(text: string, refs: readonly AttachmentRef[]): string {
+  if (refs.length === 0) return text;
+  const names = describeAttachments(refs);
+  return text === '' ? names : `${text}\n${names}`;
+}
+
+/** The images of a message, to be filled with their bytes before the model call (see ./attached-images.ts). */
+function imagesOf(refs: readonly AttachmentRef[]): { images?: ModelImage[] } {
+  const images = refs.filter((ref) => ref.kind === 'image').map((ref) => ({ attachmentId: ref.id, mimeType: ref.mimeType }));
+  return images.length === 0 ? {} : { images };
 }

@@ -1,6 +1,7 @@
 import { ChannelError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
-import type { InboundRecord, Session } from '../../domain/model.js';
+import { readAttachmentRefs } from '../../domain/attachments.js';
+import type { AttachmentRef, InboundRecord, Session, StoredAttachment } from '../../domain/model.js';
 import type { Channel, ConversationSummary, StoredReply, TranscriptEntry } from '../../domain/ports/channel.js';
 import { writtenAt } from '../context/message-time-label.js';
 import { resetUserState } from '../context/reset.js';
@@ -57,12 +58,29 @@ export class ConversationReads {
     return [
       ...stored.flatMap((message): TranscriptEntry[] =>
         (message.role === 'user' || message.role === 'assistant') && !wasNotSent(message.meta)
-          ? [{ id: message.id, role: message.role, text: message.content, at: writtenAt(message) }]
+          ? [
+              {
+                id: message.id,
+                role: message.role,
+                text: message.content,
+                at: writtenAt(message),
+                ...withAttachments(readAttachmentRefs(message.meta?.['attachments'])),
+              },
+            ]
           : [],
       ),
       // Accepted, not answered yet: the person sees their message.
-      ...queued.map((record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt })),
+      ...queued.map(
+        (record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt, ...withAttachments(record.attachments) }),
+      ),
     ];
+  }
+
+  /** See `ChannelContext.attachment`: only a file of a conversation the account owns. */
+  async attachment(channel: Channel, accountId: string, conversationId: string, attachmentId: string): Promise<StoredAttachment | undefined> {
+    const session = await this.#ownSession(channel, accountId, conversationId);
+    const [found] = await this.#deps.store.attachments.find([attachmentId], session.id);
+    return found;
   }
 
   /** The reply stored for an answered message (what a duplicate of it is told), if there is one to give. */
@@ -99,4 +117,8 @@ export class ConversationReads {
     if (!user || user.id !== session.userId) throw new ChannelError('forbidden', channel.name, 'This conversation belongs to someone else.');
     return session;
   }
+}
+
+function withAttachments(refs: readonly AttachmentRef[] | undefined): { attachments?: readonly AttachmentRef[] } {
+  return refs === undefined || refs.length === 0 ? {} : { attachments: refs };
 }

@@ -1,7 +1,8 @@
 import { ChannelError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
-import type { InboundRecord } from '../../domain/model.js';
+import type { AttachmentRef, InboundRecord } from '../../domain/model.js';
 import type { Acceptance, AcceptOptions, Channel, InboundMessage, StoredReply } from '../../domain/ports/channel.js';
+import type { Store } from '../../domain/ports/store.js';
 import type { Inbox } from '../inbox.js';
 import type { AcceptedMessage, TurnDependencies } from '../turn/turn-context.js';
 import type { IdentityJoin } from './identity-join.js';
@@ -51,7 +52,8 @@ export class Intake {
       throw new ChannelError('inbound_invalid', channel.name, `Channel ${channel.name} handed over a message of channel ${message.channel}.`);
     }
     const text = message.text.trim();
-    if (!text) throw new ChannelError('inbound_invalid', message.channel, 'The message has no text.');
+    // A message may be only files (a photo sent without words).
+    if (!text && (message.attachments?.length ?? 0) === 0) throw new ChannelError('inbound_invalid', message.channel, 'The message has no text.');
     if (text.length > this.#options.maxInboundChars) {
       throw new ChannelError(
         'inbound_invalid',
@@ -80,6 +82,9 @@ export class Intake {
     const joined = cached && !phoneMatters ? { participant: cached } : await identity.join(channel, message, text, kind, correlationId, phone);
     const { participant } = joined;
 
+    // Named before the transaction: a transaction may run again (a deadlock on PostgreSQL) and must write the same.
+    const attachments = (message.attachments ?? []).map((file) => ({ ...file, id: newId() }));
+    const refs = attachments.map(({ bytes: _bytes, ...ref }) => ref);
     const result = await this.#deps.store.transaction(async (tx) => {
       const accepted = await tx.inbound.accept(
         {
@@ -96,9 +101,11 @@ export class Intake {
           languageHint: message.languageHint ?? null,
           displayName: message.displayName ?? null,
           conversationKind: kind,
+          ...(refs.length === 0 ? {} : { attachments: refs }),
         },
         { owner: this.#options.lease.owner, leaseMs: this.#options.lease.leaseMs },
       );
+      if (accepted.accepted && attachments.length > 0) await storeAttachments(tx, message, accepted.record, attachments, options.maxStoredAttachmentBytes);
       if (accepted.accepted) await tx.sessions.setStatus(participant.session.id, 'running');
       return accepted;
     });
@@ -115,4 +122,24 @@ export class Intake {
     this.#options.turns.queueAccepted(channel, participant, result.record, options);
     return { status: 'accepted', correlationId, sessionId: participant.session.id, userId: participant.user.id };
   }
+}
+
+/**
+ * Stores the files of an accepted message in its transaction, once the account's stored bytes leave room for them
+ * (`maxStored`); otherwise throws, which undoes the accept too. Two messages of one account at once may both pass
+ * the check: the overshoot is bounded by the runs a caller may have open.
+ * @throws ChannelError `attachments_quota`
+ */
+async function storeAttachments(
+  tx: Store,
+  message: InboundMessage,
+  record: InboundRecord,
+  files: readonly (AttachmentRef & { readonly bytes: Uint8Array })[],
+  maxStored: number | undefined,
+): Promise<void> {
+  const adding = files.reduce((sum, file) => sum + file.size, 0);
+  if (maxStored !== undefined && (await tx.attachments.storedBytes(message.channel, message.accountId)) + adding > maxStored) {
+    throw new ChannelError('attachments_quota', message.channel, `The files would take this account over its ${maxStored} stored bytes.`);
+  }
+  await tx.attachments.add({ channel: message.channel, accountId: message.accountId, sessionId: record.sessionId, inboundId: record.id }, files);
 }

@@ -143,6 +143,7 @@ export class Pipeline {
       transcript: (accountId, conversationId, options) => this.#reads.transcript(channel, accountId, conversationId, options?.limit ?? 200),
       reset: (accountId, conversationId) => this.#reads.reset(channel, accountId, conversationId),
       storedReply: (accountId, conversationId, dedupeKey) => this.#reads.storedReplyTo(channel, accountId, conversationId, dedupeKey),
+      attachment: (accountId, conversationId, attachmentId) => this.#reads.attachment(channel, accountId, conversationId, attachmentId),
       interfaceLanguage: (accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
       record: (conversation, entries) => this.record(channel, conversation, entries),
       state: {

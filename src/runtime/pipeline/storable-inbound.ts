@@ -13,6 +13,7 @@ export function checkStorable(message: InboundMessage, text: string): void {
     ['display name', message.displayName],
     ['language hint', message.languageHint],
     ['correlation id', message.correlationId],
+    ...(message.attachments ?? []).map((file): [string, string] => ['file name', file.name]),
   ];
   for (const [name, value] of fields) {
     if (value !== undefined && value !== null && unstorableReason(value) !== undefined) {

@@ -191,6 +191,7 @@ export function newMessages(scope: TurnScope): NewMessage[] {
     const meta = {
       at: inbound.receivedAt.toISOString(),
       ...(inbound.messageId === null ? {} : { messageId: inbound.messageId }),
+      ...(inbound.attachments === undefined || inbound.attachments.length === 0 ? {} : { attachments: inbound.attachments }),
       ...(sender === null ? {} : { sender: { userId: sender.userId, name: inbound.displayName ?? sender.name } }),
     };
     return {

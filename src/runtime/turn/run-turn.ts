@@ -2,6 +2,7 @@ import type { TurnOutcome } from '../../domain/ports/channel.js';
 import { FencedOut, TurnError } from '../../domain/errors.js';
 import { systemText } from '../../i18n/index.js';
 import { BudgetExceeded, settleAbandonedTurn } from '../budget.js';
+import { withImageData } from '../context/attached-images.js';
 import { historyToInput, newMessagesToInput } from '../context/history.js';
 import { showableMessageId } from '../context/message-id-label.js';
 import { isResetTrigger } from '../context/reset.js';
@@ -97,16 +98,21 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     // With agent.historyTimes each of the person's messages shows when it was written, in their zone.
     const timeZone = scope.deps.agent.historyTimes ? scope.timeZone : undefined;
     const newTexts = scope.messages.map((message) => message.inbound.text);
-    const newItems = newMessagesToInput(
+    const newInput = newMessagesToInput(
       scope.messages.map(({ inbound }) => ({
         text: inbound.text,
         messageId: actions ? showableMessageId(inbound.messageId) : undefined,
         at: inbound.receivedAt,
+        attachments: inbound.attachments,
       })),
       sender ?? undefined,
       timeZone,
     );
-    const history = historyToInput(earlier, sender !== null, actions, timeZone);
+    // Attached images get their bytes now, the newest few only (see ../context/attached-images.ts).
+    const earlierInput = historyToInput(earlier, sender !== null, actions, timeZone);
+    const input = await withImageData([...earlierInput, ...newInput], scope.deps.store.attachments);
+    const history = input.slice(0, earlierInput.length);
+    const newItems = input.slice(earlierInput.length);
     const context = createFlowContext(scope, failures);
     const flow = await scope.deps.flow.run(
       {

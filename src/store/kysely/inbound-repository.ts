@@ -8,6 +8,7 @@ import { claimExpired, renewLeases, type ExpiredRowProbe } from './leases.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
 import type { InboundMessagesTable } from './schema.js';
+import { parseAttachmentRefs } from './attachment-repository.js';
 import { storeOperation } from './store-errors.js';
 
 /** The durable inbox (see the port): accepted messages, their leases, and what answered them. */
@@ -41,6 +42,7 @@ export class KyselyInboundRepository implements InboundRepository {
         arrival: nextArrival(now),
         owner: lease.owner,
         lease_until: now + lease.leaseMs,
+        attachments: message.attachments === undefined || message.attachments.length === 0 ? null : JSON.stringify(message.attachments),
       };
       if (message.dedupeKey === null) {
         await insertQuery.execute(this.#ctx.db, row);
@@ -243,6 +245,7 @@ const insertQuery = prepared(
       arrival: number;
       owner: string;
       lease_until: number;
+      attachments: string | null;
     },
   ) =>
     // Named one by one: a prepared query reads its arguments field by field.
@@ -265,6 +268,7 @@ const insertQuery = prepared(
       arrival: $.arrival,
       owner: $.owner,
       lease_until: $.lease_until,
+      attachments: $.attachments,
     }),
 );
 
@@ -319,5 +323,6 @@ function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
     attempts: Number(row.attempts),
     replyMessageId: row.reply_message_id,
     replySeq: row.reply_seq === null ? null : Number(row.reply_seq),
+    ...(row.attachments ? { attachments: parseAttachmentRefs(row.attachments) } : {}),
   };
 }

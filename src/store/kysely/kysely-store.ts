@@ -14,6 +14,7 @@ import { KyselyDashboardSessionRepository } from './dashboard-session-repository
 import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
+import { KyselyAttachmentRepository } from './attachment-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
 import { KyselyOperatorQueries } from './operator-queries.js';
 import { KyselyProfileRepository } from './profile-repository.js';
@@ -64,6 +65,7 @@ export class KyselyStore implements Store {
   readonly toolOutbox: KyselyToolOutboxRepository;
   readonly turns: KyselyTurnRepository;
   readonly inbound: KyselyInboundRepository;
+  readonly attachments: KyselyAttachmentRepository;
   readonly recorded: KyselyRecordedMessageRepository;
   readonly deliveries: KyselyDeliveryRepository;
   readonly channelState: KyselyChannelStateRepository;
@@ -98,6 +100,7 @@ export class KyselyStore implements Store {
     this.toolOutbox = new KyselyToolOutboxRepository(this.#ctx);
     this.turns = new KyselyTurnRepository(this.#ctx);
     this.inbound = new KyselyInboundRepository(this.#ctx);
+    this.attachments = new KyselyAttachmentRepository(this.#ctx);
     this.recorded = new KyselyRecordedMessageRepository(this.#ctx);
     this.deliveries = new KyselyDeliveryRepository(this.#ctx);
     this.channelState = new KyselyChannelStateRepository(this.#ctx);

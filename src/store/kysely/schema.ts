@@ -22,6 +22,7 @@ export interface Database {
   readonly turn_messages: TurnMessagesTable;
   readonly turn_model_calls: TurnModelCallsTable;
   readonly inbound_messages: InboundMessagesTable;
+  readonly attachments: AttachmentsTable;
   readonly recorded_messages: RecordedMessagesTable;
   readonly deliveries: DeliveriesTable;
   readonly channel_state: ChannelStateTable;
@@ -250,6 +251,23 @@ export interface InboundMessagesTable {
   reply_message_id: string | null;
   reply_seq: ColumnType<number | string | null, number | null | undefined, number | null>;
   answered_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  /** JSON of the message's attachment references (`AttachmentRef[]`); null when it has none. */
+  attachments: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** Files attached to inbound messages, with their bytes (see migration 0025). */
+export interface AttachmentsTable {
+  id: string;
+  channel: string;
+  account_id: string;
+  session_id: string;
+  inbound_id: string;
+  kind: string;
+  mime_type: string;
+  name: string;
+  size: ColumnType<number | string, number, number>;
+  bytes: Uint8Array;
+  created_at: EpochMillis;
 }
 
 /** Messages stored without a turn (`ChannelContext.record`): one row per channel message id in a conversation. */
