@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningHttpServer } from '../../src/server/index.js';
 import { halfBody, newVisitor, postRun, runInput, send, shownText, type RawResponse } from '../security/attack-kit.js';
@@ -217,5 +218,31 @@ describe('web channel: attachments', { timeout: 30_000 }, () => {
     expect(sent.status).toBe(200);
     const body = harness!.model.calls.at(-1)!.body as { messages: { role: string; content: unknown }[] };
     expect(body.messages.filter((message) => message.role === 'user').at(-1)!.content).toBe('see\n[image: a.png]');
+  });
+
+  it('reads only so many messages with files at once from one address: another waits its turn (429), a message without files does not', async () => {
+    const base = await start({ maxUploadsPerAddress: 1 });
+    const visitor = await newVisitor(base);
+    // An upload that sends its headers (3 MB declared) and a first piece, then holds the rest back.
+    const url = new URL(base);
+    const held = connect(Number(url.port), url.hostname);
+    await new Promise<void>((resolve) => held.on('connect', resolve));
+    held.on('error', () => {});
+    held.write(
+      `POST /agui HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: 3000000\r\nCookie: ${visitor.cookie}\r\n\r\n{"threadId":`,
+    );
+
+    const big = () =>
+      postRun(base, withFiles(`t-big-${Math.random()}`, 'a big one', [{ bytes: pngSized(1_500_000), mimeType: 'image/png' }]), { cookie: visitor.cookie });
+    await expect.poll(async () => (await big()).status, { timeout: 10_000 }).toBe(429);
+    const busy = await big();
+    expect(errorOf(busy).code).toBe('uploads_busy');
+    expect(busy.headers['retry-after']).toBe('5');
+    // A message without files is as small as ever: it needs no permit.
+    expect((await postRun(base, runInput('t-small', 'just text'), { cookie: visitor.cookie })).status).toBe(200);
+
+    // The held upload goes away: its permit comes back, and the big message is read.
+    held.destroy();
+    await expect.poll(async () => (await big()).status, { timeout: 10_000 }).toBe(200);
   });
 });

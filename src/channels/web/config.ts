@@ -93,6 +93,12 @@ export const webConfigSchema = z
           .int()
           .min(0)
           .default(100 * 1024 * 1024),
+        /**
+         * Messages with files this process reads at once, in all and from one address: their bodies are read before
+         * any other limit can apply, so these bound the memory uploads can take (defaults 8 and 2).
+         */
+        maxUploadsAtOnce: z.number().int().min(1).max(1_000).default(8),
+        maxUploadsPerAddress: z.number().int().min(1).max(100).default(2),
       })
       .prefault({}),
     /** The chat on other sites: the widget (`/widget.js`) and its frame (`/embed`). */

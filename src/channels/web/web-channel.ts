@@ -26,6 +26,7 @@ import { WebIdentity, type UserTokenOptions } from './web-identity.js';
 import { ReplyRelay, type RelayedEvent, type RelayedTurn } from './reply-relay.js';
 import { DEFAULT_VISITOR_LIMITS, VisitorLimits, type LimitRefusal, type VisitorLimitOptions } from './visitor-limits.js';
 import { AddressByteWindow } from './address-bytes.js';
+import { UploadPermits, type UploadTicket } from './upload-permits.js';
 import type { AttachmentRules } from './attachment-check.js';
 import type { Localised } from './chat-page.js';
 import { systemText } from '../../i18n/index.js';
@@ -107,6 +108,9 @@ export interface WebAttachmentOptions extends AttachmentRules {
   readonly enabled: boolean;
   readonly maxStoredBytesPerVisitor: number;
   readonly maxBytesPerHourPerAddress: number;
+  /** Messages with files read at once, in all and from one address (see upload-permits.ts); defaults 8 and 2. */
+  readonly maxUploadsAtOnce?: number | undefined;
+  readonly maxUploadsPerAddress?: number | undefined;
 }
 
 /** A body's room besides its files: the text, ids and whatever history an AG-UI client resends. */
@@ -180,6 +184,7 @@ export class WebChannel implements Channel {
   /** What files a message may carry; undefined when attachments are off. */
   readonly #attachments: WebAttachmentOptions | undefined;
   readonly #addressBytes: AddressByteWindow;
+  readonly #uploads: UploadPermits;
   #context: ChannelContext | undefined;
   #stopped = false;
   /** Open streams by conversation and run id: a run id is only unique within its thread. */
@@ -226,6 +231,7 @@ export class WebChannel implements Channel {
     this.#limits = new VisitorLimits({ ...DEFAULT_VISITOR_LIMITS, ...options.limits }, options.now);
     this.#attachments = options.attachments?.enabled ? options.attachments : undefined;
     this.#addressBytes = new AddressByteWindow(this.#attachments?.maxBytesPerHourPerAddress ?? 0, options.now);
+    this.#uploads = new UploadPermits(this.#attachments?.maxUploadsAtOnce ?? 8, this.#attachments?.maxUploadsPerAddress ?? 2);
     // Files travel in the body as base64 (4 characters per 3 bytes): the body may be as large as they can be.
     const fileBodyBytes = this.#attachments ? Math.ceil((this.#attachments.maxFilesPerMessage * this.#attachments.maxFileBytes) / 3) * 4 : 0;
     const preflight = (request: Request): Response => this.#guard.preflight(request);
@@ -505,7 +511,17 @@ export class WebChannel implements Channel {
     return path === '/embed' ? { headers, visitor } : { headers };
   }
 
+  /** One AG-UI run; a body large enough to hold files is read under an upload permit, held until the run is answered. */
   async #run(request: Request, remoteAddress: string | undefined): Promise<Response> {
+    const upload = this.#uploads.ticket(remoteAddress);
+    try {
+      return await this.#runWith(request, remoteAddress, upload);
+    } finally {
+      upload.release();
+    }
+  }
+
+  async #runWith(request: Request, remoteAddress: string | undefined, upload: UploadTicket): Promise<Response> {
     const context = this.#context;
     if (!context || this.#stopped) {
       return json(503, 'channel_stopped', 'The web channel is not accepting messages right now; try again shortly.');
@@ -515,7 +531,10 @@ export class WebChannel implements Channel {
     const cors = guard.cors;
 
     // Read outside the JSON try: a body-limit error from the server must stay a 413, not become invalid_json.
-    const raw = await readBody(request, this.#options.bodyTimeoutMs ?? 10_000);
+    const raw = await readBody(request, this.#options.bodyTimeoutMs ?? 10_000, BODY_BYTES_WITHOUT_FILES, upload);
+    if (raw === 'busy') {
+      return json(429, 'uploads_busy', 'Too many messages with files are arriving at once; send it again in a few seconds.', { ...cors, 'retry-after': '5' });
+    }
     if (raw === undefined) {
       return json(408, 'body_timeout', `The request body did not arrive within ${this.#options.bodyTimeoutMs ?? 10_000} ms; send it whole.`, cors);
     }
@@ -849,12 +868,20 @@ async function conversationExists(context: ChannelContext, accountId: string, co
 
 /**
  * The body as text, or undefined when it did not arrive within `timeoutMs` (a half-sent body must not hold the
- * connection). Errors of the stream itself (the server's body limit) are thrown on, so they keep their status.
+ * connection), or `busy` when it is larger than `smallBytes` (declared or as it arrives) and no upload permit is free:
+ * then no more of it is read. Errors of the stream itself (the server's body limit) are thrown on, so they keep
+ * their status.
  */
-async function readBody(request: Request, timeoutMs: number): Promise<string | undefined> {
+async function readBody(request: Request, timeoutMs: number, smallBytes: number, upload: UploadTicket): Promise<string | undefined | 'busy'> {
   if (request.body === null) return '';
+  const declared = Number(request.headers.get('content-length') ?? 0);
+  if (declared > smallBytes && !upload.take()) {
+    request.body.cancel().catch(() => {});
+    return 'busy';
+  }
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
+  let received = 0;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
   try {
@@ -865,6 +892,11 @@ async function readBody(request: Request, timeoutMs: number): Promise<string | u
         return undefined;
       }
       if (next.done) break;
+      received += next.value.byteLength;
+      if (received > smallBytes && !upload.take()) {
+        reader.cancel().catch(() => {});
+        return 'busy';
+      }
       chunks.push(next.value);
     }
   } finally {
