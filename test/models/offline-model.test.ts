@@ -60,14 +60,14 @@ describe('the built-in offline model (model.provider: "scripted")', () => {
       'rules:',
       '  - when: open on (?<day>\\w+day)',
       '    tool: opening_hours',
-      '    arguments: { day: "{{day}}" }',
+      '    arguments: { day: "{{day | lower}}" }',
       '    reply: "We are open {{result}}."',
       '  - when: ^(hi|hello)\\b',
       '    reply: Hello! Ask me when we are open.',
       'otherwise: "I only know our opening hours (you said: {{text}})"',
     ].join('\n');
     const palaver = await start(project(rules), { script: 'rules.yaml' });
-    expect((await palaver.chat({ userId: 'ada', text: 'Are you open on Saturday?' })).text).toBe('We are open Saturday: 10:00–16:00.');
+    expect((await palaver.chat({ userId: 'ada', text: 'Are you open on Saturday?' })).text).toBe('We are open saturday: 10:00–16:00.');
     expect((await palaver.chat({ userId: 'ada', text: 'hello' })).text).toBe('Hello! Ask me when we are open.');
     expect((await palaver.chat({ userId: 'ada', text: 'Do you sell bread?' })).text).toBe('I only know our opening hours (you said: Do you sell bread?)');
   });

@@ -13,7 +13,10 @@ const ruleSchema = z
   .strictObject({
     /** A regular expression, matched case-insensitively against the person's last message. */
     when: z.string().min(1),
-    /** The reply text; `{{text}}`, `{{result}}` (the tool's output) and the named groups of `when` are filled in. */
+    /**
+     * The reply text; `{{text}}`, `{{result}}` (the tool's output) and the named groups of `when` are filled in
+     * (`{{day | lower}}`: in lower case).
+     */
     reply: z.string().optional(),
     /** A tool to call first; the reply then follows its result (default reply: the result itself). */
     tool: z.string().min(1).optional(),
@@ -105,9 +108,15 @@ function lastPersonMessage(items: readonly ModelInputItem[]): { text: string; si
   return { text: '', since: items };
 }
 
-/** `{{name}}` → its value; a placeholder without a value is left as written, so a typo shows in the reply. */
+/**
+ * `{{name}}` → its value, `{{name | lower}}` in lower case (a tool's enum of lower-case words, matched without
+ * regard to case); a placeholder without a value is left as written, so a typo shows in the reply.
+ */
 function fillIn(template: string, values: Readonly<Record<string, string | undefined>>): string {
-  return template.replace(/\{\{\s*([\w-]+)\s*\}\}/g, (placeholder, name: string) => values[name] ?? placeholder);
+  return template.replace(/\{\{\s*([\w-]+)\s*(\|\s*lower\s*)?\}\}/g, (placeholder, name: string, lower: string | undefined) => {
+    const value = values[name];
+    return value === undefined ? placeholder : lower ? value.toLowerCase() : value;
+  });
 }
 
 function fillArguments(value: unknown, fill: (template: string) => string): Record<string, unknown> {
