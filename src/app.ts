@@ -234,7 +234,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
   const callsOut = { fetch: http.fetch };
   // Every line passes one redaction step that knows the config's secrets, also on a logger passed in.
   const secrets = new Set(secretsOf(config));
-  const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, secrets });
+  const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, format: config.log.format, secrets });
   const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false, channels: channelPlugins });
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
   const { createModelSet } = await import('./models/create-model-set.js');

@@ -215,7 +215,9 @@ async function boot(
       ...(extra.channels ? { channels: extra.channels } : {}),
       ...(extra.processMetrics ? { processMetrics: true } : {}),
       ...(extra.telegramUserNetwork ? { telegramUserNetwork: extra.telegramUserNetwork } : {}),
-      ...(logFile === undefined ? {} : { logger: createLogger({ level: config.log.level, destination: createWriteStream(logFile, { flags: 'a' }) }) }),
+      ...(logFile === undefined
+        ? {}
+        : { logger: createLogger({ level: config.log.level, format: config.log.format, destination: createWriteStream(logFile, { flags: 'a' }) }) }),
     };
     const { createPalaver } = await import('../app.js');
     return { palaver: await createPalaver(config, palaverOptions), demo, ...(logFile === undefined ? {} : { logFile }) };

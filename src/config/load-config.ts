@@ -23,6 +23,7 @@ const ENV_OVERRIDES: readonly { variable: string; path: readonly string[]; parse
   { variable: 'PALAVER_HOST', path: ['server', 'host'] },
   { variable: 'PALAVER_PORT', path: ['server', 'port'], parse: Number },
   { variable: 'PALAVER_LOG_LEVEL', path: ['log', 'level'] },
+  { variable: 'PALAVER_LOG_FORMAT', path: ['log', 'format'] },
   { variable: 'PALAVER_COOKIE_SECRET', path: ['channels', 'web', 'cookieSecret'] },
   { variable: 'PALAVER_USER_TOKEN_SECRET', path: ['channels', 'web', 'userTokens', 'secret'] },
   { variable: 'TELEGRAM_BOT_TOKEN', path: ['channels', 'telegram', 'token'] },

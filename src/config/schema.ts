@@ -591,6 +591,8 @@ export const configSchema = z
     log: z
       .strictObject({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+        /** `auto`: lines a person reads on a terminal, JSON otherwise; `json` or `pretty` always. */
+        format: z.enum(['auto', 'json', 'pretty']).default('auto'),
       })
       .prefault({}),
   })
