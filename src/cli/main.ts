@@ -206,7 +206,7 @@ async function boot(
   let demo: Demo | undefined;
   try {
     if (options.demo) demo = await (await import('./demo.js')).startDemo(options.demo === true ? 'notes' : options.demo);
-    const { config } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides });
+    const { config } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides }, demo?.defaults);
     // The terminal chat writes its logs to a file, so no log line lands in the middle of the conversation.
     const logFile = extra.logToFile ? join(dataFolder(config, process.cwd()), 'chat.log') : undefined;
     if (logFile !== undefined) mkdirSync(dirname(logFile), { recursive: true });
@@ -227,8 +227,8 @@ async function boot(
   }
 }
 
-function loadConfigOrExit(options: CommonOptions, overrides?: Record<string, unknown>): { config: PalaverConfig } {
-  return loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) });
+function loadConfigOrExit(options: CommonOptions, overrides?: Record<string, unknown>, defaults?: Record<string, unknown>): { config: PalaverConfig } {
+  return loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}), ...(defaults ? { defaults } : {}) });
 }
 
 function parsePort(value: string): number {

@@ -44,6 +44,8 @@ export interface LoadConfigOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Applied after the file and before the environment (used by `--demo`). */
   readonly overrides?: PalaverConfigInput | Record<string, unknown>;
+  /** Applied under the file: what the file sets wins (`--demo`'s agent name yields to the configured one). */
+  readonly defaults?: PalaverConfigInput | Record<string, unknown>;
 }
 
 /**
@@ -60,6 +62,7 @@ export function loadConfig(options: LoadConfigOptions = {}): { config: PalaverCo
   const cwd = options.cwd ?? process.cwd();
   const file = findConfigFile(options.file ?? env.PALAVER_CONFIG, cwd);
   let raw: Record<string, unknown> = file ? readConfigFile(file) : {};
+  if (options.defaults) raw = deepMerge(options.defaults as Record<string, unknown>, raw);
   if (options.overrides) raw = deepMerge(raw, options.overrides as Record<string, unknown>);
   for (const { variable, path, parse } of ENV_OVERRIDES) {
     const value = env[variable];

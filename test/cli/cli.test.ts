@@ -118,6 +118,16 @@ describe('palaver start with a model that needs a key it does not have', () => {
   });
 });
 
+describe('palaver start --demo in a project with a config', () => {
+  it("keeps the configured agent.name (the demo's name only where none is set)", async () => {
+    const cwd = tempCwd();
+    writeFileSync(join(cwd, 'palaver.config.json'), JSON.stringify({ agent: { name: 'Front desk' } }));
+    const { child, url } = await startDemoServer(cwd);
+    expect(await (await fetch(url)).text()).toContain('<title>Front desk</title>');
+    expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+  });
+});
+
 describe('palaver start on a busy port', () => {
   it('exits 1 and names --port instead of running on without a server', async () => {
     const cwd = tempCwd();
