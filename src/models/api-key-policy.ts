@@ -37,11 +37,11 @@ interface Endpoint {
 function endpointsOf(config: PalaverConfig): Endpoint[] {
   const { model } = config;
   const primary = { baseUrl: model.baseUrl ?? DEFAULT_OPENAI_BASE_URL, apiKey: model.apiKey };
-  // Others inherit the primary's endpoint and key unless they name their own.
+  // Others inherit the primary's endpoint and key unless they name their own (as createModelSet and the flows build them).
   const inherit = (path: string, own: { baseUrl?: string | undefined; apiKey?: string | undefined }): Endpoint => ({
     path,
     baseUrl: own.baseUrl ?? primary.baseUrl,
-    apiKey: own.apiKey ?? (own.baseUrl === undefined ? primary.apiKey : undefined),
+    apiKey: own.apiKey ?? primary.apiKey,
   });
   const endpoints: Endpoint[] = [{ path: 'model.apiKey', ...primary, variable: 'PALAVER_LLM_API_KEY' }];
   if (model.fallback) endpoints.push(inherit('model.fallback.apiKey', model.fallback));
