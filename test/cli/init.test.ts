@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -106,6 +106,9 @@ describe('palaver init', () => {
       symlinkSync(join(REPO_ROOT, 'node_modules'), join(clone, 'node_modules'), 'dir');
       cpSync(join(REPO_ROOT, 'dist'), join(clone, 'dist'), { recursive: true });
     });
+    // What running an example leaves in a developer's clone (git ignores it) must not travel in the packed Palaver.
+    mkdirSync(join(clone, 'examples', 'logistics', 'data'), { recursive: true });
+    writeFileSync(join(clone, 'examples', 'logistics', 'data', 'web-cookie-secret'), 'a-developer-secret');
     // npm only runs scripts here; offline, so not even its update check reaches the network.
     const env = cleanEnv({ npm_config_offline: 'true', npm_config_update_notifier: 'false' });
     const init = timed('npm run palaver -- init ../my-agent', () =>
@@ -117,6 +120,9 @@ describe('palaver init', () => {
     const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     // The project carries the Palaver it was made with: a path inside it, valid on any machine.
     expect(manifest.dependencies['palaver']).toBe('file:vendor/palaver-0.1.0.tgz');
+    const packed = spawnSync('tar', ['-tzf', join(project, 'vendor', 'palaver-0.1.0.tgz')], { encoding: 'utf8' }).stdout;
+    expect(packed).toContain('package/dist/cli/main.js');
+    expect(packed).not.toContain('/data/');
     rmSync(clone, { recursive: true, force: true });
 
     timed('npm install (stand-in: unpack vendor/, link the locked dependencies)', () =>
