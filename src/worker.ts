@@ -55,7 +55,7 @@ export interface RunningToolWorker {
 export async function startToolWorker(input: PalaverConfigInput | PalaverConfig, options: ToolWorkerOptions = {}): Promise<RunningToolWorker> {
   const config = resolveConfigPaths(parseConfig(input), options.cwd ?? process.cwd());
   const secrets = new Set(secretsOf(config));
-  const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, secrets });
+  const logger = options.logger ? withSecretScrubbing(options.logger, secrets) : createLogger({ level: config.log.level, format: config.log.format, secrets });
   const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const metrics = new ToolWorkerMetrics({ defaultMetrics: options.processMetrics ?? false });
   const moduleTools = config.agent.toolsModule ? await loadToolsModule(config.agent.toolsModule) : [];

@@ -3,7 +3,7 @@
  * message with a few regular expressions, calls the logistics tools the request offers, and words tool results as
  * short sentences. It is a script, not a model: anything it does not recognise gets a hint of what it understands.
  */
-import type { ModelScript, ScriptedCall, ScriptedReply } from '../../src/testing/index.js';
+import type { ModelScript, ScriptedCall, ScriptedReply } from 'palaver/testing';
 
 type Role = 'client' | 'transporter';
 

@@ -1,4 +1,4 @@
-import type { Acceptance, Channel, ChannelContext, ChannelRoute, ReplyTarget, SentPart } from '../../src/index.js';
+import type { Acceptance, Channel, ChannelContext, ChannelRoute, ReplyTarget, SentPart } from 'palaver';
 
 /**
  * A minimal two-way channel: `POST /simple` `{ conversation, text }` hands a message to Palaver (202 with the

@@ -10,12 +10,8 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createPalaver, type Palaver } from '../../src/app.js';
-import { ConsoleChannel } from '../../src/channels/console/console-channel.js';
-import { loadConfig, type PalaverConfig } from '../../src/config/index.js';
-import type { Channel } from '../../src/domain/ports/channel.js';
-import { createLogger } from '../../src/observability/logger.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.js';
+import { type Channel, ConsoleChannel, createLogger, createPalaver, loadConfig, type Palaver, type PalaverConfig } from 'palaver';
+import { startScriptedModelServer, type ScriptedModelServer } from 'palaver/testing';
 import { receptionistScript } from './scripted-model.js';
 
 /** The folder of this example; relative paths in its config are resolved against it. */
@@ -99,7 +95,7 @@ export async function startExample(
               provider: 'openai-chat',
               name: 'receptionist-script',
               baseUrl: model.baseUrl,
-              apiKey: 'not-needed',
+              apiKey: undefined, // the scripted server needs none: never send it a real model's key
               maxRetries: 0,
               fallback: undefined,
               // The scripted model is free; without a price Palaver would look it up in the price table and warn.

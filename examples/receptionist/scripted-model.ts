@@ -4,7 +4,7 @@
  * `agent.replies: actions`: a reaction on the message it read (by the `[message_id: N]` Palaver shows in front of
  * each of the person's messages), typing, two short messages, a pause, or nothing at all. It is a script, not a model.
  */
-import type { ModelScript, ScriptedCall } from '../../src/testing/index.js';
+import type { ModelScript, ScriptedCall } from 'palaver/testing';
 
 /** One action of a plan, as the model writes it (see docs/replies-as-actions.md). */
 export type ScriptedAction =

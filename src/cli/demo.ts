@@ -15,6 +15,8 @@ const DEMO_MODEL = 'palaver-demo-script';
 export interface Demo {
   readonly server: ScriptedModelServer;
   readonly overrides: PalaverConfigInput;
+  /** What the config file may set otherwise: the agent's name (a configured `agent.name` is kept). */
+  readonly defaults: { readonly agent: { readonly name?: string | undefined } };
   /** The demo agent's tools, for the config loaded with `overrides` (the notes tools tell time in its time zone). */
   toolsFor(config: PalaverConfig): LocalTool[];
   /** Releases what the demo's tools hold. */
@@ -35,8 +37,9 @@ export async function startDemo(agent: DemoAgent = 'notes'): Promise<Demo> {
   const server = await startScriptedModelServer({ script: demoScript, models: [DEMO_MODEL] });
   return {
     server,
+    defaults: { agent: { name: 'Palaver demo' } },
     overrides: {
-      agent: { name: 'Palaver demo', instructionsDir: join(PACKAGE_ROOT, 'examples', 'demo', 'instructions') },
+      agent: { instructionsDir: join(PACKAGE_ROOT, 'examples', 'demo', 'instructions') },
       model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0, prices: FREE_DEMO_MODEL },
     },
     toolsFor: (config) => createDemoTools({ timeZone: config.agent.timezone }),
@@ -70,15 +73,17 @@ export async function startDemo(agent: DemoAgent = 'notes'): Promise<Demo> {
 async function startSalonDemo(): Promise<Demo> {
   const dir = join(PACKAGE_ROOT, 'examples', 'salon');
   const example = JSON.parse(readFileSync(join(dir, 'salon.config.json'), 'utf8')) as {
-    agent: PalaverConfigInput['agent'];
+    agent: NonNullable<PalaverConfigInput['agent']>;
     focus: PalaverConfigInput['focus'];
   };
+  const { name, ...agent } = example.agent;
   const salon = createSalonTools({ file: join(process.cwd(), 'data', 'salon.db') });
   const server = await startScriptedModelServer({ script: salonScript, models: [DEMO_MODEL] });
   return {
     server,
+    defaults: { agent: { name } },
     overrides: {
-      agent: { ...example.agent, instructionsDir: join(dir, 'instructions') },
+      agent: { ...agent, instructionsDir: join(dir, 'instructions') },
       focus: example.focus,
       model: { provider: 'openai-chat', name: DEMO_MODEL, baseUrl: server.baseUrl, maxRetries: 0, prices: FREE_DEMO_MODEL },
     },

@@ -1,5 +1,6 @@
 import type { PalaverConfig } from '../config/index.js';
 import { createPalaver } from '../app.js';
+import { DEFAULT_OPENAI_BASE_URL, isLocalEndpoint } from '../models/api-key-policy.js';
 import { silentLogger } from '../observability/logger.js';
 import { openStore } from '../store/index.js';
 import { startDemo, type Demo } from './demo.js';
@@ -34,9 +35,16 @@ export async function runDoctor(
 
     const database = await checkDatabase(config.database.url);
     report('database', database);
-    const model = await checkModelEndpoint(config);
+    const model: Check =
+      config.model.provider === 'scripted'
+        ? {
+            ok: true,
+            detail: `the built-in scripted model, offline and without a key (${config.model.script ? `rules from ${config.model.script}` : 'it echoes each message'})`,
+          }
+        : await checkModelEndpoint(config);
     report('model', model);
-    if (config.model.fallback) report('fallback model', await checkModelEndpoint({ ...config, model: { ...config.model, ...config.model.fallback } }));
+    if (config.model.fallback && config.model.provider !== 'scripted')
+      report('fallback model', await checkModelEndpoint({ ...config, model: { ...config.model, ...config.model.fallback } }));
     ok = database.ok && model.ok;
     if (config.tools.dispatch === 'streams') {
       const { checkToolStreams } = await import('./doctor-streams.js');
@@ -91,7 +99,13 @@ async function checkDatabase(url: string): Promise<Check> {
 
 /** Asks the endpoint for its model list: free, unlike a completion, and it proves address and key. */
 async function checkModelEndpoint(config: PalaverConfig): Promise<Check> {
-  const baseUrl = (config.model.baseUrl ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
+  const baseUrl = (config.model.baseUrl ?? DEFAULT_OPENAI_BASE_URL).replace(/\/+$/, '');
+  if (config.model.apiKey === undefined && !isLocalEndpoint(baseUrl)) {
+    return {
+      ok: false,
+      detail: `${baseUrl} needs an API key, and none is set: put it in PALAVER_LLM_API_KEY (model.apiKey), or use model.provider: scripted to try the agent offline.`,
+    };
+  }
   let response: Response;
   try {
     response = await fetch(`${baseUrl}/models`, {

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
 import { PalaverError } from '../domain/errors.js';
 import { PACKAGE_ROOT, packageVersion } from '../platform/package-root.js';
@@ -8,8 +9,9 @@ export interface InitOptions {
   /** The folder to create the project in (made if missing; must be empty unless `force`). */
   readonly dir: string;
   /**
-   * How the project depends on Palaver, as npm takes it: a version range once published, a git URL, or the path of
-   * a packed tarball (`npm pack` in Palaver's folder). Default: this Palaver's own folder (`file:`).
+   * How the project depends on Palaver, as npm takes it: a version range once published, a git URL, the path of a
+   * packed tarball (copied into the project's `vendor/`) or of a Palaver folder (kept as a relative `file:` path).
+   * Default: this Palaver, packed into `vendor/palaver-<version>.tgz`.
    */
   readonly palaver?: string;
   /** Write into a folder that is not empty (files of the same name are replaced). */
@@ -40,7 +42,10 @@ export function initProject(options: InitOptions): readonly string[] {
     written.push(file);
   };
 
-  write('package.json', `${JSON.stringify(manifest(name, dependencySpec(options.palaver, dir)), null, 2)}\n`);
+  mkdirSync(dir, { recursive: true });
+  const palaver = dependencySpec(options.palaver, dir);
+  if (palaver.startsWith('file:vendor/')) written.push(palaver.slice('file:'.length));
+  write('package.json', `${JSON.stringify(manifest(name, palaver), null, 2)}\n`);
   for (const file of templateFiles(TEMPLATE_DIR)) {
     const text = readFileSync(join(TEMPLATE_DIR, file), 'utf8').replaceAll('{{name}}', name).replaceAll('{{title}}', title);
     write(file === 'gitignore' ? '.gitignore' : file, text);
@@ -72,13 +77,40 @@ function manifest(name: string, palaver: string): Record<string, unknown> {
   };
 }
 
-/** `palaver` as given (a relative tarball or folder path made relative to the project), else this Palaver's folder. */
+/**
+ * `palaver` as npm takes it. The project must install on any machine, from its own folder: so by default this
+ * Palaver is packed into the project (`vendor/palaver-<version>.tgz`, a `file:` path inside it), and a tarball
+ * given is copied there. A version or git URL is kept as given; a folder becomes a relative `file:` path (which
+ * works where that folder is, e.g. beside the project in one repository).
+ */
 function dependencySpec(given: string | undefined, dir: string): string {
-  if (given === undefined) return `file:${PACKAGE_ROOT}`;
-  const isPath = given.startsWith('.') || given.startsWith('/') || given.endsWith('.tgz');
-  if (!isPath) return given;
-  const absolute = resolve(given);
-  return `file:${relative(dir, absolute) || '.'}`;
+  if (given === undefined) return `file:vendor/${packInto(join(dir, 'vendor'))}`;
+  if (given.endsWith('.tgz')) {
+    const tarball = resolve(given);
+    if (!existsSync(tarball)) throw new PalaverError('init_no_tarball', `--palaver ${given}: no such file.`);
+    mkdirSync(join(dir, 'vendor'), { recursive: true });
+    copyFileSync(tarball, join(dir, 'vendor', basename(tarball)));
+    return `file:vendor/${basename(tarball)}`;
+  }
+  const isPath = given.startsWith('.') || given.startsWith('/');
+  return isPath ? `file:${relative(dir, resolve(given)) || '.'}` : given;
+}
+
+/**
+ * Packs this Palaver (the files its package.json lists, dist/ as built) into `folder` with `npm pack`; returns the
+ * tarball's name. Scripts are not run: the running Palaver is already built.
+ */
+function packInto(folder: string): string {
+  mkdirSync(folder, { recursive: true });
+  const pack = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', folder], { cwd: PACKAGE_ROOT, encoding: 'utf8' });
+  const packed = pack.status === 0 ? (JSON.parse(pack.stdout) as { filename?: string }[])[0]?.filename : undefined;
+  if (packed === undefined) {
+    throw new PalaverError(
+      'init_pack_failed',
+      `Could not pack Palaver into ${folder} (npm pack: ${(pack.stderr || pack.error?.message || '').trim()}). Pass --palaver <version, git URL or .tgz> instead.`,
+    );
+  }
+  return basename(packed);
 }
 
 /** A valid npm package name from a folder name: lower case, `-` for anything else. */
@@ -110,7 +142,9 @@ export function initNextSteps(dir: string): string {
     `Created a Palaver ${packageVersion()} agent in ${where}. Next:`,
     ...(where === '.' ? [] : [`  cd ${where}`]),
     '  npm install',
-    '  npm test                              # the agent with a scripted model, no API key needed',
-    '  PALAVER_LLM_API_KEY=sk-... npm start  # web chat on http://127.0.0.1:3000/',
+    '  npm start       # web chat on http://127.0.0.1:3000/, on the built-in offline model (no API key)',
+    '  npm run chat    # the same agent in this terminal',
+    '  npm test        # a test of the agent with a scripted model',
+    'model-replies.yaml holds what the offline model answers; palaver.config.yaml says how to switch to a real model.',
   ].join('\n');
 }

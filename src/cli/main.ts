@@ -14,6 +14,7 @@ import { packageVersion } from '../platform/package-root.js';
 import { adminCommand } from './admin.js';
 import type { Demo } from './demo.js';
 import { initNextSteps, initProject } from './init.js';
+import { recordServerAddress } from '../platform/server-address-file.js';
 import { redactUrl } from './redact-url.js';
 import { telegramCommand } from './telegram.js';
 
@@ -47,7 +48,7 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
     .addOption(demoOption())
     .option('-p, --port <port>', 'port to listen on (overrides config)', parsePort)
     .action(async (options: CommonOptions & { port?: number }) => {
-      const { palaver, demo } = await boot(options, {
+      const { palaver, demo, configDir } = await boot(options, {
         processMetrics: true,
         ...(deps.telegramUserNetwork ? { telegramUserNetwork: deps.telegramUserNetwork } : {}),
       });
@@ -68,7 +69,10 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
       }
       if (demo) console.log(`\n${demo.banner(palaver.config)}\n`);
       console.log(`Palaver is listening on ${server.url}  (web chat: ${server.url}/, AG-UI: POST ${server.url}/agui)`);
+      // `palaver admin` in this folder finds this server from here, whatever --port it was given.
+      const forgetAddress = recordServerAddress(dataFolder(palaver.config, configDir), server.url);
       await waitForSignal();
+      forgetAddress();
       const graceMs = palaver.config.server.shutdownGraceMs;
       console.log(`Shutting down… (at most ${graceMs} ms for running turns; a second Ctrl-C or SIGTERM exits at once)`);
       // A backstop in case releasing the database or a tool connection hangs by itself.
@@ -202,11 +206,11 @@ async function boot(
     overrides?: Record<string, unknown>;
     telegramUserNetwork?: TelegramNetworkOverride;
   },
-): Promise<{ palaver: Palaver; demo: Demo | undefined; logFile?: string }> {
+): Promise<{ palaver: Palaver; demo: Demo | undefined; configDir: string; logFile?: string }> {
   let demo: Demo | undefined;
   try {
     if (options.demo) demo = await (await import('./demo.js')).startDemo(options.demo === true ? 'notes' : options.demo);
-    const { config } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides });
+    const { config, file } = loadConfigOrExit(options, { ...demo?.overrides, ...extra.overrides }, demo?.defaults);
     // The terminal chat writes its logs to a file, so no log line lands in the middle of the conversation.
     const logFile = extra.logToFile ? join(dataFolder(config, process.cwd()), 'chat.log') : undefined;
     if (logFile !== undefined) mkdirSync(dirname(logFile), { recursive: true });
@@ -215,18 +219,25 @@ async function boot(
       ...(extra.channels ? { channels: extra.channels } : {}),
       ...(extra.processMetrics ? { processMetrics: true } : {}),
       ...(extra.telegramUserNetwork ? { telegramUserNetwork: extra.telegramUserNetwork } : {}),
-      ...(logFile === undefined ? {} : { logger: createLogger({ level: config.log.level, destination: createWriteStream(logFile, { flags: 'a' }) }) }),
+      ...(logFile === undefined
+        ? {}
+        : { logger: createLogger({ level: config.log.level, format: config.log.format, destination: createWriteStream(logFile, { flags: 'a' }) }) }),
     };
     const { createPalaver } = await import('../app.js');
-    return { palaver: await createPalaver(config, palaverOptions), demo, ...(logFile === undefined ? {} : { logFile }) };
+    const configDir = file === undefined ? process.cwd() : dirname(file);
+    return { palaver: await createPalaver(config, palaverOptions), demo, configDir, ...(logFile === undefined ? {} : { logFile }) };
   } catch (error) {
     await demo?.close();
     throw error;
   }
 }
 
-function loadConfigOrExit(options: CommonOptions, overrides?: Record<string, unknown>): { config: PalaverConfig } {
-  return loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}) });
+function loadConfigOrExit(
+  options: CommonOptions,
+  overrides?: Record<string, unknown>,
+  defaults?: Record<string, unknown>,
+): { config: PalaverConfig; file: string | undefined } {
+  return loadConfig({ ...(options.config ? { file: options.config } : {}), ...(overrides ? { overrides } : {}), ...(defaults ? { defaults } : {}) });
 }
 
 function parsePort(value: string): number {

@@ -302,7 +302,7 @@ async function startRecorder(config: PalaverConfig): Promise<{ readonly context:
     {
       channels: [recorder],
       serveInbox: false,
-      logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, destination: process.stderr }),
+      logger: createLogger({ level: config.log.level === 'info' ? 'warn' : config.log.level, format: config.log.format, destination: process.stderr }),
     },
   );
   return { context: recorder.context, close: () => palaver.close() };

@@ -1,4 +1,7 @@
+import { dirname, resolve } from 'node:path';
+import { runningServerUrl } from '../platform/server-address-file.js';
 import { findConfigFile, loadConfig } from './load-config.js';
+import { dataFolder } from './paths.js';
 
 /** Where `palaver admin` sends its requests, and with which token. */
 export interface AdminConsoleSettings {
@@ -22,10 +25,11 @@ const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_PORT = 3000;
 
 /**
- * The admin console's target: `url` if given, else the local Palaver's `server.host` and `server.port` (config file,
- * `PALAVER_HOST`, `PALAVER_PORT`); the token from `PALAVER_ADMIN_TOKEN`, else the config's `server.adminToken`.
- * Without a config file nothing else is required: the console runs on an operator's machine that has no model
- * settings, only a URL and a token.
+ * The admin console's target: `url` if given; else the address a running `palaver start` recorded in the data
+ * folder (whatever `--port` it was started with); else the local Palaver's `server.host` and `server.port` (config
+ * file, `PALAVER_HOST`, `PALAVER_PORT`). The token comes from `PALAVER_ADMIN_TOKEN`, else the config's
+ * `server.adminToken`. Without a config file nothing else is required: the console runs on an operator's machine
+ * that has no model settings, only a URL and a token.
  * @throws ConfigError when a config file is named but missing, or the one found is invalid.
  */
 export function adminConsoleSettings(options: AdminConsoleOptions = {}): AdminConsoleSettings {
@@ -37,13 +41,15 @@ export function adminConsoleSettings(options: AdminConsoleOptions = {}): AdminCo
   const file = findConfigFile(options.file ?? nonEmpty(env.PALAVER_CONFIG), cwd);
   if (file === undefined) {
     const port = nonEmpty(env.PALAVER_PORT);
-    return {
-      url: trimSlash(options.url ?? localUrl(nonEmpty(env.PALAVER_HOST) ?? DEFAULT_HOST, port === undefined ? DEFAULT_PORT : Number(port))),
-      token: envToken,
-    };
+    const configured = localUrl(nonEmpty(env.PALAVER_HOST) ?? DEFAULT_HOST, port === undefined ? DEFAULT_PORT : Number(port));
+    // Without a config, `palaver start` keeps its data in ./data.
+    return { url: trimSlash(options.url ?? runningServerUrl(resolve(cwd, 'data')) ?? configured), token: envToken };
   }
-  const { server } = loadConfig({ file, cwd, env }).config;
-  return { url: trimSlash(options.url ?? localUrl(server.host, server.port)), token: server.adminToken };
+  // The model settings play no part here: a config that names only the server is enough.
+  const { config } = loadConfig({ file, cwd, env, defaults: { model: { name: 'unused-by-the-admin-console' } } });
+  const { server } = config;
+  const running = runningServerUrl(dataFolder(config, dirname(file)));
+  return { url: trimSlash(options.url ?? running ?? localUrl(server.host, server.port)), token: server.adminToken };
 }
 
 /** The URL a client on this machine reaches a server on: a wildcard address means loopback. */

@@ -28,6 +28,7 @@ const ENV_OVERRIDES: readonly { variable: string; path: readonly string[]; parse
   // The name a team that priced in CNY already sets (BILLING_USD_CNY_RATE=7.2); Palaver's own name, after it, wins.
   { variable: 'BILLING_USD_CNY_RATE', path: ['billing', 'usdRates', 'CNY'] },
   { variable: 'PALAVER_BILLING_USD_CNY_RATE', path: ['billing', 'usdRates', 'CNY'] },
+  { variable: 'PALAVER_LOG_FORMAT', path: ['log', 'format'] },
   { variable: 'PALAVER_COOKIE_SECRET', path: ['channels', 'web', 'cookieSecret'] },
   { variable: 'PALAVER_USER_TOKEN_SECRET', path: ['channels', 'web', 'userTokens', 'secret'] },
   { variable: 'TELEGRAM_BOT_TOKEN', path: ['channels', 'telegram', 'token'] },
@@ -48,6 +49,8 @@ export interface LoadConfigOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Applied after the file and before the environment (used by `--demo`). */
   readonly overrides?: PalaverConfigInput | Record<string, unknown>;
+  /** Applied under the file: what the file sets wins (`--demo`'s agent name yields to the configured one). */
+  readonly defaults?: PalaverConfigInput | Record<string, unknown>;
 }
 
 /**
@@ -66,6 +69,7 @@ export function loadConfig(options: LoadConfigOptions = {}): { config: PalaverCo
   const file = findConfigFile(options.file ?? env.PALAVER_CONFIG, cwd);
   // `${NAME}` in the file's strings comes from the environment (secrets kept out of the file); overrides are not expanded.
   let raw: Record<string, unknown> = file ? expandEnvReferences(readConfigFile(file), env, file) : {};
+  if (options.defaults) raw = deepMerge(options.defaults as Record<string, unknown>, raw);
   if (options.overrides) raw = deepMerge(raw, options.overrides as Record<string, unknown>);
   for (const { variable, path, parse } of ENV_OVERRIDES) {
     const value = env[variable];

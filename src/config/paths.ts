@@ -22,6 +22,7 @@ export function resolveConfigPaths(config: PalaverConfig, baseDir: string): Pala
       instructionsDir: resolve(baseDir, config.agent.instructionsDir),
       ...(config.agent.toolsModule ? { toolsModule: resolve(baseDir, config.agent.toolsModule) } : {}),
     },
+    ...(config.model.script ? { model: { ...config.model, script: resolve(baseDir, config.model.script) } } : {}),
     database: { ...config.database, url: databaseUrl },
     channels: channels as PalaverConfig['channels'],
   };

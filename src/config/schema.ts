@@ -7,6 +7,8 @@ import { dialectOfUrl } from '../store/dialects.js';
 import { normaliseDatabaseUrl } from './database-url.js';
 
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
+/** The primary model may also be `scripted`: Palaver's built-in offline model (docs/models.md#the-offline-model). */
+const primaryProviderKind = z.enum([...providerKind.options, 'scripted']);
 
 const decimalString = (example: string) => z.string().regex(/^\d+(\.\d+)?$/, `a decimal number as a string, e.g. "${example}"`);
 /** The built-in USD rate, behind the default CN → CNY billing mapping. */
@@ -315,6 +317,10 @@ export const configSchema = z
       })
       .prefault({}),
     model: modelEndpointSchema.extend({
+      /** `scripted`: no endpoint, no key; Palaver runs a scripted model in-process (echo, or the rules of `script`). */
+      provider: primaryProviderKind.default('openai-chat'),
+      /** `provider: "scripted"` only: a YAML or JSON file of reply rules (docs/models.md#the-offline-model); default: echo. */
+      script: z.string().min(1).optional(),
       /** Used when the primary model fails after its retries. */
       /** Inherits `provider`, `baseUrl` and `apiKey` from the primary when it does not set them. */
       fallback: modelEndpointSchema.extend({ provider: providerKind.optional() }).optional(),
@@ -610,6 +616,8 @@ export const configSchema = z
     log: z
       .strictObject({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+        /** `auto`: lines a person reads on a terminal, JSON otherwise; `json` or `pretty` always. */
+        format: z.enum(['auto', 'json', 'pretty']).default('auto'),
       })
       .prefault({}),
   })

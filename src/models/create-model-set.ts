@@ -1,4 +1,5 @@
 import type { ModelEndpointConfig, PalaverConfig } from '../config/schema.js';
+import { ConfigError } from '../domain/errors.js';
 import type { ModelCapabilities, ModelProvider, ModelRequest, ModelResponse, ModelSet } from '../domain/ports/model-provider.js';
 import type { OpenAIClientOptions } from './openai-client.js';
 
@@ -8,11 +9,18 @@ import type { OpenAIClientOptions } from './openai-client.js';
  * start-up: a server reaches `/health` without it.
  */
 export function createModelSet(config: PalaverConfig['model'], options: OpenAIClientOptions = {}): ModelSet {
-  const { fallback, prices: _prices, ...primary } = config;
-  const primaryProvider = createEndpointProvider(primary, options);
+  const { fallback, prices: _prices, script: _script, ...primary } = config;
+  if (primary.provider === 'scripted') {
+    // The scripted model is a server Palaver runs; createPalaver starts it and passes its endpoint here.
+    throw new ConfigError('model.provider "scripted" runs inside a Palaver: use createPalaver (or startOfflineModel first).', [
+      { path: 'model.provider', message: 'scripted needs createPalaver' },
+    ]);
+  }
+  const endpoint: ModelEndpointConfig = { ...primary, provider: primary.provider };
+  const primaryProvider = createEndpointProvider(endpoint, options);
   if (!fallback) return { primary: primaryProvider };
   const fallbackConfig: ModelEndpointConfig = {
-    ...primary,
+    ...endpoint,
     ...fallback,
     provider: fallback.provider ?? primary.provider,
     baseUrl: fallback.baseUrl ?? primary.baseUrl,

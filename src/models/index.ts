@@ -7,8 +7,9 @@ export {
   createOpenAIClient,
   DEFAULT_OPENAI_BASE_URL,
   isStaleChainError,
-  PLACEHOLDER_API_KEY,
+  keyOptions,
   requestOptions,
   toModelError,
 } from './openai-client.js';
 export type { OpenAIClientOptions } from './openai-client.js';
+export { isLocalEndpoint, requireModelKeys } from './api-key-policy.js';

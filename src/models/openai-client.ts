@@ -2,15 +2,19 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUse
 import type { ModelEndpointConfig } from '../config/schema.js';
 import { ModelError } from '../domain/errors.js';
 import { withAnswerDeadline } from './answer-deadline.js';
+import { DEFAULT_OPENAI_BASE_URL } from './api-key-policy.js';
 
-/** OpenAI's own endpoint, used when `baseUrl` is not configured. */
-export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
+export { DEFAULT_OPENAI_BASE_URL };
 
 /**
- * Sent as the API key when none is configured: local servers (Ollama, vLLM, llama.cpp) need none, but the SDK
- * refuses to build a client without one.
+ * Client options for an endpoint without a key (a local server: Ollama, vLLM, llama.cpp). The SDK refuses to build a
+ * client without a key, so it gets one that never leaves the process: a `null` Authorization header is the SDK's
+ * documented way to send none. A server is never sent a made-up key. (Which endpoints may go without a key is
+ * `requireModelKeys`' decision, at start.)
  */
-export const PLACEHOLDER_API_KEY = 'not-needed';
+export function keyOptions(apiKey: string | undefined): { apiKey: string; defaultHeaders?: Record<string, null> } {
+  return apiKey === undefined ? { apiKey: 'no-key-configured', defaultHeaders: { Authorization: null } } : { apiKey };
+}
 
 /** What the caller may inject when a provider builds its own client. */
 export interface OpenAIClientOptions {
@@ -30,16 +34,17 @@ export interface OpenAIClientOptions {
  * the whole answer is read (`answer-deadline.ts`).
  */
 export function createOpenAIClient(config: ModelEndpointConfig, options: OpenAIClientOptions = {}): OpenAI {
+  const keys = keyOptions(config.apiKey);
   return new OpenAI({
     baseURL: config.baseUrl ?? DEFAULT_OPENAI_BASE_URL,
-    apiKey: config.apiKey ?? PLACEHOLDER_API_KEY,
+    apiKey: keys.apiKey,
     adminAPIKey: null,
     organization: null,
     project: null,
     webhookSecret: null,
     timeout: config.timeoutMs,
     maxRetries: config.maxRetries,
-    defaultHeaders: { ...options.defaultHeaders },
+    defaultHeaders: { ...options.defaultHeaders, ...keys.defaultHeaders },
     fetch: withAnswerDeadline(options.fetch ?? globalThis.fetch, config.timeoutMs),
   });
 }
@@ -68,7 +73,7 @@ export function isStaleChainError(error: unknown): boolean {
  */
 export function toModelError(error: unknown, model: string, secret?: string): ModelError {
   if (error instanceof ModelError) return error;
-  const scrub = (text: string): string => (secret && secret !== PLACEHOLDER_API_KEY ? text.split(secret).join('[redacted]') : text);
+  const scrub = (text: string): string => (secret ? text.split(secret).join('[redacted]') : text);
 
   if (error instanceof APIUserAbortError) {
     return new ModelError('unreachable', model, `Model ${model}: the call was aborted by the caller.`, { cause: error });

@@ -1,6 +1,6 @@
 import OpenAI, { toFile } from 'openai';
 import { ModelError } from '../domain/errors.js';
-import { PLACEHOLDER_API_KEY, toModelError } from './openai-client.js';
+import { keyOptions, toModelError } from './openai-client.js';
 
 /** An OpenAI-compatible speech-to-text endpoint (OpenAI, Groq, a local whisper server, LiteLLM, …). */
 export interface TranscriberConfig {
@@ -54,7 +54,7 @@ export const DEFAULT_TRANSCRIPTION_RETRIES = 2;
 export function createTranscriber(config: TranscriberConfig): Transcriber {
   const client = new OpenAI({
     baseURL: config.baseUrl,
-    apiKey: config.apiKey ?? PLACEHOLDER_API_KEY,
+    ...keyOptions(config.apiKey),
     // Config is the only source of truth: nothing from OPENAI_* environment variables.
     adminAPIKey: null,
     organization: null,

@@ -1,4 +1,5 @@
 import { pino, type Logger as PinoLogger } from 'pino';
+import { prettyDestination } from './pretty-lines.js';
 
 /** Structured logger. Child loggers carry `correlationId`, `conversationId` and friends. */
 export type Logger = PinoLogger;
@@ -151,6 +152,19 @@ export interface LoggerOptions {
    * censored from then on.
    */
   readonly secrets?: Iterable<string | undefined | null>;
+  /**
+   * `json`: one JSON object a line (for log collectors). `pretty`: a line a person reads (`12:04:05 WARN  message
+   * key=value`). `auto` (default): pretty when the destination is a terminal, JSON otherwise.
+   */
+  readonly format?: 'auto' | 'json' | 'pretty';
+}
+
+/** Where a logger writes (stdout by default), as JSON or as lines a person reads. */
+function destinationFor(options: LoggerOptions): pino.DestinationStream {
+  const out = options.destination ?? process.stdout;
+  const format = options.format ?? 'auto';
+  if (format === 'pretty' || (format === 'auto' && (out as { isTTY?: boolean }).isTTY === true)) return prettyDestination(out);
+  return options.destination ?? pino.destination({ sync: false });
 }
 
 /**
@@ -166,7 +180,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       redact: { paths: [...REDACT_PATHS], censor: REDACTED },
       hooks: { streamWrite: createSecretScrubber(options.secrets) },
     },
-    options.destination ?? pino.destination({ sync: false }),
+    destinationFor(options),
   );
 }
 

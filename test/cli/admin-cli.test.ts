@@ -107,6 +107,12 @@ describe('palaver admin: arguments and exit codes', () => {
     }
   });
 
+  it('finds the Palaver started in the same folder, on the port --port gave it, without --url', async () => {
+    // The server of beforeAll runs in server.cwd on a free port (--port 0), not on the default 3000.
+    const found = await admin(['users'], { cwd: server.cwd });
+    expect(found.code, found.stderr).toBe(0);
+  });
+
   it("finds the local Palaver from the config file's server.port and its token from server.adminToken", async () => {
     const cwd = tempCwd();
     const port = Number(new URL(server.url).port);

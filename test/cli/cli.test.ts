@@ -107,6 +107,27 @@ describe('palaver start --demo', () => {
   });
 });
 
+describe('palaver start with a model that needs a key it does not have', () => {
+  it('refuses to start, naming model.apiKey and PALAVER_LLM_API_KEY, and never calls the model', async () => {
+    const cwd = tempCwd();
+    writeFileSync(join(cwd, 'palaver.config.json'), JSON.stringify({ model: { name: 'gpt-4.1-mini', baseUrl: 'https://api.openai.com/v1' } }));
+    const child = palaver(['start', '--port', '0'], cwd);
+    expect(await child.waitForExit()).toEqual({ code: 1, signal: null });
+    expect(child.stderr()).toContain('model.apiKey is not set, and https://api.openai.com/v1 needs a key: put it in PALAVER_LLM_API_KEY');
+    expect(child.stdout()).not.toContain('Palaver is listening');
+  });
+});
+
+describe('palaver start --demo in a project with a config', () => {
+  it("keeps the configured agent.name (the demo's name only where none is set)", async () => {
+    const cwd = tempCwd();
+    writeFileSync(join(cwd, 'palaver.config.json'), JSON.stringify({ agent: { name: 'Front desk' } }));
+    const { child, url } = await startDemoServer(cwd);
+    expect(await (await fetch(url)).text()).toContain('<title>Front desk</title>');
+    expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+  });
+});
+
 describe('palaver start on a busy port', () => {
   it('exits 1 and names --port instead of running on without a server', async () => {
     const cwd = tempCwd();

@@ -108,10 +108,10 @@ describe.each(PROVIDERS)('%s provider', (provider) => {
     expect(Object.keys(server.calls.at(-1)!.body)).not.toContain('top_p');
   });
 
-  it('sends a placeholder key when none is configured, and the configured one otherwise', async () => {
+  it('sends no key at all when none is configured (never a made-up one), and the configured one otherwise', async () => {
     server.setScript(() => ({ text: 'ok' }));
     await model().complete(userSays('Hi'));
-    expect(server.calls.at(-1)!.headers['authorization']).toBe('Bearer not-needed');
+    expect(server.calls.at(-1)!.headers['authorization']).toBeUndefined();
     await model({ apiKey: 'sk-configured' }).complete(userSays('Hi'));
     expect(server.calls.at(-1)!.headers['authorization']).toBe('Bearer sk-configured');
   });

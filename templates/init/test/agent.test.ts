@@ -3,8 +3,9 @@ import { after, before, test } from 'node:test';
 import { createPalaver, loadConfig, type Palaver } from 'palaver';
 import { MemoryChannel, startScriptedModelServer, type ScriptedCall, type ScriptedModelServer, type ScriptedReply } from 'palaver/testing';
 
-// The agent of palaver.config.yaml, with a scripted model in place of the real one: no API key, no cost, the same
-// answer every run. The script plays the model's part; the test checks what the person is sent.
+// The agent of palaver.config.yaml, with this test's own scripted model (a server on loopback) in place of the
+// configured one: no API key, no cost, the same answer every run. The script plays the model's part; the test
+// checks what the person is sent and what the model was asked.
 function model(call: ScriptedCall): ScriptedReply {
   const result = call.messages.findLast((item) => item.type === 'tool_result');
   if (result?.type === 'tool_result') return { text: `We are open ${result.output}.` };
@@ -21,7 +22,7 @@ before(async () => {
   const { config } = loadConfig({
     env: {},
     overrides: {
-      model: { name: 'scripted', baseUrl: server.baseUrl, apiKey: 'test', prices: { scripted: { input: '0', output: '0' } } },
+      model: { provider: 'openai-chat', name: 'scripted', baseUrl: server.baseUrl, prices: { scripted: { input: '0', output: '0' } } },
       database: { url: 'sqlite::memory:' },
       channels: { web: { enabled: false }, telegram: { enabled: false } },
       log: { level: 'warn' },
