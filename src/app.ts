@@ -21,6 +21,7 @@ import { Billing } from './runtime/billing.js';
 import { BUDGETED_MAX_OUTPUT_TOKENS, type BudgetSettings } from './runtime/budget-settings.js';
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls, timeModelCalls } from './runtime/call-wrappers.js';
 import { storableModelOutput, storableToolResults } from './runtime/untrusted-output.js';
+import { observeModelCalls, observeToolCalls, type CallObserver } from './runtime/call-observer.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { resetTriggerSet } from './runtime/context/reset.js';
 import { ConversationCache } from './runtime/conversation-cache.js';
@@ -36,6 +37,7 @@ import type { LocalTool } from './tools/define-tool.js';
 import type { Transcriber } from './models/openai-transcription.js';
 import type { TranscriptionSettings } from './channels/telegram/transcription-settings.js';
 import type { OpenAIClientOptions } from './models/openai-client.js';
+import type { Hono } from 'hono';
 import type { RunningHttpServer } from './server/http-server.js';
 import { MemoryChannel } from './channels/memory/memory-channel.js';
 import { configuredChannels } from './channels/configured-channels.js';
@@ -73,6 +75,8 @@ export interface PalaverOptions {
   readonly bus?: ClusterBus;
   /** Replaces the way to Telegram for `channels.telegramUser` (tests give the fake MTProto server's link). */
   readonly telegramUserNetwork?: TelegramNetworkOverride;
+  /** Watches every model and tool call as it finishes (`palaver dev`'s playground); none by default, at no cost. */
+  readonly observer?: CallObserver;
 }
 
 /** A reply from `Palaver.chat`. */
@@ -120,6 +124,8 @@ export interface Palaver {
    * to `config.server`). Closing the returned server does not close the Palaver.
    */
   serve(options?: { host?: string; port?: number }): Promise<RunningHttpServer>;
+  /** The HTTP app `serve` serves, not listening anywhere (`host`: the interface it is meant for, for the host checks). */
+  httpApp(options?: { host?: string }): Promise<Hono>;
   /**
    * Stops the channels (no new messages), waits for running turns and replies being sent for at most `graceMs`
    * (default `server.shutdownGraceMs`), then releases the database and tool connections. Work left when the grace
@@ -297,12 +303,19 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
           countModelCalls(metrics),
           limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)),
           timeModelCalls(metrics),
+          ...(options.observer ? [observeModelCalls(options.observer)] : []),
           storableModelOutput(config.tools.maxResultChars),
         ],
         ({ provider, request }) => provider.complete(request),
       ),
-      dispatchTool: composeCalls([logToolCalls(logger), countToolCalls(metrics), storableToolResults(config.tools.maxResultChars)], ({ request, signal }) =>
-        dispatcher.dispatch(request, signal ? { signal } : {}),
+      dispatchTool: composeCalls(
+        [
+          logToolCalls(logger),
+          countToolCalls(metrics),
+          ...(options.observer ? [observeToolCalls(options.observer)] : []),
+          storableToolResults(config.tools.maxResultChars),
+        ],
+        ({ request, signal }) => dispatcher.dispatch(request, signal ? { signal } : {}),
       ),
       dispatchRecordsCalls: dispatcher.recordsCalls === true,
       hostedMcp,
@@ -410,6 +423,37 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
     accountNamespaces,
   });
   const operators = new OperatorActions({ store, pipeline, cache, resetKeepsRole: config.reset.keepRole, logger, metrics });
+  /** The HTTP app of `serve`: the channels' routes, health, metrics and the admin API. */
+  async function httpApp(appOptions: { host?: string } = {}): Promise<Hono> {
+    const { createHttpApp, apiKeyAuth } = await import('./server/index.js');
+    const { adminRoutes } = await import('./server/admin-routes.js');
+    const { clientAddressResolver } = await import('./platform/client-address.js');
+    const { conversationChangeProbe } = await import('./admin/conversation-change-probe.js');
+    const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
+    const { actionRoutes } = await import('./server/admin/action-routes.js');
+    const host = appOptions.host ?? config.server.host;
+    return createHttpApp({
+      health: checkHealth,
+      apiKey: config.server.apiKey,
+      adminToken: config.server.adminToken,
+      logger,
+      routes: channels.flatMap((channel) => channel.routes ?? []),
+      hosts: {
+        allowedHosts: [...config.server.allowedHosts, ...channelPlugins.flatMap((plugin) => plugin.allowedHosts?.(sliceOf(config.channels, plugin)) ?? [])],
+        serverHost: host,
+      },
+      trustedProxies: config.server.trustedProxies,
+      dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry, sessionStore: store.dashboardSessions },
+      extraRoutes: (http) => {
+        http.route('/admin', adminRoutes(admin, clientAddressResolver(config.server.trustedProxies)));
+        // With streams dispatch the overview also shows the tool stream's backlog and dead letters.
+        http.route('/admin', operatorReadRoutes({ queries: store.operators, ...(streams ? { toolStream: () => streams.backlog() } : {}) }));
+        http.route('/admin', actionRoutes(operators));
+        http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
+        http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
+      },
+    });
+  }
   return {
     config,
     store,
@@ -452,36 +496,11 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
       return [...missingFiles, ...(await tools.diagnose(hostedMayOffer))];
     },
     async serve(serveOptions = {}) {
-      const { createHttpApp, startHttpServer, apiKeyAuth } = await import('./server/index.js');
-      const { adminRoutes } = await import('./server/admin-routes.js');
-      const { clientAddressResolver } = await import('./platform/client-address.js');
-      const { conversationChangeProbe } = await import('./admin/conversation-change-probe.js');
-      const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
-      const { actionRoutes } = await import('./server/admin/action-routes.js');
+      const { startHttpServer } = await import('./server/index.js');
       const host = serveOptions.host ?? config.server.host;
-      const app = createHttpApp({
-        health: checkHealth,
-        apiKey: config.server.apiKey,
-        adminToken: config.server.adminToken,
-        logger,
-        routes: channels.flatMap((channel) => channel.routes ?? []),
-        hosts: {
-          allowedHosts: [...config.server.allowedHosts, ...channelPlugins.flatMap((plugin) => plugin.allowedHosts?.(sliceOf(config.channels, plugin)) ?? [])],
-          serverHost: host,
-        },
-        trustedProxies: config.server.trustedProxies,
-        dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry, sessionStore: store.dashboardSessions },
-        extraRoutes: (http) => {
-          http.route('/admin', adminRoutes(admin, clientAddressResolver(config.server.trustedProxies)));
-          // With streams dispatch the overview also shows the tool stream's backlog and dead letters.
-          http.route('/admin', operatorReadRoutes({ queries: store.operators, ...(streams ? { toolStream: () => streams.backlog() } : {}) }));
-          http.route('/admin', actionRoutes(operators));
-          http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
-          http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
-        },
-      });
-      return startHttpServer(app, { host, port: serveOptions.port ?? config.server.port });
+      return startHttpServer(await httpApp({ host }), { host, port: serveOptions.port ?? config.server.port });
     },
+    httpApp,
     health: checkHealth,
     close(closeOptions = {}) {
       closing ??= (async () => {

@@ -65,11 +65,14 @@ export async function createToolHosts(
   return { hosts, hostedMcp };
 }
 
-/** The tools `agent.toolsModule` exports (`tools` or the default export). */
-export async function loadToolsModule(path: string): Promise<LocalTool[]> {
+/**
+ * The tools `agent.toolsModule` exports (`tools` or the default export). `fresh`: read the file again though this
+ * process imported it before (`palaver dev` after a change).
+ */
+export async function loadToolsModule(path: string, options: { readonly fresh?: boolean } = {}): Promise<LocalTool[]> {
   let module: { tools?: unknown; default?: unknown };
   try {
-    module = (await importModule(path)) as typeof module;
+    module = (await importModule(path, options.fresh === true)) as typeof module;
   } catch (error) {
     const message = error instanceof TypeScriptUnsupported ? error.message : `agent.toolsModule ${path} cannot be loaded: ${(error as Error).message}`;
     throw new ConfigError(message, [{ path: 'agent.toolsModule', message: 'cannot be loaded' }], { cause: error });
@@ -84,6 +87,7 @@ export async function loadToolsModule(path: string): Promise<LocalTool[]> {
 }
 
 const TYPESCRIPT_FILE = /\.[cm]?ts$/;
+let freshLoads = 0;
 
 class TypeScriptUnsupported extends Error {}
 
@@ -91,9 +95,11 @@ class TypeScriptUnsupported extends Error {}
  * Imports a tools module. A TypeScript one loads where Node strips types itself (22.18+, 24), else through tsx when
  * the project has it installed (found from the module's own folder); otherwise the error says what to do.
  */
-async function importModule(path: string): Promise<unknown> {
+async function importModule(path: string, fresh: boolean): Promise<unknown> {
   const url = pathToFileURL(path).href;
-  if (!TYPESCRIPT_FILE.test(path) || (process.features as { typescript?: unknown }).typescript) return import(url);
+  // Node keeps an imported module for the process's life: a new query string makes it read the file again (the
+  // files it imports stay as first loaded). tsx's tsImport loads a fresh module graph on every call anyway.
+  if (!TYPESCRIPT_FILE.test(path) || (process.features as { typescript?: unknown }).typescript) return import(fresh ? `${url}?fresh=${++freshLoads}` : url);
   let tsxApi: string;
   try {
     // The ESM entry (require.resolve would pick the CommonJS one, whose tsImport cannot load ES modules).

@@ -12,6 +12,7 @@ import { PalaverError } from '../domain/errors.js';
 import { createLogger } from '../observability/logger.js';
 import { packageVersion } from '../platform/package-root.js';
 import { adminCommand } from './admin.js';
+import { devCommand } from './dev.js';
 import type { Demo } from './demo.js';
 import { initNextSteps, initProject } from './init.js';
 import { recordServerAddress } from '../platform/server-address-file.js';
@@ -182,6 +183,7 @@ export async function main(argv: readonly string[], deps: CliDeps = {}): Promise
       console.log(initNextSteps(dir));
     });
 
+  program.addCommand(devCommand(configOption, parsePort));
   program.addCommand(adminCommand(configOption));
   program.addCommand(telegramCommand(configOption, deps.telegramUserNetwork));
 
