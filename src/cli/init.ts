@@ -67,6 +67,7 @@ function manifest(name: string, palaver: string): Record<string, unknown> {
     type: 'module',
     scripts: {
       start: 'palaver start',
+      dev: 'palaver dev',
       chat: 'palaver chat',
       doctor: 'palaver doctor',
       test: 'tsx --test test/*.test.ts',

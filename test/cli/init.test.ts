@@ -70,7 +70,7 @@ describe('palaver init', () => {
       name: 'front-desk',
       type: 'module',
       dependencies: { palaver: 'git+https://example.org/palaver.git' },
-      scripts: { test: 'tsx --test test/*.test.ts', start: 'palaver start' },
+      scripts: { test: 'tsx --test test/*.test.ts', start: 'palaver start', dev: 'palaver dev' },
     });
     expect(Object.keys(manifest['dependencies'])).toContain('zod');
     expect(readFileSync(join(project, 'palaver.config.yaml'), 'utf8')).toContain('name: Front desk');
