@@ -257,10 +257,12 @@ async function withStore<T>(config: PalaverConfig, fn: (store: Store) => Promise
 /**
  * Runs `fn` with a connected client on the session, holding the session lease meanwhile.
  * @throws SessionLeaseHeldError when another process (a running `palaver start`) holds the session.
+ * @throws ChannelError `telegram_unreachable` when Telegram does not answer within seconds (no network, blocked).
  */
 async function withSessionClient<T>(setup: TelegramSetup, doing: string, fn: (client: import('@mtcute/node').TelegramClient) => Promise<T>): Promise<T> {
   const { SessionLease } = await import('../channels/telegram-user/session-lease.js');
   const { createTelegramUserClient } = await import('../channels/telegram-user/client-factory.js');
+  const { ensureTelegramReachable } = await import('../channels/telegram-user/reachability.js');
   return withStore(setup.config, async (store) => {
     const lease = await SessionLease.acquire({ leases: store.channelLeases, doing });
     const built = createTelegramUserClient({
@@ -276,6 +278,8 @@ async function withSessionClient<T>(setup: TelegramSetup, doing: string, fn: (cl
     });
     try {
       await built.client.connect();
+      // mtcute waits for a connection forever: without one, say so before asking for a phone number.
+      await ensureTelegramReachable(built.client);
       return await fn(built.client);
     } finally {
       await built.destroy();
