@@ -23,8 +23,18 @@ export interface AgentFiles {
  * stopped. `fresh` imports the tools module again though this process loaded it before.
  * @throws ConfigError (or the tools module's own error) naming what is wrong.
  */
-export async function readAgentFiles(options: { readonly configFile?: string; readonly cwd: string; readonly fresh: boolean }): Promise<AgentFiles> {
-  const { config, file } = loadConfig({ cwd: options.cwd, ...(options.configFile === undefined ? {} : { file: options.configFile }) });
+export async function readAgentFiles(options: {
+  readonly configFile?: string;
+  readonly cwd: string;
+  readonly fresh: boolean;
+  /** Settings laid over the file's (e.g. the Telegram sandbox's bot token and address). */
+  readonly overrides?: Record<string, unknown> | undefined;
+}): Promise<AgentFiles> {
+  const { config, file } = loadConfig({
+    cwd: options.cwd,
+    ...(options.configFile === undefined ? {} : { file: options.configFile }),
+    ...(options.overrides === undefined ? {} : { overrides: options.overrides }),
+  });
   loadInstructionLibrary(config.agent.instructionsDir);
   if (config.model.provider === 'scripted' && config.model.script !== undefined) loadReplyRules(config.model.script);
   const { toolsModule, ...agent } = config.agent;

@@ -18,6 +18,8 @@ export interface DevServerOptions {
   readonly debounceMs?: number;
   /** One readable line per event: started, reloaded, a reload refused. Default: stdout/stderr. */
   readonly report?: (line: string, level: 'info' | 'error') => void;
+  /** Settings laid over the config file's at every (re)load, e.g. `channels.telegram` of the Telegram sandbox. */
+  readonly overrides?: Record<string, unknown>;
   /** Passed to every Palaver built (tests give a logger). */
   readonly palaverOptions?: Omit<PalaverOptions, 'tools' | 'observer'>;
 }
@@ -68,7 +70,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     }
   };
 
-  let current: RunningAgent | undefined = await build(await readAgentFiles({ cwd, fresh: false, ...configFileOf(options) }));
+  let current: RunningAgent | undefined = await build(await readAgentFiles({ cwd, fresh: false, overrides: options.overrides, ...configFileOf(options) }));
   let stopWatching: StopWatching = () => {};
   let reloading: Promise<boolean> = Promise.resolve(true);
   let lastGood = current.files;
@@ -93,7 +95,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     const what = changed.length === 0 ? 'files' : changed.map((file) => relativeName(file, cwd)).join(', ');
     let files: AgentFiles;
     try {
-      files = await readAgentFiles({ cwd, fresh: true, ...configFileOf(options) });
+      files = await readAgentFiles({ cwd, fresh: true, overrides: options.overrides, ...configFileOf(options) });
     } catch (error) {
       report(`Reload refused (${what}): ${messageOf(error)}\nThe agent keeps running as before; fix the file and save it again.`, 'error');
       return false;
