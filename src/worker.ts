@@ -78,7 +78,11 @@ export async function startToolWorker(input: PalaverConfigInput | PalaverConfig,
     dispatcher,
     listTools: async () => {
       const set = await registry.toolsFor(null, (host, error) => logger.warn({ host, err: error }, 'tool host cannot list its tools'));
-      return set.specs.map((spec) => ({ name: spec.name, description: spec.description, inputSchema: { ...spec.parameters } }));
+      return set.specs.map((spec) => {
+        // The tool's own progress label travels with it, so people see it, not the generic "Working on it…".
+        const label = registry.labelOf(spec.name);
+        return { name: spec.name, description: spec.description, inputSchema: { ...spec.parameters }, ...(label === undefined ? {} : { label }) };
+      });
     },
     settings: {
       workerId,

@@ -71,6 +71,12 @@ export const toolCallCompleted = z.strictObject({
 });
 export type ToolCallCompleted = z.infer<typeof toolCallCompleted>;
 
+/** A tool's progress label as a worker announces it: bounded, since anyone who reaches Redis can write one. */
+const toolLabel = z.union([
+  z.string().min(1).max(200),
+  z.record(z.string().min(1).max(35), z.string().min(1).max(200)).refine((labels) => Object.keys(labels).length <= 50, 'at most 50 languages'),
+]);
+
 /** What one worker serves, as the runtime offers it to the model. */
 export const toolCatalogue = z.strictObject({
   workerId: z.string().min(1).max(200),
@@ -82,6 +88,8 @@ export const toolCatalogue = z.strictObject({
         name: z.string().min(1).max(200),
         description: z.string().max(10_000),
         inputSchema: jsonObject,
+        /** The progress line people see while it runs (`defineTool`'s `label`): one text, or one per language tag. */
+        label: toolLabel.optional(),
       }),
     )
     .max(1_000),

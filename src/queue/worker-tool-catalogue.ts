@@ -64,7 +64,13 @@ export class WorkerToolCatalogue implements ToolHost {
     for (const catalogue of await this.catalogues()) {
       for (const tool of catalogue.tools) {
         if (!descriptors.has(tool.name))
-          descriptors.set(tool.name, { name: tool.name, description: tool.description, parameters: tool.inputSchema, source: `worker:${catalogue.workerId}` });
+          descriptors.set(tool.name, {
+            name: tool.name,
+            description: tool.description,
+            parameters: tool.inputSchema,
+            source: `worker:${catalogue.workerId}`,
+            ...(tool.label === undefined ? {} : { label: tool.label }),
+          });
       }
     }
     const tools = [...descriptors.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelScript } from '../../src/testing/index.js';
 import { killAll } from '../cli/child-process.js';
+import { events, newVisitor, postRun, runInput } from '../security/attack-kit.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
 import { connectStreamClient, effectsFile, REDIS_URL, startWorker, writeWorkerConfig, type StreamClient } from './stream-client.js';
 
@@ -45,5 +46,29 @@ describe('a Palaver with tools.dispatch "streams" and a palaver worker process',
     // The flow state the tool set on the worker came back as an effect and was saved with the turn.
     expect((await palaver.store.userState.get(user.id))?.raw).toContain('"booking":{"what":"a table for two"}');
     expect(workerId).toBeTruthy();
+  });
+
+  it('shows the tool\u2019s own progress label while it runs on the worker, not the generic one', async () => {
+    client = await connectStreamClient();
+    const file = effectsFile();
+    const model: ModelScript = (call) => {
+      const last = call.messages[call.messages.length - 1];
+      if (last?.type === 'tool_result') return { text: 'Booked.' };
+      return { toolCalls: [{ name: 'book', arguments: { file, what: 'a table' } }] };
+    };
+    await startWorker(writeWorkerConfig(client.prefix));
+    harness = await createHarness(model);
+    const palaver = await harness.start({ tools: { dispatch: 'streams', callTimeoutMs: 15_000 }, redis: { url: REDIS_URL, keyPrefix: client.prefix } });
+    const server = await palaver.serve({ host: '127.0.0.1', port: 0 });
+    try {
+      // The runtime learns the worker's tools (and their labels) from its catalogue.
+      await expect.poll(async () => (await palaver.chat({ userId: 'lena', text: 'hi' })).text, { timeout: 15_000 }).toBe('Booked.');
+      const visitor = await newVisitor(server.url);
+      const run = await postRun(server.url, runInput('t-label', 'book it'), { cookie: visitor.cookie });
+      const progress = events(run).filter((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.tool_progress');
+      expect(progress.map((event) => (event['value'] as { label: string }).label)).toContain('Booking your table…');
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -14,6 +14,7 @@ export const tools = [
   defineTool({
     name: 'book',
     description: 'Makes a booking (a side effect) and says so. With holdFirst, the first run of a call never finishes.',
+    label: { en: 'Booking your table…', uk: 'Бронюю столик…' },
     input: z.object({ file: z.string(), what: z.string(), holdFirst: z.boolean().optional() }),
     async run({ file, what, holdFirst }, ctx) {
       const firstStart = !lines(file).includes(`start ${ctx.idempotencyKey}`);
