@@ -73,14 +73,7 @@ export class Billing {
 
   /** Tokens and cost of `calls` in `currency`: USD summed exactly, converted, then rounded to 6 places. */
   async usageOf(calls: readonly ModelCallRecord[], currency: string, at: Date): Promise<BilledUsage> {
-    let inputTokens = 0;
-    let outputTokens = 0;
-    let cachedInputTokens = 0;
-    for (const { usage } of calls) {
-      inputTokens += usage.inputTokens;
-      outputTokens += usage.outputTokens;
-      cachedInputTokens += usage.cachedInputTokens ?? 0;
-    }
+    const { inputTokens, outputTokens, cachedInputTokens } = tokensOf(calls);
     const usd = sumCosts(await Promise.all(calls.map((call) => this.usdCostOf(call, at))));
     return { inputTokens, outputTokens, cachedInputTokens, cost: roundBilled(this.convert(usd, 'USD', currency)) };
   }
@@ -102,4 +95,17 @@ export class Billing {
     }
     return '0';
   }
+}
+
+/** The tokens of `calls`, summed (cached input counted apart, as providers report it). */
+export function tokensOf(calls: readonly ModelCallRecord[]): { inputTokens: number; outputTokens: number; cachedInputTokens: number } {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let cachedInputTokens = 0;
+  for (const { usage } of calls) {
+    inputTokens += usage.inputTokens;
+    outputTokens += usage.outputTokens;
+    cachedInputTokens += usage.cachedInputTokens ?? 0;
+  }
+  return { inputTokens, outputTokens, cachedInputTokens };
 }

@@ -3,6 +3,7 @@ import type { NewMessage } from '../../domain/model.js';
 import type { Flow, FlowContext, FlowRequest, FlowResult, FlowState, ModelCall, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { ModelToolCall } from '../../domain/ports/model-provider.js';
 import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
+import { tokensOf } from '../billing.js';
 import { applyFlowStateEffects, rememberToolCalls } from '../context/user-state.js';
 import { toolAuditRecords } from '../tools/tool-call.js';
 import { runAgentLoop } from './agent-loop.js';
@@ -218,19 +219,6 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
       return { text: reply, audit, modelCalls, state };
     },
   };
-}
-
-/** The tokens of a stage's model calls, for its audit record. */
-function tokensOf(calls: readonly ModelCallRecord[]): Pick<NewMessage, 'inputTokens' | 'outputTokens' | 'cachedInputTokens'> {
-  let inputTokens = 0;
-  let outputTokens = 0;
-  let cachedInputTokens = 0;
-  for (const { usage } of calls) {
-    inputTokens += usage.inputTokens;
-    outputTokens += usage.outputTokens;
-    cachedInputTokens += usage.cachedInputTokens ?? 0;
-  }
-  return { inputTokens, outputTokens, cachedInputTokens };
 }
 
 export type { StageOutput };
