@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fullCatalogue } from '../../src/i18n/index.js';
 import { parseSse } from '../server/sse.js';
-import { startCluster, type PalaverCluster } from '../support/palaver-cluster.js';
+import { startCluster, type ClusterDatabase, type PalaverCluster } from '../support/palaver-cluster.js';
 
-// limits.perPerson across two `palaver start` processes on one PostgreSQL database: one person's messages, posted at
+// limits.perPerson across two `palaver start` processes on one PostgreSQL (and MariaDB) database: one person's messages, posted at
 // once to both, are answered exactly `messages` times, with one notice, whatever process took them.
 
 const NOTICE = fullCatalogue('en')['limits.perPerson'];
@@ -44,10 +44,10 @@ async function rateLimitedTotal(base: string): Promise<number> {
   return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 
-describe('rate limits per person on two processes (PostgreSQL)', () => {
+describe.each<ClusterDatabase>(['postgres', 'mariadb'])('rate limits per person on two processes on %s', (database) => {
   it(`answers exactly ${LIMIT} of ${CLIENTS} messages sent at once to both, with one notice, and no model call for the rest`, async () => {
     cluster = await startCluster({
-      database: 'postgres',
+      database,
       processes: ['a', 'b'],
       script: () => ({ text: 'Order 7 has shipped.' }),
       config: { limits: { perPerson: { messages: LIMIT, per: 'hour' } } },
