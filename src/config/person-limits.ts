@@ -1,8 +1,5 @@
 import { z } from 'zod';
 
-/** How long a rate window lasts, by its name in the config. */
-export const RATE_WINDOW_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
-
 /** Messages per window: `{ messages: 30, per: "hour" }`. */
 const rate = z.strictObject({
   /** Messages a person may send within any window of `per`; more are stored and not answered. */

@@ -1,6 +1,21 @@
-import { RATE_WINDOW_MS, type PersonLimitsConfig } from '../../config/person-limits.js';
 import type { PersonRateRequest, RateLimitedKind, Store } from '../../domain/ports/store.js';
 import type { Participant } from '../conversation-cache.js';
+
+/** How long a rate window lasts, by its name in the config. */
+const RATE_WINDOW_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+
+/** Messages per window, as `limits.perPerson` gives them. */
+interface PersonRate {
+  readonly messages: number;
+  readonly per: keyof typeof RATE_WINDOW_MS;
+}
+
+/** `limits.perPerson` as the runtime reads it (the config's schema is in src/config/person-limits.ts). */
+export interface PersonLimitsSettings extends PersonRate {
+  /** A channel's own limit (counted apart), or `false`: none there. */
+  readonly channels: Readonly<Record<string, PersonRate | false>>;
+  readonly exempt: { readonly users: readonly string[]; readonly accounts: readonly string[] };
+}
 
 /** The window a person's message of a channel is counted in, without the message's time. */
 export type PersonRateRule = Omit<PersonRateRequest, 'userId' | 'at'>;
@@ -11,11 +26,11 @@ export type PersonRateRule = Omit<PersonRateRequest, 'userId' | 'at'>;
  * Counted per user the server resolved: a person cannot get a fresh count by naming another account.
  */
 export class PersonRateLimit {
-  readonly #config: PersonLimitsConfig;
+  readonly #config: PersonLimitsSettings;
   readonly #exemptUsers: ReadonlySet<string>;
   readonly #exemptAccounts: ReadonlySet<string>;
 
-  constructor(config: PersonLimitsConfig) {
+  constructor(config: PersonLimitsSettings) {
     this.#config = config;
     this.#exemptUsers = new Set(config.exempt.users);
     this.#exemptAccounts = new Set(config.exempt.accounts);

@@ -1,4 +1,3 @@
-import type { PersonLimitsConfig } from '../../config/person-limits.js';
 import { newId } from '../../domain/ids.js';
 import type { Session } from '../../domain/model.js';
 import type { Acceptance, AcceptOptions, Channel, ChannelContext, InboundMessage, RecordedConversation, RecordedMessage } from '../../domain/ports/channel.js';
@@ -13,7 +12,7 @@ import { Intake } from './intake.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type ProcessLease } from './lease.js';
 import { LeaseRecovery } from './lease-recovery.js';
 import { OutboxResend } from './outbox-resend.js';
-import { PersonRateLimit } from './person-rate-limit.js';
+import { PersonRateLimit, type PersonLimitsSettings } from './person-rate-limit.js';
 import { ProcessRegistry } from './process-registry.js';
 import { RecordedIntake } from './recorded-intake.js';
 import { TurnRunner } from './turn-runner.js';
@@ -47,7 +46,7 @@ export interface PipelineOptions {
    */
   readonly findPhoneInText?: (text: string) => Promise<string | undefined>;
   /** `limits.perPerson`: how many messages a person's turns may answer per window (default: no limit). */
-  readonly perPerson?: PersonLimitsConfig | undefined;
+  readonly perPerson?: PersonLimitsSettings | undefined;
 }
 
 /**
