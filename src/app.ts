@@ -353,6 +353,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
       maxTurnAttempts: config.inbox.maxTurnAttempts,
       maxConcurrentTurns: config.limits.maxConcurrentTurns,
       limitAccepts: pLimit(config.limits.maxConcurrentAccepts),
+      perPerson: config.limits.perPerson,
       ...(fromText ? { findPhoneInText: (text: string) => findPhoneInText(text, defaultRegion) } : {}),
     },
   );

@@ -5,6 +5,7 @@ import { canonicalLanguageTag, checkTimeZone, isCountryCode } from '../i18n/loca
 import { channelsConfigSchema } from '../channels/registry.js';
 import { dialectOfUrl } from '../store/dialects.js';
 import { normaliseDatabaseUrl } from './database-url.js';
+import { personLimitsSchema } from './person-limits.js';
 
 const providerKind = z.enum(['openai-chat', 'openai-responses']);
 /** The primary model may also be `scripted`: Palaver's built-in offline model (docs/models.md#the-offline-model). */
@@ -441,6 +442,8 @@ export const configSchema = z
         maxConcurrentAccepts: z.number().int().min(1).max(10_000).default(256),
         /** Longest accepted inbound text, in characters. */
         maxInboundChars: z.number().int().min(1).default(16_000),
+        /** Messages per person per minute, hour or day (off by default); see docs/long-conversations.md. */
+        perPerson: personLimitsSchema.optional(),
       })
       .prefault({}),
     /**

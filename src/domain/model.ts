@@ -214,9 +214,14 @@ export interface InboundRecord {
   /** The reply that answered it, once answered, and its place in the session. */
   readonly replyMessageId: string | null;
   readonly replySeq: number | null;
+  /** Set when a per-person rate limit stopped it (`limits.perPerson`): answered without the model. */
+  readonly rateLimited?: 'notice' | 'silent';
 }
 
 /** A message to accept; the store sets id, state, lease and time. `accountNamespace` defaults to the channel. */
-export type NewInboundRecord = Omit<InboundRecord, 'id' | 'receivedAt' | 'state' | 'attempts' | 'replyMessageId' | 'replySeq' | 'accountNamespace'> & {
+export type NewInboundRecord = Omit<
+  InboundRecord,
+  'id' | 'receivedAt' | 'state' | 'attempts' | 'replyMessageId' | 'replySeq' | 'accountNamespace' | 'rateLimited'
+> & {
   readonly accountNamespace?: string;
 };

@@ -45,6 +45,8 @@ export class PalaverMetrics {
   readonly inboxWaiting: PromClient.Gauge<string>;
   readonly toolLimits: PromClient.Counter<'limit'>;
   readonly duplicates: PromClient.Counter<string>;
+  /** Messages a per-person rate limit stopped (`limits.perPerson`), by channel. */
+  readonly rateLimited: PromClient.Counter<string>;
   readonly deadLetters: PromClient.Counter<'channel' | 'reason'>;
   /** Inbound messages given up on after `inbox.maxTurnAttempts` turns failed to store an answer. */
   readonly turnsAbandoned: PromClient.Counter<string>;
@@ -147,6 +149,12 @@ export class PalaverMetrics {
       registers: [registry],
     });
     this.duplicates = new prom.Counter({ name: 'palaver_inbound_duplicates_total', help: 'Redelivered inbound messages ignored', registers: [registry] });
+    this.rateLimited = new prom.Counter({
+      name: 'palaver_rate_limited_total',
+      help: 'Messages stored but not answered by the model because their person passed limits.perPerson, by channel',
+      labelNames: ['channel'] as const,
+      registers: [registry],
+    });
     this.deadLetters = new prom.Counter({
       name: 'palaver_channel_dead_letters_total',
       help: 'Inbound updates a channel gave up on (kept as dead letters), by reason',

@@ -41,6 +41,7 @@ export interface Store {
   readonly adminActions: AdminActionRepository;
   readonly dashboardSessions: DashboardSessionRepository;
   readonly spend: SpendRepository;
+  readonly personRate: PersonRateRepository;
   readonly profiles: ProfileRepository;
   /** What operators read across users and conversations (the admin API): lists, transcripts, costs, live turns. */
   readonly operators: OperatorQueries;
@@ -781,4 +782,36 @@ export interface SpendRepository {
   reserve(reservation: BudgetReservation, caps: BudgetCaps): Promise<ReservationOutcome>;
   /** Drops `owner`'s reservation for the turn (in its closing transaction, beside the actual cost); none is fine. */
   release(turnId: string, owner: string): Promise<void>;
+}
+
+/** How a message a per-person rate limit stopped is answered: with the one notice of its window, or not at all. */
+export type RateLimitedKind = 'notice' | 'silent';
+
+/** One message of a person, to be counted against a sliding window (`limits.perPerson`). */
+export interface PersonRateRequest {
+  readonly userId: string;
+  /** What the limit counts: `*` for every channel, or a channel's name for its own limit. */
+  readonly scope: string;
+  /** Messages allowed within any window. */
+  readonly limit: number;
+  readonly windowMs: number;
+  /** When the message came, epoch ms (the runtime's clock). */
+  readonly at: number;
+}
+
+/** Whether the message fits the window; when not, whether this one carries the window's notice and when it frees. */
+export type PersonRateOutcome = { readonly admitted: true } | { readonly admitted: false; readonly notice: boolean; readonly freesAt: number };
+
+/** Per-person rate limits, counted in the store so that every process on it counts the same messages. */
+export interface PersonRateRepository {
+  /** Locks the person's row until the transaction ends: their accepts are taken one at a time, across processes. */
+  lock(userId: string): Promise<void>;
+  /**
+   * Counts the message against the person's sliding window: admitted (and counted) while fewer than `limit` were
+   * admitted within `windowMs` before `at`; otherwise not counted, and `notice` is true for the first refused message
+   * since the last notice's window freed. Atomic (within the caller's transaction, or its own).
+   */
+  take(request: PersonRateRequest): Promise<PersonRateOutcome>;
+  /** Marks an accepted inbox message as stopped by a limit: whoever answers it answers it without the model. */
+  mark(inboundId: string, kind: RateLimitedKind): Promise<void>;
 }

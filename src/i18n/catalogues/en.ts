@@ -29,6 +29,7 @@ export const en = {
   'telegram.commandReset': 'Start the conversation afresh',
   'telegram.description': '{name}: an assistant that answers in this chat. Write a message or send a voice message to begin.',
   'budget.exceeded': 'Sorry, the spending limit for our conversation has been reached, so I cannot answer more right now. Please try again later.',
+  'limits.perPerson': 'You are sending messages faster than I can answer. Your messages are saved; please wait a while before writing again.',
   'reply.cut': '[This answer was too long and has been shortened.]',
   'focus.nothingToShow': 'You have nothing booked right now.',
   'telegram.shortDescription': '{name}: an assistant that answers in this chat.',

@@ -25,6 +25,7 @@ export const zh: Catalogue = {
   'telegram.commandReset': '重新开始对话',
   'telegram.description': '{name}：在这个聊天中回答问题的助手。发送文字或语音消息即可开始。',
   'budget.exceeded': '抱歉，本次对话的费用已达上限，我现在无法继续回答。请稍后再试。',
+  'limits.perPerson': '您发送消息的速度超过了我能回复的速度。您的消息已保存；请稍等一会儿再发送。',
   'reply.cut': '[回答过长，已被截短。]',
   'focus.nothingToShow': '您目前没有任何预约。',
   'telegram.shortDescription': '{name}：在这个聊天中回答问题的助手。',

@@ -8,6 +8,7 @@ import type { AcceptedMessage, TurnDependencies } from '../turn/turn-context.js'
 import type { IdentityJoin } from './identity-join.js';
 import { accountNamespaceOf, conversationKey, participantKey } from './keys.js';
 import type { ProcessLease } from './lease.js';
+import type { PersonRateLimit } from './person-rate-limit.js';
 import { checkStorable } from './storable-inbound.js';
 import type { TurnRunner } from './turn-runner.js';
 
@@ -16,7 +17,7 @@ const DEFAULT_MAX_WAITING = 50;
 
 /** What accepting a message needs. */
 export interface IntakeOptions {
-  readonly deps: Pick<TurnDependencies, 'store' | 'cache' | 'logger' | 'metrics'>;
+  readonly deps: Pick<TurnDependencies, 'store' | 'cache' | 'logger' | 'metrics' | 'now'>;
   /** See `PipelineOptions.maxInboundChars`. */
   readonly maxInboundChars: number;
   /** See `PipelineOptions.limitAccepts`. */
@@ -28,6 +29,8 @@ export interface IntakeOptions {
   readonly identity: Pick<IdentityJoin, 'phoneOf' | 'join' | 'tellPhoneConflict'>;
   /** Where a stored message goes to be answered. */
   readonly turns: Pick<TurnRunner, 'queueAccepted'>;
+  /** `limits.perPerson`, when configured: counted in the transaction that stores the message. */
+  readonly personRate?: PersonRateLimit | undefined;
   /** The reply a duplicate's original already got (see `ConversationReads.storedReply`). */
   readonly storedReply: (record: InboundRecord) => Promise<StoredReply | undefined>;
 }
@@ -85,7 +88,12 @@ export class Intake {
     // Named before the transaction: a transaction may run again (a deadlock on PostgreSQL) and must write the same.
     const attachments = (message.attachments ?? []).map((file) => ({ ...file, id: newId() }));
     const refs = attachments.map(({ bytes: _bytes, ...ref }) => ref);
+    const { personRate } = this.#options;
+    const rule = personRate?.ruleFor(message.channel, participant, message.accountId);
+    const receivedAt = this.#deps.now();
     const result = await this.#deps.store.transaction(async (tx) => {
+      // The person's accepts are taken one at a time across processes while a limit counts them.
+      if (rule) await tx.personRate.lock(participant.user.id);
       const accepted = await tx.inbound.accept(
         {
           channel: message.channel,
@@ -107,7 +115,9 @@ export class Intake {
       );
       if (accepted.accepted && attachments.length > 0) await storeAttachments(tx, message, accepted.record, attachments, options.maxStoredAttachmentBytes);
       if (accepted.accepted) await tx.sessions.setStatus(participant.session.id, 'running');
-      return accepted;
+      if (!accepted.accepted || !rule) return accepted;
+      const rateLimited = await personRate!.count(tx, accepted.record.id, participant.user.id, rule, receivedAt);
+      return rateLimited === undefined ? accepted : { ...accepted, record: { ...accepted.record, rateLimited } };
     });
     if (!result.accepted) {
       this.#deps.metrics.duplicates.inc();
@@ -117,6 +127,13 @@ export class Intake {
       );
       const answered = await this.#options.storedReply(result.existing);
       return { status: 'duplicate', correlationId: result.existing.correlationId, ...(answered ? { answered } : {}) };
+    }
+    if (result.record.rateLimited !== undefined) {
+      this.#deps.metrics.rateLimited.inc({ channel: message.channel });
+      this.#deps.logger.info(
+        { correlationId, channel: message.channel, userId: participant.user.id, notice: result.record.rateLimited === 'notice' },
+        'message over limits.perPerson: stored, not answered by the model',
+      );
     }
     if (joined.phone?.status === 'conflict') await identity.tellPhoneConflict(channel, message, participant, correlationId);
     this.#options.turns.queueAccepted(channel, participant, result.record, options);

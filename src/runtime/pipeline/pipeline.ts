@@ -12,6 +12,7 @@ import { Intake } from './intake.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type ProcessLease } from './lease.js';
 import { LeaseRecovery } from './lease-recovery.js';
 import { OutboxResend } from './outbox-resend.js';
+import { PersonRateLimit, type PersonLimitsSettings } from './person-rate-limit.js';
 import { ProcessRegistry } from './process-registry.js';
 import { RecordedIntake } from './recorded-intake.js';
 import { TurnRunner } from './turn-runner.js';
@@ -44,6 +45,8 @@ export interface PipelineOptions {
    * (never a verified phone). Without it only phones the channel vouches for are passed on.
    */
   readonly findPhoneInText?: (text: string) => Promise<string | undefined>;
+  /** `limits.perPerson`: how many messages a person's turns may answer per window (default: no limit). */
+  readonly perPerson?: PersonLimitsSettings | undefined;
 }
 
 /**
@@ -119,6 +122,7 @@ export class Pipeline {
       identity: join,
       turns: this.#turns,
       storedReply: (record) => this.#reads.storedReply(record),
+      personRate: options.perPerson === undefined ? undefined : new PersonRateLimit(options.perPerson),
     });
     this.#recorded = new RecordedIntake({ deps, maxInboundChars: options.maxInboundChars, identity: join });
     this.#recovery = new LeaseRecovery({

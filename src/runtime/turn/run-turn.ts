@@ -14,6 +14,7 @@ import { createFlowContext, type ModelFailures } from '../flow-context.js';
 import { answerWithPlan, shownMessageIds } from '../reply-plan/answer-with-plan.js';
 import { checkReply } from '../reply.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
+import { persistRateLimited, stoppedByRateLimit } from './persist-rate-limited.js';
 import { apologyText, persistBudgetNotice, persistFailure, persistReply, persistReset, usageOf } from './persist-reply.js';
 import { loadEarlierHistory, openTurn } from './turn-scope.js';
 
@@ -78,6 +79,8 @@ function apologise(scope: TurnScope): Promise<Answer> {
 async function answerTurn(scope: TurnScope): Promise<Answer> {
   const failures: ModelFailures = [];
   try {
+    // Messages a per-person rate limit stopped never reach a model.
+    if (stoppedByRateLimit(scope)) return await persistRateLimited(scope);
     // A reset trigger is answered by Palaver itself: no model call, no flow.
     if (isResetTrigger(scope.messages[scope.messages.length - 1]!.inbound.text, scope.deps.agent.resetTriggers)) return await persistReset(scope);
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.

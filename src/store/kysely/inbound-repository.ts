@@ -48,7 +48,16 @@ export class KyselyInboundRepository implements InboundRepository {
         await insertQuery.execute(this.#ctx.db, row);
         return {
           accepted: true as const,
-          record: toInboundRecord({ ...row, state: 'queued', attempts: 1, not_before: null, reply_message_id: null, reply_seq: null, answered_at: null }),
+          record: toInboundRecord({
+            ...row,
+            state: 'queued',
+            attempts: 1,
+            not_before: null,
+            reply_message_id: null,
+            reply_seq: null,
+            answered_at: null,
+            rate_limited: null,
+          }),
         };
       }
       const result = await this.#ctx.dialect
@@ -57,7 +66,16 @@ export class KyselyInboundRepository implements InboundRepository {
       if (result.numInsertedOrUpdatedRows === 1n) {
         return {
           accepted: true as const,
-          record: toInboundRecord({ ...row, state: 'queued', attempts: 1, not_before: null, reply_message_id: null, reply_seq: null, answered_at: null }),
+          record: toInboundRecord({
+            ...row,
+            state: 'queued',
+            attempts: 1,
+            not_before: null,
+            reply_message_id: null,
+            reply_seq: null,
+            answered_at: null,
+            rate_limited: null,
+          }),
         };
       }
       const existing = await this.#ctx.db
@@ -324,5 +342,6 @@ function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {
     replyMessageId: row.reply_message_id,
     replySeq: row.reply_seq === null ? null : Number(row.reply_seq),
     ...(row.attachments ? { attachments: parseAttachmentRefs(row.attachments) } : {}),
+    ...(row.rate_limited === 'notice' || row.rate_limited === 'silent' ? { rateLimited: row.rate_limited } : {}),
   };
 }

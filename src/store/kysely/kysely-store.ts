@@ -13,6 +13,7 @@ import { KyselyAdminActionRepository } from './admin-action-repository.js';
 import { KyselyDashboardSessionRepository } from './dashboard-session-repository.js';
 import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
+import { KyselyPersonRateRepository } from './person-rate-repository.js';
 import { KyselyInboundRepository } from './inbound-repository.js';
 import { KyselyAttachmentRepository } from './attachment-repository.js';
 import { KyselyMessageRepository } from './message-repository.js';
@@ -77,6 +78,7 @@ export class KyselyStore implements Store {
   readonly adminActions: KyselyAdminActionRepository;
   readonly dashboardSessions: KyselyDashboardSessionRepository;
   readonly spend: KyselySpendRepository;
+  readonly personRate: KyselyPersonRateRepository;
   readonly profiles: KyselyProfileRepository;
   readonly operators: KyselyOperatorQueries;
   readonly heartbeat: KyselyStore;
@@ -112,6 +114,7 @@ export class KyselyStore implements Store {
     this.adminActions = new KyselyAdminActionRepository(this.#ctx);
     this.dashboardSessions = new KyselyDashboardSessionRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);
+    this.personRate = new KyselyPersonRateRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);
     this.operators = new KyselyOperatorQueries(this.#ctx);
     this.heartbeat =

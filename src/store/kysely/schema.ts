@@ -36,6 +36,8 @@ export interface Database {
   readonly identity_events: IdentityEventsTable;
   readonly admin_actions: AdminActionsTable;
   readonly dashboard_sessions: DashboardSessionsTable;
+  readonly person_rate_hits: PersonRateHitsTable;
+  readonly person_rate_notices: PersonRateNoticesTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -253,6 +255,24 @@ export interface InboundMessagesTable {
   answered_at: ColumnType<number | string | null, number | null | undefined, number | null>;
   /** JSON of the message's attachment references (`AttachmentRef[]`); null when it has none. */
   attachments: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Set when a per-person rate limit stopped it (`notice` | `silent`): answered without the model. Null: not limited. */
+  rate_limited: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** Messages a per-person rate limit let through, by person and scope (see migration 0026). */
+export interface PersonRateHitsTable {
+  id: string;
+  user_id: string;
+  /** `*` for the limit of every channel, else the channel's name. */
+  scope: string;
+  at: EpochMillis;
+}
+
+/** Until when a person's "too many messages" notice holds, by scope (see migration 0026). */
+export interface PersonRateNoticesTable {
+  user_id: string;
+  scope: string;
+  noticed_until: EpochMillis;
 }
 
 /** Files attached to inbound messages, with their bytes (see migration 0025). */
