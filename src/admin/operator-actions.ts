@@ -127,6 +127,14 @@ export class OperatorActions {
     cache.forgetHistory(sessionId);
     const log = this.#options.logger.child({ correlationId, sessionId, actor: request.actor });
     log.info({ channel: channel.name, parts: parts.length }, 'message sent as the agent by an operator');
+    // A channel with live pages (the web) shows it there as a person's message, whole; the transcript has it too.
+    if (!channel.capabilities.offlineDelivery && channel.showOperatorEvent) {
+      channel.showOperatorEvent(
+        { conversationId: session.conversationId, sessionId },
+        { kind: 'message', messageId, text, operator: request.actor, at: new Date().toISOString() },
+      );
+      return { ok: true, value: { messageId, parts: parts.length, duplicate: false } };
+    }
     // Not awaited: the request is answered once the message is stored (202); the channel may ask to wait.
     void this.#deliver(channel, target, messageId, parts, stored.deliveries, log);
     return { ok: true, value: { messageId, parts: parts.length, duplicate: false } };
@@ -175,7 +183,7 @@ export class OperatorActions {
   }
 
   async #setPaused(sessionId: string, paused: boolean, request: OperatorRequest): Promise<AdminResult<PauseState>> {
-    return this.#options.store.transaction(async (tx): Promise<AdminResult<PauseState>> => {
+    const result = await this.#options.store.transaction(async (tx): Promise<AdminResult<PauseState & { readonly session: Session }>> => {
       const session = await tx.sessions.findById(sessionId);
       if (!session) return notFound(sessionId);
       const changed = await tx.sessions.setPaused(sessionId, paused);
@@ -184,8 +192,17 @@ export class OperatorActions {
         { sessionId, actor: request.actor, changed },
         paused ? 'conversation paused by an operator' : 'conversation resumed by an operator',
       );
-      return { ok: true, value: { sessionId, paused, changed } };
+      return { ok: true, value: { sessionId, paused, changed, session } };
     });
+    if (!result.ok) return result;
+    const { session, ...state } = result.value;
+    // Open pages show at once that a person answers now (or the agent again); after the commit, so a page that
+    // reads the state on this notice reads the new one.
+    if (state.changed)
+      this.#options.pipeline
+        .runningChannel(session.channel)
+        ?.showOperatorEvent?.({ conversationId: session.conversationId, sessionId }, { kind: 'paused', paused });
+    return { ok: true, value: state };
   }
 
   #audit(action: AdminActionKind, session: Session, request: OperatorRequest) {
