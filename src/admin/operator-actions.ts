@@ -64,8 +64,8 @@ export class OperatorActions {
    * Sends `text` into the conversation as the agent: stored as the agent's display message (`meta.operator` names
    * who wrote it), then delivered through the conversation's channel once. A channel that delivers offline
    * (Telegram) gets it through the outbox, stored with the message: a crash before it is sent leaves it to the next
-   * recovery round, which sends it. Any other channel is sent to directly, once: the web channel shows it in a run
-   * still open on the page, and otherwise the page shows it in the transcript it loads.
+   * recovery round, which sends it. A channel with live pages (`showOperatorEvent`: the web) shows it there as a
+   * person's message, and a page opened later shows it from the transcript; any other channel is sent to once.
    *
    * A second request with the same `idempotencyKey` sends nothing and answers as the first did (`duplicate: true`);
    * the key's audit row is written in the transaction of the message, so exactly one of two racing requests stores.

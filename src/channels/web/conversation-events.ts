@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_CLUSTER_MESSAGE_BYTES, type ClusterBus } from '../../domain/ports/cluster-bus.js';
+import { newId } from '../../domain/ids.js';
 import type { Logger } from '../../observability/logger.js';
 
 /** The bus topic a conversation's page events travel on between processes. */
@@ -23,7 +24,7 @@ const eventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('reply'), id: z.string().min(1), text: z.string() }),
   z.object({ type: z.literal('refresh') }),
 ]);
-const envelopeSchema = z.object({ v: z.literal(1), channel: z.string(), conversationId: z.string().min(1), event: z.unknown() });
+const envelopeSchema = z.object({ v: z.literal(1), channel: z.string(), origin: z.string().min(1), conversationId: z.string().min(1), event: z.unknown() });
 
 /** One open page of a conversation: what it is sent, and how to end it. */
 export interface ConversationWatcher {
@@ -50,6 +51,8 @@ export interface ConversationEventsOptions {
  * reads again) has everything that matters.
  */
 export class ConversationEvents {
+  /** This channel's id on the bus: its own messages come back to it and are skipped (it showed them already). */
+  readonly origin = newId();
   readonly #options: ConversationEventsOptions;
   readonly #watchers = new Map<string, Set<ConversationWatcher>>();
   readonly #byAccount = new Map<string, ConversationWatcher[]>();
@@ -62,7 +65,7 @@ export class ConversationEvents {
   /** Listens to the other processes' events, when there is a bus. */
   async start(): Promise<void> {
     const { bus } = this.#options;
-    if (bus) this.#unsubscribe = await bus.subscribe(CONVERSATION_TOPIC, (message, from) => from !== bus.processId && this.#receive(message));
+    if (bus) this.#unsubscribe = await bus.subscribe(CONVERSATION_TOPIC, (message) => this.#receive(message));
   }
 
   /** Stops listening and ends every open page (it reconnects to another process). Safe to call twice. */
@@ -96,7 +99,7 @@ export class ConversationEvents {
     this.#show(conversationId, event);
     const { bus, channel } = this.#options;
     if (!bus) return;
-    let message: Record<string, unknown> = { v: 1, channel, conversationId, event };
+    let message: Record<string, unknown> = { v: 1, channel, origin: this.origin, conversationId, event };
     // A long message does not fit one notification: the other processes' pages read it from the transcript.
     if (Buffer.byteLength(JSON.stringify(message)) > MAX_CLUSTER_MESSAGE_BYTES) message = { ...message, event: { type: 'refresh' } };
     bus.publish(CONVERSATION_TOPIC, message).catch((error: unknown) => {
@@ -115,6 +118,6 @@ export class ConversationEvents {
       this.#options.logger.warn('ignored a malformed conversation event from the cluster bus');
       return;
     }
-    if (envelope.data.channel === this.#options.channel) this.#show(envelope.data.conversationId, event.data);
+    if (envelope.data.channel === this.#options.channel && envelope.data.origin !== this.origin) this.#show(envelope.data.conversationId, event.data);
   }
 }
