@@ -859,8 +859,12 @@ export class WebChannel implements Channel {
     if (!account.ok) return json(account.status, account.code, account.message, guard.cors);
     let state: { readonly paused: boolean };
     try {
-      if (!context.conversationState) return json(404, 'not_found', 'This server shows no conversation events.', guard.cors);
-      state = await context.conversationState(account.accountId, id);
+      // A pipeline that cannot say whether it is paused still checks whose conversation it is (by its transcript).
+      if (context.conversationState) state = await context.conversationState(account.accountId, id);
+      else {
+        await context.transcript(account.accountId, id, { limit: 1 });
+        state = { paused: false };
+      }
     } catch (error) {
       return this.#refused(error, this.#logger, undefined, guard.cors);
     }
