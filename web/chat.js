@@ -25,6 +25,7 @@
   const newThread = document.getElementById('new-thread');
   const conversationList = document.getElementById('conversations');
   const typingLine = document.getElementById('typing');
+  const waitingLine = document.getElementById('waiting');
   const welcome = document.getElementById('welcome');
   const pendingList = document.getElementById('pending-files');
   const attachButton = document.getElementById('attach');
@@ -47,6 +48,16 @@
 
   let threadId = storage.get(THREAD_KEY) || startThread();
   let running = false;
+  /** An operator paused the agent in the open conversation: a person answers, the page does not wait for the agent. */
+  let paused = false;
+  /** The "Thinking…" line of the run under way, if any. */
+  let thinkingLine = null;
+  /** The open conversation's events stream (messages from a person, pause and resume): its thread and its abort. */
+  let watcher = null;
+  /** Events that wait for the run under way to end (a reply it may carry itself, a transcript to read again). */
+  let deferred = [];
+  /** Reply ids a run of this page showed: the same reply from the events stream is not shown twice. */
+  const shownReplies = new Set();
   /** The embedding site's user token: in memory only, sent as a header, never put in a URL or in storage. */
   let userToken = null;
   /** False while an embedding site that said it has a user token has not handed it over yet. */
@@ -69,6 +80,7 @@
     if (running) return;
     threadId = startThread();
     list.replaceChildren();
+    stopWatching();
     showError('');
     markCurrent();
     showWelcome();
@@ -80,6 +92,8 @@
    * (another user token), so a conversation the server does not list for them is left for a new one.
    */
   function begin(switched = false) {
+    // Another person may be talking now: the open events stream was theirs.
+    if (switched) stopWatching();
     // Only a conversation the server lists for this caller is fetched; a new thread has nothing stored yet.
     void refreshConversations().then((ids) => {
       if (ids.includes(threadId)) {
@@ -123,13 +137,20 @@
         return;
       }
       const body = await response.json();
+      if (id !== threadId) return;
       list.replaceChildren();
       for (const message of body.messages) {
-        const li = renderMessage(message.role, message.text, message.at);
+        const li =
+          typeof message.author === 'string'
+            ? renderOperatorMessage(message.id, message.author, message.text, message.at)
+            : renderMessage(message.role, message.text, message.at);
+        li.dataset.messageId = message.id;
         if (Array.isArray(message.attachments)) showStoredAttachments(li, id, message.attachments);
       }
+      setPaused(body.paused === true);
       showWelcome();
       scrollToEnd();
+      watch(id);
     } catch (error) {
       showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -154,6 +175,7 @@
           if (running || conversation.id === threadId) return;
           threadId = conversation.id;
           storage.set(THREAD_KEY, threadId);
+          stopWatching();
           showError('');
           markCurrent();
           void openThread(threadId);
@@ -198,8 +220,11 @@
     // The run id is this message's id for the agent: a reaction names it.
     userBubble.dataset.messageId = runId;
 
+    // While a person has the conversation the agent does not answer: the waiting line says so, not "Thinking…".
     const thinking = element('li', 'thinking', texts.thinking);
-    list.append(thinking);
+    thinking.dataset.testid = 'thinking';
+    if (!paused) list.append(thinking);
+    thinkingLine = thinking;
     scrollToEnd();
     const run = newRun(thinking);
     try {
@@ -233,10 +258,114 @@
       showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
     } finally {
       run.finish();
+      thinkingLine = null;
       setRunning(false);
       input.focus();
       void refreshConversations();
+      // The conversation is stored now: its page hears a person who steps in. Then what waited for the run.
+      watch(threadId);
+      for (const event of deferred.splice(0)) onConversationEvent(event);
     }
+  }
+
+  /**
+   * Listens to the open conversation's events (`conversations/events`) between runs: a person's (an operator's)
+   * messages, the agent paused or resumed, a reply no run of this page carried. Read with fetch, not EventSource, so
+   * the embedded chat can send its token header. A dropped stream is opened again, and the transcript read again in
+   * case something was missed; a conversation the server does not have yet (404) is left until its first message.
+   */
+  function watch(id) {
+    if (!ready || (watcher && watcher.id === id)) return;
+    stopWatching();
+    const abort = new AbortController();
+    const current = { id, abort };
+    watcher = current;
+    let attempt = 0;
+    const connect = async () => {
+      try {
+        const response = await api(`conversations/events?id=${encodeURIComponent(id)}`, { headers: { accept: 'text/event-stream' }, signal: abort.signal });
+        if (!response.ok || !response.body) {
+          if (watcher === current && (response.status === 404 || response.status === 403)) watcher = null;
+          else retry();
+          return;
+        }
+        const reconnected = attempt > 0;
+        attempt = 0;
+        await readEvents(response.body, (event) => {
+          if (watcher !== current || id !== threadId) return;
+          // Back after a drop: what was said meanwhile is in the transcript.
+          if (event.type === 'state' && reconnected) onConversationEvent({ type: 'refresh' });
+          onConversationEvent(event);
+        });
+        retry();
+      } catch {
+        retry();
+      }
+    };
+    const retry = () => {
+      if (watcher !== current || abort.signal.aborted) return;
+      attempt += 1;
+      setTimeout(() => void connect(), Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5)));
+    };
+    void connect();
+  }
+
+  function stopWatching() {
+    if (watcher) watcher.abort.abort();
+    watcher = null;
+    deferred = [];
+    setPaused(false);
+  }
+
+  /** One event of the open conversation's stream. */
+  function onConversationEvent(event) {
+    if (!event || typeof event !== 'object') return;
+    switch (event.type) {
+      case 'state':
+      case 'paused':
+        setPaused(event.paused === true);
+        break;
+      case 'operator_message': {
+        if (typeof event.id !== 'string' || typeof event.text !== 'string' || typeof event.author !== 'string') break;
+        if (shownMessage(event.id)) break;
+        hideWelcome();
+        const li = renderOperatorMessage(event.id, event.author, event.text, event.at);
+        // Above the run under way, whose answer follows.
+        if (thinkingLine && thinkingLine.isConnected) list.insertBefore(li, thinkingLine);
+        tellHost({ type: 'palaver:reply' });
+        scrollToEnd();
+        break;
+      }
+      case 'reply':
+        if (typeof event.id !== 'string' || typeof event.text !== 'string') break;
+        // The run under way may carry this very reply: decided once it ends.
+        if (running) deferred.push(event);
+        else if (!shownReplies.has(event.id) && !shownMessage(event.id)) {
+          hideWelcome();
+          renderMessage('assistant', event.text).dataset.messageId = event.id;
+          tellHost({ type: 'palaver:reply' });
+          scrollToEnd();
+        }
+        break;
+      case 'refresh':
+        if (running) deferred.push(event);
+        else void openThread(threadId);
+        break;
+    }
+  }
+
+  /** Whether a message with this server id is on the page already; compared as data, never put into a selector. */
+  function shownMessage(id) {
+    return Array.from(list.children).some((li) => li.dataset.messageId === id);
+  }
+
+  /** Shows whether a person has the conversation (the agent is paused): the waiting line instead of "Thinking…". */
+  function setPaused(value) {
+    paused = value;
+    if (paused && thinkingLine && thinkingLine.isConnected) thinkingLine.remove();
+    if (!waitingLine) return;
+    waitingLine.textContent = paused ? texts.waiting : '';
+    waitingLine.hidden = !paused;
   }
 
   /** The state of one run: open assistant bubbles and tool lines by id. */
@@ -319,6 +448,9 @@
           case 'RUN_FINISHED':
             run.ended = true;
             typing.hide();
+            if (event.result && typeof event.result.replyMessageId === 'string') shownReplies.add(event.result.replyMessageId);
+            // Stored and held: a person answers this one.
+            if (event.result && event.result.status === 'held') setPaused(true);
             break;
         }
         scrollToEnd();
@@ -424,6 +556,24 @@
       // Not JSON: fall through to the status line.
     }
     return `The server answered ${response.status} ${response.statusText}.`;
+  }
+
+  /**
+   * A person's (an operator's) message: named by the label the server chose, its text shown as plain text (never as
+   * HTML or Markdown).
+   */
+  function renderOperatorMessage(id, author, text, at) {
+    const li = element('li', 'message assistant operator', '');
+    li.dataset.testid = 'operator-message';
+    li.dataset.messageId = id;
+    const name = element('span', 'author', author);
+    name.dataset.testid = 'operator-author';
+    const body = element('span', 'text', text);
+    body.dataset.testid = 'operator-text';
+    li.append(name, body);
+    stamp(li, at);
+    list.append(li);
+    return li;
   }
 
   function renderMessage(role, text, at) {

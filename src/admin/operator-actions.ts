@@ -64,8 +64,8 @@ export class OperatorActions {
    * Sends `text` into the conversation as the agent: stored as the agent's display message (`meta.operator` names
    * who wrote it), then delivered through the conversation's channel once. A channel that delivers offline
    * (Telegram) gets it through the outbox, stored with the message: a crash before it is sent leaves it to the next
-   * recovery round, which sends it. Any other channel is sent to directly, once: the web channel shows it in a run
-   * still open on the page, and otherwise the page shows it in the transcript it loads.
+   * recovery round, which sends it. A channel with live pages (`showOperatorEvent`: the web) shows it there as a
+   * person's message, and a page opened later shows it from the transcript; any other channel is sent to once.
    *
    * A second request with the same `idempotencyKey` sends nothing and answers as the first did (`duplicate: true`);
    * the key's audit row is written in the transaction of the message, so exactly one of two racing requests stores.
@@ -127,6 +127,14 @@ export class OperatorActions {
     cache.forgetHistory(sessionId);
     const log = this.#options.logger.child({ correlationId, sessionId, actor: request.actor });
     log.info({ channel: channel.name, parts: parts.length }, 'message sent as the agent by an operator');
+    // A channel with live pages (the web) shows it there as a person's message, whole; the transcript has it too.
+    if (!channel.capabilities.offlineDelivery && channel.showOperatorEvent) {
+      channel.showOperatorEvent(
+        { conversationId: session.conversationId, sessionId },
+        { kind: 'message', messageId, text, operator: request.actor, at: new Date().toISOString() },
+      );
+      return { ok: true, value: { messageId, parts: parts.length, duplicate: false } };
+    }
     // Not awaited: the request is answered once the message is stored (202); the channel may ask to wait.
     void this.#deliver(channel, target, messageId, parts, stored.deliveries, log);
     return { ok: true, value: { messageId, parts: parts.length, duplicate: false } };
@@ -175,7 +183,7 @@ export class OperatorActions {
   }
 
   async #setPaused(sessionId: string, paused: boolean, request: OperatorRequest): Promise<AdminResult<PauseState>> {
-    return this.#options.store.transaction(async (tx): Promise<AdminResult<PauseState>> => {
+    const result = await this.#options.store.transaction(async (tx): Promise<AdminResult<PauseState & { readonly session: Session }>> => {
       const session = await tx.sessions.findById(sessionId);
       if (!session) return notFound(sessionId);
       const changed = await tx.sessions.setPaused(sessionId, paused);
@@ -184,8 +192,17 @@ export class OperatorActions {
         { sessionId, actor: request.actor, changed },
         paused ? 'conversation paused by an operator' : 'conversation resumed by an operator',
       );
-      return { ok: true, value: { sessionId, paused, changed } };
+      return { ok: true, value: { sessionId, paused, changed, session } };
     });
+    if (!result.ok) return result;
+    const { session, ...state } = result.value;
+    // Open pages show at once that a person answers now (or the agent again); after the commit, so a page that
+    // reads the state on this notice reads the new one.
+    if (state.changed)
+      this.#options.pipeline
+        .runningChannel(session.channel)
+        ?.showOperatorEvent?.({ conversationId: session.conversationId, sessionId }, { kind: 'paused', paused });
+    return { ok: true, value: state };
   }
 
   #audit(action: AdminActionKind, session: Session, request: OperatorRequest) {

@@ -132,11 +132,7 @@ export function readCorrelationHeader(value: string | undefined): string | undef
   return value !== undefined && /^[\w.:-]{1,128}$/.test(value) ? value : undefined;
 }
 
-/** The first language tag of an `Accept-Language` header (`de-CH,de;q=0.9` → `de-CH`), if it is well formed. */
-export function readLanguageHint(acceptLanguage: string | undefined): string | undefined {
-  const first = acceptLanguage?.split(',')[0]?.split(';')[0]?.trim();
-  return first !== undefined && /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/.test(first) ? first : undefined;
-}
+export { readLanguageHint } from './localised-text.js';
 
 type UserContent = Extract<RunAgentInput['messages'][number], { role: 'user' }>['content'];
 

@@ -306,6 +306,20 @@ export class AguiTranslator {
     return out;
   }
 
+  /**
+   * Events that end a run whose message was stored and is held: an operator paused the agent in the conversation, a
+   * person answers. RUN_FINISHED with status `held`; the page shows that a person will answer.
+   */
+  held(ids: AguiRunIds): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, ids);
+    this.#ended = true;
+    const result = { correlationId: ids.correlationId, ...(ids.sessionId === undefined ? {} : { sessionId: ids.sessionId }), status: 'held' };
+    out.push({ type: EventType.RUN_FINISHED, threadId: this.#run.threadId, runId: this.#run.runId, result });
+    return out;
+  }
+
   /** Events that end a run whose run id was seen before: an empty run, finished with status `duplicate`. */
   duplicate(correlationId: string): AGUIEvent[] {
     if (this.#ended) return [];

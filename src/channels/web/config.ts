@@ -101,6 +101,13 @@ export const webConfigSchema = z
         maxUploadsPerAddress: z.number().int().min(1).max(100).default(2),
       })
       .prefault({}),
+    /**
+     * How the page names an operator who writes in a conversation (through the admin API): one text or one per
+     * language. Default: "Support team" in the person's language.
+     */
+    operatorName: localisedSchema(z.string().trim().min(1).max(80)).optional(),
+    /** Show the operator's own name (as the audit names them, `X-Palaver-Actor`) instead of `operatorName`. */
+    showOperatorNames: z.boolean().default(false),
     /** The chat on other sites: the widget (`/widget.js`) and its frame (`/embed`). */
     embed: z
       .strictObject({

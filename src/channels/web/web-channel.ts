@@ -7,6 +7,8 @@ import type {
   ChannelContext,
   ChannelRoute,
   InboundMessage,
+  OperatorEvent,
+  OperatorEventTarget,
   ReplyTarget,
   SendOptions,
   SentPart,
@@ -30,6 +32,9 @@ import { UploadPermits, type UploadTicket } from './upload-permits.js';
 import type { AttachmentRules } from './attachment-check.js';
 import type { Localised } from './chat-page.js';
 import { systemText } from '../../i18n/index.js';
+import { ConversationEvents } from './conversation-events.js';
+import { ConversationEventStream } from './conversation-event-stream.js';
+import { localisedText, readLanguageHint } from './localised-text.js';
 
 export interface WebChannelOptions {
   /** Longest accepted user text, in characters (`limits.maxInboundChars`); longer → 400 `message_too_long`. */
@@ -99,6 +104,13 @@ export interface WebChannelOptions {
   readonly limits?: Partial<VisitorLimitOptions> | undefined;
   /** `agent.language`: the language of a refusal when the browser names none Palaver speaks. */
   readonly language?: string | undefined;
+  /**
+   * `channels.web.operatorName`: how the page names an operator who writes in a conversation; one text or one per
+   * language. Default: "Support team" in the person's language.
+   */
+  readonly operatorName?: Localised<string> | undefined;
+  /** `channels.web.showOperatorNames`: show the operator's own name (as the audit names them) instead. Default false. */
+  readonly showOperatorNames?: boolean | undefined;
   /** The clock of the new-conversation window (tests). Default `Date.now`. */
   readonly now?: () => number;
 }
@@ -207,6 +219,8 @@ export class WebChannel implements Channel {
   /** Relays turn events to and from the other processes, when a bus was given. */
   #relay: ReplyRelay | undefined;
   #relayedParts = 0;
+  /** The pages open on each conversation outside runs (`GET /conversations/events`), here and, with a bus, elsewhere. */
+  readonly #events: ConversationEvents;
 
   /**
    * @throws PalaverError `web_assets_missing` when the chat page's files cannot be read; `cookie_secret_unreadable`
@@ -231,6 +245,7 @@ export class WebChannel implements Channel {
     this.#limits = new VisitorLimits({ ...DEFAULT_VISITOR_LIMITS, ...options.limits }, options.now);
     this.#attachments = options.attachments?.enabled ? options.attachments : undefined;
     this.#addressBytes = new AddressByteWindow(this.#attachments?.maxBytesPerHourPerAddress ?? 0, options.now);
+    this.#events = new ConversationEvents({ channel: this.name, bus: options.bus, logger: this.#logger });
     this.#uploads = new UploadPermits(this.#attachments?.maxUploadsAtOnce ?? 8, this.#attachments?.maxUploadsPerAddress ?? 2);
     // Files travel in the body as base64 (4 characters per 3 bytes): the body may be as large as they can be.
     const fileBodyBytes = this.#attachments ? Math.ceil((this.#attachments.maxFilesPerMessage * this.#attachments.maxFileBytes) / 3) * 4 : 0;
@@ -246,8 +261,9 @@ export class WebChannel implements Channel {
       { method: 'GET', path: '/conversations', access: 'public', handle: (request, info) => this.#conversations(request, info.remoteAddress) },
       { method: 'GET', path: '/conversations/messages', access: 'public', handle: (request, info) => this.#transcript(request, info.remoteAddress) },
       { method: 'GET', path: '/conversations/attachment', access: 'public', handle: (request, info) => this.#attachment(request, info.remoteAddress) },
+      { method: 'GET', path: '/conversations/events', access: 'public', handle: (request, info) => this.#watch(request, info.remoteAddress) },
       // CORS preflights, answered only for the configured origins.
-      ...['/agui', '/conversations', '/conversations/messages', '/conversations/attachment'].map(
+      ...['/agui', '/conversations', '/conversations/messages', '/conversations/attachment', '/conversations/events'].map(
         (path): ChannelRoute => ({ method: 'OPTIONS', path, access: 'public', handle: preflight }),
       ),
     ];
@@ -287,11 +303,30 @@ export class WebChannel implements Channel {
       });
       this.#relay = relay;
     }
+    await this.#events.start();
   }
 
-  /** Refuses new runs (503 `channel_stopped`); runs already streaming still get their replies. Safe to call twice. */
+  /**
+   * Refuses new runs (503 `channel_stopped`); runs already streaming still get their replies. Open pages' event
+   * streams end (a page reconnects, to another process). Safe to call twice.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
+    await this.#events.stop();
+  }
+
+  /**
+   * Shows an operator's act on the conversation's open pages, here and in the other processes: a message as a
+   * person's (named by `operatorName`, or the operator's own name with `showOperatorNames`), or a pause ("a person
+   * will answer here") and a resume. A page not open shows the message from the transcript when it loads.
+   */
+  showOperatorEvent(conversation: OperatorEventTarget, event: OperatorEvent): void {
+    this.#events.publish(
+      conversation.conversationId,
+      event.kind === 'paused'
+        ? { type: 'paused', paused: event.paused }
+        : { type: 'operator_message', id: event.messageId, text: event.text, operator: event.operator, at: event.at },
+    );
   }
 
   /** Streams the turn's progress to the open run; with a bus and no run open here, to the other processes. */
@@ -362,6 +397,11 @@ export class WebChannel implements Channel {
   settle(target: ReplyTarget, end: TurnEnd): void {
     const settled: SettledTurn = end.kind === 'answered' ? { kind: 'answered', outcome: end.outcome } : end;
     const answeredIn = this.#settleStreams(target, settled);
+    // No run here carried the reply (the message was held while paused and answered on resume, or its page left):
+    // open pages of the conversation show it. A page whose run in another process showed it knows its id.
+    if (end.kind === 'answered' && answeredIn === undefined && end.outcome.reply !== '') {
+      this.#events.publish(target.conversationId, { type: 'reply', id: end.outcome.replyMessageId, text: end.outcome.reply });
+    }
     if (!this.#relay) return;
     const relayedEnd =
       end.kind === 'answered'
@@ -687,7 +727,12 @@ export class WebChannel implements Channel {
     if (acceptance.status === 'duplicate') undoBytes();
     // A retry of a left run whose message had been dropped was accepted afresh: its turn streams here.
     if (acceptance.status === 'accepted' && retryOfLeftRun) register(true);
-    if (acceptance.status === 'accepted') {
+    if (acceptance.status === 'accepted' && (await this.#paused(context, account.accountId, threadId, log))) {
+      // An operator paused the agent: the message is stored and held, a person answers (on the conversation's events).
+      // The run ends now, so the page is not left waiting and the person may write more.
+      log.info({ correlationId: acceptance.correlationId }, 'web run ended: the conversation is paused, its message is held for a person');
+      stream.write(stream.translator.held({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
+    } else if (acceptance.status === 'accepted') {
       stream.write(stream.translator.start({ correlationId: acceptance.correlationId, sessionId: acceptance.sessionId }));
     } else if (attached) {
       // This stream took the place of the run whose client left: the turn still running streams its reply here
@@ -735,16 +780,19 @@ export class WebChannel implements Channel {
     if (!account.ok) return json(account.status, account.code, account.message, guard.cors);
     try {
       const entries = await context.transcript(account.accountId, id, { limit: 200 });
+      const paused = context.conversationState ? (await context.conversationState(account.accountId, id)).paused : false;
+      const languageHint = readLanguageHint(request.headers.get('accept-language') ?? undefined);
       const messages = entries.map((m) => ({
         id: m.id,
         role: m.role,
         text: m.text,
         at: m.at.toISOString(),
+        ...(m.operator === undefined ? {} : { author: this.#operatorLabel(m.operator, languageHint) }),
         ...(m.attachments === undefined
           ? {}
           : { attachments: m.attachments.map(({ id, kind, mimeType, name, size }) => ({ id, kind, mimeType, name, size })) }),
       }));
-      return Response.json({ conversationId: id, messages }, { status: 200, headers: { ...guard.cors, 'cache-control': 'no-store' } });
+      return Response.json({ conversationId: id, paused, messages }, { status: 200, headers: { ...guard.cors, 'cache-control': 'no-store' } });
     } catch (error) {
       return this.#refused(error, this.#logger, undefined, guard.cors);
     }
@@ -789,6 +837,67 @@ export class WebChannel implements Channel {
     } catch (error) {
       return this.#refused(error, this.#logger, undefined, guard.cors);
     }
+  }
+
+  /**
+   * `GET /conversations/events?id=<threadId>`: the caller's open page of one of their conversations, as server-sent
+   * events outside any run (see `PageEvent`): first `state` (paused or not), then an operator's messages, pauses and
+   * resumes, and replies no run of the page carried. Checked as `/conversations/messages` (a conversation not stored
+   * yet is 404: the page opens it after its first message).
+   */
+  async #watch(request: Request, remoteAddress: string | undefined): Promise<Response> {
+    const context = this.#context;
+    if (!context || this.#stopped) return json(503, 'channel_stopped', 'The web channel is not running; try again shortly.');
+    const guard = this.#guard.check(request, 'read');
+    if (!guard.ok) return errorResponse(guard);
+    const url = new URL(request.url);
+    const id = url.searchParams.get('id') ?? '';
+    if (id === '' || id.length > MAX_ID_CHARS || badTextReason(id) !== undefined) {
+      return json(400, 'invalid_input', `Name the conversation as ?id=<thread id> (1 to ${MAX_ID_CHARS} characters, no NUL or lone surrogates).`, guard.cors);
+    }
+    const account = await this.#account(request, remoteAddress, url.searchParams.get('userId') ?? undefined, id);
+    if (!account.ok) return json(account.status, account.code, account.message, guard.cors);
+    let state: { readonly paused: boolean };
+    try {
+      // A pipeline that cannot say whether it is paused still checks whose conversation it is (by its transcript).
+      if (context.conversationState) state = await context.conversationState(account.accountId, id);
+      else {
+        await context.transcript(account.accountId, id, { limit: 1 });
+        state = { paused: false };
+      }
+    } catch (error) {
+      return this.#refused(error, this.#logger, undefined, guard.cors);
+    }
+    const languageHint = readLanguageHint(request.headers.get('accept-language') ?? undefined);
+    const stream = new ConversationEventStream({
+      accountId: account.accountId,
+      signal: request.signal,
+      keepAliveMs: this.#options.keepAliveMs ?? 15_000,
+      authorOf: (operator) => this.#operatorLabel(operator, languageHint),
+    });
+    stream.onClose(this.#events.watch(id, stream));
+    stream.send({ type: 'state', paused: state.paused });
+    return new Response(stream.body, { status: 200, headers: { ...SSE_HEADERS, ...guard.cors } });
+  }
+
+  /** Whether the conversation is paused now; a failed read says no (the run then waits as any other). */
+  async #paused(context: ChannelContext, accountId: string, conversationId: string, log: Logger): Promise<boolean> {
+    if (!context.conversationState) return false;
+    try {
+      return (await context.conversationState(accountId, conversationId)).paused;
+    } catch (error) {
+      log.warn({ err: error }, 'could not read whether the conversation is paused; the run waits for its turn');
+      return false;
+    }
+  }
+
+  /** How the page names an operator: their own name (`showOperatorNames`), else `operatorName`, else "Support team". */
+  #operatorLabel(operator: string, languageHint: string | undefined): string {
+    if (this.#options.showOperatorNames && operator !== 'admin') return operator;
+    return (
+      localisedText(this.#options.operatorName, languageHint, this.#options.language) ??
+      systemText(languageHint, 'web.operatorTeam', undefined, this.#options.language)
+    );
   }
 
   /**

@@ -81,6 +81,14 @@ export interface TranscriptEntry {
   readonly at: Date;
   /** Files the person attached (read with `ChannelContext.attachment`). */
   readonly attachments?: readonly AttachmentRef[];
+  /** The operator who wrote it (a person stepping in through the admin API), as the audit names them. */
+  readonly operator?: string;
+}
+
+/** What a page shows of a conversation besides its messages. */
+export interface ConversationState {
+  /** An operator paused the agent here: a person will answer, the agent does not. */
+  readonly paused: boolean;
 }
 
 /** How the client that sent a message may still change what happens to it. */
@@ -140,6 +148,12 @@ export interface ChannelContext {
    * @throws ChannelError `forbidden` / `not_found` as `transcript`.
    */
   attachment(accountId: string, conversationId: string, attachmentId: string): Promise<StoredAttachment | undefined>;
+  /**
+   * Whether an operator paused the agent in one of the account's conversations (read afresh from the store).
+   * Optional: a context that cannot say leaves it out.
+   * @throws ChannelError `forbidden` / `not_found` as `transcript`.
+   */
+  conversationState?(accountId: string, conversationId: string): Promise<ConversationState>;
   /**
    * The language Palaver's own texts to `accountId` are written in (a greeting, a confirmation, a refusal the channel
    * sends itself): the interface language of the person's profile, else `hint` (the channel's own guess, such as
@@ -355,4 +369,25 @@ export interface Channel {
    * (an SSE run) ends it here.
    */
   settle?(target: ReplyTarget, end: TurnEnd): void;
+  /**
+   * An operator acted in a conversation of this channel (see `OperatorEvent`): a channel whose pages hold a live
+   * connection shows it there at once. With this member, a message an operator writes reaches the channel here
+   * instead of through `send` (it is stored already; a page that is not open shows it from the transcript), unless
+   * the channel delivers offline (the outbox). Must not throw.
+   */
+  showOperatorEvent?(conversation: OperatorEventTarget, event: OperatorEvent): void;
 }
+
+/** The conversation an operator acted in. */
+export interface OperatorEventTarget {
+  readonly conversationId: string;
+  readonly sessionId: string;
+}
+
+/**
+ * What an operator did that the person sees at once: wrote a message (stored as the agent's, `operator` names who
+ * wrote it), or paused / resumed the agent.
+ */
+export type OperatorEvent =
+  | { readonly kind: 'message'; readonly messageId: string; readonly text: string; readonly operator: string; readonly at: string }
+  | { readonly kind: 'paused'; readonly paused: boolean };

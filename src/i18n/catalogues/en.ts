@@ -15,6 +15,7 @@ export const en = {
   'web.attachmentsQuota': 'You have sent as many files as this chat can keep for you. Please send text, or ask the team to help you another way.',
   'web.attachmentBytesFromAddress': 'Too many files were sent from your network in the last hour. Please try again later.',
   'web.tooManyConversations': 'You have started many new conversations in a short time. Please continue an earlier one, or try again later.',
+  'web.operatorTeam': 'Support team',
   'inbound.tooLong': 'Sorry, that message is too long for me. Could you send it in shorter parts?',
   'inbound.unreadable': 'Sorry, I could not read that message. Could you send it as plain text?',
   'identity.sharePhone': 'Please share your phone number so that I can recognise you.',

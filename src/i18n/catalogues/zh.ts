@@ -12,6 +12,7 @@ export const zh: Catalogue = {
   'web.attachmentsQuota': '你发送的文件已达到本聊天可为你保存的上限。请改用文字，或请团队以其他方式协助。',
   'web.attachmentBytesFromAddress': '过去一小时内从你所在的网络发送的文件过多，请稍后再试。',
   'web.tooManyConversations': '你在短时间内开始了太多新对话。请继续之前的对话，或稍后再试。',
+  'web.operatorTeam': '客服团队',
   'inbound.tooLong': '抱歉，这条消息对我来说太长了。请分成几条较短的消息发送。',
   'inbound.unreadable': '抱歉，我无法读取这条消息。请用纯文本发送。',
   'identity.sharePhone': '请分享你的手机号码，以便我识别你。',

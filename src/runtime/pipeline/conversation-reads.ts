@@ -2,7 +2,7 @@ import { ChannelError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { readAttachmentRefs } from '../../domain/attachments.js';
 import type { AttachmentRef, InboundRecord, Session, StoredAttachment } from '../../domain/model.js';
-import type { Channel, ConversationSummary, StoredReply, TranscriptEntry } from '../../domain/ports/channel.js';
+import type { Channel, ConversationState, ConversationSummary, StoredReply, TranscriptEntry } from '../../domain/ports/channel.js';
 import { writtenAt } from '../context/message-time-label.js';
 import { resetUserState } from '../context/reset.js';
 import { updateUserState } from '../context/user-state-update.js';
@@ -65,6 +65,7 @@ export class ConversationReads {
                 text: message.content,
                 at: writtenAt(message),
                 ...withAttachments(readAttachmentRefs(message.meta?.['attachments'])),
+                ...operatorOf(message.meta),
               },
             ]
           : [],
@@ -74,6 +75,12 @@ export class ConversationReads {
         (record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt, ...withAttachments(record.attachments) }),
       ),
     ];
+  }
+
+  /** See `ChannelContext.conversationState`: only of a conversation the account owns. */
+  async conversationState(channel: Channel, accountId: string, conversationId: string): Promise<ConversationState> {
+    const session = await this.#ownSession(channel, accountId, conversationId);
+    return { paused: session.pausedAt !== null };
   }
 
   /** See `ChannelContext.attachment`: only a file of a conversation the account owns. */
@@ -121,4 +128,10 @@ export class ConversationReads {
 
 function withAttachments(refs: readonly AttachmentRef[] | undefined): { attachments?: readonly AttachmentRef[] } {
   return refs === undefined || refs.length === 0 ? {} : { attachments: refs };
+}
+
+/** Who wrote an operator's message (`meta.operator`, set by the admin API's send as the agent). */
+function operatorOf(meta: Readonly<Record<string, unknown>> | null | undefined): { operator?: string } {
+  const operator = meta?.['operator'];
+  return typeof operator === 'string' && operator !== '' ? { operator } : {};
 }

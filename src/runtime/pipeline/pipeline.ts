@@ -148,6 +148,7 @@ export class Pipeline {
       reset: (accountId, conversationId) => this.#reads.reset(channel, accountId, conversationId),
       storedReply: (accountId, conversationId, dedupeKey) => this.#reads.storedReplyTo(channel, accountId, conversationId, dedupeKey),
       attachment: (accountId, conversationId, attachmentId) => this.#reads.attachment(channel, accountId, conversationId, attachmentId),
+      conversationState: (accountId, conversationId) => this.#reads.conversationState(channel, accountId, conversationId),
       interfaceLanguage: (accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
       record: (conversation, entries) => this.record(channel, conversation, entries),
       state: {
