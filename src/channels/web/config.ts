@@ -132,6 +132,8 @@ export const webConfigSchema = z
         newConversationsPerHourPerVisitor: z.number().int().min(1).max(100_000).default(20),
         /** New conversations all callers from one address may start in an hour; 0: no limit. */
         newConversationsPerHourPerAddress: z.number().int().min(0).max(1_000_000).default(100),
+        /** Chat pages all callers from one address may hold open between runs (`/conversations/events`); 0: no limit. */
+        openPagesPerAddress: z.number().int().min(0).max(100_000).default(32),
       })
       .prefault({}),
   })

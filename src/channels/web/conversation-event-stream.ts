@@ -8,6 +8,8 @@ export type PageEvent =
 
 export interface ConversationEventStreamOptions {
   readonly accountId: string;
+  /** The client's address, for the cap on pages open per address. */
+  readonly address?: string | undefined;
   /** The request's signal: the page went away. */
   readonly signal: AbortSignal;
   readonly keepAliveMs: number;
@@ -23,6 +25,7 @@ const textEncoder = new TextEncoder();
  */
 export class ConversationEventStream implements ConversationWatcher {
   readonly accountId: string;
+  readonly address: string | undefined;
   readonly body: ReadableStream<Uint8Array>;
   #controller!: ReadableStreamDefaultController<Uint8Array>;
   #open = true;
@@ -33,6 +36,7 @@ export class ConversationEventStream implements ConversationWatcher {
   constructor(options: ConversationEventStreamOptions) {
     this.#options = options;
     this.accountId = options.accountId;
+    this.address = options.address;
     this.body = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.#controller = controller;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MAX_CLUSTER_MESSAGE_BYTES, type ClusterBus } from '../../domain/ports/cluster-bus.js';
 import { newId } from '../../domain/ids.js';
 import type { Logger } from '../../observability/logger.js';
+import { addressGroup } from '../../platform/address-group.js';
 
 /** The bus topic a conversation's page events travel on between processes. */
 export const CONVERSATION_TOPIC = 'web_conversation';
@@ -29,6 +30,8 @@ const envelopeSchema = z.object({ v: z.literal(1), channel: z.string(), origin: 
 /** One open page of a conversation: what it is sent, and how to end it. */
 export interface ConversationWatcher {
   readonly accountId: string;
+  /** The client's address (grouped as the visitor limits group it), when the server knows it. */
+  readonly address?: string | undefined;
   send(event: ConversationEvent): void;
   close(): void;
 }
@@ -41,6 +44,11 @@ export interface ConversationEventsOptions {
   readonly logger: Logger;
   /** Pages one account may hold open at once; a newer one ends the oldest. Default 4. */
   readonly maxPerAccount?: number;
+  /**
+   * Pages all callers of one address may hold open at once; past it a new one is refused (a visitor cookie costs
+   * nothing, so the cap per account alone bounds nothing). Default 32; 0: no limit.
+   */
+  readonly maxPerAddress?: number;
 }
 
 /**
@@ -56,6 +64,7 @@ export class ConversationEvents {
   readonly #options: ConversationEventsOptions;
   readonly #watchers = new Map<string, Set<ConversationWatcher>>();
   readonly #byAccount = new Map<string, ConversationWatcher[]>();
+  readonly #byAddress = new Map<string, number>();
   #unsubscribe: (() => Promise<void>) | undefined;
 
   constructor(options: ConversationEventsOptions) {
@@ -76,8 +85,17 @@ export class ConversationEvents {
     await unsubscribe?.().catch(() => undefined);
   }
 
+  /** Whether another page may be opened from `address` (see `maxPerAddress`). */
+  hasRoomFor(address: string | undefined): boolean {
+    const max = this.#options.maxPerAddress ?? 32;
+    if (address === undefined || max === 0) return true;
+    return (this.#byAddress.get(addressGroup(address)) ?? 0) < max;
+  }
+
   /** Adds an open page of `conversationId`; returns the function that removes it. The account's oldest page past the cap ends. */
   watch(conversationId: string, watcher: ConversationWatcher): () => void {
+    const address = watcher.address === undefined ? undefined : addressGroup(watcher.address);
+    if (address !== undefined) this.#byAddress.set(address, (this.#byAddress.get(address) ?? 0) + 1);
     let set = this.#watchers.get(conversationId);
     if (!set) this.#watchers.set(conversationId, (set = new Set()));
     set.add(watcher);
@@ -85,7 +103,15 @@ export class ConversationEvents {
     mine.push(watcher);
     this.#byAccount.set(watcher.accountId, mine);
     if (mine.length > (this.#options.maxPerAccount ?? 4)) mine[0]?.close();
+    let removed = false;
     return () => {
+      if (removed) return;
+      removed = true;
+      if (address !== undefined) {
+        const left = (this.#byAddress.get(address) ?? 1) - 1;
+        if (left <= 0) this.#byAddress.delete(address);
+        else this.#byAddress.set(address, left);
+      }
       set.delete(watcher);
       if (set.size === 0 && this.#watchers.get(conversationId) === set) this.#watchers.delete(conversationId);
       const left = (this.#byAccount.get(watcher.accountId) ?? []).filter((other) => other !== watcher);

@@ -10,6 +10,8 @@ export interface VisitorLimitOptions {
   readonly newConversationsPerHourPerVisitor: number;
   /** New conversations all browser callers from one address may start in an hour; 0: no limit. */
   readonly newConversationsPerHourPerAddress: number;
+  /** Chat pages all callers from one address may hold open between runs; 0: no limit (see ConversationEvents). */
+  readonly openPagesPerAddress?: number | undefined;
 }
 
 export const DEFAULT_VISITOR_LIMITS: VisitorLimitOptions = {

@@ -245,7 +245,12 @@ export class WebChannel implements Channel {
     this.#limits = new VisitorLimits({ ...DEFAULT_VISITOR_LIMITS, ...options.limits }, options.now);
     this.#attachments = options.attachments?.enabled ? options.attachments : undefined;
     this.#addressBytes = new AddressByteWindow(this.#attachments?.maxBytesPerHourPerAddress ?? 0, options.now);
-    this.#events = new ConversationEvents({ channel: this.name, bus: options.bus, logger: this.#logger });
+    this.#events = new ConversationEvents({
+      channel: this.name,
+      bus: options.bus,
+      logger: this.#logger,
+      ...(options.limits?.openPagesPerAddress === undefined ? {} : { maxPerAddress: options.limits.openPagesPerAddress }),
+    });
     this.#uploads = new UploadPermits(this.#attachments?.maxUploadsAtOnce ?? 8, this.#attachments?.maxUploadsPerAddress ?? 2);
     // Files travel in the body as base64 (4 characters per 3 bytes): the body may be as large as they can be.
     const fileBodyBytes = this.#attachments ? Math.ceil((this.#attachments.maxFilesPerMessage * this.#attachments.maxFileBytes) / 3) * 4 : 0;
@@ -869,8 +874,12 @@ export class WebChannel implements Channel {
       return this.#refused(error, this.#logger, undefined, guard.cors);
     }
     const languageHint = readLanguageHint(request.headers.get('accept-language') ?? undefined);
+    if (!this.#events.hasRoomFor(remoteAddress)) {
+      return json(429, 'too_many_streams', 'Too many chat pages are open from this address; close some and try again.', { ...guard.cors, 'retry-after': '30' });
+    }
     const stream = new ConversationEventStream({
       accountId: account.accountId,
+      address: remoteAddress,
       signal: request.signal,
       keepAliveMs: this.#options.keepAliveMs ?? 15_000,
       authorOf: (operator) => this.#operatorLabel(operator, languageHint),
