@@ -283,6 +283,8 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
     await store.close();
     throw error;
   });
+  const billing = createBilling(config, logger);
+  const now = options.now ?? (() => new Date());
   const pipeline = new Pipeline(
     {
       store,
@@ -293,6 +295,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
           ? agentFlow.flow
           : withFocus(agentFlow.flow, focusSettings(config.focus, [...moduleTools, ...(options.tools ?? [])]), store.focus, {
               onLoadFailed: (entity) => metrics.focusLoadFailures.inc({ entity }),
+              ...(options.observer?.focus ? { onLoaded: options.observer.focus.bind(options.observer) } : {}),
             }),
       tools,
       // Cross-cutting work around every model and tool call, in one place; the first wrapper is the outermost.
@@ -303,7 +306,13 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
           countModelCalls(metrics),
           limitModelCalls(pLimit(config.limits.maxConcurrentModelCalls)),
           timeModelCalls(metrics),
-          ...(options.observer ? [observeModelCalls(options.observer)] : []),
+          ...(options.observer
+            ? [
+                observeModelCalls(options.observer, ({ model, usage, responseId }) =>
+                  billing.usdCostOf({ model, usage, responseId, fallback: false, path: 'observed' }, now()),
+                ),
+              ]
+            : []),
           storableModelOutput(config.tools.maxResultChars),
         ],
         ({ provider, request }) => provider.complete(request),
@@ -338,12 +347,12 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
       },
       replies: replySettings(config),
       profiles,
-      billing: createBilling(config, logger),
+      billing,
       budgets: budgetSettings(config),
       cache,
       logger,
       metrics,
-      now: options.now ?? (() => new Date()),
+      now,
     },
     identity,
     {

@@ -122,7 +122,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   };
 
   const app = new Hono();
-  app.route('/dev', playgroundRoutes({ recorder, store: () => current?.palaver.store }));
+  app.route('/dev', playgroundRoutes({ recorder, agent: () => current?.palaver }));
   app.all('*', (c) => {
     const agent = current;
     if (agent === undefined) return c.text('The agent is restarting or stopped: see the palaver dev terminal.', 503, { 'retry-after': '1' });

@@ -1,4 +1,4 @@
-import type { CallObserver, ObservedModelCall, ObservedToolCall } from '../runtime/call-observer.js';
+import type { CallObserver, ObservedFocus, ObservedModelCall, ObservedToolCall } from '../runtime/call-observer.js';
 
 /** A model call as the playground shows it. */
 export interface RecordedModelCall {
@@ -16,6 +16,8 @@ export interface RecordedModelCall {
   readonly toolCalls?: readonly { readonly name: string; readonly arguments: string }[];
   readonly usage?: { readonly inputTokens: number; readonly outputTokens: number; readonly cachedInputTokens?: number };
   readonly answeredBy?: string;
+  /** Exact USD cost, as the turn bills it (see {@link ObservedModelCall.usdCost}). */
+  readonly usdCost?: string;
   readonly error?: string;
 }
 
@@ -32,6 +34,14 @@ export interface RecordedToolCall {
   readonly error?: string;
 }
 
+/** The entities in focus a turn loaded, as the playground shows them. */
+export interface RecordedFocus {
+  readonly stage: { readonly id: string; readonly by: string } | null;
+  readonly entities: readonly { readonly type: string; readonly items: readonly { readonly id: string | number; readonly description: string }[] }[];
+  /** Types whose loading tool failed this turn. */
+  readonly unavailable: readonly string[];
+}
+
 /** The calls of one turn, by its correlation id. */
 export interface RecordedTurn {
   readonly correlationId: string;
@@ -39,6 +49,8 @@ export interface RecordedTurn {
   sessionId: string | undefined;
   readonly startedAt: string;
   readonly calls: (({ readonly kind: 'model' } & RecordedModelCall) | ({ readonly kind: 'tool' } & RecordedToolCall))[];
+  /** Set when the agent has focus stages and the turn loaded its focus. */
+  focus: RecordedFocus | undefined;
   /** Grows with every call recorded, so a page asks only for what changed. */
   version: number;
 }
@@ -86,6 +98,7 @@ export class TurnRecorder implements CallObserver {
             toolCalls: response.toolCalls.map(({ name, arguments: args }) => ({ name, arguments: args })),
             usage: response.usage,
             answeredBy: response.model,
+            ...(call.usdCost === undefined ? {} : { usdCost: call.usdCost }),
           }
         : {}),
       ...(call.error === undefined ? {} : { error: call.error }),
@@ -107,15 +120,30 @@ export class TurnRecorder implements CallObserver {
     });
   }
 
-  #add(correlationId: string | undefined, sessionId: string | undefined, at: Date, entry: RecordedTurn['calls'][number]): void {
+  focus(focus: ObservedFocus): void {
+    const turn = this.#turn(focus.correlationId, focus.sessionId, new Date());
+    turn.focus = {
+      stage: focus.stage ?? null,
+      entities: focus.entities.map(({ entityType, entities }) => ({ type: entityType, items: entities.map(({ id, description }) => ({ id, description })) })),
+      unavailable: focus.unavailable,
+    };
+    turn.version = ++this.#version;
+  }
+
+  #turn(correlationId: string | undefined, sessionId: string | undefined, at: Date): RecordedTurn {
     const key = correlationId ?? 'unknown';
     let turn = this.#turns.get(key);
     if (turn === undefined) {
-      turn = { correlationId: key, sessionId, startedAt: at.toISOString(), calls: [], version: 0 };
+      turn = { correlationId: key, sessionId, startedAt: at.toISOString(), calls: [], focus: undefined, version: 0 };
       this.#turns.set(key, turn);
       if (this.#turns.size > this.#limit) this.#turns.delete(this.#turns.keys().next().value!);
     }
     turn.sessionId ??= sessionId;
+    return turn;
+  }
+
+  #add(correlationId: string | undefined, sessionId: string | undefined, at: Date, entry: RecordedTurn['calls'][number]): void {
+    const turn = this.#turn(correlationId, sessionId, at);
     // Calls are reported as they finish; shown in the order they started.
     turn.calls.push(entry);
     turn.calls.sort((a, b) => a.at.localeCompare(b.at));

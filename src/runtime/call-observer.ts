@@ -1,4 +1,5 @@
 import type { ModelRequest, ModelResponse } from '../domain/ports/model-provider.js';
+import type { FocusRecord } from '../domain/ports/store.js';
 import type { ToolCallRequest, ToolCallResult } from '../domain/ports/tool-dispatch.js';
 import type { ModelWrapper, ToolWrapper } from './call-wrappers.js';
 
@@ -12,6 +13,11 @@ export interface ObservedModelCall {
   readonly startedAt: Date;
   readonly durationMs: number;
   readonly response?: ModelResponse;
+  /**
+   * What the call costs in USD, exact (not rounded), priced as the turn bills it: `model.prices`, else the price
+   * table; "0" for an unpriced model. Absent when the call failed or could not be priced.
+   */
+  readonly usdCost?: string;
   /** The failure's message when the call failed. */
   readonly error?: string;
 }
@@ -25,6 +31,18 @@ export interface ObservedToolCall {
   readonly error?: string;
 }
 
+/** The entities in focus a turn loaded for its stage (docs/flows-and-focus.md), before its first model call. */
+export interface ObservedFocus {
+  readonly correlationId: string;
+  readonly sessionId: string;
+  /** The stage found and how (`keyword`, `last_tool`, `default`, `classifier`); absent when no stage matched. */
+  readonly stage?: { readonly id: string; readonly by: string };
+  /** Each needed type that was loaded (or still fresh), with its entities. */
+  readonly entities: readonly FocusRecord[];
+  /** Needed types whose loading tool failed: the turn went on without them. */
+  readonly unavailable: readonly string[];
+}
+
 /**
  * Watches the model and tool calls of every turn, as they finish (`palaver dev`'s playground sets one). Palaver
  * composes no wrapper for it when none is set, so watching costs nothing unless asked for. A method must not throw
@@ -33,29 +51,41 @@ export interface ObservedToolCall {
 export interface CallObserver {
   modelCall?(call: ObservedModelCall): void;
   toolCall?(call: ObservedToolCall): void;
+  /** The focus a turn loaded (agents with `focus.stages` only). */
+  focus?(focus: ObservedFocus): void;
 }
 
-/** Reports each model call to `observer`, after it finished or failed; the call's outcome is passed on unchanged. */
-export function observeModelCalls(observer: CallObserver): ModelWrapper {
+/** Prices a response as the turn bills it: its exact USD cost (Billing.usdCostOf). */
+export type PriceResponse = (response: ModelResponse) => Promise<string>;
+
+/**
+ * Reports each model call to `observer`, after it finished or failed, priced with `price`; the call's outcome is
+ * passed on unchanged.
+ */
+export function observeModelCalls(observer: CallObserver, price?: PriceResponse): ModelWrapper {
   return async (invocation, next) => {
     const startedAt = new Date();
-    const report = (outcome: { response: ModelResponse } | { error: string }) =>
+    const report = (durationMs: number, outcome: { response: ModelResponse; usdCost?: string } | { error: string }) =>
       observer.modelCall?.({
         request: invocation.request,
         model: invocation.provider.model,
         path: invocation.path,
         startedAt,
-        durationMs: Date.now() - startedAt.getTime(),
+        durationMs,
         ...outcome,
       });
+    let response: ModelResponse;
     try {
-      const response = await next(invocation);
-      report({ response });
-      return response;
+      response = await next(invocation);
     } catch (error) {
-      report({ error: error instanceof Error ? error.message : String(error) });
+      report(Date.now() - startedAt.getTime(), { error: error instanceof Error ? error.message : String(error) });
       throw error;
     }
+    const durationMs = Date.now() - startedAt.getTime();
+    // Only a watched Palaver prices here; a price that cannot be found leaves the cost out, never fails the call.
+    const usdCost = price === undefined ? undefined : await price(response).catch(() => undefined);
+    report(durationMs, usdCost === undefined ? { response } : { response, usdCost });
+    return response;
   };
 }
 

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevServer, type DevServer } from '../../src/dev/dev-server.js';
+import { roundBilled, sumCosts } from '../../src/domain/money.js';
 import { createDevProject, type DevProject } from '../dev/dev-project.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -81,6 +82,143 @@ describe('palaver dev playground in Chromium', () => {
       await context.close();
     });
   }
+
+  describe('an agent with prices, focus and replies as actions', () => {
+    let shop: DevProject;
+    let shopDev: DevServer;
+
+    beforeAll(async () => {
+      shop = createDevProject();
+      // Integer prices per million tokens: every call's cost has at most 6 places, so the calls add up to the bill.
+      shop.write(
+        'palaver.config.yaml',
+        `agent:
+  name: Dev shop
+  instructionsDir: instructions
+  toolsModule: tools/index.ts
+  defaultRole: guest
+  replies: actions
+roles:
+  definitions:
+    guest: { tools: [opening_hours, get_my_appointments, get_my_invoices] }
+model:
+  provider: scripted
+  name: scripted
+  script: model-replies.yaml
+  prices:
+    scripted: { input: '2', output: '8' }
+focus:
+  stages:
+    - { id: review, keywords: [appointments], needs: [appointment, invoice], scenario: Go through the appointments. }
+    - { id: chat }
+  entities:
+    - { type: appointment, loadTool: get_my_appointments, ttlSeconds: 60 }
+    - { type: invoice, loadTool: get_my_invoices, ttlSeconds: 60 }
+database:
+  url: sqlite:data/palaver.db
+channels:
+  web: { enabled: true }
+log:
+  level: error
+`,
+      );
+      shop.write(
+        'tools/index.ts',
+        `import { z } from 'zod';
+export const tools = [
+  { name: 'opening_hours', description: 'Opening hours of a day', input: z.object({ day: z.string() }), readOnly: true, run: ({ day }: { day: string }) => day + ': 9:00-17:00' },
+  {
+    name: 'get_my_appointments',
+    description: 'Upcoming appointments of the person',
+    input: z.object({}),
+    readOnly: true,
+    run: () => [{ id: 41, description: 'Haircut <b>Thursday</b> 10:00' }, { id: 42, description: 'Beard trim Friday 15:30' }],
+  },
+  {
+    name: 'get_my_invoices',
+    description: 'Open invoices of the person',
+    input: z.object({}),
+    readOnly: true,
+    run: () => { throw new Error('billing system offline'); },
+  },
+];
+`,
+      );
+      shop.write(
+        'model-replies.yaml',
+        `rules:
+  - when: open .*?(?<day>monday|saturday)
+    tool: opening_hours
+    arguments: { day: "{{day | lower}}" }
+    reply: '{"actions":[{"type":"send_message","text":"We are open {{result}}.","reply_to":null}]}'
+  - when: appointments
+    reply: '{"actions":[{"type":"fake_typing","seconds":0.2},{"type":"send_messages","messages":["Thursday at 10:00.","Friday at 15:30."]},{"type":"wait","seconds":0.1},{"type":"ignore","reason":"nothing else to say"}]}'
+otherwise: '{"actions":[{"type":"ignore","reason":"small talk"}]}'
+`,
+      );
+      shopDev = await startDevServer({ cwd: shop.dir, port: 0, report: () => {} });
+    });
+
+    afterAll(async () => {
+      await shopDev?.close();
+      shop?.remove();
+    });
+
+    it('prices each model call as the turn is billed, and the calls add up to the turn’s cost', async () => {
+      const page = await browser.newPage();
+      await page.goto(`${shopDev.url}/dev`);
+      const reply = await shopDev.palaver!.chat({ userId: 'ada', text: 'Are you open on Saturday?' });
+      expect(reply.status).toBe('completed');
+      const turn = page.locator('article.turn').filter({ hasText: 'Are you open on Saturday?' });
+      await expect.poll(() => turn.locator('.step.reply').count(), { timeout: 10_000 }).toBe(1);
+      const costs = await turn.locator('.step.model .cost').allTextContents();
+      expect(costs).toHaveLength(2);
+      const amounts = costs.map((text) => {
+        const [amount, currency] = text.split(' ');
+        expect(currency).toBe('USD');
+        return amount!;
+      });
+      for (const amount of amounts) expect(Number(amount)).toBeGreaterThan(0);
+      // What the page shows as the turn's cost is what was billed and stored.
+      expect(reply.usage.cost).not.toBe('0');
+      expect(await turn.locator('.turn-cost').textContent()).toBe(`cost ${reply.usage.cost} USD`);
+      expect(sumCosts(amounts)).toBe(reply.usage.cost);
+      expect(roundBilled(sumCosts(amounts))).toBe(reply.usage.cost);
+      expect(await turn.locator('.calls-cost').count()).toBe(0);
+      expect(await turn.locator('.turn-ms').textContent()).toMatch(/^\d+ ms in all$/);
+      await page.close();
+    });
+
+    it('shows the entities in focus, a type that could not be loaded, and the reply’s actions in order', async () => {
+      const page = await browser.newPage();
+      await page.goto(`${shopDev.url}/dev`);
+      await shopDev.palaver!.chat({ userId: 'grace', text: 'What are my appointments?' });
+      const turn = page.locator('article.turn').filter({ hasText: 'What are my appointments?' });
+      await expect.poll(() => turn.locator('.step.reply').count(), { timeout: 10_000 }).toBe(1);
+
+      const focus = turn.locator('.step.focus');
+      expect(await focus.locator('.title').textContent()).toBe('Focus · stage review (by keyword)');
+      const appointments = focus.locator('.entity-type[data-type="appointment"]');
+      expect(await appointments.locator('.who').textContent()).toBe('appointment (2)');
+      expect(await appointments.locator('li .id').allTextContents()).toEqual(['41', '42']);
+      // A loader's text is data: its markup shows as characters.
+      expect(await appointments.locator('li .description').allTextContents()).toEqual(['Haircut <b>Thursday</b> 10:00', 'Beard trim Friday 15:30']);
+      expect(await focus.locator('b').count()).toBe(0);
+      expect(await focus.locator('.entity-type.unavailable[data-type="invoice"] .error').textContent()).toContain('could not be loaded');
+
+      const actions = turn.locator('.step.reply ol.actions li');
+      expect(await Promise.all((await actions.all()).map((action) => action.getAttribute('data-kind')))).toEqual(['typing', 'send', 'send', 'wait', 'ignore']);
+      expect(await actions.allTextContents()).toEqual([
+        'typing 0.2 s',
+        'send: Thursday at 10:00.',
+        'send: Friday at 15:30.',
+        'wait 0.1 s',
+        'ignore: nothing else to say',
+      ]);
+      await page.screenshot({ path: resolve(ARTIFACTS, 'focus-actions.png'), fullPage: true });
+      await page.close();
+    });
+  });
 
   it('draws model output as text, never as markup', async () => {
     const page = await browser.newPage();

@@ -54,6 +54,11 @@ function inputItem(item) {
   return node;
 }
 
+/** Money as the server sent it (an exact decimal string), with its currency. */
+function money(amount, currency) {
+  return `${amount} ${currency}`;
+}
+
 function modelStep(turn, call, index) {
   const key = `${turn.correlationId}:${index}`;
   const node = el('section', `step model${call.error ? ' failed' : ''}`);
@@ -65,6 +70,7 @@ function modelStep(turn, call, index) {
     figures.append(el('span', 'tokens', `${call.usage.inputTokens} tokens in · ${call.usage.outputTokens} out`));
     if (call.usage.cachedInputTokens) figures.append(el('span', '', `${call.usage.cachedInputTokens} cached`));
   }
+  if (call.cost !== undefined) figures.append(el('span', 'cost', money(call.cost, turn.currency)));
   node.append(figures);
   node.append(
     details(`${key}:instructions`, `Instructions as composed (${call.instructions.length} characters)`, el('pre', 'instructions', call.instructions)),
@@ -93,12 +99,71 @@ function toolStep(call) {
   return node;
 }
 
+/** The entities in focus the turn loaded for its stage: what the model saw in its hidden context. */
+function focusStep(focus) {
+  const node = el('section', 'step focus');
+  node.dataset.kind = 'focus';
+  node.append(el('div', 'title', focus.stage ? `Focus · stage ${focus.stage.id} (by ${focus.stage.by})` : 'Focus · no stage'));
+  for (const entity of focus.entities) {
+    const group = el('div', 'entity-type');
+    group.dataset.type = entity.type;
+    group.append(el('div', 'who', `${entity.type} (${entity.items.length})`));
+    const list = el('ul', 'entities');
+    for (const item of entity.items) {
+      const row = el('li');
+      row.append(el('code', 'id', JSON.stringify(item.id)), document.createTextNode(' '), el('span', 'description', item.description));
+      list.append(row);
+    }
+    if (entity.items.length === 0) list.append(el('li', 'none', 'none'));
+    group.append(list);
+    node.append(group);
+  }
+  for (const type of focus.unavailable) {
+    const group = el('div', 'entity-type unavailable');
+    group.dataset.type = type;
+    group.append(el('div', 'who', type), el('div', 'error', 'could not be loaded (its tool failed; the turn went on without it)'));
+    node.append(group);
+  }
+  if (focus.entities.length === 0 && focus.unavailable.length === 0) node.append(el('div', 'who', 'nothing needed in this stage'));
+  return node;
+}
+
+function seconds(ms) {
+  return `${(ms / 1000).toFixed(ms % 1000 === 0 ? 0 : 1)} s`;
+}
+
+/** One step of a reply plan (replies as actions), in words. */
+function actionText(step) {
+  switch (step.kind) {
+    case 'send':
+      return `send${step.replyTo === null || step.replyTo === undefined ? '' : ` (reply to ${step.replyTo})`}: ${step.text}`;
+    case 'typing':
+      return `typing ${seconds(step.ms)}`;
+    case 'wait':
+      return `wait ${seconds(step.ms)}`;
+    case 'react':
+      return `reaction ${step.emoji} on message ${step.messageId}`;
+    case 'ignore':
+      return `ignore${step.reason ? `: ${step.reason}` : ''}`;
+    default:
+      return JSON.stringify(step);
+  }
+}
+
 function replyStep(reply) {
   const node = el('section', `step reply${reply.failed ? ' failed' : ''}`);
   node.dataset.kind = 'reply';
   node.append(el('div', 'title', reply.failed ? 'Apology sent (the turn failed)' : `Reply · ${reply.parts.length} part(s)`));
   for (const part of reply.parts) node.append(el('pre', 'part', part));
-  if (reply.actions) node.append(el('div', 'who', 'actions'), el('pre', 'actions', pretty(reply.actions)));
+  if (Array.isArray(reply.actions)) {
+    const list = el('ol', 'actions');
+    for (const step of reply.actions) {
+      const item = el('li', 'action', actionText(step));
+      item.dataset.kind = step.kind;
+      list.append(item);
+    }
+    node.append(el('div', 'who', `actions (${reply.actions.length})`), list);
+  }
   return node;
 }
 
@@ -114,9 +179,14 @@ function turnCard(turn) {
   const figures = el('div', 'figures');
   if (turn.conversation) figures.append(el('span', '', `${turn.conversation.channel} · ${turn.conversation.user}`));
   figures.append(el('span', '', `${models.length} model call(s)`), el('span', '', `${input} + ${output} tokens`));
-  if (turn.reply) figures.append(el('span', '', `cost ${turn.reply.cost}`), el('span', '', `${turn.reply.ms} ms in all`));
-  else figures.append(el('span', '', 'running…'));
+  if (turn.reply) {
+    figures.append(el('span', 'turn-cost', `cost ${money(turn.reply.cost, turn.currency)}`));
+    // The turn rounds the calls' exact sum once, to 6 places: show the sum too when that rounding changed it.
+    if (turn.callsCost !== turn.reply.cost) figures.append(el('span', 'calls-cost', `calls ${money(turn.callsCost, turn.currency)} exactly`));
+    figures.append(el('span', 'turn-ms', `${turn.reply.ms} ms in all`));
+  } else figures.append(el('span', '', 'running…'));
   card.append(figures);
+  if (turn.focus) card.append(focusStep(turn.focus));
   turn.calls.forEach((call, index) => card.append(call.kind === 'model' ? modelStep(turn, call, index) : toolStep(call)));
   if (turn.reply) card.append(replyStep(turn.reply));
   return card;

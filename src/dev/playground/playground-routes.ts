@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Hono } from 'hono';
-import type { Store } from '../../domain/ports/store.js';
+import type { Palaver } from '../../app.js';
 import { PACKAGE_ROOT } from '../../platform/package-root.js';
 import type { TurnRecorder } from '../turn-recorder.js';
 import { playgroundTurns } from './playground-turns.js';
@@ -27,7 +27,7 @@ const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
  * last turns with their prompts, model calls, tool calls and replies. It shows the instructions and tool results the
  * person never sees, so it answers only requests addressed to a loopback name.
  */
-export function playgroundRoutes(options: { readonly recorder: TurnRecorder; readonly store: () => Store | undefined }): Hono {
+export function playgroundRoutes(options: { readonly recorder: TurnRecorder; readonly agent: () => Palaver | undefined }): Hono {
   const app = new Hono();
   app.use('*', async (c, next) => {
     if (!LOOPBACK_HOST.test(c.req.header('host') ?? '')) return c.text('The playground answers on 127.0.0.1 or localhost only.', 403);
@@ -39,7 +39,8 @@ export function playgroundRoutes(options: { readonly recorder: TurnRecorder; rea
     app.get(path, (c) => c.body(readFileSync(join(PLAYGROUND_DIR, file), 'utf8'), 200, { 'content-type': type, 'content-security-policy': POLICY }));
   }
   app.get('/api/turns', async (c) => {
-    const turns = await playgroundTurns(options.recorder.turns(), options.store()?.operators);
+    const agent = options.agent();
+    const turns = await playgroundTurns(options.recorder.turns(), agent?.store.operators, agent?.config.billing.usdRates ?? {});
     return c.json({ version: options.recorder.version, turns });
   });
   return app;

@@ -1,6 +1,9 @@
-import { sumCosts } from '../../domain/money.js';
+import { convertCost, sumCosts } from '../../domain/money.js';
 import type { OperatorQueries, TranscriptRecord } from '../../domain/ports/operator-queries.js';
-import type { RecordedTurn } from '../turn-recorder.js';
+import type { RecordedFocus, RecordedModelCall, RecordedTurn } from '../turn-recorder.js';
+
+/** A model call with its cost in the turn's billing currency. */
+export type PlaygroundCall = RecordedTurn['calls'][number] | ({ readonly kind: 'model' } & RecordedModelCall & { readonly cost: string });
 
 /** One turn as the playground page draws it: the recorded calls, with what the store holds of the turn. */
 export interface PlaygroundTurn {
@@ -9,7 +12,14 @@ export interface PlaygroundTurn {
   readonly conversation: { readonly channel: string; readonly conversationId: string; readonly user: string } | null;
   /** The person's messages the turn answered. */
   readonly person: readonly string[];
-  readonly calls: RecordedTurn['calls'];
+  /** The currency the turn is billed in (its conversation's); USD until the conversation is stored. */
+  readonly currency: string;
+  /** Each model call priced (`cost`, exact) in `currency`: their sum, rounded to 6 places, is what the turn is billed. */
+  readonly calls: readonly PlaygroundCall[];
+  /** The exact sum of the calls' costs. */
+  readonly callsCost: string;
+  /** The entities in focus the turn used (agents with focus stages). */
+  readonly focus: RecordedFocus | null;
   /** The stored reply, once the turn closed. */
   readonly reply: {
     readonly at: string;
@@ -32,15 +42,19 @@ const RECENT_CONVERSATIONS = 20;
  * The recorded turns joined with their stored messages (by correlation id): the person's words, the reply's parts,
  * actions and cost. Read from the store on each request; the playground asks about once a second.
  */
-export async function playgroundTurns(turns: readonly RecordedTurn[], queries: OperatorQueries | undefined): Promise<PlaygroundTurn[]> {
-  const stored = new Map<string, { messages: TranscriptRecord[]; conversation: PlaygroundTurn['conversation'] }>();
+export async function playgroundTurns(
+  turns: readonly RecordedTurn[],
+  queries: OperatorQueries | undefined,
+  usdRates: Readonly<Record<string, string>>,
+): Promise<PlaygroundTurn[]> {
+  const stored = new Map<string, { messages: TranscriptRecord[]; conversation: PlaygroundTurn['conversation']; currency: string }>();
   if (queries !== undefined && turns.length > 0) {
     const page = await queries.conversations({ limit: RECENT_CONVERSATIONS });
     for (const conversation of page.items) {
       const about = { channel: conversation.channel, conversationId: conversation.conversationId, user: conversation.user.displayName ?? conversation.user.id };
       for (const message of await queries.transcript(conversation.sessionId, { audit: true, limit: 500 })) {
         if (message.correlationId === null) continue;
-        const entry = stored.get(message.correlationId) ?? { messages: [], conversation: about };
+        const entry = stored.get(message.correlationId) ?? { messages: [], conversation: about, currency: conversation.currency };
         entry.messages.push(message);
         stored.set(message.correlationId, entry);
       }
@@ -52,12 +66,19 @@ export async function playgroundTurns(turns: readonly RecordedTurn[], queries: O
     const display = messages.filter((message) => message.role === 'assistant' && message.audience === 'display');
     const planned = messages.find((message) => message.role === 'assistant' && message.meta?.['replyPlan'] !== undefined);
     const closing = planned ?? display[0];
+    const currency = entry?.currency ?? 'USD';
+    const calls = turn.calls.map((call) =>
+      call.kind === 'model' && call.usdCost !== undefined ? { ...call, cost: priceIn(call.usdCost, currency, usdRates) } : call,
+    );
     return {
       correlationId: turn.correlationId,
       startedAt: turn.startedAt,
       conversation: entry?.conversation ?? null,
       person: messages.filter((message) => message.role === 'user').map((message) => message.content),
-      calls: turn.calls,
+      currency,
+      calls,
+      callsCost: sumCosts(calls.flatMap((call) => ('cost' in call ? [call.cost] : []))),
+      focus: turn.focus ?? null,
       reply:
         closing === undefined
           ? null
@@ -71,4 +92,9 @@ export async function playgroundTurns(turns: readonly RecordedTurn[], queries: O
             },
     };
   });
+}
+
+/** A USD cost in `currency`, converted as Billing converts a turn's sum (exact; the turn rounds its sum once). */
+function priceIn(usdCost: string, currency: string, usdRates: Readonly<Record<string, string>>): string {
+  return convertCost(usdCost, 'USD', currency, usdRates);
 }

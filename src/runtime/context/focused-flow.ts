@@ -2,6 +2,7 @@ import { FencedOut } from '../../domain/errors.js';
 import type { Flow, FlowContext, FlowRequest, FlowResult, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { ModelToolCall } from '../../domain/ports/model-provider.js';
 import { systemText } from '../../i18n/index.js';
+import type { ObservedFocus } from '../call-observer.js';
 import { FocusKeeper, focusIsEmpty, hiddenFocusBlock, type FocusEntityType, type FocusSnapshot, type FocusStore } from './focus.js';
 import { classifyStage, type StageClassifierSettings } from './stage-classifier.js';
 import { detectStage, withScenario, type DetectedStage, type StageDefinition } from './stages.js';
@@ -20,6 +21,8 @@ export interface FocusSettings {
 export interface FocusHooks {
   /** A needed entity type could not be loaded (its tool failed, timed out or answered badly); the turn went on without it. */
   readonly onLoadFailed?: (entityType: string) => void;
+  /** The focus the stage needed, once loaded (what `palaver dev`'s playground shows); set only when watched. */
+  readonly onLoaded?: (focus: ObservedFocus) => void;
 }
 
 /**
@@ -66,6 +69,14 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
           context.log.warn({ err: error, entityType }, 'focus could not be loaded; the turn goes on without it');
         }
       }
+
+      hooks.onLoaded?.({
+        correlationId: request.correlationId,
+        sessionId: request.session.id,
+        ...(detected === undefined ? {} : { stage: { id: detected.stage.id, by: detected.by } }),
+        entities: focus,
+        unavailable,
+      });
 
       // "Nothing to show" only when every needed type was loaded: a failed load is not an empty list.
       if (stage?.viewing === true && unavailable.length === 0 && focusIsEmpty(focus)) {
