@@ -27,7 +27,7 @@ describe('web channel: open chat pages per address', () => {
     harness = await createHarness(() => ({ text: 'hello' }));
     const palaver = await harness.start({ channels: { web: { limits: { openPagesPerAddress: 2 } } } });
     server = await palaver.serve({ host: '127.0.0.1', port: 0 });
-    const visitors = [];
+    const visitors: { cookie: string }[] = [];
     for (const n of [1, 2, 3]) {
       const visitor = await newVisitor(server.url);
       expect((await postRun(server.url, runInput(`t-page-${n}`, 'hi'), { cookie: visitor.cookie })).status).toBe(200);
