@@ -64,6 +64,7 @@ const pressBody = z.strictObject({ chatId: z.number().int(), messageId: z.number
  * sends, as a Telegram app would show it: text formatted from its entities (never the bot's text as HTML), typing,
  * drafts, reactions, inline keyboards (a press sends the callback_query), several messages in order. The page follows
  * along through server-sent events. `palaver dev --telegram` starts it; from code, point `channels.telegram` at it.
+ * With `userAccount`, the page also has the owner's Telegram user account (see {@link TelegramSandboxOptions.userAccount}).
  *
  * @example
  * const sandbox = await startTelegramSandbox();
