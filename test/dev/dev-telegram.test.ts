@@ -48,4 +48,31 @@ describe('palaver dev --telegram', () => {
     // The offline model's rule called the project's tool; the reply went out through the Bot API to this person.
     expect(await heard).toContain('We are open saturday: 9:00-17:00.');
   });
+
+  it('with --telegram-user, the owner’s account answers a person on the sandbox page too, and the owner’s step-back follows the config', {
+    timeout: 90_000,
+  }, async () => {
+    project = createDevProject();
+    const dev = spawnNode(PALAVER_BIN, ['dev', '--telegram-user', '--port', '0'], { cwd: project.dir, env: cleanEnv() });
+    const [, sandboxUrl] = await dev.waitForOutput(/Telegram sandbox: (http:\/\/127\.0\.0\.1:\d+\/)/, 60_000);
+    const info = (await (await fetch(new URL('/api/info', sandboxUrl!))).json()) as { people: { id: number }[]; account: { owner: { first_name: string } } };
+    expect(info.account.owner.first_name).toBe('Owner');
+    const person = info.people[0]!;
+    const toAccount = (text: string, asOwner: boolean) =>
+      fetch(new URL('/api/account/messages', sandboxUrl!), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ chatId: person.id, text, asOwner }),
+      });
+
+    const heard = eventsUntil(sandboxUrl!, /"side":"account","kind":"bot".*We are open saturday: 9:00-17:00\./);
+    expect((await toAccount('Are you open on Saturday?', false)).status).toBe(200);
+    expect(await heard).toContain('We are open saturday: 9:00-17:00.');
+
+    // The owner writes: the page is told until when the agent steps back (ownerTakeoverMinutes, 30 by default).
+    const owner = eventsUntil(sandboxUrl!, /"kind":"owner"[^\n]*/);
+    expect((await toAccount('I will answer this one.', true)).status).toBe(200);
+    const event = JSON.parse(/data: (\{[^\n]*"kind":"owner"[^\n]*\})/.exec(await owner)![1]!) as { at: number; until: number };
+    expect(event.until - event.at).toBe(30 * 60_000);
+  });
 });

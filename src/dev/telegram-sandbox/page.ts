@@ -1,4 +1,5 @@
-// The sandbox page: a private chat with the bot as a Telegram app shows it. Three files served by the sandbox itself
+// The sandbox page: a private chat with the bot (or, with the user-account side on, with the owner's Telegram
+// account) as a Telegram app shows it. Three files served by the sandbox itself
 // (its CSP allows nothing else). What the bot sends is untrusted: its text reaches the page as text nodes only, and
 // formatting comes from Telegram's entities, turned into elements here; a link is kept only for http(s), tg and mailto.
 
@@ -18,11 +19,20 @@ export const SANDBOX_HTML = `<!doctype html>
       <h1 data-testid="bot-name">Bot</h1>
       <p class="status" data-testid="status">bot</p>
     </div>
-    <label class="as">Writing as
-      <select data-testid="person"></select>
-    </label>
+    <div class="pickers">
+      <label class="as" data-testid="view-picker" hidden>Chat with
+        <select data-testid="view">
+          <option value="bot">the bot</option>
+          <option value="account">owner's account</option>
+        </select>
+      </label>
+      <label class="as">Writing as
+        <select data-testid="person"></select>
+      </label>
+    </div>
   </header>
   <section class="chat" data-testid="chat" aria-live="polite"></section>
+  <label class="owner-bar" data-testid="owner-bar" hidden><input type="checkbox" data-testid="as-owner"> write as the account's owner (from their phone)</label>
   <form class="composer" data-testid="composer">
     <textarea data-testid="input" rows="1" maxlength="4096" placeholder="Message" aria-label="Message"></textarea>
     <button type="submit" data-testid="send">Send</button>
@@ -45,6 +55,13 @@ body { font: 15px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; 
 .status.typing { color: #3390ec; }
 .as { flex: none; font-size: 13px; color: #445; display: flex; flex-direction: column; align-items: flex-end; gap: 2px; }
 .as select { font: inherit; max-width: 140px; }
+.pickers { display: flex; gap: 8px; flex: none; }
+[hidden] { display: none !important; }
+.row.owner .bubble { background: #fff4cc; }
+.label { font-size: 12px; color: #8a6d00; margin-bottom: 2px; }
+.tick { font-size: 11px; color: #708499; }
+.tick.read { color: #3390ec; }
+.owner-bar { display: flex; align-items: center; gap: 6px; padding: 6px 10px; font-size: 13px; color: #445; background: #fffbe6; border-top: 1px solid #ccd; }
 .chat { flex: 1; overflow-y: auto; padding: 12px; display: flex; flex-direction: column; gap: 6px; }
 .row { display: flex; flex-direction: column; max-width: 82%; }
 .row.person { align-self: flex-end; align-items: flex-end; }
@@ -63,7 +80,7 @@ body { font: 15px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; 
 .buttons { display: flex; flex-direction: column; gap: 4px; margin-top: 4px; width: 100%; }
 .buttons .line { display: flex; gap: 4px; }
 .buttons button, .buttons a { flex: 1; font: inherit; font-size: 14px; padding: 6px; border: 0; border-radius: 8px; background: rgba(255,255,255,.7); color: #2a6fdb; cursor: pointer; text-align: center; text-decoration: none; }
-.pressed { align-self: center; font-size: 12px; color: #556; background: rgba(255,255,255,.5); padding: 2px 8px; border-radius: 10px; }
+.pressed, .step-back { align-self: center; max-width: 92%; text-align: center; font-size: 12px; color: #556; background: rgba(255,255,255,.5); padding: 2px 8px; border-radius: 10px; }
 .composer { display: flex; gap: 8px; padding: 8px; background: #fff; border-top: 1px solid #ccd; }
 .composer textarea { flex: 1; font: inherit; resize: none; padding: 8px; border: 1px solid #ccd; border-radius: 8px; min-width: 0; }
 .composer button { font: inherit; padding: 8px 14px; border: 0; border-radius: 8px; background: #3390ec; color: #fff; cursor: pointer; }
@@ -78,11 +95,21 @@ export const SANDBOX_JS = `'use strict';
   var current = 0;
   var typingTimer = 0;
   var idle = 'bot';
+  var info = null;
+  var view = 'bot';
   var chat = document.querySelector('[data-testid=chat]');
   var status = document.querySelector('[data-testid=status]');
   var select = document.querySelector('[data-testid=person]');
   var input = document.querySelector('[data-testid=input]');
   var form = document.querySelector('[data-testid=composer]');
+  var viewSelect = document.querySelector('[data-testid=view]');
+  var ownerBar = document.querySelector('[data-testid=owner-bar]');
+  var asOwner = document.querySelector('[data-testid=as-owner]');
+
+  /** Events of the chat on screen: the person chosen, with the bot or with the owner's account. */
+  function inView(e) {
+    return e.chatId === current && (e.side === 'account') === (view === 'account');
+  }
 
   function el(tag, className, testid) {
     var node = document.createElement(tag);
@@ -180,19 +207,34 @@ export const SANDBOX_JS = `'use strict';
     });
   }
 
-  function messageRow(event, reactions) {
-    var row = el('div', 'row ' + event.kind, 'message');
-    row.setAttribute('data-from', event.kind);
+  /** A message: the person's (right), the bot's or the account's (left), or the account owner's by hand (left, marked). */
+  function messageRow(event, reactions, readUpTo) {
+    var from = event.kind === 'bot' && event.side === 'account' ? 'account' : event.kind;
+    var row = el('div', event.kind === 'person' ? 'row person' : 'row bot' + (from === 'owner' ? ' owner' : ''), 'message');
+    row.setAttribute('data-from', from);
     row.setAttribute('data-message-id', String(event.messageId));
+    if (from === 'owner') {
+      var label = el('div', 'label');
+      label.textContent = 'the owner, by hand';
+      row.appendChild(label);
+    }
     if (event.replyTo !== undefined) {
-      var quoted = events.filter(function (e) { return e.chatId === current && e.messageId === event.replyTo && (e.kind === 'person' || e.kind === 'bot'); })[0];
+      var quoted = events.filter(function (e) { return inView(e) && e.messageId === event.replyTo && (e.kind === 'person' || e.kind === 'bot' || e.kind === 'owner'); })[0];
       var quote = el('div', 'quote', 'quote');
       quote.textContent = quoted ? quoted.text.slice(0, 80) : 'a message';
       row.appendChild(quote);
     }
     var bubble = event.kind === 'bot' ? formatted(event.text, event.entities) : el('div', 'bubble', 'text');
-    if (event.kind === 'person') bubble.textContent = event.text;
+    if (event.kind !== 'bot') bubble.textContent = event.text;
     row.appendChild(bubble);
+    if (event.kind === 'person' && event.side === 'account') {
+      // As the person sees it: one tick sent, two once the account read it.
+      var read = event.messageId <= readUpTo;
+      var tick = el('span', read ? 'tick read' : 'tick', 'tick');
+      tick.textContent = read ? '✓✓ read' : '✓';
+      row.setAttribute('data-read', read ? 'yes' : 'no');
+      row.appendChild(tick);
+    }
     var emoji = reactions[event.messageId];
     if (emoji) {
       var badge = el('span', 'reaction', 'reaction');
@@ -220,17 +262,28 @@ export const SANDBOX_JS = `'use strict';
 
   /** The chat of the person writing now, rebuilt from its events (a draft shows until the bot sends a message). */
   function render() {
-    var mine = events.filter(function (e) { return e.chatId === current; });
+    var mine = events.filter(inView);
     var reactions = {};
-    mine.forEach(function (e) { if (e.kind === 'reaction') reactions[e.messageId] = e.emoji; });
+    var readUpTo = 0;
+    mine.forEach(function (e) {
+      if (e.kind === 'reaction') reactions[e.messageId] = e.emoji;
+      if (e.kind === 'read') readUpTo = Math.max(readUpTo, e.maxId);
+    });
     var draft = null;
     var lastTyping = 0;
     chat.textContent = '';
     mine.forEach(function (e) {
-      if (e.kind === 'person' || e.kind === 'bot') chat.appendChild(messageRow(e, reactions));
+      if (e.kind === 'person' || e.kind === 'bot' || e.kind === 'owner') chat.appendChild(messageRow(e, reactions, readUpTo));
       if (e.kind === 'bot') { draft = null; lastTyping = 0; }
       if (e.kind === 'draft') draft = e;
-      if (e.kind === 'typing') lastTyping = e.at;
+      if (e.kind === 'typing') lastTyping = e.action === 'cancel' ? 0 : e.at;
+      if (e.kind === 'owner') {
+        var held = el('div', 'step-back', 'step-back');
+        held.textContent = e.until
+          ? 'The owner wrote by hand: the agent steps back in this chat until ' + new Date(e.until).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) + ' (ownerTakeoverMinutes after their last message).'
+          : 'The owner wrote by hand: the agent steps back in this chat for channels.telegramUser.ownerTakeoverMinutes after their last message.';
+        chat.appendChild(held);
+      }
       if (e.kind === 'press') {
         var note = el('div', 'pressed', 'pressed');
         note.textContent = 'pressed a button: ' + e.data;
@@ -259,12 +312,25 @@ export const SANDBOX_JS = `'use strict';
     if (typing) typingTimer = setTimeout(function () { showTyping(0); }, left);
   }
 
-  function start(info) {
-    people = info.people;
-    document.querySelector('[data-testid=bot-name]').textContent = info.bot.first_name;
-    idle = '@' + info.bot.username + ' · bot';
+  /** The header of the chat on screen: the bot, or the owner's account (whose owner may write too). */
+  function header() {
+    var account = view === 'account';
+    var name = account ? info.account.owner.first_name : info.bot.first_name;
+    document.querySelector('[data-testid=bot-name]').textContent = name;
+    idle = account ? 'user account · sandbox' : '@' + info.bot.username + ' · bot';
+    ownerBar.hidden = !account;
+    document.title = name + ' · Telegram sandbox';
     showTyping(0);
-    document.title = info.bot.first_name + ' · Telegram sandbox';
+  }
+
+  function start(given) {
+    info = given;
+    people = info.people;
+    header();
+    if (info.account) {
+      document.querySelector('[data-testid=view-picker]').hidden = false;
+      viewSelect.addEventListener('change', function () { view = viewSelect.value; header(); render(); });
+    }
     people.forEach(function (person) {
       var option = el('option');
       option.value = String(person.id);
@@ -279,7 +345,7 @@ export const SANDBOX_JS = `'use strict';
       var event = JSON.parse(message.data);
       if (events.some(function (e) { return e.seq === event.seq; })) return;
       events.push(event);
-      if (event.chatId === current) render();
+      if (inView(event)) render();
     };
     source.onopen = function () { document.body.setAttribute('data-connected', 'yes'); };
   }
@@ -289,7 +355,12 @@ export const SANDBOX_JS = `'use strict';
     var text = input.value;
     if (!text.trim()) return;
     input.value = '';
-    fetch('/api/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chatId: current, text: text }) });
+    var account = view === 'account';
+    fetch(account ? '/api/account/messages' : '/api/messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(account ? { chatId: current, text: text, asOwner: asOwner.checked } : { chatId: current, text: text }),
+    });
   });
   input.addEventListener('keydown', function (key) {
     if (key.key === 'Enter' && !key.shiftKey) { key.preventDefault(); form.requestSubmit(); }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { startFakeTelegram, type FakeTelegram, type FakeUser } from '../../testing/fake-telegram/index.js';
 import { SANDBOX_CSS, SANDBOX_HTML, SANDBOX_JS } from './page.js';
 import { Timeline } from './timeline.js';
+import { startSandboxUserAccount, type RunningUserAccount, type SandboxUserAccount } from './user-account.js';
 
 /** Someone who writes to the bot from the sandbox page, in a private chat whose id is theirs (as in Telegram). */
 export interface SandboxPerson {
@@ -22,6 +23,13 @@ export interface TelegramSandboxOptions {
   readonly people?: readonly SandboxPerson[];
   /** The bot's username (getMe). Default `palaver_sandbox_bot`. */
   readonly botUsername?: string;
+  /**
+   * Also the owner's side of a Telegram user account (`channels.telegramUser`): a fake Telegram at the MTProto level
+   * with a session signed in for the owner, and on the page a view where one writes to the account as these people,
+   * or as the owner from their phone. Default false. `ownerTakeoverMinutes` (e.g. read from the running config) lets
+   * the page say until when the agent steps back after the owner wrote.
+   */
+  readonly userAccount?: boolean | { readonly ownerTakeoverMinutes?: () => number | undefined };
 }
 
 export interface TelegramSandbox {
@@ -35,6 +43,8 @@ export interface TelegramSandbox {
   readonly telegram: FakeTelegram;
   /** Everything that happened in the sandbox's chats, oldest first. */
   readonly events: Timeline['events'];
+  /** The user-account side, when started with `userAccount`: point `channels.telegramUser` and `telegramUserNetwork` at it. */
+  readonly userAccount?: SandboxUserAccount;
   /** Stops the page and the fake Bot API. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -45,6 +55,7 @@ const DEFAULT_PEOPLE: readonly SandboxPerson[] = [
 ];
 
 const sendBody = z.strictObject({ chatId: z.number().int(), text: z.string().min(1).max(4096) });
+const accountBody = z.strictObject({ chatId: z.number().int(), text: z.string().min(1).max(4096), asOwner: z.boolean() });
 const pressBody = z.strictObject({ chatId: z.number().int(), messageId: z.number().int(), data: z.string().max(64) });
 
 /**
@@ -53,6 +64,7 @@ const pressBody = z.strictObject({ chatId: z.number().int(), messageId: z.number
  * sends, as a Telegram app would show it: text formatted from its entities (never the bot's text as HTML), typing,
  * drafts, reactions, inline keyboards (a press sends the callback_query), several messages in order. The page follows
  * along through server-sent events. `palaver dev --telegram` starts it; from code, point `channels.telegram` at it.
+ * With `userAccount`, the page also has the owner's Telegram user account (see {@link TelegramSandboxOptions.userAccount}).
  *
  * @example
  * const sandbox = await startTelegramSandbox();
@@ -69,6 +81,17 @@ export async function startTelegramSandbox(options: TelegramSandboxOptions = {})
   const timeline = new Timeline(telegram);
   timeline.watch();
   const streams = new Set<ServerResponse>();
+  let account: RunningUserAccount | undefined;
+  if (options.userAccount) {
+    const minutes = typeof options.userAccount === 'object' ? options.userAccount.ownerTakeoverMinutes : undefined;
+    try {
+      account = await startSandboxUserAccount(people, timeline, minutes ?? (() => undefined));
+    } catch (error) {
+      timeline.stop();
+      await telegram.close();
+      throw error;
+    }
+  }
 
   const personOf = (chatId: number): FakeUser | undefined => people.find((person) => person.id === chatId);
 
@@ -79,12 +102,20 @@ export async function startTelegramSandbox(options: TelegramSandboxOptions = {})
     if (req.method === 'GET' && path === '/') return asset(res, 'text/html; charset=utf-8', SANDBOX_HTML);
     if (req.method === 'GET' && path === '/sandbox.js') return asset(res, 'text/javascript; charset=utf-8', SANDBOX_JS);
     if (req.method === 'GET' && path === '/sandbox.css') return asset(res, 'text/css; charset=utf-8', SANDBOX_CSS);
-    if (req.method === 'GET' && path === '/api/info') return json(res, 200, { bot: telegram.bot, people });
+    if (req.method === 'GET' && path === '/api/info')
+      return json(res, 200, { bot: telegram.bot, people, account: account ? { owner: { first_name: account.telegram.self.firstName } } : null });
     if (req.method === 'GET' && path === '/api/events') return stream(req, res);
-    if (req.method === 'POST' && (path === '/api/messages' || path === '/api/presses')) {
+    if (req.method === 'POST' && (path === '/api/messages' || path === '/api/presses' || path === '/api/account/messages')) {
       // A JSON body only: a cross-site form cannot send one without a preflight this server never allows.
       if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return text(res, 415, 'Send JSON');
       const raw = await readJson(req);
+      if (path === '/api/account/messages') {
+        const body = accountBody.safeParse(raw);
+        const to = body.success ? personOf(body.data.chatId) : undefined;
+        if (!account || !body.success || !to)
+          return json(res, 400, { error: 'the account side on, chatId of a sandbox person, a text of 1 to 4096 characters and asOwner' });
+        return json(res, 200, { messageId: account.write(to.id, body.data.text, body.data.asOwner) });
+      }
       if (path === '/api/messages') {
         const body = sendBody.safeParse(raw);
         const from = body.success ? personOf(body.data.chatId) : undefined;
@@ -154,6 +185,7 @@ export async function startTelegramSandbox(options: TelegramSandboxOptions = {})
     url: `http://127.0.0.1:${port}/`,
     telegram,
     events: timeline.events,
+    ...(account ? { userAccount: { telegram: account.telegram, network: account.network, settings: account.settings } } : {}),
     close() {
       closing ??= (async () => {
         timeline.stop();
@@ -163,6 +195,7 @@ export async function startTelegramSandbox(options: TelegramSandboxOptions = {})
           server.closeAllConnections();
         });
         await telegram.close();
+        account?.close();
       })();
       return closing;
     },

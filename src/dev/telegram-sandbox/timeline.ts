@@ -16,8 +16,12 @@ export interface SandboxButton {
   readonly url?: string;
 }
 
-/** One thing that happened in a private chat of the sandbox, in the order it happened. `seq` grows by one. */
-export type SandboxEvent = { readonly seq: number; readonly chatId: number; readonly at: number } & (
+/**
+ * One thing that happened in a private chat of the sandbox, in the order it happened. `seq` grows by one. `side:
+ * 'account'` marks the chats with the owner's Telegram user account (there `bot` is what the account sent through the
+ * API, `owner` what its owner wrote by hand, `read` its read mark up to `maxId`); without it, the chats with the bot.
+ */
+export type SandboxEvent = { readonly seq: number; readonly chatId: number; readonly at: number; readonly side?: 'account' } & (
   | { readonly kind: 'person'; readonly messageId: number; readonly text: string; readonly from: string }
   | {
       readonly kind: 'bot';
@@ -31,6 +35,8 @@ export type SandboxEvent = { readonly seq: number; readonly chatId: number; read
   | { readonly kind: 'draft'; readonly draftId: number; readonly text: string; readonly entities: readonly SandboxEntity[] }
   | { readonly kind: 'reaction'; readonly messageId: number; readonly emoji: string }
   | { readonly kind: 'press'; readonly messageId: number; readonly data: string }
+  | { readonly kind: 'owner'; readonly messageId: number; readonly text: string; readonly until?: number }
+  | { readonly kind: 'read'; readonly maxId: number }
 );
 
 type NewEvent = SandboxEvent extends infer E ? (E extends SandboxEvent ? Omit<E, 'seq'> : never) : never;
