@@ -385,7 +385,7 @@ export class WebChannel implements Channel {
   async react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
     if (!isReactionEmoji(emoji))
       throw new ChannelError('invalid_reaction', this.name, `A reaction is one emoji; ${JSON.stringify(emoji.slice(0, 32))} is not shown.`);
-    if (messageId === '' || messageId.length > MAX_ID_CHARS || badTextReason(messageId) !== undefined) {
+    if (!isIdParam(messageId)) {
       throw new ChannelError('invalid_reaction', this.name, "A reaction names the run id of one of the person's messages.");
     }
     const stream = this.#streamFor(target);
@@ -778,7 +778,7 @@ export class WebChannel implements Channel {
     if (!guard.ok) return errorResponse(guard);
     const url = new URL(request.url);
     const id = url.searchParams.get('id') ?? '';
-    if (id === '' || id.length > MAX_ID_CHARS || badTextReason(id) !== undefined) {
+    if (!isIdParam(id)) {
       return json(400, 'invalid_input', `Name the conversation as ?id=<thread id> (1 to ${MAX_ID_CHARS} characters, no NUL or lone surrogates).`, guard.cors);
     }
     const account = await this.#account(request, remoteAddress, url.searchParams.get('userId') ?? undefined, id);
@@ -817,7 +817,7 @@ export class WebChannel implements Channel {
     const conversationId = url.searchParams.get('conversation') ?? '';
     const id = url.searchParams.get('id') ?? '';
     for (const value of [conversationId, id]) {
-      if (value === '' || value.length > MAX_ID_CHARS || badTextReason(value) !== undefined) {
+      if (!isIdParam(value)) {
         return json(400, 'invalid_input', `Name the file as ?conversation=<thread id>&id=<attachment id> (1 to ${MAX_ID_CHARS} characters each).`, guard.cors);
       }
     }
@@ -857,7 +857,7 @@ export class WebChannel implements Channel {
     if (!guard.ok) return errorResponse(guard);
     const url = new URL(request.url);
     const id = url.searchParams.get('id') ?? '';
-    if (id === '' || id.length > MAX_ID_CHARS || badTextReason(id) !== undefined) {
+    if (!isIdParam(id)) {
       return json(400, 'invalid_input', `Name the conversation as ?id=<thread id> (1 to ${MAX_ID_CHARS} characters, no NUL or lone surrogates).`, guard.cors);
     }
     const account = await this.#account(request, remoteAddress, url.searchParams.get('userId') ?? undefined, id);
@@ -1031,6 +1031,11 @@ function remember(set: Set<string>, key: string): void {
     if (set.size <= 10_000) break;
     set.delete(oldest);
   }
+}
+
+/** Whether a query parameter can be an id here: 1 to MAX_ID_CHARS characters, no NUL or lone surrogates. */
+function isIdParam(value: string): boolean {
+  return value !== '' && value.length <= MAX_ID_CHARS && badTextReason(value) === undefined;
 }
 
 function streamKey(conversationId: string, runId: string): string {
