@@ -44,6 +44,9 @@ export interface Session {
   readonly pausedAt: Date | null;
   /** When an operator last ended the conversation (its context restarted then); null when never. */
   readonly endedAt: Date | null;
+  /** The operator who took the conversation (see `HandoffRepository`), shown to the others; null when nobody has. */
+  readonly assignedTo: string | null;
+  readonly assignedAt: Date | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }

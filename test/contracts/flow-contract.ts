@@ -89,6 +89,8 @@ const request: FlowRequest = {
     currency: 'USD',
     pausedAt: null,
     endedAt: null,
+    assignedTo: null,
+    assignedAt: null,
     createdAt: new Date(0),
     updatedAt: new Date(0),
   },

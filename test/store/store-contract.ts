@@ -1618,6 +1618,62 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('handoffs', () => {
+      const ask = (session: Session, at: number, reason = 'wants a person') =>
+        store.handoffs.open({ sessionId: session.id, userId: session.userId, reason, source: 'model', at });
+
+      it('keeps one open handoff per conversation, and a new one after it closes', async () => {
+        const session = await givenSession();
+        const first = await ask(session, 1_000);
+        expect(first.opened).toBe(true);
+        expect(first.handoff).toMatchObject({ sessionId: session.id, reason: 'wants a person', source: 'model', notices: 0, takenBy: null });
+        expect(first.handoff.nextNoticeAt?.getTime()).toBe(1_000);
+        const again = await ask(session, 2_000, 'asks again');
+        expect(again).toEqual({ handoff: first.handoff, opened: false });
+        expect((await store.handoffs.close(session.id, 'Olena', 3_000))?.closedBy).toBe('Olena');
+        expect(await store.handoffs.close(session.id, 'Olena', 3_000)).toBeUndefined();
+        expect(await store.handoffs.findOpen(session.id)).toBeUndefined();
+        const next = await ask(session, 4_000, 'later');
+        expect(next.opened).toBe(true);
+        expect(next.handoff.id).not.toBe(first.handoff.id);
+      });
+
+      it('gives each notice round to exactly one of the processes racing for it, and none once taken', async () => {
+        const session = await givenSession();
+        const { handoff } = await ask(session, 10_000);
+        expect((await store.handoffs.listDue(9_999, 1000)).some((due) => due.id === handoff.id)).toBe(false);
+        const due = (await store.handoffs.listDue(10_000, 1000)).find((candidate) => candidate.id === handoff.id);
+        expect(due).toBeDefined();
+        const claims = await Promise.all([store.handoffs.claimNotice(due!, 70_000), store.handoffs.claimNotice(due!, 70_000)]);
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        const open = await store.handoffs.findOpen(session.id);
+        expect(open).toMatchObject({ notices: 1 });
+        expect(open?.nextNoticeAt?.getTime()).toBe(70_000);
+        expect((await store.handoffs.listDue(69_999, 1000)).some((candidate) => candidate.id === handoff.id)).toBe(false);
+        const taken = await store.handoffs.take(session.id, 'Olena', 20_000);
+        expect(taken).toMatchObject({ takenBy: 'Olena', nextNoticeAt: null });
+        expect(await store.handoffs.claimNotice(open!, null)).toBe(false);
+        expect((await store.handoffs.listDue(100_000, 1000)).some((candidate) => candidate.id === handoff.id)).toBe(false);
+        expect((await store.handoffs.listOpen(1000)).some((candidate) => candidate.id === handoff.id)).toBe(true);
+      });
+
+      it('assigns a conversation to one operator; another takes it only when forced', async () => {
+        const session = await givenSession();
+        const [olena, mark] = await Promise.all([store.sessions.assign(session.id, 'Olena'), store.sessions.assign(session.id, 'Mark')]);
+        const winner = olena.changed ? 'Olena' : 'Mark';
+        expect([olena.changed, mark.changed].filter(Boolean)).toHaveLength(1);
+        expect(olena.assignedTo).toBe(winner);
+        expect(mark.assignedTo).toBe(winner);
+        const loser = winner === 'Olena' ? 'Mark' : 'Olena';
+        expect(await store.sessions.assign(session.id, winner)).toEqual({ changed: false, assignedTo: winner });
+        expect(await store.sessions.assign(session.id, loser, { force: true })).toEqual({ changed: true, assignedTo: loser });
+        expect((await store.sessions.findById(session.id))?.assignedTo).toBe(loser);
+        expect(await store.sessions.assign(session.id, null)).toEqual({ changed: true, assignedTo: null });
+        expect((await store.sessions.findById(session.id))?.assignedAt).toBeNull();
+        await expectStoreError(store.sessions.assign(randomUUID(), 'Olena'), 'not_found');
+      });
+    });
+
     describe('conversation claims', () => {
       const TTL = 2_500;
       const conversation = () => ({ channel: 'web', conversationId: unique('conv') });

@@ -40,6 +40,7 @@ export interface Store {
   readonly identityEvents: IdentityEventRepository;
   readonly adminActions: AdminActionRepository;
   readonly dashboardSessions: DashboardSessionRepository;
+  readonly handoffs: HandoffRepository;
   readonly spend: SpendRepository;
   readonly personRate: PersonRateRepository;
   readonly profiles: ProfileRepository;
@@ -135,6 +136,17 @@ export interface SessionRepository {
    * @throws StoreError `not_found` for an unknown session.
    */
   end(sessionId: string): Promise<Session>;
+  /**
+   * Assigns the conversation to an operator (`null`: to nobody). Without `force` an assignment to another operator
+   * stays: `changed` is false and `assignedTo` names who has it. Decided by the database, so of two operators taking
+   * it at once exactly one gets it.
+   * @throws StoreError `not_found` for an unknown session.
+   */
+  assign(
+    sessionId: string,
+    operator: string | null,
+    options?: { readonly force?: boolean },
+  ): Promise<{ readonly changed: boolean; readonly assignedTo: string | null }>;
 }
 
 /** What an append changes on the session besides its message counter, in the same write of its row. */
@@ -562,6 +574,61 @@ export interface DashboardSessionRepository {
   revoke(id: string): Promise<void>;
   /** Drops the sign-ins that ended by `now`; resolves how many. */
   deleteExpired(now: number): Promise<number>;
+}
+
+/** What asked for a person: the model (the `handoff` tool), a tool (`ctx.handoff`), or the person's own words. */
+export type HandoffSource = 'model' | 'tool' | 'phrase';
+
+/** A conversation handed to a person: open until an operator takes it or it is closed (resumed, ended). */
+export interface Handoff {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly userId: string;
+  /** Why, in the words of whoever asked (the model's, a tool's, or the phrase that matched). */
+  readonly reason: string;
+  readonly source: HandoffSource;
+  readonly requestedAt: Date;
+  readonly takenBy: string | null;
+  readonly takenAt: Date | null;
+  readonly closedAt: Date | null;
+  readonly closedBy: string | null;
+  /** Notice rounds sent to operators so far. */
+  readonly notices: number;
+  /** When the next round is due; null when nobody is to be told again. */
+  readonly nextNoticeAt: Date | null;
+}
+
+export interface NewHandoff {
+  readonly sessionId: string;
+  readonly userId: string;
+  readonly reason: string;
+  readonly source: HandoffSource;
+  /** Epoch ms: when it was asked for, and when its first notice is due. */
+  readonly at: number;
+}
+
+/**
+ * Handoffs to a person, shared by every process of the database: at most one open per conversation, and each notice
+ * round claimed by exactly one process, so operators are told once however many processes run.
+ */
+export interface HandoffRepository {
+  /** Opens a handoff, its first notice due at once; when the conversation has one open, resolves that one (`opened: false`). */
+  open(handoff: NewHandoff): Promise<{ readonly handoff: Handoff; readonly opened: boolean }>;
+  /** The conversation's open handoff, if any. */
+  findOpen(sessionId: string): Promise<Handoff | undefined>;
+  /** Open handoffs, oldest first: the operators' queue. */
+  listOpen(limit: number): Promise<Handoff[]>;
+  /** Open, untaken handoffs whose next notice round is due at `now`, oldest first. */
+  listDue(now: number, limit: number): Promise<Handoff[]>;
+  /**
+   * Claims the notice round after `handoff.notices` for the caller, the next one due at `nextAt` (null: no more).
+   * True for exactly one of the processes that race for it; false when another claimed it, or it was taken or closed.
+   */
+  claimNotice(handoff: Handoff, nextAt: number | null): Promise<boolean>;
+  /** Marks the conversation's open handoff taken by `operator` at `at`: no more notices. Resolves it, or undefined when none is open. */
+  take(sessionId: string, operator: string, at: number): Promise<Handoff | undefined>;
+  /** Closes the conversation's open handoff (the agent resumed, or the conversation ended). Resolves it, or undefined when none was open. */
+  close(sessionId: string, by: string, at: number): Promise<Handoff | undefined>;
 }
 
 /** Small values each channel keeps across restarts. */

@@ -64,6 +64,8 @@ export function toSession(row: Selectable<SessionsTable>): Session {
     currency: shared(row.currency),
     pausedAt: row.paused_at == null ? null : toDate(row.paused_at),
     endedAt: row.ended_at == null ? null : toDate(row.ended_at),
+    assignedTo: row.assigned_to,
+    assignedAt: row.assigned_at == null ? null : toDate(row.assigned_at),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
   };

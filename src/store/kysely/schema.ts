@@ -38,6 +38,7 @@ export interface Database {
   readonly dashboard_sessions: DashboardSessionsTable;
   readonly person_rate_hits: PersonRateHitsTable;
   readonly person_rate_notices: PersonRateNoticesTable;
+  readonly handoffs: HandoffsTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -92,6 +93,9 @@ export interface SessionsTable {
   paused_at: ColumnType<number | string | null, number | null | undefined, number | null>;
   /** When an operator last ended the conversation; null when never. */
   ended_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  /** The operator who took the conversation; null when nobody has (see migration 0027). */
+  assigned_to: ColumnType<string | null, string | null | undefined, string | null>;
+  assigned_at: ColumnType<number | string | null, number | null | undefined, number | null>;
   created_at: EpochMillis;
   updated_at: EpochMillis;
 }
@@ -273,6 +277,26 @@ export interface PersonRateNoticesTable {
   user_id: string;
   scope: string;
   noticed_until: EpochMillis;
+}
+
+/** Each time a conversation was handed to a person, until taken or closed, with its operators' notices (see migration 0027). */
+export interface HandoffsTable {
+  id: string;
+  session_id: string;
+  user_id: string;
+  reason: string;
+  source: string;
+  requested_at: EpochMillis;
+  /** The session's id while open, null after: one open handoff per conversation (a unique index). */
+  open_key: string | null;
+  taken_by: ColumnType<string | null, string | null | undefined, string | null>;
+  taken_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  closed_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  closed_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Notice rounds claimed so far (each claimed by one process). */
+  notices: ColumnType<number, number | undefined, number>;
+  /** When the next notice round is due; null when nobody is to be told again (taken, closed, or repeats spent). */
+  next_notice_at: ColumnType<number | string | null, number | null | undefined, number | null>;
 }
 
 /** Files attached to inbound messages, with their bytes (see migration 0025). */

@@ -178,6 +178,29 @@ export class KyselySessionRepository implements SessionRepository {
     });
   }
 
+  assign(
+    sessionId: string,
+    operator: string | null,
+    options?: { readonly force?: boolean },
+  ): Promise<{ readonly changed: boolean; readonly assignedTo: string | null }> {
+    return storeOperation('sessions.assign', async () => {
+      const now = this.#ctx.now();
+      let update = this.#ctx.db
+        .updateTable('sessions')
+        .set({ assigned_to: operator, assigned_at: operator === null ? null : now, updated_at: now })
+        .where('id', '=', sessionId);
+      // Taking a conversation somebody else has is refused unless forced; taking back one's own changes nothing.
+      if (options?.force !== true && operator !== null) update = update.where((eb) => eb.or([eb('assigned_to', 'is', null), eb('assigned_to', '=', operator)]));
+      const result = await update
+        .where((eb) => (operator === null ? eb('assigned_to', 'is not', null) : eb.or([eb('assigned_to', 'is', null), eb('assigned_to', '!=', operator)])))
+        .executeTakeFirst();
+      if (result.numUpdatedRows !== 0n) return { changed: true, assignedTo: operator };
+      const session = await this.findById(sessionId);
+      if (session === undefined) throw sessionNotFound(sessionId);
+      return { changed: false, assignedTo: session.assignedTo };
+    });
+  }
+
   end(sessionId: string): Promise<Session> {
     return storeOperation('sessions.end', async () => {
       const now = this.#ctx.now();
