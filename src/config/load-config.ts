@@ -18,6 +18,7 @@ const ENV_OVERRIDES: readonly { variable: string; path: readonly string[]; parse
   { variable: 'PALAVER_DB', path: ['database', 'url'] },
   { variable: 'PALAVER_REDIS_URL', path: ['redis', 'url'] },
   { variable: 'PALAVER_TOOL_RESULT_SECRET', path: ['tools', 'resultSecret'] },
+  { variable: 'PALAVER_OPERATORS_WEBHOOK_SECRET', path: ['operators', 'notify', 'webhookSecret'] },
   { variable: 'PALAVER_CLUSTER_BUS', path: ['cluster', 'bus'] },
   { variable: 'PALAVER_API_KEY', path: ['server', 'apiKey'] },
   { variable: 'PALAVER_ADMIN_TOKEN', path: ['server', 'adminToken'] },

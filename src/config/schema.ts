@@ -41,6 +41,15 @@ const languageTagName = z.string().transform((tag, ctx) => {
 });
 
 /** Price of a model in USD per million tokens; decimal strings so no float rounding. */
+const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+type Weekday = (typeof WEEKDAYS)[number];
+
+/** "09:00-18:00": a day's working hours, start before end. */
+const hoursRange = z
+  .string()
+  .regex(/^([01]\d|2[0-3]):[0-5]\d-(([01]\d|2[0-3]):[0-5]\d|24:00)$/, 'a range of hours, e.g. "09:00-18:00"')
+  .refine((range) => range.slice(0, 5) < range.slice(6), 'the range must end after it starts');
+
 const priceSchema = z.strictObject({
   input: decimalString('0.40'),
   output: decimalString('1.60'),
@@ -118,6 +127,8 @@ export const configSchema = z
         language: languageTagName.default('en'),
         /** A JS or TypeScript module exporting `tools` (an array made with `defineTool`); TypeScript loads on Node 22.18+ and 24 (type stripping), elsewhere through tsx installed in your project. */
         toolsModule: z.string().min(1).optional(),
+        /** Palaver's built-in tools the agent is given: `handoff` lets the model hand the conversation to a person. */
+        tools: z.array(z.enum(['handoff'])).default([]),
         /** Tool calls per turn across all tools; past it a call is refused and the model is told why. */
         maxToolCallsPerTurn: z.number().int().min(1).max(200).default(16),
         /** Calls of any one tool per turn. */
@@ -558,6 +569,55 @@ export const configSchema = z
      * stream; `palaver worker` processes in a consumer group run it and answer on this runtime's response stream). See
      * docs/tool-workers.md.
      */
+    /** People who step in: handing a conversation to them, when they answer, and how they are told (docs/operator-actions.md). */
+    operators: z
+      .strictObject({
+        /**
+         * The dashboard's address as operators reach it (e.g. https://support.example.com): notices link to the
+         * conversation there. Without it they name the conversation by its id.
+         */
+        dashboardUrl: z.url().optional(),
+        handoff: z
+          .strictObject({
+            /**
+             * Words that hand the conversation to a person without asking the model ("operator", "живой человек"):
+             * matched case-insensitively as whole words in the person's message. The model decides otherwise (give
+             * it the tool with `agent.tools: ["handoff"]`).
+             */
+            phrases: z.array(z.string().trim().min(2).max(200)).max(100).default([]),
+          })
+          .prefault({}),
+        /**
+         * When people answer, in `timeZone`: per weekday a range "09:00-18:00"; a day left out has nobody. The person
+         * handed over is told "a person will answer shortly" within hours, else when the next hours start. Without it
+         * they are told a person will answer, with no time.
+         */
+        hours: z
+          .strictObject({
+            timeZone: timeZoneName.default('UTC'),
+            days: z.strictObject(Object.fromEntries(WEEKDAYS.map((day) => [day, hoursRange.optional()])) as Record<Weekday, z.ZodOptional<typeof hoursRange>>),
+          })
+          .optional(),
+        notify: z
+          .strictObject({
+            /** POSTed a signed JSON notice for each handoff (Standard Webhooks signature with `webhookSecret`). */
+            webhookUrl: z.url().optional(),
+            /** The webhook's signing secret (better: PALAVER_OPERATORS_WEBHOOK_SECRET); required with `webhookUrl`. */
+            webhookSecret: z.string().min(24, 'use at least 24 characters').optional(),
+            /** A Telegram chat of operators the bot (channels.telegram) posts each handoff to: its id, e.g. -1001234567890. */
+            telegramChatId: z.union([z.number().int(), z.string().regex(/^-?\d{1,20}$/, 'a chat id, e.g. -1001234567890')]).optional(),
+            /** Told again every this many minutes while nobody has taken the conversation. */
+            repeatMinutes: z.number().int().min(1).max(1440).default(10),
+            /** How many times to tell again after the first notice (0: once only). */
+            repeats: z.number().int().min(0).max(50).default(3),
+          })
+          .refine((notify) => notify.webhookUrl === undefined || notify.webhookSecret !== undefined, {
+            message: 'set webhookSecret (or PALAVER_OPERATORS_WEBHOOK_SECRET) with webhookUrl: receivers check the signature',
+            path: ['webhookSecret'],
+          })
+          .prefault({}),
+      })
+      .prefault({}),
     tools: z
       .strictObject({
         dispatch: z.enum(['inline', 'streams']).default('inline'),
