@@ -13,6 +13,8 @@ import { LocalIdentityResolver } from './identity/local-identity.js';
 import { findPhoneInText } from './identity/phones.js';
 import { IdentityAdmin } from './identity/identity-admin.js';
 import { OperatorActions } from './admin/operator-actions.js';
+import { configuredHandoffNotifier, type HandoffNotifier } from './admin/handoff-notices/index.js';
+import { operatorsChatOf } from './channels/telegram-bot/operators-chat.js';
 import { ProfileService } from './identity/profile-service.js';
 import { profileCodec, profileDefaultsFrom } from './identity/profile-settings.js';
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
@@ -285,6 +287,9 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
   });
   const billing = createBilling(config, logger);
   const now = options.now ?? (() => new Date());
+  // Tells operators of conversations waiting for a person (`operators.notify`). Made once the channels run, since
+  // the Telegram way posts through the bot; a turn that opens a handoff calls its `notify` (the rest come by timer).
+  let handoffNotices: HandoffNotifier | undefined;
   const pipeline = new Pipeline(
     {
       store,
@@ -404,6 +409,18 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
   }
   // Now that every channel can deliver: answer what a stopped process left unanswered, and keep our leases alive.
   if (options.serveInbox !== false) pipeline.start();
+  // Not in a Palaver that serves no inbox (`palaver telegram sync`): it is no place to tell operators from.
+  if (options.serveInbox !== false) {
+    handoffNotices = configuredHandoffNotifier(config.operators, {
+      store,
+      telegram: operatorsChatOf(channels),
+      fetch: http.fetch,
+      logger,
+      metrics,
+      now: () => now().getTime(),
+    });
+    handoffNotices?.start();
+  }
 
   let closing: Promise<void> | undefined;
   async function checkHealth(): Promise<Record<string, { ok: boolean; detail?: string }>> {
@@ -453,7 +470,11 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
         serverHost: host,
       },
       trustedProxies: config.server.trustedProxies,
-      dashboard: { events: conversationChangeProbe(store.operators), metrics: metrics.registry, sessionStore: store.dashboardSessions },
+      dashboard: {
+        events: conversationChangeProbe(store.operators),
+        metrics: metrics.registry,
+        sessionStore: store.dashboardSessions,
+      },
       extraRoutes: (http) => {
         http.route('/admin', adminRoutes(admin, clientAddressResolver(config.server.trustedProxies)));
         // With streams dispatch the overview also shows the tool stream's backlog and dead letters.
@@ -503,7 +524,12 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
         .map((role) => `role ${role} has no instructions file ${role}.md in ${config.agent.instructionsDir}`);
       // A hosted server names its tools to the model provider only: its allowedTools, or any name when it has none.
       const hostedMayOffer = (tool: string) => hostedMcp.some((spec) => spec.allowedTools === undefined || spec.allowedTools.includes(tool));
-      return [...missingFiles, ...(await tools.diagnose(hostedMayOffer))];
+      const { telegramChatId } = config.operators.notify;
+      const noBot =
+        telegramChatId !== undefined && operatorsChatOf(channels) === undefined
+          ? [`operators.notify.telegramChatId is set, but the Telegram bot (channels.telegram) does not run here: operators are not told in Telegram`]
+          : [];
+      return [...missingFiles, ...noBot, ...(await tools.diagnose(hostedMayOffer))];
     },
     async serve(serveOptions = {}) {
       const { startHttpServer } = await import('./server/index.js');
@@ -516,6 +542,8 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
       closing ??= (async () => {
         const graceMs = closeOptions.graceMs ?? config.server.shutdownGraceMs;
         const deadline = Date.now() + graceMs;
+        // Notices under way are cut short (the next round, on this or another process, tells operators again).
+        await handoffNotices?.close();
         // No new messages first; then accepted ones are answered, as far as the grace period allows. Both are
         // bounded: a channel may be finishing a call to an API that does not answer, a turn may wait on a model.
         const stopped = await settlesWithin(Promise.allSettled(channels.map((channel) => channel.stop())), graceMs);

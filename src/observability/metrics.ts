@@ -67,6 +67,11 @@ export class PalaverMetrics {
    * per cache lifetime); the row is kept as it is.
    */
   readonly profileReadProblems: PromClient.Counter<'part'>;
+  /**
+   * Notices telling operators that a conversation waits for a person, by way (`webhook`, `telegram`) and outcome
+   * (`sent`, `failed`). A failed one is not retried: the handoff's next round tells them again.
+   */
+  readonly handoffNotices: PromClient.Counter<'via' | 'outcome'>;
   /** Each channel plug-in's own metrics, by channel name (see `channel`). */
   readonly #channels = new Map<string, unknown>();
   readonly #inboxSources = new Set<() => number>();
@@ -200,6 +205,12 @@ export class PalaverMetrics {
       name: 'palaver_profile_read_problems_total',
       help: 'Stored profiles a turn could not read, wholly (whole) or in some fields (fields), so the defaults stood in; the row is kept as it is',
       labelNames: ['part'] as const,
+      registers: [registry],
+    });
+    this.handoffNotices = new prom.Counter({
+      name: 'palaver_handoff_notices_total',
+      help: 'Notices telling operators a conversation waits for a person, by way (webhook, telegram) and outcome (sent, failed)',
+      labelNames: ['via', 'outcome'] as const,
       registers: [registry],
     });
     // Every channel's metrics, whether it runs or not: a dashboard sees its series at 0 rather than missing.

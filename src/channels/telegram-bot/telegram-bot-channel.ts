@@ -17,7 +17,7 @@ import type {
 } from '../../domain/ports/channel.js';
 import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
-import { TELEGRAM_MAX_MESSAGE_CHARS, TELEGRAM_REACTION_EMOJI_ACCEPTED, toTelegramMessage, type Transcribe } from '../telegram/index.js';
+import { TELEGRAM_MAX_MESSAGE_CHARS, TELEGRAM_REACTION_EMOJI_ACCEPTED, toTelegramMessage, type TelegramEntity, type Transcribe } from '../telegram/index.js';
 import { TELEGRAM_BOT_CHANNEL } from './address.js';
 import { BusinessConnections } from './business.js';
 import { registerCommands } from './commands.js';
@@ -25,6 +25,7 @@ import type { DeadLetterReason } from './dead-letters.js';
 import { DraftStreamer } from './drafts.js';
 import { fetchForGrammy } from './grammy-fetch.js';
 import { Notices } from './notices.js';
+import type { OperatorsChat } from './operators-chat.js';
 import { BotOutbound } from './outbound.js';
 import { LeasedPolling } from './leased-polling.js';
 import { DurablePoller, fatalError } from './polling.js';
@@ -99,7 +100,7 @@ const ALLOWED_UPDATES = ['message', 'business_connection', 'business_message'] a
  *
  * Rate limits (429 retry_after) are waited out by @grammyjs/auto-retry.
  */
-export class TelegramBotChannel implements Channel {
+export class TelegramBotChannel implements Channel, OperatorsChat {
   readonly name = TELEGRAM_BOT_CHANNEL;
   readonly accountNamespace = 'telegram';
   readonly capabilities: ChannelCapabilities;
@@ -304,6 +305,19 @@ export class TelegramBotChannel implements Channel {
    */
   react(target: ReplyTarget, messageId: string, emoji: string): Promise<void> {
     return this.#outbound.react(target, messageId, emoji);
+  }
+
+  /**
+   * Posts a message to a chat that is no conversation (the operators' chat; see `operators-chat.ts` for why this is
+   * not part of the `Channel` port). Not stored, not retried beyond the rate-limit waits every call gets.
+   */
+  async postToChat(chatId: string, message: { readonly text: string; readonly entities: readonly TelegramEntity[] }, signal?: AbortSignal): Promise<void> {
+    await this.#bot.api.sendMessage(
+      chatId,
+      message.text,
+      { ...(message.entities.length > 0 ? { entities: [...message.entities] } : {}), link_preview_options: { is_disabled: true } },
+      signal as Parameters<Api['sendMessage']>[3],
+    );
   }
 
   progress(target: ReplyTarget, event: TurnProgress): void {
