@@ -471,14 +471,17 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
       },
       trustedProxies: config.server.trustedProxies,
       dashboard: {
-        events: conversationChangeProbe(store.operators),
+        events: conversationChangeProbe(store.operators, { handoffs: store.handoffs }),
         metrics: metrics.registry,
         sessionStore: store.dashboardSessions,
       },
       extraRoutes: (http) => {
         http.route('/admin', adminRoutes(admin, clientAddressResolver(config.server.trustedProxies)));
         // With streams dispatch the overview also shows the tool stream's backlog and dead letters.
-        http.route('/admin', operatorReadRoutes({ queries: store.operators, ...(streams ? { toolStream: () => streams.backlog() } : {}) }));
+        http.route(
+          '/admin',
+          operatorReadRoutes({ queries: store.operators, handoffs: store.handoffs, ...(streams ? { toolStream: () => streams.backlog() } : {}) }),
+        );
         http.route('/admin', actionRoutes(operators));
         http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
         http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));

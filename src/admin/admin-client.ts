@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PalaverError } from '../domain/errors.js';
-import { adminActions, conversationsPage, costs, endedConversation, pauseState, sentAsAgent, telegramSynced, transcript, usersPage } from './api-contract.js';
+import {
+  adminActions,
+  conversationsPage,
+  costs,
+  endedConversation,
+  handoffs,
+  pauseState,
+  sentAsAgent,
+  telegramSynced,
+  transcript,
+  usersPage,
+} from './api-contract.js';
 
 /**
  * A refusal or failure of the admin API, or no answer at all. `kind` is what a script acts on; `status` is the
@@ -98,6 +109,11 @@ export class AdminClient {
   /** The operators' own audit, newest first. */
   actions(query: { limit?: number } = {}): Promise<z.infer<typeof adminActions>> {
     return this.#request('GET', '/admin/actions', adminActions, { query });
+  }
+
+  /** Conversations handed to a person and not closed yet, oldest first: those waiting, and those an operator took. */
+  handoffs(query: { limit?: number } = {}): Promise<z.infer<typeof handoffs>> {
+    return this.#request('GET', '/admin/handoffs', handoffs, { query });
   }
 
   /**

@@ -228,3 +228,27 @@ export const adminAction = z.object({
   at: iso,
 });
 export const adminActions = z.object({ actions: z.array(adminAction) });
+
+/** A conversation handed to a person and not closed yet: waiting for one (`takenBy` null) or taken by one. */
+export const handoffView = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  /** The conversation's channel and title; null when the conversation cannot be read. */
+  channel: z.string().nullable(),
+  conversationId: z.string().nullable(),
+  title: z.string().nullable(),
+  person: z.object({ id: z.string(), name: z.string().nullable() }),
+  /** Why, in the words of whoever asked: the model, a tool, or the phrase the person wrote. */
+  reason: z.string(),
+  source: z.enum(['model', 'tool', 'phrase']),
+  requestedAt: iso,
+  /** The operator who took it; null while it waits for one. */
+  takenBy: z.string().nullable(),
+  takenAt: iso.nullable(),
+  /** Rounds of notices sent to operators so far. */
+  notices: z.number().int(),
+});
+export type HandoffView = z.infer<typeof handoffView>;
+export const handoffsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(100) });
+/** Open handoffs, oldest first; `waiting` counts those nobody has taken. */
+export const handoffs = z.object({ handoffs: z.array(handoffView), waiting: z.number().int() });

@@ -1,16 +1,29 @@
 import type { OperatorQueries } from '../domain/ports/operator-queries.js';
+import type { HandoffRepository } from '../domain/ports/store.js';
 import type { ChangeProbe } from './admin-events.js';
+
+/** Open handoffs the probe watches; more than this many waiting is a queue the page shows as such anyway. */
+const WATCHED_HANDOFFS = 100;
+
+export interface ConversationChangeProbeOptions {
+  /** The handoffs to a person (`store.handoffs`): one opened or taken is a change too. */
+  readonly handoffs?: Pick<HandoffRepository, 'listOpen'>;
+  /** How long one answer serves every open dashboard. Default 500 ms. */
+  readonly ttlMs?: number;
+}
 
 /**
  * What the dashboard's live list watches: the 20 most recently active conversations (their last message, waiting
- * count, pause, end and status) and the inbox and outbox depth. Two indexed queries with small limits; read from
- * the store, so a message another process accepted or answered shows too.
+ * count, pause, end and status), the inbox and outbox depth, and the open handoffs (who took them). Three indexed
+ * queries with small limits; read from the store, so a message another process accepted or answered, or a handoff
+ * another process opened, shows too.
  *
  * Every open dashboard shares one probe per `ttlMs`: ten tabs cost the store what one does.
  */
-export function conversationChangeProbe(operators: OperatorQueries, ttlMs = 500): ChangeProbe {
+export function conversationChangeProbe(operators: OperatorQueries, options: ConversationChangeProbeOptions = {}): ChangeProbe {
+  const { handoffs } = options;
   const probe = async () => {
-    const [page, depth] = await Promise.all([operators.conversations({ limit: 20 }), operators.depth()]);
+    const [page, depth, open] = await Promise.all([operators.conversations({ limit: 20 }), operators.depth(), handoffs?.listOpen(WATCHED_HANDOFFS) ?? []]);
     const conversations = page.items.map((c) => [
       c.sessionId,
       c.lastMessage?.at.getTime() ?? null,
@@ -20,9 +33,9 @@ export function conversationChangeProbe(operators: OperatorQueries, ttlMs = 500)
       c.endedAt?.getTime() ?? null,
       c.status,
     ]);
-    return JSON.stringify([conversations, depth]);
+    return JSON.stringify([conversations, depth, open.map((handoff) => [handoff.id, handoff.takenBy])]);
   };
-  return sharedProbe(probe, ttlMs);
+  return sharedProbe(probe, options.ttlMs ?? 500);
 }
 
 /** One answer per `ttlMs` for every caller, and never two probes running at once. */

@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { z } from 'zod';
 import type { AdminClient } from '../admin/admin-client.js';
-import type { conversationSummary, costs, transcript, userSummary } from '../admin/api-contract.js';
+import type { conversationSummary, costs, handoffs, transcript, userSummary } from '../admin/api-contract.js';
 import { adminConsoleSettings } from '../config/index.js';
 import { PalaverError } from '../domain/errors.js';
 import { renderTable, safeText, singleLine } from './text-table.js';
@@ -191,6 +191,18 @@ export function adminCommand(configOption: () => Option): Command {
           print(costsText(answer));
         },
       ),
+    );
+
+  admin
+    .command('handoffs')
+    .description('conversations handed to a person, oldest first: who waits, why, and who took them')
+    .addOption(limitOption(500))
+    .action(
+      action(async (client, globals, options: { limit?: number }) => {
+        const answer = await client.handoffs({ limit: options.limit });
+        if (globals.json) return printJson(answer);
+        print(handoffsText(answer));
+      }),
     );
 
   admin
@@ -402,6 +414,31 @@ function transcriptText(answer: z.infer<typeof transcript>): string {
     }
   }
   return lines.join('\n');
+}
+
+function handoffsText(answer: z.infer<typeof handoffs>): string {
+  if (answer.handoffs.length === 0) return 'Nobody waits for a person.';
+  const table = renderTable(
+    [
+      { header: 'SESSION', max: 36 },
+      { header: 'CHANNEL' },
+      { header: 'PERSON', max: 24 },
+      { header: 'REASON', max: 48 },
+      { header: 'SOURCE' },
+      { header: 'REQUESTED' },
+      { header: 'TAKEN BY', max: 24 },
+    ],
+    answer.handoffs.map((handoff) => [
+      handoff.sessionId,
+      handoff.channel ?? '',
+      handoff.person.name ?? handoff.person.id,
+      handoff.reason,
+      handoff.source,
+      when(handoff.requestedAt),
+      handoff.takenBy ?? '',
+    ]),
+  );
+  return `${table}\n\n${answer.waiting} waiting for a person.`;
 }
 
 function costsText(answer: z.infer<typeof costs>): string {

@@ -49,7 +49,7 @@ describe('palaver admin: arguments and exit codes', () => {
   it('documents every command and the exit codes in --help', async () => {
     const help = await admin(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs', 'actions'])
+    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs', 'handoffs', 'actions'])
       expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     expect(help.stdout).toMatch(/Exit codes:\n {2}0 {2}done\n {2}1 {2}usage error.*\n {2}2 {2}not found.*\n {2}3 {2}refused.*\n {2}4 {2}unavailable/);
     expect(help.stdout).toContain('PALAVER_ADMIN_TOKEN');
