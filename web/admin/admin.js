@@ -4,6 +4,7 @@
 import { ApiError, restoreSession, signIn, signOut, SIGNED_OUT } from './api.js';
 import { conversationsView } from './conversations.js';
 import { costsView } from './costs.js';
+import { handoffsView, watchHandoffs } from './handoffs.js';
 import { healthView } from './health.js';
 import { userView } from './user.js';
 
@@ -17,9 +18,12 @@ const appSection = document.getElementById('app');
 const viewRoot = document.getElementById('view');
 const errorLine = document.getElementById('error-line');
 const liveState = document.getElementById('live');
+const handoffCount = document.getElementById('handoff-count');
 
 /** The open view: `{ refresh(), close() }`. */
 let current = null;
+/** The count of conversations waiting for a person, kept whatever view is open. */
+let handoffs = null;
 let events = null;
 let pollTimer = null;
 
@@ -51,6 +55,8 @@ void restoreSession().then((signedIn) => (signedIn ? enter() : leave()));
 function enter() {
   signInSection.hidden = true;
   appSection.hidden = false;
+  handoffs?.close();
+  handoffs = watchHandoffs(handoffCount, { showError });
   listen();
   route();
 }
@@ -58,6 +64,9 @@ function enter() {
 function leave(message) {
   current?.close?.();
   current = null;
+  handoffs?.close();
+  handoffs = null;
+  handoffCount.hidden = true;
   events?.close();
   events = null;
   clearInterval(pollTimer);
@@ -69,13 +78,13 @@ function leave(message) {
   tokenInput.focus();
 }
 
-/** `#/conversations[/<sessionId>]`, `#/users/<userId>`, `#/costs`, `#/health`. */
+/** `#/conversations[/<sessionId>]`, `#/users/<userId>`, `#/handoffs`, `#/costs`, `#/health`. */
 function route() {
   const [, name = 'conversations', id] = location.hash.split('/').map((part) => decodeURIComponent(part));
   current?.close?.();
   showError('');
-  const context = { showError, navigate: (hash) => (location.hash = hash) };
-  const views = { conversations: conversationsView, users: userView, costs: costsView, health: healthView };
+  const context = { showError, navigate: (hash) => (location.hash = hash), onTaken: () => handoffs?.refresh() };
+  const views = { conversations: conversationsView, users: userView, handoffs: handoffsView, costs: costsView, health: healthView };
   const view = views[name] ?? conversationsView;
   for (const link of document.querySelectorAll('.tabs a'))
     link.classList.toggle(
@@ -96,7 +105,7 @@ function listen() {
     pollTimer = null;
     setLive('● live', 'on');
   });
-  events.addEventListener('changed', () => current?.refresh());
+  events.addEventListener('changed', refresh);
   events.addEventListener('error', () => {
     // EventSource retries by itself; meanwhile the view is kept fresh by polling.
     if (events?.readyState === EventSource.CLOSED) events = null;
@@ -107,7 +116,12 @@ function listen() {
 function poll() {
   setLive('○ polling', 'off');
   clearInterval(pollTimer);
-  pollTimer = setInterval(() => current?.refresh(), POLL_MS);
+  pollTimer = setInterval(refresh, POLL_MS);
+}
+
+function refresh() {
+  current?.refresh();
+  void handoffs?.refresh();
 }
 
 function setLive(text, state) {
