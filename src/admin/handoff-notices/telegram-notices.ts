@@ -1,5 +1,5 @@
 import type { HandoffSource } from '../../domain/ports/store.js';
-import type { HandoffNotice } from './handoff-notice.js';
+import { cut, type HandoffNotice } from './handoff-notice.js';
 import type { NoticeWay } from './notice-way.js';
 
 /** A formatting entity of the Bot API (offsets in UTF-16 units), of the two kinds a notice uses. */
@@ -39,7 +39,10 @@ export class TelegramNotices implements NoticeWay {
   }
 }
 
-const ASKED_BY: Record<HandoffSource, string> = { model: 'the agent', tool: 'a tool', phrase: "the person's own words" };
+/** A name longer than this is cut (Telegram's are short; a web visitor's need not be). */
+const NAME_CHARS = 100;
+
+const ASKED_BY: Record<HandoffSource, string> = { model: 'the agent', tool: 'a tool', phrase: 'the person (in words that ask for one)' };
 
 /**
  * The notice as operators read it in Telegram: who (name, channel), why, who asked and when, the last messages,
@@ -48,7 +51,7 @@ const ASKED_BY: Record<HandoffSource, string> = { model: 'the agent', tool: 'a t
  */
 export function telegramNoticeMessage(notice: HandoffNotice): NoticeMessage {
   const message = new MessageWriter();
-  const who = oneLine(notice.person.name ?? '') || `user ${notice.userId}`;
+  const who = cut(oneLine(notice.person.name ?? ''), NAME_CHARS) || `user ${notice.userId}`;
   message.bold(`🙋 A person is wanted: ${who}${notice.channel === null ? '' : ` (${notice.channel})`}`);
   message.line(`Why: ${oneLine(notice.reason)}`);
   message.line(`Asked by ${ASKED_BY[notice.source]}, ${notice.requestedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`);
