@@ -219,8 +219,24 @@ export const overview = z.object({
 
 export const adminAction = z.object({
   id: z.string(),
-  action: z.enum(['send', 'pause', 'resume', 'end', 'profile', 'phone', 'role', 'flow_state', 'relink']),
+  action: z.enum([
+    'send',
+    'pause',
+    'resume',
+    'end',
+    'profile',
+    'phone',
+    'role',
+    'flow_state',
+    'relink',
+    'operator_add',
+    'operator_disable',
+    'operator_reset_token',
+  ]),
+  /** The operator account's name; for the admin token `admin`, or the name its client sent (`X-Palaver-Actor`). */
   actor: z.string(),
+  /** The operator account that acted (its name is proven by its token); null for the admin token. */
+  operatorId: z.string().nullable(),
   requestId: z.string().nullable(),
   sessionId: z.string().nullable(),
   userId: z.string().nullable(),

@@ -93,6 +93,7 @@ export function toActionView(action: AdminAction): z.infer<typeof adminAction> {
     id: action.id,
     action: action.action,
     actor: action.actor,
+    operatorId: action.operatorId,
     requestId: action.requestId,
     sessionId: action.sessionId,
     userId: action.userId,

@@ -11,6 +11,7 @@ import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyFocusRepository } from './focus-repository.js';
 import { KyselyAdminActionRepository } from './admin-action-repository.js';
 import { KyselyDashboardSessionRepository } from './dashboard-session-repository.js';
+import { KyselyOperatorAccountRepository } from './operator-account-repository.js';
 import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyPersonRateRepository } from './person-rate-repository.js';
@@ -77,6 +78,7 @@ export class KyselyStore implements Store {
   readonly identityEvents: KyselyIdentityEventRepository;
   readonly adminActions: KyselyAdminActionRepository;
   readonly dashboardSessions: KyselyDashboardSessionRepository;
+  readonly operatorAccounts: KyselyOperatorAccountRepository;
   readonly spend: KyselySpendRepository;
   readonly personRate: KyselyPersonRateRepository;
   readonly profiles: KyselyProfileRepository;
@@ -113,6 +115,7 @@ export class KyselyStore implements Store {
     this.identityEvents = new KyselyIdentityEventRepository(this.#ctx);
     this.adminActions = new KyselyAdminActionRepository(this.#ctx);
     this.dashboardSessions = new KyselyDashboardSessionRepository(this.#ctx);
+    this.operatorAccounts = new KyselyOperatorAccountRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);
     this.personRate = new KyselyPersonRateRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);

@@ -29,6 +29,7 @@ import { dashboardSessionsMigration } from './0023-dashboard-sessions.js';
 import { budgetReservationsPerProcessMigration } from './0024-budget-reservations-per-process.js';
 import { attachmentsMigration } from './0025-attachments.js';
 import { personRateLimitsMigration } from './0026-person-rate-limits.js';
+import { operatorAccountsMigration } from './0028-operator-accounts.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -65,6 +66,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0024_budget_reservations_per_process': budgetReservationsPerProcessMigration(dialect),
     '0025_attachments': attachmentsMigration(dialect),
     '0026_person_rate_limits': personRateLimitsMigration(dialect),
+    '0028_operator_accounts': operatorAccountsMigration(dialect),
   };
 }
 
