@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import type { AdminActor, AdminRefusal, AdminResult, IdentityAdmin } from '../identity/identity-admin.js';
-import { operatorRequest } from './admin/action-routes.js';
+import { principalOf } from './admin-guard.js';
 import { errorBody } from '../platform/error-body.js';
 import { clientAddressResolver, type ClientAddress } from '../platform/client-address.js';
 
@@ -112,10 +112,11 @@ async function jsonBody(c: Context): Promise<Record<string, unknown> | undefined
   }
 }
 
-/** Who made an admin change, for the audit: the client's address (behind a trusted proxy, the one it forwarded). */
+/**
+ * Who made an admin change, for the audit: the caller as the admin guard established it, and the client's address
+ * (behind a trusted proxy, the one it forwarded).
+ */
 function actorFrom(c: Context, clientAddress: ClientAddress): AdminActor {
-  const remoteAddress = clientAddress(c);
-  // Checked as the operators' action routes check it; a malformed name is not kept.
-  const name = operatorRequest(c);
-  return { remoteAddress, requestId: c.req.header('x-request-id'), ...(name.ok && name.value.actor !== 'admin' ? { name: name.value.actor } : {}) };
+  const { actor, operatorId } = principalOf(c);
+  return { remoteAddress: clientAddress(c), requestId: c.req.header('x-request-id'), name: actor, ...(operatorId === null ? {} : { operatorId }) };
 }
