@@ -14,6 +14,9 @@ export interface AdminPrincipal {
   readonly operatorId: string | null;
 }
 
+/** How every operator token starts: a secret scanner (and a person) can tell one from other text. */
+export const OPERATOR_TOKEN_PREFIX = 'pvo_';
+
 /** The actor of the admin token when its client names nobody. */
 export const ADMIN_ACTOR = 'admin';
 

@@ -1,11 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { AdminResult } from '../domain/admin-result.js';
 import type { AdminActionKind, OperatorAccount, Store } from '../domain/ports/store.js';
-import { ADMIN_ACTOR, type AdminPrincipal, type OperatorAuthenticator } from './admin-principal.js';
+import { ADMIN_ACTOR, OPERATOR_TOKEN_PREFIX, type AdminPrincipal, type OperatorAuthenticator } from './admin-principal.js';
 import { newOperatorBody } from './api-contract.js';
-
-/** How every operator token starts: a secret scanner (and a person) can tell one from other text. */
-export const OPERATOR_TOKEN_PREFIX = 'pvo_';
 
 /** A new operator token: `pvo_` and 32 random bytes in base64url (256 bits: nothing to guess, no need to slow a check). */
 export function newOperatorToken(): string {
