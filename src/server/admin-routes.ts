@@ -15,7 +15,8 @@ const relinkBody = z.strictObject({ channel: z.string().min(1).max(64), accountI
 const limitQuery = z.coerce.number().int().min(1).max(1000).optional();
 
 /**
- * The admin API, mounted under `/admin` behind the admin token (`createHttpApp` guards it): JSON in, JSON out.
+ * The admin API, mounted under `/admin` behind the admin guard (`createHttpApp`): JSON in, JSON out. Operators may
+ * read (the GETs); the changes are for admins (`src/admin/admin-roles.ts`), audited under the guard's principal.
  *
  * - `GET    /admin/users/:userId`            the user, their accounts, role and profile
  * - `GET    /admin/users/:userId/events`     their identity audit (`?limit=`)

@@ -26,7 +26,8 @@ const actionsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).d
  * - `GET  /admin/actions?limit=`                     the operators' audit, newest first
  *
  * Who acted is the caller as the admin guard established it (`principalOf`): an operator account, or the admin token
- * (`admin`, or the name its client sends in `X-Palaver-Actor`); `X-Request-Id` is kept with the action. A send's key is `Idempotency-Key`, else the request id, else a new one.
+ * (`admin`, or the name its client sends in `X-Palaver-Actor`); `X-Request-Id` is kept with the action. A send's
+ * key is `Idempotency-Key`, else the request id, else a new one.
  */
 export function actionRoutes(operators: OperatorActions): Hono {
   const app = new Hono();
