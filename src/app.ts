@@ -15,6 +15,7 @@ import { IdentityAdmin } from './identity/identity-admin.js';
 import { OperatorActions } from './admin/operator-actions.js';
 import { configuredHandoffNotifier, type HandoffNotifier } from './admin/handoff-notices/index.js';
 import { operatorsChatOf } from './channels/telegram-bot/operators-chat.js';
+import { OperatorAccounts } from './admin/operator-accounts.js';
 import { ProfileService } from './identity/profile-service.js';
 import { profileCodec, profileDefaultsFrom } from './identity/profile-settings.js';
 import { createLogger, withSecretScrubbing, type Logger } from './observability/logger.js';
@@ -450,6 +451,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
     accountNamespaces,
   });
   const operators = new OperatorActions({ store, pipeline, cache, resetKeepsRole: config.reset.keepRole, logger, metrics });
+  const operatorAccounts = new OperatorAccounts({ store });
   /** The HTTP app of `serve`: the channels' routes, health, metrics and the admin API. */
   async function httpApp(appOptions: { host?: string } = {}): Promise<Hono> {
     const { createHttpApp, apiKeyAuth } = await import('./server/index.js');
@@ -458,11 +460,13 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
     const { conversationChangeProbe } = await import('./admin/conversation-change-probe.js');
     const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
     const { actionRoutes } = await import('./server/admin/action-routes.js');
+    const { operatorAccountRoutes } = await import('./server/admin/operator-account-routes.js');
     const host = appOptions.host ?? config.server.host;
     return createHttpApp({
       health: checkHealth,
       apiKey: config.server.apiKey,
       adminToken: config.server.adminToken,
+      operators: operatorAccounts,
       logger,
       routes: channels.flatMap((channel) => channel.routes ?? []),
       hosts: {
@@ -483,6 +487,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
           operatorReadRoutes({ queries: store.operators, handoffs: store.handoffs, ...(streams ? { toolStream: () => streams.backlog() } : {}) }),
         );
         http.route('/admin', actionRoutes(operators));
+        http.route('/admin', operatorAccountRoutes(operatorAccounts));
         http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
         http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
       },

@@ -1,12 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PalaverError } from '../domain/errors.js';
+import { OPERATOR_TOKEN_PREFIX } from './admin-principal.js';
 import {
   adminActions,
+  adminMe,
   conversationsPage,
   costs,
+  disabledOperator,
   endedConversation,
   handoffs,
+  issuedOperatorToken,
+  operatorAccounts,
   pauseState,
   sentAsAgent,
   telegramSynced,
@@ -43,9 +48,12 @@ export type AdminFailure =
 export interface AdminClientOptions {
   /** The running Palaver's base URL, e.g. `http://127.0.0.1:3000`. */
   readonly url: string;
-  /** Sent as `Authorization: Bearer <token>`. */
+  /** Sent as `Authorization: Bearer <token>`: the admin token, or an operator's own (`pvo_…`). */
   readonly token: string | undefined;
-  /** Who acts, for the operators' audit (`X-Palaver-Actor`); the server records `admin` without one. */
+  /**
+   * Who acts, for the operators' audit (`X-Palaver-Actor`), sent only with the admin token: the server records
+   * `admin` without one. An operator token names its operator itself.
+   */
   readonly actor?: string;
   /** Default: the global `fetch`. */
   readonly fetch?: typeof fetch;
@@ -116,6 +124,31 @@ export class AdminClient {
     return this.#request('GET', '/admin/handoffs', handoffs, { query });
   }
 
+  /** Who the server takes this client for: the name the audit records, the role, the operator account. */
+  me(): Promise<z.infer<typeof adminMe>> {
+    return this.#request('GET', '/admin/me', adminMe, {});
+  }
+
+  /** Every operator account, disabled ones too, oldest first. */
+  operators(): Promise<z.infer<typeof operatorAccounts>> {
+    return this.#request('GET', '/admin/operators', operatorAccounts, {});
+  }
+
+  /** Adds an operator account; the answer holds its token, shown this once. */
+  addOperator(name: string, role: 'operator' | 'admin'): Promise<z.infer<typeof issuedOperatorToken>> {
+    return this.#request('POST', '/admin/operators', issuedOperatorToken, { body: { name, role } });
+  }
+
+  /** Disables an operator account: its token and dashboard sessions stop working at once. */
+  disableOperator(id: string): Promise<z.infer<typeof disabledOperator>> {
+    return this.#request('POST', `/admin/operators/${encodeURIComponent(id)}/disable`, disabledOperator, {});
+  }
+
+  /** Issues an operator a new token (shown this once); the old one and its dashboard sessions stop working. */
+  resetOperatorToken(id: string): Promise<z.infer<typeof issuedOperatorToken>> {
+    return this.#request('POST', `/admin/operators/${encodeURIComponent(id)}/reset-token`, issuedOperatorToken, {});
+  }
+
   /**
    * Stores a private chat's history through the process that runs the Telegram user account (`palaver telegram
    * sync` while `palaver start` holds the session). Give it a longer `timeoutMs`: a long history takes a while.
@@ -135,7 +168,7 @@ export class AdminClient {
     for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
     // Every request gets its own id: the audit keeps it beside the action, and a log line can be found by it.
     const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': randomUUID(), ...options.headers };
-    if (this.#options.actor !== undefined) headers['x-palaver-actor'] = this.#options.actor;
+    if (this.#options.actor !== undefined && !isOperatorToken(this.#options.token)) headers['x-palaver-actor'] = this.#options.actor;
     if (this.#options.token !== undefined) headers.authorization = `Bearer ${this.#options.token}`;
     if (method === 'POST') headers['content-type'] = 'application/json';
 
@@ -169,6 +202,11 @@ export class AdminClient {
     // The answer as sent, now known to match: a newer server's extra fields reach `--json` instead of being dropped.
     return body as z.infer<Schema>;
   }
+}
+
+/** True for an operator's own token: the server names its operator, so no name is passed on with it. */
+export function isOperatorToken(token: string | undefined): boolean {
+  return token?.startsWith(OPERATOR_TOKEN_PREFIX) === true;
 }
 
 const errorEnvelope = z.object({ error: z.object({ code: z.string(), message: z.string() }) });

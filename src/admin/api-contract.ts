@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { actorName } from './admin-principal.js';
 
 /**
  * The operator's admin API, as data: every route's query, body and answer as a zod schema. The server answers with
@@ -24,9 +25,18 @@ import { z } from 'zod';
  *   GET  /admin/actions?limit=                                the operators' own audit (actor, request id)
  *   POST /admin/telegram-user/sync                            store a private chat's history {chat, after?, limit?}
  *                                                             (the Telegram user account's route, where it runs)
+ *   GET  /admin/me                                            who calls: {actor, role, operatorId}
+ *   GET  /admin/operators                                     the operator accounts, disabled ones too
+ *   POST /admin/operators                                     add one {name, role?}: 201 {operator, token}
+ *   POST /admin/operators/:id/disable                         its token and sign-ins stop working at once
+ *   POST /admin/operators/:id/reset-token                     a new token {operator, token}; the old one stops
  *
- * Errors: `{ "error": { "code", "message" } }` with 400 (invalid_request), 401/403 (token), 404 (not_found),
- * 409 (conflict).
+ * Who may call what: an `operator` reads users, conversations, transcripts, live turns and the audit, and acts in
+ * conversations (every route under /admin/conversations/:id/); the rest is for `admin` (the admin token, or an
+ * operator account with that role): see `src/admin/admin-roles.ts`.
+ *
+ * Errors: `{ "error": { "code", "message" } }` with 400 (invalid_request), 401 (no or a wrong token), 403 (the admin
+ * API is off, or `forbidden`: the caller's role may not), 404 (not_found), 409 (conflict).
  */
 
 const iso = z.string();
@@ -219,8 +229,24 @@ export const overview = z.object({
 
 export const adminAction = z.object({
   id: z.string(),
-  action: z.enum(['send', 'pause', 'resume', 'end', 'profile', 'phone', 'role', 'flow_state', 'relink']),
+  action: z.enum([
+    'send',
+    'pause',
+    'resume',
+    'end',
+    'profile',
+    'phone',
+    'role',
+    'flow_state',
+    'relink',
+    'operator_add',
+    'operator_disable',
+    'operator_reset_token',
+  ]),
+  /** The operator account's name; for the admin token `admin`, or the name its client sent (`X-Palaver-Actor`). */
   actor: z.string(),
+  /** The operator account that acted (its name is proven by its token); null for the admin token. */
+  operatorId: z.string().nullable(),
   requestId: z.string().nullable(),
   sessionId: z.string().nullable(),
   userId: z.string().nullable(),
@@ -252,3 +278,31 @@ export type HandoffView = z.infer<typeof handoffView>;
 export const handoffsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(100) });
 /** Open handoffs, oldest first; `waiting` counts those nobody has taken. */
 export const handoffs = z.object({ handoffs: z.array(handoffView), waiting: z.number().int() });
+export const operatorRole = z.enum(['operator', 'admin']);
+
+/** An operator account; its token is never shown again after it is issued. */
+export const operatorAccount = z.object({
+  id: z.string(),
+  /** Unique whatever its case; what the audit shows for their actions. */
+  name: z.string(),
+  role: operatorRole,
+  createdAt: iso,
+  /** Set once disabled: the token and the dashboard sessions no longer work. */
+  disabledAt: iso.nullable(),
+});
+export const operatorAccounts = z.object({ operators: z.array(operatorAccount) });
+/** `POST /admin/operators`: a name for the audit (letters, digits, spaces, `._@-`) and a role (default `operator`). */
+export const newOperatorBody = z.strictObject({ name: actorName, role: operatorRole.default('operator') });
+/** 201 of `POST /admin/operators`, and the answer of `reset-token`: the token, shown this once. */
+export const issuedOperatorToken = z.object({ operator: operatorAccount, token: z.string() });
+/** Answer of `POST /admin/operators/:id/disable`. */
+export const disabledOperator = z.object({ operator: operatorAccount });
+
+/** `GET /admin/me`: who the server takes the caller for. */
+export const adminMe = z.object({
+  /** The name the audit records for this caller's actions. */
+  actor: z.string(),
+  role: operatorRole,
+  /** The operator account; null for the admin token. */
+  operatorId: z.string().nullable(),
+});

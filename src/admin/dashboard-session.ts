@@ -18,10 +18,12 @@ export interface DashboardSessionsOptions {
   readonly now?: () => number;
 }
 
-/** A session as the guard sees it: its CSRF token (bound to it) and when it ends. */
+/** A session as the guard sees it: its CSRF token (bound to it), when it ends, and whose it is. */
 export interface DashboardSession {
   readonly csrfToken: string;
   readonly expiresAt: number;
+  /** The operator account signed in; null when signed in with the admin token. */
+  readonly operatorId: string | null;
 }
 
 /**
@@ -51,22 +53,29 @@ export class DashboardSessions {
     return this.#ttlMs;
   }
 
-  /** A new session, recorded in the store: the cookie value to set and its CSRF token. */
-  async create(): Promise<{ readonly cookie: string; readonly session: DashboardSession }> {
+  /**
+   * A new session, recorded in the store: the cookie value to set and its CSRF token. `operatorId` names the operator
+   * account that signed in; without it the session is the admin token's.
+   */
+  async create(operatorId: string | null = null): Promise<{ readonly cookie: string; readonly session: DashboardSession }> {
     const now = this.#now();
     // Whole seconds, as the cookie carries it, so the row ends when the cookie does.
     const expiresAt = Math.floor((now + this.#ttlMs) / 1000) * 1000;
     const nonce = randomBytes(18).toString('base64url');
-    await this.#store.create({ id: sessionId(nonce), createdAt: now, expiresAt });
+    await this.#store.create({ id: sessionId(nonce), createdAt: now, expiresAt, operatorId });
     const body = `v1.${expiresAt / 1000}.${nonce}`;
-    return { cookie: `${body}.${this.#mac(body)}`, session: { csrfToken: this.#mac(`csrf.${nonce}`), expiresAt } };
+    return { cookie: `${body}.${this.#mac(body)}`, session: { csrfToken: this.#mac(`csrf.${nonce}`), expiresAt, operatorId } };
   }
 
-  /** The session behind a cookie value, or undefined when it is forged, expired or signed out. */
+  /**
+   * The session behind a cookie value, or undefined when it is forged, expired or signed out. Whether its operator
+   * account still works is the caller's question (`sessionPrincipal`).
+   */
   async verify(cookie: string | undefined): Promise<DashboardSession | undefined> {
     const parsed = this.#parse(cookie);
-    if (parsed === undefined || !(await this.#store.isActive(sessionId(parsed.nonce), this.#now()))) return undefined;
-    return { csrfToken: this.#mac(`csrf.${parsed.nonce}`), expiresAt: parsed.expiresAt };
+    const stored = parsed === undefined ? undefined : await this.#store.findActive(sessionId(parsed.nonce), this.#now());
+    if (parsed === undefined || stored === undefined) return undefined;
+    return { csrfToken: this.#mac(`csrf.${parsed.nonce}`), expiresAt: parsed.expiresAt, operatorId: stored.operatorId };
   }
 
   /** True when `presented` is the CSRF token of `session` (from {@link verify}). Compared in constant time. */

@@ -16,8 +16,10 @@ import { splitReply } from '../runtime/reply.js';
 
 /** Who asked for an action, as the admin API knows it. */
 export interface OperatorRequest {
-  /** `admin`, or the name the dashboard or console passed on (`X-Palaver-Actor`). */
+  /** The operator account's name; for the admin token `admin`, or the name its client passed on (`X-Palaver-Actor`). */
   readonly actor: string;
+  /** The operator account that asked; null or absent for the admin token. */
+  readonly operatorId?: string | null;
   readonly requestId: string | null;
 }
 
@@ -206,7 +208,14 @@ export class OperatorActions {
   }
 
   #audit(action: AdminActionKind, session: Session, request: OperatorRequest) {
-    return { action, actor: request.actor, requestId: request.requestId, sessionId: session.id, userId: session.userId };
+    return {
+      action,
+      actor: request.actor,
+      operatorId: request.operatorId ?? null,
+      requestId: request.requestId,
+      sessionId: session.id,
+      userId: session.userId,
+    };
   }
 
   /** The person's account on the conversation's channel (the account a reply answers); the conversation id if none. */

@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { z } from 'zod';
 import type { AdminClient } from '../admin/admin-client.js';
-import type { conversationSummary, costs, handoffs, transcript, userSummary } from '../admin/api-contract.js';
+import type { conversationSummary, costs, handoffs, operatorAccount, transcript, userSummary } from '../admin/api-contract.js';
 import { adminConsoleSettings } from '../config/index.js';
 import { PalaverError } from '../domain/errors.js';
 import { renderTable, safeText, singleLine } from './text-table.js';
@@ -20,10 +20,11 @@ Exit codes:
   0  done
   1  usage error: a wrong option or argument, an invalid config, or a request the API calls invalid (400)
   2  not found: no such conversation or user (404)
-  3  refused: missing or wrong token (401), admin API off (403), or not possible now (409)
+  3  refused: missing or wrong token (401), admin API off or not for your role (403), or not possible now (409)
   4  unavailable: Palaver cannot be reached, answered 5xx, or answered something that is not the admin API
 
-The token comes from PALAVER_ADMIN_TOKEN, else from the local config's server.adminToken.`;
+The token comes from PALAVER_OPERATOR_TOKEN (your own), else PALAVER_ADMIN_TOKEN, else from the local config's
+server.adminToken. With an operator token the audit names you as your account is named, and --actor is not sent.`;
 
 interface GlobalOptions {
   readonly url?: string;
@@ -44,7 +45,7 @@ export function adminCommand(configOption: () => Option): Command {
     .description('operate a running Palaver: users, conversations, transcripts, send as the agent, pause, costs, the audit')
     .option('--url <url>', 'the running Palaver (default: server.host and server.port of the local config, else http://127.0.0.1:3000)')
     .option('--json', "print the API's answer as one JSON document, for scripts")
-    .option('--actor <name>', "your name in the operators' audit (default: your login name)", parseActor)
+    .option('--actor <name>', "with the admin token: your name in the operators' audit (default: your login name)", parseActor)
     .addOption(configOption())
     .addHelpText('after', EXIT_CODES_HELP);
 
@@ -231,7 +232,83 @@ export function adminCommand(configOption: () => Option): Command {
       }),
     );
 
+  admin.addCommand(operatorsCommand());
   return admin;
+}
+
+/** `palaver admin operators …`: the people who operate Palaver (admins only). */
+function operatorsCommand(): Command {
+  const operators = new Command('operators').description('operator accounts: add one (its token is shown once), list, disable, issue a new token');
+
+  operators
+    .command('add')
+    .description('add an operator account and print its token, shown this once')
+    .argument('<name>', "the operator's name, as the audit shows it (letters, digits, spaces, ._@-)", parseActor)
+    .addOption(new Option('--role <role>', 'operator: conversations; admin: everything').choices(['operator', 'admin']).default('operator'))
+    .action(
+      action(async (client, globals, options: { role: 'operator' | 'admin' }, name: string) => {
+        const answer = await client.addOperator(name, options.role);
+        if (globals.json) return printJson(answer);
+        print(`Added ${singleLine(answer.operator.name)} (${answer.operator.role}), id ${answer.operator.id}.`);
+        print(`Token, shown this once (give it to ${singleLine(answer.operator.name)}; it signs in on /admin and works as PALAVER_OPERATOR_TOKEN):`);
+        print(answer.token);
+      }),
+    );
+
+  operators
+    .command('list')
+    .description('list operator accounts, disabled ones too, oldest first')
+    .action(
+      action(async (client, globals) => {
+        const answer = await client.operators();
+        if (globals.json) return printJson(answer);
+        print(answer.operators.length === 0 ? 'No operator accounts yet: palaver admin operators add <name>.' : operatorsTable(answer.operators));
+      }),
+    );
+
+  operators
+    .command('disable')
+    .description('disable an operator account: its token and dashboard sessions stop working at once')
+    .argument('<name-or-id>', 'the operator, by name (any case) or id')
+    .action(
+      action(async (client, globals, _options: object, nameOrId: string) => {
+        const answer = await client.disableOperator((await findOperator(client, nameOrId)).id);
+        if (globals.json) return printJson(answer);
+        print(`Disabled ${singleLine(answer.operator.name)}: their token and dashboard sessions no longer work.`);
+      }),
+    );
+
+  operators
+    .command('reset-token')
+    .description('issue an operator a new token, shown this once; the old one and its dashboard sessions stop working')
+    .argument('<name-or-id>', 'the operator, by name (any case) or id')
+    .action(
+      action(async (client, globals, _options: object, nameOrId: string) => {
+        const answer = await client.resetOperatorToken((await findOperator(client, nameOrId)).id);
+        if (globals.json) return printJson(answer);
+        print(`New token for ${singleLine(answer.operator.name)}, shown this once (the old one no longer works):`);
+        print(answer.token);
+      }),
+    );
+
+  return operators;
+}
+
+/** The operator named (in any case) or with this id. @throws AdminApiError `not_found` (exit 2) when there is none. */
+async function findOperator(client: AdminClient, nameOrId: string): Promise<z.infer<typeof operatorAccount>> {
+  const { operators } = await client.operators();
+  const wanted = nameOrId.trim().toLowerCase();
+  const found = operators.find((operator) => operator.id === nameOrId) ?? operators.find((operator) => operator.name.toLowerCase() === wanted);
+  if (found !== undefined) return found;
+  const { AdminApiError } = await import('../admin/admin-client.js');
+  throw new AdminApiError('not_found', 'not_found', `There is no operator named ${singleLine(nameOrId)}; see palaver admin operators list.`);
+}
+
+function operatorsTable(operators: readonly z.infer<typeof operatorAccount>[]): string {
+  return renderTable(
+    [{ header: 'NAME', max: 32 }, { header: 'ROLE' }, { header: 'ID', max: 36 }, { header: 'CREATED' }, { header: 'DISABLED' }],
+    operators.map((operator) => [operator.name, operator.role, operator.id, when(operator.createdAt), when(operator.disabledAt)]),
+  );
 }
 
 type Action<Options, Args extends unknown[]> = (client: AdminClient, globals: GlobalOptions, options: Options, ...args: Args) => Promise<void>;
@@ -251,7 +328,9 @@ function action<Options, Args extends unknown[]>(run: Action<Options, Args>): (.
         ...(globals.url === undefined ? {} : { url: globals.url }),
         ...(globals.config === undefined ? {} : { file: globals.config }),
       });
-      const { AdminClient } = await import('../admin/admin-client.js');
+      const { AdminClient, isOperatorToken } = await import('../admin/admin-client.js');
+      // An operator token names its operator: the server would ignore a name passed on with it.
+      if (globals.actor !== undefined && isOperatorToken(settings.token)) console.error('--actor is not sent: your operator token names you in the audit.');
       const actor = globals.actor ?? loginName();
       await run(new AdminClient({ url: settings.url, token: settings.token, ...(actor === undefined ? {} : { actor }) }), globals, options, ...args);
     } catch (error) {

@@ -7,7 +7,7 @@ import { dataFolder } from './paths.js';
 export interface AdminConsoleSettings {
   /** The running Palaver's base URL, without a trailing slash. */
   readonly url: string;
-  /** The admin token, or undefined when none is set anywhere (the server will answer 401 or 403). */
+  /** An operator's own token or the admin token, or undefined when none is set anywhere (the server answers 401 or 403). */
   readonly token: string | undefined;
 }
 
@@ -27,15 +27,15 @@ const DEFAULT_PORT = 3000;
 /**
  * The admin console's target: `url` if given; else the address a running `palaver start` recorded in the data
  * folder (whatever `--port` it was started with); else the local Palaver's `server.host` and `server.port` (config
- * file, `PALAVER_HOST`, `PALAVER_PORT`). The token comes from `PALAVER_ADMIN_TOKEN`, else the config's
- * `server.adminToken`. Without a config file nothing else is required: the console runs on an operator's machine
+ * file, `PALAVER_HOST`, `PALAVER_PORT`). The token comes from `PALAVER_OPERATOR_TOKEN` (an operator's own), else
+ * `PALAVER_ADMIN_TOKEN`, else the config's `server.adminToken`. Without a config file nothing else is required: the console runs on an operator's machine
  * that has no model settings, only a URL and a token.
  * @throws ConfigError when a config file is named but missing, or the one found is invalid.
  */
 export function adminConsoleSettings(options: AdminConsoleOptions = {}): AdminConsoleSettings {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
-  const envToken = nonEmpty(env.PALAVER_ADMIN_TOKEN);
+  const envToken = nonEmpty(env.PALAVER_OPERATOR_TOKEN) ?? nonEmpty(env.PALAVER_ADMIN_TOKEN);
   if (options.url !== undefined && envToken !== undefined) return { url: trimSlash(options.url), token: envToken };
 
   const file = findConfigFile(options.file ?? nonEmpty(env.PALAVER_CONFIG), cwd);
@@ -49,7 +49,8 @@ export function adminConsoleSettings(options: AdminConsoleOptions = {}): AdminCo
   const { config } = loadConfig({ file, cwd, env, defaults: { model: { name: 'unused-by-the-admin-console' } } });
   const { server } = config;
   const running = runningServerUrl(dataFolder(config, dirname(file)));
-  return { url: trimSlash(options.url ?? running ?? localUrl(server.host, server.port)), token: server.adminToken };
+  const operatorToken = nonEmpty(env.PALAVER_OPERATOR_TOKEN);
+  return { url: trimSlash(options.url ?? running ?? localUrl(server.host, server.port)), token: operatorToken ?? server.adminToken };
 }
 
 /** The URL a client on this machine reaches a server on: a wildcard address means loopback. */

@@ -34,8 +34,10 @@ export interface IdentityAdminOptions {
 export interface AdminActor {
   readonly remoteAddress?: string | undefined;
   readonly requestId?: string | undefined;
-  /** The operator's name the dashboard or console passed on (`X-Palaver-Actor`); `admin` when none. */
+  /** Who acted: an operator account's name, or for the admin token the name its client passed on; `admin` when none. */
   readonly name?: string | undefined;
+  /** The operator account that acted; absent for the admin token. */
+  readonly operatorId?: string | undefined;
 }
 
 /** A user as the admin API shows them. */
@@ -305,7 +307,7 @@ function operatorAction(
   actor: AdminActor,
   details: Record<string, unknown>,
 ): NewAdminAction {
-  return { action, actor: actor.name ?? 'admin', requestId: actor.requestId ?? null, userId, details };
+  return { action, actor: actor.name ?? 'admin', operatorId: actor.operatorId ?? null, requestId: actor.requestId ?? null, userId, details };
 }
 
 function actorDetails(actor: AdminActor): Record<string, string> {

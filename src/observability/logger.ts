@@ -118,15 +118,18 @@ function anyCase(name: string): string {
 const QUERY_PATTERN = `([?&](?:${SENSITIVE_QUERY_PARAMETERS.map(anyCase).join('|')})=)[^&#\\s"'\\\\<>]+`;
 /** A bearer credential in free text (`Authorization: Bearer eyJ…`), including tokens Palaver does not know. */
 const BEARER_PATTERN = `(${anyCase('bearer')}\\s+)[A-Za-z0-9._~+/-]{16,}=*`;
+/** An operator's token (`pvo_` and 43 base64url characters) wherever it turns up: none is in the config to name. */
+const OPERATOR_TOKEN_PATTERN = 'pvo_[A-Za-z0-9_-]{43}';
 
 /**
  * A function that censors, in one pass of one precompiled regular expression, every occurrence of the given
  * secrets (those of at least {@link MIN_SECRET_LENGTH} characters, also in their JSON-escaped and URL-encoded
- * forms), the values of credential query parameters (`?token=…`, `&api_key=…`) and bearer credentials in free text.
+ * forms), the values of credential query parameters (`?token=…`, `&api_key=…`), bearer credentials in free text and
+ * operator tokens (`pvo_…`).
  * A text with nothing to censor comes back as the same string.
  */
 export function createSecretScrubber(secrets: Iterable<string | undefined | null> = []): (text: string) => string {
-  const compile = () => new RegExp([QUERY_PATTERN, BEARER_PATTERN, ...secretForms(secrets).map(escapeRegExp)].join('|'), 'g');
+  const compile = () => new RegExp([QUERY_PATTERN, BEARER_PATTERN, OPERATOR_TOKEN_PATTERN, ...secretForms(secrets).map(escapeRegExp)].join('|'), 'g');
   let pattern = compile();
   // A Set is read live: a secret that turns up after start (a generated cookie secret) is censored from then on.
   const live = secrets instanceof Set ? secrets : undefined;

@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import type { AdminActor, AdminRefusal, AdminResult, IdentityAdmin } from '../identity/identity-admin.js';
-import { operatorRequest } from './admin/action-routes.js';
+import { principalOf } from './admin-guard.js';
 import { errorBody } from '../platform/error-body.js';
 import { clientAddressResolver, type ClientAddress } from '../platform/client-address.js';
 
@@ -15,7 +15,8 @@ const relinkBody = z.strictObject({ channel: z.string().min(1).max(64), accountI
 const limitQuery = z.coerce.number().int().min(1).max(1000).optional();
 
 /**
- * The admin API, mounted under `/admin` behind the admin token (`createHttpApp` guards it): JSON in, JSON out.
+ * The admin API, mounted under `/admin` behind the admin guard (`createHttpApp`): JSON in, JSON out. Operators may
+ * read (the GETs); the changes are for admins (`src/admin/admin-roles.ts`), audited under the guard's principal.
  *
  * - `GET    /admin/users/:userId`            the user, their accounts, role and profile
  * - `GET    /admin/users/:userId/events`     their identity audit (`?limit=`)
@@ -112,10 +113,11 @@ async function jsonBody(c: Context): Promise<Record<string, unknown> | undefined
   }
 }
 
-/** Who made an admin change, for the audit: the client's address (behind a trusted proxy, the one it forwarded). */
+/**
+ * Who made an admin change, for the audit: the caller as the admin guard established it, and the client's address
+ * (behind a trusted proxy, the one it forwarded).
+ */
 function actorFrom(c: Context, clientAddress: ClientAddress): AdminActor {
-  const remoteAddress = clientAddress(c);
-  // Checked as the operators' action routes check it; a malformed name is not kept.
-  const name = operatorRequest(c);
-  return { remoteAddress, requestId: c.req.header('x-request-id'), ...(name.ok && name.value.actor !== 'admin' ? { name: name.value.actor } : {}) };
+  const { actor, operatorId } = principalOf(c);
+  return { remoteAddress: clientAddress(c), requestId: c.req.header('x-request-id'), name: actor, ...(operatorId === null ? {} : { operatorId }) };
 }

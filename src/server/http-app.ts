@@ -6,8 +6,10 @@ import type { ChannelRoute } from '../domain/ports/channel.js';
 import type { DashboardSessionRepository } from '../domain/ports/store.js';
 import type { Logger } from '../observability/logger.js';
 import type { ChangeProbe } from '../admin/admin-events.js';
+import type { OperatorAuthenticator } from '../admin/admin-principal.js';
 import type { MetricsSource } from '../admin/metrics-summary.js';
 import { dashboardRoutes } from './admin/dashboard-routes.js';
+import { meRoute } from './admin/operator-account-routes.js';
 import { DashboardSessions } from '../admin/dashboard-session.js';
 import { MemoryDashboardSessions } from '../admin/memory-dashboard-sessions.js';
 import { SignInLimiter, type SignInLimiterOptions } from './sign-in-limiter.js';
@@ -31,6 +33,11 @@ export interface HttpAppOptions {
   readonly apiKey?: string | undefined;
   /** Required as `Authorization: Bearer` on `/admin/*`; without it the admin API is off (403). Never the API key. */
   readonly adminToken?: string | undefined;
+  /**
+   * Operator accounts (`OperatorAccounts`): their tokens, as bearer tokens and on the dashboard's sign-in, pass as
+   * their own principals, with their roles. Without them only the admin token is accepted.
+   */
+  readonly operators?: OperatorAuthenticator | undefined;
   readonly logger: Logger;
   /** The channels' routes (`Channel.routes`), mounted as they are: web-standard Request → Response. */
   readonly routes: readonly ChannelRoute[];
@@ -114,13 +121,16 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   const limiter = new SignInLimiter(dashboard ? dashboard.signInLimit : undefined);
   const clientAddress = clientAddressResolver(options.trustedProxies);
   // Hono's `/admin/*` also matches `/admin` itself.
-  app.use('/admin/*', adminGuard({ adminToken: options.adminToken, sessions, limiter, clientAddress }));
+  const { operators } = options;
+  app.use('/admin/*', adminGuard({ adminToken: options.adminToken, sessions, operators, limiter, clientAddress }));
+  if (options.adminToken !== undefined) app.route('/admin', meRoute());
   if (dashboard && sessions && options.adminToken !== undefined) {
     app.route(
       '/admin',
       dashboardRoutes({
         adminToken: options.adminToken,
         sessions,
+        ...(operators === undefined ? {} : { operators }),
         limiter,
         clientAddress,
         ...(dashboard.dir === undefined ? {} : { dir: dashboard.dir }),

@@ -49,7 +49,7 @@ describe('palaver admin: arguments and exit codes', () => {
   it('documents every command and the exit codes in --help', async () => {
     const help = await admin(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs', 'handoffs', 'actions'])
+    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs', 'handoffs', 'actions', 'operators'])
       expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     expect(help.stdout).toMatch(/Exit codes:\n {2}0 {2}done\n {2}1 {2}usage error.*\n {2}2 {2}not found.*\n {2}3 {2}refused.*\n {2}4 {2}unavailable/);
     expect(help.stdout).toContain('PALAVER_ADMIN_TOKEN');
@@ -288,4 +288,62 @@ describe('palaver admin against a running Palaver', () => {
     expect(new Set(all.conversations.map((entry) => entry.sessionId)).size).toBe(all.conversations.length);
     expect(all.conversations.length).toBeGreaterThanOrEqual(3);
   });
+});
+
+describe('palaver admin operators', () => {
+  it('adds operators who then act under their own names, lists them, refuses them the admin commands, and disables one by name', async () => {
+    const url = ['--url', server.url];
+    const added = await admin([...url, 'operators', 'add', 'Olena Koval']);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toMatch(/^Added Olena Koval \(operator\), id [0-9a-f-]{36}\.$/m);
+    const olenaToken = /^(pvo_[\w-]{43})$/m.exec(added.stdout)![1]!;
+    const lead = JSON.parse((await admin([...url, '--json', 'operators', 'add', 'Lead', '--role', 'admin'])).stdout) as {
+      operator: { id: string; role: string };
+      token: string;
+    };
+    expect(lead.operator.role).toBe('admin');
+    const taken = await admin([...url, 'operators', 'add', 'olena koval']);
+    expect(taken.code).toBe(3);
+    expect(taken.stderr).toContain('already');
+    expect((await admin([...url, 'operators', 'add', 'x', '--role', 'owner'])).code).toBe(1);
+
+    const table = await admin([...url, 'operators', 'list']);
+    expect(table.stdout).toMatch(/^NAME +ROLE +ID +CREATED +DISABLED$/m);
+    expect(table.stdout).toMatch(/^Olena Koval +operator +[0-9a-f-]{36} /m);
+    expect(table.stdout + added.stderr).not.toContain(lead.token);
+
+    // Olena works with her own token: the audit names her account, not what --actor says.
+    await chatOnWeb('hello', 'operators-thread-1');
+    const asOlena = { env: { PALAVER_OPERATOR_TOKEN: olenaToken } };
+    const page = JSON.parse((await admin([...url, '--json', 'conversations', '--search', 'operators-thread-1'], asOlena)).stdout) as {
+      conversations: { sessionId: string }[];
+    };
+    const sessionId = page.conversations[0]!.sessionId;
+    const paused = await admin([...url, '--actor', 'Someone Else', 'pause', sessionId], asOlena);
+    expect(paused.code, paused.stderr).toBe(0);
+    expect(paused.stderr).toContain('--actor is not sent');
+    const audit = JSON.parse((await admin([...url, '--json', 'actions'])).stdout) as { actions: { action: string; actor: string; sessionId: string | null }[] };
+    expect(audit.actions.find((entry) => entry.sessionId === sessionId && entry.action === 'pause')?.actor).toBe('Olena Koval');
+    const refused = await admin([...url, 'operators', 'list'], asOlena);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain('for admins');
+
+    // An admin account manages operators too; disabling Olena by name stops her token at once.
+    const disabled = await admin([...url, 'operators', 'disable', 'OLENA KOVAL'], { env: { PALAVER_OPERATOR_TOKEN: lead.token } });
+    expect(disabled.code, disabled.stderr).toBe(0);
+    expect(disabled.stdout).toContain('Disabled Olena Koval');
+    const after = await admin([...url, 'conversations'], asOlena);
+    expect(after.code).toBe(3);
+    expect(after.stderr).toContain('operator token');
+    const listed = JSON.parse((await admin([...url, '--json', 'operators', 'list'])).stdout) as { operators: { name: string; disabledAt: string | null }[] };
+    expect(listed.operators.find((operator) => operator.name === 'Olena Koval')?.disabledAt).not.toBeNull();
+    expect((await admin([...url, 'operators', 'disable', 'nobody-by-that-name'])).code).toBe(2);
+
+    const reset = await admin([...url, '--json', 'operators', 'reset-token', lead.operator.id]);
+    expect(reset.code, reset.stderr).toBe(0);
+    const fresh = (JSON.parse(reset.stdout) as { token: string }).token;
+    expect(fresh).not.toBe(lead.token);
+    expect((await admin([...url, 'operators', 'list'], { env: { PALAVER_OPERATOR_TOKEN: lead.token } })).code).toBe(3);
+    expect((await admin([...url, 'operators', 'list'], { env: { PALAVER_OPERATOR_TOKEN: fresh } })).code).toBe(0);
+  }, 300_000);
 });

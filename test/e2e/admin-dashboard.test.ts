@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { adminActions, issuedOperatorToken } from '../../src/admin/api-contract.js';
 import type { Palaver } from '../../src/app.js';
 import type { RunningHttpServer } from '../../src/server/index.js';
 import { startFakeTelegram, type FakeTelegram, type ModelScript } from '../../src/testing/index.js';
@@ -90,8 +91,8 @@ describe('operator dashboard in Chromium', () => {
     return { page, errors, shot: async (step) => void (await page.screenshot({ path: join(ARTIFACTS, `${viewport.name}-${step}.png`), fullPage: true })) };
   }
 
-  async function signIn(page: Page): Promise<void> {
-    await page.getByTestId('sign-in-token').fill(TEST_SECRETS.adminToken);
+  async function signIn(page: Page, token: string = TEST_SECRETS.adminToken): Promise<void> {
+    await page.getByTestId('sign-in-token').fill(token);
     await page.getByTestId('sign-in-submit').click();
     await expect.poll(() => page.getByTestId('conversation-search').isVisible()).toBe(true);
   }
@@ -101,11 +102,12 @@ describe('operator dashboard in Chromium', () => {
       const { page, errors, shot } = await open(viewport);
       await page.getByTestId('sign-in-token').fill('not-the-admin-token');
       await page.getByTestId('sign-in-submit').click();
-      await expect.poll(() => page.getByTestId('sign-in-error').textContent()).toBe('That is not the admin token.');
+      await expect.poll(() => page.getByTestId('sign-in-error').textContent()).toBe('That is neither an operator token nor the admin token.');
       expect(await page.locator('#app').isHidden()).toBe(true);
       await shot('sign-in-refused');
 
       await signIn(page);
+      await expect.poll(() => page.getByTestId('signed-in-as').textContent()).toBe('admin · admin');
       const cookies = await page.context().cookies();
       expect(cookies).toEqual([expect.objectContaining({ name: 'palaver_admin', httpOnly: true, sameSite: 'Strict', path: '/admin' })]);
       expect(await page.evaluate<string>('document.cookie')).toBe('');
@@ -200,4 +202,29 @@ describe('operator dashboard in Chromium', () => {
       await page.context().close();
     });
   }
+
+  it("signs an operator in with their own token, shows their name, keeps the admins' views from them, and audits their pause as theirs", async () => {
+    const admin = { authorization: `Bearer ${TEST_SECRETS.adminToken}`, 'content-type': 'application/json' };
+    const added = await fetch(`${server.url}/admin/operators`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'Olena' }) });
+    const { operator, token } = issuedOperatorToken.parse(await added.json());
+    const from = { id: 5103, is_bot: false, first_name: 'Mara' };
+    telegram.sendText({ chatId: 5103, text: 'Hello', from });
+    await telegram.waitForMessages(1, { chatId: 5103 });
+
+    const { page, errors, shot } = await open(VIEWPORTS[0]);
+    expect(await page.locator('label[for=sign-in-token]').textContent()).toBe('Your operator token, or the admin token');
+    await signIn(page, token);
+    await expect.poll(() => page.getByTestId('signed-in-as').textContent()).toBe('Olena');
+    expect(await page.getByTestId('nav-costs').isHidden()).toBe(true);
+    expect(await page.getByTestId('nav-health').isHidden()).toBe(true);
+    await page.getByTestId('conversation-row').filter({ hasText: 'Mara' }).click();
+    await page.getByTestId('pause-button').click();
+    await expect.poll(() => page.getByTestId('detail-paused').isVisible()).toBe(true);
+    await shot('operator-paused');
+
+    const audit = adminActions.parse(await (await fetch(`${server.url}/admin/actions`, { headers: admin })).json()).actions;
+    expect(audit.find((action) => action.action === 'pause')).toMatchObject({ actor: 'Olena', operatorId: operator.id });
+    expect(errors).toEqual([]);
+    await page.context().close();
+  });
 });

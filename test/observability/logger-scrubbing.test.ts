@@ -97,6 +97,14 @@ describe('createLogger({ secrets })', () => {
     expect(lines()[2]?.['msg']).toBe('check its bearer token; see https://x.example/?monkey=1&keyboard=2');
   });
 
+  it("censors an operator's token wherever it turns up, though no config names it", () => {
+    const { log, text, lines } = logger([]);
+    const token = `pvo_${'Zx9_-'.repeat(8)}abc`;
+    log.warn({ body: `{"token":"${token}"}` }, `pasted ${token} into the chat`);
+    expect(text()).not.toContain(token);
+    expect(lines()[0]?.['msg']).toBe(`pasted ${REDACTED} into the chat`);
+  });
+
   it('censors credential fields and the request/config objects HTTP clients attach to errors', () => {
     const { log, lines } = logger([]);
     const error = Object.assign(new Error('request failed'), {

@@ -98,6 +98,8 @@ describe('admin API: operators in conversations', () => {
         id: expect.any(String),
         action: 'send',
         actor: 'Olena',
+        // The admin token's client named Olena: a claim, not an operator account.
+        operatorId: null,
         requestId: 'req-77',
         sessionId,
         userId: expect.any(String),

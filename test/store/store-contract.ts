@@ -1281,7 +1281,10 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const session = await givenSession();
         const key = unique('key');
         const pause = await store.adminActions.record({ action: 'pause', actor: 'admin', requestId: 'req-1', sessionId: session.id, userId: session.userId });
-        expect(pause).toMatchObject({ recorded: true, action: { action: 'pause', actor: 'admin', requestId: 'req-1', idempotencyKey: null, details: {} } });
+        expect(pause).toMatchObject({
+          recorded: true,
+          action: { action: 'pause', actor: 'admin', operatorId: null, requestId: 'req-1', idempotencyKey: null, details: {} },
+        });
         const sends = await Promise.all(
           [1, 2, 3].map((n) =>
             store.transaction((tx) =>
@@ -1298,6 +1301,70 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(listed[0]).toEqual(first);
         expect(await store.adminActions.list({ limit: 1, sessionId: session.id })).toHaveLength(1);
         expect((await store.adminActions.list({ limit: 500 })).map((action) => action.id)).toContain(first!.id);
+      });
+
+      it('keeps the operator account that acted beside its name', async () => {
+        const session = await givenSession();
+        const operatorId = randomUUID();
+        await store.adminActions.record({ action: 'end', actor: 'Olena', operatorId, sessionId: session.id, userId: session.userId });
+        expect(await store.adminActions.list({ limit: 1, sessionId: session.id })).toEqual([expect.objectContaining({ actor: 'Olena', operatorId })]);
+      });
+    });
+
+    describe('operator accounts', () => {
+      const digest = () => randomUUID().replaceAll('-', '').repeat(2);
+
+      it('adds accounts with names unique whatever their case, and finds them by id, name and token digest', async () => {
+        const name = unique('Olena');
+        const token = digest();
+        const added = await store.operatorAccounts.create({ name, role: 'operator', tokenDigest: token });
+        if (!added.created) throw new Error('not created');
+        expect(added.account).toEqual({ id: expect.any(String), name, role: 'operator', createdAt: expect.any(Date), disabledAt: null });
+        expect(await store.operatorAccounts.create({ name: name.toUpperCase(), role: 'admin', tokenDigest: digest() })).toEqual({ created: false });
+        expect(await store.operatorAccounts.findById(added.account.id)).toEqual(added.account);
+        expect(await store.operatorAccounts.findByName(name.toLowerCase())).toEqual(added.account);
+        expect(await store.operatorAccounts.findActiveByTokenDigest(token)).toEqual(added.account);
+        expect(await store.operatorAccounts.findActiveByTokenDigest(digest())).toBeUndefined();
+        expect(await store.operatorAccounts.findById(randomUUID())).toBeUndefined();
+        expect(await store.operatorAccounts.findByName(unique('nobody'))).toBeUndefined();
+      });
+
+      it('gives one of two accounts made at once with one name the name', async () => {
+        const name = unique('Taras');
+        const made = await Promise.all(
+          ['operator', 'admin'].map((role) =>
+            store.transaction((tx) => tx.operatorAccounts.create({ name, role: role as 'operator' | 'admin', tokenDigest: digest() })),
+          ),
+        );
+        expect(made.filter((result) => result.created)).toHaveLength(1);
+      });
+
+      it('lists accounts oldest first, disabled ones too', async () => {
+        const names = [unique('a'), unique('b')];
+        for (const name of names) await store.operatorAccounts.create({ name, role: 'admin', tokenDigest: digest() });
+        const listed = (await store.operatorAccounts.list()).map((account) => account.name).filter((name) => names.includes(name));
+        expect(listed).toEqual(names);
+      });
+
+      it("stops a disabled account's token at once, keeps it from a new token, and keeps its name taken", async () => {
+        const name = unique('Mykola');
+        const token = digest();
+        const added = await store.operatorAccounts.create({ name, role: 'operator', tokenDigest: token });
+        if (!added.created) throw new Error('not created');
+        const { id } = added.account;
+        const fresh = digest();
+        expect(await store.operatorAccounts.replaceTokenDigest(id, fresh)).toBe(true);
+        expect(await store.operatorAccounts.findActiveByTokenDigest(token)).toBeUndefined();
+        expect(await store.operatorAccounts.findActiveByTokenDigest(fresh)).toMatchObject({ id });
+
+        const at = new Date('2026-11-27T10:00:00.000Z');
+        expect(await store.operatorAccounts.disable(id, at)).toBe(true);
+        expect(await store.operatorAccounts.disable(id, new Date())).toBe(false);
+        expect(await store.operatorAccounts.findActiveByTokenDigest(fresh)).toBeUndefined();
+        expect(await store.operatorAccounts.findById(id)).toMatchObject({ disabledAt: at });
+        expect(await store.operatorAccounts.replaceTokenDigest(id, digest())).toBe(false);
+        expect(await store.operatorAccounts.replaceTokenDigest(randomUUID(), digest())).toBe(false);
+        expect(await store.operatorAccounts.create({ name, role: 'operator', tokenDigest: digest() })).toEqual({ created: false });
       });
     });
 
@@ -1594,14 +1661,14 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const [id, other] = [unique('dash'), unique('dash')];
         await store.dashboardSessions.create({ id, createdAt: 1_000, expiresAt: 61_000 });
         await store.dashboardSessions.create({ id: other, createdAt: 1_000, expiresAt: 61_000 });
-        expect(await store.dashboardSessions.isActive(id, 60_999)).toBe(true);
-        expect(await store.dashboardSessions.isActive(id, 61_000)).toBe(false);
-        expect(await store.dashboardSessions.isActive(unique('dash'), 2_000)).toBe(false);
+        expect(await store.dashboardSessions.findActive(id, 60_999)).toEqual({ operatorId: null });
+        expect(await store.dashboardSessions.findActive(id, 61_000)).toBeUndefined();
+        expect(await store.dashboardSessions.findActive(unique('dash'), 2_000)).toBeUndefined();
         await store.dashboardSessions.revoke(id);
         await store.dashboardSessions.revoke(id);
         await store.dashboardSessions.revoke(unique('dash'));
-        expect(await store.dashboardSessions.isActive(id, 2_000)).toBe(false);
-        expect(await store.dashboardSessions.isActive(other, 2_000)).toBe(true);
+        expect(await store.dashboardSessions.findActive(id, 2_000)).toBeUndefined();
+        expect(await store.dashboardSessions.findActive(other, 2_000)).toBeDefined();
       });
 
       it('drops ended sign-ins when a new one is made, and on request', async () => {
@@ -1610,11 +1677,26 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         await store.dashboardSessions.create({ id: later, createdAt: 1_000, expiresAt: 9_000 });
         await store.dashboardSessions.create({ id: fresh, createdAt: 5_000, expiresAt: 65_000 });
         // Asked about a time before its end, the dropped one is still gone: the row went, not just its validity.
-        expect(await store.dashboardSessions.isActive(ended, 1_500)).toBe(false);
-        expect(await store.dashboardSessions.isActive(later, 1_500)).toBe(true);
+        expect(await store.dashboardSessions.findActive(ended, 1_500)).toBeUndefined();
+        expect(await store.dashboardSessions.findActive(later, 1_500)).toBeDefined();
         expect(await store.dashboardSessions.deleteExpired(10_000)).toBeGreaterThanOrEqual(1);
-        expect(await store.dashboardSessions.isActive(later, 1_500)).toBe(false);
-        expect(await store.dashboardSessions.isActive(fresh, 10_000)).toBe(true);
+        expect(await store.dashboardSessions.findActive(later, 1_500)).toBeUndefined();
+        expect(await store.dashboardSessions.findActive(fresh, 10_000)).toBeDefined();
+      });
+
+      it("names the operator signed in, and signs all of one operator's sign-ins out, no one else's", async () => {
+        const [olena, taras] = [randomUUID(), randomUUID()];
+        const [first, second, theirs, admins] = [unique('dash'), unique('dash'), unique('dash'), unique('dash')];
+        await store.dashboardSessions.create({ id: first, createdAt: 1_000, expiresAt: 61_000, operatorId: olena });
+        await store.dashboardSessions.create({ id: second, createdAt: 1_000, expiresAt: 61_000, operatorId: olena });
+        await store.dashboardSessions.create({ id: theirs, createdAt: 1_000, expiresAt: 61_000, operatorId: taras });
+        await store.dashboardSessions.create({ id: admins, createdAt: 1_000, expiresAt: 61_000, operatorId: null });
+        expect(await store.dashboardSessions.findActive(first, 2_000)).toEqual({ operatorId: olena });
+        expect(await store.dashboardSessions.revokeOperator(olena)).toBe(2);
+        expect(await store.dashboardSessions.findActive(first, 2_000)).toBeUndefined();
+        expect(await store.dashboardSessions.findActive(second, 2_000)).toBeUndefined();
+        expect(await store.dashboardSessions.findActive(theirs, 2_000)).toEqual({ operatorId: taras });
+        expect(await store.dashboardSessions.findActive(admins, 2_000)).toEqual({ operatorId: null });
       });
     });
 

@@ -1,7 +1,7 @@
 // Palaver's operator dashboard: sign-in, then one view at a time chosen by the URL's hash. No build step, no
 // framework; data reaches the page only as text nodes (dom.js). Live: /admin/events says "changed" and the open
 // view reloads what it shows; without that stream the view is reloaded every few seconds.
-import { ApiError, restoreSession, signIn, signOut, SIGNED_OUT } from './api.js';
+import { ApiError, restoreSession, signIn, signOut, SIGNED_OUT, whoAmI } from './api.js';
 import { conversationsView } from './conversations.js';
 import { costsView } from './costs.js';
 import { handoffsView, watchHandoffs } from './handoffs.js';
@@ -19,6 +19,7 @@ const viewRoot = document.getElementById('view');
 const errorLine = document.getElementById('error-line');
 const liveState = document.getElementById('live');
 const handoffCount = document.getElementById('handoff-count');
+const who = document.getElementById('who');
 
 /** The open view: `{ refresh(), close() }`. */
 let current = null;
@@ -26,6 +27,8 @@ let current = null;
 let handoffs = null;
 let events = null;
 let pollTimer = null;
+/** The signed-in role: an `operator` sees conversations and people; `admin` also costs and health. */
+let role = 'operator';
 
 signInForm.addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -35,7 +38,7 @@ signInForm.addEventListener('submit', async (event) => {
     tokenInput.value = '';
     enter();
   } catch (error) {
-    signInError.textContent = error instanceof ApiError && error.status === 401 ? 'That is not the admin token.' : error.message;
+    signInError.textContent = error instanceof ApiError && error.status === 401 ? 'That is neither an operator token nor the admin token.' : error.message;
     signInError.hidden = false;
     tokenInput.select();
   }
@@ -52,13 +55,27 @@ window.addEventListener('hashchange', () => {
 
 void restoreSession().then((signedIn) => (signedIn ? enter() : leave()));
 
-function enter() {
+async function enter() {
   signInSection.hidden = true;
   appSection.hidden = false;
+  await showWho();
   handoffs?.close();
   handoffs = watchHandoffs(handoffCount, { showError });
   listen();
   route();
+}
+
+/** The signed-in name and role in the top bar; the admins' views are shown to admins only. */
+async function showWho() {
+  try {
+    const me = await whoAmI();
+    role = me.role;
+    who.textContent = me.role === 'admin' ? `${me.actor} · admin` : me.actor;
+  } catch {
+    role = 'operator';
+    who.textContent = '';
+  }
+  for (const link of document.querySelectorAll('[data-admin-only]')) link.hidden = role !== 'admin';
 }
 
 function leave(message) {
@@ -71,6 +88,7 @@ function leave(message) {
   events = null;
   clearInterval(pollTimer);
   viewRoot.replaceChildren();
+  who.textContent = '';
   appSection.hidden = true;
   signInSection.hidden = false;
   signInError.hidden = !message;
@@ -84,7 +102,12 @@ function route() {
   current?.close?.();
   showError('');
   const context = { showError, navigate: (hash) => (location.hash = hash), onTaken: () => handoffs?.refresh() };
-  const views = { conversations: conversationsView, users: userView, handoffs: handoffsView, costs: costsView, health: healthView };
+  const views = {
+    conversations: conversationsView,
+    users: userView,
+    handoffs: handoffsView,
+    ...(role === 'admin' ? { costs: costsView, health: healthView } : {}),
+  };
   const view = views[name] ?? conversationsView;
   for (const link of document.querySelectorAll('.tabs a'))
     link.classList.toggle(

@@ -21,11 +21,8 @@ async function request(method, path, { body, headers = {} } = {}) {
     init.headers['content-type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
-  if (method !== 'GET') {
-    if (csrfToken) init.headers['x-csrf-token'] = csrfToken;
-    // The operators' audit names where an action came from.
-    init.headers['x-palaver-actor'] = 'dashboard';
-  }
+  // The server knows who signed in: the operators' audit names them without the page saying so.
+  if (method !== 'GET' && csrfToken) init.headers['x-csrf-token'] = csrfToken;
   let response;
   try {
     response = await fetch(path, init);
@@ -45,7 +42,7 @@ async function request(method, path, { body, headers = {} } = {}) {
 export const get = (path) => request('GET', path);
 export const post = (path, body, headers) => request('POST', path, { body: body ?? {}, headers });
 
-/** Signs in with the admin token; resolves once the session cookie is set. */
+/** Signs in with an operator's token or the admin token; resolves once the session cookie is set. */
 export async function signIn(token) {
   const session = await request('POST', '/admin/session', { body: { token } });
   csrfToken = session.csrfToken;
@@ -69,6 +66,9 @@ export async function signOut() {
     csrfToken = null;
   }
 }
+
+/** Who is signed in: `{ actor, role, operatorId }` (role `operator` or `admin`). */
+export const whoAmI = () => get('/admin/me');
 
 /** A query string from the defined entries of `params`. */
 export function query(params) {

@@ -106,7 +106,7 @@ export const webConfigSchema = z
      * language. Default: "Support team" in the person's language.
      */
     operatorName: localisedSchema(z.string().trim().min(1).max(80)).optional(),
-    /** Show the operator's own name (as the audit names them, `X-Palaver-Actor`) instead of `operatorName`. */
+    /** Show the operator's own name (as the audit names them: their account's) instead of `operatorName`. */
     showOperatorNames: z.boolean().default(false),
     /** The chat on other sites: the widget (`/widget.js`) and its frame (`/embed`). */
     embed: z

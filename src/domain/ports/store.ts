@@ -41,6 +41,8 @@ export interface Store {
   readonly adminActions: AdminActionRepository;
   readonly dashboardSessions: DashboardSessionRepository;
   readonly handoffs: HandoffRepository;
+  /** The people who operate Palaver through the admin API and dashboard, each with a role and a token. */
+  readonly operatorAccounts: OperatorAccountRepository;
   readonly spend: SpendRepository;
   readonly personRate: PersonRateRepository;
   readonly profiles: ProfileRepository;
@@ -513,12 +515,26 @@ export interface IdentityEventRepository {
 }
 
 /** What an operator did through the admin API (`admin_actions`). */
-export type AdminActionKind = 'send' | 'pause' | 'resume' | 'end' | 'profile' | 'phone' | 'role' | 'flow_state' | 'relink';
+export type AdminActionKind =
+  | 'send'
+  | 'pause'
+  | 'resume'
+  | 'end'
+  | 'profile'
+  | 'phone'
+  | 'role'
+  | 'flow_state'
+  | 'relink'
+  | 'operator_add'
+  | 'operator_disable'
+  | 'operator_reset_token';
 
 export interface NewAdminAction {
   readonly action: AdminActionKind;
-  /** Who did it: `admin`, or the name the dashboard or console passed on. */
+  /** Who did it: an operator account's name, or for the admin token `admin` or the name its client passed on. */
   readonly actor: string;
+  /** The operator account that acted; null or absent for the admin token. */
+  readonly operatorId?: string | null;
   readonly requestId?: string | null;
   /** Unique across the audit: a second action with the same key is not recorded (see {@link AdminActionRepository.record}). */
   readonly idempotencyKey?: string | null;
@@ -531,6 +547,7 @@ export interface AdminAction {
   readonly id: string;
   readonly action: AdminActionKind;
   readonly actor: string;
+  readonly operatorId: string | null;
   readonly requestId: string | null;
   readonly idempotencyKey: string | null;
   readonly sessionId: string | null;
@@ -558,6 +575,14 @@ export interface NewDashboardSession {
   readonly id: string;
   readonly createdAt: number;
   readonly expiresAt: number;
+  /** The operator account signed in; null or absent when signed in with the admin token. */
+  readonly operatorId?: string | null;
+}
+
+/** A sign-in that holds: whose it is. */
+export interface ActiveDashboardSession {
+  /** The operator account signed in; null when signed in with the admin token. */
+  readonly operatorId: string | null;
 }
 
 /**
@@ -568,10 +593,12 @@ export interface NewDashboardSession {
 export interface DashboardSessionRepository {
   /** Records a sign-in, and drops the ones that ended by its `createdAt`. */
   create(session: NewDashboardSession): Promise<void>;
-  /** True when the sign-in is recorded and has not ended at `now`. */
-  isActive(id: string, now: number): Promise<boolean>;
+  /** The sign-in when it is recorded and has not ended at `now`; undefined otherwise. */
+  findActive(id: string, now: number): Promise<ActiveDashboardSession | undefined>;
   /** Signs out: the sign-in is gone for every process. Nothing when it is not there. */
   revoke(id: string): Promise<void>;
+  /** Signs an operator out everywhere (their account was disabled or got a new token); resolves how many went. */
+  revokeOperator(operatorId: string): Promise<number>;
   /** Drops the sign-ins that ended by `now`; resolves how many. */
   deleteExpired(now: number): Promise<number>;
 }
@@ -629,6 +656,47 @@ export interface HandoffRepository {
   take(sessionId: string, operator: string, at: number): Promise<Handoff | undefined>;
   /** Closes the conversation's open handoff (the agent resumed, or the conversation ended). Resolves it, or undefined when none was open. */
   close(sessionId: string, by: string, at: number): Promise<Handoff | undefined>;
+}
+
+/** What an operator account may do: `operator` works in conversations; `admin` may also change identities and accounts. */
+export type OperatorRole = 'operator' | 'admin';
+
+/** A person who operates Palaver. */
+export interface OperatorAccount {
+  readonly id: string;
+  /** As given when the account was made; unique whatever its case. */
+  readonly name: string;
+  readonly role: OperatorRole;
+  readonly createdAt: Date;
+  /** Set once the account is disabled: its token and sign-ins no longer work. */
+  readonly disabledAt: Date | null;
+}
+
+export interface NewOperatorAccount {
+  readonly name: string;
+  readonly role: OperatorRole;
+  /** SHA-256 (hex) of the account's token; the token itself is never stored. */
+  readonly tokenDigest: string;
+}
+
+/**
+ * Operator accounts. Never deleted (disabled instead), so a name in the audit names one person for good. Every
+ * lookup reads the database (no cache): a disabled account stops working at once on every process.
+ */
+export interface OperatorAccountRepository {
+  /** Adds an account; `created: false` when the name is taken, in any case (`Olena` and `olena` are one name). */
+  create(account: NewOperatorAccount): Promise<{ readonly created: true; readonly account: OperatorAccount } | { readonly created: false }>;
+  /** Every account, disabled ones too, oldest first. */
+  list(): Promise<OperatorAccount[]>;
+  findById(id: string): Promise<OperatorAccount | undefined>;
+  /** The account with this name, whatever its case. */
+  findByName(name: string): Promise<OperatorAccount | undefined>;
+  /** The account whose token has this digest, when it is not disabled. */
+  findActiveByTokenDigest(tokenDigest: string): Promise<OperatorAccount | undefined>;
+  /** Disables the account at `at`; true when it was active (false when already disabled or absent). */
+  disable(id: string, at: Date): Promise<boolean>;
+  /** Gives an active account a new token; true when it did (false when disabled or absent). */
+  replaceTokenDigest(id: string, tokenDigest: string): Promise<boolean>;
 }
 
 /** Small values each channel keeps across restarts. */

@@ -6,14 +6,8 @@ import { newId } from '../../domain/ids.js';
 import type { AdminAction } from '../../domain/ports/store.js';
 import type { AdminRefusal, AdminResult } from '../../identity/identity-admin.js';
 import { errorBody } from '../../platform/error-body.js';
+import { principalOf } from '../admin-guard.js';
 
-/** A name an operator gives themselves for the audit: letters, digits, spaces and `._@-`. */
-const actorHeader = z
-  .string()
-  .trim()
-  .min(1)
-  .max(64)
-  .regex(/^[\p{L}\p{N} ._@-]+$/u);
 /** Request ids and idempotency keys: visible ASCII, as HTTP headers carry them. */
 const tokenHeader = z
   .string()
@@ -31,8 +25,9 @@ const actionsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).d
  * - `POST /admin/conversations/:sessionId/end`       the next message starts a fresh context
  * - `GET  /admin/actions?limit=`                     the operators' audit, newest first
  *
- * Who acted is `admin`, or the name in `X-Palaver-Actor` (the dashboard and the console pass the operator's);
- * `X-Request-Id` is kept with the action. A send's key is `Idempotency-Key`, else the request id, else a new one.
+ * Who acted is the caller as the admin guard established it (`principalOf`): an operator account, or the admin token
+ * (`admin`, or the name its client sends in `X-Palaver-Actor`); `X-Request-Id` is kept with the action. A send's
+ * key is `Idempotency-Key`, else the request id, else a new one.
  */
 export function actionRoutes(operators: OperatorActions): Hono {
   const app = new Hono();
@@ -93,6 +88,7 @@ export function toActionView(action: AdminAction): z.infer<typeof adminAction> {
     id: action.id,
     action: action.action,
     actor: action.actor,
+    operatorId: action.operatorId,
     requestId: action.requestId,
     sessionId: action.sessionId,
     userId: action.userId,
@@ -101,15 +97,13 @@ export function toActionView(action: AdminAction): z.infer<typeof adminAction> {
   };
 }
 
-/** Who asks, from the headers: the operator's name (default `admin`) and the request id. */
+/** Who asks (the guard's principal: its name and operator account) and the request id. */
 export function operatorRequest(c: Context): { readonly ok: true; readonly value: OperatorRequest } | { readonly ok: false; readonly message: string } {
-  const actorValue = c.req.header('x-palaver-actor');
-  const actor = actorValue === undefined ? undefined : actorHeader.safeParse(actorValue);
-  if (actor !== undefined && !actor.success) return { ok: false, message: 'X-Palaver-Actor must be a name of 1 to 64 letters, digits, spaces or ._@-' };
+  const { actor, operatorId } = principalOf(c);
   const requestIdValue = c.req.header('x-request-id');
   const requestId = requestIdValue === undefined ? undefined : tokenHeader.safeParse(requestIdValue);
   if (requestId !== undefined && !requestId.success) return { ok: false, message: 'X-Request-Id must be 1 to 200 visible ASCII characters.' };
-  return { ok: true, value: { actor: actor?.data ?? 'admin', requestId: requestId?.data ?? null } };
+  return { ok: true, value: { actor, operatorId, requestId: requestId?.data ?? null } };
 }
 
 const STATUS: Readonly<Record<AdminRefusal['code'], 400 | 404 | 409>> = { invalid: 400, not_found: 404, conflict: 409 };

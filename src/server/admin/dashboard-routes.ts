@@ -12,6 +12,7 @@ import { adminTokenMatches } from '../../platform/api-key.js';
 import type { ClientAddress } from '../../platform/client-address.js';
 import { errorBody } from '../../platform/error-body.js';
 import { adminEventsResponse, type ChangeProbe } from '../../admin/admin-events.js';
+import { sessionPrincipal, type OperatorAuthenticator } from '../../admin/admin-principal.js';
 import { SESSION_COOKIE, type DashboardSessions } from '../../admin/dashboard-session.js';
 import { summarizeMetrics, type MetricsSource } from '../../admin/metrics-summary.js';
 import type { SignInLimiter } from '../sign-in-limiter.js';
@@ -34,6 +35,8 @@ const signInBody = z.object({ token: z.string().min(1).max(4096) });
 export interface DashboardRoutesOptions {
   readonly adminToken: string;
   readonly sessions: DashboardSessions;
+  /** Operator accounts: their tokens sign in too, as themselves. Without them only the admin token does. */
+  readonly operators?: OperatorAuthenticator;
   /** Counts failed sign-ins per address; the same one the admin guard counts wrong bearer tokens with. */
   readonly limiter: SignInLimiter;
   /** Who the client is (see `clientAddressResolver`); the same one the admin guard uses. */
@@ -54,10 +57,11 @@ export interface DashboardRoutesOptions {
  *
  * - `GET    /admin`                 the page (public: no data in it)
  * - `GET    /admin/assets/<file>`   its modules, styles and the chart library (Chart.js, from `dist/browser/`)
- * - `POST   /admin/session`         sign in with `{ "token" }` (JSON) or `token=` (a form): sets the session cookie
- *                                   and answers `{ csrfToken, expiresAt }` (a form gets 303 to `/admin`)
+ * - `POST   /admin/session`         sign in with `{ "token" }` (JSON) or `token=` (a form), the admin token or an
+ *                                   operator's: sets the session cookie and answers `{ csrfToken, expiresAt }` (a form
+ *                                   gets 303 to `/admin`)
  * - `GET    /admin/session`         `{ signedIn: true, csrfToken, expiresAt }` for a session cookie (a reloaded page),
- *                                   else `{ signedIn: false }`
+ *                                   else `{ signedIn: false }` (also once its operator account is disabled)
  * - `DELETE /admin/session`         sign out, on every process (the session's row leaves the store)
  * - `GET    /admin/events`          server-sent `changed` events (see `adminEventsResponse`)
  * - `GET    /admin/metrics/summary` turn, model and tool latency and failure counts (see `summarizeMetrics`)
@@ -96,12 +100,15 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
     if (wait > 0) return tooManyAttempts(c, wait);
     const isForm = (c.req.header('content-type') ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
     const body = signInBody.safeParse(isForm ? Object.fromEntries(new URLSearchParams(await c.req.text())) : await c.req.json().catch(() => undefined));
-    if (!body.success) return c.json(errorBody('invalid_request', 'Send { "token": "<admin token>" } as JSON, or token=<admin token> as a form.'), 400);
-    if (!adminTokenMatches(body.data.token, options.adminToken)) {
+    if (!body.success) return c.json(errorBody('invalid_request', 'Send { "token": "<your token>" } as JSON, or token=<your token> as a form.'), 400);
+    const { token } = body.data;
+    const isAdminToken = adminTokenMatches(token, options.adminToken);
+    const account = isAdminToken ? undefined : await options.operators?.authenticate(token);
+    if (!isAdminToken && account === undefined) {
       limiter.fail(address);
-      return c.json(errorBody('unauthorized', 'That is not the admin token.'), 401);
+      return c.json(errorBody('unauthorized', 'That is neither the admin token nor an active operator token.'), 401);
     }
-    const { cookie, session } = await sessions.create();
+    const { cookie, session } = await sessions.create(account?.id ?? null);
     setCookie(c, SESSION_COOKIE, cookie, {
       path: '/admin',
       httpOnly: true,
@@ -119,7 +126,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
   app.get('/session', async (c) => {
     const session = await sessions.verify(getCookie(c, SESSION_COOKIE));
     c.header('cache-control', 'no-store');
-    if (session === undefined) return c.json({ signedIn: false });
+    if (session === undefined || (await sessionPrincipal(session, options.operators)) === undefined) return c.json({ signedIn: false });
     return c.json({ signedIn: true, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
   });
   app.delete('/session', async (c) => {

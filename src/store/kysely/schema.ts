@@ -36,6 +36,7 @@ export interface Database {
   readonly identity_events: IdentityEventsTable;
   readonly admin_actions: AdminActionsTable;
   readonly dashboard_sessions: DashboardSessionsTable;
+  readonly operators: OperatorsTable;
   readonly person_rate_hits: PersonRateHitsTable;
   readonly person_rate_notices: PersonRateNoticesTable;
   readonly handoffs: HandoffsTable;
@@ -371,6 +372,21 @@ export interface DashboardSessionsTable {
   id: string;
   created_at: EpochMillis;
   expires_at: EpochMillis;
+  /** The operator signed in; null when signed in with the admin token. */
+  operator_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** A person who operates Palaver: a name, a role and the digest of their token. */
+export interface OperatorsTable {
+  id: string;
+  name: string;
+  /** `name` in lower case: unique, so names differ by more than case. */
+  name_key: string;
+  role: string;
+  /** SHA-256 of the token (hex); the token itself is never stored. */
+  token_digest: string;
+  created_at: EpochMillis;
+  disabled_at: ColumnType<number | string | null, number | null | undefined, number | null>;
 }
 
 /** A channel that runs in one process only, and the process holding it (`host:pid:instance`) until `expires_at`. */
@@ -432,6 +448,8 @@ export interface AdminActionsTable {
   created_at: EpochMillis;
   /** Order of writing (epoch microseconds, strictly increasing per writing process). */
   arrival: ColumnType<number | string, number, number>;
+  /** The operator account that acted; null for the admin token (whose actor is only what the client said). */
+  operator_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Kysely's own bookkeeping, declared so the migration tables can be inspected with typed queries. */
