@@ -24,6 +24,7 @@ import { storableModelOutput, storableToolResults } from './runtime/untrusted-ou
 import { observeModelCalls, observeToolCalls, type CallObserver } from './runtime/call-observer.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { resetTriggerSet } from './runtime/context/reset.js';
+import { handoffPhraseSet } from './runtime/handoff/handoff-phrases.js';
 import { ConversationCache } from './runtime/conversation-cache.js';
 import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js';
 import { CLASSIFIER_MODELS } from './runtime/context/stage-classifier.js';
@@ -344,6 +345,11 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
         roleArgument: config.roles.roleArgument,
         resetTriggers: resetTriggerSet(config.reset.triggers),
         resetKeepsRole: config.reset.keepRole,
+        handoff: {
+          tool: config.agent.tools.includes('handoff'),
+          phrases: handoffPhraseSet(config.operators.handoff.phrases),
+          ...(config.operators.hours ? { hours: config.operators.hours } : {}),
+        },
       },
       replies: replySettings(config),
       profiles,
@@ -353,6 +359,12 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
       logger,
       metrics,
       now,
+      // Operators' notices plug in here; until then the handoff is in the log, the audit and the admin API.
+      onHandoff: (handoff) =>
+        logger.info(
+          { handoffId: handoff.id, sessionId: handoff.sessionId, source: handoff.source },
+          'conversation handed to a person, waiting for an operator',
+        ),
     },
     identity,
     {

@@ -219,7 +219,7 @@ export const overview = z.object({
 
 export const adminAction = z.object({
   id: z.string(),
-  action: z.enum(['send', 'pause', 'resume', 'end', 'profile', 'phone', 'role', 'flow_state', 'relink']),
+  action: z.enum(['send', 'pause', 'resume', 'end', 'take', 'handoff', 'profile', 'phone', 'role', 'flow_state', 'relink']),
   actor: z.string(),
   requestId: z.string().nullable(),
   sessionId: z.string().nullable(),

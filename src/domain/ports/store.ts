@@ -513,7 +513,8 @@ export interface IdentityEventRepository {
 }
 
 /** What an operator did through the admin API (`admin_actions`). */
-export type AdminActionKind = 'send' | 'pause' | 'resume' | 'end' | 'profile' | 'phone' | 'role' | 'flow_state' | 'relink';
+/** `handoff` is the agent's own (actor `agent`): the turn that handed the conversation to a person; `take`: an operator took it. */
+export type AdminActionKind = 'send' | 'pause' | 'resume' | 'end' | 'take' | 'handoff' | 'profile' | 'phone' | 'role' | 'flow_state' | 'relink';
 
 export interface NewAdminAction {
   readonly action: AdminActionKind;
