@@ -444,7 +444,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
     defaultRegion,
     accountNamespaces,
   });
-  const operators = new OperatorActions({ store, pipeline, cache, resetKeepsRole: config.reset.keepRole, logger, metrics });
+  const operators = new OperatorActions({ store, pipeline, cache, resetKeepsRole: config.reset.keepRole, logger, metrics, now });
   /** The HTTP app of `serve`: the channels' routes, health, metrics and the admin API. */
   async function httpApp(appOptions: { host?: string } = {}): Promise<Hono> {
     const { createHttpApp, apiKeyAuth } = await import('./server/index.js');

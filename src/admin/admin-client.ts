@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PalaverError } from '../domain/errors.js';
-import { adminActions, conversationsPage, costs, endedConversation, pauseState, sentAsAgent, telegramSynced, transcript, usersPage } from './api-contract.js';
+import {
+  adminActions,
+  conversationsPage,
+  costs,
+  endedConversation,
+  pauseState,
+  sentAsAgent,
+  takenConversation,
+  telegramSynced,
+  transcript,
+  usersPage,
+} from './api-contract.js';
 
 /**
  * A refusal or failure of the admin API, or no answer at all. `kind` is what a script acts on; `status` is the
@@ -80,6 +91,23 @@ export class AdminClient {
     return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/messages`, sentAsAgent, {
       body: { text },
       headers: { 'idempotency-key': idempotencyKey },
+    });
+  }
+
+  /**
+   * Takes a conversation: assigned to this client's actor, the agent paused. Another operator's is refused
+   * (`refused`, the message names who has it) unless `force`.
+   */
+  take(sessionId: string, options: { readonly force?: boolean } = {}): Promise<z.infer<typeof takenConversation>> {
+    return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/take`, takenConversation, {
+      body: options.force === true ? { force: true } : {},
+    });
+  }
+
+  /** Hands a conversation back to the agent; `note` is for the agent's next turn, never shown to the person. */
+  resume(sessionId: string, options: { readonly note?: string } = {}): Promise<z.infer<typeof pauseState>> {
+    return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/resume`, pauseState, {
+      body: options.note === undefined ? {} : { note: options.note },
     });
   }
 
