@@ -3,7 +3,7 @@ import type { ChangeProbe } from './admin-events.js';
 
 /**
  * What the dashboard's live list watches: the 20 most recently active conversations (their last message, waiting
- * count, pause, end and status) and the inbox and outbox depth. Two indexed queries with small limits; read from
+ * count, pause, end, status, who took it and its open handoff) and the inbox and outbox depth. Two indexed queries with small limits; read from
  * the store, so a message another process accepted or answered shows too.
  *
  * Every open dashboard shares one probe per `ttlMs`: ten tabs cost the store what one does.
@@ -19,6 +19,9 @@ export function conversationChangeProbe(operators: OperatorQueries, ttlMs = 500)
       c.pausedAt?.getTime() ?? null,
       c.endedAt?.getTime() ?? null,
       c.status,
+      c.assignedTo,
+      c.handoff?.requestedAt.getTime() ?? null,
+      c.handoff?.takenBy ?? null,
     ]);
     return JSON.stringify([conversations, depth]);
   };
