@@ -4,6 +4,7 @@ import type { Palaver } from '../../src/app.js';
 import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js';
 import type { ScriptedCall } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
+import { type AguiEvent, AguiView } from '../channels/agui-client.js';
 import { events, newVisitor, postRun, runInput, shownText } from '../security/attack-kit.js';
 import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
 import { createTestMariadbDatabase } from '../support/mariadb.js';
@@ -65,6 +66,25 @@ describe('the agent hands over to a person', () => {
       ['assistant', 'display', EN_NOTICE],
     ]);
     expect(logsWith(h, 'conversation handed to a person, waiting for an operator')).toHaveLength(2);
+  });
+
+  it('on the web, withdraws what the model streamed beside the call: the page shows only the notice', async () => {
+    harness = await createHarness(handingOverModel);
+    const palaver = await harness.start({ agent: { tools: ['handoff'] } });
+    const server = await palaver.serve({ host: '127.0.0.1', port: 0 });
+    try {
+      const visitor = await newVisitor(server.url);
+      const run = await postRun(server.url, runInput('t-web-hand', 'I want a human'), { cookie: visitor.cookie });
+      const page = new AguiView();
+      for (const event of events(run)) page.apply('r1', event as AguiEvent);
+      // The model's words beside the call were streamed, then withdrawn.
+      expect(shownText(run)).toContain('One moment…');
+      expect(events(run).some((event) => event.type === 'CUSTOM' && event['name'] === 'palaver.discard')).toBe(true);
+      expect(page.messages.map((message) => message.text)).toEqual([EN_NOTICE]);
+      expect(harness.model.calls).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
   });
 
   it('holds what the person writes while handed over, also after a restart: stored, never answered by the agent', async () => {
