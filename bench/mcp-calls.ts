@@ -48,6 +48,7 @@ const context = (userId: string, callId: string): ToolCallContext => ({
   setRole: () => {},
   getFlowState: () => undefined,
   setFlowState: () => {},
+  handoff: () => {},
 });
 
 // The SDK transport hands one long-lived AbortSignal to every fetch, and undici adds an abort listener per request

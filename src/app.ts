@@ -27,6 +27,7 @@ import { storableModelOutput, storableToolResults } from './runtime/untrusted-ou
 import { observeModelCalls, observeToolCalls, type CallObserver } from './runtime/call-observer.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { resetTriggerSet } from './runtime/context/reset.js';
+import { handoffPhraseSet } from './runtime/handoff/handoff-phrases.js';
 import { ConversationCache } from './runtime/conversation-cache.js';
 import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js';
 import { CLASSIFIER_MODELS } from './runtime/context/stage-classifier.js';
@@ -350,6 +351,11 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
         roleArgument: config.roles.roleArgument,
         resetTriggers: resetTriggerSet(config.reset.triggers),
         resetKeepsRole: config.reset.keepRole,
+        handoff: {
+          tool: config.agent.tools.includes('handoff'),
+          phrases: handoffPhraseSet(config.operators.handoff.phrases),
+          ...(config.operators.hours ? { hours: config.operators.hours } : {}),
+        },
       },
       replies: replySettings(config),
       profiles,
@@ -359,6 +365,14 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
       logger,
       metrics,
       now,
+      // Operators are told at once (the notifier's timer would find the handoff within seconds anyway).
+      onHandoff: (handoff) => {
+        logger.info(
+          { handoffId: handoff.id, sessionId: handoff.sessionId, source: handoff.source },
+          'conversation handed to a person, waiting for an operator',
+        );
+        void handoffNotices?.notify(handoff);
+      },
     },
     identity,
     {
@@ -450,7 +464,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
     defaultRegion,
     accountNamespaces,
   });
-  const operators = new OperatorActions({ store, pipeline, cache, resetKeepsRole: config.reset.keepRole, logger, metrics });
+  const operators = new OperatorActions({ store, pipeline, cache, resetKeepsRole: config.reset.keepRole, logger, metrics, now });
   const operatorAccounts = new OperatorAccounts({ store });
   /** The HTTP app of `serve`: the channels' routes, health, metrics and the admin API. */
   async function httpApp(appOptions: { host?: string } = {}): Promise<Hono> {

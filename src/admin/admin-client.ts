@@ -14,6 +14,7 @@ import {
   operatorAccounts,
   pauseState,
   sentAsAgent,
+  takenConversation,
   telegramSynced,
   transcript,
   usersPage,
@@ -99,6 +100,23 @@ export class AdminClient {
     return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/messages`, sentAsAgent, {
       body: { text },
       headers: { 'idempotency-key': idempotencyKey },
+    });
+  }
+
+  /**
+   * Takes a conversation: assigned to this client's actor, the agent paused. Another operator's is refused
+   * (`refused`, the message names who has it) unless `force`.
+   */
+  take(sessionId: string, options: { readonly force?: boolean } = {}): Promise<z.infer<typeof takenConversation>> {
+    return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/take`, takenConversation, {
+      body: options.force === true ? { force: true } : {},
+    });
+  }
+
+  /** Hands a conversation back to the agent; `note` is for the agent's next turn, never shown to the person. */
+  resume(sessionId: string, options: { readonly note?: string } = {}): Promise<z.infer<typeof pauseState>> {
+    return this.#request('POST', `/admin/conversations/${encodeURIComponent(sessionId)}/resume`, pauseState, {
+      body: options.note === undefined ? {} : { note: options.note },
     });
   }
 

@@ -17,7 +17,8 @@ import { actorName } from './admin-principal.js';
  *   GET  /admin/conversations/:sessionId/transcript?audit=1&limit=
  *   POST /admin/conversations/:sessionId/messages             send as the agent {text}; `Idempotency-Key` header
  *   POST /admin/conversations/:sessionId/pause                the agent stops answering it (messages still stored)
- *   POST /admin/conversations/:sessionId/resume               waiting messages are answered, once
+ *   POST /admin/conversations/:sessionId/take                 take it {force?}: assigned to you, the agent paused
+ *   POST /admin/conversations/:sessionId/resume               hand it back {note?}: waiting messages are answered, once
  *   POST /admin/conversations/:sessionId/end                  ends it: the next message opens a fresh context
  *   GET  /admin/costs?by=day|user|conversation&from=&to=&userId=&sessionId=&limit=
  *   GET  /admin/turns/live                                    turns running or waiting now
@@ -87,6 +88,10 @@ export const conversationSummary = z.object({
   paused: z.boolean(),
   /** Ended by an operator: the next message starts a fresh context. */
   endedAt: iso.nullable(),
+  /** The operator who took it (`POST …/take`); null when nobody has. */
+  assignedTo: z.string().nullable(),
+  /** Its open handoff to a person: why, who asked (`model`, `tool`, `phrase`), when, and who took it; null when none is open. */
+  handoff: z.object({ reason: z.string(), source: z.enum(['model', 'tool', 'phrase']), requestedAt: iso, takenBy: z.string().nullable() }).nullable(),
   lastMessage: z.object({ role: z.enum(['user', 'assistant']), text: z.string(), at: iso }).nullable(),
   /** Accepted messages not answered yet (waiting for a turn, or held while paused). */
   waiting: z.number().int(),
@@ -153,6 +158,12 @@ export const sentAsAgent = z.object({ messageId: z.string(), parts: z.number().i
 
 /** Answer of pause and resume; `changed` is false when the conversation already was so, `answering` (resume) the held messages now answered. */
 export const pauseState = z.object({ sessionId: z.string(), paused: z.boolean(), changed: z.boolean(), answering: z.number().int().optional() });
+/** Body of take: `force` takes it over from another operator who has it. */
+export const takeBody = z.strictObject({ force: z.boolean().optional() });
+/** Answer of take: the operator it is assigned to, whether that changed, and that the agent is paused. */
+export const takenConversation = z.object({ sessionId: z.string(), assignedTo: z.string(), changed: z.boolean(), paused: z.boolean() });
+/** Body of resume: a note the agent reads (never the person) in its next turn. */
+export const resumeBody = z.strictObject({ note: z.string().trim().min(1).max(4_000).optional() });
 /** Answer of end. */
 export const endedConversation = z.object({ sessionId: z.string(), status: conversationStatus, endedAt: iso.nullable() });
 
@@ -234,6 +245,8 @@ export const adminAction = z.object({
     'pause',
     'resume',
     'end',
+    'take',
+    'handoff',
     'profile',
     'phone',
     'role',
@@ -243,7 +256,7 @@ export const adminAction = z.object({
     'operator_disable',
     'operator_reset_token',
   ]),
-  /** The operator account's name; for the admin token `admin`, or the name its client sent (`X-Palaver-Actor`). */
+  /** The operator account's name; for the admin token `admin`, or the name its client sent (`X-Palaver-Actor`); `agent` for a handoff. */
   actor: z.string(),
   /** The operator account that acted (its name is proven by its token); null for the admin token. */
   operatorId: z.string().nullable(),

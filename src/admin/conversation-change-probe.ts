@@ -14,9 +14,9 @@ export interface ConversationChangeProbeOptions {
 
 /**
  * What the dashboard's live list watches: the 20 most recently active conversations (their last message, waiting
- * count, pause, end and status), the inbox and outbox depth, and the open handoffs (who took them). Three indexed
- * queries with small limits; read from the store, so a message another process accepted or answered, or a handoff
- * another process opened, shows too.
+ * count, pause, end, status, who took it and its open handoff), the inbox and outbox depth, and every open handoff
+ * (who took it: the queue beyond those 20). Three indexed queries with small limits; read from the store, so a message
+ * another process accepted or answered, or a handoff another process opened or took, shows too.
  *
  * Every open dashboard shares one probe per `ttlMs`: ten tabs cost the store what one does.
  */
@@ -32,6 +32,9 @@ export function conversationChangeProbe(operators: OperatorQueries, options: Con
       c.pausedAt?.getTime() ?? null,
       c.endedAt?.getTime() ?? null,
       c.status,
+      c.assignedTo,
+      c.handoff?.requestedAt.getTime() ?? null,
+      c.handoff?.takenBy ?? null,
     ]);
     return JSON.stringify([conversations, depth, open.map((handoff) => [handoff.id, handoff.takenBy])]);
   };

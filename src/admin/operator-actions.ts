@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { ChannelError, ChannelRetryLaterError } from '../domain/errors.js';
+import { ChannelError, ChannelRetryLaterError, StoreError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import type { Session } from '../domain/model.js';
+import type { NewMessage, Session } from '../domain/model.js';
 import type { Channel, ReplyTarget } from '../domain/ports/channel.js';
 import type { AdminAction, AdminActionKind, DeliveryRecord, Store } from '../domain/ports/store.js';
 import type { AdminResult } from '../domain/admin-result.js';
@@ -30,6 +30,14 @@ export interface SentAsAgent {
   readonly duplicate: boolean;
 }
 
+/** A conversation an operator took: assigned to them (`changed`: it was not already), the agent paused. */
+export interface TakenConversation {
+  readonly sessionId: string;
+  readonly assignedTo: string;
+  readonly changed: boolean;
+  readonly paused: boolean;
+}
+
 /** A conversation's state after a pause or resume; `changed` is false when it already was so. */
 export interface PauseState {
   readonly sessionId: string;
@@ -48,12 +56,14 @@ export interface OperatorActionsOptions {
   readonly resetKeepsRole: boolean;
   readonly logger: Logger;
   readonly metrics: PalaverMetrics;
+  /** Clock of handoffs taken and closed (default: the system's). */
+  readonly now?: () => Date;
 }
 
 /**
- * What an operator does in a conversation through the admin API: send a message as the agent, pause and resume the
- * agent, end the conversation. Each action is written to the operators' audit (`admin_actions`) in the transaction
- * of the change it makes.
+ * What an operator does in a conversation through the admin API: send a message as the agent, take it, pause and
+ * resume the agent (handing it back with a note), end the conversation. Each action is written to the operators'
+ * audit (`admin_actions`) in the transaction of the change it makes.
  */
 export class OperatorActions {
   readonly #options: OperatorActionsOptions;
@@ -147,10 +157,67 @@ export class OperatorActions {
     return this.#setPaused(sessionId, true, request);
   }
 
-  /** Resumes the agent: the messages held meanwhile are answered, once, together in one turn. */
-  async resume(sessionId: string, request: OperatorRequest): Promise<AdminResult<PauseState>> {
-    const result = await this.#setPaused(sessionId, false, request);
+  /**
+   * Takes the conversation: assigned to the acting operator (shown to the others), the agent paused if it was not,
+   * and its open handoff marked taken (operators are told no more). Somebody else's conversation is refused
+   * (`conflict`, naming who has it) unless `force`; of two operators taking it at once exactly one gets it.
+   */
+  async take(sessionId: string, request: OperatorRequest, options: { readonly force?: boolean } = {}): Promise<AdminResult<TakenConversation>> {
+    const { store, logger } = this.#options;
+    const operator = request.actor;
+    const at = this.#now().getTime();
+    let result: AdminResult<TakenConversation & { readonly session: Session; readonly pausedNow: boolean }>;
+    try {
+      result = await store.transaction(async (tx) => {
+        // The assignment's statement comes first: it decides between operators taking the conversation at once, and
+        // whatever this transaction reads after it is read after the winner's commit.
+        let assigned = await tx.sessions.assign(sessionId, operator);
+        let from: string | null = null;
+        if (!assigned.changed && assigned.assignedTo !== operator) {
+          if (options.force !== true) return taken(assigned.assignedTo);
+          from = assigned.assignedTo;
+          assigned = await tx.sessions.assign(sessionId, operator, { force: true });
+        }
+        const session = (await tx.sessions.findById(sessionId))!;
+        const pausedNow = await tx.sessions.setPaused(sessionId, true);
+        const handoff = await tx.handoffs.take(sessionId, operator, at);
+        await tx.adminActions.record({
+          ...this.#audit('take', session, request),
+          details: { changed: assigned.changed, paused: pausedNow, ...(from === null ? {} : { from }), ...(handoff ? { handoffId: handoff.id } : {}) },
+        });
+        return { ok: true, value: { sessionId, assignedTo: operator, changed: assigned.changed, paused: true, session, pausedNow } };
+      });
+    } catch (error) {
+      if (error instanceof StoreError && error.code === 'not_found') return notFound(sessionId);
+      throw error;
+    }
     if (!result.ok) return result;
+    const { session, pausedNow, ...value } = result.value;
+    logger.info({ sessionId, actor: operator, changed: value.changed }, 'conversation taken by an operator');
+    if (pausedNow) this.#showPaused(session, true);
+    return { ok: true, value };
+  }
+
+  /**
+   * Resumes the agent: the messages held meanwhile are answered, once, together in one turn. The open handoff
+   * closes and the conversation is nobody's any more. `note`: what the operator leaves the agent, stored in the
+   * conversation as hidden context its next turns read (never shown to the person).
+   */
+  async resume(sessionId: string, request: OperatorRequest, options: { readonly note?: string } = {}): Promise<AdminResult<PauseState>> {
+    const at = this.#now().getTime();
+    const result = await this.#setPaused(sessionId, false, request, async (tx, session) => {
+      const handoff = await tx.handoffs.close(sessionId, request.actor, at);
+      if (session.assignedTo !== null) await tx.sessions.assign(sessionId, null);
+      let noteId: string | undefined;
+      if (options.note !== undefined) {
+        noteId = newId();
+        await tx.messages.append(sessionId, [operatorNote(noteId, options.note, request)]);
+      }
+      return { ...(handoff ? { handoffId: handoff.id } : {}), ...(noteId ? { noteId } : {}) };
+    });
+    if (!result.ok) return result;
+    // The next turn reads the note (and the operator's words) from the store.
+    if (options.note !== undefined) this.#options.cache.forgetHistory(sessionId);
     const session = await this.#options.store.sessions.findById(sessionId);
     const answering = session ? await this.#options.pipeline.answerHeld(session) : 0;
     return { ok: true, value: { ...result.value, answering } };
@@ -163,12 +230,16 @@ export class OperatorActions {
    */
   async end(sessionId: string, request: OperatorRequest): Promise<AdminResult<Session>> {
     const { store, cache, resetKeepsRole } = this.#options;
+    const at = this.#now().getTime();
     const result = await store.transaction(async (tx): Promise<AdminResult<Session>> => {
       const session = await tx.sessions.findById(sessionId);
       if (!session) return notFound(sessionId);
+      // Its handoff is over with it, and it is nobody's any more.
+      const handoff = await tx.handoffs.close(sessionId, request.actor, at);
+      if (session.assignedTo !== null) await tx.sessions.assign(sessionId, null);
       const ended = await tx.sessions.end(sessionId);
       await updateUserState(tx.userState, session.userId, (state) => resetUserState(state, resetKeepsRole));
-      await tx.adminActions.record(this.#audit('end', session, request));
+      await tx.adminActions.record({ ...this.#audit('end', session, request), ...(handoff ? { details: { handoffId: handoff.id } } : {}) });
       return { ok: true, value: ended };
     });
     if (result.ok) {
@@ -184,12 +255,19 @@ export class OperatorActions {
     return this.#options.store.adminActions.list({ limit });
   }
 
-  async #setPaused(sessionId: string, paused: boolean, request: OperatorRequest): Promise<AdminResult<PauseState>> {
+  /** `also`: more of the same change, in its transaction; what it resolves with joins the audit row's details. */
+  async #setPaused(
+    sessionId: string,
+    paused: boolean,
+    request: OperatorRequest,
+    also?: (tx: Store, session: Session) => Promise<Record<string, unknown>>,
+  ): Promise<AdminResult<PauseState>> {
     const result = await this.#options.store.transaction(async (tx): Promise<AdminResult<PauseState & { readonly session: Session }>> => {
       const session = await tx.sessions.findById(sessionId);
       if (!session) return notFound(sessionId);
       const changed = await tx.sessions.setPaused(sessionId, paused);
-      await tx.adminActions.record({ ...this.#audit(paused ? 'pause' : 'resume', session, request), details: { changed } });
+      const details = also === undefined ? {} : await also(tx, session);
+      await tx.adminActions.record({ ...this.#audit(paused ? 'pause' : 'resume', session, request), details: { changed, ...details } });
       this.#options.logger.info(
         { sessionId, actor: request.actor, changed },
         paused ? 'conversation paused by an operator' : 'conversation resumed by an operator',
@@ -198,13 +276,22 @@ export class OperatorActions {
     });
     if (!result.ok) return result;
     const { session, ...state } = result.value;
-    // Open pages show at once that a person answers now (or the agent again); after the commit, so a page that
-    // reads the state on this notice reads the new one.
-    if (state.changed)
-      this.#options.pipeline
-        .runningChannel(session.channel)
-        ?.showOperatorEvent?.({ conversationId: session.conversationId, sessionId }, { kind: 'paused', paused });
+    if (state.changed) this.#showPaused(session, paused);
     return { ok: true, value: state };
+  }
+
+  /**
+   * Open pages show at once that a person answers now (or the agent again); called after the commit, so a page that
+   * reads the state on this notice reads the new one.
+   */
+  #showPaused(session: Session, paused: boolean): void {
+    this.#options.pipeline
+      .runningChannel(session.channel)
+      ?.showOperatorEvent?.({ conversationId: session.conversationId, sessionId: session.id }, { kind: 'paused', paused });
+  }
+
+  #now(): Date {
+    return this.#options.now?.() ?? new Date();
   }
 
   #audit(action: AdminActionKind, session: Session, request: OperatorRequest) {
@@ -277,6 +364,33 @@ function repeated(earlier: AdminAction, sessionId: string, digest: string): Admi
     return conflict('That Idempotency-Key was used for another request; nothing was sent. Use a new key for a new message.');
   }
   return { ok: true, value: { messageId, parts, duplicate: true } };
+}
+
+/**
+ * An operator's note to the agent, as the conversation keeps it: a `system` message the model reads in its next turns
+ * ("Note from operator …"), which the person's transcript leaves out (it shows only the person's and the agent's words).
+ */
+function operatorNote(id: string, note: string, request: OperatorRequest): NewMessage {
+  return {
+    id,
+    role: 'system',
+    audience: 'display',
+    content: note,
+    correlationId: request.requestId ?? id,
+    meta: { operatorNote: true, operator: request.actor, ...(request.requestId ? { requestId: request.requestId } : {}) },
+  };
+}
+
+/** Another operator has the conversation: nothing changed. */
+function taken(holder: string | null): { ok: false; error: { code: 'conflict'; message: string; assignedTo?: string } } {
+  return {
+    ok: false,
+    error: {
+      code: 'conflict',
+      message: `${holder ?? 'Another operator'} has taken this conversation; nothing changed. Take it over with { "force": true }.`,
+      ...(holder === null ? {} : { assignedTo: holder }),
+    },
+  };
 }
 
 function sha256(text: string): string {

@@ -147,7 +147,6 @@ export function adminCommand(configOption: () => Option): Command {
       'stop the agent answering the conversation: new messages are stored, not answered',
       'Paused: new messages are stored and not answered until you resume.',
     ],
-    resume: ['let the agent answer again: messages that waited are answered once', 'Resumed: messages that waited are answered now.'],
     end: ['end the conversation: the next message starts a fresh context', 'Ended: the next message starts a fresh context.'],
   } as const;
   for (const [name, [description, done]] of Object.entries(actions) as [keyof typeof actions, (typeof actions)[keyof typeof actions]][]) {
@@ -163,6 +162,35 @@ export function adminCommand(configOption: () => Option): Command {
         }),
       );
   }
+
+  admin
+    .command('take')
+    .description('take the conversation: it is assigned to you (shown to the other operators) and the agent pauses')
+    .argument('<sessionId>', 'the conversation')
+    .option('--force', 'take it over from another operator who has it')
+    .action(
+      action(async (client, globals, options: { force?: boolean }, sessionId: string) => {
+        const answer = await client.take(sessionId, options.force === true ? { force: true } : {});
+        if (globals.json) return printJson(answer);
+        print(
+          `${singleLine(sessionId)}: ${answer.changed ? 'Taken' : 'Already yours'}: assigned to ${singleLine(answer.assignedTo)}; the agent is paused until you resume.`,
+        );
+      }),
+    );
+
+  admin
+    .command('resume')
+    .description('hand the conversation back to the agent: messages that waited are answered once')
+    .argument('<sessionId>', 'the conversation')
+    .option('--note <text>', "a note for the agent's next turn (never shown to the person)")
+    .action(
+      action(async (client, globals, options: { note?: string }, sessionId: string) => {
+        const answer = await client.resume(sessionId, options.note === undefined ? {} : { note: options.note });
+        if (globals.json) return printJson(answer);
+        const note = options.note === undefined ? '' : ' The agent reads your note in its next turn.';
+        print(`${singleLine(sessionId)}: Resumed: messages that waited are answered now.${note}`);
+      }),
+    );
 
   admin
     .command('costs')
@@ -208,7 +236,7 @@ export function adminCommand(configOption: () => Option): Command {
 
   admin
     .command('actions')
-    .description("the operators' audit: who sent, paused, resumed or ended what, newest first")
+    .description("the operators' audit: who sent, took, paused, resumed or ended what, newest first")
     .addOption(limitOption(500))
     .action(
       action(async (client, globals, options: { limit?: number }) => {
@@ -467,7 +495,13 @@ function conversationsTable(conversations: readonly z.infer<typeof conversationS
 }
 
 function conversationState(conversation: z.infer<typeof conversationSummary>): string {
-  return [conversation.status, ...(conversation.paused ? ['paused'] : []), ...(conversation.endedAt === null ? [] : ['ended'])].join(', ');
+  return [
+    conversation.status,
+    ...(conversation.paused ? ['paused'] : []),
+    ...(conversation.handoff === null ? [] : ['handed over']),
+    ...(conversation.assignedTo === null ? [] : [`with ${singleLine(conversation.assignedTo)}`]),
+    ...(conversation.endedAt === null ? [] : ['ended']),
+  ].join(', ');
 }
 
 const AUTHOR_LABEL = { person: 'person', agent: 'agent', operator: 'operator', palaver: 'palaver' } as const;
@@ -477,6 +511,9 @@ function transcriptText(answer: z.infer<typeof transcript>): string {
   const lines = [
     `${singleLine(conversation.sessionId)}  ${singleLine(conversation.channel)} ${singleLine(conversation.conversationId)}  ${conversation.user.displayName === null ? '' : `${singleLine(conversation.user.displayName)} `}(${singleLine(conversation.user.id)})`,
     `${conversationState(conversation)} · ${conversation.waiting} waiting · cost ${conversation.cost} ${conversation.currency} · tokens ${conversation.inputTokens} in, ${conversation.outputTokens} out`,
+    ...(conversation.handoff === null
+      ? []
+      : [`handed over ${when(conversation.handoff.requestedAt)} (${conversation.handoff.source}): ${singleLine(conversation.handoff.reason)}`]),
     '',
   ];
   if (answer.messages.length === 0) lines.push('No messages.');

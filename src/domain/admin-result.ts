@@ -5,4 +5,4 @@ export type AdminResult<T> = { readonly ok: true; readonly value: T } | { readon
 export type AdminRefusal =
   | { readonly code: 'not_found'; readonly message: string }
   | { readonly code: 'invalid'; readonly message: string; readonly fields?: readonly { readonly path: string; readonly message: string }[] }
-  | { readonly code: 'conflict'; readonly message: string; readonly holderUserId?: string };
+  | { readonly code: 'conflict'; readonly message: string; readonly holderUserId?: string; readonly assignedTo?: string };

@@ -34,12 +34,20 @@ export function catalogueLanguage(tag: string | null | undefined): string | unde
  * (the agent's language), then to English. A language Palaver speaks only in part falls back text by text.
  */
 export function systemText(language: string | null | undefined, key: SystemTextKey, values?: SystemTextValues, defaultLanguage?: string): string {
+  const catalogue = systemTextLanguage(language, key, defaultLanguage);
+  return format(catalogue, key, CATALOGUES[catalogue]?.[key] ?? en[key], values);
+}
+
+/**
+ * The catalogue {@link systemText} writes `key` in for the same arguments (`en` as the last resort): the language to
+ * format the values of that text in (a date in a Russian sentence is written in Russian).
+ */
+export function systemTextLanguage(language: string | null | undefined, key: SystemTextKey, defaultLanguage?: string): string {
   for (const tag of [language, defaultLanguage]) {
     const catalogue = catalogueLanguage(tag);
-    const text = catalogue === undefined ? undefined : CATALOGUES[catalogue]?.[key];
-    if (text !== undefined) return format(catalogue!, key, text, values);
+    if (catalogue !== undefined && CATALOGUES[catalogue]?.[key] !== undefined) return catalogue;
   }
-  return format('en', key, en[key], values);
+  return 'en';
 }
 
 /** The whole catalogue of a language Palaver speaks in full, as plain texts (to register bot commands, say). */

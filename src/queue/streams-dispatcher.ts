@@ -344,6 +344,7 @@ function toResult(request: ToolCallRequest, completed: ToolCallCompleted): ToolC
   const effects = {
     ...(completed.effects.role === undefined ? {} : { role: completed.effects.role }),
     ...(completed.effects.flowState === undefined ? {} : { flowState: completed.effects.flowState }),
+    ...(completed.effects.handoff === undefined ? {} : { handoff: completed.effects.handoff }),
   };
   return {
     callId: request.callId,

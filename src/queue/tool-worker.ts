@@ -1,4 +1,4 @@
-import type { ToolCallRequest, ToolDispatcher } from '../domain/ports/tool-dispatch.js';
+import type { ToolCallRequest, ToolDispatcher, ToolEffects } from '../domain/ports/tool-dispatch.js';
 import { capToolResult } from '../domain/tool-result-cap.js';
 import type { Logger } from '../observability/logger.js';
 import type { ToolWorkerMetrics } from '../observability/tool-worker-metrics.js';
@@ -291,7 +291,7 @@ export class ToolWorker {
           content: result.content,
           ...(result.structured === undefined ? {} : { structured: result.structured }),
           isError: result.isError,
-          effects: result.effects,
+          effects: wireEffects(result.effects),
           durationMs: result.durationMs,
           workerId: this.#settings.workerId,
         });
@@ -483,4 +483,10 @@ function toDispatchRequest(request: ToolCallRequested): ToolCallRequest {
     role: request.role,
     flowState: request.flowState,
   };
+}
+
+/** A result's effects as the wire carries them: a handoff from a worker's tool is always the tool's own (`ctx.handoff`). */
+function wireEffects(effects: ToolEffects): ToolCallCompleted['effects'] {
+  const { handoff, ...rest } = effects;
+  return handoff === undefined ? rest : { ...rest, handoff: { reason: handoff.reason, source: 'tool' } };
 }

@@ -13,6 +13,7 @@
  * - `tools.result:<correlationId>:<toolCallId>`: the first result of a call, so a repeat delivery returns it again.
  */
 import { z } from 'zod';
+import { MAX_HANDOFF_REASON_CHARS } from '../domain/handoff-reason.js';
 
 const jsonObject = z.record(z.string(), z.unknown());
 
@@ -59,7 +60,12 @@ export const toolCallCompleted = z.strictObject({
   content: z.string(),
   structured: z.unknown().optional(),
   isError: z.boolean(),
-  effects: z.strictObject({ role: z.string().optional(), flowState: jsonObject.optional() }),
+  effects: z.strictObject({
+    role: z.string().optional(),
+    flowState: jsonObject.optional(),
+    /** `ctx.handoff`: a worker's tool is never the built-in `handoff`, so its source is always `tool`. */
+    handoff: z.strictObject({ reason: z.string().min(1).max(MAX_HANDOFF_REASON_CHARS), source: z.literal('tool') }).optional(),
+  }),
   durationMs: z.number().nonnegative(),
   /** The worker that ran it, for logs. */
   workerId: z.string().min(1).max(200),

@@ -8,6 +8,7 @@ import { renderUserSection } from './context/user-context.js';
 import { createModelCaller } from './model-policy.js';
 import { replyPlanFormat } from './reply-plan/plan-format.js';
 import { hostedMcpForRole, roleFromHostedCalls } from './tools/hosted-role-policy.js';
+import { withHandoffTool } from './tools/handoff-tool.js';
 import { runToolCall } from './tools/tool-call.js';
 import type { TurnScope } from './turn/turn-context.js';
 
@@ -56,7 +57,11 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
     },
     now: deps.now,
     instructions: (role, state) => composeInstructions(deps.instructions, role, { timeZone: scope.timeZone, now: deps.now() }, state, userSection),
-    toolsFor: async (role) => (await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'))).specs,
+    toolsFor: async (role) => {
+      const { specs } = await deps.tools.toolsFor(role, (host, error) => scope.log.warn({ host, err: error }, 'tool host unavailable'));
+      // The built-in handoff is offered in every role, and in place of a host's tool of the same name.
+      return deps.agent.handoff?.tool === true ? withHandoffTool(specs) : specs;
+    },
     async callModel(request, transcript, choice) {
       // A resumed turn gets the calls it made before the crash back from its journal: the model is not asked (nor
       // paid) again, and nothing is streamed (the person saw that text, or it was discarded, before the crash).

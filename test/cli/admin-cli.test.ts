@@ -49,7 +49,7 @@ describe('palaver admin: arguments and exit codes', () => {
   it('documents every command and the exit codes in --help', async () => {
     const help = await admin(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['users', 'conversations', 'show', 'send', 'pause', 'resume', 'end', 'costs', 'handoffs', 'actions', 'operators'])
+    for (const command of ['users', 'conversations', 'show', 'send', 'take', 'pause', 'resume', 'end', 'costs', 'handoffs', 'actions', 'operators'])
       expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     expect(help.stdout).toMatch(/Exit codes:\n {2}0 {2}done\n {2}1 {2}usage error.*\n {2}2 {2}not found.*\n {2}3 {2}refused.*\n {2}4 {2}unavailable/);
     expect(help.stdout).toContain('PALAVER_ADMIN_TOKEN');
@@ -263,6 +263,35 @@ describe('palaver admin against a running Palaver', () => {
     const auditTable = await admin([...url, 'actions']);
     expect(auditTable.stdout).toMatch(/^AT +ACTOR +ACTION +SESSION +USER +REQUEST$/m);
     expect(auditTable.stdout).toMatch(/Ops Anna +send/);
+  });
+
+  it('takes a conversation for one operator, refuses another (exit 3, naming who has it) unless forced, and hands it back with a note', async () => {
+    await chatOnWeb('I need help', 'admin-thread-take');
+    const url = ['--url', server.url];
+    const page = JSON.parse((await admin([...url, '--json', 'conversations', '--search', 'admin-thread-take'])).stdout) as {
+      conversations: { sessionId: string }[];
+    };
+    const sessionId = page.conversations[0]!.sessionId;
+
+    const took = await admin([...url, '--actor', 'Olena', 'take', sessionId]);
+    expect(took.code).toBe(0);
+    expect(took.stdout).toContain('Taken: assigned to Olena; the agent is paused until you resume.');
+    const refused = await admin([...url, '--actor', 'Mark', 'take', sessionId]);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain('Olena has taken this conversation');
+    expect((await admin([...url, '--actor', 'Mark', 'take', sessionId, '--force'])).code).toBe(0);
+    const shown = await admin([...url, 'show', sessionId]);
+    expect(shown.stdout).toMatch(/paused, with Mark/);
+
+    const resumed = await admin([...url, '--actor', 'Mark', 'resume', sessionId, '--note', 'Refund approved, tell them.']);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain('The agent reads your note in its next turn.');
+    const after = JSON.parse((await admin([...url, '--json', 'show', sessionId])).stdout) as {
+      conversation: { assignedTo: string | null; paused: boolean };
+      messages: { text: string; author: string }[];
+    };
+    expect(after.conversation).toMatchObject({ assignedTo: null, paused: false });
+    expect(after.messages.find((message) => message.text === 'Refund approved, tell them.')?.author).toBe('operator');
   });
 
   it('follows every page with --all', async () => {

@@ -162,6 +162,22 @@ export function flowContract(name: string, flow: Flow, script: FlowScript = plai
       expect(result.text).toBe('as courier');
     });
 
+    it('stops after the round in which a tool hands the conversation to a person: no further model call, the handoff in its result', async () => {
+      const steps = script.toolsThenAnswer([toolCall('a'), toolCall('b')], 'never written');
+      const { context, recorded } = scriptedContext(steps, {
+        tool: (call) => (call.callId === 'a' ? { effects: { handoff: { reason: 'wants a person', source: 'model' } } } : {}),
+      });
+      const result = await flow.run(request, context);
+      expect(result.handoff).toEqual({ reason: 'wants a person', source: 'model' });
+      // The rest of the round still ran (its calls were made together), and is accounted for.
+      expect(recorded.tools.map((entry) => entry.call.callId)).toEqual(['a', 'b']);
+      expect(result.audit.filter((record) => record.role === 'tool')).toHaveLength(2);
+      const toolRound = steps.findIndex((step) => (step.toolCalls?.length ?? 0) > 0);
+      expect(recorded.requests).toHaveLength(toolRound + 1);
+      expect(result.modelCalls).toHaveLength(toolRound + 1);
+      expect(result.text).not.toContain('never written');
+    });
+
     it('streams text to the channel only when it streams', async () => {
       const quiet = scriptedContext(script.answer('Hi there', ['Hi ', 'there']));
       await flow.run(request, quiet.context);

@@ -34,6 +34,15 @@ export function toolDispatcherContract(name: string, create: (registry: ToolRegi
           return `now ${role}, cart ${JSON.stringify(ctx.getFlowState('cart'))}, wizard ${String(ctx.getFlowState('wizard'))}`;
         },
       }),
+      defineTool({
+        name: 'escalate',
+        description: 'Hands the conversation to a person',
+        input: z.object({ reason: z.string() }),
+        run: ({ reason }, ctx) => {
+          ctx.handoff({ reason });
+          return 'a person will take over';
+        },
+      }),
       defineTool({ name: 'explode', description: 'Fails', input: z.object({}), run: () => Promise.reject(new Error('disk on fire')) }),
     ];
     const request = (overrides: Partial<ToolCallRequest> = {}): ToolCallRequest => ({
@@ -77,6 +86,20 @@ export function toolDispatcherContract(name: string, create: (registry: ToolRegi
       expect(result.effects).toEqual({ role: 'courier', flowState: { cart: { items: 2 }, wizard: null } });
       // Within the call the tool reads its own writes.
       expect(result.content).toBe('now courier, cart {"items":2}, wizard undefined');
+    });
+
+    it('carries a handoff a tool asks for as an effect, its reason trimmed and cut to 500 characters; refuses one without a reason', async () => {
+      const subject = await dispatcher();
+      const asked = await subject.dispatch(request({ tool: 'escalate', arguments: { reason: '  wants a refund over the limit  ' } }));
+      expect(asked).toMatchObject({ isError: false, content: 'a person will take over' });
+      expect(asked.effects).toEqual({ handoff: { reason: 'wants a refund over the limit', source: 'tool' } });
+      const long = await subject.dispatch(
+        request({ callId: 'call-l', idempotencyKey: 'turn-1:call-l', tool: 'escalate', arguments: { reason: 'я'.repeat(600) } }),
+      );
+      expect(long.effects.handoff?.reason).toBe('я'.repeat(500));
+      const empty = await subject.dispatch(request({ callId: 'call-e', idempotencyKey: 'turn-1:call-e', tool: 'escalate', arguments: { reason: '   ' } }));
+      expect(empty).toMatchObject({ isError: true, effects: {} });
+      expect(empty.content).toContain('ctx.handoff');
     });
 
     it('answers a failing tool, bad arguments and an unknown tool with an error result, never a rejection', async () => {

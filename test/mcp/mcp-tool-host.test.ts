@@ -48,6 +48,7 @@ function context(overrides: Partial<ToolCallContext> = {}): ToolCallContext {
     setRole: () => undefined,
     getFlowState: () => undefined,
     setFlowState: () => undefined,
+    handoff: () => undefined,
     ...overrides,
   };
 }

@@ -41,6 +41,8 @@ const logisticsModel: ModelScript = (call) => {
   if (call.toolNames.includes('shout') && /shout/.test(text)) return { toolCalls: [{ name: 'shout', arguments: { text: 'hello' } }] };
   if (call.toolNames.includes('cargo_add') && /cargo/.test(text))
     return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 120 } }] };
+  if (call.toolNames.includes('escalate') && /escalate/.test(text)) return { toolCalls: [{ name: 'escalate', arguments: { about: 'a lost cargo' } }] };
+  if (call.toolNames.includes('handoff') && /human/.test(text)) return { toolCalls: [{ name: 'handoff', arguments: { reason: 'asks for a human' } }] };
   if (/client/.test(text) && call.toolNames.includes('set_role')) return { toolCalls: [{ name: 'set_role', arguments: { role: 'client' } }] };
   return { text: `tools: ${call.toolNames.join(',')}` };
 };
@@ -50,8 +52,17 @@ async function start(extraConfig: Record<string, unknown> = {}) {
   mcp = await startLogisticsMcpServer({ port: 0, token: TOKEN });
   redis = testRedisSettings();
   const shout = defineTool({ name: 'shout', description: 'Says it loudly', input: z.object({ text: z.string() }), run: ({ text }) => text.toUpperCase() });
+  const escalate = defineTool({
+    name: 'escalate',
+    description: 'Hands a complaint to a person',
+    input: z.object({ about: z.string() }),
+    run: ({ about }, ctx) => {
+      ctx.handoff({ reason: `complaint about ${about}` });
+      return 'A person takes it from here.';
+    },
+  });
   const registry = new ToolRegistry([
-    new LocalToolHost([shout]),
+    new LocalToolHost([shout, escalate]),
     new McpToolHost({ name: 'logistics', url: mcp.url, bearerToken: TOKEN, userIdArgument: 'user_id', timeoutMs: 5_000 }),
   ]);
   worker = await startStandInWorker({ redis, registry });
@@ -110,6 +121,21 @@ describe('a Palaver with tools.dispatch "streams"', () => {
     } finally {
       await server.close();
     }
+  });
+
+  it("hands over from a worker's tool (ctx.handoff), and runs the built-in handoff tool in the runtime: no worker sees it", async () => {
+    const notice = 'I have passed our conversation to a person from our team. They will answer you here.';
+    const palaver = await start({ agent: { tools: ['handoff'] }, roles: { definitions: {}, withoutRole: [] } });
+    const escalated = await palaver.chat({ userId: 'olga', text: 'escalate my complaint' });
+    expect(escalated.text).toBe(notice);
+    expect(worker!.ran.map((call) => call.toolName)).toEqual(['escalate']);
+    expect(await palaver.store.handoffs.findOpen(escalated.sessionId)).toMatchObject({ reason: 'complaint about a lost cargo', source: 'tool' });
+
+    const human = await palaver.chat({ userId: 'ivan', text: 'a human, please' });
+    expect(human.text).toBe(notice);
+    expect(await palaver.store.handoffs.findOpen(human.sessionId)).toMatchObject({ reason: 'asks for a human', source: 'model' });
+    expect(worker!.delivered.map((call) => call.toolName)).toEqual(['escalate']);
+    expect(harness!.model.calls).toHaveLength(2);
   });
 
   it('refuses a tool outside the role before it leaves the runtime: no worker sees it', async () => {

@@ -205,6 +205,24 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
         expect(await store.operators.conversation(randomUUID())).toBeUndefined();
       });
 
+      it('shows who took a conversation and its open handoff, until it closes', async () => {
+        const user = await givenUser(unique('handed'));
+        const session = await givenSession(user);
+        const other = await givenSession(user);
+        expect(await store.operators.conversation(session.id)).toMatchObject({ assignedTo: null, handoff: null });
+        await store.handoffs.open({ sessionId: session.id, userId: user.id, reason: 'asks for a person', source: 'model', at: 5_000 });
+        await store.sessions.assign(session.id, 'Olena');
+        await store.handoffs.take(session.id, 'Olena', 6_000);
+        const listed = (await store.operators.conversations({ userId: user.id, limit: 10 })).items;
+        expect(listed.find((item) => item.sessionId === session.id)).toMatchObject({
+          assignedTo: 'Olena',
+          handoff: { reason: 'asks for a person', source: 'model', requestedAt: new Date(5_000), takenBy: 'Olena' },
+        });
+        expect(listed.find((item) => item.sessionId === other.id)).toMatchObject({ assignedTo: null, handoff: null });
+        await store.handoffs.close(session.id, 'Olena', 7_000);
+        expect(await store.operators.conversation(session.id)).toMatchObject({ assignedTo: 'Olena', handoff: null });
+      });
+
       it('pages most recently active first without gaps or duplicates', async () => {
         const user = await givenUser(unique('pager'));
         const sessions: string[] = [];

@@ -10,7 +10,7 @@ import type {
   ModelToolSpec,
   StructuredOutputSpec,
 } from './model-provider.js';
-import type { ToolCallResult } from './tool-dispatch.js';
+import type { HandoffEffect, ToolCallResult } from './tool-dispatch.js';
 
 /**
  * The `Flow` port: how a turn turns the conversation into a reply. The single agent loop (model ⇄ tools, with a
@@ -181,4 +181,9 @@ export interface FlowResult {
   readonly modelCalls: readonly ModelCallRecord[];
   /** The user's state after the flow: role, chain, recent tool calls, flow state. */
   readonly state: FlowState;
+  /**
+   * A tool asked to hand the conversation to a person (the built-in `handoff`, or `ctx.handoff`): the flow stopped
+   * after that round, and the turn answers with Palaver's notice instead of `text`.
+   */
+  readonly handoff?: HandoffEffect;
 }

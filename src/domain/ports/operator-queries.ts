@@ -1,4 +1,5 @@
 import type { Audience, MessageRole, SessionStatus, ToolCallRef } from '../model.js';
+import type { HandoffSource } from '../handoff.js';
 
 /**
  * What operators read (the admin API's users, conversations, transcripts, costs and live turns): queries across
@@ -91,6 +92,10 @@ export interface ConversationOverview {
   readonly status: SessionStatus;
   readonly pausedAt: Date | null;
   readonly endedAt: Date | null;
+  /** The operator who took the conversation; null when nobody has. */
+  readonly assignedTo: string | null;
+  /** Its open handoff to a person (asked for, not yet resumed or ended); null when none is open. */
+  readonly handoff: OpenHandoffOverview | null;
   /** The last display message the person or the agent wrote (its text cut to 280 characters). */
   readonly lastMessage: { readonly role: 'user' | 'assistant'; readonly text: string; readonly at: Date } | null;
   /** Accepted messages not answered yet. */
@@ -101,6 +106,15 @@ export interface ConversationOverview {
   readonly outputTokens: number;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+}
+
+/** An open handoff as the conversation list shows it. */
+export interface OpenHandoffOverview {
+  readonly reason: string;
+  readonly source: HandoffSource;
+  readonly requestedAt: Date;
+  /** The operator who took it; null while nobody has. */
+  readonly takenBy: string | null;
 }
 
 /** A stored message as an operator reads it, with the tool call its audit record is about. */

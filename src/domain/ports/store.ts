@@ -14,7 +14,10 @@ import type {
   User,
   UserStateRecord,
 } from '../model.js';
+import type { Handoff, NewHandoff } from '../handoff.js';
 import type { OperatorQueries } from './operator-queries.js';
+
+export type { Handoff, HandoffSource, NewHandoff } from '../handoff.js';
 
 /**
  * Repositories over one database. Every adapter (SQLite, PostgreSQL) passes the same contract suite
@@ -515,11 +518,14 @@ export interface IdentityEventRepository {
 }
 
 /** What an operator did through the admin API (`admin_actions`). */
+/** `handoff` is the agent's own (actor `agent`): the turn that handed the conversation to a person; `take`: an operator took it. */
 export type AdminActionKind =
   | 'send'
   | 'pause'
   | 'resume'
   | 'end'
+  | 'take'
+  | 'handoff'
   | 'profile'
   | 'phone'
   | 'role'
@@ -601,37 +607,6 @@ export interface DashboardSessionRepository {
   revokeOperator(operatorId: string): Promise<number>;
   /** Drops the sign-ins that ended by `now`; resolves how many. */
   deleteExpired(now: number): Promise<number>;
-}
-
-/** What asked for a person: the model (the `handoff` tool), a tool (`ctx.handoff`), or the person's own words. */
-export type HandoffSource = 'model' | 'tool' | 'phrase';
-
-/** A conversation handed to a person: open until an operator takes it or it is closed (resumed, ended). */
-export interface Handoff {
-  readonly id: string;
-  readonly sessionId: string;
-  readonly userId: string;
-  /** Why, in the words of whoever asked (the model's, a tool's, or the phrase that matched). */
-  readonly reason: string;
-  readonly source: HandoffSource;
-  readonly requestedAt: Date;
-  readonly takenBy: string | null;
-  readonly takenAt: Date | null;
-  readonly closedAt: Date | null;
-  readonly closedBy: string | null;
-  /** Notice rounds sent to operators so far. */
-  readonly notices: number;
-  /** When the next round is due; null when nobody is to be told again. */
-  readonly nextNoticeAt: Date | null;
-}
-
-export interface NewHandoff {
-  readonly sessionId: string;
-  readonly userId: string;
-  readonly reason: string;
-  readonly source: HandoffSource;
-  /** Epoch ms: when it was asked for, and when its first notice is due. */
-  readonly at: number;
 }
 
 /**

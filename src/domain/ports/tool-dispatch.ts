@@ -35,6 +35,18 @@ export interface ToolEffects {
   readonly role?: string;
   /** Flow state namespaces the tool set; `null` clears a namespace. */
   readonly flowState?: Readonly<Record<string, unknown>>;
+  /** The conversation goes to a person: the turn ends after this round with Palaver's notice, and the agent pauses. */
+  readonly handoff?: HandoffEffect;
+}
+
+/**
+ * A request to hand the conversation to a person: `source` is `model` for Palaver's built-in `handoff` tool and
+ * `tool` for any other tool's `ctx.handoff` (the core holds a tool to that, whatever it sends).
+ */
+export interface HandoffEffect {
+  /** Why, for the operators: at most 500 characters (`handoffReason`, src/domain/handoff-reason.ts). */
+  readonly reason: string;
+  readonly source: 'model' | 'tool';
 }
 
 /** The outcome of one call. JSON-serialisable. */

@@ -46,6 +46,13 @@ export interface ToolCallContext {
   getFlowState(namespace: string): unknown;
   /** Sets (or with `undefined` clears) this user's flow state in `namespace`; saved at the end of the turn. */
   setFlowState(namespace: string, value: unknown): void;
+  /**
+   * Hands the conversation to a person: the turn ends after this round of tool calls (the model is not asked again),
+   * the person is told that a person will answer here, and the agent stays paused until an operator resumes it.
+   * `reason` is for the operators (cut to 500 characters). The last call in a call wins.
+   * @throws TypeError when `reason` is not a non-empty string.
+   */
+  handoff(request: { readonly reason: string }): void;
 }
 
 export interface ToolResult {

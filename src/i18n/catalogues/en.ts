@@ -33,6 +33,9 @@ export const en = {
   'limits.perPerson': 'You are sending messages faster than I can answer. Your messages are saved; please wait a while before writing again.',
   'reply.cut': '[This answer was too long and has been shortened.]',
   'focus.nothingToShow': 'You have nothing booked right now.',
+  'handoff.shortly': 'I have passed our conversation to a person from our team. They will answer you here shortly.',
+  'handoff.later': 'I have passed our conversation to a person from our team. They will answer you here when our working hours begin: {when}.',
+  'handoff.noTime': 'I have passed our conversation to a person from our team. They will answer you here.',
   'telegram.shortDescription': '{name}: an assistant that answers in this chat.',
 } as const satisfies Record<string, string>;
 

@@ -29,5 +29,8 @@ export const zh: Catalogue = {
   'limits.perPerson': '您发送消息的速度超过了我能回复的速度。您的消息已保存；请稍等一会儿再发送。',
   'reply.cut': '[回答过长，已被截短。]',
   'focus.nothingToShow': '您目前没有任何预约。',
+  'handoff.shortly': '已为您转接人工客服，工作人员很快会在这里回复您。',
+  'handoff.later': '已为您转接人工客服，工作人员将在工作时间开始后（{when}）在这里回复您。',
+  'handoff.noTime': '已为您转接人工客服，工作人员会在这里回复您。',
   'telegram.shortDescription': '{name}：在这个聊天中回答问题的助手。',
 };

@@ -8,7 +8,8 @@ import { labelled, senderOf, type MessageSender } from './sender-label.js';
 
 /**
  * The conversation the model sees: display messages only (audit records, tool traffic and hidden context stay
- * out), as plain user/assistant turns. In a group (`group`), each user message carries its sender's label, so that
+ * out), as plain user/assistant turns, with the notes operators left the agent where they were left (as system
+ * messages: see {@link operatorNoteOf}). In a group (`group`), each user message carries its sender's label, so that
  * no member's words read as another's; a direct chat's messages go as they are. With `messageIds` (replies as
  * actions), each user message that kept its channel message id shows it in front (`[message_id: 77] …`). What a
  * reply plan did not send is shown as such (see ../reply-plan/model-notes.ts). With `timeZone` (`agent.historyTimes`), each
@@ -19,6 +20,11 @@ export function historyToInput(messages: readonly StoredMessage[], group = false
   const items: ModelInputItem[] = [];
   for (const message of messages) {
     if (message.audience !== 'display') continue;
+    const note = operatorNoteOf(message);
+    if (note !== undefined) {
+      items.push(note);
+      continue;
+    }
     if (message.role !== 'user' && message.role !== 'assistant') continue;
     if (message.role === 'assistant') {
       items.push({ type: 'message', role: 'assistant', content: modelView(message, message.content) });
@@ -38,6 +44,17 @@ export function historyToInput(messages: readonly StoredMessage[], group = false
     if (isUnanswered(message)) items.push({ type: 'message', role: 'assistant', content: UNANSWERED_TEXT });
   }
   return items;
+}
+
+/**
+ * A note an operator left the agent when handing the conversation back (`POST …/resume` with a note), as the model
+ * reads it: a system message naming the operator. Undefined for any other message.
+ */
+function operatorNoteOf(message: StoredMessage): ModelInputItem | undefined {
+  if (message.role !== 'system' || message.meta?.['operatorNote'] !== true) return undefined;
+  const operator = message.meta['operator'];
+  const from = typeof operator === 'string' && operator !== '' ? `operator ${operator}` : 'an operator';
+  return { type: 'message', role: 'system', content: `Note from ${from} (for you only, not shown to the person): ${message.content}` };
 }
 
 /** The ids {@link historyToInput} shows with `messageIds`: those of its user messages that kept one. */

@@ -40,7 +40,7 @@ export interface AgentLoopOptions {
   callModel(request: ModelRequest, transcript: readonly ModelInputItem[]): Promise<ModelCall>;
   /** Runs one tool call (validation, role policy, user binding, effects, progress). */
   runTool(call: ModelToolCall): Promise<ToolResult>;
-  /** Checked after each round of tool calls; true ends the loop early (a role change re-runs the turn). */
+  /** Checked after each round of tool calls; true ends the loop early (a role change re-runs the turn; a handoff ends it). */
   shouldStop(): boolean;
   /** Told about the MCP calls the provider made itself in each response, before its tool calls run. */
   onHostedCalls?(calls: readonly HostedToolCall[]): void;

@@ -1,6 +1,6 @@
 import type { Flow, FlowContext, FlowRequest, FlowResult, FlowState, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { HostedToolCall, ModelToolCall } from '../../domain/ports/model-provider.js';
-import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
+import type { HandoffEffect, ToolCallResult } from '../../domain/ports/tool-dispatch.js';
 import { applyFlowStateEffects, rememberToolCalls } from '../context/user-state.js';
 import { toolAuditRecords } from '../tools/tool-call.js';
 import { runAgentLoop, type ExecutedToolCall } from './agent-loop.js';
@@ -11,6 +11,7 @@ import { withReplyFormat } from './reply-format.js';
  * that round and runs once more under the new role's instructions and tools, on a fresh chain (at most once). A
  * hosted MCP server's role tool is seen only in the response that reports its call, often beside the answer: that
  * answer, written under the old role, is dropped (and withdrawn from a streaming channel) and the turn re-runs the same way.
+ * A handoff to a person (a tool's effect) stops the loop after its round, with no re-run and no further model call.
  */
 export const singleFlow: Flow = {
   name: 'single',
@@ -22,6 +23,18 @@ export const singleFlow: Flow = {
     const toolCalls: ExecutedToolCall[] = [];
     const hostedToolCalls: HostedToolCall[] = [];
     const results = new Map<string, ToolCallResult>();
+    // The first handoff a tool asks for ends the flow after its round; the turn answers with Palaver's notice.
+    let handoff: HandoffEffect | undefined;
+    const audit = () =>
+      toolAuditRecords(
+        toolCalls.map((call) => ({
+          call,
+          result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 },
+          refused: call.refused,
+        })),
+        hostedToolCalls,
+        request.correlationId,
+      );
 
     for (let attempt = 0; ; attempt++) {
       const role = state.role;
@@ -38,6 +51,7 @@ export const singleFlow: Flow = {
           { name: call.name, arguments: call.arguments, ok: !result.isError, at: context.now().toISOString() },
         ]);
         if (result.effects.role !== undefined) newRole = result.effects.role;
+        handoff ??= result.effects.handoff;
         return result;
       };
       const loop = await runAgentLoop({
@@ -56,7 +70,7 @@ export const singleFlow: Flow = {
           const hostedRole = context.roleFromHostedCalls(calls, role);
           if (hostedRole !== undefined) newRole = hostedRole;
         },
-        shouldStop: () => attempt === 0 && newRole !== undefined && newRole !== role,
+        shouldStop: () => handoff !== undefined || (attempt === 0 && newRole !== undefined && newRole !== role),
         onLimit: (limit, tool) => context.limitReached(limit, tool),
         ...(settings.replyFormat ? { output: settings.replyFormat.output } : {}),
         ...(context.streaming
@@ -83,6 +97,14 @@ export const singleFlow: Flow = {
         })),
       );
 
+      if (handoff !== undefined) {
+        // What the model wrote beside the call is not the reply: the person reads Palaver's notice instead.
+        if (streamed) context.progress({ type: 'discard', messageId: context.replyMessageId });
+        // The chain ends at a call whose result the model never reads.
+        const role = newRole ?? state.role;
+        return { text: '', audit: audit(), modelCalls, state: { ...state, role, responseChainId: null }, handoff };
+      }
+
       if (newRole !== undefined && newRole !== role) {
         context.log.info({ from: role, to: newRole }, 'role changed by tool');
         // A new role starts a new chain: the old one carries the old role's instructions and tools.
@@ -99,15 +121,7 @@ export const singleFlow: Flow = {
       const keepsChain = last !== undefined && !last.fallback && last.path !== 'no_tools' && loop.responseId !== undefined;
       return {
         text: loop.text,
-        audit: toolAuditRecords(
-          toolCalls.map((call) => ({
-            call,
-            result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 },
-            refused: call.refused,
-          })),
-          hostedToolCalls,
-          request.correlationId,
-        ),
+        audit: audit(),
         modelCalls,
         state: { ...state, responseChainId: keepsChain ? loop.responseId! : null },
       };

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { NewMessage } from '../../domain/model.js';
 import type { Flow, FlowContext, FlowRequest, FlowResult, FlowState, ModelCall, ModelCallRecord } from '../../domain/ports/flow.js';
 import type { ModelToolCall } from '../../domain/ports/model-provider.js';
-import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
+import type { HandoffEffect, ToolCallResult } from '../../domain/ports/tool-dispatch.js';
 import { tokensOf } from '../billing.js';
 import { applyFlowStateEffects, rememberToolCalls } from '../context/user-state.js';
 import { toolAuditRecords } from '../tools/tool-call.js';
@@ -68,7 +68,8 @@ export interface StagedFlowSettings {
  * schema checks (one repair, then a clean failure). Intent and execution are stored as audit records the person never
  * sees; only the organization's reply is shown and streamed. A direct answer from the intent stage skips the rest.
  * Execution runs the agent loop with the role's tools; a role a tool sets applies to the reply's instructions and,
- * for tools, from the next turn.
+ * for tools, from the next turn. A handoff to a person asked for in execution ends the flow after its round: no report
+ * and no reply are written (the turn answers with Palaver's notice).
  */
 export function createStagedFlow(settings: StagedFlowSettings): Flow {
   const prompts = { ...DEFAULT_STAGE_PROMPTS, ...settings.prompts };
@@ -116,6 +117,8 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
 
       // 2. Execution: the agent loop with the role's tools; its last answer is the work report.
       const results = new Map<string, ToolCallResult>();
+      // The first handoff a tool asks for ends the flow after its round: no report, no reply written.
+      let handoff: HandoffEffect | undefined;
       const runTool = async (call: ModelToolCall) => {
         const result = await context.runTool(call, role, state);
         results.set(call.callId, result);
@@ -123,6 +126,7 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
           { name: call.name, arguments: call.arguments, ok: !result.isError, at: context.now().toISOString() },
         ]);
         if (result.effects.role !== undefined) state = { ...state, role: result.effects.role };
+        handoff ??= result.effects.handoff;
         return result;
       };
       const task = JSON.stringify({ intent: intent.value.intent, details: intent.value.details });
@@ -139,7 +143,7 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         maxCallsPerTool: context.settings.maxCallsPerTool,
         callModel: (modelRequest, soFar) => context.callModel(modelRequest, soFar, { models: settings.models.execution }),
         runTool,
-        shouldStop: () => false,
+        shouldStop: () => handoff !== undefined,
         // A hosted role tool changes the role the reply is written under, as a local one does.
         onHostedCalls: (calls) => {
           const hostedRole = context.roleFromHostedCalls(calls, role);
@@ -150,6 +154,20 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         ...common,
       });
       modelCalls.push(...loop.modelCalls);
+      const toolAudit = () =>
+        toolAuditRecords(
+          loop.toolCalls.map((call) => ({
+            call,
+            result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 },
+            refused: call.refused,
+          })),
+          loop.hostedToolCalls,
+          request.correlationId,
+        );
+      if (handoff !== undefined) {
+        audit.push(...toolAudit(), stageRecord('execution', { handoff }, false, loop.modelCalls));
+        return { text: '', audit, modelCalls, state, handoff };
+      }
       const execution = await callForStructured(
         context,
         'execution',
@@ -159,18 +177,7 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         loop.text,
       );
       record(execution.calls);
-      audit.push(
-        ...toolAuditRecords(
-          loop.toolCalls.map((call) => ({
-            call,
-            result: results.get(call.callId) ?? { callId: call.callId, ...call.result, effects: {}, durationMs: 0 },
-            refused: call.refused,
-          })),
-          loop.hostedToolCalls,
-          request.correlationId,
-        ),
-        stageRecord('execution', execution.value, execution.repaired, [...loop.modelCalls, ...recordsOf(execution.calls)]),
-      );
+      audit.push(...toolAudit(), stageRecord('execution', execution.value, execution.repaired, [...loop.modelCalls, ...recordsOf(execution.calls)]));
 
       // 3. Organization: the reply for the person, streamed as its `reply` field grows, from what the intent stage
       // understood as well as what execution did (a report of "not possible" reads differently against the request).

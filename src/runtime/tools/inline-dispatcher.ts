@@ -1,10 +1,11 @@
+import { handoffReason } from '../../domain/handoff-reason.js';
 import type { ToolCallContext } from '../../domain/ports/tool-host.js';
-import type { ToolCallRequest, ToolCallResult, ToolDispatcher } from '../../domain/ports/tool-dispatch.js';
+import type { HandoffEffect, ToolCallRequest, ToolCallResult, ToolDispatcher } from '../../domain/ports/tool-dispatch.js';
 import type { ToolRegistry } from './tool-registry.js';
 
 /**
  * Runs tool calls in this process, on the registry's hosts. The tool sees a `ToolCallContext` built from the
- * request alone, and what it changes (role, flow state) is collected into the result's effects — exactly what a
+ * request alone, and what it changes (role, flow state, a handoff to a person) is collected into the result's effects — exactly what a
  * worker in another process would send back — so the core never hands a tool a closure over its own state.
  */
 export class InlineToolDispatcher implements ToolDispatcher {
@@ -18,6 +19,7 @@ export class InlineToolDispatcher implements ToolDispatcher {
     const started = performance.now();
     let role: string | undefined;
     let flowState: Record<string, unknown> | undefined;
+    let handoff: HandoffEffect | undefined;
     let ownSignal: AbortSignal | undefined;
     const ctx: ToolCallContext = {
       userId: request.userId,
@@ -38,6 +40,11 @@ export class InlineToolDispatcher implements ToolDispatcher {
       setFlowState: (namespace, value) => {
         flowState = { ...flowState, [namespace]: value === undefined ? null : value };
       },
+      handoff: (asked) => {
+        const reason = handoffReason((asked as { reason?: unknown } | undefined)?.reason);
+        if (reason === undefined) throw new TypeError('ctx.handoff needs { reason: string }: a few words for the operators on why a person is needed');
+        handoff = { reason, source: 'tool' };
+      },
     };
     const result = await this.#registry.call(request.tool, request.arguments, ctx);
     return {
@@ -45,7 +52,11 @@ export class InlineToolDispatcher implements ToolDispatcher {
       content: result.content,
       ...(result.structured === undefined ? {} : { structured: result.structured }),
       isError: result.isError,
-      effects: { ...(role === undefined ? {} : { role }), ...(flowState === undefined ? {} : { flowState }) },
+      effects: {
+        ...(role === undefined ? {} : { role }),
+        ...(flowState === undefined ? {} : { flowState }),
+        ...(handoff === undefined ? {} : { handoff }),
+      },
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
     };
   }

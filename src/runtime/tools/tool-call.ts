@@ -3,12 +3,14 @@ import type { FlowState } from '../../domain/ports/flow.js';
 import type { HostedToolCall, ModelToolCall } from '../../domain/ports/model-provider.js';
 import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
 import type { ToolRun, TurnScope } from '../turn/turn-context.js';
+import { HANDOFF_TOOL, runHandoffTool, toolHandoffEffect } from './handoff-tool.js';
 import { toolProgressLabel } from './tool-label.js';
 
 /**
  * Runs one tool call the model asked for, by the core's rules: the arguments must be a JSON object, a tool outside
  * the role's allowlist is refused, the call goes to the dispatcher as data for the user the server bound to the
- * turn, and the configured role tool turns into a role effect when it succeeds. A call id the model repeats within
+ * turn, and the configured role tool turns into a role effect when it succeeds. The built-in `handoff` tool (when
+ * `agent.tools` has it) runs here, in the core, for every role. A call id the model repeats within
  * the turn gets the first call's result and does not run again, and a call that finished before a crash is not run
  * again when the turn resumes (its result comes from the turn's journal). Never throws for the tool's own failure:
  * the model receives it as a tool error.
@@ -30,11 +32,12 @@ async function dispatch(scope: TurnScope, call: ModelToolCall, role: string | nu
   const { deps } = scope;
   const args = parseArguments(call.arguments);
   if (!args) return refusal(call, `Arguments for ${call.name} must be a JSON object.`);
+  if (call.name === HANDOFF_TOOL && deps.agent.handoff?.tool === true) return runHandoffTool(call, args);
   const offered = await deps.tools.toolsFor(role);
   // A tool outside the role's allowlist is refused even if the model names it.
   if (!offered.has(call.name)) return refusal(call, `Tool ${call.name} is not available${role ? ` to role ${role}` : ''}.`);
 
-  const result = await dispatchOnce(scope, call, {
+  const dispatched = await dispatchOnce(scope, call, {
     request: {
       callId: call.callId,
       idempotencyKey: scope.journal.idempotencyKey(call.callId),
@@ -50,6 +53,7 @@ async function dispatch(scope: TurnScope, call: ModelToolCall, role: string | nu
     },
     signal: scope.signal,
   });
+  const result = { ...dispatched, effects: toolHandoffEffect(dispatched.effects) };
   // The configured role tool (e.g. an MCP `set_role`) changes the role when it succeeds.
   const requested = args[deps.agent.roleArgument];
   if (!result.isError && result.effects.role === undefined && call.name === deps.agent.setRoleTool && typeof requested === 'string') {

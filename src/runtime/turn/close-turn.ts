@@ -1,6 +1,6 @@
 import { FencedOut } from '../../domain/errors.js';
 import type { NewMessage, StoredMessage } from '../../domain/model.js';
-import type { DeliveryRecord, SessionChange, Store } from '../../domain/ports/store.js';
+import type { DeliveryRecord, Handoff, HandoffSource, SessionChange, Store } from '../../domain/ports/store.js';
 import { settleBudget } from '../budget.js';
 import type { UserState } from '../context/user-state.js';
 import { saveTurnState, type SavedUserState } from '../context/user-state-update.js';
@@ -33,6 +33,8 @@ export interface TurnClosing {
    * not ended here. Default: it ends with this write, and the reply's sending needs no claim.
    */
   readonly keepsClaim?: boolean;
+  /** The conversation goes to a person: the session is paused and the handoff opened, with its audit row. */
+  readonly handoff?: { readonly reason: string; readonly source: HandoffSource };
 }
 
 export interface ClosedTurn {
@@ -40,12 +42,21 @@ export interface ClosedTurn {
   /** The user's state as saved (undefined when the closing changed none). */
   readonly saved: SavedUserState | undefined;
   readonly deliveries: readonly DeliveryRecord[] | undefined;
+  /** With `TurnClosing.handoff`: the open handoff, whether this write opened it, and whether it paused the session. */
+  readonly handoff?: OpenedHandoff;
+}
+
+export interface OpenedHandoff {
+  readonly handoff: Handoff;
+  readonly opened: boolean;
+  readonly paused: boolean;
 }
 
 /**
  * The turn's closing write, in one transaction: its messages and the session's change, the inbox's "answered" mark
  * (fenced: another process that answered them meanwhile wins, and nothing is stored), the journal's end and the
- * conversation claim's (unless `keepsClaim`), the budget settled, the context reset, the user's state and the outbox. Every kind of reply ends its turn here.
+ * conversation claim's (unless `keepsClaim`), the budget settled, the context reset, the user's state, the outbox and
+ * a handoff to a person. Every kind of reply ends its turn here.
  * @throws FencedOut when another turn answered one of the messages meanwhile.
  */
 export async function closeTurn(scope: TurnScope, closing: TurnClosing): Promise<ClosedTurn> {
@@ -57,8 +68,28 @@ export async function closeTurn(scope: TurnScope, closing: TurnClosing): Promise
     if (closing.resetContext) await tx.sessions.resetContext(scope.session.id);
     const saved = closing.state === undefined ? undefined : await saveState(scope, tx, closing.state(stored));
     const deliveries = scope.channel.capabilities.offlineDelivery ? await addToOutbox(scope, tx, closing.outbox) : undefined;
-    return { stored, saved, deliveries };
+    const handoff = closing.handoff === undefined ? undefined : await handOver(scope, tx, closing.handoff);
+    return { stored, saved, deliveries, ...(handoff === undefined ? {} : { handoff }) };
   });
+}
+
+/**
+ * Hands the conversation to a person in the closing write: the agent paused (what the person writes next is stored
+ * and held), the handoff opened (or the open one kept), and the agent's audit row, so a crash leaves all or none.
+ */
+async function handOver(scope: TurnScope, tx: Store, request: NonNullable<TurnClosing['handoff']>): Promise<OpenedHandoff> {
+  const { session } = scope;
+  const paused = await tx.sessions.setPaused(session.id, true);
+  const { handoff, opened } = await tx.handoffs.open({ sessionId: session.id, userId: session.userId, ...request, at: scope.deps.now().getTime() });
+  await tx.adminActions.record({
+    action: 'handoff',
+    actor: 'agent',
+    requestId: scope.correlationId,
+    sessionId: session.id,
+    userId: session.userId,
+    details: { handoffId: handoff.id, reason: request.reason, source: request.source, opened, paused },
+  });
+  return { handoff, opened, paused };
 }
 
 function lastOf(stored: readonly StoredMessage[]): StoredMessage {

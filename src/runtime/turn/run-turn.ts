@@ -14,6 +14,8 @@ import { createFlowContext, type ModelFailures } from '../flow-context.js';
 import { answerWithPlan, shownMessageIds } from '../reply-plan/answer-with-plan.js';
 import { checkReply } from '../reply.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
+import { handoffPhraseIn } from '../handoff/handoff-phrases.js';
+import { persistHandoff } from './persist-handoff.js';
 import { persistRateLimited, stoppedByRateLimit } from './persist-rate-limited.js';
 import { apologyText, persistBudgetNotice, persistFailure, persistReply, persistReset, usageOf } from './persist-reply.js';
 import { loadEarlierHistory, openTurn } from './turn-scope.js';
@@ -82,7 +84,11 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     // Messages a per-person rate limit stopped never reach a model.
     if (stoppedByRateLimit(scope)) return await persistRateLimited(scope);
     // A reset trigger is answered by Palaver itself: no model call, no flow.
-    if (isResetTrigger(scope.messages[scope.messages.length - 1]!.inbound.text, scope.deps.agent.resetTriggers)) return await persistReset(scope);
+    const newest = scope.messages[scope.messages.length - 1]!.inbound.text;
+    if (isResetTrigger(newest, scope.deps.agent.resetTriggers)) return await persistReset(scope);
+    // So is a handoff phrase ("operator", "живой человек"): the conversation goes to a person, no model asked.
+    const phrase = handoffPhraseIn(newest, scope.deps.agent.handoff?.phrases ?? []);
+    if (phrase !== undefined) return await persistHandoff(scope, { reason: phrase, source: 'phrase' });
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
     const { recent, earlier } = await loadEarlierHistory(scope);
     const state = chainContinues(scope.initialState, scope.session.id, recent)
@@ -132,6 +138,8 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
       },
       context,
     );
+    // A tool handed the conversation to a person: Palaver's notice is the reply, whatever the model wrote.
+    if (flow.handoff !== undefined) return await persistHandoff(scope, flow.handoff, { flow, failures });
     const seenUpTo = recent[recent.length - 1]?.seq;
     // 3–4. Replies as actions: the answer is a plan, checked (one repair allowed), stored, then carried out.
     if (actions)

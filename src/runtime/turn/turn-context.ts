@@ -2,7 +2,7 @@ import type { InboundRecord, Session, User } from '../../domain/model.js';
 import type { Channel, ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
 import type { Flow } from '../../domain/ports/flow.js';
 import type { HostedMcpSpec, ModelSet } from '../../domain/ports/model-provider.js';
-import type { OpenTurnRecord, Store } from '../../domain/ports/store.js';
+import type { Handoff, OpenTurnRecord, Store } from '../../domain/ports/store.js';
 import type { ProfileCodec, ProfileSettings } from '../../domain/profile.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PalaverMetrics } from '../../observability/metrics.js';
@@ -15,6 +15,8 @@ import type { UserState } from '../context/user-state.js';
 import type { ConversationCache } from '../conversation-cache.js';
 import type { ReplyMode, ReplySettings } from '../reply-plan/reply-settings.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
+import type { HandoffPhrase } from '../handoff/handoff-phrases.js';
+import type { OperatorHours } from '../handoff/operator-hours.js';
 import type { TurnJournal } from './turn-journal.js';
 
 /** Agent settings a turn needs, taken from config once. */
@@ -38,6 +40,18 @@ export interface AgentSettings {
   readonly resetTriggers: readonly string[];
   /** A reset keeps the role a tool set (else the person starts again with the default role). */
   readonly resetKeepsRole: boolean;
+  /** Handing the conversation to a person (`agent.tools`, `operators`); absent: only tools' `ctx.handoff` does. */
+  readonly handoff?: HandoffSettings;
+}
+
+/** When and how a turn hands the conversation to a person. */
+export interface HandoffSettings {
+  /** The model is given the built-in `handoff` tool (`agent.tools: ["handoff"]`). */
+  readonly tool: boolean;
+  /** Phrases that hand over without the model (`operators.handoff.phrases`), prepared by `handoffPhraseSet`. */
+  readonly phrases: readonly HandoffPhrase[];
+  /** When operators answer (`operators.hours`); absent: the person is told no time. */
+  readonly hours?: OperatorHours;
 }
 
 /** Everything a turn uses, handed in by the composition root. */
@@ -72,6 +86,11 @@ export interface TurnDependencies {
   readonly now: () => Date;
   /** Participants, user states and recent histories, so a turn does not re-read them from the store. */
   readonly cache: ConversationCache;
+  /**
+   * Told after the commit of a turn that handed its conversation to a person and opened the handoff (not when one
+   * was open already): operators' notices start here. Must not throw (a throw is logged); must not block.
+   */
+  readonly onHandoff?: (handoff: Handoff) => void;
 }
 
 /** One accepted message: stored, queued, waiting for the turn that answers it. */

@@ -1,6 +1,15 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { adminAction, sendAsAgentBody, type endedConversation, type pauseState, type sentAsAgent } from '../../admin/api-contract.js';
+import {
+  type adminAction,
+  resumeBody,
+  sendAsAgentBody,
+  takeBody,
+  type endedConversation,
+  type pauseState,
+  type sentAsAgent,
+  type takenConversation,
+} from '../../admin/api-contract.js';
 import type { OperatorActions, OperatorRequest } from '../../admin/operator-actions.js';
 import { newId } from '../../domain/ids.js';
 import type { AdminAction } from '../../domain/ports/store.js';
@@ -20,8 +29,11 @@ const actionsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).d
  * The operators' actions in conversations, mounted under `/admin` (behind the admin token):
  *
  * - `POST /admin/conversations/:sessionId/messages`  send `{ text }` as the agent (202); `Idempotency-Key` header
+ * - `POST /admin/conversations/:sessionId/take`      `{ force? }`: assigned to the acting operator, the agent paused;
+ *                                                    409 naming who has it unless `force`
  * - `POST /admin/conversations/:sessionId/pause`     the agent stops answering (messages are still stored)
- * - `POST /admin/conversations/:sessionId/resume`    the held messages are answered, once
+ * - `POST /admin/conversations/:sessionId/resume`    `{ note? }`: handed back to the agent, the held messages answered
+ *                                                    once; the note is hidden context for its next turn
  * - `POST /admin/conversations/:sessionId/end`       the next message starts a fresh context
  * - `GET  /admin/actions?limit=`                     the operators' audit, newest first
  *
@@ -52,10 +64,22 @@ export function actionRoutes(operators: OperatorActions): Hono {
     return answer(c, await operators.pause(c.req.param('sessionId'), request.value), (state): z.infer<typeof pauseState> => state);
   });
 
+  app.post('/conversations/:sessionId/take', async (c) => {
+    const request = operatorRequest(c);
+    if (!request.ok) return c.json(errorBody('invalid_request', request.message), 400);
+    const body = takeBody.safeParse(orEmpty(await optionalJsonBody(c)));
+    if (!body.success) return c.json(errorBody('invalid_request', 'Send no body, or { "force": true } to take it over from another operator.'), 400);
+    const force = body.data.force === true ? { force: true } : {};
+    return answer(c, await operators.take(c.req.param('sessionId'), request.value, force), (taken): z.infer<typeof takenConversation> => taken);
+  });
+
   app.post('/conversations/:sessionId/resume', async (c) => {
     const request = operatorRequest(c);
     if (!request.ok) return c.json(errorBody('invalid_request', request.message), 400);
-    return answer(c, await operators.resume(c.req.param('sessionId'), request.value), (state): z.infer<typeof pauseState> => state);
+    const body = resumeBody.safeParse(orEmpty(await optionalJsonBody(c)));
+    if (!body.success) return c.json(errorBody('invalid_request', 'Send no body, or { "note": "<for the agent>" } with 1 to 4 000 characters.'), 400);
+    const note = body.data.note === undefined ? {} : { note: body.data.note };
+    return answer(c, await operators.resume(c.req.param('sessionId'), request.value, note), (state): z.infer<typeof pauseState> => state);
   });
 
   app.post('/conversations/:sessionId/end', async (c) => {
@@ -112,6 +136,25 @@ function answer<T>(c: Context, result: AdminResult<T>, body: (value: T) => unkno
   if (result.ok) return c.json(body(result.value) as object, status);
   const { code, message, ...details } = result.error;
   return c.json({ error: { code: code === 'invalid' ? 'invalid_request' : code, message, ...details } }, STATUS[code]);
+}
+
+/**
+ * An optional JSON body: undefined when there is none; `null` (refused by the body's schema) when there is one that
+ * is not JSON.
+ */
+async function optionalJsonBody(c: Context): Promise<unknown> {
+  const text = await c.req.text();
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+/** No body reads as an empty object; a body that is not JSON stays `null`, for the schema to refuse. */
+function orEmpty(body: unknown): unknown {
+  return body === undefined ? {} : body;
 }
 
 /** The parsed JSON body, or undefined when it is not JSON. */

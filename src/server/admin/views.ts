@@ -34,6 +34,16 @@ export function conversationView(conversation: ConversationOverview): z.input<ty
     status: conversation.status,
     paused: conversation.pausedAt !== null,
     endedAt: conversation.endedAt?.toISOString() ?? null,
+    assignedTo: conversation.assignedTo,
+    handoff:
+      conversation.handoff === null
+        ? null
+        : {
+            reason: conversation.handoff.reason,
+            source: conversation.handoff.source,
+            requestedAt: conversation.handoff.requestedAt.toISOString(),
+            takenBy: conversation.handoff.takenBy,
+          },
     lastMessage: lastMessage === null ? null : { role: lastMessage.role, text: lastMessage.text, at: lastMessage.at.toISOString() },
     waiting: conversation.waiting,
     cost: conversation.cost,
@@ -66,11 +76,12 @@ export function transcriptMessageView(message: TranscriptRecord): z.input<typeof
 function authorOf(message: TranscriptRecord): z.input<typeof transcriptMessage>['author'] {
   const meta = message.meta ?? {};
   if (message.role === 'user') return 'person';
-  if (message.role === 'system') return 'palaver';
+  // A note an operator left for the agent on handing the conversation back (never shown to the person).
+  if (message.role === 'system') return meta['operatorNote'] === true ? 'operator' : 'palaver';
   // Sent by an operator as the agent (`POST /admin/conversations/:id/messages`).
   if (meta['author'] === 'operator' || meta['operator'] !== undefined) return 'operator';
-  // An apology for a failed turn, a spend cap's notice, a reset's confirmation: Palaver's own words.
-  if (meta['error'] === true || meta['budget'] !== undefined || meta['reset'] === true) return 'palaver';
+  // An apology for a failed turn, a spend cap's notice, a reset's confirmation, a handoff's notice: Palaver's own words.
+  if (meta['error'] === true || meta['budget'] !== undefined || meta['reset'] === true || meta['handoff'] !== undefined) return 'palaver';
   return 'agent';
 }
 

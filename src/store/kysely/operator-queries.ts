@@ -19,6 +19,7 @@ import type {
   UserListQuery,
   UserOverview,
 } from '../../domain/ports/operator-queries.js';
+import type { HandoffSource } from '../../domain/ports/store.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
 import { storeOperation } from './store-errors.js';
@@ -320,6 +321,7 @@ export class KyselyOperatorQueries implements OperatorQueries {
         's.status',
         's.paused_at',
         's.ended_at',
+        's.assigned_to',
         's.cost',
         's.currency',
         's.input_tokens',
@@ -360,8 +362,15 @@ export class KyselyOperatorQueries implements OperatorQueries {
             )
             .execute();
     const lastBySession = new Map(lastMessages.map((message) => [message.session_id, message]));
+    // An open handoff's `open_key` is its session's id (a unique index): one lookup for the page.
+    const handoffs =
+      ids.length === 0
+        ? []
+        : await this.#ctx.db.selectFrom('handoffs').select(['open_key', 'reason', 'source', 'requested_at', 'taken_by']).where('open_key', 'in', ids).execute();
+    const handoffBySession = new Map(handoffs.map((handoff) => [handoff.open_key, handoff]));
     return rows.map((row) => {
       const last = lastBySession.get(row.id);
+      const handoff = handoffBySession.get(row.id);
       return {
         sessionId: row.id,
         channel: row.channel,
@@ -371,6 +380,11 @@ export class KyselyOperatorQueries implements OperatorQueries {
         status: row.status as SessionStatus,
         pausedAt: row.paused_at == null ? null : toDate(row.paused_at),
         endedAt: row.ended_at == null ? null : toDate(row.ended_at),
+        assignedTo: row.assigned_to,
+        handoff:
+          handoff === undefined
+            ? null
+            : { reason: handoff.reason, source: handoff.source as HandoffSource, requestedAt: toDate(handoff.requested_at), takenBy: handoff.taken_by },
         lastMessage: last === undefined ? null : { role: last.role as 'user' | 'assistant', text: last.text, at: toDate(last.created_at) },
         waiting: Number(row.waiting ?? 0),
         cost: this.#ctx.dialect.readMoneySum(row.cost),
@@ -441,6 +455,7 @@ interface SessionRow {
   readonly status: string;
   readonly paused_at: number | string | null;
   readonly ended_at: number | string | null;
+  readonly assigned_to: string | null;
   readonly cost: string;
   readonly currency: string;
   readonly input_tokens: number | string;
