@@ -68,8 +68,11 @@ const PREFERENCE_SCHEMAS: { readonly [key in PreferenceKey]: z.ZodType<ProfilePr
   country: country.nullable(),
 };
 
-/** Free-form JSON objects (`privacy`, `notification`). */
-const jsonObject = z.record(z.string(), z.json());
+/**
+ * Free-form JSON objects (`privacy`, `notification`), as the store will read them back: a JSON round trip makes `-0`
+ * the `0` it is stored as, so what an update applies is what every later read sees.
+ */
+const jsonObject = z.record(z.string(), z.json()).transform((value): Record<string, z.core.util.JSONType> => JSON.parse(JSON.stringify(value)));
 
 /** The whole settings object, as a turn sees it (every preference present once defaults filled the gaps). */
 export const profileSettingsSchema = z.strictObject({
