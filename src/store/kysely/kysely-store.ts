@@ -12,6 +12,7 @@ import { KyselyFocusRepository } from './focus-repository.js';
 import { KyselyAdminActionRepository } from './admin-action-repository.js';
 import { KyselyDashboardSessionRepository } from './dashboard-session-repository.js';
 import { KyselyHandoffRepository } from './handoff-repository.js';
+import { KyselySummaryRepository } from './summary-repository.js';
 import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyPersonRateRepository } from './person-rate-repository.js';
@@ -79,6 +80,7 @@ export class KyselyStore implements Store {
   readonly adminActions: KyselyAdminActionRepository;
   readonly dashboardSessions: KyselyDashboardSessionRepository;
   readonly handoffs: KyselyHandoffRepository;
+  readonly summaries: KyselySummaryRepository;
   readonly spend: KyselySpendRepository;
   readonly personRate: KyselyPersonRateRepository;
   readonly profiles: KyselyProfileRepository;
@@ -116,6 +118,7 @@ export class KyselyStore implements Store {
     this.adminActions = new KyselyAdminActionRepository(this.#ctx);
     this.dashboardSessions = new KyselyDashboardSessionRepository(this.#ctx);
     this.handoffs = new KyselyHandoffRepository(this.#ctx);
+    this.summaries = new KyselySummaryRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);
     this.personRate = new KyselyPersonRateRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);
