@@ -2,7 +2,7 @@ import type { InboundRecord, Session, User } from '../../domain/model.js';
 import type { Channel, ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
 import type { Flow } from '../../domain/ports/flow.js';
 import type { HostedMcpSpec, ModelSet } from '../../domain/ports/model-provider.js';
-import type { OpenTurnRecord, Store } from '../../domain/ports/store.js';
+import type { OpenTurnRecord, Store, SummaryRecord } from '../../domain/ports/store.js';
 import type { ProfileCodec, ProfileSettings } from '../../domain/profile.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PalaverMetrics } from '../../observability/metrics.js';
@@ -72,6 +72,18 @@ export interface TurnDependencies {
   readonly now: () => Date;
   /** Participants, user states and recent histories, so a turn does not re-read them from the store. */
   readonly cache: ConversationCache;
+  /** Rolling summaries of long conversations (`agent.memory.summarize`); undefined when off. */
+  readonly summaries?: TurnSummaries | undefined;
+}
+
+/** What turns need of conversation summaries (`ConversationSummaries`, ../context/conversation-summaries.ts). */
+export interface TurnSummaries {
+  /** The newest summary of the conversation's current context, read before its history. */
+  latest(deps: Pick<TurnDependencies, 'store'>, sessionId: string): Promise<SummaryRecord | undefined>;
+  /** After the turn's closing write: writes the next summary in the background when one is due; never awaited. */
+  afterTurn(scope: TurnScope): void;
+  /** Resolves once the summaries being written have been (a closing pipeline waits within its grace period). */
+  idle(): Promise<void>;
 }
 
 /** One accepted message: stored, queued, waiting for the turn that answers it. */
