@@ -170,4 +170,39 @@ describe('conversation summaries', () => {
     await palaver.chat({ userId: 'ann', text: 'Back once more' });
     expect(turnCalls().at(-1)!.messages).toHaveLength(1);
   });
+
+  it('recall: a fact from message 10 reaches the model at message 1,500, through fourteen rolling summaries', async () => {
+    harness = await createHarness((call) => (isSummaryCall(call) ? rememberingSummary(call) : { text: 'Noted.' }));
+    // The cache would not see messages stored behind its back: every turn reads the store.
+    const palaver = await harness.start({
+      agent: { historyLimit: 20, memory: { summarize: { afterTokens: 2000, keepRecentMessages: 10 } } },
+      cache: { ttlMs: 1 },
+    });
+    const { sessionId } = await palaver.chat({ userId: 'ann', text: 'Hello' });
+    const seed = async (through: number) => {
+      const recent = await palaver.store.messages.listRecent(sessionId, { limit: 1 });
+      const batch = [];
+      for (let seq = recent[0]!.seq + 1; seq <= through; seq += 1) {
+        const content = seq === 10 ? 'Please remember: my locker number is 2718.' : `Small talk number ${seq} about the weather.`;
+        batch.push({ role: seq % 2 === 0 ? ('user' as const) : ('assistant' as const), audience: 'display' as const, content });
+      }
+      await palaver.store.messages.append(sessionId, batch);
+    };
+    // Fifteen stretches of a hundred messages, each ended by a turn of the person's; a summary follows each turn.
+    for (let round = 1; round <= 15; round += 1) {
+      await seed(100 * round - 1);
+      const reply = await palaver.chat({ userId: 'ann', text: `Message ${100 * round}` });
+      expect(reply.text).toBe('Noted.');
+      if (round < 15) await expect.poll(async () => (await palaver.store.summaries.latest(sessionId))?.version, { timeout: 5_000 }).toBe(round);
+    }
+    const last = turnCalls().at(-1)!;
+    expect(textOf(last.messages)).toContain('Message 1500');
+    expect(textOf([last.messages[0]!])).toContain(SUMMARY_HEADING);
+    expect(textOf([last.messages[0]!])).toContain('locker number is 2718');
+    // The prompt stayed bounded: the summary and at most historyLimit messages before the new one.
+    expect(last.messages.length).toBeLessThanOrEqual(1 + 20 + 1);
+    // One summary call per turn, no more: the last turn's is the fifteenth.
+    await expect.poll(async () => (await palaver.store.summaries.latest(sessionId))?.version).toBe(15);
+    expect(summaryCalls()).toHaveLength(15);
+  });
 });
