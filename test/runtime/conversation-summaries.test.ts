@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Palaver } from '../../src/app.js';
 import type { ModelInputItem } from '../../src/domain/ports/model-provider.js';
+import { transcript } from '../../src/admin/api-contract.js';
 import { SUMMARY_HEADING } from '../../src/runtime/context/summary-prompt.js';
 import type { ScriptedCall, ScriptedReply } from '../../src/testing/index.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
+import { TEST_SECRETS } from '../support/secrets.js';
 
 // agent.memory.summarize on a real SQLite file, with the scripted model over real HTTP: the summariser is the same
 // model server, told apart by the summary call's instructions.
@@ -169,6 +171,45 @@ describe('conversation summaries', () => {
     expect((await palaver.operators.end(sessionId, { actor: 'Olena', requestId: null })).ok).toBe(true);
     await palaver.chat({ userId: 'ann', text: 'Back once more' });
     expect(turnCalls().at(-1)!.messages).toHaveLength(1);
+  });
+
+  it('shows the summaries in the admin transcript (version, range, cost, the one read now) beside every message, none deleted', async () => {
+    harness = await createHarness((call) => (isSummaryCall(call) ? rememberingSummary(call) : { text: 'Noted.', usage: { input: 100, output: 10 } }));
+    const palaver = await harness.start({
+      agent: SUMMARIZE,
+      server: { adminToken: TEST_SECRETS.adminToken },
+      model: { prices: { scripted: { input: '1', output: '2' } } },
+    });
+    let sessionId = '';
+    for (const text of [FACT, 'What time do you open?', 'And on Sundays?']) ({ sessionId } = await palaver.chat({ userId: 'ann', text }));
+    await expect.poll(() => summaries(palaver, 'written')).toBe(1);
+    const server = await palaver.serve({ host: '127.0.0.1', port: 0 });
+    try {
+      const response = await fetch(`${server.url}/admin/conversations/${sessionId}/transcript`, {
+        headers: { authorization: `Bearer ${TEST_SECRETS.adminToken}` },
+      });
+      const body = transcript.parse(await response.json());
+      expect(body.messages.map((message) => message.text)).toEqual([FACT, 'Noted.', 'What time do you open?', 'Noted.', 'And on Sundays?', 'Noted.']);
+      expect(body.summaries).toEqual([
+        {
+          version: 1,
+          fromSeq: 0,
+          toSeq: body.messages[3]!.seq,
+          text: expect.stringContaining('door code is 4711'),
+          model: 'scripted',
+          inputTokens: 900,
+          outputTokens: 60,
+          cost: '0.00102',
+          currency: 'USD',
+          at: expect.any(String),
+          current: true,
+        },
+      ]);
+      // The conversation's cost holds the summary's too.
+      expect(body.conversation.cost).toBe('0.00138');
+    } finally {
+      await server.close();
+    }
   });
 
   it('recall: a fact from message 10 reaches the model at message 1,500, through fourteen rolling summaries', async () => {
