@@ -1,5 +1,4 @@
-import type { Audience, MessageRole, SessionStatus, ToolCallRef } from '../model.js';
-import type { SummaryRecord } from './store.js';
+import type { Audience, MessageRole, SessionStatus, SummaryRecord, ToolCallRef } from '../model.js';
 
 /**
  * What operators read (the admin API's users, conversations, transcripts, costs and live turns): queries across

@@ -9,6 +9,7 @@ import type {
   SessionStatus,
   StoredAttachment,
   StoredMessage,
+  SummaryRecord,
   ToolCallRecord,
   TokenUsage,
   User,
@@ -638,29 +639,6 @@ export interface HandoffRepository {
   take(sessionId: string, operator: string, at: number): Promise<Handoff | undefined>;
   /** Closes the conversation's open handoff (the agent resumed, or the conversation ended). Resolves it, or undefined when none was open. */
   close(sessionId: string, by: string, at: number): Promise<Handoff | undefined>;
-}
-
-/**
- * A summary of the older part of a conversation (`agent.memory.summarize`), one version of it: it covers the display
- * messages after `fromSeq` up to and including `toSeq`, and is what the model reads in their place.
- */
-export interface SummaryRecord {
-  readonly id: string;
-  readonly sessionId: string;
-  /** 1, 2, … per session: each version covers what the previous one did and more (a rolling summary). */
-  readonly version: number;
-  /** Where the conversation's context started when it was written: a reset or an operator's end makes it stale. */
-  readonly fromSeq: number;
-  /** The last display message it covers. */
-  readonly toSeq: number;
-  readonly text: string;
-  /** The model that wrote it, and its call's tokens and cost (a decimal string in `currency`). */
-  readonly model: string;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  readonly cost: string;
-  readonly currency: string;
-  readonly createdAt: Date;
 }
 
 export type NewSummaryRecord = Omit<SummaryRecord, 'id' | 'version' | 'createdAt'>;

@@ -1,6 +1,7 @@
+import type { SummaryRecord } from '../../domain/model.js';
 import type { ModelCallRecord } from '../../domain/ports/flow.js';
 import type { ModelProvider } from '../../domain/ports/model-provider.js';
-import type { SummaryBacklog, SummaryRecord } from '../../domain/ports/store.js';
+import type { SummaryBacklog } from '../../domain/ports/store.js';
 import { BudgetExceeded, type CallPayer, reserveCall, settleCall } from '../budget.js';
 import type { TurnDependencies, TurnScope, TurnSummaries } from '../turn/turn-context.js';
 import { SUMMARY_MAX_MESSAGES, summaryChunk, summaryDue, type SummarizeSettings } from './summary-backlog.js';

@@ -1,7 +1,6 @@
 import { describeAttachments, readAttachmentRefs } from '../../domain/attachments.js';
-import type { StoredMessage } from '../../domain/model.js';
+import type { StoredMessage, SummaryRecord } from '../../domain/model.js';
 import type { ModelInputItem, ModelRequest } from '../../domain/ports/model-provider.js';
-import type { SummaryRecord } from '../../domain/ports/store.js';
 import { estimateTokens } from '../../domain/token-estimate.js';
 import { modelView } from '../reply-plan/model-notes.js';
 import { localTime, writtenAt } from './message-time-label.js';

@@ -1,8 +1,8 @@
-import type { InboundRecord, Session, User } from '../../domain/model.js';
+import type { InboundRecord, Session, SummaryRecord, User } from '../../domain/model.js';
 import type { Channel, ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
 import type { Flow } from '../../domain/ports/flow.js';
 import type { HostedMcpSpec, ModelSet } from '../../domain/ports/model-provider.js';
-import type { OpenTurnRecord, Store, SummaryRecord } from '../../domain/ports/store.js';
+import type { OpenTurnRecord, Store } from '../../domain/ports/store.js';
 import type { ProfileCodec, ProfileSettings } from '../../domain/profile.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PalaverMetrics } from '../../observability/metrics.js';

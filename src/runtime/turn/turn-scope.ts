@@ -1,8 +1,7 @@
 import { newId } from '../../domain/ids.js';
-import type { StoredMessage } from '../../domain/model.js';
+import type { StoredMessage, SummaryRecord } from '../../domain/model.js';
 import type { ProfileSettings } from '../../domain/profile.js';
 import type { ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
-import type { SummaryRecord } from '../../domain/ports/store.js';
 import type { Logger } from '../../observability/logger.js';
 import { boundHistory } from '../context/history.js';
 import { buildUserAgentContext } from '../context/user-context.js';

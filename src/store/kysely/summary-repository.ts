@@ -1,7 +1,8 @@
 import { sql, type Selectable } from 'kysely';
 import { newId } from '../../domain/ids.js';
+import type { SummaryRecord } from '../../domain/model.js';
 import { fromStoredCost, toStoredCost } from '../../domain/money.js';
-import type { SummaryRecord, MessageCount, NewSummaryRecord, SummaryBacklog, SummaryRepository } from '../../domain/ports/store.js';
+import type { MessageCount, NewSummaryRecord, SummaryBacklog, SummaryRepository } from '../../domain/ports/store.js';
 import { atomically, type RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
 import type { ConversationSummariesTable } from './schema.js';
