@@ -25,6 +25,7 @@ import { BUDGETED_MAX_OUTPUT_TOKENS, type BudgetSettings } from './runtime/budge
 import { composeCalls, countModelCalls, countToolCalls, limitModelCalls, logModelFailures, logToolCalls, timeModelCalls } from './runtime/call-wrappers.js';
 import { storableModelOutput, storableToolResults } from './runtime/untrusted-output.js';
 import { observeModelCalls, observeToolCalls, type CallObserver } from './runtime/call-observer.js';
+import { ConversationSummaries } from './runtime/context/conversation-summaries.js';
 import { loadInstructionLibrary } from './runtime/context/instructions.js';
 import { resetTriggerSet } from './runtime/context/reset.js';
 import { handoffPhraseSet } from './runtime/handoff/handoff-phrases.js';
@@ -196,6 +197,28 @@ async function configuredFlow(config: PalaverConfig, models: OpenAIClientOptions
     names[stage] = name;
   }
   return { flow: createStagedFlow({ models: names, prompts: config.staged.prompts }), namedModels };
+}
+
+/**
+ * Rolling summaries (`agent.memory.summarize`), or undefined when off. Their model is `summarize.model` on the primary
+ * model's provider, endpoint and key (as a stage model inherits them), else the primary itself. A writer's claim on a
+ * conversation outlasts the longest its call can take: every attempt's timeout, and a minute for the backoff between.
+ */
+function conversationSummaries(
+  config: PalaverConfig,
+  models: ModelSet,
+  createModelSet: typeof import('./models/create-model-set.js')['createModelSet'],
+  calls: OpenAIClientOptions,
+): ConversationSummaries | undefined {
+  const summarize = config.agent.memory.summarize;
+  if (summarize === undefined) return undefined;
+  const { timeoutMs, maxRetries } = config.model;
+  return new ConversationSummaries({
+    afterTokens: summarize.afterTokens,
+    keepRecentMessages: summarize.keepRecentMessages,
+    provider: summarize.model === undefined ? models.primary : createModelSet({ ...config.model, name: summarize.model, fallback: undefined }, calls).primary,
+    claimTtlMs: timeoutMs * (maxRetries + 1) + 60_000,
+  });
 }
 
 /** The flow's named model sets plus the stage classifier's own model (`focus.classifier.model`), when it has one. */
@@ -373,6 +396,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
         );
         void handoffNotices?.notify(handoff);
       },
+      summaries: conversationSummaries(config, models, createModelSet, callsOut),
     },
     identity,
     {

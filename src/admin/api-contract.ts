@@ -150,7 +150,28 @@ export const transcriptQuery = z.object({
     .optional(),
   limit: z.coerce.number().int().min(1).max(2000).default(500),
 });
-export const transcript = z.object({ conversation: conversationSummary, messages: z.array(transcriptMessage) });
+/** A version of the conversation's summary (`agent.memory.summarize`): what it covers, its text, and what writing it cost. */
+export const transcriptSummary = z.object({
+  version: z.number().int(),
+  /** It covers the display messages after `fromSeq` up to and including `toSeq`. */
+  fromSeq: z.number().int(),
+  toSeq: z.number().int(),
+  text: z.string(),
+  model: z.string(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  cost: money,
+  currency: z.string(),
+  at: iso,
+  /** The version the agent reads now (the newest since the conversation's last reset or end). */
+  current: z.boolean(),
+});
+/** The conversation, its last messages, and its summaries newest first (none when summaries are off). */
+export const transcript = z.object({
+  conversation: conversationSummary,
+  messages: z.array(transcriptMessage),
+  summaries: z.array(transcriptSummary).default([]),
+});
 
 export const sendAsAgentBody = z.strictObject({ text: z.string().trim().min(1).max(16_000) });
 /** 202: stored and handed to the channel's outbox; a repeat with the same `Idempotency-Key` answers the same. */

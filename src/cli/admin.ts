@@ -516,6 +516,17 @@ function transcriptText(answer: z.infer<typeof transcript>): string {
       : [`handed over ${when(conversation.handoff.requestedAt)} (${conversation.handoff.source}): ${singleLine(conversation.handoff.reason)}`]),
     '',
   ];
+  if (answer.summaries.length > 0) {
+    // Each version covers all before it: the one the agent reads is shown whole, the others by what they cover.
+    lines.push('Summaries of the earlier conversation (newest first):');
+    for (const summary of answer.summaries) {
+      lines.push(
+        `  v${summary.version}  #${summary.fromSeq + 1}–#${summary.toSeq}  ${when(summary.at)}  ${summary.cost} ${singleLine(summary.currency)} · ${singleLine(summary.model)}${summary.current ? '  (read by the agent now)' : ''}`,
+      );
+      if (summary.current) for (const line of safeText(summary.text).split('\n')) lines.push(`      ${line}`);
+    }
+    lines.push('');
+  }
   if (answer.messages.length === 0) lines.push('No messages.');
   for (const message of answer.messages) {
     const who = message.audience === 'display' ? AUTHOR_LABEL[message.author] : `${message.role} (${singleLine(message.audience)})`;

@@ -113,6 +113,25 @@ export const configSchema = z
         historyTokenLimit: z.number().int().min(0).default(8000),
         /** Each of the person's messages the model sees shows when it was written, in their zone: `[Fri 2025-03-14 09:05] …`. */
         historyTimes: z.boolean().default(false),
+        /** What the agent keeps of a long conversation beyond the history it is sent (docs/long-conversations.md). */
+        memory: z
+          .strictObject({
+            /**
+             * Rolling summaries of the older part of a conversation, written by a model call after a turn (never
+             * delaying its reply); the next turns read the newest summary before the history. Off when absent.
+             */
+            summarize: z
+              .strictObject({
+                /** A new summary is written once the display messages older than `keepRecentMessages` and not yet summarised estimate more tokens than this. */
+                afterTokens: z.number().int().min(1),
+                /** The newest messages a summary never covers: the model reads them as they were written. */
+                keepRecentMessages: z.number().int().min(0).max(1000),
+                /** The model that writes summaries, on the primary model's provider, endpoint and key; the primary model when absent. */
+                model: z.string().min(1).optional(),
+              })
+              .optional(),
+          })
+          .prefault({}),
         /** Model ⇄ tool rounds per turn before the loop stops. */
         maxToolRounds: z.number().int().min(1).max(50).default(8),
         /**
@@ -165,6 +184,16 @@ export const configSchema = z
             onInvalidActions: z.enum(['silence', 'apologise']).default('silence'),
           })
           .prefault({}),
+      })
+      .superRefine((agent, ctx) => {
+        const summarize = agent.memory.summarize;
+        // The messages between would be neither summarised nor sent to the model.
+        if (summarize !== undefined && summarize.keepRecentMessages > agent.historyLimit)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['memory', 'summarize', 'keepRecentMessages'],
+            message: `must not exceed agent.historyLimit (${agent.historyLimit}): the messages kept out of summaries must fit in the history the model is sent`,
+          });
       })
       .prefault({}),
     /**

@@ -228,3 +228,26 @@ export type NewInboundRecord = Omit<
 > & {
   readonly accountNamespace?: string;
 };
+
+/**
+ * A summary of the older part of a conversation (`agent.memory.summarize`), one version of it: it covers the display
+ * messages after `fromSeq` up to and including `toSeq`, and is what the model reads in their place.
+ */
+export interface SummaryRecord {
+  readonly id: string;
+  readonly sessionId: string;
+  /** 1, 2, … per session: each version covers what the previous one did and more (a rolling summary). */
+  readonly version: number;
+  /** Where the conversation's context started when it was written: a reset or an operator's end makes it stale. */
+  readonly fromSeq: number;
+  /** The last display message it covers. */
+  readonly toSeq: number;
+  readonly text: string;
+  /** The model that wrote it, and its call's tokens and cost (a decimal string in `currency`). */
+  readonly model: string;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cost: string;
+  readonly currency: string;
+  readonly createdAt: Date;
+}

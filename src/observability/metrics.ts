@@ -47,6 +47,8 @@ export class PalaverMetrics {
   readonly duplicates: PromClient.Counter<string>;
   /** Messages a per-person rate limit stopped (`limits.perPerson`), by channel. */
   readonly rateLimited: PromClient.Counter<string>;
+  /** Runs that wrote (or tried to write) a conversation's summary (`agent.memory.summarize`), by outcome. */
+  readonly summaries: PromClient.Counter<'outcome'>;
   readonly deadLetters: PromClient.Counter<'channel' | 'reason'>;
   /** Inbound messages given up on after `inbox.maxTurnAttempts` turns failed to store an answer. */
   readonly turnsAbandoned: PromClient.Counter<string>;
@@ -158,6 +160,12 @@ export class PalaverMetrics {
       name: 'palaver_rate_limited_total',
       help: 'Messages stored but not answered by the model because their person passed limits.perPerson, by channel',
       labelNames: ['channel'] as const,
+      registers: [registry],
+    });
+    this.summaries = new prom.Counter({
+      name: 'palaver_summaries_total',
+      help: 'Conversation summary runs by outcome: written, failed (retried after the next turn), over_budget, busy (another process writes it), taken_over (its claim ran out first)',
+      labelNames: ['outcome'] as const,
       registers: [registry],
     });
     this.deadLetters = new prom.Counter({

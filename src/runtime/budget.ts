@@ -1,9 +1,10 @@
 import { COST_SCALE, MoneyDecimal } from '../domain/money.js';
-import type { SpendCap, Store } from '../domain/ports/store.js';
+import type { BudgetCaps, SpendCap, Store } from '../domain/ports/store.js';
+import type { Billing } from './billing.js';
 import type { ModelInvocation } from './call-wrappers.js';
 import { BUDGETED_MAX_OUTPUT_TOKENS, type BudgetSettings } from './budget-settings.js';
 import { promptTokensAtMost } from './prompt-bound.js';
-import type { TurnScope } from './turn/turn-context.js';
+import type { TurnDependencies, TurnScope } from './turn/turn-context.js';
 
 export type BudgetKind = SpendCap;
 
@@ -53,16 +54,7 @@ export class TurnBudget {
    * @throws BudgetExceeded when the call could cross a cap.
    */
   async beforeCall(invocation: ModelInvocation, chainTokens: number): Promise<() => void> {
-    const { billing } = this.#scope.deps;
-    const { currency } = this.#settings;
-    const { provider } = invocation;
-    const inputTokens = promptTokensAtMost(invocation.request) + chainTokens;
-    const outputTokens = provider.maxOutputTokens ?? BUDGETED_MAX_OUTPUT_TOKENS;
-    const usd = await billing.usdCostOf(
-      { model: provider.model, usage: { inputTokens, outputTokens }, fallback: false, responseId: undefined, path: invocation.path },
-      this.#scope.deps.now(),
-    );
-    const call = { most: billing.convert(usd, 'USD', currency) };
+    const call = { most: await mostCostOf(this.#scope.deps.billing, invocation, this.#settings.currency, this.#scope.deps.now(), chainTokens) };
     this.#running.add(call);
     try {
       await this.#reserve();
@@ -94,14 +86,95 @@ export class TurnBudget {
         amount,
         currency: settings.currency,
       },
-      {
-        ...(settings.perUserPerDay === undefined ? {} : { perUserPerDay: settings.perUserPerDay }),
-        ...(settings.perSession === undefined ? {} : { perSession: settings.perSession }),
-        inCapCurrency: (value, from) => billing.convert(value, from, settings.currency),
-      },
+      capsOf(settings, billing),
     );
     if (!outcome.reserved) throw new BudgetExceeded(outcome.cap, outcome.committed, settings[outcome.cap]!, settings.currency);
   }
+}
+
+/**
+ * The most a model call can cost, in `currency`: its prompt's tokens counted from above (plus `chainTokens`, what a
+ * Responses chain adds) at the input price, and the model's `maxOutputTokens` (sent to the endpoint, so it cannot
+ * write more) at the output price.
+ */
+export async function mostCostOf(billing: Billing, invocation: ModelInvocation, currency: string, at: Date, chainTokens = 0): Promise<string> {
+  const { provider } = invocation;
+  const inputTokens = promptTokensAtMost(invocation.request) + chainTokens;
+  const outputTokens = provider.maxOutputTokens ?? BUDGETED_MAX_OUTPUT_TOKENS;
+  const usd = await billing.usdCostOf(
+    { model: provider.model, usage: { inputTokens, outputTokens }, fallback: false, responseId: undefined, path: invocation.path },
+    at,
+  );
+  return billing.convert(usd, 'USD', currency);
+}
+
+/** Who makes a model call outside a turn (a conversation's summary), for its budget reservation. */
+export interface CallPayer {
+  /** The reservation's key: unique to this call (a summary's claim id), never a turn's. */
+  readonly reservationId: string;
+  /** The process making the call, and how long its heartbeat may be silent before its reservation stops counting. */
+  readonly owner: string;
+  readonly liveWithinMs: number;
+  readonly userId: string;
+  readonly sessionId: string;
+  /** The person's zone: their budget's day. */
+  readonly timeZone: string;
+}
+
+/**
+ * Reserves what a model call outside a turn may cost at most against the user's and the session's caps, as a turn's
+ * calls reserve (one atomic store step). Settled by {@link settleCall} in the transaction that records its cost.
+ * @throws BudgetExceeded when the call could cross a cap: then it must not be made.
+ */
+export async function reserveCall(
+  deps: Pick<TurnDependencies, 'billing' | 'store' | 'now'>,
+  settings: BudgetSettings,
+  payer: CallPayer,
+  invocation: ModelInvocation,
+): Promise<void> {
+  const most = await mostCostOf(deps.billing, invocation, settings.currency, deps.now());
+  const amount = MoneyDecimal.max(most, SMALLEST_AMOUNT).toDecimalPlaces(COST_SCALE, MoneyDecimal.ROUND_UP).toFixed();
+  const outcome = await deps.store.spend.reserve(
+    {
+      turnId: payer.reservationId,
+      owner: payer.owner,
+      liveWithinMs: payer.liveWithinMs,
+      userId: payer.userId,
+      day: dayIn(payer.timeZone, deps.now()),
+      sessionId: payer.sessionId,
+      amount,
+      currency: settings.currency,
+    },
+    capsOf(settings, deps.billing),
+  );
+  if (!outcome.reserved) throw new BudgetExceeded(outcome.cap, outcome.committed, settings[outcome.cap]!, settings.currency);
+}
+
+/**
+ * Records what a model call outside a turn cost, in `tx` (the transaction that stores its result): the session's
+ * totals, the user's spend of the day while a daily cap is configured, and its reservation goes.
+ */
+export async function settleCall(
+  deps: Pick<TurnDependencies, 'budgets' | 'now'>,
+  tx: Store,
+  payer: CallPayer,
+  usage: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: string; readonly currency: string },
+): Promise<void> {
+  await tx.sessions.addUsage(payer.sessionId, usage);
+  const { budgets } = deps;
+  if (budgets === undefined) return;
+  await tx.spend.release(payer.reservationId, payer.owner);
+  if (budgets.perUserPerDay === undefined || usage.cost === '0') return;
+  await tx.spend.addDaily(payer.userId, dayIn(payer.timeZone, deps.now()), usage.cost, usage.currency);
+}
+
+/** The configured caps in their currency, for the store's reservation check. */
+function capsOf(settings: BudgetSettings, billing: Billing): BudgetCaps {
+  return {
+    ...(settings.perUserPerDay === undefined ? {} : { perUserPerDay: settings.perUserPerDay }),
+    ...(settings.perSession === undefined ? {} : { perSession: settings.perSession }),
+    inCapCurrency: (value, from) => billing.convert(value, from, settings.currency),
+  };
 }
 
 /**

@@ -107,6 +107,50 @@ describe('palaver admin: arguments and exit codes', () => {
     }
   });
 
+  it("shows a conversation's summaries above its messages: each version's range and cost, the text of the one the agent reads", async () => {
+    const at = '2026-03-01T12:00:00.000Z';
+    const summary = { fromSeq: 0, model: 'gpt-4.1-mini', inputTokens: 900, outputTokens: 60, currency: 'USD', at };
+    const fake = await answering(() => [
+      200,
+      {
+        conversation: {
+          sessionId: 'session-1',
+          channel: 'telegram',
+          conversationId: '42',
+          title: null,
+          user: { id: 'user-1', displayName: 'Ann' },
+          status: 'completed',
+          paused: false,
+          endedAt: null,
+          lastMessage: null,
+          waiting: 0,
+          cost: '0.01',
+          currency: 'USD',
+          inputTokens: 1000,
+          outputTokens: 100,
+          createdAt: at,
+          updatedAt: at,
+        },
+        messages: [
+          { id: 'm', seq: 121, role: 'user', audience: 'display', text: 'Thanks!', at, correlationId: null, model: null, cost: '0', author: 'person' },
+        ],
+        summaries: [
+          { ...summary, version: 2, toSeq: 110, text: 'Ann Smith; door code 4711.\nVisit moved to Friday.', cost: '0.0021', current: true },
+          { ...summary, version: 1, toSeq: 52, text: 'Ann Smith; door code 4711.', cost: '0.0012', current: false },
+        ],
+      },
+    ]);
+    try {
+      const shown = await admin(['--url', fake.url, 'show', 'session-1']);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toMatch(
+        /Summaries of the earlier conversation \(newest first\):\n {2}v2 {2}#1–#110 .* 0\.0021 USD · gpt-4\.1-mini {2}\(read by the agent now\)\n {6}Ann Smith; door code 4711\.\n {6}Visit moved to Friday\.\n {2}v1 {2}#1–#52 .* 0\.0012 USD · gpt-4\.1-mini\n\n#121 /,
+      );
+    } finally {
+      fake.server.close();
+    }
+  });
+
   it('finds the Palaver started in the same folder, on the port --port gave it, without --url', async () => {
     // The server of beforeAll runs in server.cwd on a free port (--port 0), not on the default 3000.
     const found = await admin(['users'], { cwd: server.cwd });

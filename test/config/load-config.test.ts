@@ -86,6 +86,22 @@ describe('config', () => {
     expect(() => loadConfig({ cwd: dir, env: {} })).toThrow(/model: missing: set model\.name .*PALAVER_MODEL/);
   });
 
+  it('turns summaries on only when configured, and refuses keeping more recent messages than the history holds', () => {
+    expect(parseConfig({ model: { name: 'm' } }).agent.memory.summarize).toBeUndefined();
+    expect(
+      parseConfig({ model: { name: 'm' }, agent: { memory: { summarize: { afterTokens: 4000, keepRecentMessages: 10 } } } }).agent.memory.summarize,
+    ).toEqual({
+      afterTokens: 4000,
+      keepRecentMessages: 10,
+    });
+    expect(() =>
+      parseConfig({ model: { name: 'm' }, agent: { historyLimit: 20, memory: { summarize: { afterTokens: 4000, keepRecentMessages: 30 } } } }),
+    ).toThrow(/agent\.memory\.summarize\.keepRecentMessages: must not exceed agent\.historyLimit \(20\)/);
+    expect(() => parseConfig({ model: { name: 'm' }, agent: { memory: { summarize: { keepRecentMessages: 10 } } } })).toThrow(
+      /agent\.memory\.summarize\.afterTokens/,
+    );
+  });
+
   it('rejects a database URL of an unknown kind, naming only its scheme', () => {
     expect(() => parseConfig({ model: { name: 'm' }, database: { url: 'mongodb://x' } })).toThrow(/database\.url: "mongodb:" databases are not supported/);
     let message = '';

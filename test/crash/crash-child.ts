@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { MemoryChannel, createLogger, createPalaver } from './built-palaver.js';
 import type { ReplyTarget, SendOptions } from '../../src/domain/ports/channel.js';
 
-const { databaseUrl, modelUrl, instructionsDir, leaseMs, offline, blockSend } = JSON.parse(process.argv[2]!) as {
+const { databaseUrl, modelUrl, instructionsDir, leaseMs, offline, blockSend, agent } = JSON.parse(process.argv[2]!) as {
   databaseUrl: string;
   modelUrl: string;
   instructionsDir: string;
@@ -13,6 +13,8 @@ const { databaseUrl, modelUrl, instructionsDir, leaseMs, offline, blockSend } = 
   offline?: boolean;
   /** The channel never finishes sending (the process is killed meanwhile). */
   blockSend?: boolean;
+  /** More agent settings (agent.memory.summarize, say). */
+  agent?: Record<string, unknown>;
 };
 
 /** Prints every part it is asked to send (and the delivery key it came with), so the parent can count deliveries. */
@@ -34,7 +36,7 @@ await createPalaver(
   {
     model: { name: 'scripted', baseUrl: modelUrl, maxRetries: 0, timeoutMs: 30_000 },
     database: { url: databaseUrl },
-    agent: { instructionsDir },
+    agent: { instructionsDir, ...agent },
     channels: { web: { enabled: false } },
     inbox: { leaseMs },
   },

@@ -174,6 +174,41 @@ describe.each(backends)('budget reservations on $name', ({ open }) => {
     await store.spend.release(randomUUID(), first.owner);
   });
 
+  it("counts a summary's claim while its summary claim is held by a running process, and not once the claim ends or the process stops", async () => {
+    const { user, session, turn } = await start();
+    const limit = caps({ perUserPerDay: '1' });
+    await store.processes.register({ id: 'summariser', host: 'h', pid: 2, startedAt: clock, heartbeatAt: clock });
+    const summary = async () => {
+      const claimId = await store.summaries.claim({ sessionId: session.id, owner: 'summariser', now: clock, ttlMs: 60_000 });
+      const reservation = {
+        turnId: claimId!,
+        owner: 'summariser',
+        liveWithinMs: 15_000,
+        userId: user.id,
+        day: DAY,
+        sessionId: session.id,
+        amount: '0.6',
+        currency: 'USD',
+      };
+      expect(await store.spend.reserve(reservation, limit)).toEqual({ reserved: true });
+      return claimId!;
+    };
+    const written = await summary();
+    expect((await store.spend.reserve(await turn('0.6'), limit)).reserved).toBe(false);
+    // Its version stored (or its claim given up): the claim ends, and so does what it held of the budget.
+    await store.summaries.release(session.id, written);
+    const next = await turn('0.6');
+    expect(await store.spend.reserve(next, limit)).toEqual({ reserved: true });
+
+    await store.spend.release(next.turnId, next.owner);
+    const held = await summary();
+    expect(held).toBeDefined();
+    // The summarising process stops while it holds the claim: past its heartbeat window its claim no longer counts.
+    clock += 15_001;
+    const after = await turn('0.3');
+    expect(await store.spend.reserve(after, limit)).toEqual({ reserved: true });
+  });
+
   it("holds the session cap against the session's cost and its other turns' claims", async () => {
     const { session, turn } = await start();
     await store.sessions.addUsage(session.id, { inputTokens: 1, outputTokens: 1, cost: '2.84', currency: 'CNY' }); // 0.4 USD

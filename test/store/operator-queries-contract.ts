@@ -353,6 +353,56 @@ export function runOperatorQueriesContract(name: string, makeStore: MakeStore): 
       });
     });
 
+    describe('summaries', () => {
+      it('lists a conversation’s summary versions newest first, marks the one turns read, and counts their cost', async () => {
+        const user = await givenUser(unique('Ann'));
+        const session = await givenSession(user);
+        const said = await store.messages.append(session.id, [
+          { role: 'user', audience: 'display', content: 'remember 4711' },
+          reply('noted', { model: 'gpt-a', input: 10, output: 5, cost: '0.1' }),
+          { role: 'user', audience: 'display', content: 'and my name is Ann' },
+        ]);
+        const write = async (toSeq: number, text: string, fromSeq = 0) => {
+          const claimId = await store.summaries.claim({ sessionId: session.id, owner: 'a', now: Date.now(), ttlMs: 60_000 });
+          const usage = { model: 'summariser', inputTokens: 300, outputTokens: 40, cost: '0.02', currency: 'USD' };
+          return store.summaries.add({ sessionId: session.id, fromSeq, toSeq, text, ...usage }, claimId!);
+        };
+        await write(said[1]!.seq, 'Door code 4711.');
+        await write(said[2]!.seq, 'Door code 4711; Ann.');
+        const listed = await store.operators.summaries(session.id, 10);
+        expect(listed.map((summary) => [summary.version, summary.toSeq, summary.text, summary.current])).toEqual([
+          [2, said[2]!.seq, 'Door code 4711; Ann.', true],
+          [1, said[1]!.seq, 'Door code 4711.', false],
+        ]);
+        expect(listed[0]).toMatchObject({ model: 'summariser', inputTokens: 300, outputTokens: 40, cost: '0.02', currency: 'USD', fromSeq: 0 });
+        expect((await store.operators.summaries(session.id, 1)).map((summary) => summary.version)).toEqual([2]);
+        // After a reset no version is read: they stay listed, none current.
+        await store.sessions.resetContext(session.id);
+        expect((await store.operators.summaries(session.id, 10)).map((summary) => summary.current)).toEqual([false, false]);
+        expect(await store.operators.summaries(randomUUID(), 10)).toEqual([]);
+
+        // The costs report counts the summaries' calls under their model, not as turns.
+        const costs = await store.operators.costs({ by: 'conversation', sessionId: session.id, limit: 10 });
+        expect(costs.rows).toEqual([
+          {
+            key: session.id,
+            label: null,
+            currency: 'USD',
+            cost: '0.14',
+            inputTokens: 610,
+            outputTokens: 85,
+            turns: 1,
+            models: [
+              { model: 'gpt-a', inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, cost: '0.1' },
+              { model: 'summariser', inputTokens: 600, outputTokens: 80, cachedInputTokens: 0, cost: '0.04' },
+            ],
+          },
+        ]);
+        const byDay = await store.operators.costs({ by: 'day', userId: user.id, limit: 10 });
+        expect(byDay.rows).toMatchObject([{ key: said[0]!.createdAt.toISOString().slice(0, 10), cost: '0.14', turns: 1 }]);
+      });
+    });
+
     describe('live turns', () => {
       it('counts accepted messages running while a live process holds them or a turn answers them, else waiting', async () => {
         const session = await givenSession(await givenUser('Ada'));

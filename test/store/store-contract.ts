@@ -1756,6 +1756,118 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       });
     });
 
+    describe('conversation summaries', () => {
+      const summaryOf = (session: Session, toSeq: number, text: string, fromSeq = 0) => ({
+        sessionId: session.id,
+        fromSeq,
+        toSeq,
+        text,
+        model: 'summariser',
+        inputTokens: 900,
+        outputTokens: 120,
+        cost: '0.000120',
+        currency: 'EUR',
+      });
+
+      it('counts what is left to summarise after the newest summary, keeping the newest messages out', async () => {
+        const session = await givenSession();
+        const said = await store.messages.append(session.id, [
+          text('one'),
+          text('two, a longer message than the others'),
+          { role: 'tool', audience: 'audit', content: 'audit records are never summarised' },
+          text('three'),
+          text('four'),
+          text('five'),
+          text('six'),
+        ]);
+        const display = said.filter((message) => message.audience === 'display');
+        const tokens = (messages: typeof display) => messages.reduce((sum, message) => sum + message.tokenEstimate, 0);
+        const backlog = await store.summaries.backlog(session.id, 2);
+        expect(backlog).toEqual({
+          latest: undefined,
+          contextStart: 0,
+          unsummarised: { messages: 6, tokens: tokens(display) },
+          older: { messages: 4, tokens: tokens(display.slice(0, 4)) },
+          recentFrom: display[4]!.seq,
+        });
+        expect(await store.summaries.backlog(session.id, 0)).toMatchObject({ older: { messages: 6, tokens: tokens(display) }, recentFrom: null });
+        expect((await store.summaries.backlog(session.id, 10)).older).toEqual({ messages: 0, tokens: 0 });
+        // What a summary of the older part reads: display messages only, oldest first, within the range and the limit.
+        const older = await store.messages.listBetween(session.id, { afterSeq: 0, beforeSeq: backlog.recentFrom, audience: 'display', limit: 100 });
+        expect(older.map((message) => message.content)).toEqual(['one', 'two, a longer message than the others', 'three', 'four']);
+        const page = await store.messages.listBetween(session.id, { afterSeq: display[0]!.seq, beforeSeq: null, audience: 'display', limit: 2 });
+        expect(page.map((message) => message.content)).toEqual(['two, a longer message than the others', 'three']);
+
+        // Once a summary covers the first three, only what follows it is left.
+        const claim = await store.summaries.claim({ sessionId: session.id, owner: 'a', now: 1_000, ttlMs: 60_000 });
+        const added = await store.summaries.add(summaryOf(session, display[2]!.seq, 'Ann said one, two and three.'), claim!);
+        expect(added).toMatchObject({ version: 1, fromSeq: 0, toSeq: display[2]!.seq, cost: '0.00012', currency: 'EUR', model: 'summariser' });
+        expect(await store.summaries.latest(session.id)).toEqual(added);
+        expect(await store.summaries.backlog(session.id, 2)).toEqual({
+          latest: added,
+          contextStart: 0,
+          unsummarised: { messages: 3, tokens: tokens(display.slice(3)) },
+          older: { messages: 1, tokens: tokens(display.slice(3, 4)) },
+          recentFrom: display[4]!.seq,
+        });
+      });
+
+      it('adds a version only under the claim it was written under; one writer at a time, and a run-out claim is taken over', async () => {
+        const session = await givenSession();
+        const [message] = await store.messages.append(session.id, [text('remember: the door code is 4711')]);
+        const claim = (owner: string, now: number) => store.summaries.claim({ sessionId: session.id, owner, now, ttlMs: 500 });
+        const racing = await Promise.all([claim('a', 1_000), claim('b', 1_000)]);
+        expect(racing.filter((id) => id !== undefined)).toHaveLength(1);
+        const first = racing.find((id) => id !== undefined)!;
+        expect(await claim('c', 1_499)).toBeUndefined();
+        // The holder crashed: its claim runs out, and another writer takes it over; the old holder stores nothing.
+        const second = await claim('c', 1_500);
+        expect(second).toBeDefined();
+        expect(await store.summaries.add(summaryOf(session, message!.seq, 'stale'), first)).toBeUndefined();
+        expect(await store.summaries.latest(session.id)).toBeUndefined();
+        const v1 = await store.summaries.add(summaryOf(session, message!.seq, 'The door code is 4711.'), second!);
+        expect(v1?.version).toBe(1);
+        // Adding ended the claim: the next writer gets it at once, and a released claim is free too.
+        const third = await claim('d', 1_600);
+        expect(third).toBeDefined();
+        await store.summaries.release(session.id, third!);
+        const fourth = await claim('e', 1_600);
+        expect(fourth).toBeDefined();
+        expect(await store.summaries.add(summaryOf(session, message!.seq, 'Door code 4711 (v2).'), third!)).toBeUndefined();
+        const v2 = await store.summaries.add(summaryOf(session, message!.seq, 'Door code 4711 (v2).'), fourth!);
+        expect(v2?.version).toBe(2);
+        expect((await store.summaries.latest(session.id))?.text).toBe('Door code 4711 (v2).');
+        // A stopped process's claims end when it is retired (its restart on the same host).
+        expect(await claim('dead', 2_000)).toBeDefined();
+        expect(await claim('f', 2_100)).toBeUndefined();
+        await store.processes.retire('dead');
+        expect(await claim('f', 2_100)).toBeDefined();
+      });
+
+      it('reads no summary of before a reset or an end: the context starts afresh', async () => {
+        const session = await givenSession();
+        const said = await store.messages.append(session.id, [text('one'), text('two'), text('three')]);
+        const claimed = await store.summaries.claim({ sessionId: session.id, owner: 'a', now: 1_000, ttlMs: 60_000 });
+        await store.summaries.add(summaryOf(session, said[1]!.seq, 'One and two.'), claimed!);
+        await store.sessions.resetContext(session.id);
+        expect(await store.summaries.latest(session.id)).toBeUndefined();
+        expect(await store.summaries.backlog(session.id, 0)).toEqual({
+          latest: undefined,
+          contextStart: said[2]!.seq,
+          unsummarised: { messages: 0, tokens: 0 },
+          older: { messages: 0, tokens: 0 },
+          recentFrom: null,
+        });
+        const [four] = await store.messages.append(session.id, [text('four')]);
+        const again = await store.summaries.claim({ sessionId: session.id, owner: 'a', now: 2_000, ttlMs: 60_000 });
+        const fresh = await store.summaries.add(summaryOf(session, four!.seq, 'Four.', said[2]!.seq), again!);
+        expect(fresh?.version).toBe(2);
+        expect((await store.summaries.latest(session.id))?.text).toBe('Four.');
+        await store.sessions.end(session.id);
+        expect(await store.summaries.latest(session.id)).toBeUndefined();
+      });
+    });
+
     describe('conversation claims', () => {
       const TTL = 2_500;
       const conversation = () => ({ channel: 'web', conversationId: unique('conv') });

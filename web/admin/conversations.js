@@ -9,6 +9,7 @@ export function conversationsView(root, sessionId, { showError }) {
   let conversations = [];
   let nextCursor = null;
   let audit = false;
+  let summariesOpen = false;
   let closed = false;
   /** The key of the reply being typed: a retried send of the same text is stored once. */
   let sendKey = null;
@@ -148,7 +149,7 @@ export function conversationsView(root, sessionId, { showError }) {
     }
   }
 
-  function renderDetail({ conversation, messages }) {
+  function renderDetail({ conversation, messages, summaries = [] }) {
     const auditToggle = h('input', { type: 'checkbox', checked: audit, testid: 'audit-toggle' });
     auditToggle.addEventListener('change', () => {
       audit = auditToggle.checked;
@@ -208,7 +209,10 @@ export function conversationsView(root, sessionId, { showError }) {
       h('div', { className: 'actions' }, pauseButton, endButton, h('label', { className: 'check' }, auditToggle, ' Audit: tool calls, stages')),
     );
     const transcript = h('ol', { className: 'transcript', testid: 'transcript' }, ...messages.map(renderMessage));
-    transcriptSlot.replaceChildren(transcript);
+    const panel = summaries.length > 0 ? renderSummaries(summaries, summariesOpen) : null;
+    // A live refresh redraws the panel: it stays as the operator left it.
+    panel?.addEventListener('toggle', () => (summariesOpen = panel.open));
+    transcriptSlot.replaceChildren(...(panel ? [panel] : []), transcript);
     transcript.scrollTop = transcript.scrollHeight;
   }
 
@@ -231,6 +235,44 @@ export function conversationsView(root, sessionId, { showError }) {
       clearTimeout(searchTimer);
     },
   };
+}
+
+/**
+ * The conversation's summaries (agent.memory.summarize), newest first: what each version covers and cost; the one the
+ * agent reads now is open. Nothing of the transcript below is deleted by them.
+ */
+function renderSummaries(summaries, open) {
+  const current = summaries.find((summary) => summary.current);
+  return h(
+    'details',
+    { className: 'summaries', testid: 'summaries', attrs: open ? { open: '' } : {} },
+    h(
+      'summary',
+      {},
+      `Summaries of the earlier conversation: ${summaries.length} version${summaries.length === 1 ? '' : 's'}`,
+      current ? ` · the agent reads v${current.version} (messages ${current.fromSeq + 1}–${current.toSeq})` : ' · none read since the last reset',
+    ),
+    h(
+      'ol',
+      { className: 'summary-list' },
+      ...summaries.map((summary) =>
+        h(
+          'li',
+          { className: summary.current ? 'summary current' : 'summary', testid: 'summary', data: { version: summary.version, current: summary.current } },
+          h(
+            'div',
+            { className: 'message-head' },
+            h('span', { className: 'author' }, `v${summary.version} · messages ${summary.fromSeq + 1}–${summary.toSeq}`),
+            h('span', { className: 'at' }, when(summary.at)),
+            h('span', { className: 'meta' }, `${summary.model} · ${summary.inputTokens} in / ${summary.outputTokens} out`),
+            money(summary.cost, summary.currency),
+            summary.current ? badge('read now', 'info') : null,
+          ),
+          h('div', { className: 'text', testid: 'summary-text' }, summary.text),
+        ),
+      ),
+    ),
+  );
 }
 
 function renderMessage(message) {

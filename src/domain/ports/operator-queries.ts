@@ -1,5 +1,5 @@
-import type { Audience, MessageRole, SessionStatus, ToolCallRef } from '../model.js';
 import type { HandoffSource } from '../handoff.js';
+import type { Audience, MessageRole, SessionStatus, SummaryRecord, ToolCallRef } from '../model.js';
 
 /**
  * What operators read (the admin API's users, conversations, transcripts, costs and live turns): queries across
@@ -29,6 +29,11 @@ export interface OperatorQueries {
    * records too (tool calls, stage outputs). Empty for an unknown session.
    */
   transcript(sessionId: string, options: { readonly audit: boolean; readonly limit: number }): Promise<TranscriptRecord[]>;
+  /**
+   * The conversation's summaries (`agent.memory.summarize`), newest version first, at most `limit`, each marked
+   * whether turns read it now (the newest of the current context). Empty for an unknown session.
+   */
+  summaries(sessionId: string, limit: number): Promise<SummaryOverview[]>;
   /**
    * What replies cost, grouped by UTC day, user or conversation, one row per key and currency (currencies are never
    * added together), with tokens per model. Sums are exact.
@@ -130,6 +135,12 @@ export interface TranscriptRecord {
   readonly correlationId: string | null;
   readonly meta: Readonly<Record<string, unknown>> | null;
   readonly createdAt: Date;
+}
+
+/** A version of a conversation's summary as an operator reads it. */
+export interface SummaryOverview extends SummaryRecord {
+  /** The version turns read now: the newest written since the conversation's last reset or end. */
+  readonly current: boolean;
 }
 
 export type CostGrouping = 'day' | 'user' | 'conversation';

@@ -9,6 +9,7 @@ import type {
   SessionStatus,
   StoredAttachment,
   StoredMessage,
+  SummaryRecord,
   ToolCallRecord,
   TokenUsage,
   User,
@@ -46,6 +47,7 @@ export interface Store {
   readonly handoffs: HandoffRepository;
   /** The people who operate Palaver through the admin API and dashboard, each with a role and a token. */
   readonly operatorAccounts: OperatorAccountRepository;
+  readonly summaries: SummaryRepository;
   readonly spend: SpendRepository;
   readonly personRate: PersonRateRepository;
   readonly profiles: ProfileRepository;
@@ -178,6 +180,14 @@ export interface MessageRepository {
    * history shows them as not sent. Ids of other sessions are left alone.
    */
   markNotSent(sessionId: string, ids: readonly string[], reason: string): Promise<void>;
+  /**
+   * Messages of the session after `afterSeq` and, with `beforeSeq`, before it (both exclusive), of one audience, oldest
+   * first, at most `limit`: the part of a conversation a summary covers.
+   */
+  listBetween(
+    sessionId: string,
+    range: { readonly afterSeq: number; readonly beforeSeq: number | null; readonly audience: Audience; readonly limit: number },
+  ): Promise<StoredMessage[]>;
   /** One message by its place in the session. */
   findBySeq(sessionId: string, seq: number): Promise<StoredMessage | undefined>;
   /** Deletes a session's history (a reset trigger); returns how many rows went. */
@@ -674,6 +684,54 @@ export interface OperatorAccountRepository {
   replaceTokenDigest(id: string, tokenDigest: string): Promise<boolean>;
 }
 
+export type NewSummaryRecord = Omit<SummaryRecord, 'id' | 'version' | 'createdAt'>;
+
+/** How many display messages, and how many estimated tokens of them. */
+export interface MessageCount {
+  readonly messages: number;
+  readonly tokens: number;
+}
+
+/** What of a conversation's current context is not summarised yet (see {@link SummaryRepository.backlog}). */
+export interface SummaryBacklog {
+  /** The newest summary of the current context, if any: the one turns read. */
+  readonly latest: SummaryRecord | undefined;
+  /** The seq after which the current context starts (a reset or an operator's end moves it). */
+  readonly contextStart: number;
+  /** The display messages after the latest summary's range (after `contextStart` when there is none). */
+  readonly unsummarised: MessageCount;
+  /** Of those, the ones older than the newest `keepRecent`: what a new summary may cover. */
+  readonly older: MessageCount;
+  /** The seq of the oldest of the newest `keepRecent` (the older ones are before it); null when there are none. */
+  readonly recentFrom: number | null;
+}
+
+/**
+ * Versioned summaries of conversations, and who may write the next one. A version is added only by the holder of the
+ * conversation's summary claim, in the write that ends the claim: one writer at a time across processes, and a
+ * version is whole or absent.
+ */
+export interface SummaryRepository {
+  /** The newest summary of the session's current context (written since its last reset or end), if any. */
+  latest(sessionId: string): Promise<SummaryRecord | undefined>;
+  /** What is left to summarise in the session's current context, keeping the newest `keepRecent` display messages out. */
+  backlog(sessionId: string, keepRecent: number): Promise<SummaryBacklog>;
+  /**
+   * Claims the right to write the session's next summary until `now + ttlMs` when nobody holds it or the holder's
+   * claim ran out (a crashed writer). One guarded statement decides: of processes claiming at once, one gets it.
+   * @returns the claim's id, or undefined when another writer holds it.
+   */
+  claim(input: { readonly sessionId: string; readonly owner: string; readonly now: number; readonly ttlMs: number }): Promise<string | undefined>;
+  /** Gives the claim up (the summary failed or was not needed), if it is still `claimId`. */
+  release(sessionId: string, claimId: string): Promise<void>;
+  /**
+   * Adds the next version of the session's summary and ends the claim, in one atomic step (join the caller's
+   * transaction to record its cost with it). Undefined, and nothing stored, when the claim is no longer `claimId`
+   * (it ran out and another writer took it).
+   */
+  add(summary: NewSummaryRecord, claimId: string): Promise<SummaryRecord | undefined>;
+}
+
 /** Small values each channel keeps across restarts. */
 export interface ChannelStateRepository {
   get(channel: string, key: string): Promise<string | undefined>;
@@ -785,7 +843,7 @@ export interface ProcessRepository {
   list(): Promise<ProcessRecord[]>;
   /**
    * A process that is known dead (its predecessor on the same host, restarted): in one transaction its inbox
-   * messages', outbox parts' and conversation claims' leases end now, so any process takes them at once, and its
+   * messages', outbox parts', conversation claims' and summary claims' leases end now, so any process takes them at once, and its
    * record goes. Returns how many messages it left.
    */
   retire(id: string): Promise<number>;

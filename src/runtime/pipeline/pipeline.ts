@@ -165,7 +165,8 @@ export class Pipeline {
   }
 
   /**
-   * Takes over nothing more, answers every queued message (its leases still renewed meanwhile) for at most
+   * Takes over nothing more, answers every queued message (its leases still renewed meanwhile) and finishes the
+   * conversation summaries being written, for at most
    * `graceMs` (default: as long as it takes), then stops renewing. Resolves true when everything was answered, false
    * when the grace period ran out first: the turns still running are abandoned, not cancelled, and their messages
    * keep leases that are no longer renewed, so the next process answers them (once) when the leases run out. Call
@@ -173,7 +174,8 @@ export class Pipeline {
    */
   async close(options: { readonly graceMs?: number } = {}): Promise<boolean> {
     this.#stopped = true;
-    const drained = this.#recovery.settled.then(() => this.#inbox.drain());
+    // Summaries being written after turns are part of the work: a run cut off stores nothing, and the next turn retries.
+    const drained = this.#recovery.settled.then(() => this.#inbox.drain()).then(() => this.#deps.summaries?.idle());
     const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);
     this.#recovery.stop();
     // After the last round: none stamps the heartbeat again once it is marked stopped.

@@ -7,6 +7,7 @@ import { historyToInput, newMessagesToInput } from '../context/history.js';
 import { showableMessageId } from '../context/message-id-label.js';
 import { isResetTrigger } from '../context/reset.js';
 import { chainContinues } from '../context/response-chain.js';
+import { summaryToInput } from '../context/summary-prompt.js';
 import type { Answer } from './answer.js';
 import { startDelivery } from './deliver.js';
 import { newErrorId } from '../error-id.js';
@@ -52,7 +53,12 @@ export async function runTurn(deps: TurnDependencies, request: TurnRequest): Pro
     return undefined;
   }
   // 5. Hand the stored reply to the channel, part by part.
-  return delivery.deliver(answer);
+  try {
+    return await delivery.deliver(answer);
+  } finally {
+    // 6. Then, in the background, the conversation's older part is summarised when that is due (agent.memory.summarize).
+    scope.deps.summaries?.afterTurn(scope);
+  }
 }
 
 /**
@@ -90,7 +96,7 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     const phrase = handoffPhraseIn(newest, scope.deps.agent.handoff?.phrases ?? []);
     if (phrase !== undefined) return await persistHandoff(scope, { reason: phrase, source: 'phrase' });
     // 2. The flow (the agent loop, or stages) over the recent conversation and the new messages.
-    const { recent, earlier } = await loadEarlierHistory(scope);
+    const { recent, earlier, summary } = await loadEarlierHistory(scope);
     const state = chainContinues(scope.initialState, scope.session.id, recent)
       ? scope.initialState
       : { ...scope.initialState, responseChainId: null, responseChainAt: null };
@@ -118,7 +124,8 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
       timeZone,
     );
     // Attached images get their bytes now, the newest few only (see ../context/attached-images.ts).
-    const earlierInput = historyToInput(earlier, sender !== null, actions, timeZone);
+    // The conversation's summary (agent.memory.summarize) comes first: it stands for what the history no longer holds.
+    const earlierInput = [...(summary === undefined ? [] : [summaryToInput(summary)]), ...historyToInput(earlier, sender !== null, actions, timeZone)];
     const input = await withImageData([...earlierInput, ...newInput], scope.deps.store.attachments);
     const history = input.slice(0, earlierInput.length);
     const newItems = input.slice(earlierInput.length);

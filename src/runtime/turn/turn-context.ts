@@ -1,4 +1,4 @@
-import type { InboundRecord, Session, User } from '../../domain/model.js';
+import type { InboundRecord, Session, SummaryRecord, User } from '../../domain/model.js';
 import type { Channel, ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
 import type { Flow } from '../../domain/ports/flow.js';
 import type { HostedMcpSpec, ModelSet } from '../../domain/ports/model-provider.js';
@@ -91,6 +91,18 @@ export interface TurnDependencies {
    * was open already): operators' notices start here. Must not throw (a throw is logged); must not block.
    */
   readonly onHandoff?: (handoff: Handoff) => void;
+  /** Rolling summaries of long conversations (`agent.memory.summarize`); undefined when off. */
+  readonly summaries?: TurnSummaries | undefined;
+}
+
+/** What turns need of conversation summaries (`ConversationSummaries`, ../context/conversation-summaries.ts). */
+export interface TurnSummaries {
+  /** The newest summary of the conversation's current context, read before its history. */
+  latest(deps: Pick<TurnDependencies, 'store'>, sessionId: string): Promise<SummaryRecord | undefined>;
+  /** After the turn's closing write: writes the next summary in the background when one is due; never awaited. */
+  afterTurn(scope: TurnScope): void;
+  /** Resolves once the summaries being written have been (a closing pipeline waits within its grace period). */
+  idle(): Promise<void>;
 }
 
 /** One accepted message: stored, queued, waiting for the turn that answers it. */

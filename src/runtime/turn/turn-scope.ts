@@ -1,5 +1,5 @@
 import { newId } from '../../domain/ids.js';
-import type { StoredMessage } from '../../domain/model.js';
+import type { StoredMessage, SummaryRecord } from '../../domain/model.js';
 import type { ProfileSettings } from '../../domain/profile.js';
 import type { ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
 import type { Logger } from '../../observability/logger.js';
@@ -142,14 +142,28 @@ export async function loadProfile(deps: TurnDependencies, userId: string, langua
 
 /**
  * The recent conversation before this turn, oldest first: `recent`, the newest stored display messages (at most
- * `historyLimit`), and `earlier`, those of them within the agent's token bound too, which the model is sent (the new
+ * `historyLimit`), and `earlier`, those of them the model is sent: after the range of the conversation's summary
+ * (when `agent.memory.summarize` wrote one, `summary`, read before them) and within the agent's token bound (the new
  * ones are still in the inbox; they join the conversation with the reply, outside these bounds). Cached or read by
- * one indexed query of at most `historyLimit` rows, so it costs the same however long the conversation has grown.
+ * one indexed query of at most `historyLimit` rows (and one for the summary), so it costs the same however long the
+ * conversation has grown.
  */
-export async function loadEarlierHistory(scope: TurnScope): Promise<{ readonly recent: readonly StoredMessage[]; readonly earlier: readonly StoredMessage[] }> {
+export async function loadEarlierHistory(scope: TurnScope): Promise<EarlierHistory> {
   const { deps, session } = scope;
-  const recent =
+  const [recent, summary] = await Promise.all([
     deps.cache.history(session.id) ??
-    (await deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display', sinceContextStart: true }));
-  return { recent, earlier: boundHistory(recent, deps.agent) };
+      deps.store.messages.listRecent(session.id, { limit: deps.agent.historyLimit, audience: 'display', sinceContextStart: true }),
+    deps.summaries?.latest(deps, session.id),
+  ]);
+  // What the summary covers is read in it, not again as messages.
+  const unsummarised = summary === undefined ? recent : recent.filter((message) => message.seq > summary.toSeq);
+  return { recent, earlier: boundHistory(unsummarised, deps.agent), summary };
+}
+
+/** What {@link loadEarlierHistory} reads. */
+export interface EarlierHistory {
+  readonly recent: readonly StoredMessage[];
+  readonly earlier: readonly StoredMessage[];
+  /** The newest summary of the conversation's current context, if any. */
+  readonly summary: SummaryRecord | undefined;
 }

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import type { conversationSummary, toolCallView, transcriptMessage, userSummary } from '../../admin/api-contract.js';
-import type { ConversationOverview, TranscriptRecord, UserOverview } from '../../domain/ports/operator-queries.js';
+import type { conversationSummary, toolCallView, transcriptMessage, transcriptSummary, userSummary } from '../../admin/api-contract.js';
+import type { ConversationOverview, SummaryOverview, TranscriptRecord, UserOverview } from '../../domain/ports/operator-queries.js';
 import { parseUserState } from '../../runtime/context/user-state.js';
 
 // The store's read model as the admin API's JSON (src/admin/api-contract.ts): instants as ISO strings, money as
@@ -52,6 +52,22 @@ export function conversationView(conversation: ConversationOverview): z.input<ty
     outputTokens: conversation.outputTokens,
     createdAt: conversation.createdAt.toISOString(),
     updatedAt: conversation.updatedAt.toISOString(),
+  };
+}
+
+export function transcriptSummaryView(summary: SummaryOverview): z.input<typeof transcriptSummary> {
+  return {
+    version: summary.version,
+    fromSeq: summary.fromSeq,
+    toSeq: summary.toSeq,
+    text: summary.text,
+    model: summary.model,
+    inputTokens: summary.inputTokens,
+    outputTokens: summary.outputTokens,
+    cost: summary.cost,
+    currency: summary.currency,
+    at: summary.createdAt.toISOString(),
+    current: summary.current,
   };
 }
 

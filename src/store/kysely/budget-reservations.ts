@@ -85,28 +85,45 @@ function liveness(reservation: BudgetReservation, now: number): Liveness {
  * (`processes.heartbeat_at`), or it still holds the message's lease. A lease that lapsed while its process was busy
  * does not end a claim; a process whose heartbeat stopped (it died, or was paused past the window) no longer holds
  * one, and the process that takes its message over reserves afresh.
+ *
+ * A summary's reservation (`turn_id` is the id of its summary claim) is live while that claim is still held (its write
+ * ends the claim and drops the reservation together) and the process that reserved is running.
  */
 function isLive(eb: ExpressionBuilder<Database, 'budget_reservations'>, live: Liveness) {
-  return eb.exists(
-    eb
-      .selectFrom('inbound_messages as i')
-      .select('i.id')
-      .whereRef('i.id', '=', 'budget_reservations.turn_id')
-      .where('i.state', '=', 'queued')
-      .where((running) =>
-        running.or([
-          running('budget_reservations.owner', '=', live.self),
-          running.and([running('i.owner', '=', running.ref('budget_reservations.owner')), running('i.lease_until', '>', live.now)]),
-          running.exists(
-            running
-              .selectFrom('processes as p')
-              .select('p.id')
-              .whereRef('p.id', '=', 'budget_reservations.owner')
-              .where('p.heartbeat_at', '>', live.heartbeatAfter),
-          ),
-        ]),
+  const ownerRunning = (running: ExpressionBuilder<Database, 'budget_reservations'>) =>
+    running.or([
+      running('budget_reservations.owner', '=', live.self),
+      running.exists(
+        running
+          .selectFrom('processes as p')
+          .select('p.id')
+          .whereRef('p.id', '=', 'budget_reservations.owner')
+          .where('p.heartbeat_at', '>', live.heartbeatAfter),
       ),
-  );
+    ]);
+  return eb.or([
+    eb.exists(
+      eb
+        .selectFrom('inbound_messages as i')
+        .select('i.id')
+        .whereRef('i.id', '=', 'budget_reservations.turn_id')
+        .where('i.state', '=', 'queued')
+        .where((running) =>
+          running.or([
+            ownerRunning(running),
+            running.and([running('i.owner', '=', running.ref('budget_reservations.owner')), running('i.lease_until', '>', live.now)]),
+          ]),
+        ),
+    ),
+    eb.exists(
+      eb
+        .selectFrom('summary_claims as c')
+        .select('c.session_id')
+        .whereRef('c.claim_id', '=', 'budget_reservations.turn_id')
+        .whereRef('c.owner', '=', 'budget_reservations.owner')
+        .where((running) => ownerRunning(running)),
+    ),
+  ]);
 }
 
 /**

@@ -13,6 +13,7 @@ import { KyselyAdminActionRepository } from './admin-action-repository.js';
 import { KyselyDashboardSessionRepository } from './dashboard-session-repository.js';
 import { KyselyHandoffRepository } from './handoff-repository.js';
 import { KyselyOperatorAccountRepository } from './operator-account-repository.js';
+import { KyselySummaryRepository } from './summary-repository.js';
 import { KyselyIdentityEventRepository } from './identity-event-repository.js';
 import { KyselySpendRepository } from './spend-repository.js';
 import { KyselyPersonRateRepository } from './person-rate-repository.js';
@@ -81,6 +82,7 @@ export class KyselyStore implements Store {
   readonly dashboardSessions: KyselyDashboardSessionRepository;
   readonly handoffs: KyselyHandoffRepository;
   readonly operatorAccounts: KyselyOperatorAccountRepository;
+  readonly summaries: KyselySummaryRepository;
   readonly spend: KyselySpendRepository;
   readonly personRate: KyselyPersonRateRepository;
   readonly profiles: KyselyProfileRepository;
@@ -119,6 +121,7 @@ export class KyselyStore implements Store {
     this.dashboardSessions = new KyselyDashboardSessionRepository(this.#ctx);
     this.handoffs = new KyselyHandoffRepository(this.#ctx);
     this.operatorAccounts = new KyselyOperatorAccountRepository(this.#ctx);
+    this.summaries = new KyselySummaryRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);
     this.personRate = new KyselyPersonRateRepository(this.#ctx);
     this.profiles = new KyselyProfileRepository(this.#ctx);

@@ -76,6 +76,25 @@ export class KyselyMessageRepository implements MessageRepository {
     });
   }
 
+  listBetween(
+    sessionId: string,
+    range: { readonly afterSeq: number; readonly beforeSeq: number | null; readonly audience: Audience; readonly limit: number },
+  ): Promise<StoredMessage[]> {
+    return storeOperation('messages.listBetween', async () => {
+      const limit = Math.trunc(range.limit);
+      if (!(limit > 0)) return [];
+      let select = this.#ctx.db
+        .selectFrom('messages')
+        .selectAll()
+        .where('session_id', '=', sessionId)
+        .where('audience', '=', range.audience)
+        .where('seq', '>', range.afterSeq);
+      if (range.beforeSeq !== null) select = select.where('seq', '<', range.beforeSeq);
+      const rows = await select.orderBy('seq').limit(limit).execute();
+      return rows.map(toMessage);
+    });
+  }
+
   /** One message by its place in the session. */
   findBySeq(sessionId: string, seq: number): Promise<StoredMessage | undefined> {
     return storeOperation('messages.findBySeq', async () => {

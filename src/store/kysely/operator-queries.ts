@@ -15,6 +15,7 @@ import type {
   OperatorPage,
   OperatorQueries,
   QueueDepth,
+  SummaryOverview,
   TranscriptRecord,
   UserListQuery,
   UserOverview,
@@ -23,6 +24,7 @@ import type { HandoffSource } from '../../domain/ports/store.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
 import { storeOperation } from './store-errors.js';
+import { toSummary } from './summary-repository.js';
 
 /** How much of a conversation's last message its list entry carries. */
 const LAST_MESSAGE_CHARS = 280;
@@ -189,6 +191,24 @@ export class KyselyOperatorQueries implements OperatorQueries {
     });
   }
 
+  summaries(sessionId: string, limit: number): Promise<SummaryOverview[]> {
+    return storeOperation('operators.summaries', async () => {
+      const { db } = this.#ctx;
+      const rows = await db
+        .selectFrom('conversation_summaries')
+        .selectAll()
+        .where('session_id', '=', sessionId)
+        .orderBy('version', 'desc')
+        .limit(limit)
+        .execute();
+      const session = await db.selectFrom('sessions').select('context_since_seq').where('id', '=', sessionId).executeTakeFirst();
+      const contextStart = Number(session?.context_since_seq ?? 0);
+      // Newest first: the first written in the current context is the one turns read.
+      const current = rows.find((row) => Number(row.from_seq) === contextStart)?.id;
+      return rows.map((row) => ({ ...toSummary(row), current: row.id === current }));
+    });
+  }
+
   costs(query: CostQuery): Promise<CostReport> {
     return storeOperation('operators.costs', async () => {
       const { db, dialect } = this.#ctx;
@@ -214,22 +234,59 @@ export class KyselyOperatorQueries implements OperatorQueries {
       if (query.userId !== undefined) select = select.where('s.user_id', '=', query.userId);
       if (query.sessionId !== undefined) select = select.where('m.session_id', '=', query.sessionId);
       const groups = await select.groupBy([key, 'm.currency', 'm.model']).execute();
+      // Conversation summaries (agent.memory.summarize) are paid for too: their calls count under their model, not as turns.
+      const summaryKey =
+        query.by === 'day' ? dialect.epochDay(sql.ref('c.created_at'), DAY_MS) : query.by === 'user' ? sql<string>`s.user_id` : sql<string>`c.session_id`;
+      let summaries = db
+        .selectFrom('conversation_summaries as c')
+        .innerJoin('sessions as s', 's.id', 'c.session_id')
+        .select([summaryKey.as('key'), 'c.currency', 'c.model'])
+        .select((eb) => [
+          eb.fn.sum<number | string>('c.input_tokens').as('input_tokens'),
+          eb.fn.sum<number | string>('c.output_tokens').as('output_tokens'),
+          dialect.sumMoney(sql.ref('c.cost')).as('cost'),
+        ]);
+      if (query.from !== undefined) summaries = summaries.where('c.created_at', '>=', query.from.getTime());
+      if (query.to !== undefined) summaries = summaries.where('c.created_at', '<', query.to.getTime());
+      if (query.userId !== undefined) summaries = summaries.where('s.user_id', '=', query.userId);
+      if (query.sessionId !== undefined) summaries = summaries.where('c.session_id', '=', query.sessionId);
+      const summaryGroups = await summaries.groupBy([summaryKey, 'c.currency', 'c.model']).execute();
 
       const byKey = new Map<string, { key: string; currency: string; models: ModelUsageRecord[]; turns: number }>();
-      for (const group of groups) {
-        const rowKey = query.by === 'day' ? dayOf(Number(group.key)) : group.key;
+      const add = (
+        group: { key: unknown; currency: string; model: string | null; cost: unknown },
+        usage: Omit<ModelUsageRecord, 'model' | 'cost'>,
+        turns: number,
+      ) => {
+        const rowKey = query.by === 'day' ? dayOf(Number(group.key)) : String(group.key);
         const id = `${rowKey}\u0000${group.currency}`;
         let row = byKey.get(id);
         if (row === undefined) byKey.set(id, (row = { key: rowKey, currency: group.currency, models: [], turns: 0 }));
-        row.turns += Number(group.turns);
-        row.models.push({
-          model: group.model ?? 'unknown',
+        row.turns += turns;
+        const model = group.model ?? 'unknown';
+        const cost = dialect.readMoneySum(group.cost as string | null);
+        const index = row.models.findIndex((entry) => entry.model === model);
+        const earlier = row.models[index];
+        if (earlier === undefined) row.models.push({ model, ...usage, cost });
+        else
+          row.models[index] = {
+            model,
+            inputTokens: earlier.inputTokens + usage.inputTokens,
+            outputTokens: earlier.outputTokens + usage.outputTokens,
+            cachedInputTokens: earlier.cachedInputTokens + usage.cachedInputTokens,
+            cost: sumCosts([earlier.cost, cost]),
+          };
+      };
+      for (const group of groups) {
+        const usage = {
           inputTokens: Number(group.input_tokens),
           outputTokens: Number(group.output_tokens),
           cachedInputTokens: Number(group.cached_input_tokens),
-          cost: dialect.readMoneySum(group.cost),
-        });
+        };
+        add(group, usage, Number(group.turns));
       }
+      for (const group of summaryGroups)
+        add(group, { inputTokens: Number(group.input_tokens), outputTokens: Number(group.output_tokens), cachedInputTokens: 0 }, 0);
       const all = [...byKey.values()].map(
         (row): Omit<CostRecord, 'label'> => ({
           key: row.key,

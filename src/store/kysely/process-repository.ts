@@ -44,6 +44,8 @@ export class KyselyProcessRepository implements ProcessRepository {
           .executeTakeFirst();
         await trx.updateTable('deliveries').set({ lease_until: 0 }).where('owner', '=', id).where('state', '=', 'pending').execute();
         await trx.updateTable('conversation_claims').set({ claimed_until: 0 }).where('owner', '=', id).execute();
+        // A summary it was writing is not coming: the conversation's next turn may write it at once.
+        await trx.updateTable('summary_claims').set({ expires_at: 0 }).where('owner', '=', id).execute();
         await trx.deleteFrom('processes').where('id', '=', id).execute();
         return Number(messages.numUpdatedRows);
       }),

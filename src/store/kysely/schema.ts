@@ -40,6 +40,8 @@ export interface Database {
   readonly person_rate_hits: PersonRateHitsTable;
   readonly person_rate_notices: PersonRateNoticesTable;
   readonly handoffs: HandoffsTable;
+  readonly conversation_summaries: ConversationSummariesTable;
+  readonly summary_claims: SummaryClaimsTable;
   readonly kysely_migration: KyselyMigrationTable;
   readonly kysely_migration_lock: KyselyMigrationLockTable;
 }
@@ -461,4 +463,31 @@ export interface KyselyMigrationTable {
 export interface KyselyMigrationLockTable {
   id: string;
   is_locked: Generated<number>;
+}
+
+/** One version of a conversation's summary (see migration 0029); rows are only inserted. */
+export interface ConversationSummariesTable {
+  id: string;
+  session_id: string;
+  /** 1, 2, … per session (unique with it). */
+  version: number;
+  /** The session's `context_since_seq` when it was written: it covers the display messages after this seq… */
+  from_seq: ColumnType<number | string, number, number>;
+  /** …up to and including this one. */
+  to_seq: ColumnType<number | string, number, number>;
+  text: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost: DecimalText;
+  currency: string;
+  created_at: EpochMillis;
+}
+
+/** Who may write a session's next summary, and until when (epoch ms); `claim_id` null when nobody holds it. */
+export interface SummaryClaimsTable {
+  session_id: string;
+  claim_id: string | null;
+  owner: string | null;
+  expires_at: EpochMillis;
 }

@@ -31,6 +31,7 @@ import { attachmentsMigration } from './0025-attachments.js';
 import { personRateLimitsMigration } from './0026-person-rate-limits.js';
 import { handoffsMigration } from './0027-handoffs.js';
 import { operatorAccountsMigration } from './0028-operator-accounts.js';
+import { conversationSummariesMigration } from './0029-conversation-summaries.js';
 
 /**
  * Every migration, by name, in order. Names sort lexically (Kysely applies them in name order), so always add
@@ -69,6 +70,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0026_person_rate_limits': personRateLimitsMigration(dialect),
     '0027_handoffs': handoffsMigration(dialect),
     '0028_operator_accounts': operatorAccountsMigration(dialect),
+    '0029_conversation_summaries': conversationSummariesMigration(dialect),
   };
 }
 
