@@ -122,6 +122,8 @@ describe('palaver admin: arguments and exit codes', () => {
           status: 'completed',
           paused: false,
           endedAt: null,
+          assignedTo: null,
+          handoff: null,
           lastMessage: null,
           waiting: 0,
           cost: '0.01',
