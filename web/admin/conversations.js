@@ -217,7 +217,9 @@ export function conversationsView(root, sessionId, { showError, me, onTaken }) {
         className: 'quiet',
         testid: 'end-button',
         disabled: Boolean(conversation.endedAt),
-        on: { click: () => (confirm('End this conversation? Its next message starts a fresh context.') ? act('end') : undefined) },
+        on: {
+          click: () => (confirm('End this conversation? The agent answers it again, and its next message starts a fresh context.') ? act('end') : undefined),
+        },
       },
       'End',
     );
