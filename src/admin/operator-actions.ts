@@ -225,29 +225,36 @@ export class OperatorActions {
 
   /**
    * Ends the conversation: status `completed`, its end time kept, and the model's next turn starts afresh (as
-   * `/reset`: no history before it, no response chain, the role as `reset.keepRole` says). Messages still waiting
-   * are answered in the fresh context.
+   * `/reset`: no history before it, no response chain, the role as `reset.keepRole` says). The conversation goes back
+   * to the agent: its handoff closes, nobody has it, and a paused agent is resumed, so that messages still waiting
+   * (held while it was paused) are answered in the fresh context and the person's next ones are answered at all.
    */
   async end(sessionId: string, request: OperatorRequest): Promise<AdminResult<Session>> {
     const { store, cache, resetKeepsRole } = this.#options;
     const at = this.#now().getTime();
-    const result = await store.transaction(async (tx): Promise<AdminResult<Session>> => {
+    const result = await store.transaction(async (tx): Promise<AdminResult<{ readonly ended: Session; readonly resumed: boolean }>> => {
       const session = await tx.sessions.findById(sessionId);
       if (!session) return notFound(sessionId);
-      // Its handoff is over with it, and it is nobody's any more.
+      // Its handoff is over with it, and it is nobody's any more: left paused, it would be nobody's and never answered.
       const handoff = await tx.handoffs.close(sessionId, request.actor, at);
       if (session.assignedTo !== null) await tx.sessions.assign(sessionId, null);
+      const resumed = await tx.sessions.setPaused(sessionId, false);
       const ended = await tx.sessions.end(sessionId);
       await updateUserState(tx.userState, session.userId, (state) => resetUserState(state, resetKeepsRole));
-      await tx.adminActions.record({ ...this.#audit('end', session, request), ...(handoff ? { details: { handoffId: handoff.id } } : {}) });
-      return { ok: true, value: ended };
+      const details = { ...(handoff ? { handoffId: handoff.id } : {}), ...(resumed ? { resumed } : {}) };
+      await tx.adminActions.record({ ...this.#audit('end', session, request), ...(Object.keys(details).length > 0 ? { details } : {}) });
+      return { ok: true, value: { ended, resumed } };
     });
-    if (result.ok) {
-      cache.forgetHistory(sessionId);
-      cache.forgetState(result.value.userId);
-      this.#options.logger.info({ sessionId, actor: request.actor }, 'conversation ended by an operator');
+    if (!result.ok) return result;
+    const { ended, resumed } = result.value;
+    cache.forgetHistory(sessionId);
+    cache.forgetState(ended.userId);
+    this.#options.logger.info({ sessionId, actor: request.actor, resumed }, 'conversation ended by an operator');
+    if (resumed) {
+      this.#showPaused(ended, false);
+      await this.#options.pipeline.answerHeld(ended);
     }
-    return result;
+    return { ok: true, value: ended };
   }
 
   /** The operators' audit, newest first. */

@@ -25,6 +25,8 @@ export interface AgentWideSettings {
   readonly agent: { readonly name: string; readonly language: string };
   readonly limits: { readonly maxInboundChars: number };
   readonly server: { readonly host: string; readonly apiKey?: string | undefined; readonly showToolDetails: boolean };
+  /** The operators' Telegram chat (told of handoffs through the bot): a chat the bot never takes as a conversation. */
+  readonly operators: { readonly notify: { readonly telegramChatId?: string | number | undefined } };
   /** Every plug-in's parsed slice under its key (read one with `sliceOf`). */
   readonly channels: object;
 }

@@ -6,7 +6,7 @@ import type { ScriptedCall } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { type AguiEvent, AguiView } from '../channels/agui-client.js';
 import { events, newVisitor, postRun, runInput, shownText } from '../security/attack-kit.js';
-import { createHarness, lastUserText, type Harness } from '../support/palaver-harness.js';
+import { createHarness, lastUserText, userTexts, type Harness } from '../support/palaver-harness.js';
 import { createTestMariadbDatabase } from '../support/mariadb.js';
 import { createTestPostgresDatabase } from '../support/postgres.js';
 import { TEST_SECRETS } from '../support/secrets.js';
@@ -363,5 +363,30 @@ describe('operators take a conversation and hand it back', () => {
     expect((await palaver.operators.end(sessionId, { actor: 'Olena', requestId: null })).ok).toBe(true);
     expect(await palaver.store.handoffs.findOpen(sessionId)).toBeUndefined();
     expect((await palaver.store.sessions.findById(sessionId))?.assignedTo).toBeNull();
+  });
+  it('hands an ended conversation back to the agent: what the person wrote while waiting is answered once, in a fresh context', async () => {
+    rig = await createTelegramRig(
+      (call) => ({ text: `fresh: ${userTexts(call).join(' | ')}` }),
+      { quietWindowMs: 100 },
+      {
+        config: { operators: { handoff: { phrases: ['operator'] } } },
+      },
+    );
+    const { telegram, harness: h, palaver } = rig;
+    telegram.sendText({ chatId: 9, text: 'an operator please' });
+    expect((await telegram.waitForMessages(1, { chatId: 9 }))[0]!.text).toBe(EN_NOTICE);
+    const sessionId = await sessionOf(palaver, 9);
+    telegram.sendText({ chatId: 9, text: 'my parcel is here after all' });
+    await expect.poll(() => logsWith(h, 'conversation paused by an operator: messages stored, held until it is resumed').length).toBe(1);
+    expect((await palaver.operators.take(sessionId, { actor: 'Olena', requestId: null })).ok).toBe(true);
+
+    expect((await palaver.operators.end(sessionId, { actor: 'Olena', requestId: null })).ok).toBe(true);
+    expect((await palaver.store.sessions.findById(sessionId))?.pausedAt).toBeNull();
+    const replies = await telegram.waitForMessages(2, { chatId: 9 });
+    expect(replies[1]!.text).toBe('fresh: my parcel is here after all');
+    await expect.poll(() => inboxState(h)).toMatchObject({ received: 2, queued: 0, pendingParts: 0 });
+    expect(h.model.calls).toHaveLength(1);
+    const audit = await palaver.store.adminActions.list({ limit: 1 });
+    expect(audit[0]).toMatchObject({ action: 'end', actor: 'Olena', details: { handoffId: expect.any(String), resumed: true } });
   });
 });

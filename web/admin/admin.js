@@ -29,6 +29,8 @@ let events = null;
 let pollTimer = null;
 /** The signed-in role: an `operator` sees conversations and people; `admin` also costs and health. */
 let role = 'operator';
+/** The signed-in name, as the audit and a conversation's `assignedTo` give it. */
+let actor = null;
 
 signInForm.addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -70,9 +72,11 @@ async function showWho() {
   try {
     const me = await whoAmI();
     role = me.role;
+    actor = me.actor;
     who.textContent = me.role === 'admin' ? `${me.actor} · admin` : me.actor;
   } catch {
     role = 'operator';
+    actor = null;
     who.textContent = '';
   }
   for (const link of document.querySelectorAll('[data-admin-only]')) link.hidden = role !== 'admin';
@@ -101,7 +105,7 @@ function route() {
   const [, name = 'conversations', id] = location.hash.split('/').map((part) => decodeURIComponent(part));
   current?.close?.();
   showError('');
-  const context = { showError, navigate: (hash) => (location.hash = hash), onTaken: () => handoffs?.refresh() };
+  const context = { showError, me: actor, navigate: (hash) => (location.hash = hash), onTaken: () => handoffs?.refresh() };
   const views = {
     conversations: conversationsView,
     users: userView,

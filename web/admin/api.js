@@ -5,10 +5,12 @@ let csrfToken = null;
 
 /** A refusal from the server, with its `error.code`. */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  /** `details`: the error's other fields (a refused take names who has the conversation: `assignedTo`). */
+  constructor(status, code, message, details = {}) {
     super(message);
     this.status = status;
     this.code = code;
+    this.details = details;
   }
 }
 
@@ -34,7 +36,8 @@ async function request(method, path, { body, headers = {} } = {}) {
   if (!response.ok) {
     if (response.status === 401 && path !== '/admin/session') window.dispatchEvent(new Event(SIGNED_OUT));
     const error = data && data.error ? data.error : { code: `http_${response.status}`, message: `The server answered ${response.status}.` };
-    throw new ApiError(response.status, error.code, error.message);
+    const { code, message, ...details } = error;
+    throw new ApiError(response.status, code, message, details);
   }
   return data;
 }

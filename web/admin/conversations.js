@@ -1,10 +1,12 @@
-// The conversation list (live), and one conversation: its transcript with the audit toggle, pause and resume,
-// end, and a reply sent as the agent.
+// The conversation list (live), and one conversation: its transcript with the audit toggle, who took it and its
+// open handoff, take, pause and resume (with a note for the agent), end, and a reply sent as the agent.
 import { get, post, query } from './api.js';
 import { badge, h, money, note, when } from './dom.js';
+import { SOURCE_LABEL } from './handoffs.js';
+import { takeConversation, takeRefusal, takenByText } from './take.js';
 
-/** Shows `#/conversations[/<sessionId>]`. */
-export function conversationsView(root, sessionId, { showError }) {
+/** Shows `#/conversations[/<sessionId>]`. `me`: the signed-in operator's name (their own conversations read "Taken by you"). */
+export function conversationsView(root, sessionId, { showError, me, onTaken }) {
   let filters = { q: '' };
   let conversations = [];
   let nextCursor = null;
@@ -77,6 +79,43 @@ export function conversationsView(root, sessionId, { showError }) {
     }
   });
 
+  // Made once too, kept across live refreshes: why the last take was refused, and taking it over.
+  const takeStatus = h('span', { className: 'note', testid: 'take-status', attrs: { 'aria-live': 'polite' } });
+  const takeOver = h('button', { type: 'button', className: 'quiet', hidden: true, testid: 'take-over', on: { click: () => void takeOverFrom() } });
+
+  // Handing back with a note: the note is for the agent's next turns; the person never sees it.
+  const noteText = h('textarea', {
+    rows: 3,
+    placeholder: 'What the agent should know: what you did or promised. The person never sees this note.',
+    testid: 'resume-note',
+    attrs: { 'aria-label': 'Note for the agent', maxlength: 4000 },
+  });
+  const noteSubmit = h('button', { type: 'submit', testid: 'resume-note-submit' }, 'Hand back to the agent');
+  const noteCancel = h('button', { type: 'button', className: 'quiet', on: { click: () => (noteForm.hidden = true) } }, 'Cancel');
+  const noteForm = h(
+    'form',
+    { className: 'composer note-form', testid: 'resume-note-form', hidden: true },
+    h('strong', {}, 'Resume with a note for the agent'),
+    noteText,
+    h('div', { className: 'composer-bar' }, noteCancel, noteSubmit),
+  );
+  noteForm.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const text = noteText.value.trim();
+    noteSubmit.disabled = true;
+    try {
+      await post(`/admin/conversations/${encodeURIComponent(sessionId)}/resume`, text ? { note: text } : {});
+      noteText.value = '';
+      noteForm.hidden = true;
+      onTaken?.();
+      await Promise.all([loadDetail(), loadList()]);
+    } catch (error) {
+      showError(error.message);
+    } finally {
+      noteSubmit.disabled = false;
+    }
+  });
+
   const headSlot = h('div');
   const transcriptSlot = h('div');
 
@@ -124,9 +163,14 @@ export function conversationsView(root, sessionId, { showError }) {
               { className: 'last', testid: 'conversation-last' },
               conversation.lastMessage ? `${conversation.lastMessage.role === 'assistant' ? '↩ ' : ''}${conversation.lastMessage.text}` : '—',
             ),
+            conversation.handoff
+              ? h('span', { className: 'last handoff-line', testid: 'conversation-handoff-reason' }, `Why: ${conversation.handoff.reason}`)
+              : null,
             h(
               'span',
               { className: 'row-bottom' },
+              conversation.handoff && conversation.handoff.takenBy === null ? badge('waiting for a person', 'warn', 'waiting-for-person') : null,
+              conversation.assignedTo ? badge(takenByText(conversation.assignedTo, me), 'info', 'taken-by') : null,
               conversation.paused ? badge('paused', 'warn', 'paused-badge') : null,
               conversation.waiting > 0 ? badge(`${conversation.waiting} waiting`, 'info') : null,
               conversation.endedAt ? badge('ended') : null,
@@ -155,9 +199,18 @@ export function conversationsView(root, sessionId, { showError }) {
       audit = auditToggle.checked;
       void loadDetail();
     });
-    const pauseButton = conversation.paused
-      ? h('button', { type: 'button', testid: 'resume-button', on: { click: () => act('resume') } }, 'Resume the agent')
+    const pauseButtons = conversation.paused
+      ? [
+          h('button', { type: 'button', testid: 'resume-button', on: { click: () => act('resume') } }, 'Resume the agent'),
+          h('button', { type: 'button', className: 'quiet', testid: 'resume-note-button', on: { click: () => openNote() } }, 'Resume with a note…'),
+        ]
       : h('button', { type: 'button', className: 'warn', testid: 'pause-button', on: { click: () => act('pause') } }, 'Pause the agent');
+    if (!conversation.paused) noteForm.hidden = true;
+    // Anyone's conversation but your own can be taken; one another operator has is refused, saying who.
+    const takeButton =
+      (me && conversation.assignedTo === me) || conversation.endedAt
+        ? null
+        : h('button', { type: 'button', testid: 'detail-take', on: { click: () => void take(false) } }, 'Take');
     const endButton = h(
       'button',
       {
@@ -165,7 +218,9 @@ export function conversationsView(root, sessionId, { showError }) {
         className: 'quiet',
         testid: 'end-button',
         disabled: Boolean(conversation.endedAt),
-        on: { click: () => (confirm('End this conversation? Its next message starts a fresh context.') ? act('end') : undefined) },
+        on: {
+          click: () => (confirm('End this conversation? The agent answers it again, and its next message starts a fresh context.') ? act('end') : undefined),
+        },
       },
       'End',
     );
@@ -174,6 +229,7 @@ export function conversationsView(root, sessionId, { showError }) {
       detail.replaceChildren(
         h('a', { href: '#/conversations', className: 'back', testid: 'back-to-list' }, '← All conversations'),
         headSlot,
+        noteForm,
         transcriptSlot,
         composer,
       );
@@ -200,13 +256,25 @@ export function conversationsView(root, sessionId, { showError }) {
           'div',
           { className: 'detail-stats' },
           badge(conversation.status, conversation.status === 'failed' ? 'bad' : ''),
+          conversation.assignedTo ? badge(takenByText(conversation.assignedTo, me), 'info', 'detail-taken') : null,
           conversation.paused ? badge('paused', 'warn', 'detail-paused') : null,
           conversation.waiting > 0 ? badge(`${conversation.waiting} waiting`, 'info', 'detail-waiting') : null,
           money(conversation.cost, conversation.currency),
           h('span', { className: 'meta' }, `${conversation.inputTokens} in / ${conversation.outputTokens} out tokens`),
         ),
       ),
-      h('div', { className: 'actions' }, pauseButton, endButton, h('label', { className: 'check' }, auditToggle, ' Audit: tool calls, stages')),
+      // replaceChildren writes a null as the text "null": absent parts are left out instead.
+      ...(conversation.handoff ? [renderHandoff(conversation.handoff, me)] : []),
+      h(
+        'div',
+        { className: 'actions' },
+        takeButton,
+        pauseButtons,
+        endButton,
+        h('label', { className: 'check' }, auditToggle, ' Audit: tool calls, stages'),
+        takeStatus,
+        takeOver,
+      ),
     );
     const transcript = h('ol', { className: 'transcript', testid: 'transcript' }, ...messages.map(renderMessage));
     const panel = summaries.length > 0 ? renderSummaries(summaries, summariesOpen) : null;
@@ -214,6 +282,32 @@ export function conversationsView(root, sessionId, { showError }) {
     panel?.addEventListener('toggle', () => (summariesOpen = panel.open));
     transcriptSlot.replaceChildren(...(panel ? [panel] : []), transcript);
     transcript.scrollTop = transcript.scrollHeight;
+  }
+
+  async function take(force) {
+    takeStatus.textContent = '';
+    takeOver.hidden = true;
+    try {
+      await takeConversation(sessionId, { force });
+      onTaken?.();
+    } catch (error) {
+      const holder = error.details?.assignedTo;
+      if (error.code !== 'conflict' || typeof holder !== 'string') return showError(error.message);
+      takeStatus.textContent = takeRefusal(error);
+      takeOver.textContent = `Take over from ${holder}`;
+      takeOver.dataset.holder = holder;
+      takeOver.hidden = false;
+    }
+    await Promise.all([loadDetail(), loadList()]);
+  }
+
+  function takeOverFrom() {
+    if (confirm(`Take this conversation over from ${takeOver.dataset.holder}? They will see it is yours.`)) void take(true);
+  }
+
+  function openNote() {
+    noteForm.hidden = false;
+    noteText.focus();
   }
 
   async function act(action) {
@@ -297,8 +391,30 @@ function renderMessage(message) {
   );
 }
 
+/** A conversation's open handoff: waiting for a person or taken, why, and who asked. */
+function renderHandoff(handoff, me) {
+  return h(
+    'div',
+    { className: handoff.takenBy === null ? 'handoff' : 'handoff taken', testid: 'detail-handoff' },
+    h(
+      'div',
+      { className: 'row-top' },
+      h(
+        'strong',
+        { testid: 'detail-handoff-state' },
+        handoff.takenBy === null ? 'Waiting for a person' : `Handed to a person · ${takenByText(handoff.takenBy, me)}`,
+      ),
+      h('span', { className: 'at', title: handoff.requestedAt }, when(handoff.requestedAt)),
+    ),
+    h('p', { className: 'reason', testid: 'detail-handoff-reason' }, handoff.reason),
+    h('span', { className: 'meta' }, SOURCE_LABEL[handoff.source] ?? handoff.source),
+  );
+}
+
 function authorLabel(message) {
   if (message.audience !== 'display') return `audit · ${message.role}`;
+  // A note an operator left when handing the conversation back: the agent reads it, the person never does.
+  if (message.role === 'system' && message.author === 'operator') return 'Note for the agent (hidden from the person)';
   return { person: 'Person', agent: 'Agent', operator: 'Operator (as agent)', palaver: 'Palaver' }[message.author] ?? message.role;
 }
 

@@ -1,10 +1,12 @@
 // Conversations handed to a person: the count in the top bar (with a chime when a new one arrives while the page is
 // open), and the "Waiting for a person" list with a Take button on each.
-import { get, post } from './api.js';
+import { get } from './api.js';
 import { chime } from './chime.js';
 import { badge, h, note, when } from './dom.js';
+import { takeConversation, takeRefusal } from './take.js';
 
-const SOURCE_LABEL = { model: 'the agent asked', tool: 'a tool asked', phrase: 'the person asked' };
+/** Who asked for a person, as operators read it. */
+export const SOURCE_LABEL = { model: 'the agent asked', tool: 'a tool asked', phrase: 'the person asked' };
 
 /**
  * Keeps the count of conversations waiting for a person in `counter` (hidden at 0) and chimes when one arrives that
@@ -94,12 +96,14 @@ export function handoffsView(root, _id, { showError, onTaken }) {
   async function takeIt(handoff, button) {
     button.disabled = true;
     try {
-      await post(`/admin/conversations/${encodeURIComponent(handoff.sessionId)}/take`);
+      await takeConversation(handoff.sessionId);
       onTaken?.();
       await load();
     } catch (error) {
       button.disabled = false;
-      showError(error.message);
+      showError(takeRefusal(error));
+      // Another operator was quicker: the list shows who.
+      await load();
     }
   }
 

@@ -21,6 +21,8 @@ export const telegramBotPlugin: ChannelPlugin<'telegram', typeof telegramBotConf
         quietWindowMs: telegram.quietWindowMs,
         ...(telegram.maxWaitMs === undefined ? {} : { maxWaitMs: telegram.maxWaitMs }),
         groupAnswer: telegram.groups.answer,
+        // The operators' chat is told of handoffs through this bot; what operators write there is not for the agent.
+        ...(config.operators.notify.telegramChatId === undefined ? {} : { ignoredChats: [config.operators.notify.telegramChatId] }),
         drafts: telegram.drafts,
         maxUpdateAttempts: telegram.maxUpdateAttempts,
         floodWaitInlineMaxSeconds: telegram.floodWaitInlineMaxSeconds,

@@ -53,6 +53,11 @@ export interface TelegramBotChannelOptions {
   readonly groupAnswer?: 'mention' | 'all';
   /** Live drafts in private chats while the reply is written. Default true. */
   readonly drafts?: boolean;
+  /**
+   * Chats whose messages are never taken as conversations: the operators' chat (`operators.notify.telegramChatId`),
+   * where the bot posts notices and operators talk among themselves, replying to them or mentioning the bot.
+   */
+  readonly ignoredChats?: readonly (string | number)[];
   /** Voice and audio messages are transcribed with it; without it people are asked to write instead. */
   readonly transcribe?: Transcribe;
   /** The agent's name, for the greeting and the bot's description. */
@@ -147,6 +152,7 @@ export class TelegramBotChannel implements Channel, OperatorsChat {
       notices,
       voice: new BotVoice({ api, token: options.token, apiRoot, transcribe: options.transcribe, notices, logger, fetch: callOut }),
       groupAnswer: options.groupAnswer ?? 'mention',
+      ignoredChats: new Set((options.ignoredChats ?? []).map(String)),
       logger,
       onDeadLetter: options.onDeadLetter,
     });

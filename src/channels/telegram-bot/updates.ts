@@ -23,6 +23,8 @@ export interface BotUpdatesOptions {
   readonly voice: BotVoice;
   /** `mention`: group messages are answered only when addressed to the bot; `all`: every one. */
   readonly groupAnswer: 'mention' | 'all';
+  /** Chats that are no conversation (the operators' chat, where the bot only posts notices): their messages are ignored. */
+  readonly ignoredChats?: ReadonlySet<string>;
   readonly logger: Logger;
   /** Called for each update given up (after it is kept as a dead letter). */
   readonly onDeadLetter?: ((reason: DeadLetterReason) => void) | undefined;
@@ -99,6 +101,8 @@ export class BotUpdates {
     if (!from || from.is_bot) return;
     const chat = message.chat;
     if (chat.type === 'channel') return;
+    // Operators reply to a notice in their chat, or mention the bot there: talk among people, never the agent's turn.
+    if (this.#options.ignoredChats?.has(String(chat.id))) return;
     const me = this.#options.bot.botInfo;
     const shared = chat.type === 'group' || chat.type === 'supergroup';
     const address: ChatAddress = {
