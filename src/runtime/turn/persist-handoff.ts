@@ -5,7 +5,7 @@ import type { ModelFailures } from '../flow-context.js';
 import { splitReply } from '../reply.js';
 import type { Answer } from './answer.js';
 import { closeTurn } from './close-turn.js';
-import { inSessionCurrency, newMessages, outcome, usageOf } from './persist-reply.js';
+import { inSessionCurrency, newMessages, outcome, replyMessage, usageOf } from './persist-reply.js';
 import type { TurnScope } from './turn-context.js';
 
 /** Who asked for a person, and why. */
@@ -52,20 +52,11 @@ async function storeHandoff(
     messages: [
       ...newMessages(scope),
       ...(after?.flow.audit ?? []),
-      {
-        id: scope.replyMessageId,
-        role: 'assistant',
-        audience: 'display',
-        content: text,
-        correlationId: scope.correlationId,
-        ...usage,
-        currency: scope.currency,
-        meta: {
-          handoff: { reason: request.reason, source: request.source },
-          ...(calls.length > 0 ? { models: [...new Set(calls.map((call) => call.model))] } : {}),
-          ...(after !== undefined && after.failures.length > 0 ? { failures: after.failures } : {}),
-        },
-      },
+      replyMessage(scope, text, usage, {
+        handoff: { reason: request.reason, source: request.source },
+        ...(calls.length > 0 ? { models: [...new Set(calls.map((call) => call.model))] } : {}),
+        ...(after !== undefined && after.failures.length > 0 ? { failures: after.failures } : {}),
+      }),
     ],
     session: { status: 'completed', ...(calls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
     ...(after === undefined ? {} : { cost: usage.cost }),

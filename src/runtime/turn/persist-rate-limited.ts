@@ -2,7 +2,7 @@ import { systemText } from '../../i18n/index.js';
 import { splitReply } from '../reply.js';
 import type { Answer } from './answer.js';
 import { closeTurn } from './close-turn.js';
-import { newMessages, outcome, usageOf } from './persist-reply.js';
+import { newMessages, outcome, replyMessage, usageOf } from './persist-reply.js';
 import type { TurnScope } from './turn-context.js';
 
 /**
@@ -24,16 +24,7 @@ export async function persistRateLimited(scope: TurnScope): Promise<Answer> {
   const notice = scope.messages.some(({ inbound }) => inbound.rateLimited === 'notice');
   const text = notice ? systemText(scope.interfaceLanguage, 'limits.perPerson', undefined, deps.agent.defaultLanguage) : '';
   const parts = notice ? splitReply(text, scope.channel.capabilities.maxMessageChars) : [];
-  const reply = {
-    id: scope.replyMessageId,
-    role: 'assistant' as const,
-    audience: 'display' as const,
-    content: text,
-    correlationId: scope.correlationId,
-    ...usage,
-    currency: scope.currency,
-    meta: { rateLimited: true },
-  };
+  const reply = replyMessage(scope, text, usage, { rateLimited: true });
   const { deliveries } = await closeTurn(scope, {
     // Unnoticed messages are stored as they are: the inbox points at the last of them as answered.
     messages: notice ? [...newMessages(scope), reply] : newMessages(scope),

@@ -155,20 +155,7 @@ async function storeOwnReply(
   const audit = [...toolAuditRecords([...scope.journal.toolRuns.values()], [], scope.correlationId), ...(reply.audit ?? [])];
   const parts = splitReply(reply.text, scope.channel.capabilities.maxMessageChars);
   const { deliveries } = await closeTurn(scope, {
-    messages: [
-      ...newMessages(scope),
-      ...audit,
-      {
-        id: scope.replyMessageId,
-        role: 'assistant',
-        audience: 'display',
-        content: reply.text,
-        correlationId: scope.correlationId,
-        ...usage,
-        currency: scope.currency,
-        meta: reply.meta,
-      },
-    ],
+    messages: [...newMessages(scope), ...audit, replyMessage(scope, reply.text, usage, reply.meta)],
     session: { status: reply.status, ...(scope.journal.modelCalls.length > 0 ? { usage: { ...usage, currency: scope.currency } } : {}) },
     cost: usage.cost,
     ...(reply.state ? { state: () => reply.state! } : {}),
@@ -222,6 +209,23 @@ export async function inSessionCurrency(scope: TurnScope, store: () => Promise<A
   }
 }
 
+/**
+ * The turn's own reply message, stored under the turn's reply id (what the web stream showed it as): Palaver's notice,
+ * an apology, or a reset's answer, with the usage of the model calls that led to it.
+ */
+export function replyMessage(scope: TurnScope, text: string, usage: BilledUsage, meta: Readonly<Record<string, unknown>>): NewMessage {
+  return {
+    id: scope.replyMessageId,
+    role: 'assistant',
+    audience: 'display',
+    content: text,
+    correlationId: scope.correlationId,
+    ...usage,
+    currency: scope.currency,
+    meta,
+  };
+}
+
 /** Tokens and cost of the turn's model calls, in the user's billing currency (6 places). */
 export function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]): Promise<BilledUsage> {
   return scope.deps.billing.usageOf(calls, scope.currency, scope.deps.now());
@@ -251,19 +255,7 @@ export async function persistReset(scope: TurnScope): Promise<Answer> {
   const state = resetUserState(scope.initialState, deps.agent.resetKeepsRole);
   const parts = splitReply(text, scope.channel.capabilities.maxMessageChars);
   const closed = await closeTurn(scope, {
-    messages: [
-      ...newMessages(scope),
-      {
-        id: scope.replyMessageId,
-        role: 'assistant',
-        audience: 'display',
-        content: text,
-        correlationId: scope.correlationId,
-        ...usage,
-        currency: scope.currency,
-        meta: { reset: true },
-      },
-    ],
+    messages: [...newMessages(scope), replyMessage(scope, text, usage, { reset: true })],
     session: { status: 'completed' },
     // The trigger and its confirmation are behind the new start too.
     resetContext: true,
