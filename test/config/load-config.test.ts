@@ -102,6 +102,25 @@ describe('config', () => {
     );
   });
 
+  it("checks the operators' settings: a webhook needs its secret (also from the environment), hours are ranges", () => {
+    const model = { name: 'm' };
+    expect(() => parseConfig({ model, operators: { notify: { webhookUrl: 'https://ops.example.com/hook' } } })).toThrow(
+      /operators\.notify\.webhookSecret: set webhookSecret \(or PALAVER_OPERATORS_WEBHOOK_SECRET\) with webhookUrl/,
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'palaver-operators-'));
+    writeFileSync(join(dir, 'palaver.config.json'), JSON.stringify({ model, operators: { notify: { webhookUrl: 'https://ops.example.com/hook' } } }));
+    const secret = 'a-webhook-secret-of-24-chars-or-more';
+    expect(loadConfig({ cwd: dir, env: { PALAVER_OPERATORS_WEBHOOK_SECRET: secret } }).config.operators.notify.webhookSecret).toBe(secret);
+    expect(() => parseConfig({ model, operators: { hours: { days: { mon: '18:00-09:00' } } } })).toThrow(
+      /operators\.hours\.days\.mon: the range must end after it starts/,
+    );
+    expect(() => parseConfig({ model, operators: { hours: { days: { fri: '9-17' } } } })).toThrow(/a range of hours, e\.g\. "09:00-18:00"/);
+    expect(parseConfig({ model, operators: { hours: { timeZone: 'Europe/Kyiv', days: { mon: '09:00-18:00' } } } }).operators.hours).toEqual({
+      timeZone: 'Europe/Kyiv',
+      days: { mon: '09:00-18:00' },
+    });
+  });
+
   it('rejects a database URL of an unknown kind, naming only its scheme', () => {
     expect(() => parseConfig({ model: { name: 'm' }, database: { url: 'mongodb://x' } })).toThrow(/database\.url: "mongodb:" databases are not supported/);
     let message = '';
