@@ -22,7 +22,7 @@ import type { AguiStream } from './agui-stream.js';
 import type { AguiRunIds, FinishedReply } from './agui-translator.js';
 import { INTERNAL_ERROR_CODE, WEB_CHANNEL } from './web-constants.js';
 import { chatPageRoutes } from './chat-page.js';
-import { errorResponse, RequestGuard } from './request-guard.js';
+import { errorResponse, type GuardResult, RequestGuard } from './request-guard.js';
 import { badTextReason } from './text-check.js';
 import { WebIdentity, type UserTokenOptions } from './web-identity.js';
 import { ReplyRelay, type RelayedEvent, type RelayedTurn } from './reply-relay.js';
@@ -754,11 +754,9 @@ export class WebChannel implements Channel {
 
   /** `GET /conversations`: the caller's conversations on this channel, most recent first. */
   async #conversations(request: Request, remoteAddress: string | undefined): Promise<Response> {
-    const context = this.#context;
-    if (!context) return json(503, 'channel_stopped', 'The web channel is not running; try again shortly.');
-    const guard = this.#guard.check(request, 'read');
-    if (!guard.ok) return errorResponse(guard);
-    const url = new URL(request.url);
+    const read = this.#openRead(request);
+    if (!read.ok) return read.response;
+    const { context, guard, url } = read;
     const account = await this.#account(request, remoteAddress, url.searchParams.get('userId') ?? undefined, undefined);
     if (!account.ok) return json(account.status, account.code, account.message, guard.cors);
     try {
@@ -772,11 +770,9 @@ export class WebChannel implements Channel {
 
   /** `GET /conversations/messages?id=<threadId>`: the displayed messages of one of the caller's conversations. */
   async #transcript(request: Request, remoteAddress: string | undefined): Promise<Response> {
-    const context = this.#context;
-    if (!context) return json(503, 'channel_stopped', 'The web channel is not running; try again shortly.');
-    const guard = this.#guard.check(request, 'read');
-    if (!guard.ok) return errorResponse(guard);
-    const url = new URL(request.url);
+    const read = this.#openRead(request);
+    if (!read.ok) return read.response;
+    const { context, guard, url } = read;
     const id = url.searchParams.get('id') ?? '';
     if (!isIdParam(id)) {
       return json(400, 'invalid_input', `Name the conversation as ?id=<thread id> (1 to ${MAX_ID_CHARS} characters, no NUL or lone surrogates).`, guard.cors);
@@ -809,11 +805,9 @@ export class WebChannel implements Channel {
    * sandboxing policy, and a PDF only as a download.
    */
   async #attachment(request: Request, remoteAddress: string | undefined): Promise<Response> {
-    const context = this.#context;
-    if (!context) return json(503, 'channel_stopped', 'The web channel is not running; try again shortly.');
-    const guard = this.#guard.check(request, 'read');
-    if (!guard.ok) return errorResponse(guard);
-    const url = new URL(request.url);
+    const read = this.#openRead(request);
+    if (!read.ok) return read.response;
+    const { context, guard, url } = read;
     const conversationId = url.searchParams.get('conversation') ?? '';
     const id = url.searchParams.get('id') ?? '';
     for (const value of [conversationId, id]) {
@@ -851,11 +845,9 @@ export class WebChannel implements Channel {
    * yet is 404: the page opens it after its first message).
    */
   async #watch(request: Request, remoteAddress: string | undefined): Promise<Response> {
-    const context = this.#context;
-    if (!context || this.#stopped) return json(503, 'channel_stopped', 'The web channel is not running; try again shortly.');
-    const guard = this.#guard.check(request, 'read');
-    if (!guard.ok) return errorResponse(guard);
-    const url = new URL(request.url);
+    const read = this.#openRead(request, { refuseWhileStopping: true });
+    if (!read.ok) return read.response;
+    const { context, guard, url } = read;
     const id = url.searchParams.get('id') ?? '';
     if (!isIdParam(id)) {
       return json(400, 'invalid_input', `Name the conversation as ?id=<thread id> (1 to ${MAX_ID_CHARS} characters, no NUL or lone surrogates).`, guard.cors);
@@ -887,6 +879,24 @@ export class WebChannel implements Channel {
     stream.onClose(this.#events.watch(id, stream));
     stream.send({ type: 'state', paused: state.paused });
     return new Response(stream.body, { status: 200, headers: { ...SSE_HEADERS, ...guard.cors } });
+  }
+
+  /**
+   * What every read of the caller's conversations checks first: the channel runs (`refuseWhileStopping`: and is not
+   * stopping, for a stream that would outlive it) and the request passes the guard (host, origin, key).
+   */
+  #openRead(
+    request: Request,
+    options: { readonly refuseWhileStopping?: boolean } = {},
+  ):
+    | { readonly ok: true; readonly context: ChannelContext; readonly guard: GuardResult & { readonly ok: true }; readonly url: URL }
+    | { readonly ok: false; readonly response: Response } {
+    const context = this.#context;
+    if (!context || (options.refuseWhileStopping === true && this.#stopped))
+      return { ok: false, response: json(503, 'channel_stopped', 'The web channel is not running; try again shortly.') };
+    const guard = this.#guard.check(request, 'read');
+    if (!guard.ok) return { ok: false, response: errorResponse(guard) };
+    return { ok: true, context, guard, url: new URL(request.url) };
   }
 
   /** Whether the conversation is paused now; a failed read says no (the run then waits as any other). */
