@@ -276,6 +276,7 @@ export const adminAction = z.object({
     'operator_add',
     'operator_disable',
     'operator_reset_token',
+    'approval',
   ]),
   /** The operator account's name; for the admin token `admin`, or the name its client sent (`X-Palaver-Actor`); `agent` for a handoff. */
   actor: z.string(),

@@ -53,6 +53,7 @@ export class PalaverMetrics {
   /** Inbound messages given up on after `inbox.maxTurnAttempts` turns failed to store an answer. */
   readonly turnsAbandoned: PromClient.Counter<string>;
   readonly turnsFencedOut: PromClient.Counter<string>;
+  readonly toolApprovals: PromClient.Counter<'decision'>;
   /** Model replies cut to `agent.maxReplyChars`. */
   readonly repliesCut: PromClient.Counter<string>;
   /** Model answers in actions mode refused by the plan check (nothing of them sent), by reason; repairs count too. */
@@ -172,6 +173,12 @@ export class PalaverMetrics {
       name: 'palaver_channel_dead_letters_total',
       help: 'Inbound updates a channel gave up on (kept as dead letters), by reason',
       labelNames: ['channel', 'reason'] as const,
+      registers: [registry],
+    });
+    this.toolApprovals = new prom.Counter({
+      name: 'palaver_tool_approvals_total',
+      help: 'Tool call approval requests decided, by decision (approved, declined, expired)',
+      labelNames: ['decision'] as const,
       registers: [registry],
     });
     this.turnsFencedOut = new prom.Counter({

@@ -1,3 +1,5 @@
+import type { ApprovalDecision } from '../../src/domain/approval.js';
+import type { ApprovalOutcome } from '../../src/domain/ports/channel.js';
 import { ChannelError } from '../../src/domain/errors.js';
 import type {
   Acceptance,
@@ -54,6 +56,15 @@ export class FakeChannelContext implements ChannelContext {
    */
   enforceOwnership(): void {
     this.#owners = new Map();
+  }
+
+  /** Decisions channels passed on (`decideApproval`), in order; each is answered with {@link approvalOutcome}. */
+  readonly decisions: { readonly accountId: string; readonly approvalId: string; readonly decision: ApprovalDecision }[] = [];
+  approvalOutcome: ApprovalOutcome = { kind: 'decided', status: 'approved' };
+
+  async decideApproval(accountId: string, approvalId: string, decision: ApprovalDecision): Promise<ApprovalOutcome> {
+    this.decisions.push({ accountId, approvalId, decision });
+    return this.approvalOutcome.kind === 'decided' ? { kind: 'decided', status: decision } : this.approvalOutcome;
   }
 
   /** Messages stored through `record`, in order, deduplicated by conversation and message id as the pipeline does. */

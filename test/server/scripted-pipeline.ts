@@ -1,3 +1,5 @@
+import type { ApprovalDecision } from '../../src/domain/approval.js';
+import type { ApprovalOutcome } from '../../src/domain/ports/channel.js';
 import { ChannelError } from '../../src/domain/errors.js';
 import type {
   Acceptance,
@@ -92,6 +94,14 @@ export class ScriptedPipeline implements ChannelContext {
   /** The web channel never records history without a turn. */
   async record(): Promise<{ readonly stored: number }> {
     throw new Error('the web channel does not record history');
+  }
+
+  /** Decisions the web channel passed on, in order (answered as decided). */
+  readonly decisions: { readonly accountId: string; readonly approvalId: string; readonly decision: ApprovalDecision }[] = [];
+
+  async decideApproval(accountId: string, approvalId: string, decision: ApprovalDecision): Promise<ApprovalOutcome> {
+    this.decisions.push({ accountId, approvalId, decision });
+    return { kind: 'decided', status: decision };
   }
 
   async interfaceLanguage(_accountId: string, hint?: string): Promise<string> {

@@ -1,3 +1,4 @@
+import type { ApprovalDecision, ApprovalStatus, DeliveryApproval } from '../approval.js';
 /**
  * The `Channel` port: one interface for both directions of a messaging channel (web, terminal, Telegram, …).
  *
@@ -172,7 +173,26 @@ export interface ChannelContext {
   record(conversation: RecordedConversation, entries: readonly RecordedMessage[]): Promise<{ readonly stored: number }>;
   /** Small values the channel keeps across restarts (a polling offset, business connections), per channel. */
   readonly state: ChannelStateStore;
+  /**
+   * Decides a tool call's approval request for the person `accountId` (the account the channel verified: a Telegram
+   * `callback_query`'s sender, the web caller's signed identity, never a field of the request). Only the person the
+   * waiting turn answers may decide it, on the channel it was asked on; the first decision wins across processes,
+   * and the turn then goes on. Resolves what happened, for the channel to tell the person (in
+   * `interfaceLanguage`): decided now, decided before, expired, refused (not theirs, or an operator's to decide),
+   * or unknown.
+   */
+  decideApproval(accountId: string, approvalId: string, decision: ApprovalDecision): Promise<ApprovalOutcome>;
 }
+
+/** What a decision on an approval request came to (see `ChannelContext.decideApproval`). */
+export type ApprovalOutcome =
+  | { readonly kind: 'decided'; readonly status: ApprovalDecision }
+  /** Decided before (another press, another process, an operator): `status` is the decision that stands. */
+  | { readonly kind: 'already'; readonly status: Exclude<ApprovalStatus, 'pending'> }
+  | { readonly kind: 'expired' }
+  /** `not_yours`: another person's request; `operator`: an operator decides this one. */
+  | { readonly kind: 'refused'; readonly reason: 'not_yours' | 'operator' }
+  | { readonly kind: 'not_found' };
 
 /** The conversation `ChannelContext.record` stores into: the person on the other side, and the channel's chat. */
 export interface RecordedConversation {
@@ -293,6 +313,12 @@ export interface SendOptions {
    * the part as a reply to it. Absent: the channel's default (a Telegram bot quotes nothing).
    */
   readonly replyTo?: string;
+  /**
+   * The part asks the person to approve a tool call (its text says what will happen): a channel with buttons shows
+   * Approve / Decline with it and hands the press to `ChannelContext.decideApproval`; any other channel sends the
+   * text alone (the person answers in words).
+   */
+  readonly approval?: DeliveryApproval;
 }
 
 /** One sent part of a reply, as the channel knows it. */

@@ -1,3 +1,4 @@
+import type { ApprovalStatus, DeliveryApproval, ToolApproval } from '../approval.js';
 import type {
   AttachmentRef,
   Audience,
@@ -45,6 +46,8 @@ export interface Store {
   readonly adminActions: AdminActionRepository;
   readonly dashboardSessions: DashboardSessionRepository;
   readonly handoffs: HandoffRepository;
+  /** Tool calls waiting for a person's (or an operator's) approval, and the decisions taken. */
+  readonly approvals: ApprovalRepository;
   /** The people who operate Palaver through the admin API and dashboard, each with a role and a token. */
   readonly operatorAccounts: OperatorAccountRepository;
   readonly summaries: SummaryRepository;
@@ -299,6 +302,11 @@ export interface TurnRepository {
   listModelCalls(turnId: string): Promise<string[]>;
   /** Forgets the turn and its journal (in the transaction that stores its reply). */
   close(turnId: string): Promise<void>;
+  /**
+   * Adds a message to an open turn's batch, after its others: the answer that lets a turn waiting for an approval go
+   * on (it resumes with the messages of its batch still queued).
+   */
+  attach(turnId: string, inboundId: string): Promise<void>;
 }
 
 /**
@@ -428,6 +436,8 @@ export interface DeliveryRecord {
   readonly replyTo?: string | null;
   /** Set when the part is a reaction, not a message: the emoji and the channel message id it goes on. */
   readonly reaction?: DeliveryReaction | null;
+  /** Set when the part asks for a tool call's approval: a channel with buttons shows them with it. */
+  readonly approval?: DeliveryApproval | null;
   readonly channel: string;
   readonly conversationId: string;
   readonly accountId: string;
@@ -536,6 +546,7 @@ export type AdminActionKind =
   | 'end'
   | 'take'
   | 'handoff'
+  | 'approval'
   | 'profile'
   | 'phone'
   | 'role'
@@ -623,6 +634,42 @@ export interface DashboardSessionRepository {
  * Handoffs to a person, shared by every process of the database: at most one open per conversation, and each notice
  * round claimed by exactly one process, so operators are told once however many processes run.
  */
+/** A request for approval to record (see `ToolApproval`). */
+export type NewToolApproval = Omit<ToolApproval, 'id' | 'status' | 'askedAgain' | 'decidedAt' | 'decidedBy' | 'reason'>;
+
+/**
+ * Tool calls waiting for a decision. Every decision is one guarded statement (the request still pending, and for a
+ * person's or an operator's decision not expired yet), so the first one taken wins across processes.
+ */
+export interface ApprovalRepository {
+  /**
+   * Records a pending request and holds its session's messages until it is decided (as a pause does). A request for
+   * the same call of the same turn is recorded once: the one recorded comes back.
+   */
+  request(approval: NewToolApproval): Promise<ToolApproval>;
+  get(id: string): Promise<ToolApproval | undefined>;
+  /** The requests of a turn, for its journal: a resumed turn reads its decisions here. */
+  forTurn(turnId: string): Promise<ToolApproval[]>;
+  /** The session's pending request, if any (one turn at a time waits in a conversation). */
+  pendingFor(sessionId: string): Promise<ToolApproval | undefined>;
+  /** Requests, newest first; with `status`, only those. */
+  list(options: { readonly status?: ApprovalStatus; readonly limit: number }): Promise<ToolApproval[]>;
+  /**
+   * Takes a decision if the request is still pending: `approved` or `declined` only before `expiresAt` (then it is
+   * expired, not decided), `expired` only after. Resolves whether this call decided it.
+   */
+  decide(
+    id: string,
+    decision: { readonly status: Exclude<ApprovalStatus, 'pending'>; readonly by: string; readonly reason: string | null; readonly now: number },
+  ): Promise<boolean>;
+  /** Marks that an unclear answer was met by asking again; resolves false when that was done already (or decided). */
+  askAgain(id: string): Promise<boolean>;
+  /** Pending requests whose time ran out by `now`, oldest first. */
+  listExpired(now: number, limit: number): Promise<ToolApproval[]>;
+  /** Lets the session's messages go (the hold a request put on them), unless another of its requests still waits. */
+  release(sessionId: string): Promise<void>;
+}
+
 export interface HandoffRepository {
   /** Opens a handoff, its first notice due at once; when the conversation has one open, resolves that one (`opened: false`). */
   open(handoff: NewHandoff): Promise<{ readonly handoff: Handoff; readonly opened: boolean }>;

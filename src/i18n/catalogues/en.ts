@@ -36,6 +36,18 @@ export const en = {
   'handoff.shortly': 'I have passed our conversation to a person from our team. They will answer you here shortly.',
   'handoff.later': 'I have passed our conversation to a person from our team. They will answer you here when our working hours begin: {when}.',
   'handoff.noTime': 'I have passed our conversation to a person from our team. They will answer you here.',
+  'approval.question': 'Before I go on, I need your yes:\n{summary}',
+  'approval.answerInWords': 'Reply "yes" to go ahead or "no" to cancel.',
+  'approval.askAgain': 'I did not understand. Should I go ahead with this? Please answer "yes" or "no":\n{summary}',
+  'approval.approve': 'Approve',
+  'approval.decline': 'Decline',
+  'approval.approved': '✅ Approved',
+  'approval.declined': '❌ Declined',
+  'approval.expired': '⌛ No answer in time: not done',
+  'approval.alreadyDecided': 'This was already decided.',
+  'approval.notYours': 'Only the person who was asked can decide this.',
+  'approval.byOperator': 'A member of our team decides this one.',
+  'approval.unknown': 'This request is no longer open.',
   'telegram.shortDescription': '{name}: an assistant that answers in this chat.',
 } as const satisfies Record<string, string>;
 

@@ -11,7 +11,7 @@ export interface TurnClaim {
    * its messages may have been answered there.
    */
   readonly takenFromAnother: boolean;
-  /** Whether an operator paused the conversation's session (read with the claim). */
+  /** Whether the conversation's messages are held (read with the claim): an operator paused it, or a turn waits for an approval. */
   readonly paused: boolean;
   /** Checks, in the transaction `tx` of a turn's write, that the claim still holds. @throws FencedOut when it does not. */
   check(tx: Store): Promise<void>;

@@ -2,6 +2,7 @@ import { newId } from '../../domain/ids.js';
 import type { Session } from '../../domain/model.js';
 import type { Acceptance, AcceptOptions, Channel, ChannelContext, InboundMessage, RecordedConversation, RecordedMessage } from '../../domain/ports/channel.js';
 import type { IdentityResolver } from '../../domain/ports/identity.js';
+import { ApprovalDecisions } from '../approvals/approval-decisions.js';
 import { Inbox } from '../inbox.js';
 import { settlesWithin } from '../settles-within.js';
 import type { AcceptedMessage, TurnDependencies } from '../turn/turn-context.js';
@@ -16,6 +17,9 @@ import { PersonRateLimit, type PersonLimitsSettings } from './person-rate-limit.
 import { ProcessRegistry } from './process-registry.js';
 import { RecordedIntake } from './recorded-intake.js';
 import { TurnRunner } from './turn-runner.js';
+
+/** How often a process looks for approval requests whose time ran out. */
+const APPROVAL_EXPIRY_CHECK_MS = 15_000;
 
 export interface PipelineOptions {
   /** Longest accepted inbound text in characters. */
@@ -83,6 +87,8 @@ export class Pipeline {
   readonly #turns: TurnRunner;
   readonly #recovery: LeaseRecovery;
   readonly #registry: ProcessRegistry;
+  readonly #approvals: ApprovalDecisions;
+  #expiry: ReturnType<typeof setInterval> | undefined;
 
   constructor(deps: TurnDependencies, identity: IdentityResolver, options: PipelineOptions) {
     this.#deps = deps;
@@ -125,6 +131,7 @@ export class Pipeline {
       personRate: options.perPerson === undefined ? undefined : new PersonRateLimit(options.perPerson),
     });
     this.#recorded = new RecordedIntake({ deps, maxInboundChars: options.maxInboundChars, identity: join });
+    this.#approvals = new ApprovalDecisions({ deps, lease: this.#lease, answerHeld: (session) => this.answerHeld(session) });
     this.#recovery = new LeaseRecovery({
       deps,
       lease: this.#lease,
@@ -151,6 +158,7 @@ export class Pipeline {
       conversationState: (accountId, conversationId) => this.#reads.conversationState(channel, accountId, conversationId),
       interfaceLanguage: (accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
       record: (conversation, entries) => this.record(channel, conversation, entries),
+      decideApproval: (accountId, approvalId, decision) => this.#approvals.decide(approvalId, decision, { kind: 'person', channel: channel.name, accountId }),
       state: {
         get: (key) => this.#deps.store.channelState.get(channel.name, key),
         set: (key, value) => this.#deps.store.channelState.set(channel.name, key, value),
@@ -162,6 +170,19 @@ export class Pipeline {
   /** Answers what crashed processes left unanswered, now and periodically, and keeps this process's leases alive. */
   start(): void {
     this.#recovery.start();
+    // Requests nobody answered in time are declined (their turns go on), by whichever process looks first.
+    this.#expiry = setInterval(() => {
+      if (this.#stopped) return;
+      this.#approvals
+        .expireDue()
+        .catch((error: unknown) => this.#deps.logger.error({ err: error }, 'could not expire approval requests; trying again shortly'));
+    }, APPROVAL_EXPIRY_CHECK_MS);
+    this.#expiry.unref();
+  }
+
+  /** Decisions on tool calls' approval requests (operators' decisions, the expiry): see {@link ApprovalDecisions}. */
+  get approvals(): ApprovalDecisions {
+    return this.#approvals;
   }
 
   /**
@@ -174,6 +195,7 @@ export class Pipeline {
    */
   async close(options: { readonly graceMs?: number } = {}): Promise<boolean> {
     this.#stopped = true;
+    clearInterval(this.#expiry);
     // Summaries being written after turns are part of the work: a run cut off stores nothing, and the next turn retries.
     const drained = this.#recovery.settled.then(() => this.#inbox.drain()).then(() => this.#deps.summaries?.idle());
     const done = options.graceMs === undefined ? await drained.then(() => true) : await settlesWithin(drained, options.graceMs);

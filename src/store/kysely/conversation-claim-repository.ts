@@ -136,6 +136,9 @@ function claimUpsert(db: Kysely<Database>, $: ClaimArgs) {
     );
 }
 
+/** Since when the session's messages are held: paused by an operator, or a turn waiting for an approval. */
+const heldSince = sql<number | string | null>`coalesce(paused_at, approval_pending_at)`.as('paused_at');
+
 const claimInOneStatement = prepared((db, $: ClaimArgs) => claimUpsert(db, $).returning(['owner', 'previous_owner', 'token']));
 
 // The same claim, answering with the session's pause too: the turn that claims learns it without a read of its own.
@@ -144,11 +147,11 @@ const claimReadingPause = prepared((db, $: ClaimArgs & { sessionId: string }) =>
     'owner',
     'previous_owner',
     'token',
-    eb.selectFrom('sessions').select('paused_at').where('id', '=', $.sessionId).as('paused_at'),
+    eb.selectFrom('sessions').select(heldSince).where('id', '=', $.sessionId).as('paused_at'),
   ]),
 );
 
-const readPause = prepared((db, $: { sessionId: string }) => db.selectFrom('sessions').select('paused_at').where('id', '=', $.sessionId));
+const readPause = prepared((db, $: { sessionId: string }) => db.selectFrom('sessions').select(heldSince).where('id', '=', $.sessionId));
 
 const insertFreeClaim = prepared((db, $: { channel: string; conversationId: string }, dialect) =>
   dialect.insertOrIgnore(

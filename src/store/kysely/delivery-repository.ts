@@ -1,3 +1,4 @@
+import type { DeliveryApproval } from '../../domain/approval.js';
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { DeliveryRecord, DeliveryRepository } from '../../domain/ports/store.js';
@@ -36,6 +37,7 @@ export class KyselyDeliveryRepository implements DeliveryRepository {
         reply_to: part.replyTo ?? null,
         reaction_emoji: part.reaction?.emoji ?? null,
         reaction_message_id: part.reaction?.messageId ?? null,
+        approval: part.approval ? JSON.stringify(part.approval) : null,
         owner: lease.owner,
         lease_until: now + lease.leaseMs,
         created_at: now,
@@ -171,6 +173,7 @@ function toDelivery(row: Selectable<DeliveriesTable>): DeliveryRecord {
     correlationId: row.correlation_id,
     replyTo: row.reply_to ?? null,
     reaction: row.reaction_emoji === null || row.reaction_message_id === null ? null : { emoji: row.reaction_emoji, messageId: row.reaction_message_id },
+    approval: row.approval === null ? null : (JSON.parse(row.approval) as DeliveryApproval),
     state: row.state === 'sent' ? 'sent' : row.state === 'failed' ? 'failed' : 'pending',
     channelMessageId: row.channel_message_id,
   };

@@ -314,10 +314,13 @@ const anyExpiredMessage: ExpiredRowProbe = prepared((db, $: { now: number }) =>
 
 /** The message's session, when it is paused (a correlated subquery on `inbound_messages.session_id`). */
 function pausedSession(selectFrom: (table: 'sessions') => SelectQueryBuilder<any, any, any>) {
-  return selectFrom('sessions')
-    .select(sql.lit(1).as('one'))
-    .whereRef('sessions.id', '=', 'inbound_messages.session_id')
-    .where('sessions.paused_at', 'is not', null);
+  return (
+    selectFrom('sessions')
+      .select(sql.lit(1).as('one'))
+      .whereRef('sessions.id', '=', 'inbound_messages.session_id')
+      // Paused by an operator, or a turn of it waiting for a tool call's approval.
+      .where((eb) => eb.or([eb('sessions.paused_at', 'is not', null), eb('sessions.approval_pending_at', 'is not', null)]))
+  );
 }
 
 function toInboundRecord(row: Selectable<InboundMessagesTable>): InboundRecord {

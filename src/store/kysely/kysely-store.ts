@@ -11,6 +11,7 @@ import { KyselyDeliveryRepository } from './delivery-repository.js';
 import { KyselyFocusRepository } from './focus-repository.js';
 import { KyselyAdminActionRepository } from './admin-action-repository.js';
 import { KyselyDashboardSessionRepository } from './dashboard-session-repository.js';
+import { KyselyApprovalRepository } from './approval-repository.js';
 import { KyselyHandoffRepository } from './handoff-repository.js';
 import { KyselyOperatorAccountRepository } from './operator-account-repository.js';
 import { KyselySummaryRepository } from './summary-repository.js';
@@ -81,6 +82,7 @@ export class KyselyStore implements Store {
   readonly adminActions: KyselyAdminActionRepository;
   readonly dashboardSessions: KyselyDashboardSessionRepository;
   readonly handoffs: KyselyHandoffRepository;
+  readonly approvals: KyselyApprovalRepository;
   readonly operatorAccounts: KyselyOperatorAccountRepository;
   readonly summaries: KyselySummaryRepository;
   readonly spend: KyselySpendRepository;
@@ -120,6 +122,7 @@ export class KyselyStore implements Store {
     this.adminActions = new KyselyAdminActionRepository(this.#ctx);
     this.dashboardSessions = new KyselyDashboardSessionRepository(this.#ctx);
     this.handoffs = new KyselyHandoffRepository(this.#ctx);
+    this.approvals = new KyselyApprovalRepository(this.#ctx);
     this.operatorAccounts = new KyselyOperatorAccountRepository(this.#ctx);
     this.summaries = new KyselySummaryRepository(this.#ctx);
     this.spend = new KyselySpendRepository(this.#ctx);

@@ -40,6 +40,7 @@ export interface Database {
   readonly person_rate_hits: PersonRateHitsTable;
   readonly person_rate_notices: PersonRateNoticesTable;
   readonly handoffs: HandoffsTable;
+  readonly tool_approvals: ToolApprovalsTable;
   readonly conversation_summaries: ConversationSummariesTable;
   readonly summary_claims: SummaryClaimsTable;
   readonly kysely_migration: KyselyMigrationTable;
@@ -94,6 +95,8 @@ export interface SessionsTable {
   context_since_seq: ColumnType<number | string, number | undefined, number>;
   /** When an operator paused the agent here (its messages are stored, not answered); null while not paused. */
   paused_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  /** Since when a turn of this session waits for a tool call's approval (its messages held); null while none waits. */
+  approval_pending_at: ColumnType<number | string | null, number | null | undefined, number | null>;
   /** When an operator last ended the conversation; null when never. */
   ended_at: ColumnType<number | string | null, number | null | undefined, number | null>;
   /** The operator who took the conversation; null when nobody has (see migration 0027). */
@@ -302,6 +305,35 @@ export interface HandoffsTable {
   next_notice_at: ColumnType<number | string | null, number | null | undefined, number | null>;
 }
 
+/** Tool calls waiting for (or decided by) a person's approval (see migration 0030). */
+export interface ToolApprovalsTable {
+  id: string;
+  turn_id: string;
+  call_id: string;
+  session_id: string;
+  user_id: string;
+  channel: string;
+  conversation_id: string;
+  account_id: string;
+  account_namespace: string;
+  conversation_kind: string;
+  tool: string;
+  arguments: string;
+  summary: string;
+  /** `person` or `operator`: who may decide. */
+  decided_by_kind: string;
+  language: string;
+  /** `pending`, `approved`, `declined` or `expired`. */
+  status: string;
+  requested_at: EpochMillis;
+  expires_at: EpochMillis;
+  /** 1 once the person's unclear answer was met by asking again. */
+  asked_again: ColumnType<number, number | undefined, number>;
+  decided_at: ColumnType<number | string | null, number | null | undefined, number | null>;
+  decided_by: ColumnType<string | null, string | null | undefined, string | null>;
+  reason: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
 /** Files attached to inbound messages, with their bytes (see migration 0025). */
 export interface AttachmentsTable {
   id: string;
@@ -359,6 +391,8 @@ export interface DeliveriesTable {
   /** Set for a reaction: the emoji, and the channel message id it goes on; null for a message. */
   reaction_emoji: ColumnType<string | null, string | null | undefined, string | null>;
   reaction_message_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The approval request a question part asks (JSON `DeliveryApproval`); null for any other part. */
+  approval: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Small values a channel keeps across restarts. */

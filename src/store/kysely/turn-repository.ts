@@ -99,6 +99,21 @@ export class KyselyTurnRepository implements TurnRepository {
     });
   }
 
+  attach(turnId: string, inboundId: string): Promise<void> {
+    return storeOperation('turns.attach', async () => {
+      const { db } = this.#ctx;
+      const last = await db
+        .selectFrom('turn_messages')
+        .select((eb) => eb.fn.max('position').as('position'))
+        .where('turn_id', '=', turnId)
+        .executeTakeFirst();
+      await db
+        .insertInto('turn_messages')
+        .values({ turn_id: turnId, inbound_id: inboundId, position: Number(last?.position ?? -1) + 1 })
+        .execute();
+    });
+  }
+
   close(turnId: string): Promise<void> {
     return storeOperation('turns.close', () =>
       atomically(this.#ctx.db, async (db) => {

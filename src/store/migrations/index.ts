@@ -30,6 +30,7 @@ import { budgetReservationsPerProcessMigration } from './0024-budget-reservation
 import { attachmentsMigration } from './0025-attachments.js';
 import { personRateLimitsMigration } from './0026-person-rate-limits.js';
 import { handoffsMigration } from './0027-handoffs.js';
+import { toolApprovalsMigration } from './0030-tool-approvals.js';
 import { operatorAccountsMigration } from './0028-operator-accounts.js';
 import { conversationSummariesMigration } from './0029-conversation-summaries.js';
 
@@ -71,6 +72,7 @@ export function migrations(dialect: StoreDialect): Record<string, Migration> {
     '0027_handoffs': handoffsMigration(dialect),
     '0028_operator_accounts': operatorAccountsMigration(dialect),
     '0029_conversation_summaries': conversationSummariesMigration(dialect),
+    '0030_tool_approvals': toolApprovalsMigration(dialect),
   };
 }
 
