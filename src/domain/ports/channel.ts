@@ -181,7 +181,16 @@ export interface ChannelContext {
    * `interfaceLanguage`): decided now, decided before, expired, refused (not theirs, or an operator's to decide),
    * or unknown.
    */
-  decideApproval(accountId: string, approvalId: string, decision: ApprovalDecision): Promise<ApprovalOutcome>;
+  decideApproval(accountId: string, approvalId: string, decision: ApprovalDecision, options?: DecideOptions): Promise<ApprovalOutcome>;
+}
+
+/** How a channel passes a decision on. */
+export interface DecideOptions {
+  /**
+   * The channel's id for the decision as a message of the conversation (an AG-UI run id): the turn that goes on
+   * answers it, so the reply reaches the run that carried the decision. Absent: none.
+   */
+  readonly messageId?: string;
 }
 
 /** What a decision on an approval request came to (see `ChannelContext.decideApproval`). */
@@ -248,6 +257,11 @@ export interface ChannelCapabilities {
   readonly typing: boolean;
   /** `react` may be called (reply actions add reactions only where this is true). */
   readonly reactions: boolean;
+  /**
+   * The channel shows a question part's `SendOptions.approval` as buttons (or a prompt) and passes the answer to
+   * `ChannelContext.decideApproval`. Absent or false: the question asks the person to answer "yes" or "no" in words.
+   */
+  readonly approvalButtons?: boolean;
   /**
    * The reaction emoji the channel accepts (Telegram allows a fixed set); a reply action with another one is skipped
    * and logged. Absent: any emoji.

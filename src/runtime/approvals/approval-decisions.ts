@@ -36,13 +36,14 @@ export class ApprovalDecisions {
 
   /**
    * Takes `decision` on the request `approvalId` for `actor`. `answer`: the person's held messages that answered in
-   * words; they join the turn instead of a record of the decision.
+   * words; they join the turn instead of a record of the decision. `messageId`: the channel's id for that record
+   * (`DecideOptions.messageId`).
    */
   async decide(
     approvalId: string,
     decision: ApprovalDecision | 'expired',
     actor: ApprovalActor,
-    options: { readonly reason?: string | null; readonly answer?: readonly InboundRecord[] } = {},
+    options: { readonly reason?: string | null; readonly answer?: readonly InboundRecord[]; readonly messageId?: string | undefined } = {},
   ): Promise<ApprovalOutcome> {
     const { store } = this.#options.deps;
     const approval = await store.approvals.get(approvalId);
@@ -52,7 +53,7 @@ export class ApprovalDecisions {
     const now = this.#options.deps.now().getTime();
     const decided = await store.transaction(async (tx) => {
       if (!(await tx.approvals.decide(approval.id, { status: decision, by: actorName(actor), reason: options.reason ?? null, now }))) return false;
-      const answers = options.answer ?? [await this.#decisionRecord(tx, approval, decision)];
+      const answers = options.answer ?? [await this.#decisionRecord(tx, approval, decision, options.messageId ?? null)];
       for (const answer of answers) await tx.turns.attach(approval.turnId, answer.id);
       await tx.approvals.release(approval.sessionId);
       await tx.adminActions.record({
@@ -105,7 +106,7 @@ export class ApprovalDecisions {
    * The decision as the person's side of the conversation records it (a button pressed, an operator's word, the
    * expiry), accepted into the inbox held, so the turn's resumption is durable like any message.
    */
-  async #decisionRecord(tx: Store, approval: ToolApproval, decision: ApprovalDecision | 'expired'): Promise<InboundRecord> {
+  async #decisionRecord(tx: Store, approval: ToolApproval, decision: ApprovalDecision | 'expired', messageId: string | null): Promise<InboundRecord> {
     const { agent } = this.#options.deps;
     const text = systemText(approval.language, `approval.${decision}`, undefined, agent.defaultLanguage);
     const accepted = await tx.inbound.accept(
@@ -117,7 +118,7 @@ export class ApprovalDecisions {
         userId: approval.userId,
         sessionId: approval.sessionId,
         text,
-        messageId: null,
+        messageId,
         dedupeKey: `approval:${approval.id}`,
         correlationId: newId(),
         languageHint: approval.language,

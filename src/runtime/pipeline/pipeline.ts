@@ -158,7 +158,8 @@ export class Pipeline {
       conversationState: (accountId, conversationId) => this.#reads.conversationState(channel, accountId, conversationId),
       interfaceLanguage: (accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
       record: (conversation, entries) => this.record(channel, conversation, entries),
-      decideApproval: (accountId, approvalId, decision) => this.#approvals.decide(approvalId, decision, { kind: 'person', channel: channel.name, accountId }),
+      decideApproval: (accountId, approvalId, decision, options) =>
+        this.#approvals.decide(approvalId, decision, { kind: 'person', channel: channel.name, accountId }, { messageId: options?.messageId }),
       state: {
         get: (key) => this.#deps.store.channelState.get(channel.name, key),
         set: (key, value) => this.#deps.store.channelState.set(channel.name, key, value),
