@@ -33,6 +33,7 @@ import { ConversationCache } from './runtime/conversation-cache.js';
 import { withFocus, type FocusSettings } from './runtime/context/focused-flow.js';
 import { CLASSIFIER_MODELS } from './runtime/context/stage-classifier.js';
 import { singleFlow } from './runtime/flows/single-flow.js';
+import type { ApprovalDecisions } from './runtime/approvals/approval-decisions.js';
 import { Pipeline } from './runtime/pipeline/pipeline.js';
 import { settlesWithin } from './runtime/settles-within.js';
 import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
@@ -117,6 +118,8 @@ export interface Palaver {
   readonly admin: IdentityAdmin;
   /** Operators in conversations (what the admin API serves): send as the agent, pause, resume, end — audited. */
   readonly operators: OperatorActions;
+  /** Tool calls waiting for approval: operators' decisions and the expiry (what the admin API serves; docs/approvals.md). */
+  readonly approvals: ApprovalDecisions;
   /** Checks the database; backs `/health`. */
   health(): Promise<Record<string, { ok: boolean; detail?: string }>>;
   /**
@@ -374,6 +377,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
         roleArgument: config.roles.roleArgument,
         resetTriggers: resetTriggerSet(config.reset.triggers),
         resetKeepsRole: config.reset.keepRole,
+        approvalTimeoutMs: config.tools.approvalTimeoutMinutes * 60_000,
         handoff: {
           tool: config.agent.tools.includes('handoff'),
           phrases: handoffPhraseSet(config.operators.handoff.phrases),
@@ -541,6 +545,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
     profiles: profileService,
     admin,
     operators,
+    approvals: pipeline.approvals,
     async chat({ userId, text, conversationId }) {
       const said = await api.say(text, { accountId: userId, conversationId: conversationId ?? userId });
       if (said.status === 'duplicate') {

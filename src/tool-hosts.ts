@@ -59,6 +59,7 @@ export async function createToolHosts(
         ...(server.headers ? { headers: server.headers } : {}),
         ...(server.userIdArgument ? { userIdArgument: server.userIdArgument } : {}),
         ...(server.toolLabels ? { toolLabels: server.toolLabels } : {}),
+        ...(server.approval ? { approval: server.approval } : {}),
       }),
     );
   }

@@ -332,6 +332,12 @@ export const configSchema = z
                   .default('never'),
                 /** Longest result of this server's tools, in characters; by default `tools.maxResultChars`. */
                 maxResultChars: z.number().int().positive().optional(),
+                /** Tools of this server whose calls someone approves first: the person asked, or an operator (docs/approvals.md). */
+                approval: z.strictObject({ tools: z.array(z.string().min(1)).min(1), by: z.enum(['person', 'operator']) }).optional(),
+              })
+              .refine((server) => !(server.mode === 'hosted' && server.approval), {
+                message: 'hosted mode cannot wait for an approval: the model provider calls the server itself. Use mode "local" for tools that need one',
+                path: ['approval'],
               })
               .refine((server) => !(server.mode === 'hosted' && server.userIdArgument), {
                 message:
@@ -676,6 +682,11 @@ export const configSchema = z
          * results are cut and end in `…[truncated N chars]`.
          */
         maxResultChars: z.number().int().min(100).max(10_000_000).default(DEFAULT_MAX_TOOL_RESULT_CHARS),
+        /**
+         * How long a tool call waits for someone's approval (docs/approvals.md) before it is declined as expired and
+         * the model is told so, in minutes.
+         */
+        approvalTimeoutMinutes: z.number().int().min(1).max(43_200).default(60),
         /**
          * `streams`: a secret runtime and workers share (better: PALAVER_TOOL_RESULT_SECRET). Workers sign each result
          * with it (HMAC-SHA256) and the runtime uses only results whose signature checks out; without it, whoever can

@@ -45,8 +45,10 @@ export interface ToolApproval {
   readonly expiresAt: Date;
   /** Whether an unclear answer in words was already met by asking again (the next unclear one declines). */
   readonly askedAgain: boolean;
+  /** The turn's model calls billed when it stopped to ask (its resumption bills only the calls after them). */
+  readonly modelCalls: number;
   readonly decidedAt: Date | null;
-  /** Who decided: `user:<id>`, `operator:<name>`, `admin`, or `expiry`. */
+  /** Who decided: `person:<channel>:<account id>`, an operator account's name (or `admin`), or `expiry`. */
   readonly decidedBy: string | null;
   readonly reason: string | null;
 }

@@ -70,7 +70,8 @@ export class TurnBudget {
     const scope = this.#scope;
     const { billing, store } = scope.deps;
     const settings = this.#settings;
-    const spent = (await billing.usageOf(scope.journal.modelCalls, settings.currency, scope.deps.now())).cost;
+    // Calls billed when the turn stopped to ask for an approval are in the day's spend already.
+    const spent = (await billing.usageOf(scope.journal.unbilled(scope.journal.modelCalls), settings.currency, scope.deps.now())).cost;
     const claim = [...this.#running].reduce((total, call) => total.plus(call.most), new MoneyDecimal(spent));
     const amount = MoneyDecimal.max(claim, settings.reservePerTurn ?? 0, SMALLEST_AMOUNT)
       .toDecimalPlaces(COST_SCALE, MoneyDecimal.ROUND_UP)

@@ -101,6 +101,7 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
           scope.log.warn({ serverLabel: call.serverLabel, tool: call.name, reason }, 'hosted MCP call asked for a role change that is not allowed; ignored'),
       }),
     runTool: (call, role, state) => runToolCall(scope, call, role, state),
+    waitsForApproval: () => scope.journal.asking !== undefined,
     progress: (event) => scope.progress(event),
     limitReached: (limit, tool) => {
       deps.metrics.toolLimits.inc({ limit });

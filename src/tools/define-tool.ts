@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { JsonSchema } from '../domain/ports/model-provider.js';
-import type { ToolCallContext, ToolLabel } from '../domain/ports/tool-host.js';
+import type { ApprovalDecider } from '../domain/approval.js';
+import type { ApprovalContext, ToolCallContext, ToolLabel } from '../domain/ports/tool-host.js';
 
 /**
  * A tool that runs in-process. Its arguments are validated with `input` before `run` is called, and the
@@ -31,7 +32,23 @@ export interface LocalTool<Input extends z.ZodType = z.ZodType> {
    * Leave it unset for a tool that changes anything (even idempotently): the model asked again may ask differently.
    */
   readonly readOnly?: boolean;
+  /**
+   * Someone says yes before a call runs: `person` (the person the turn answers, asked in the chat with buttons or in
+   * words), `operator` (the team, in the dashboard or `palaver admin approvals`), or a function of the call's
+   * validated arguments that picks one or returns undefined (no approval needed: a small refund, say). The model
+   * cannot skip it; the call waits in its turn, and runs exactly once when approved. See docs/approvals.md.
+   */
+  readonly approval?: ApprovalDecider | ApprovalRule<z.infer<Input>>;
+  /**
+   * What a call will do, in plain words, shown to whoever approves it, e.g. `Cancel your appointment on 12 May at
+   * 10:00`. Default: the tool's label (or name) and its arguments. The model's own words are never the only
+   * description.
+   */
+  describe?(input: z.infer<Input>): string;
 }
+
+/** Picks who approves a call from its arguments (a method's type: a tool of any input fits a list of tools). */
+type ApprovalRule<Input> = { rule(input: Input, ctx: ApprovalContext): ApprovalDecider | undefined }['rule'];
 
 /**
  * Declares a local tool.

@@ -23,6 +23,7 @@ export class LocalToolHost implements ToolHost {
       source: 'local',
       ...(tool.label === undefined ? {} : { label: tool.label }),
       ...(tool.readOnly === true ? { readOnly: true } : {}),
+      ...approvalOf(tool),
     }));
   }
 
@@ -47,4 +48,31 @@ export class LocalToolHost implements ToolHost {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * A tool's approval rule and description over raw arguments: both see the validated input. Arguments that do not
+ * validate need no approval (the call fails before `run`, changing nothing), and a `describe` that throws falls back
+ * to the default description.
+ */
+function approvalOf(tool: LocalTool): Pick<ToolDescriptor, 'approval' | 'describe'> {
+  const rule = tool.approval;
+  if (rule === undefined) return {};
+  const describe = tool.describe?.bind(tool);
+  return {
+    approval: (args, ctx) => {
+      if (typeof rule === 'string') return rule;
+      const parsed = tool.input.safeParse(args);
+      return parsed.success ? rule(parsed.data, ctx) : undefined;
+    },
+    ...(describe === undefined
+      ? {}
+      : {
+          describe: (args) => {
+            const parsed = tool.input.safeParse(args);
+            if (!parsed.success) throw new TypeError(`invalid arguments for ${tool.name}`);
+            return describe(parsed.data);
+          },
+        }),
+  };
 }

@@ -53,6 +53,7 @@ function scriptedContext(
     toolsFor: async (role) => [{ name: 'lookup', description: `lookup for ${role}`, parameters: { type: 'object', properties: {} } }],
     hostedMcpFor: () => [],
     roleFromHostedCalls: () => undefined,
+    waitsForApproval: () => false,
     async callModel(request): Promise<ModelCall> {
       const step = steps[recorded.requests.length] ?? { text: 'out of script' };
       recorded.requests.push(request);

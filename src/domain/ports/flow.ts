@@ -161,6 +161,11 @@ export interface FlowContext {
    * A call id repeated within the turn gets the first call's result without running again.
    */
   runTool(call: ModelToolCall, role: string | null, state: FlowState): Promise<ToolCallResult>;
+  /**
+   * True once a tool call of this turn waits for someone's approval: the flow ends after the round of tool calls it
+   * is in (no further model call), and the turn stores the question instead of a reply.
+   */
+  waitsForApproval(): boolean;
   /** Reports progress to a channel that streams. */
   progress(event: TurnProgress): void;
   /** Reports a limit that refused a tool call or ended the tool rounds (counted and logged). */

@@ -635,7 +635,7 @@ export interface DashboardSessionRepository {
  * round claimed by exactly one process, so operators are told once however many processes run.
  */
 /** A request for approval to record (see `ToolApproval`). */
-export type NewToolApproval = Omit<ToolApproval, 'id' | 'status' | 'askedAgain' | 'decidedAt' | 'decidedBy' | 'reason'>;
+export type NewToolApproval = Omit<ToolApproval, 'status' | 'askedAgain' | 'decidedAt' | 'decidedBy' | 'reason'>;
 
 /**
  * Tool calls waiting for a decision. Every decision is one guarded statement (the request still pending, and for a

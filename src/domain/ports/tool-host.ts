@@ -1,3 +1,4 @@
+import type { ApprovalDecider } from '../approval.js';
 import type { JsonSchema } from './model-provider.js';
 
 /** A tool a host offers, with the JSON Schema of its arguments. */
@@ -11,6 +12,21 @@ export interface ToolDescriptor {
   readonly label?: ToolLabel;
   /** The tool only reads (its team said so): a turn records its calls with their result, not before they run. */
   readonly readOnly?: boolean;
+  /**
+   * Whether a call needs someone's yes before it runs, and whose (`LocalTool.approval`, `mcp.servers[].approval`):
+   * undefined (or absent) runs it at once.
+   */
+  readonly approval?: (args: Readonly<Record<string, unknown>>, ctx: ApprovalContext) => ApprovalDecider | undefined;
+  /** What a call will do, in plain words, for the person asked to approve it (`LocalTool.describe`). */
+  readonly describe?: (args: Readonly<Record<string, unknown>>) => string;
+}
+
+/** What a tool's approval rule may look at: who the turn answers, in which conversation, in which role. */
+export interface ApprovalContext {
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly conversationId: string;
+  readonly role: string | null;
 }
 
 /**

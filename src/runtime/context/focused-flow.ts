@@ -99,6 +99,7 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
         roleFromHostedCalls: (calls, currentRole) => context.roleFromHostedCalls(calls, currentRole),
         callModel: (modelRequest, transcript, choice) => context.callModel(modelRequest, transcript, choice),
         progress: (event) => context.progress(event),
+        waitsForApproval: () => context.waitsForApproval(),
         limitReached: (limit, tool) => context.limitReached(limit, tool),
         streaming: context.streaming,
         replyMessageId: context.replyMessageId,

@@ -70,7 +70,7 @@ export const singleFlow: Flow = {
           const hostedRole = context.roleFromHostedCalls(calls, role);
           if (hostedRole !== undefined) newRole = hostedRole;
         },
-        shouldStop: () => handoff !== undefined || (attempt === 0 && newRole !== undefined && newRole !== role),
+        shouldStop: () => handoff !== undefined || context.waitsForApproval() || (attempt === 0 && newRole !== undefined && newRole !== role),
         onLimit: (limit, tool) => context.limitReached(limit, tool),
         ...(settings.replyFormat ? { output: settings.replyFormat.output } : {}),
         ...(context.streaming
@@ -104,6 +104,9 @@ export const singleFlow: Flow = {
         const role = newRole ?? state.role;
         return { text: '', audit: audit(), modelCalls, state: { ...state, role, responseChainId: null }, handoff };
       }
+
+      // A call waits for someone's yes: the turn stores the question; the flow runs again from its journal after.
+      if (context.waitsForApproval()) return { text: '', audit: audit(), modelCalls, state };
 
       if (newRole !== undefined && newRole !== role) {
         context.log.info({ from: role, to: newRole }, 'role changed by tool');

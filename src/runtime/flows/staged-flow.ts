@@ -143,7 +143,7 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         maxCallsPerTool: context.settings.maxCallsPerTool,
         callModel: (modelRequest, soFar) => context.callModel(modelRequest, soFar, { models: settings.models.execution }),
         runTool,
-        shouldStop: () => handoff !== undefined,
+        shouldStop: () => handoff !== undefined || context.waitsForApproval(),
         // A hosted role tool changes the role the reply is written under, as a local one does.
         onHostedCalls: (calls) => {
           const hostedRole = context.roleFromHostedCalls(calls, role);
@@ -168,6 +168,8 @@ export function createStagedFlow(settings: StagedFlowSettings): Flow {
         audit.push(...toolAudit(), stageRecord('execution', { handoff }, false, loop.modelCalls));
         return { text: '', audit, modelCalls, state, handoff };
       }
+      // A call waits for someone's yes: the turn stores the question; the stages run again from its journal after.
+      if (context.waitsForApproval()) return { text: '', audit, modelCalls, state };
       const execution = await callForStructured(
         context,
         'execution',

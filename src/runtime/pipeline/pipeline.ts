@@ -118,7 +118,15 @@ export class Pipeline {
     });
     // The heartbeat's writes go through its own connection: they must not wait behind the turns they keep alive.
     this.#registry = new ProcessRegistry({ store: deps.store.heartbeat, logger: deps.logger, id: this.#lease.owner, leaseMs: this.#lease.leaseMs });
-    this.#turns = new TurnRunner({ deps, inbox: this.#inbox, lease: this.#lease, ownership, maxTurnAttempts: options.maxTurnAttempts, isStopped });
+    this.#turns = new TurnRunner({
+      deps,
+      inbox: this.#inbox,
+      lease: this.#lease,
+      ownership,
+      maxTurnAttempts: options.maxTurnAttempts,
+      isStopped,
+      approvals: () => this.#approvals,
+    });
     this.#intake = new Intake({
       deps,
       maxInboundChars: options.maxInboundChars,

@@ -1,4 +1,7 @@
+import type { ToolApproval } from '../../domain/approval.js';
 import { FencedOut } from '../../domain/errors.js';
+import type { ApprovalDecisions } from '../approvals/approval-decisions.js';
+import { answerInWords } from '../approvals/answer-in-words.js';
 import type { InboundRecord } from '../../domain/model.js';
 import type { AcceptOptions, Channel } from '../../domain/ports/channel.js';
 import type { Store } from '../../domain/ports/store.js';
@@ -27,6 +30,8 @@ export interface TurnRunnerOptions {
   readonly maxTurnAttempts?: number | undefined;
   /** Whether the pipeline is closing: a retry that comes due then is left to the next process. */
   readonly isStopped: () => boolean;
+  /** Decides approval requests a person answers in words (see {@link TurnRunner.runBatch}). */
+  readonly approvals: () => ApprovalDecisions;
 }
 
 /**
@@ -41,6 +46,7 @@ export class TurnRunner {
   readonly #ownership: ConversationOwnership;
   readonly #maxTurnAttempts: number;
   readonly #isStopped: () => boolean;
+  readonly #approvals: () => ApprovalDecisions;
   /** Messages accepted by this process whose first turn has not begun: no journal can hold them yet. */
   readonly #fresh = new Set<string>();
   /** Reply plans being carried out that a new message of their conversation interrupts, by conversation. */
@@ -53,6 +59,7 @@ export class TurnRunner {
     this.#ownership = options.ownership;
     this.#maxTurnAttempts = options.maxTurnAttempts ?? DEFAULT_MAX_TURN_ATTEMPTS;
     this.#isStopped = options.isStopped;
+    this.#approvals = options.approvals;
   }
 
   /**
@@ -155,8 +162,11 @@ export class TurnRunner {
     const { claim } = turn;
     // A turn a crash cut off resumes with the batch it started with; the other messages wait for the next turn.
     let formed: Awaited<ReturnType<typeof formBatch>>;
+    let askAgain: ToolApproval | undefined;
     try {
-      if (await this.#held(handedOver, claim)) return;
+      const held = await this.#held(handedOver, claim);
+      if (held === true) return;
+      if (held !== false) askAgain = held;
       formed = fresh ? { messages: handedOver, later: [] } : await formBatch(this.#deps.store, handedOver, lease);
     } catch (error) {
       this.#deps.logger.error({ err: error, correlationId: handedOver[0].inbound.correlationId }, 'could not read the inbox; trying the turn again shortly');
@@ -170,7 +180,7 @@ export class TurnRunner {
     try {
       // The last turn under the claim ends it in its closing write.
       if (isNonEmpty(exhausted)) await this.#giveUp(exhausted, exhausted.length === formedBatch.length ? resume : undefined, turn, !isNonEmpty(due));
-      if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined, turn);
+      if (isNonEmpty(due)) await this.#answer(due, due.length === formedBatch.length ? resume : undefined, turn, askAgain);
     } catch (error) {
       if (!(error instanceof FencedOut)) throw error;
       this.#deps.metrics.turnsFencedOut.inc();
@@ -187,12 +197,37 @@ export class TurnRunner {
    * to start (after the quiet window; the claim's statement reads it), so a pause made by any process holds it; a
    * turn already running finishes.
    */
-  async #held(batch: Batch, claim: TurnClaim): Promise<boolean> {
+  async #held(batch: Batch, claim: TurnClaim): Promise<boolean | ToolApproval> {
     const first = batch[0].inbound;
     if (!claim.paused) return false;
+    // Held for an approval request: the person it asks may answer in words (yes, no, or unclear: asked again once).
+    const pending = await this.#deps.store.approvals.pendingFor(first.sessionId);
+    const answering =
+      pending?.by === 'person' && batch.every(({ inbound }) => inbound.channel === pending.channel && inbound.accountId === pending.accountId)
+        ? answerInWords(batch[batch.length - 1]!.inbound.text)
+        : undefined;
+    if (answering === 'unclear' && (await this.#deps.store.approvals.askAgain(pending!.id))) return pending!;
     // The store decides again in one statement: a resume since the read above lets the turn run after all.
     const held = await this.#deps.store.inbound.hold(batch.map((item) => item.inbound.id));
     if (held === 0) return false;
+    if (answering !== undefined) {
+      // Yes or no (or unclear a second time: declined): the words join the waiting turn as the answer it goes on with.
+      const decision = answering === 'yes' ? 'approved' : 'declined';
+      const outcome = await this.#approvals().decide(
+        pending!.id,
+        decision,
+        { kind: 'person', channel: first.channel, accountId: first.accountId },
+        {
+          answer: batch.map(({ inbound }) => inbound),
+          ...(answering === 'unclear' ? { reason: 'no clear answer after being asked again' } : {}),
+        },
+      );
+      this.#deps.logger.info(
+        { correlationId: first.correlationId, approvalId: pending!.id, answer: answering, outcome: outcome.kind },
+        'approval answered in words',
+      );
+      return true;
+    }
     this.#deps.logger.info(
       { correlationId: first.correlationId, sessionId: first.sessionId, held },
       'conversation paused by an operator: messages stored, held until it is resumed',
@@ -200,7 +235,7 @@ export class TurnRunner {
     return true;
   }
 
-  async #answer(batch: Batch, resume: TurnRequest['resume'], turn: ClaimedTurn): Promise<void> {
+  async #answer(batch: Batch, resume: TurnRequest['resume'], turn: ClaimedTurn, askAgain?: ToolApproval): Promise<void> {
     const lease = this.#lease;
     const first = batch[0];
     if (batch.length > 1) {
@@ -226,6 +261,7 @@ export class TurnRunner {
       fence: turn.claim.check,
       endClaim: closing.endClaim,
       ...(resume ? { resume } : {}),
+      ...(askAgain ? { askAgain } : {}),
       ...(interruptible ? { interrupt } : {}),
     }).finally(() => {
       if (plan !== undefined && this.#interruptible.get(key) === plan) this.#interruptible.delete(key);

@@ -36,6 +36,9 @@ async function dispatch(scope: TurnScope, call: ModelToolCall, role: string | nu
   const offered = await deps.tools.toolsFor(role);
   // A tool outside the role's allowlist is refused even if the model names it.
   if (!offered.has(call.name)) return refusal(call, `Tool ${call.name} is not available${role ? ` to role ${role}` : ''}.`);
+  // A call that needs someone's yes runs only once they said it (the turn waits for it in between).
+  const unapproved = approvalStep(scope, call, args, role);
+  if (unapproved !== undefined) return unapproved;
 
   const dispatched = await dispatchOnce(scope, call, {
     request: {
@@ -94,6 +97,33 @@ async function dispatchOnce(scope: TurnScope, call: ModelToolCall, dispatchCall:
   const result = await scope.deps.dispatchTool(dispatchCall);
   await journal.toolFinished(call, result, { started: recordedFirst || scope.deps.dispatchRecordsCalls === true });
   return result;
+}
+
+/**
+ * Where a call that needs approval stands: undefined when it may run (approved, or no approval needed), else the
+ * result the model gets instead — declined, expired, or (the call now asked about) a note that it waits, while the
+ * turn ends after this round. One call per turn is asked at a time: another that needs approval in the same round
+ * is not run, and the model may ask for it again once the first is decided.
+ */
+function approvalStep(scope: TurnScope, call: ModelToolCall, args: Record<string, unknown>, role: string | null): ToolCallResult | undefined {
+  const { journal, session } = scope;
+  const requirement = scope.deps.tools.approvalOf(call.name, args, {
+    userId: scope.user.id,
+    sessionId: session.id,
+    conversationId: session.conversationId,
+    role,
+  });
+  if (requirement === undefined) return undefined;
+  const decided = journal.approvalOf(call.callId);
+  if (decided?.status === 'approved') return undefined;
+  const who = decided?.by === 'operator' ? 'our team' : 'the person';
+  if (decided?.status === 'declined')
+    return refusal(call, `Declined by ${who}${decided.reason ? ` (${decided.reason})` : ''}: ${call.name} was not run. Do not try it again unless they ask.`);
+  if (decided?.status === 'expired') return refusal(call, `Not approved in time: ${call.name} was not run. Tell them, and offer to try again.`);
+  if (journal.asking !== undefined && journal.asking.call.callId !== call.callId)
+    return refusal(call, `Not run: another action of this turn waits for approval. Ask for ${call.name} again once that one is decided.`);
+  journal.ask({ call, requirement });
+  return { callId: call.callId, content: `Waiting for ${who} to approve ${call.name}.`, isError: false, effects: {}, durationMs: 0 };
 }
 
 function refusal(call: ModelToolCall, content: string): ToolCallResult {

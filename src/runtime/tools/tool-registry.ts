@@ -1,5 +1,7 @@
 import type { ModelToolSpec } from '../../domain/ports/model-provider.js';
-import type { ToolCallContext, ToolDescriptor, ToolHost, ToolLabel, ToolResult } from '../../domain/ports/tool-host.js';
+import type { ApprovalRequirement } from '../../domain/approval.js';
+import type { ApprovalContext, ToolCallContext, ToolDescriptor, ToolHost, ToolLabel, ToolResult } from '../../domain/ports/tool-host.js';
+import { approvalRequirement } from './approval-requirement.js';
 
 /** Which tools each role may use. With no roles defined, every tool is offered. */
 export interface RolePolicy {
@@ -104,6 +106,15 @@ export class ToolRegistry {
   /** Whether the tool `name` only reads, as its host last listed it (see `LocalTool.readOnly`). */
   isReadOnly(name: string): boolean {
     return this.#offered.get(name)?.descriptor.readOnly === true;
+  }
+
+  /**
+   * Whether a call of `name` with `args` waits for someone's approval, and what they are shown (see
+   * `approvalRequirement`); undefined: it runs at once.
+   */
+  approvalOf(name: string, args: Readonly<Record<string, unknown>>, ctx: ApprovalContext): ApprovalRequirement | undefined {
+    const descriptor = this.#offered.get(name)?.descriptor;
+    return descriptor === undefined ? undefined : approvalRequirement(descriptor, args, ctx);
   }
 
   /** The label of the tool `name` as its host last listed it, if it has one. */

@@ -1,3 +1,4 @@
+import type { DeliveryApproval } from '../../domain/approval.js';
 import type { TurnOutcome } from '../../domain/ports/channel.js';
 import type { DeliveryRecord } from '../../domain/ports/store.js';
 import type { ReplyStep } from '../../domain/reply-actions.js';
@@ -12,6 +13,8 @@ export interface Answer {
   readonly deliveries?: readonly DeliveryRecord[] | undefined;
   /** Replies as actions: the stored plan, carried out step by step in place of sending `parts`. */
   readonly plan?: PlanToRun;
+  /** The reply asks the person to approve a tool call: its last part carries the request (`SendOptions.approval`). */
+  readonly approval?: DeliveryApproval;
 }
 
 /** A stored reply plan, ready to carry out. */

@@ -1,13 +1,14 @@
 import { FencedOut } from '../../domain/errors.js';
 import type { NewMessage, StoredMessage } from '../../domain/model.js';
-import type { DeliveryRecord, Handoff, HandoffSource, SessionChange, Store } from '../../domain/ports/store.js';
+import type { ToolApproval } from '../../domain/approval.js';
+import type { DeliveryRecord, Handoff, HandoffSource, NewToolApproval, SessionChange, Store } from '../../domain/ports/store.js';
 import { settleBudget } from '../budget.js';
 import type { UserState } from '../context/user-state.js';
 import { saveTurnState, type SavedUserState } from '../context/user-state-update.js';
 import type { TurnScope } from './turn-context.js';
 
 /** One outbox record of the turn's reply: a part to send, or a reaction (numbered in the order given). */
-export type OutboxPart = Pick<DeliveryRecord, 'text'> & Partial<Pick<DeliveryRecord, 'replyTo' | 'reaction'>>;
+export type OutboxPart = Pick<DeliveryRecord, 'text'> & Partial<Pick<DeliveryRecord, 'replyTo' | 'reaction' | 'approval'>>;
 
 /**
  * How a turn ends, whatever answered it (the model's text, a reply plan, Palaver's own notice or apology, a reset):
@@ -35,6 +36,11 @@ export interface TurnClosing {
   readonly keepsClaim?: boolean;
   /** The conversation goes to a person: the session is paused and the handoff opened, with its audit row. */
   readonly handoff?: { readonly reason: string; readonly source: HandoffSource };
+  /**
+   * The reply asks someone to approve a tool call: the request is recorded (holding the conversation's next messages)
+   * and the journal is kept instead of ended, so the decision resumes the turn where it stopped.
+   */
+  readonly approval?: NewToolApproval;
 }
 
 export interface ClosedTurn {
@@ -44,6 +50,8 @@ export interface ClosedTurn {
   readonly deliveries: readonly DeliveryRecord[] | undefined;
   /** With `TurnClosing.handoff`: the open handoff, whether this write opened it, and whether it paused the session. */
   readonly handoff?: OpenedHandoff;
+  /** With `TurnClosing.approval`: the request as recorded. */
+  readonly approval?: ToolApproval;
 }
 
 export interface OpenedHandoff {
@@ -62,14 +70,15 @@ export interface OpenedHandoff {
 export async function closeTurn(scope: TurnScope, closing: TurnClosing): Promise<ClosedTurn> {
   return scope.deps.store.transaction(async (tx) => {
     const stored = await tx.messages.append(scope.session.id, closing.messages, closing.session);
-    await markAnswered(scope, tx, (closing.answeredBy ?? lastOf)(stored), closing.keepsClaim !== true);
+    await markAnswered(scope, tx, (closing.answeredBy ?? lastOf)(stored), closing.keepsClaim !== true, closing.approval !== undefined);
     if (closing.cost !== undefined) await settleBudget(scope, tx, closing.cost);
     // After the append: the closing's own messages are behind the new start too.
     if (closing.resetContext) await tx.sessions.resetContext(scope.session.id);
     const saved = closing.state === undefined ? undefined : await saveState(scope, tx, closing.state(stored));
     const deliveries = scope.channel.capabilities.offlineDelivery ? await addToOutbox(scope, tx, closing.outbox) : undefined;
     const handoff = closing.handoff === undefined ? undefined : await handOver(scope, tx, closing.handoff);
-    return { stored, saved, deliveries, ...(handoff === undefined ? {} : { handoff }) };
+    const approval = closing.approval === undefined ? undefined : await tx.approvals.request(closing.approval);
+    return { stored, saved, deliveries, ...(handoff === undefined ? {} : { handoff }), ...(approval === undefined ? {} : { approval }) };
   });
 }
 
@@ -97,9 +106,11 @@ function lastOf(stored: readonly StoredMessage[]): StoredMessage {
 }
 
 /** The inbox's record that the turn's messages are answered by `reply`; the journal (and the claim) go with it. */
-async function markAnswered(scope: TurnScope, tx: Store, reply: StoredMessage, endClaim: boolean): Promise<void> {
-  // The turn's progress is over with its reply: its journal goes in the same transaction.
-  await scope.journal.end(tx, endClaim);
+async function markAnswered(scope: TurnScope, tx: Store, reply: StoredMessage, endClaim: boolean, waits: boolean): Promise<void> {
+  // The turn's progress is over with its reply: its journal goes in the same transaction (or stays, for a turn that
+  // waits for an approval and goes on after it).
+  if (waits) await scope.journal.suspend(tx, endClaim);
+  else await scope.journal.end(tx, endClaim);
   const ids = scope.messages.map(({ inbound }) => inbound.id);
   const marked = await tx.inbound.markAnswered(ids, { id: reply.id, seq: reply.seq });
   // Another process answered one of them while this process's lease on it had lapsed: this reply is not stored.

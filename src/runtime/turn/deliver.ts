@@ -96,7 +96,11 @@ export function startDelivery(scope: TurnScope): Delivery {
         else {
           for (const [index, part] of answer.parts.entries()) {
             const record = records?.[index];
-            const receipt = await channel.send(target, part, { deliveryKey: record?.id ?? `${answer.outcome.replyMessageId}:${index}` });
+            const approval = index === answer.parts.length - 1 ? answer.approval : undefined;
+            const receipt = await channel.send(target, part, {
+              deliveryKey: record?.id ?? `${answer.outcome.replyMessageId}:${index}`,
+              ...(approval === undefined ? {} : { approval }),
+            });
             sent.push(receipt);
             // Marked at once: a crash from here on does not send this part again.
             if (record) await markSent(scope, record, receipt.messageId);

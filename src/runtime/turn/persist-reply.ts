@@ -228,7 +228,8 @@ export function replyMessage(scope: TurnScope, text: string, usage: BilledUsage,
 
 /** Tokens and cost of the turn's model calls, in the user's billing currency (6 places). */
 export function usageOf(scope: TurnScope, calls: readonly ModelCallRecord[]): Promise<BilledUsage> {
-  return scope.deps.billing.usageOf(calls, scope.currency, scope.deps.now());
+  // Calls paid when the turn stopped to ask for an approval are replayed now, not paid again.
+  return scope.deps.billing.usageOf(scope.journal.unbilled(calls), scope.currency, scope.deps.now());
 }
 
 export function outcome(scope: TurnScope, status: TurnOutcome['status'], reply: string, usage: BilledUsage): TurnOutcome {

@@ -16,6 +16,7 @@ import { answerWithPlan, shownMessageIds } from '../reply-plan/answer-with-plan.
 import { checkReply } from '../reply.js';
 import type { TurnDependencies, TurnRequest, TurnScope } from './turn-context.js';
 import { handoffPhraseIn } from '../handoff/handoff-phrases.js';
+import { persistApprovalQuestion, persistAskAgain } from './persist-approval.js';
 import { persistHandoff } from './persist-handoff.js';
 import { persistRateLimited, stoppedByRateLimit } from './persist-rate-limited.js';
 import { apologyText, persistBudgetNotice, persistFailure, persistReply, persistReset, usageOf } from './persist-reply.js';
@@ -89,6 +90,8 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
   try {
     // Messages a per-person rate limit stopped never reach a model.
     if (stoppedByRateLimit(scope)) return await persistRateLimited(scope);
+    // An answer to an approval question that says neither yes nor no: asked again, once, no model asked.
+    if (scope.askAgain !== undefined) return await persistAskAgain(scope, scope.askAgain);
     // A reset trigger is answered by Palaver itself: no model call, no flow.
     const newest = scope.messages[scope.messages.length - 1]!.inbound.text;
     if (isResetTrigger(newest, scope.deps.agent.resetTriggers)) return await persistReset(scope);
@@ -147,6 +150,8 @@ async function answerTurn(scope: TurnScope): Promise<Answer> {
     );
     // A tool handed the conversation to a person: Palaver's notice is the reply, whatever the model wrote.
     if (flow.handoff !== undefined) return await persistHandoff(scope, flow.handoff, { flow, failures });
+    // A tool call waits for someone's yes: the question is the reply, and the turn goes on once it is decided.
+    if (scope.journal.asking !== undefined) return await persistApprovalQuestion(scope, flow, failures);
     const seenUpTo = recent[recent.length - 1]?.seq;
     // 3–4. Replies as actions: the answer is a plan, checked (one repair allowed), stored, then carried out.
     if (actions)

@@ -1,3 +1,4 @@
+import type { ToolApproval } from '../../domain/approval.js';
 import type { InboundRecord, Session, SummaryRecord, User } from '../../domain/model.js';
 import type { Channel, ReplyTarget, TurnProgress } from '../../domain/ports/channel.js';
 import type { Flow } from '../../domain/ports/flow.js';
@@ -42,6 +43,8 @@ export interface AgentSettings {
   readonly resetKeepsRole: boolean;
   /** Handing the conversation to a person (`agent.tools`, `operators`); absent: only tools' `ctx.handoff` does. */
   readonly handoff?: HandoffSettings;
+  /** How long a tool call waits for an approval before it is declined as expired (`tools.approvalTimeoutMinutes`); default 60 min. */
+  readonly approvalTimeoutMs?: number;
 }
 
 /** When and how a turn hands the conversation to a person. */
@@ -129,6 +132,11 @@ export interface TurnRequest {
    * (the apology is Palaver's own text, so it stores where the model's answer would not).
    */
   readonly attemptsExhausted?: boolean;
+  /**
+   * The messages answer an approval question in words that say neither yes nor no: Palaver asks again (once), without
+   * the model, and the request keeps waiting.
+   */
+  readonly askAgain?: ToolApproval;
   /** The open turn these messages belong to, cut off by a crash or a failed store: it resumes from its journal. */
   readonly resume?: OpenTurnRecord;
   /**
@@ -186,6 +194,8 @@ export interface TurnScope {
   readonly signal: AbortSignal | undefined;
   /** Watches for the person writing again while a reply plan runs (see {@link TurnRequest.interrupt}). */
   readonly interrupt: (() => AbortSignal) | undefined;
+  /** See `TurnRequest.askAgain`. */
+  readonly askAgain: ToolApproval | undefined;
   /** The user's state when the turn began, and the stored version it was loaded at (0: none yet). */
   readonly initialState: UserState;
   readonly stateVersion: number;

@@ -1,3 +1,4 @@
+import type { ApprovalRequirement, ToolApproval } from '../../domain/approval.js';
 import type { ToolCallRecord } from '../../domain/model.js';
 import type { TurnProgress } from '../../domain/ports/channel.js';
 import type { ModelCall, ModelCallRecord } from '../../domain/ports/flow.js';
@@ -9,6 +10,12 @@ import type { ToolCallResult } from '../../domain/ports/tool-dispatch.js';
 export interface ToolRun {
   readonly call: ModelToolCall;
   readonly result: ToolCallResult;
+}
+
+/** A tool call waiting for someone's decision, and what they are asked. */
+export interface ApprovalQuestion {
+  readonly call: ModelToolCall;
+  readonly requirement: ApprovalRequirement;
 }
 
 /** A model call as the journal keeps it: which model set it went to, and what came back. */
@@ -61,6 +68,14 @@ export class TurnJournal {
   readonly #recordedModelCalls: readonly RecordedModelCall[];
   /** The journal's tool calls, by the model's call id. */
   readonly #recordedTools: ReadonlyMap<string, ToolCallRecord>;
+  /** The turn's approval requests, by the model's call id: a resumed turn reads its decisions here. */
+  readonly #approvals: ReadonlyMap<string, ToolApproval>;
+  /** The call this run asks someone to approve: the turn ends after its round, waiting (see {@link suspend}). */
+  #asking: ApprovalQuestion | undefined;
+  /** Model calls billed before (when the turn stopped to ask for an approval), by their place in the turn. */
+  readonly #billedModelCalls: number;
+  /** The replayed records of those calls: not billed again. */
+  readonly #billed = new Set<ModelCallRecord>();
   #nextModelCall = 0;
   /** How many of {@link modelCalls} are in the store's journal (replayed ones were found there). */
   #keptModelCalls = 0;
@@ -78,13 +93,17 @@ export class TurnJournal {
     store: Store,
     id: string,
     turn: JournalTurn,
-    recorded: { modelCalls: readonly RecordedModelCall[]; tools: ReadonlyMap<string, ToolCallRecord> } | undefined,
+    recorded:
+      | { modelCalls: readonly RecordedModelCall[]; tools: ReadonlyMap<string, ToolCallRecord>; approvals: ReadonlyMap<string, ToolApproval> }
+      | undefined,
   ) {
     this.#store = store;
     this.id = id;
     this.#turn = turn;
     this.#recordedModelCalls = recorded?.modelCalls ?? [];
     this.#recordedTools = recorded?.tools ?? new Map();
+    this.#approvals = recorded?.approvals ?? new Map();
+    this.#billedModelCalls = Math.max(0, ...[...this.#approvals.values()].map((approval) => approval.modelCalls));
     this.#open = recorded !== undefined;
     this.#replaying = this.#recordedModelCalls.length > 0;
   }
@@ -96,11 +115,16 @@ export class TurnJournal {
 
   /** The journal of an open turn a crash (or a failed store) cut off, read back to continue from. */
   static async resume(store: Store, open: OpenTurnRecord, turn: JournalTurn): Promise<TurnJournal> {
-    const [calls, tools] = await Promise.all([store.turns.listModelCalls(open.id), store.toolCalls.listByTurn(open.id)]);
+    const [calls, tools, approvals] = await Promise.all([
+      store.turns.listModelCalls(open.id),
+      store.toolCalls.listByTurn(open.id),
+      store.approvals.forTurn(open.id),
+    ]);
     const prefix = `${open.id}:`;
     return new TurnJournal(store, open.id, turn, {
       modelCalls: calls.map((call) => JSON.parse(call) as RecordedModelCall),
       tools: new Map(tools.map((record) => [record.callId.slice(prefix.length), record])),
+      approvals: new Map(approvals.map((approval) => [approval.callId, approval])),
     });
   }
 
@@ -112,6 +136,7 @@ export class TurnJournal {
     const seq = this.#nextModelCall++;
     const recorded = this.#replaying ? this.#recordedModelCalls[seq] : undefined;
     if (recorded !== undefined && recorded.models === (models ?? null)) {
+      if (seq < this.#billedModelCalls) this.#billed.add(recorded.record);
       this.modelCalls.push(recorded.record);
       this.#keptModelCalls = this.modelCalls.length;
       return { seq, recorded: { response: recorded.response, record: recorded.record } };
@@ -194,6 +219,44 @@ export class TurnJournal {
 
   async #start(store: Store, call: ModelToolCall): Promise<void> {
     await store.toolCalls.start(this.#callRecord(call));
+  }
+
+  /** `calls` without those billed before the turn stopped to ask for an approval (replayed now): each is paid once. */
+  unbilled(calls: readonly ModelCallRecord[]): readonly ModelCallRecord[] {
+    return this.#billed.size === 0 ? calls : calls.filter((call) => !this.#billed.has(call));
+  }
+
+  /** The approval request of a call of this turn (recorded before a resume), if it has one. */
+  approvalOf(callId: string): ToolApproval | undefined {
+    return this.#approvals.get(callId);
+  }
+
+  /** The call this run asks someone to approve, if any. */
+  get asking(): ApprovalQuestion | undefined {
+    return this.#asking;
+  }
+
+  /** Notes that `question.call` waits for a decision: the turn ends after this round, its journal kept. */
+  ask(question: ApprovalQuestion): void {
+    this.#asking = question;
+  }
+
+  /**
+   * Keeps the journal, in the transaction `tx` that stores the approval question: the turn with its batch, and the
+   * model call that asked not written yet, so that the decision resumes it where it stopped; with `endClaim`, the
+   * claim ends with that transaction too.
+   */
+  async suspend(tx: Store, endClaim: boolean): Promise<void> {
+    await this.#writes.catch(() => undefined);
+    await ((endClaim ? this.#turn.endClaim : undefined) ?? this.#turn.fence)?.(tx);
+    if (!this.#open) {
+      await tx.turns.open({ id: this.id, sessionId: this.#turn.sessionId, owner: this.#turn.owner, inboundIds: this.#turn.inboundIds });
+      this.#open = true;
+    }
+    const deferred = this.#deferred;
+    this.#deferred = undefined;
+    await deferred?.(tx);
+    this.#keptModelCalls = this.modelCalls.length;
   }
 
   /**

@@ -77,6 +77,7 @@ export async function openTurn(deps: TurnDependencies, request: TurnRequest): Pr
     replyMessageId: journal.id,
     signal: request.messages.length === 1 ? first.signal : undefined,
     interrupt: request.interrupt,
+    askAgain: request.askAgain,
     initialState: state,
     stateVersion: version,
     journal,

@@ -1,6 +1,5 @@
 import { sql, type Selectable } from 'kysely';
 import type { ApprovalDecider, ApprovalStatus, ToolApproval } from '../../domain/approval.js';
-import { newId } from '../../domain/ids.js';
 import type { ApprovalRepository, NewToolApproval } from '../../domain/ports/store.js';
 import type { RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
@@ -24,7 +23,7 @@ export class KyselyApprovalRepository implements ApprovalRepository {
       await dialect
         .insertOrIgnore(
           db.insertInto('tool_approvals').values({
-            id: newId(),
+            id: approval.id,
             turn_id: approval.turnId,
             call_id: approval.callId,
             session_id: approval.sessionId,
@@ -43,6 +42,7 @@ export class KyselyApprovalRepository implements ApprovalRepository {
             requested_at: approval.requestedAt.getTime(),
             expires_at: approval.expiresAt.getTime(),
             asked_again: 0,
+            model_calls: approval.modelCalls,
           }),
           ['turn_id', 'call_id'],
         )
@@ -181,6 +181,7 @@ function toApproval(row: Selectable<ToolApprovalsTable>): ToolApproval {
     requestedAt: toDate(row.requested_at),
     expiresAt: toDate(row.expires_at),
     askedAgain: Number(row.asked_again) === 1,
+    modelCalls: Number(row.model_calls),
     decidedAt: row.decided_at === null ? null : toDate(row.decided_at),
     decidedBy: row.decided_by,
     reason: row.reason,

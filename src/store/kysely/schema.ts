@@ -329,6 +329,8 @@ export interface ToolApprovalsTable {
   expires_at: EpochMillis;
   /** 1 once the person's unclear answer was met by asking again. */
   asked_again: ColumnType<number, number | undefined, number>;
+  /** The turn's model calls billed when it stopped to ask. */
+  model_calls: ColumnType<number, number | undefined, number>;
   decided_at: ColumnType<number | string | null, number | null | undefined, number | null>;
   decided_by: ColumnType<string | null, string | null | undefined, string | null>;
   reason: ColumnType<string | null, string | null | undefined, string | null>;

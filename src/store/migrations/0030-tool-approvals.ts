@@ -4,7 +4,8 @@ import { createTable, dropIndex, textTypes } from './dialect-schema.js';
 
 /**
  * Tool calls a person approves first: `tool_approvals` keeps each request (the turn and call it holds, what the
- * person was shown, who may decide) until one decision (approved, declined, expired) is taken by a guarded UPDATE.
+ * person was shown, who may decide) until one decision (approved, declined, expired) is taken by a guarded UPDATE; `model_calls` counts the turn's model
+ * calls billed when it stopped to ask, so the resumed turn bills only what it adds.
  * `sessions.approval_pending_at` holds a conversation's messages while its turn waits, as a pause does.
  * `deliveries.approval` carries the request's id with the question's outbox part, so a part sent after a restart
  * still has its buttons.
@@ -33,6 +34,7 @@ export function toolApprovalsMigration(dialect: StoreDialect): Migration {
         .addColumn('requested_at', 'bigint', (col) => col.notNull())
         .addColumn('expires_at', 'bigint', (col) => col.notNull())
         .addColumn('asked_again', 'integer', (col) => col.notNull().defaultTo(0))
+        .addColumn('model_calls', 'integer', (col) => col.notNull().defaultTo(0))
         .addColumn('decided_at', 'bigint')
         .addColumn('decided_by', key)
         .addColumn('reason', long)

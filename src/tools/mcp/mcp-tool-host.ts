@@ -1,3 +1,4 @@
+import type { ApprovalDecider } from '../../domain/approval.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -37,6 +38,8 @@ export interface McpToolHostOptions {
   readonly userIdArgument?: string;
   /** What people see while a tool of this server runs, by tool name (the server itself has no such field). */
   readonly toolLabels?: Readonly<Record<string, ToolLabel>>;
+  /** Tools whose calls someone approves first, and who (`mcp.servers[].approval`). */
+  readonly approval?: { readonly tools: readonly string[]; readonly by: ApprovalDecider };
   /** The `fetch` calls go out with: Palaver passes its own (`src/platform/outgoing-http.ts`). Default: the global `fetch`. */
   readonly fetch?: FetchLike;
   /** Clock for the list cache. Default `Date.now`. */
@@ -88,6 +91,7 @@ export class McpToolHost implements ToolHost {
   private readonly maxResultChars: number;
   private readonly userIdArgument: string | undefined;
   private readonly toolLabels: Readonly<Record<string, ToolLabel>>;
+  private readonly approval: { readonly tools: readonly string[]; readonly by: ApprovalDecider } | undefined;
   private readonly logger: Logger;
   private readonly fetch: FetchLike;
   private readonly now: () => number;
@@ -122,6 +126,7 @@ export class McpToolHost implements ToolHost {
     this.maxResultChars = options.maxResultChars ?? DEFAULT_MAX_TOOL_RESULT_CHARS;
     this.userIdArgument = options.userIdArgument;
     this.toolLabels = options.toolLabels ?? {};
+    this.approval = options.approval;
     this.logger = (options.logger ?? silentLogger()).child({ toolHost: this.name });
     this.now = options.now ?? Date.now;
     const baseFetch = options.fetch ?? (globalThis.fetch as FetchLike);
@@ -336,6 +341,7 @@ export class McpToolHost implements ToolHost {
         parameters: this.userIdArgument ? withoutProperty(tool.inputSchema, this.userIdArgument) : tool.inputSchema,
         source: this.name,
         ...(Object.hasOwn(this.toolLabels, tool.name) ? { label: this.toolLabels[tool.name]! } : {}),
+        ...(this.approval?.tools.includes(tool.name) ? { approval: approvedBy(this.approval.by) } : {}),
       })),
       byName: new Map(tools.map((tool) => [tool.name, tool])),
       loadedAt: this.now(),
@@ -414,4 +420,9 @@ function describe(error: unknown): string {
 
 function delay(ms: number): Promise<void> {
   return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The approval rule of a server's listed tool: always the same decider. */
+function approvedBy(by: ApprovalDecider): NonNullable<ToolDescriptor['approval']> {
+  return () => by;
 }

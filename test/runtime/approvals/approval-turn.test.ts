@@ -1,0 +1,120 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Palaver } from '../../../src/app.js';
+import type { ScriptedCall } from '../../../src/testing/index.js';
+import { defineTool } from '../../../src/tools/define-tool.js';
+import { createHarness, type Harness } from '../../support/palaver-harness.js';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** Appointments a cancel tool really cancels, counting every run. */
+function salon() {
+  const runs: string[] = [];
+  const cancel = defineTool({
+    name: 'cancel_appointment',
+    description: 'Cancels an appointment',
+    input: z.object({ appointment_id: z.string() }),
+    approval: 'person',
+    describe: ({ appointment_id }) => `Cancel appointment ${appointment_id}`,
+    run: ({ appointment_id }, ctx) => {
+      runs.push(`${appointment_id}@${ctx.idempotencyKey}`);
+      return `Appointment ${appointment_id} cancelled.`;
+    },
+  });
+  return { runs, cancel };
+}
+
+/** Asks to cancel once; then answers with what the tool said. */
+function cancellingModel(call: ScriptedCall) {
+  const result = [...call.messages].reverse().find((item) => item.type === 'tool_result') as { output?: string } | undefined;
+  if (result) return { text: `Done: ${result.output}` };
+  return { text: 'Let me cancel that.', toolCalls: [{ name: 'cancel_appointment', arguments: { appointment_id: 'a-17' } }] };
+}
+
+async function start(tools: readonly ReturnType<typeof defineTool>[], config: Record<string, unknown> = {}): Promise<Palaver> {
+  harness = await createHarness(cancellingModel);
+  return harness.start(config, { tools });
+}
+
+describe('a tool call that needs the person’s yes', () => {
+  it('asks first, runs nothing and calls no model while waiting, then runs once on "yes" and the model answers with its result', async () => {
+    const { runs, cancel } = salon();
+    const palaver = await start([cancel]);
+    const question = await palaver.chat({ userId: 'ada', text: 'cancel my appointment please' });
+    expect(question.text).toContain('Cancel appointment a-17');
+    expect(question.text).toContain('Reply "yes"');
+    expect(runs).toEqual([]);
+    expect(harness!.model.calls).toHaveLength(1);
+    const pending = await palaver.store.approvals.pendingFor(question.sessionId);
+    expect(pending).toMatchObject({ tool: 'cancel_appointment', by: 'person', status: 'pending', summary: 'Cancel appointment a-17' });
+
+    const answer = await palaver.chat({ userId: 'ada', text: 'Yes!' });
+    expect(answer.text).toBe('Done: Appointment a-17 cancelled.');
+    expect(runs).toHaveLength(1);
+    // The model asked once before and once after; the first call was replayed from the journal, not asked again.
+    expect(harness!.model.calls).toHaveLength(2);
+    expect((await palaver.store.approvals.get(pending!.id))?.status).toBe('approved');
+    expect(await palaver.store.approvals.pendingFor(question.sessionId)).toBeUndefined();
+    const history = await palaver.store.messages.listRecent(question.sessionId, { limit: 20, audience: 'display' });
+    expect(history.map((message) => [message.role, message.content])).toEqual([
+      ['user', 'cancel my appointment please'],
+      ['assistant', question.text],
+      ['user', 'Yes!'],
+      ['assistant', 'Done: Appointment a-17 cancelled.'],
+    ]);
+    // Each model call is paid once: the question carried the first, the answer only the second (the first replayed).
+    const [, asked, , answered] = history;
+    const session = (await palaver.store.sessions.findById(question.sessionId))!;
+    expect(asked!.inputTokens).toBeGreaterThan(0);
+    expect(answered!.inputTokens).toBeGreaterThan(0);
+    expect(session.inputTokens).toBe(asked!.inputTokens + answered!.inputTokens);
+    expect(question.usage.inputTokens + answer.usage.inputTokens).toBe(session.inputTokens);
+  });
+
+  it('never runs a declined call: the model is told it was declined and answers so', async () => {
+    const { runs, cancel } = salon();
+    const palaver = await start([cancel]);
+    const question = await palaver.chat({ userId: 'bo', text: 'cancel it' });
+    const answer = await palaver.chat({ userId: 'bo', text: 'нет' });
+    expect(answer.text).toContain('Declined by the person');
+    expect(runs).toEqual([]);
+    expect((await palaver.store.approvals.forTurn((await palaver.store.approvals.list({ limit: 1 }))[0]!.turnId))[0]?.status).toBe('declined');
+    expect(question.sessionId).toBe(answer.sessionId);
+  });
+
+  it('asks again once when the answer is unclear, and declines on a second unclear one', async () => {
+    const { runs, cancel } = salon();
+    const palaver = await start([cancel]);
+    await palaver.chat({ userId: 'cy', text: 'cancel it' });
+    const again = await palaver.chat({ userId: 'cy', text: 'what do you mean?' });
+    expect(again.text).toContain('I did not understand');
+    expect(again.text).toContain('Cancel appointment a-17');
+    expect(harness!.model.calls).toHaveLength(1);
+    const answer = await palaver.chat({ userId: 'cy', text: 'hmm, maybe later today' });
+    expect(answer.text).toContain('Declined by the person');
+    expect(runs).toEqual([]);
+  });
+
+  it('declines as expired when nobody answers in time, and a late yes changes nothing', async () => {
+    const { runs, cancel } = salon();
+    let now = new Date('2026-12-07T10:00:00Z');
+    harness = await createHarness(cancellingModel);
+    const palaver = await harness.start({ tools: { approvalTimeoutMinutes: 5 } }, { tools: [cancel], now: () => now });
+    const question = await palaver.chat({ userId: 'di', text: 'cancel it' });
+    const pending = (await palaver.store.approvals.pendingFor(question.sessionId))!;
+    expect(pending.expiresAt.toISOString()).toBe('2026-12-07T10:05:00.000Z');
+    expect(await palaver.approvals.expireDue()).toBe(0);
+    now = new Date('2026-12-07T10:05:00Z');
+    expect(await palaver.approvals.expireDue()).toBe(1);
+    await expect.poll(async () => (await palaver.store.messages.listRecent(question.sessionId, { limit: 10, audience: 'display' })).length).toBe(4);
+    const history = await palaver.store.messages.listRecent(question.sessionId, { limit: 10, audience: 'display' });
+    expect(history.at(-1)?.content).toContain('Not approved in time');
+    expect(runs).toEqual([]);
+    expect(await palaver.approvals.decide(pending.id, 'approved', { kind: 'person', channel: 'api', accountId: 'di' })).toEqual({ kind: 'expired' });
+    expect(runs).toEqual([]);
+  });
+});
