@@ -1,7 +1,9 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConsoleChannel } from '../../src/channels/console/console-channel.js';
+import type { ApprovalDecision } from '../../src/domain/approval.js';
 import { ChannelError } from '../../src/domain/errors.js';
+import type { ApprovalOutcome, DecideOptions, ReplyTarget } from '../../src/domain/ports/channel.js';
 import { runChannelContract, type ChannelDriver } from './channel-contract.js';
 import { answer, FakeChannelContext, targetFor } from './fake-pipeline.js';
 import { TerminalScreen } from './terminal-screen.js';
@@ -248,5 +250,147 @@ describe('ConsoleChannel: replies as actions', () => {
     input.end();
     await channel.done;
     expect(text).toBe('you>   ↳ 🙂 on "hello"\nbot> Hi.\nyou> ');
+  });
+});
+
+describe('ConsoleChannel: approvals', () => {
+  const approval = { id: 'apv-1', expiresAt: '2031-05-01T10:00:00.000Z' };
+  const question = 'Before I go on, I need your yes: cancel booking B-7 on Friday';
+
+  /** The fake context, also keeping the options of each decision and answering in `language`. */
+  class DecidingContext extends FakeChannelContext {
+    readonly decideOptions: (DecideOptions | undefined)[] = [];
+    language = 'en';
+
+    override async decideApproval(accountId: string, approvalId: string, decision: ApprovalDecision, options?: DecideOptions): Promise<ApprovalOutcome> {
+      this.decideOptions.push(options);
+      return super.decideApproval(accountId, approvalId, decision);
+    }
+
+    override async interfaceLanguage(): Promise<string> {
+      return this.language;
+    }
+  }
+
+  const settled = (driver: ReturnType<typeof consoleDriver>, target: ReplyTarget) =>
+    driver.channel.settle!(target, {
+      kind: 'answered',
+      parts: [],
+      outcome: {
+        correlationId: target.correlationId,
+        sessionId: target.sessionId,
+        userId: 'u',
+        reply: '',
+        replyMessageId: 'r',
+        status: 'completed',
+        usage: { inputTokens: 0, outputTokens: 0, cost: '0', currency: 'USD' },
+      },
+    });
+
+  /** Whether a line of the screen ends with `text` (the screen has no echo of typed lines: it follows the prompt). */
+  const shows = (driver: ReturnType<typeof consoleDriver>, text: string) => driver.screen.lines().some((line) => line.endsWith(text));
+
+  /** A chat whose first line's turn asked `question` for approval; resolves once the `[y/n]` prompt is up. */
+  async function asked(context = new DecidingContext()) {
+    const driver = consoleDriver();
+    await driver.channel.start(context);
+    await driver.say('c1', 'cancel my Friday booking');
+    const [message] = await context.waitForMessages(1);
+    const target = targetFor(driver.channel, context, [message!]);
+    await driver.channel.send(target, question, { deliveryKey: 'd-1', approval });
+    settled(driver, target);
+    await expect.poll(() => driver.screen.lines().at(-1)).toBe('[y/n] you> ');
+    return { driver, context, target };
+  }
+
+  it('shows the question with a [y/n] prompt and passes a yes on as the decision, not as a message', async () => {
+    const { driver, context, target } = await asked();
+    expect(driver.channel.capabilities.approvalButtons).toBe(true);
+    expect(driver.replies('c1')).toEqual([question]);
+    await driver.say('c1', 'Yes');
+    await expect.poll(() => context.decisions).toEqual([{ accountId: 'local', approvalId: 'apv-1', decision: 'approved' }]);
+    await expect.poll(() => shows(driver, '[y/n] you>   · ✅ Approved')).toBe(true);
+    expect(context.received).toHaveLength(1);
+    // The turn goes on and answers the decision (by the message id the channel gave it); then the prompt is back.
+    const messageId = context.decideOptions[0]?.messageId;
+    expect(messageId).toBeDefined();
+    await new Promise((resolve) => setImmediate(resolve));
+    // Nothing prompts before the turn that goes on has answered.
+    expect(driver.screen.lines().slice(-2)).toEqual(['[y/n] you>   · ✅ Approved', '']);
+    const resumed = { ...target, inReplyTo: [...target.inReplyTo, messageId!], correlationId: 'corr-resumed' };
+    await driver.channel.send(resumed, 'Cancelled: Friday is free again.');
+    settled(driver, resumed);
+    await expect.poll(() => driver.screen.lines().at(-1)).toBe('you> ');
+    expect(driver.replies('c1')).toEqual([question, 'Cancelled: Friday is free again.']);
+    // The question is answered: a yes now is only a message.
+    await driver.say('c1', 'yes');
+    await context.waitForMessages(2);
+    expect(context.received.map((received) => received.message.text)).toEqual(['cancel my Friday booking', 'yes']);
+    expect(context.decisions).toHaveLength(1);
+  });
+
+  it.each([
+    ['n', 'declined', 'en', '  · ❌ Declined'],
+    ['NO!', 'declined', 'en', '  · ❌ Declined'],
+    ['нет', 'declined', 'ru', '  · ❌ Отклонено'],
+    ['Да', 'approved', 'ru', '  · ✅ Одобрено'],
+    ['так', 'approved', 'uk', '  · ✅ Схвалено'],
+    ['ні', 'declined', 'uk', '  · ❌ Відхилено'],
+    ['是', 'approved', 'zh', '  · ✅ 已同意'],
+    ['否', 'declined', 'zh', '  · ❌ 已拒绝'],
+  ] as const)('takes %j as %s and says so in %s', async (word, decision, language, line) => {
+    const context = new DecidingContext();
+    context.language = language;
+    const { driver } = await asked(context);
+    await driver.say('c1', word);
+    await expect.poll(() => context.decisions).toEqual([{ accountId: 'local', approvalId: 'apv-1', decision }]);
+    await expect.poll(() => shows(driver, line)).toBe(true);
+    expect(context.received).toHaveLength(1);
+  });
+
+  it('sends any other line as a message and keeps the question open for the next yes or no', async () => {
+    const { driver, context } = await asked();
+    await driver.say('c1', 'what does it cost to cancel?');
+    const [, other] = await context.waitForMessages(2);
+    expect(other).toMatchObject({ text: 'what does it cost to cancel?' });
+    expect(context.decisions).toEqual([]);
+    await answer(driver.channel, context, [other!], { parts: ['Nothing.'] });
+    await expect.poll(() => driver.screen.lines().at(-1)).toBe('[y/n] you> ');
+    await driver.say('c1', 'no');
+    await expect.poll(() => context.decisions).toEqual([{ accountId: 'local', approvalId: 'apv-1', decision: 'declined' }]);
+  });
+
+  it.each([
+    [{ kind: 'already', status: 'approved' }, '  · This was already decided.'],
+    [{ kind: 'expired' }, '  · ⌛ No answer in time: not done'],
+    [{ kind: 'not_found' }, '  · This request is no longer open.'],
+  ] as const)('says what a decision that did not go through came to (%j), and prompts again at once', async (outcome, line) => {
+    const context = new DecidingContext();
+    context.approvalOutcome = outcome;
+    const { driver } = await asked(context);
+    await driver.say('c1', 'y');
+    await expect.poll(() => driver.screen.lines().slice(-2)).toEqual([`[y/n] you> ${line}`, 'you> ']);
+    expect(context.received).toHaveLength(1);
+  });
+
+  it('treats a yes as a message when nothing was asked', async () => {
+    const driver = consoleDriver();
+    const context = new DecidingContext();
+    await driver.channel.start(context);
+    await driver.say('c1', 'yes');
+    const [message] = await context.waitForMessages(1);
+    expect(message).toMatchObject({ text: 'yes' });
+    expect(context.decisions).toEqual([]);
+  });
+
+  it('prompts for the answer to a question sent outside a turn of a typed line (after a restart)', async () => {
+    const driver = consoleDriver();
+    const context = new DecidingContext();
+    await driver.channel.start(context);
+    const target = { channel: 'console', conversationId: 'terminal', accountId: 'local', inReplyTo: ['9'], correlationId: 'corr-9', sessionId: 's' };
+    await driver.channel.send(target, question, { deliveryKey: 'd-9', approval });
+    expect(driver.screen.lines()).toEqual([`you> bot> ${question}`, '[y/n] you> ']);
+    await driver.say('c1', 'yes');
+    await expect.poll(() => context.decisions).toEqual([{ accountId: 'local', approvalId: 'apv-1', decision: 'approved' }]);
   });
 });

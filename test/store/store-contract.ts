@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/domain/errors.js';
+import type { ToolApproval } from '../../src/domain/approval.js';
 import type { NewMessage, Session, User } from '../../src/domain/model.js';
 import type { RecordedNewMessage, Store } from '../../src/domain/ports/store.js';
 import { estimateTokens } from '../../src/domain/token-estimate.js';
@@ -1950,6 +1951,359 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         const owners = Array.from({ length: 6 }, (_, index) => `racer-${index}`);
         const results = await Promise.all(owners.map((owner) => store.claims.claim({ ...where, owner, now: 5_000, ttlMs: TTL })));
         expect(results.filter((result) => result.claimed)).toHaveLength(1);
+      });
+    });
+
+    describe('approvals', () => {
+      const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      const HOUR = 3_600_000;
+
+      /** A request for one call of a turn in `session`, asked at `requestedAt` and open for an hour. */
+      const requestOf = (session: Session, extra: { turnId?: string; callId?: string; summary?: string; requestedAt?: number; expiresAt?: number } = {}) => {
+        const requestedAt = extra.requestedAt ?? Date.now();
+        return {
+          turnId: extra.turnId ?? unique('turn'),
+          callId: extra.callId ?? unique('call'),
+          sessionId: session.id,
+          userId: session.userId,
+          channel: session.channel,
+          conversationId: session.conversationId,
+          accountId: 'acct',
+          accountNamespace: session.channel,
+          conversationKind: 'direct' as const,
+          tool: 'cancel_booking',
+          arguments: '{"booking":"B-7"}',
+          summary: extra.summary ?? 'Cancel booking B-7 on Friday',
+          by: 'person' as const,
+          language: 'uk',
+          requestedAt: new Date(requestedAt),
+          expiresAt: new Date(extra.expiresAt ?? requestedAt + HOUR),
+        };
+      };
+
+      /** A message of the session accepted on `channel`, leased to `owner` for `leaseMs`; resolves its id. */
+      async function givenMessage(session: Session, channel: string, textOf: string, lease: { owner?: string; leaseMs?: number } = {}): Promise<string> {
+        const accepted = await store.inbound.accept(
+          {
+            channel,
+            conversationId: session.conversationId,
+            accountId: 'acct',
+            userId: session.userId,
+            sessionId: session.id,
+            text: textOf,
+            messageId: unique('msg'),
+            dedupeKey: null,
+            correlationId: unique('corr'),
+            languageHint: 'uk',
+            displayName: null,
+            conversationKind: 'direct',
+          },
+          { owner: lease.owner ?? 'dead', leaseMs: lease.leaseMs ?? 1 },
+        );
+        if (!accepted.accepted) throw new Error('not accepted');
+        return accepted.record.id;
+      }
+
+      const taken = (channel: string, sessionId?: string) =>
+        store.inbound
+          .claimExpired({ owner: unique('heir'), leaseMs: 60_000, channels: [channel], limit: 10, ...(sessionId === undefined ? {} : { sessionId }) })
+          .then((records) => records.map((record) => record.text));
+
+      const pausedClaim = async (session: Session) => {
+        const outcome = await store.claims.claim({
+          channel: session.channel,
+          conversationId: session.conversationId,
+          owner: 'claimer',
+          now: Date.now(),
+          ttlMs: 1,
+          pausedSession: session.id,
+        });
+        return outcome.claimed ? outcome.paused : 'refused';
+      };
+
+      it('records a pending request once per call of a turn, and finds it by id, turn and session', async () => {
+        const session = await givenSession();
+        const first = requestOf(session);
+        const stored = await store.approvals.request(first);
+        expect(stored).toMatchObject({
+          turnId: first.turnId,
+          callId: first.callId,
+          sessionId: session.id,
+          userId: session.userId,
+          tool: 'cancel_booking',
+          arguments: '{"booking":"B-7"}',
+          summary: 'Cancel booking B-7 on Friday',
+          by: 'person',
+          language: 'uk',
+          conversationKind: 'direct',
+          status: 'pending',
+          askedAgain: false,
+          decidedAt: null,
+          decidedBy: null,
+          reason: null,
+        });
+        expect(stored.requestedAt.getTime()).toBe(first.requestedAt.getTime());
+        expect(stored.expiresAt.getTime()).toBe(first.expiresAt.getTime());
+        // Asked again for the same call (a resumed turn): the first request comes back, as it was.
+        const again = await store.approvals.request({ ...first, summary: 'Something else', requestedAt: new Date(first.requestedAt.getTime() + 5) });
+        expect(again).toEqual(stored);
+        expect(await store.approvals.get(stored.id)).toEqual(stored);
+        expect(await store.approvals.get(randomUUID())).toBeUndefined();
+        // A second call of the same turn is a request of its own.
+        const second = await store.approvals.request({ ...first, callId: unique('call'), requestedAt: new Date(first.requestedAt.getTime() + 10) });
+        expect(second.id).not.toBe(stored.id);
+        expect((await store.approvals.forTurn(first.turnId)).map((approval) => approval.id)).toEqual([stored.id, second.id]);
+        expect(await store.approvals.forTurn(unique('turn'))).toEqual([]);
+        expect((await store.approvals.pendingFor(session.id))?.id).toBe(stored.id);
+        await store.approvals.decide(stored.id, { status: 'approved', by: `user:${session.userId}`, reason: null, now: Date.now() });
+        expect((await store.approvals.pendingFor(session.id))?.id).toBe(second.id);
+        expect(await store.approvals.pendingFor((await givenSession()).id)).toBeUndefined();
+      });
+
+      it("holds the session's messages while a request waits, and lets them go only once none of its requests does", async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const other = await givenSession();
+        const live = await givenMessage(session, channel, 'live', { owner: 'a', leaseMs: 60_000 });
+        await givenMessage(session, channel, 'orphan');
+        expect(await pausedClaim(session)).toBe(false);
+
+        const first = await store.approvals.request(requestOf(session));
+        const second = await store.approvals.request(requestOf(session, { turnId: first.turnId }));
+        await givenMessage(other, channel, 'elsewhere');
+        // Held like a pause: the live lease goes, and no taker gets any of them, even asking for the session.
+        expect(await store.inbound.hold([live])).toBe(1);
+        await pause(5); // the 1 ms leases run out
+        expect(await taken(channel)).toEqual(['elsewhere']);
+        expect(await taken(channel, session.id)).toEqual([]);
+        expect(await pausedClaim(session)).toBe(true);
+
+        // One decided, the other still waits: still held.
+        expect(await store.approvals.decide(first.id, { status: 'approved', by: 'user:x', reason: null, now: Date.now() })).toBe(true);
+        await store.approvals.release(session.id);
+        expect(await taken(channel, session.id)).toEqual([]);
+        expect(await pausedClaim(session)).toBe(true);
+
+        expect(await store.approvals.decide(second.id, { status: 'declined', by: 'user:x', reason: null, now: Date.now() })).toBe(true);
+        await store.approvals.release(session.id);
+        expect(await pausedClaim(session)).toBe(false);
+        expect(await store.inbound.hold([await givenMessage(session, channel, 'after', { owner: 'a', leaseMs: 60_000 })])).toBe(0);
+        expect(await taken(channel, session.id)).toEqual(['live', 'orphan']);
+
+        // The same call asked for again once decided (a resumed turn): the decision comes back, and nothing is held.
+        expect(await store.approvals.request(requestOf(session, { turnId: first.turnId, callId: first.callId }))).toMatchObject({
+          id: first.id,
+          status: 'approved',
+        });
+        expect(await pausedClaim(session)).toBe(false);
+        await givenMessage(session, channel, 'later');
+        await pause(5);
+        expect(await taken(channel, session.id)).toEqual(['later']);
+      });
+
+      it("keeps an operator's pause when the last request is decided", async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const request = await store.approvals.request(requestOf(session));
+        await store.sessions.setPaused(session.id, true);
+        await store.approvals.decide(request.id, { status: 'declined', by: 'operator:olena', reason: 'no', now: Date.now() });
+        await store.approvals.release(session.id);
+        await givenMessage(session, channel, 'still paused');
+        await pause(5);
+        expect(await taken(channel, session.id)).toEqual([]);
+        expect(await pausedClaim(session)).toBe(true);
+      });
+
+      it('lets exactly one of two decisions taken at once through, in transactions of their own', async () => {
+        const session = await givenSession();
+        for (const [a, b] of [
+          ['approved', 'declined'],
+          ['approved', 'approved'],
+        ] as const) {
+          const request = await store.approvals.request(requestOf(session));
+          const now = Date.now();
+          const results = await Promise.all([
+            store.transaction((tx) => tx.approvals.decide(request.id, { status: a, by: 'user:first', reason: null, now })),
+            store.transaction((tx) => tx.approvals.decide(request.id, { status: b, by: 'operator:second', reason: 'checked', now })),
+          ]);
+          expect(results.filter(Boolean)).toHaveLength(1);
+          const decided = await store.approvals.get(request.id);
+          expect(decided).toMatchObject(
+            results[0] ? { status: a, decidedBy: 'user:first', reason: null } : { status: b, decidedBy: 'operator:second', reason: 'checked' },
+          );
+          expect(decided?.decidedAt?.getTime()).toBe(now);
+          // Decided: nothing changes it any more.
+          expect(await store.approvals.decide(request.id, { status: 'declined', by: 'user:late', reason: null, now: now + 1 })).toBe(false);
+          expect(await store.approvals.decide(request.id, { status: 'expired', by: 'expiry', reason: null, now: now + 2 * HOUR })).toBe(false);
+          expect((await store.approvals.get(request.id))?.decidedBy).toBe(decided?.decidedBy);
+        }
+        expect(await store.approvals.decide(randomUUID(), { status: 'approved', by: 'user:x', reason: null, now: Date.now() })).toBe(false);
+      });
+
+      it("lifts the hold when a session's two requests are decided at once, each in its own transaction", async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const turnId = unique('turn');
+        const requests = [await store.approvals.request(requestOf(session, { turnId })), await store.approvals.request(requestOf(session, { turnId }))];
+        await givenMessage(session, channel, 'waiting');
+        // Both decide before either releases (where the back end runs them side by side; SQLite runs one after the other).
+        let arrived = 0;
+        let allArrived: () => void = () => {};
+        const together = new Promise<void>((resolve) => {
+          allArrived = resolve;
+        });
+        const meet = () => {
+          arrived += 1;
+          if (arrived === requests.length) allArrived();
+          return Promise.race([together, pause(300)]);
+        };
+        const results = await Promise.all(
+          requests.map((request) =>
+            store.transaction(async (tx) => {
+              const decided = await tx.approvals.decide(request.id, { status: 'approved', by: 'user:x', reason: null, now: Date.now() });
+              await meet();
+              await tx.approvals.release(session.id);
+              return decided;
+            }),
+          ),
+        );
+        expect(results).toEqual([true, true]);
+        expect(await store.approvals.pendingFor(session.id)).toBeUndefined();
+        expect(await pausedClaim(session)).toBe(false);
+        expect(await taken(channel, session.id)).toEqual(['waiting']);
+      });
+
+      it('takes a yes or no only before the request expires, and the expiry only from then on', async () => {
+        const session = await givenSession();
+        const expiresAt = Date.now() + HOUR;
+        const late = await store.approvals.request(requestOf(session, { expiresAt }));
+        const decide = (id: string, status: 'approved' | 'declined' | 'expired', now: number) =>
+          store.approvals.decide(id, { status, by: 'user:x', reason: null, now });
+        expect(await decide(late.id, 'expired', expiresAt - 1)).toBe(false);
+        expect(await decide(late.id, 'approved', expiresAt)).toBe(false);
+        expect(await decide(late.id, 'declined', expiresAt + 1)).toBe(false);
+        expect((await store.approvals.get(late.id))?.status).toBe('pending');
+        expect(await decide(late.id, 'expired', expiresAt)).toBe(true);
+        expect((await store.approvals.get(late.id))?.status).toBe('expired');
+
+        const inTime = await store.approvals.request(requestOf(session, { expiresAt }));
+        expect(await decide(inTime.id, 'declined', expiresAt - 1)).toBe(true);
+        expect(await decide(inTime.id, 'expired', expiresAt)).toBe(false);
+        expect((await store.approvals.get(inTime.id))?.status).toBe('declined');
+      });
+
+      it('asks again once only, and not once decided', async () => {
+        const session = await givenSession();
+        const request = await store.approvals.request(requestOf(session));
+        expect(await store.approvals.askAgain(request.id)).toBe(true);
+        expect((await store.approvals.get(request.id))?.askedAgain).toBe(true);
+        expect(await store.approvals.askAgain(request.id)).toBe(false);
+        const decided = await store.approvals.request(requestOf(session));
+        await store.approvals.decide(decided.id, { status: 'declined', by: 'user:x', reason: null, now: Date.now() });
+        expect(await store.approvals.askAgain(decided.id)).toBe(false);
+        expect((await store.approvals.get(decided.id))?.askedAgain).toBe(false);
+      });
+
+      it('lists the requests whose time ran out, oldest first, pending ones only', async () => {
+        const session = await givenSession();
+        const now = Date.now();
+        const older = await store.approvals.request(requestOf(session, { requestedAt: now - 3 * HOUR, expiresAt: now - 2 * HOUR }));
+        const newer = await store.approvals.request(requestOf(session, { requestedAt: now - 2 * HOUR, expiresAt: now - HOUR }));
+        const decided = await store.approvals.request(requestOf(session, { requestedAt: now - 3 * HOUR, expiresAt: now - HOUR }));
+        await store.approvals.decide(decided.id, { status: 'expired', by: 'expiry', reason: null, now });
+        const open = await store.approvals.request(requestOf(session, { requestedAt: now, expiresAt: now + HOUR }));
+        const mine = new Set([older.id, newer.id, decided.id, open.id]);
+        const expired = (await store.approvals.listExpired(now, 1_000)).filter((approval) => mine.has(approval.id));
+        expect(expired.map((approval) => approval.id)).toEqual([older.id, newer.id]);
+        expect((await store.approvals.listExpired(now - 2 * HOUR, 1_000)).filter((approval) => mine.has(approval.id)).map((approval) => approval.id)).toEqual([
+          older.id,
+        ]);
+      });
+
+      it('lists requests newest first, those of one status if asked', async () => {
+        const session = await givenSession();
+        // Far in the future: newer than any other test's requests in a shared database.
+        const base = Date.now() + 1_000 * 24 * HOUR;
+        const made: ToolApproval[] = [];
+        for (let index = 0; index < 4; index++) made.push(await store.approvals.request(requestOf(session, { requestedAt: base + index * 1_000 })));
+        await store.approvals.decide(made[0]!.id, { status: 'declined', by: 'user:x', reason: null, now: Date.now() });
+        await store.approvals.decide(made[2]!.id, { status: 'declined', by: 'user:x', reason: null, now: Date.now() });
+        expect((await store.approvals.list({ limit: 3 })).map((approval) => approval.id)).toEqual([made[3]!.id, made[2]!.id, made[1]!.id]);
+        expect((await store.approvals.list({ status: 'declined', limit: 2 })).map((approval) => approval.id)).toEqual([made[2]!.id, made[0]!.id]);
+        expect((await store.approvals.list({ status: 'pending', limit: 2 })).map((approval) => [approval.id, approval.status])).toEqual([
+          [made[3]!.id, 'pending'],
+          [made[1]!.id, 'pending'],
+        ]);
+      });
+    });
+
+    describe('turns waiting for an approval', () => {
+      it("adds the answer to an open turn's batch, after its messages", async () => {
+        const session = await givenSession();
+        const accept = async (content: string) => {
+          const accepted = await store.inbound.accept(
+            {
+              channel: 'console',
+              conversationId: session.conversationId,
+              accountId: 'acct',
+              userId: session.userId,
+              sessionId: session.id,
+              text: content,
+              messageId: null,
+              dedupeKey: null,
+              correlationId: unique('corr'),
+              languageHint: null,
+              displayName: null,
+              conversationKind: 'direct',
+            },
+            { owner: 'a', leaseMs: 60_000 },
+          );
+          return accepted.accepted ? accepted.record.id : '';
+        };
+        const [first, second, answer] = [await accept('cancel Friday'), await accept('please'), await accept('yes')];
+        const turnId = unique('turn');
+        await store.turns.open({ id: turnId, sessionId: session.id, owner: 'a', inboundIds: [first, second] });
+        expect((await store.turns.lookup([answer])).open).toBeUndefined();
+        await store.turns.attach(turnId, answer);
+        const expected = { id: turnId, sessionId: session.id, owner: 'a', inboundIds: [first, second, answer] };
+        expect(await store.turns.lookup([answer])).toEqual({ queued: new Set([answer]), open: expected });
+        expect((await store.turns.lookup([first, answer])).open).toEqual(expected);
+        // A message already in a turn cannot join another.
+        const another = unique('turn');
+        await store.turns.open({ id: another, sessionId: session.id, owner: 'a', inboundIds: [await accept('other')] });
+        await expectStoreError(store.turns.attach(another, answer), 'conflict');
+        expect((await store.turns.lookup([answer])).open).toEqual(expected);
+      });
+    });
+
+    describe('outbox questions', () => {
+      it('keeps the approval a question part asks, and hands it back with the part after a crash', async () => {
+        const channel = unique('chan');
+        const session = await givenSession();
+        const replyMessageId = unique('reply');
+        const approval = { id: unique('approval'), expiresAt: '2031-05-01T10:00:00.000Z' };
+        const base = {
+          sessionId: session.id,
+          replyMessageId,
+          channel,
+          conversationId: 'conv',
+          accountId: 'acct',
+          inReplyTo: ['9'],
+          correlationId: unique('corr'),
+        };
+        const added = await store.deliveries.add(
+          [
+            { ...base, part: 0, text: 'Looking.' },
+            { ...base, part: 1, text: 'Cancel booking B-7 on Friday?', approval },
+          ],
+          { owner: 'dead', leaseMs: 1 },
+        );
+        expect(added.map((part) => part.approval)).toEqual([null, approval]);
+        await store.deliveries.markSent(added[0]!.id, 'tg-1');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const claimed = await store.deliveries.claimExpired({ owner: 'heir', leaseMs: 60_000, channels: [channel], limit: 10 });
+        expect(claimed.map((part) => [part.text, part.approval])).toEqual([['Cancel booking B-7 on Friday?', approval]]);
+        expect((await store.deliveries.listForReply(replyMessageId)).map((part) => part.approval)).toEqual([null, approval]);
       });
     });
 

@@ -1,6 +1,18 @@
 import { createInterface, type Interface } from 'node:readline';
+import type { ApprovalDecision, DeliveryApproval } from '../../domain/approval.js';
 import { ChannelError, PalaverError } from '../../domain/errors.js';
-import type { Channel, ChannelCapabilities, ChannelContext, ReplyTarget, SendOptions, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
+import type {
+  ApprovalOutcome,
+  Channel,
+  ChannelCapabilities,
+  ChannelContext,
+  ReplyTarget,
+  SendOptions,
+  SentPart,
+  TurnEnd,
+  TurnProgress,
+} from '../../domain/ports/channel.js';
+import { systemText, type SystemTextKey } from '../../i18n/index.js';
 import { isReactionEmoji } from '../shared/reaction-emoji.js';
 import { StreamedReply } from '../shared/streamed-reply.js';
 import { cursorRow } from './terminal-rows.js';
@@ -33,6 +45,13 @@ export interface ConsoleChannelOptions {
 const EXIT_COMMANDS = new Set(['/exit', '/quit']);
 const HELP_COMMANDS = new Set(['/help', '/?']);
 const PROMPT = 'you> ';
+/** The prompt while a tool call waits for the person's yes or no; it ends like {@link PROMPT}. */
+const APPROVAL_PROMPT = `[y/n] ${PROMPT}`;
+/** The words that answer a question for approval at the prompt (any other line is a message, as usual). */
+const APPROVAL_WORDS: ReadonlyMap<string, ApprovalDecision> = new Map([
+  ...['y', 'yes', 'да', 'так', '是'].map((word) => [word, 'approved'] as const),
+  ...['n', 'no', 'нет', 'ні', '否'].map((word) => [word, 'declined'] as const),
+]);
 const BOT = 'bot> ';
 const TYPING = '… typing';
 /** How often the pipeline renews typing; the line lasts a second longer, so it does not flicker. */
@@ -56,6 +75,12 @@ const REMEMBERED_CALLS = 100;
  * typed meanwhile wait), so every line is answered in turn and replies never interleave. A refused line prints
  * `error: <message>` and the chat goes on. Ends on `/exit` (or `/quit`) or when the input closes; `done` resolves
  * once the input closed and the last turn settled.
+ *
+ * A tool call that needs the person's approval asks with a part carrying `SendOptions.approval`: the question is
+ * printed like any part, and the prompt becomes `[y/n] you> `. The next line that is a yes or a no (y, yes, n, no;
+ * да/нет, так/ні, 是/否; any case) decides it through `ChannelContext.decideApproval` instead of being sent, the
+ * outcome is printed on one line in the person's language, and the next prompt waits for the turn that goes on.
+ * Any other line is sent as a message (the core reads the words too).
  *
  * @example
  * const chat = new ConsoleChannel({ input: process.stdin, output: process.stdout });
@@ -87,6 +112,8 @@ export class ConsoleChannel implements Channel {
   #typingTimer: NodeJS.Timeout | undefined;
   readonly #lineTexts = new Map<string, string>();
   readonly #toolLabels = new Map<string, string>();
+  /** The question for approval the next yes or no answers, if one was asked. */
+  #approval: DeliveryApproval | undefined;
 
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
@@ -97,6 +124,7 @@ export class ConsoleChannel implements Channel {
       typingIntervalMs: TYPING_INTERVAL_MS,
       reactions: true,
       readReceipts: false,
+      approvalButtons: true,
     };
     this.#conversationId = options.conversationId ?? 'console';
     this.done = new Promise<void>((resolve) => (this.#finished = resolve));
@@ -107,7 +135,7 @@ export class ConsoleChannel implements Channel {
     this.#context = context;
     const rl = createInterface({ input: this.#options.input, terminal: false });
     this.#rl = rl;
-    this.#write(PROMPT);
+    this.#write(this.#prompt);
     rl.on('line', (line) => {
       this.#lines.push(line);
       this.#pump();
@@ -190,20 +218,28 @@ export class ConsoleChannel implements Channel {
     this.#write(`  ↳ ${emoji} on ${line === undefined ? 'your message' : `"${quote(line)}"`}\n`);
   }
 
-  /** Prints one part as its own `bot> ` block (`options.replyTo` is not shown: a terminal has no quotes). */
-  async send(target: ReplyTarget, text: string, _options?: SendOptions): Promise<SentPart> {
+  /**
+   * Prints one part as its own `bot> ` block (`options.replyTo` is not shown: a terminal has no quotes). A part that
+   * asks for approval (`options.approval`) turns the prompt into `[y/n] you> ` until a yes or a no answers it.
+   */
+  async send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart> {
     const messageId = `${target.correlationId}:${++this.#parts}`;
     if (target.conversationId !== this.#conversationId) return { messageId };
     const match = this.#reply.match(text);
     if (match.kind === 'shown') {
       if (this.#reply.isComplete) this.#endLine();
-      return { messageId };
+    } else {
+      if (match.kind === 'mismatch') {
+        this.#withdraw();
+        match.replay.forEach((part) => this.#line(part));
+      }
+      this.#line(text);
     }
-    if (match.kind === 'mismatch') {
-      this.#withdraw();
-      match.replay.forEach((part) => this.#line(part));
+    if (options?.approval !== undefined) {
+      this.#approval = options.approval;
+      // Asked outside a turn of a typed line (sent again after a restart): nothing else prompts for the answer.
+      if (!this.#busy) this.#write(this.#prompt);
     }
-    this.#line(text);
     return { messageId };
   }
 
@@ -249,33 +285,50 @@ export class ConsoleChannel implements Channel {
     if (HELP_COMMANDS.has(text)) {
       // Answered here, never sent to the agent.
       const lines = ['/help         this list', '/exit, /quit  end the chat (the conversation is kept)', ...(this.#options.help?.() ?? [])];
-      this.#write(`${lines.join('\n')}\n${PROMPT}`);
+      this.#write(`${lines.join('\n')}\n${this.#prompt}`);
       return;
     }
     if (text === '') {
-      this.#write(PROMPT);
+      this.#write(this.#prompt);
       return;
     }
     const messageId = String(++this.#counter);
     this.#remember(messageId, text);
     const settled = new Promise<void>((resolve) => (this.#awaiting = { messageId, settled: resolve }));
+    const approval = this.#approval;
+    const decision = approval === undefined ? undefined : APPROVAL_WORDS.get(approvalWord(text));
     try {
-      const acceptance = await this.#context!.accept({
-        channel: this.name,
-        accountId: this.#options.accountId ?? 'local',
-        conversationId: this.#conversationId,
-        text,
-        messageId,
-      });
-      // A redelivery is answered elsewhere (or was already): nothing comes back for it here.
-      if (acceptance.status === 'accepted') await settled;
+      if (approval !== undefined && decision !== undefined) {
+        // The answer to the question: a decision, not a message. The turn that goes on answers it by `messageId`.
+        this.#approval = undefined;
+        const accountId = this.#options.accountId ?? 'local';
+        const outcome = await this.#context!.decideApproval(accountId, approval.id, decision, { messageId });
+        this.#endLine();
+        this.#write(this.#dim(`  · ${systemText(await this.#context!.interfaceLanguage(accountId), outcomeText(outcome))}\n`));
+        if (outcome.kind === 'decided') await settled;
+      } else {
+        const acceptance = await this.#context!.accept({
+          channel: this.name,
+          accountId: this.#options.accountId ?? 'local',
+          conversationId: this.#conversationId,
+          text,
+          messageId,
+        });
+        // A redelivery is answered elsewhere (or was already): nothing comes back for it here.
+        if (acceptance.status === 'accepted') await settled;
+      }
     } catch (error) {
       this.#endLine();
       this.#write(`error: ${errorText(error)}\n`);
     } finally {
       if (this.#awaiting?.messageId === messageId) this.#awaiting = undefined;
     }
-    this.#write(PROMPT);
+    this.#write(this.#prompt);
+  }
+
+  /** The prompt for the next line: `[y/n] you> ` while a question for approval waits for its answer. */
+  get #prompt(): string {
+    return this.#approval === undefined ? PROMPT : APPROVAL_PROMPT;
   }
 
   #remember(messageId: string, text: string): void {
@@ -338,6 +391,30 @@ export class ConsoleChannel implements Channel {
 
   #dim(text: string): string {
     return this.#color ? `\x1b[2m${text}\x1b[0m` : text;
+  }
+}
+
+/** A typed line as an answer word: lower case, without the full stop or exclamation mark after it. */
+function approvalWord(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[.!。！]+$/u, '')
+    .trim();
+}
+
+/** The line that tells the person what their yes or no came to. */
+function outcomeText(outcome: ApprovalOutcome): SystemTextKey {
+  switch (outcome.kind) {
+    case 'decided':
+      return outcome.status === 'approved' ? 'approval.approved' : 'approval.declined';
+    case 'already':
+      return 'approval.alreadyDecided';
+    case 'expired':
+      return 'approval.expired';
+    case 'refused':
+      return outcome.reason === 'operator' ? 'approval.byOperator' : 'approval.notYours';
+    case 'not_found':
+      return 'approval.unknown';
   }
 }
 

@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { ApprovalDecider, ApprovalStatus, ToolApproval } from '../../domain/approval.js';
 import type { ApprovalRepository, NewToolApproval } from '../../domain/ports/store.js';
-import type { RepositoryContext } from './repository-context.js';
+import { atomically, type RepositoryContext } from './repository-context.js';
 import { toDate } from './rows.js';
 import type { ToolApprovalsTable } from './schema.js';
 import { storeOperation } from './store-errors.js';
@@ -47,7 +47,23 @@ export class KyselyApprovalRepository implements ApprovalRepository {
           ['turn_id', 'call_id'],
         )
         .execute();
-      await db.updateTable('sessions').set({ approval_pending_at: approval.requestedAt.getTime() }).where('id', '=', approval.sessionId).execute();
+      // Held only while this request still waits: asked again for a call already decided (a resumed turn), the
+      // decision comes back and the conversation is not held again (nothing would lift that hold).
+      await db
+        .updateTable('sessions')
+        .set({ approval_pending_at: approval.requestedAt.getTime() })
+        .where('id', '=', approval.sessionId)
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('tool_approvals')
+              .select(sql.lit(1).as('one'))
+              .where('tool_approvals.turn_id', '=', approval.turnId)
+              .where('tool_approvals.call_id', '=', approval.callId)
+              .where('tool_approvals.status', '=', 'pending'),
+          ),
+        )
+        .execute();
       const row = await db
         .selectFrom('tool_approvals')
         .selectAll()
@@ -139,24 +155,24 @@ export class KyselyApprovalRepository implements ApprovalRepository {
   }
 
   release(sessionId: string): Promise<void> {
-    return storeOperation('approvals.release', async () => {
-      await this.#ctx.db
-        .updateTable('sessions')
-        .set({ approval_pending_at: null })
-        .where('id', '=', sessionId)
-        .where((eb) =>
-          eb.not(
-            eb.exists(
-              eb
-                .selectFrom('tool_approvals')
-                .select(sql.lit(1).as('one'))
-                .where('tool_approvals.session_id', '=', sessionId)
-                .where('tool_approvals.status', '=', 'pending'),
-            ),
-          ),
-        )
-        .execute();
-    });
+    return storeOperation('approvals.release', () =>
+      atomically(this.#ctx.db, async (db) => {
+        // The session's row is locked first, and its requests are read by a statement of their own after that: two
+        // transactions deciding the session's last two requests at once would otherwise each still see the other's
+        // as pending (read committed) and neither would lift the hold. Locked, the second one reads after the first
+        // committed. A plain read, so it never waits for (or deadlocks with) the other's locked request rows.
+        await this.#ctx.dialect.lockForUpdate(db.selectFrom('sessions').select('id').where('id', '=', sessionId)).execute();
+        const waiting = await db
+          .selectFrom('tool_approvals')
+          .select('id')
+          .where('session_id', '=', sessionId)
+          .where('status', '=', 'pending')
+          .limit(1)
+          .executeTakeFirst();
+        if (waiting !== undefined) return;
+        await db.updateTable('sessions').set({ approval_pending_at: null }).where('id', '=', sessionId).execute();
+      }),
+    );
   }
 }
 
