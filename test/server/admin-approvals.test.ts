@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { Option } from 'commander';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { approvals, issuedOperatorToken } from '../../src/admin/api-contract.js';
 import type { ApprovalDecider } from '../../src/domain/approval.js';
 import { adminCommand } from '../../src/cli/admin.js';
+import { requestApproval } from '../support/approval-request.js';
 import { registerRunSecrets } from '../support/run-log.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
 import { TEST_SECRETS } from '../support/secrets.js';
@@ -22,7 +22,6 @@ afterEach(async () => {
 });
 
 const ADMIN = TEST_SECRETS.adminToken;
-const HOUR = 3_600_000;
 
 async function start() {
   harness = await createHarness(() => ({ text: 'Noted.' }));
@@ -44,52 +43,9 @@ async function start() {
     registerRunSecrets([token]);
     return { id: operator.id, token };
   };
-  /** A conversation of the person `name` on the API channel, and a request in it that `by` decides. */
-  const request = async (name: string, by: ApprovalDecider, tool: string, summary: string, requestedAt = Date.now()) => {
-    const accountId = name.toLowerCase();
-    const reply = await palaver.chat({ userId: accountId, text: `I am ${name}` });
-    const session = (await palaver.store.sessions.findById(reply.sessionId))!;
-    // The turn that waits, on the person's message that asked for the tool: the decision joins its journal.
-    const asked = await palaver.store.inbound.accept(
-      {
-        channel: 'api',
-        conversationId: accountId,
-        accountId,
-        accountNamespace: 'api',
-        userId: session.userId,
-        sessionId: session.id,
-        text: `please ${tool}`,
-        messageId: null,
-        dedupeKey: `asked:${accountId}:${tool}`,
-        correlationId: randomUUID(),
-        languageHint: 'en',
-        displayName: null,
-        conversationKind: 'direct',
-      },
-      { owner: 'a-process-that-asked', leaseMs: HOUR },
-    );
-    if (!asked.accepted) throw new Error('the message was accepted before');
-    const turnId = randomUUID();
-    await palaver.store.turns.open({ id: turnId, sessionId: session.id, owner: 'a-process-that-asked', inboundIds: [asked.record.id] });
-    return palaver.store.approvals.request({
-      turnId,
-      callId: 'call-1',
-      sessionId: session.id,
-      userId: session.userId,
-      channel: 'api',
-      conversationId: accountId,
-      accountId,
-      accountNamespace: 'api',
-      conversationKind: 'direct',
-      tool,
-      arguments: '{"booking":42}',
-      summary,
-      by,
-      language: 'en',
-      requestedAt: new Date(requestedAt),
-      expiresAt: new Date(requestedAt + HOUR),
-    });
-  };
+  /** A request in the person `name`'s conversation that `by` decides. */
+  const request = (name: string, by: ApprovalDecider, tool: string, summary: string, requestedAt?: number) =>
+    requestApproval(palaver, { name, by, tool, summary, ...(requestedAt === undefined ? {} : { requestedAt }) });
   return { palaver, server, call, addOperator, request };
 }
 
