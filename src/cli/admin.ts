@@ -287,7 +287,7 @@ function approvalsCommand(): Command {
       action(async (client, globals, _options: object, id: string) => {
         const answer = await client.decideApproval(id, 'approve');
         if (globals.json) return printJson(answer);
-        print(`Approved ${singleLine(answer.id)}${await toolOf(client, id)}: its turn goes on.`);
+        print(`Approved ${singleLine(answer.id)}: the tool runs once, and the agent answers with its result.`);
       }),
     );
 
@@ -300,18 +300,11 @@ function approvalsCommand(): Command {
       action(async (client, globals, options: { reason?: string }, id: string) => {
         const answer = await client.decideApproval(id, 'decline', options.reason === undefined ? {} : { reason: options.reason });
         if (globals.json) return printJson(answer);
-        print(`Declined ${singleLine(answer.id)}${await toolOf(client, id)}: the agent is told so.`);
+        print(`Declined ${singleLine(answer.id)}: the tool does not run, and the agent is told so.`);
       }),
     );
 
   return approvalsGroup;
-}
-
-/** ` (<tool>)` of a request, read back for the message; empty when it cannot be read (the decision stands anyway). */
-async function toolOf(client: AdminClient, id: string): Promise<string> {
-  const recent = await client.approvals({ limit: 500 }).catch(() => undefined);
-  const tool = recent?.approvals.find((approval) => approval.id === id)?.tool;
-  return tool === undefined ? '' : ` (${singleLine(tool)})`;
 }
 
 function approvalsText(answer: z.infer<typeof approvals>, status: string | undefined): string {

@@ -156,10 +156,13 @@ describe('palaver admin approvals', () => {
     expect(table.out).toContain('Refund 40 EUR to Olena');
     expect(table.out).toMatch(/\n\n2 waiting for an operator: palaver admin approvals approve <id>/);
 
-    expect(await run('approvals', 'approve', refund.id)).toEqual({ code: undefined, out: `Approved ${refund.id} (refund): its turn goes on.\n` });
+    expect(await run('approvals', 'approve', refund.id)).toEqual({
+      code: undefined,
+      out: `Approved ${refund.id}: the tool runs once, and the agent answers with its result.\n`,
+    });
     expect(await run('approvals', 'decline', voucher.id, '--reason', 'not this month')).toEqual({
       code: undefined,
-      out: `Declined ${voucher.id} (voucher): the agent is told so.\n`,
+      out: `Declined ${voucher.id}: the tool does not run, and the agent is told so.\n`,
     });
     expect(await palaver.store.approvals.get(voucher.id)).toMatchObject({ status: 'declined', decidedBy: 'Dana', reason: 'not this month' });
 
