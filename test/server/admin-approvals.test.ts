@@ -98,7 +98,7 @@ describe('/admin/approvals', () => {
     expect((await call(dana.token, 'GET', '/approvals?status=maybe')).status).toBe(400);
   });
 
-  it("declines with a reason, refuses a person's request and an unknown id, and wants credentials", async () => {
+  it("declines with a reason, refuses a person's request, an expired one and an unknown id, and wants credentials", async () => {
     const { palaver, call, request } = await start();
     const refund = await request('Olena', 'operator', 'refund', 'Refund 40 EUR to Olena');
     const cancel = await request('Ivo', 'person', 'cancel_booking', 'Cancel the booking of Friday 10:00');
@@ -115,6 +115,11 @@ describe('/admin/approvals', () => {
     expect(refused.status).toBe(403);
     expect(refused.body['error']['message']).toContain("the person's to decide");
     expect(await palaver.store.approvals.get(cancel.id)).toMatchObject({ status: 'pending', decidedBy: null });
+
+    // Out of time before anyone decided: the expiry is taken now, and counts as declined.
+    const late = await request('Mira', 'operator', 'voucher', 'Send a voucher to Mira', Date.now() - 2 * 3_600_000);
+    expect(await call(ADMIN, 'POST', `/approvals/${late.id}/approve`)).toMatchObject({ status: 409, body: { status: 'expired' } });
+    expect(await palaver.store.approvals.get(late.id)).toMatchObject({ status: 'expired', decidedBy: 'expiry' });
 
     expect((await call(ADMIN, 'POST', '/approvals/no-such-request/decline')).status).toBe(404);
     expect((await call(undefined, 'POST', `/approvals/${cancel.id}/approve`)).status).toBe(401);
