@@ -503,6 +503,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
     const { operatorReadRoutes } = await import('./server/admin/operator-routes.js');
     const { actionRoutes } = await import('./server/admin/action-routes.js');
     const { operatorAccountRoutes } = await import('./server/admin/operator-account-routes.js');
+    const { approvalsRoutes } = await import('./server/admin/approvals-routes.js');
     const host = appOptions.host ?? config.server.host;
     return createHttpApp({
       health: checkHealth,
@@ -517,7 +518,7 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
       },
       trustedProxies: config.server.trustedProxies,
       dashboard: {
-        events: conversationChangeProbe(store.operators, { handoffs: store.handoffs }),
+        events: conversationChangeProbe(store.operators, { handoffs: store.handoffs, approvals: store.approvals }),
         metrics: metrics.registry,
         sessionStore: store.dashboardSessions,
       },
@@ -529,6 +530,10 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
           operatorReadRoutes({ queries: store.operators, handoffs: store.handoffs, ...(streams ? { toolStream: () => streams.backlog() } : {}) }),
         );
         http.route('/admin', actionRoutes(operators));
+        http.route(
+          '/admin',
+          approvalsRoutes({ approvals: store.approvals, decide: (id, decision, actor, options) => pipeline.approvals.decide(id, decision, actor, options) }),
+        );
         http.route('/admin', operatorAccountRoutes(operatorAccounts));
         http.use('/metrics', apiKeyAuth({ apiKey: config.server.apiKey }));
         http.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));

@@ -5,6 +5,8 @@ import { OPERATOR_TOKEN_PREFIX } from './admin-principal.js';
 import {
   adminActions,
   adminMe,
+  approvalDecided,
+  approvals,
   conversationsPage,
   costs,
   disabledOperator,
@@ -140,6 +142,21 @@ export class AdminClient {
   /** Conversations handed to a person and not closed yet, oldest first: those waiting, and those an operator took. */
   handoffs(query: { limit?: number } = {}): Promise<z.infer<typeof handoffs>> {
     return this.#request('GET', '/admin/handoffs', handoffs, { query });
+  }
+
+  /** Approval requests, newest first; with `status`, only those (`pending`: still waiting for a decision). */
+  approvals(query: { status?: 'pending' | 'approved' | 'declined' | 'expired'; limit?: number } = {}): Promise<z.infer<typeof approvals>> {
+    return this.#request('GET', '/admin/approvals', approvals, { query });
+  }
+
+  /**
+   * Approves or declines a request an operator decides. Decided before, or expired: `refused` (409, the message says
+   * which); a person's request: `refused` (403); an unknown id: `not_found`.
+   */
+  decideApproval(id: string, decision: 'approve' | 'decline', options: { readonly reason?: string } = {}): Promise<z.infer<typeof approvalDecided>> {
+    return this.#request('POST', `/admin/approvals/${encodeURIComponent(id)}/${decision}`, approvalDecided, {
+      body: options.reason === undefined ? {} : { reason: options.reason },
+    });
   }
 
   /** Who the server takes this client for: the name the audit records, the role, the operator account. */

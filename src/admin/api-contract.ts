@@ -24,6 +24,10 @@ import { actorName } from './admin-principal.js';
  *   GET  /admin/turns/live                                    turns running or waiting now
  *   GET  /admin/overview                                      inbox depth, outbox, tool stream backlog
  *   GET  /admin/actions?limit=                                the operators' own audit (actor, request id)
+ *   GET  /admin/approvals?status=&limit=                      tool calls waiting for (or given) a decision, newest first
+ *   POST /admin/approvals/:id/approve                         approve an operator's request: 200 {status}; 409 decided
+ *                                                             already or expired; 403 a person's request
+ *   POST /admin/approvals/:id/decline                         decline one {reason?}: as approve
  *   POST /admin/telegram-user/sync                            store a private chat's history {chat, after?, limit?}
  *                                                             (the Telegram user account's route, where it runs)
  *   GET  /admin/me                                            who calls: {actor, role, operatorId}
@@ -32,8 +36,8 @@ import { actorName } from './admin-principal.js';
  *   POST /admin/operators/:id/disable                         its token and sign-ins stop working at once
  *   POST /admin/operators/:id/reset-token                     a new token {operator, token}; the old one stops
  *
- * Who may call what: an `operator` reads users, conversations, transcripts, live turns and the audit, and acts in
- * conversations (every route under /admin/conversations/:id/); the rest is for `admin` (the admin token, or an
+ * Who may call what: an `operator` reads users, conversations, transcripts, live turns and the audit, acts in
+ * conversations (every route under /admin/conversations/:id/) and decides approval requests; the rest is for `admin` (the admin token, or an
  * operator account with that role): see `src/admin/admin-roles.ts`.
  *
  * Errors: `{ "error": { "code", "message" } }` with 400 (invalid_request), 401 (no or a wrong token), 403 (the admin
@@ -341,3 +345,35 @@ export const adminMe = z.object({
   /** The operator account; null for the admin token. */
   operatorId: z.string().nullable(),
 });
+
+export const approvalStatus = z.enum(['pending', 'approved', 'declined', 'expired']);
+
+/** A tool call that waits for a decision (or got one): who decides it, what they are shown, and where it stands. */
+export const approvalView = z.object({
+  id: z.string(),
+  tool: z.string(),
+  /** What will happen, in plain words: what the person (or the operator) is shown. */
+  summary: z.string(),
+  /** Who decides: `person` (the person the turn answers, in their chat) or `operator` (here). */
+  by: z.enum(['person', 'operator']),
+  status: approvalStatus,
+  sessionId: z.string(),
+  userId: z.string(),
+  channel: z.string(),
+  conversationId: z.string(),
+  requestedAt: iso,
+  /** Undecided by then, it is declined as expired (`tools.approvalTimeoutMinutes`). */
+  expiresAt: iso,
+  decidedAt: iso.nullable(),
+  /** `person:<channel>:<account>`, an operator's name, `admin`, or `expiry`; null while pending. */
+  decidedBy: z.string().nullable(),
+  reason: z.string().nullable(),
+});
+export type ApprovalView = z.infer<typeof approvalView>;
+export const approvalsQuery = z.object({ status: approvalStatus.optional(), limit: z.coerce.number().int().min(1).max(500).default(100) });
+/** Approval requests, newest first. */
+export const approvals = z.object({ approvals: z.array(approvalView) });
+/** Body of decline: why, kept with the decision and in the audit. */
+export const declineBody = z.strictObject({ reason: z.string().trim().min(1).max(1_000).optional() });
+/** 200 of approve and decline: the decision taken. 409 carries the request's `status` beside the error. */
+export const approvalDecided = z.object({ id: z.string(), status: z.enum(['approved', 'declined']) });

@@ -1,29 +1,39 @@
 import type { OperatorQueries } from '../domain/ports/operator-queries.js';
-import type { HandoffRepository } from '../domain/ports/store.js';
+import type { ApprovalRepository, HandoffRepository } from '../domain/ports/store.js';
 import type { ChangeProbe } from './admin-events.js';
 
 /** Open handoffs the probe watches; more than this many waiting is a queue the page shows as such anyway. */
 const WATCHED_HANDOFFS = 100;
+/** Pending approval requests the probe watches (the dashboard's list shows as many). */
+const WATCHED_APPROVALS = 100;
 
 export interface ConversationChangeProbeOptions {
   /** The handoffs to a person (`store.handoffs`): one opened or taken is a change too. */
   readonly handoffs?: Pick<HandoffRepository, 'listOpen'>;
+  /** The tool calls waiting for a decision (`store.approvals`): one asked for or decided is a change too. */
+  readonly approvals?: Pick<ApprovalRepository, 'list'>;
   /** How long one answer serves every open dashboard. Default 500 ms. */
   readonly ttlMs?: number;
 }
 
 /**
  * What the dashboard's live list watches: the 20 most recently active conversations (their last message, waiting
- * count, pause, end, status, who took it and its open handoff), the inbox and outbox depth, and every open handoff
- * (who took it: the queue beyond those 20). Three indexed queries with small limits; read from the store, so a message
- * another process accepted or answered, or a handoff another process opened or took, shows too.
+ * count, pause, end, status, who took it and its open handoff), the inbox and outbox depth, every open handoff (who
+ * took it: the queue beyond those 20), and the pending approval requests. Four indexed queries with small limits;
+ * read from the store, so a message another process accepted or answered, a handoff another process opened or took,
+ * or a request asked or decided there, shows too.
  *
  * Every open dashboard shares one probe per `ttlMs`: ten tabs cost the store what one does.
  */
 export function conversationChangeProbe(operators: OperatorQueries, options: ConversationChangeProbeOptions = {}): ChangeProbe {
-  const { handoffs } = options;
+  const { handoffs, approvals } = options;
   const probe = async () => {
-    const [page, depth, open] = await Promise.all([operators.conversations({ limit: 20 }), operators.depth(), handoffs?.listOpen(WATCHED_HANDOFFS) ?? []]);
+    const [page, depth, open, pending] = await Promise.all([
+      operators.conversations({ limit: 20 }),
+      operators.depth(),
+      handoffs?.listOpen(WATCHED_HANDOFFS) ?? [],
+      approvals?.list({ status: 'pending', limit: WATCHED_APPROVALS }) ?? [],
+    ]);
     const conversations = page.items.map((c) => [
       c.sessionId,
       c.lastMessage?.at.getTime() ?? null,
@@ -36,7 +46,7 @@ export function conversationChangeProbe(operators: OperatorQueries, options: Con
       c.handoff?.requestedAt.getTime() ?? null,
       c.handoff?.takenBy ?? null,
     ]);
-    return JSON.stringify([conversations, depth, open.map((handoff) => [handoff.id, handoff.takenBy])]);
+    return JSON.stringify([conversations, depth, open.map((handoff) => [handoff.id, handoff.takenBy]), pending.map((approval) => approval.id)]);
   };
   return sharedProbe(probe, options.ttlMs ?? 500);
 }

@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { z } from 'zod';
 import type { AdminClient } from '../admin/admin-client.js';
-import type { conversationSummary, costs, handoffs, operatorAccount, transcript, userSummary } from '../admin/api-contract.js';
+import type { approvals, conversationSummary, costs, handoffs, operatorAccount, transcript, userSummary } from '../admin/api-contract.js';
 import { adminConsoleSettings } from '../config/index.js';
 import { PalaverError } from '../domain/errors.js';
 import { renderTable, safeText, singleLine } from './text-table.js';
@@ -260,8 +260,81 @@ export function adminCommand(configOption: () => Option): Command {
       }),
     );
 
+  admin.addCommand(approvalsCommand());
   admin.addCommand(operatorsCommand());
   return admin;
+}
+
+/** `palaver admin approvals [approve|decline]`: tool calls waiting for a decision; operators decide theirs. */
+function approvalsCommand(): Command {
+  const approvalsGroup = new Command('approvals')
+    .description('tool calls waiting for a decision, newest first; approve or decline those an operator decides')
+    .addOption(new Option('--status <status>', 'only those in this status').choices(['pending', 'approved', 'declined', 'expired']))
+    .addOption(limitOption(500))
+    .action(
+      action(async (client, globals, options: { status?: 'pending' | 'approved' | 'declined' | 'expired'; limit?: number }) => {
+        const answer = await client.approvals({ status: options.status, limit: options.limit });
+        if (globals.json) return printJson(answer);
+        print(approvalsText(answer, options.status));
+      }),
+    );
+
+  approvalsGroup
+    .command('approve')
+    .description('approve a request an operator decides: the tool runs once and the agent answers with its result')
+    .argument('<id>', 'the request (ID in palaver admin approvals)')
+    .action(
+      action(async (client, globals, _options: object, id: string) => {
+        const answer = await client.decideApproval(id, 'approve');
+        if (globals.json) return printJson(answer);
+        print(`Approved ${singleLine(answer.id)}: the tool runs once, and the agent answers with its result.`);
+      }),
+    );
+
+  approvalsGroup
+    .command('decline')
+    .description('decline a request an operator decides: the tool does not run, and the agent is told so')
+    .argument('<id>', 'the request (ID in palaver admin approvals)')
+    .option('--reason <text>', "why, kept with the decision and in the operators' audit")
+    .action(
+      action(async (client, globals, options: { reason?: string }, id: string) => {
+        const answer = await client.decideApproval(id, 'decline', options.reason === undefined ? {} : { reason: options.reason });
+        if (globals.json) return printJson(answer);
+        print(`Declined ${singleLine(answer.id)}: the tool does not run, and the agent is told so.`);
+      }),
+    );
+
+  return approvalsGroup;
+}
+
+function approvalsText(answer: z.infer<typeof approvals>, status: string | undefined): string {
+  if (answer.approvals.length === 0) return status === undefined ? 'No approval requests.' : `No approval requests ${status}.`;
+  const table = renderTable(
+    [
+      { header: 'ID', max: 36 },
+      { header: 'TOOL', max: 24 },
+      { header: 'SUMMARY', max: 48 },
+      { header: 'BY' },
+      { header: 'STATUS' },
+      { header: 'CHANNEL' },
+      { header: 'REQUESTED' },
+      { header: 'EXPIRES' },
+      { header: 'DECIDED BY', max: 24 },
+    ],
+    answer.approvals.map((approval) => [
+      approval.id,
+      approval.tool,
+      approval.summary,
+      approval.by,
+      approval.status,
+      approval.channel,
+      when(approval.requestedAt),
+      when(approval.expiresAt),
+      approval.decidedBy ?? '',
+    ]),
+  );
+  const waiting = answer.approvals.filter((approval) => approval.status === 'pending' && approval.by === 'operator').length;
+  return waiting === 0 ? table : `${table}\n\n${waiting} waiting for an operator: palaver admin approvals approve <id>, or decline <id> [--reason TEXT].`;
 }
 
 /** `palaver admin operators …`: the people who operate Palaver (admins only). */

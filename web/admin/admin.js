@@ -2,6 +2,7 @@
 // framework; data reaches the page only as text nodes (dom.js). Live: /admin/events says "changed" and the open
 // view reloads what it shows; without that stream the view is reloaded every few seconds.
 import { ApiError, restoreSession, signIn, signOut, SIGNED_OUT, whoAmI } from './api.js';
+import { approvalsView, watchApprovals } from './approvals.js';
 import { conversationsView } from './conversations.js';
 import { costsView } from './costs.js';
 import { handoffsView, watchHandoffs } from './handoffs.js';
@@ -19,12 +20,15 @@ const viewRoot = document.getElementById('view');
 const errorLine = document.getElementById('error-line');
 const liveState = document.getElementById('live');
 const handoffCount = document.getElementById('handoff-count');
+const approvalCount = document.getElementById('approval-count');
 const who = document.getElementById('who');
 
 /** The open view: `{ refresh(), close() }`. */
 let current = null;
 /** The count of conversations waiting for a person, kept whatever view is open. */
 let handoffs = null;
+/** The count of tool calls waiting for an operator's decision, kept whatever view is open. */
+let approvals = null;
 let events = null;
 let pollTimer = null;
 /** The signed-in role: an `operator` sees conversations and people; `admin` also costs and health. */
@@ -63,6 +67,8 @@ async function enter() {
   await showWho();
   handoffs?.close();
   handoffs = watchHandoffs(handoffCount, { showError });
+  approvals?.close();
+  approvals = watchApprovals(approvalCount, { showError });
   listen();
   route();
 }
@@ -88,6 +94,9 @@ function leave(message) {
   handoffs?.close();
   handoffs = null;
   handoffCount.hidden = true;
+  approvals?.close();
+  approvals = null;
+  approvalCount.hidden = true;
   events?.close();
   events = null;
   clearInterval(pollTimer);
@@ -100,16 +109,23 @@ function leave(message) {
   tokenInput.focus();
 }
 
-/** `#/conversations[/<sessionId>]`, `#/users/<userId>`, `#/handoffs`, `#/costs`, `#/health`. */
+/** `#/conversations[/<sessionId>]`, `#/users/<userId>`, `#/handoffs`, `#/approvals`, `#/costs`, `#/health`. */
 function route() {
   const [, name = 'conversations', id] = location.hash.split('/').map((part) => decodeURIComponent(part));
   current?.close?.();
   showError('');
-  const context = { showError, me: actor, navigate: (hash) => (location.hash = hash), onTaken: () => handoffs?.refresh() };
+  const context = {
+    showError,
+    me: actor,
+    navigate: (hash) => (location.hash = hash),
+    onTaken: () => handoffs?.refresh(),
+    onDecided: () => approvals?.refresh(),
+  };
   const views = {
     conversations: conversationsView,
     users: userView,
     handoffs: handoffsView,
+    approvals: approvalsView,
     ...(role === 'admin' ? { costs: costsView, health: healthView } : {}),
   };
   const view = views[name] ?? conversationsView;
@@ -149,6 +165,7 @@ function poll() {
 function refresh() {
   current?.refresh();
   void handoffs?.refresh();
+  void approvals?.refresh();
 }
 
 function setLive(text, state) {
