@@ -78,7 +78,7 @@ describe('web chat page: approving a tool call on a small screen', { timeout: 60
     expect(d!.x + d!.width).toBeLessThanOrEqual(390);
     expect(Math.abs(a!.y - d!.y)).toBeLessThan(2);
     expect(a!.height).toBeGreaterThanOrEqual(36);
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await page.screenshot({ path: `${IMAGES}/chat-390-approval.png` });
 
     await approve.click();

@@ -168,7 +168,9 @@ const MAX_ID_CHARS = 256;
  * Outbound, a reply goes to the open stream of the last run it answers (`target.inReplyTo`); other runs of the
  * same batch finish with status `answered_together` and `answeredIn`, the run that carried the reply. Each sent part
  * is its own AG-UI message; typing and reactions go to the same run as CUSTOM events (`palaver.typing`,
- * `palaver.reaction`, see `AguiTranslator`).
+ * `palaver.reaction`, see `AguiTranslator`). A part that asks to approve a tool call is followed by a CUSTOM
+ * `palaver.approval_requested` event; a run whose `forwardedProps.approval` is `{ id, decision }` answers it (see
+ * `#decide`) and carries the reply of the turn that goes on.
  *
  * @example
  * const web = new WebChannel({ maxInboundChars: 16_000, logger, cookieSecret, apiKey });
