@@ -411,6 +411,8 @@
               typing.show(event.value.seconds);
             } else if (event.name === 'palaver.tool_progress') {
               showToolProgress(event.value, tools, thinking);
+            } else if (event.name === 'palaver.approval_requested') {
+              showApprovalRequest(event.value);
             } else if (event.name === 'palaver.reaction') {
               react(event.value.messageId, event.value.emoji);
             } else if (event.name === 'palaver.discard') {
@@ -506,6 +508,101 @@
     tool.li.dataset.status = value.status;
     tool.li.textContent = `${tool.label} ${value.status === 'failed' ? '✗' : '✓'}`;
     tool.li.classList.toggle('failed', value.status === 'failed');
+  }
+
+  /**
+   * A tool call the agent asks the person to approve (`palaver.approval_requested`): Approve and Decline under the
+   * question (its text is the message just shown). A press sends a run that carries only the decision
+   * (`forwardedProps.approval`); both buttons stay disabled from then on, and the card says how it ended.
+   */
+  function showApprovalRequest(value) {
+    if (typeof value.approvalId !== 'string' || value.approvalId === '') return;
+    const li = element('li', 'approval', '');
+    li.dataset.testid = 'approval';
+    li.dataset.approvalId = value.approvalId;
+    li.setAttribute('role', 'group');
+    if (typeof value.summary === 'string') li.setAttribute('aria-label', value.summary);
+    const buttons = element('div', 'approval-buttons', '');
+    const approve = element('button', 'approve', texts.approve);
+    approve.type = 'button';
+    approve.dataset.testid = 'approve-button';
+    const decline = element('button', 'decline', texts.decline);
+    decline.type = 'button';
+    decline.dataset.testid = 'decline-button';
+    buttons.append(approve, decline);
+    const status = element('p', 'approval-status', '');
+    status.dataset.testid = 'approval-status';
+    status.setAttribute('aria-live', 'polite');
+    status.hidden = true;
+    li.append(buttons, status);
+    const card = { li, approve, decline, status, id: value.approvalId, pressed: false };
+    approve.addEventListener('click', () => void decide(card, 'approve'));
+    decline.addEventListener('click', () => void decide(card, 'decline'));
+    list.append(li);
+    scrollToEnd();
+  }
+
+  /** Sends a press of an approval card as its own run, and shows the reply of the turn that goes on. */
+  async function decide(card, decision) {
+    if (card.pressed || running || !ready) return;
+    card.pressed = true;
+    card.li.dataset.state = 'pressed';
+    card.approve.disabled = true;
+    card.decline.disabled = true;
+    card.li.querySelector(decision === 'approve' ? '.approve' : '.decline').classList.add('chosen');
+    setRunning(true);
+    showError('');
+    const thinking = element('li', 'thinking', texts.thinking);
+    thinking.dataset.testid = 'thinking';
+    list.append(thinking);
+    thinkingLine = thinking;
+    scrollToEnd();
+    const run = newRun(thinking);
+    let outcome = null;
+    const handle = (event) => {
+      if (event.type === 'RUN_FINISHED' && event.result && typeof event.result.status === 'string') outcome = event.result.status;
+      run.handle(event);
+    };
+    try {
+      const response = await api('agui', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({
+          threadId,
+          runId: randomId(),
+          messages: [],
+          tools: [],
+          context: [],
+          state: {},
+          forwardedProps: { approval: { id: card.id, decision } },
+        }),
+      });
+      if (!response.ok || !response.body) {
+        // Refused before anything was decided (too many runs, say): the person may press again.
+        showError(await httpErrorMessage(response));
+        card.pressed = false;
+        delete card.li.dataset.state;
+        card.approve.disabled = false;
+        card.decline.disabled = false;
+        card.li.querySelector('.chosen')?.classList.remove('chosen');
+        return;
+      }
+      await readEvents(response.body, handle);
+      if (!run.ended) showError(texts.closedEarly);
+      const decided = outcome !== null && !outcome.startsWith('approval_');
+      card.status.textContent = decided ? (decision === 'approve' ? texts.approved : texts.declined) : texts.notDecided;
+      card.status.hidden = false;
+      card.li.dataset.outcome = decided ? (decision === 'approve' ? 'approved' : 'declined') : 'not_decided';
+    } catch (error) {
+      showError(`${texts.unreachable} ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      run.finish();
+      thinkingLine = null;
+      setRunning(false);
+      scrollToEnd();
+      void refreshConversations();
+      for (const event of deferred.splice(0)) onConversationEvent(event);
+    }
   }
 
   /** Puts `emoji` on the person's message `messageId` (its run id); a later reaction replaces an earlier one. */
@@ -608,6 +705,8 @@
     newThread.disabled = value || !ready;
     if (attachButton) attachButton.disabled = value || !ready;
     if (welcome) for (const button of welcome.querySelectorAll('button')) button.disabled = value || !ready;
+    // An approval card waits while a run is under way; a pressed one stays disabled.
+    for (const card of list.querySelectorAll('.approval:not([data-state="pressed"]) button')) card.disabled = value || !ready;
   }
 
   /**

@@ -5,7 +5,7 @@ import type { ClusterBus, ClusterMessage, ClusterTopic } from '../../src/domain/
 import { silentLogger } from '../../src/observability/logger.js';
 import { createHttpApp, startHttpServer, type RunningHttpServer } from '../../src/server/index.js';
 import { AguiView, readAguiEvents } from './agui-client.js';
-import { answer, FakeChannelContext } from './fake-pipeline.js';
+import { answer, FakeChannelContext, targetFor } from './fake-pipeline.js';
 
 // Two web channels (two processes) on one bus: the run's stream is on B, the turn is answered on A.
 
@@ -93,6 +93,35 @@ describe('web reply relay between two processes', () => {
     expect(run.events.filter((e) => e.type === 'TEXT_MESSAGE_START')).toHaveLength(1);
     expect(run.events.some((e) => e.type === 'CUSTOM' && e['name'] === 'palaver.tool_progress')).toBe(true);
     expect(run.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'completed' } });
+  });
+
+  it('relays a question part with its approval: the run on the other process shows the text, then palaver.approval_requested', async () => {
+    const bus = new LossyBus();
+    const { a, contextA, contextB, view, post, done } = await twoProcesses(bus);
+    await post('thread-1', 'run-1', 'Cancel my booking');
+    const [message] = await contextB.waitForMessages(1);
+    const target = targetFor(a, contextA, [message!]);
+    const question = 'Before I go on, I need your yes:\nCancel booking 7';
+    const part = await a.send(target, question, { deliveryKey: 'd-1', approval: { id: 'apv-7', expiresAt: '2030-01-01T00:00:00.000Z' } });
+    a.settle(target, {
+      kind: 'answered',
+      parts: [part],
+      outcome: {
+        correlationId: target.correlationId,
+        sessionId: target.sessionId,
+        userId: 'u',
+        reply: question,
+        replyMessageId: 'reply-1',
+        status: 'completed',
+        usage: { inputTokens: 1, outputTokens: 1, cost: '0', currency: 'USD' },
+      },
+    });
+    await done;
+    const events = view.runs.get('run-1')!.events;
+    const custom = events.filter((e) => e.type === 'CUSTOM' && e['name'] === 'palaver.approval_requested');
+    expect(custom.map((e) => e['value'])).toEqual([{ approvalId: 'apv-7', summary: question, expiresAt: '2030-01-01T00:00:00.000Z' }]);
+    expect(events.findIndex((e) => e.type === 'TEXT_MESSAGE_END')).toBeLessThan(events.indexOf(custom[0]!));
+    expect(view.messages.map((m) => m.text)).toEqual([question]);
   });
 
   it('ends a run that lost a relayed event showing exactly the reply, not the part of it that arrived', async () => {

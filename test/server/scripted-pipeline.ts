@@ -1,4 +1,4 @@
-import type { ApprovalDecision } from '../../src/domain/approval.js';
+import type { ApprovalDecision, DeliveryApproval } from '../../src/domain/approval.js';
 import type { ApprovalOutcome } from '../../src/domain/ports/channel.js';
 import { ChannelError } from '../../src/domain/errors.js';
 import type {
@@ -6,6 +6,7 @@ import type {
   Channel,
   ChannelContext,
   ConversationSummary,
+  DecideOptions,
   InboundMessage,
   ReplyTarget,
   TranscriptEntry,
@@ -29,6 +30,10 @@ export interface ScriptedPipelineOptions {
   readonly withdrawn?: string;
   /** The turn waits for this after its first delta. */
   readonly gate?: Promise<void>;
+  /** The reply is a question asking to approve a tool call: sent with `SendOptions.approval` (this id, expiring then). */
+  readonly approval?: DeliveryApproval;
+  /** What `decideApproval` answers; default: decided as asked (and the turn goes on, answering the decision's run). */
+  readonly approvalOutcome?: ApprovalOutcome;
 }
 
 /**
@@ -96,11 +101,39 @@ export class ScriptedPipeline implements ChannelContext {
     throw new Error('the web channel does not record history');
   }
 
-  /** Decisions the web channel passed on, in order (answered as decided). */
-  readonly decisions: { readonly accountId: string; readonly approvalId: string; readonly decision: ApprovalDecision }[] = [];
+  /** Decisions the web channel passed on, in order, with the message id each carried. */
+  readonly decisions: {
+    readonly accountId: string;
+    readonly approvalId: string;
+    readonly decision: ApprovalDecision;
+    readonly messageId: string | undefined;
+  }[] = [];
+  /** The approval requests the scripted turns asked, by id: whom they asked, in which conversation. */
+  readonly #asked = new Map<string, { readonly conversationId: string; readonly accountId: string; readonly sessionId: string }>();
 
-  async decideApproval(accountId: string, approvalId: string, decision: ApprovalDecision): Promise<ApprovalOutcome> {
-    this.decisions.push({ accountId, approvalId, decision });
+  /**
+   * Records the decision, then answers as the core would: `approvalOutcome` when scripted; else refused for anyone
+   * but the person asked, unknown for an id never asked, and otherwise decided, with a turn that goes on and answers
+   * the decision's message id (the run that carried it).
+   */
+  async decideApproval(accountId: string, approvalId: string, decision: ApprovalDecision, options?: DecideOptions): Promise<ApprovalOutcome> {
+    this.decisions.push({ accountId, approvalId, decision, messageId: options?.messageId });
+    if (this.#options.approvalOutcome) return this.#options.approvalOutcome;
+    const asked = this.#asked.get(approvalId);
+    if (!asked) return { kind: 'not_found' };
+    if (asked.accountId !== accountId) return { kind: 'refused', reason: 'not_yours' };
+    this.#asked.delete(approvalId);
+    const turn = this.received.length + this.decisions.length;
+    const target: ReplyTarget = {
+      channel: this.#channel.name,
+      conversationId: asked.conversationId,
+      accountId,
+      inReplyTo: options?.messageId === undefined ? [] : [options.messageId],
+      correlationId: `corr-decision-${this.decisions.length}`,
+      sessionId: asked.sessionId,
+    };
+    const reply = decision === 'approved' ? 'Done: the appointment is cancelled.' : 'All right, I left it as it is.';
+    setTimeout(() => void this.#turn(target, turn, { reply, approval: undefined, noTool: true }), 0);
     return { kind: 'decided', status: decision };
   }
 
@@ -130,37 +163,40 @@ export class ScriptedPipeline implements ChannelContext {
     this.#options = { ...this.#options, ...options };
   }
 
-  async #turn(target: ReplyTarget, turn: number): Promise<void> {
+  async #turn(target: ReplyTarget, turn: number, override: ScriptedPipelineOptions = {}): Promise<void> {
     const channel = this.#channel;
+    const script = { ...this.#options, ...override };
     const pause = async (): Promise<void> => {
-      if (this.#options.delayMs) await new Promise((resolve) => setTimeout(resolve, this.#options.delayMs));
+      if (script.delayMs) await new Promise((resolve) => setTimeout(resolve, script.delayMs));
     };
     const progress = async (event: TurnProgress): Promise<void> => {
       await pause();
       channel.progress?.(target, event);
     };
-    if (!this.#options.noTool) {
+    if (!script.noTool) {
       await progress({ type: 'tool_call', callId: `call-${turn}`, name: 'current_time', arguments: '{"zone":"Europe/Zurich"}', label: 'Checking the clock…' });
       await progress({ type: 'tool_result', callId: `call-${turn}`, name: 'current_time', content: '2025-01-01T10:30:00+01:00', isError: false });
     }
-    if (this.#options.withdrawn !== undefined) {
-      await progress({ type: 'text_delta', messageId: `draft-${turn}`, delta: this.#options.withdrawn });
+    if (script.withdrawn !== undefined) {
+      await progress({ type: 'text_delta', messageId: `draft-${turn}`, delta: script.withdrawn });
       await progress({ type: 'discard', messageId: `draft-${turn}` });
     }
-    const reply = this.#options.reply ?? 'It is 10:30 in Zurich.';
-    const size = this.#options.chunkChars ?? 4;
+    const reply = script.reply ?? 'It is 10:30 in Zurich.';
+    const size = script.chunkChars ?? 4;
     for (let i = 0; i < reply.length; i += size) {
       await progress({ type: 'text_delta', messageId: `msg-${turn}`, delta: reply.slice(i, i + size) });
-      if (i === 0 && this.#options.gate) await this.#options.gate;
+      if (i === 0 && script.gate) await script.gate;
     }
     await pause();
-    if (this.#options.fail !== undefined) {
-      channel.settle?.(target, { kind: 'error', correlationId: target.correlationId, error: this.#options.fail });
+    if (script.fail !== undefined) {
+      channel.settle?.(target, { kind: 'error', correlationId: target.correlationId, error: script.fail });
       return;
     }
     this.#conversations.get(target.conversationId)?.entries.push({ id: `reply-${turn}`, role: 'assistant', text: reply, at: new Date() });
     try {
-      const part = await channel.send(target, reply);
+      if (script.approval)
+        this.#asked.set(script.approval.id, { conversationId: target.conversationId, accountId: target.accountId, sessionId: target.sessionId });
+      const part = await channel.send(target, reply, { deliveryKey: `delivery-${turn}`, ...(script.approval ? { approval: script.approval } : {}) });
       channel.settle?.(target, {
         kind: 'answered',
         parts: [part],

@@ -34,12 +34,42 @@ export type AguiMessage = Omit<InboundMessage, 'accountId'>;
 export type AguiInputResult =
   | {
       readonly ok: true;
+      readonly kind: 'message';
       readonly input: RunAgentInput;
       readonly message: AguiMessage;
       /** `forwardedProps.userId`, when the client named a user: honoured only for a server client holding the API key. */
       readonly claimedUserId: string | undefined;
     }
+  | {
+      readonly ok: true;
+      /** The run answers a tool call's approval request (`forwardedProps.approval`): a decision, not a message. */
+      readonly kind: 'approval';
+      readonly input: RunAgentInput;
+      readonly approval: ApprovalAnswer;
+      readonly claimedUserId: string | undefined;
+      readonly languageHint: string | undefined;
+    }
   | { readonly ok: false; readonly problem: AguiInputProblem };
+
+/** A person's answer to an approval request, as a run's `forwardedProps.approval` carries it. */
+export interface ApprovalAnswer {
+  /** The request's id, as the `palaver.approval_requested` event named it. */
+  readonly id: string;
+  readonly decision: 'approve' | 'decline';
+}
+
+/**
+ * `forwardedProps.approval`: exactly `{ id, decision }`, the id a plain token-sized string (it names a stored
+ * request; a NUL or a lone surrogate could not be looked up anywhere).
+ */
+const approvalAnswerSchema = z.strictObject({
+  id: z
+    .string()
+    .min(1)
+    .max(MAX_ID_CHARS)
+    .refine((id) => badTextReason(id) === undefined, 'must not contain NUL or lone surrogates'),
+  decision: z.enum(['approve', 'decline']),
+});
 
 export interface AguiInputOptions {
   /** Longest accepted text of the user message, in characters. */
@@ -93,6 +123,11 @@ export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiIn
   const userId = readUserId(input.forwardedProps);
   if (typeof userId === 'object') return { ok: false, problem: userId };
 
+  // A run that answers an approval request carries no message: its decision is all it says.
+  const answer = readApprovalAnswer(input.forwardedProps);
+  if (answer !== undefined && 'code' in answer) return { ok: false, problem: answer };
+  if (answer !== undefined) return { ok: true, kind: 'approval', input, approval: answer, claimedUserId: userId, languageHint: options.languageHint };
+
   const last = [...input.messages].reverse().find((m) => m.role === 'user');
   if (!last || last.role !== 'user') {
     return problem('no_user_message', 'messages has no message with role "user"; send the person\'s text as the last user message.');
@@ -124,7 +159,7 @@ export function parseAguiInput(body: unknown, options: AguiInputOptions): AguiIn
     ...(options.languageHint === undefined ? {} : { languageHint: options.languageHint }),
     ...(options.correlationId === undefined ? {} : { correlationId: options.correlationId }),
   };
-  return { ok: true, input, message, claimedUserId: userId };
+  return { ok: true, kind: 'message', input, message, claimedUserId: userId };
 }
 
 /** A header value usable as a correlation id: a short plain token, so it is safe in logs. */
@@ -159,6 +194,19 @@ function attachedFiles(content: UserContent): ClaimedAttachment[] | AguiInputPro
     files.push({ base64: source.value, mimeType: source.mimeType, name: metadata?.filename });
   }
   return files;
+}
+
+/** `forwardedProps.approval`, when the run carries one: the answer, or why it is refused. */
+function readApprovalAnswer(forwardedProps: unknown): ApprovalAnswer | AguiInputProblem | undefined {
+  if (typeof forwardedProps !== 'object' || forwardedProps === null || !('approval' in forwardedProps)) return undefined;
+  const parsed = approvalAnswerSchema.safeParse((forwardedProps as Record<string, unknown>)['approval']);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where = issue === undefined || issue.path.length === 0 ? '' : `.${issue.path.join('.')}`;
+  return {
+    code: 'invalid_input',
+    message: `forwardedProps.approval${where}: ${issue?.message ?? 'is malformed'}; send { "id": "<approvalId>", "decision": "approve" | "decline" }.`,
+  };
 }
 
 function readUserId(forwardedProps: unknown): string | undefined | AguiInputProblem {

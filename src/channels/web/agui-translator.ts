@@ -47,6 +47,14 @@ export const REACTION_EVENT_NAME = 'palaver.reaction';
  */
 export const TOOL_PROGRESS_EVENT_NAME = 'palaver.tool_progress';
 
+/**
+ * Name of the AG-UI CUSTOM event that asks the person to approve a tool call; `value` is
+ * `{ approvalId, summary, expiresAt }`: the request's id (what an answer names), the question's text (what will
+ * happen, as the text message before it says), and when it expires (ISO 8601). A client answers with a run whose
+ * `forwardedProps.approval` is `{ id: approvalId, decision: 'approve' | 'decline' }`.
+ */
+export const APPROVAL_REQUESTED_EVENT_NAME = 'palaver.approval_requested';
+
 /** The progress line of a tool call whose event carries no label (a pipeline that does not resolve labels). */
 const GENERIC_TOOL_LABEL = 'Working on it…';
 
@@ -213,6 +221,33 @@ export class AguiTranslator {
     }
     this.#wholeMessage(out, messageId, text);
     return { events: out, messageId };
+  }
+
+  /**
+   * The CUSTOM `palaver.approval_requested` event for a sent part that asks the person to approve a tool call (the
+   * part itself was shown by `send`, just before).
+   */
+  approvalRequested(approval: { readonly approvalId: string; readonly summary: string; readonly expiresAt: string }, ids?: AguiRunIds): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out, ids);
+    out.push({ type: EventType.CUSTOM, name: APPROVAL_REQUESTED_EVENT_NAME, value: { ...approval } });
+    return out;
+  }
+
+  /**
+   * Events that end a run that carried a decision the channel could not pass on (decided before, expired, not the
+   * caller's, unknown): `text` says so as one message, then RUN_FINISHED with `result.status` `approval_<outcome>`.
+   * `result`: more of RUN_FINISHED's `result` (the decision that stands). No turn answers such a run.
+   */
+  approvalRefused(text: string, outcome: string, result: Readonly<Record<string, string>> = {}): AGUIEvent[] {
+    if (this.#ended) return [];
+    const out: AGUIEvent[] = [];
+    this.#ensureStarted(out);
+    this.#wholeMessage(out, `${this.#run.runId}:approval`, text);
+    this.#ended = true;
+    out.push({ type: EventType.RUN_FINISHED, threadId: this.#run.threadId, runId: this.#run.runId, result: { ...result, status: `approval_${outcome}` } });
+    return out;
   }
 
   /** A typing indicator for `seconds`; nothing while a streamed message is open, or once the run ended. */

@@ -1,3 +1,4 @@
+import type { DeliveryApproval } from '../../domain/approval.js';
 import { z } from 'zod';
 import { newId } from '../../domain/ids.js';
 import { MAX_CLUSTER_MESSAGE_BYTES, type ClusterBus, type ClusterMessage } from '../../domain/ports/cluster-bus.js';
@@ -11,7 +12,8 @@ export const REPLY_TOPIC = 'reply';
 /** What one turn did for its web runs, as another process replays it on the run's stream. */
 export type RelayOp =
   | { readonly kind: 'progress'; readonly event: TurnProgress }
-  | { readonly kind: 'send'; readonly text: string }
+  /** `approval`: the part asks the person to approve a tool call (`SendOptions.approval`). */
+  | { readonly kind: 'send'; readonly text: string; readonly approval?: DeliveryApproval | undefined }
   | { readonly kind: 'typing' }
   | { readonly kind: 'reaction'; readonly messageId: string; readonly emoji: string }
   /** The turn still runs (a reply plan's pause shows nothing): the waiting run does not look for a stored reply yet. */
@@ -61,7 +63,7 @@ const progressSchema = z.discriminatedUnion('type', [
 ]);
 const opSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('progress'), event: progressSchema }),
-  z.object({ kind: z.literal('send'), text: z.string() }),
+  z.object({ kind: z.literal('send'), text: z.string(), approval: z.object({ id: z.string(), expiresAt: z.string() }).optional() }),
   z.object({ kind: z.literal('typing') }),
   z.object({ kind: z.literal('reaction'), messageId: z.string(), emoji: z.string() }),
   z.object({ kind: z.literal('alive') }),

@@ -1,7 +1,9 @@
+import type { DeliveryApproval } from '../../domain/approval.js';
 import { ChannelError, PalaverError } from '../../domain/errors.js';
 import type { ClusterBus } from '../../domain/ports/cluster-bus.js';
 import type {
   Acceptance,
+  ApprovalOutcome,
   Channel,
   ChannelCapabilities,
   ChannelContext,
@@ -19,6 +21,7 @@ import type {
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { isReactionEmoji } from '../shared/reaction-emoji.js';
 import type { AguiStream } from './agui-stream.js';
+import type { ApprovalAnswer } from './agui-input.js';
 import type { AguiRunIds, FinishedReply } from './agui-translator.js';
 import { INTERNAL_ERROR_CODE, WEB_CHANNEL } from './web-constants.js';
 import { chatPageRoutes } from './chat-page.js';
@@ -165,7 +168,9 @@ const MAX_ID_CHARS = 256;
  * Outbound, a reply goes to the open stream of the last run it answers (`target.inReplyTo`); other runs of the
  * same batch finish with status `answered_together` and `answeredIn`, the run that carried the reply. Each sent part
  * is its own AG-UI message; typing and reactions go to the same run as CUSTOM events (`palaver.typing`,
- * `palaver.reaction`, see `AguiTranslator`).
+ * `palaver.reaction`, see `AguiTranslator`). A part that asks to approve a tool call is followed by a CUSTOM
+ * `palaver.approval_requested` event; a run whose `forwardedProps.approval` is `{ id, decision }` answers it (see
+ * `#decide`) and carries the reply of the turn that goes on.
  *
  * @example
  * const web = new WebChannel({ maxInboundChars: 16_000, logger, cookieSecret, apiKey });
@@ -186,6 +191,8 @@ export class WebChannel implements Channel {
     typingIntervalMs: TYPING_INTERVAL_MS,
     reactions: true,
     readReceipts: false,
+    // A question part shows Approve / Decline on the page (`palaver.approval_requested`); the press is a run.
+    approvalButtons: true,
   };
   readonly routes: readonly ChannelRoute[];
   readonly #options: WebChannelOptions;
@@ -344,14 +351,17 @@ export class WebChannel implements Channel {
   }
 
   /**
-   * Shows one part as its own AG-UI text message (`options.replyTo` is not shown: the page has no quotes).
+   * Shows one part as its own AG-UI text message (`options.replyTo` is not shown: the page has no quotes). A part
+   * that asks for a tool call's approval (`options.approval`) is followed by a CUSTOM `palaver.approval_requested`
+   * event `{ approvalId, summary, expiresAt }`, the page's cue to show Approve / Decline.
    * With a bus and no run open here, the part goes to the other processes (a run there shows it), and is taken.
    * @throws ChannelError `client_gone` when, without a bus, no run the reply answers has an open stream any more.
    */
-  async send(target: ReplyTarget, text: string, _options?: SendOptions): Promise<SentPart> {
+  async send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart> {
+    const approval = options?.approval;
     const stream = this.#streamFor(target);
     if (!stream && this.#relay) {
-      this.#relay.publish(target, { kind: 'send', text });
+      this.#relay.publish(target, { kind: 'send', text, ...(approval === undefined ? {} : { approval }) });
       return { messageId: `${target.inReplyTo.at(-1) ?? target.correlationId}:relayed-${++this.#relayedParts}` };
     }
     this.#relay?.noteLocal(target);
@@ -364,6 +374,7 @@ export class WebChannel implements Channel {
     }
     const { events, messageId } = stream.translator.send(text, ids(target));
     stream.write(events);
+    if (approval) stream.write(stream.translator.approvalRequested(approvalEvent(text, approval), ids(target)));
     return { messageId };
   }
 
@@ -476,6 +487,7 @@ export class WebChannel implements Channel {
         break;
       case 'send':
         stream.write(stream.translator.send(op.text, ids(target)).events);
+        if (op.approval) stream.write(stream.translator.approvalRequested(approvalEvent(op.text, op.approval), ids(target)));
         break;
       case 'typing':
         stream.write(stream.translator.typing(TYPING_EVENT_SECONDS, ids(target)));
@@ -601,6 +613,12 @@ export class WebChannel implements Channel {
     const { threadId, runId } = parsed.input;
     const account = await this.#account(request, remoteAddress, parsed.claimedUserId, threadId);
     if (!account.ok) return json(account.status, account.code, account.message, cors);
+    if (parsed.kind === 'approval') {
+      return this.#decide(
+        { context, threadId, runId, answer: parsed.approval, languageHint: parsed.languageHint, account, remoteAddress, cors, signal: request.signal },
+        AguiStream,
+      );
+    }
     const message: InboundMessage = { ...parsed.message, accountId: account.accountId };
 
     // A browser caller holds a run slot until its stream closes, and starts only so many conversations: one visitor
@@ -750,6 +768,96 @@ export class WebChannel implements Channel {
     }
     if (stream.isOpen && (attached || this.#relay)) this.#checkStoredReply(stream, message, context, log);
     return new Response(stream.body, { status: 200, headers: { ...SSE_HEADERS, ...cors, 'x-correlation-id': acceptance.correlationId } });
+  }
+
+  /**
+   * A run that answers an approval request (`forwardedProps.approval`): the decision is passed on for the caller's
+   * own verified account (never one the body names), with the run id as the decision's message id. Checked as any
+   * run: a run slot for a browser caller, and the conversation must be the caller's (403 / 404 otherwise). Decided:
+   * the run stays open and carries the resumed turn's reply, as a message's run does. Anything else (decided before,
+   * expired, not the caller's, an operator's, unknown) ends the run at once with a short text in the person's language.
+   */
+  async #decide(
+    run: {
+      readonly context: ChannelContext;
+      readonly threadId: string;
+      readonly runId: string;
+      readonly answer: ApprovalAnswer;
+      readonly languageHint: string | undefined;
+      readonly account: { readonly accountId: string; readonly browser: boolean };
+      readonly remoteAddress: string | undefined;
+      readonly cors: Record<string, string>;
+      readonly signal: AbortSignal;
+    },
+    AguiStreamClass: typeof AguiStream,
+  ): Promise<Response> {
+    const { context, threadId, runId, answer, languageHint, account, remoteAddress, cors } = run;
+    const log = this.#logger.child({ threadId, runId, approvalId: answer.id });
+    let releaseRun = (): void => {};
+    if (account.browser) {
+      const slot = this.#limits.openRun(account.accountId, remoteAddress);
+      if (!slot.ok) return this.#tooMany(slot, languageHint, cors);
+      releaseRun = slot.release;
+    }
+    // The conversation the run names must be the caller's, as for a message (the reply comes back on it).
+    try {
+      await context.transcript(account.accountId, threadId, { limit: 1 });
+    } catch (error) {
+      releaseRun();
+      return this.#refused(error, log, undefined, cors);
+    }
+    const key = streamKey(threadId, runId);
+    const stream = new AguiStreamClass(
+      { threadId, runId },
+      {
+        showToolDetails: this.#options.showToolDetails ?? false,
+        controlEvents: this.#options.controlEvents ?? false,
+        keepAliveMs: this.#options.keepAliveMs ?? 15_000,
+        clientSignal: run.signal,
+        onClientGone: () => log.info('client disconnected before the decision run ended'),
+      },
+    );
+    stream.onClose(releaseRun);
+    // Registered before the decision is taken: the turn it lets go on may answer before `decideApproval` returns.
+    if (this.#streams.get(key)?.isOpen) this.#supersede(threadId, runId, 'retried');
+    this.#streams.set(key, stream);
+    stream.onClose(() => {
+      if (this.#streams.get(key) === stream) this.#streams.delete(key);
+    });
+    let outcome: ApprovalOutcome;
+    try {
+      outcome = await context.decideApproval(account.accountId, answer.id, answer.decision === 'approve' ? 'approved' : 'declined', { messageId: runId });
+    } catch (error) {
+      stream.dispose();
+      return this.#refused(error, log, undefined, cors);
+    }
+    if (outcome.kind === 'decided') {
+      log.info({ decision: outcome.status }, 'approval decided on the web; the run waits for the turn that goes on');
+      stream.write(stream.translator.start(stream.correlationId === undefined ? undefined : { correlationId: stream.correlationId }));
+      // With other processes, the turn may go on there: the reply to the decision is found by its record's dedupe
+      // key should the turn's last notification be lost.
+      if (stream.isOpen && this.#relay) {
+        const record: InboundMessage = {
+          channel: this.name,
+          accountId: account.accountId,
+          conversationId: threadId,
+          text: '',
+          dedupeKey: `approval:${answer.id}`,
+        };
+        this.#checkStoredReply(stream, record, context, log);
+      }
+    } else {
+      const refusal = approvalRefusal(outcome);
+      log.info({ outcome: refusal.status }, 'approval not decided on the web');
+      let language = languageHint;
+      try {
+        language = await context.interfaceLanguage(account.accountId, languageHint);
+      } catch (error) {
+        log.warn({ err: error }, "could not read the person's language; the browser's is used");
+      }
+      stream.write(stream.translator.approvalRefused(systemText(language, refusal.key, undefined, this.#options.language), refusal.status, refusal.result));
+    }
+    return new Response(stream.body, { status: 200, headers: { ...SSE_HEADERS, ...cors } });
   }
 
   /** `GET /conversations`: the caller's conversations on this channel, most recent first. */
@@ -1046,6 +1154,31 @@ function remember(set: Set<string>, key: string): void {
 /** Whether a query parameter can be an id here: 1 to MAX_ID_CHARS characters, no NUL or lone surrogates. */
 function isIdParam(value: string): boolean {
   return value !== '' && value.length <= MAX_ID_CHARS && badTextReason(value) === undefined;
+}
+
+/** The `palaver.approval_requested` event's value for a question part: its text is what will happen. */
+function approvalEvent(text: string, approval: DeliveryApproval): { approvalId: string; summary: string; expiresAt: string } {
+  return { approvalId: approval.id, summary: text, expiresAt: approval.expiresAt };
+}
+
+/** What a run that carried an undecided answer says: the text's key, and `status` / `result` of RUN_FINISHED. */
+function approvalRefusal(outcome: Exclude<ApprovalOutcome, { readonly kind: 'decided' }>): {
+  readonly key: 'approval.alreadyDecided' | 'approval.expired' | 'approval.notYours' | 'approval.byOperator' | 'approval.unknown';
+  readonly status: string;
+  readonly result: Record<string, string>;
+} {
+  switch (outcome.kind) {
+    case 'already':
+      return { key: 'approval.alreadyDecided', status: 'already', result: { decision: outcome.status } };
+    case 'expired':
+      return { key: 'approval.expired', status: 'expired', result: {} };
+    case 'refused':
+      return outcome.reason === 'operator'
+        ? { key: 'approval.byOperator', status: 'operator', result: {} }
+        : { key: 'approval.notYours', status: 'not_yours', result: {} };
+    case 'not_found':
+      return { key: 'approval.unknown', status: 'unknown', result: {} };
+  }
 }
 
 function streamKey(conversationId: string, runId: string): string {
