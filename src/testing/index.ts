@@ -16,6 +16,8 @@ export {
   startFakeTelegram,
   type FakeTelegram,
   type FakeReaction,
+  type FakeEdit,
+  type FakeInlineKeyboard,
   type FakeSentMessage,
   type FakeUpdate,
   type FakeUser,

@@ -107,7 +107,7 @@ describe('telegram bot: webhook mode', () => {
     const { telegram } = rig;
     expect(telegram.webhook).toEqual({ url: 'https://bot.example/telegram/webhook', secretToken: SECRET });
     const call = telegram.callsOf('setWebhook')[0]!;
-    expect(call.params['allowed_updates']).toEqual(['message', 'business_connection', 'business_message']);
+    expect(call.params['allowed_updates']).toEqual(['message', 'business_connection', 'business_message', 'callback_query']);
     expect(telegram.callsOf('getUpdates')).toHaveLength(0);
   });
 

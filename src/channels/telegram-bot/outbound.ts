@@ -1,15 +1,18 @@
 import { GrammyError, type Api } from 'grammy';
 import type { ReactionType } from 'grammy/types';
 import { ChannelError, ChannelRetryLaterError } from '../../domain/errors.js';
-import type { ReplyTarget, SendOptions, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
+import type { ChannelContext, ReplyTarget, SendOptions, SentPart, TurnEnd, TurnProgress } from '../../domain/ports/channel.js';
 import type { Logger } from '../../observability/logger.js';
 import { formatReplyPart, telegramReaction } from '../telegram/index.js';
 import { TELEGRAM_BOT_CHANNEL, addressOf } from './address.js';
+import { approvalKeyboard } from './approvals.js';
 import type { BusinessConnections } from './business.js';
 import type { DraftStreamer } from './drafts.js';
 
 export interface BotOutboundOptions {
   readonly api: Api;
+  /** The Palaver the channel was started in (the person's language for buttons); undefined before `start`. */
+  readonly context: () => ChannelContext | undefined;
   readonly businesses: BusinessConnections;
   /** Live drafts in private chats; undefined when drafts are off. */
   readonly drafts: DraftStreamer | undefined;
@@ -25,6 +28,7 @@ export interface BotOutboundOptions {
  */
 export class BotOutbound {
   readonly #api: Api;
+  readonly #context: () => ChannelContext | undefined;
   readonly #businesses: BusinessConnections;
   readonly #drafts: DraftStreamer | undefined;
   readonly #logger: Logger;
@@ -35,6 +39,7 @@ export class BotOutbound {
 
   constructor(options: BotOutboundOptions) {
     this.#api = options.api;
+    this.#context = options.context;
     this.#businesses = options.businesses;
     this.#drafts = options.drafts;
     this.#logger = options.logger;
@@ -42,7 +47,8 @@ export class BotOutbound {
 
   /**
    * Sends one part as a Telegram message with entities (plain text when Telegram refuses them), as a reply to
-   * `options.replyTo` when given.
+   * `options.replyTo` when given. A question (`options.approval`) gets Approve / Decline buttons in the person's
+   * language, in private chats, groups and business chats alike.
    * @throws ChannelError `business_connection_disabled` when the business connection was disabled or revoked.
    */
   async send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart> {
@@ -62,6 +68,10 @@ export class BotOutbound {
     const quoted = asked ?? (address.shared && !this.#quoted.has(target.correlationId) ? answered : undefined);
     if (quoted !== undefined) other['reply_parameters'] = { message_id: quoted, allow_sending_without_reply: true };
     this.#quoted.add(target.correlationId);
+    if (options?.approval) {
+      const keyboard = await this.#keyboard(target, options.approval);
+      if (keyboard) other['reply_markup'] = keyboard;
+    }
     const formatted = formatReplyPart(text, (error) => {
       this.#logger.warn({ err: error, correlationId: target.correlationId }, 'markdown could not be turned into telegram entities; sent as plain text');
     });
@@ -83,6 +93,20 @@ export class BotOutbound {
         throw new ChannelRetryLaterError(TELEGRAM_BOT_CHANNEL, retryAfter * 1000, `Telegram asks to wait ${retryAfter} s before sending`, { cause: error });
       throw await this.#businesses.explain(error, address, target.correlationId);
     }
+  }
+
+  /** The buttons of a question, in the language of the person it asks (their profile's). */
+  async #keyboard(target: ReplyTarget, approval: NonNullable<SendOptions['approval']>): Promise<ReturnType<typeof approvalKeyboard>> {
+    const language = await this.#context()
+      ?.interfaceLanguage(target.accountId)
+      .catch(() => undefined);
+    const keyboard = approvalKeyboard(approval, language);
+    if (!keyboard)
+      this.#logger.error(
+        { correlationId: target.correlationId, approvalId: approval.id },
+        'approval id does not fit in telegram callback data; the question is sent without buttons',
+      );
+    return keyboard;
   }
 
   async typing(target: ReplyTarget): Promise<void> {

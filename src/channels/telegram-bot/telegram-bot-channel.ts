@@ -19,6 +19,7 @@ import type { ChannelLeaseRepository } from '../../domain/ports/store.js';
 import { silentLogger, type Logger } from '../../observability/logger.js';
 import { TELEGRAM_MAX_MESSAGE_CHARS, TELEGRAM_REACTION_EMOJI_ACCEPTED, toTelegramMessage, type TelegramEntity, type Transcribe } from '../telegram/index.js';
 import { TELEGRAM_BOT_CHANNEL } from './address.js';
+import { ApprovalButtons } from './approvals.js';
 import { BusinessConnections } from './business.js';
 import { registerCommands } from './commands.js';
 import type { DeadLetterReason } from './dead-letters.js';
@@ -89,7 +90,7 @@ export interface TelegramBotChannelOptions {
 }
 
 /** The updates this channel asks Telegram for. */
-const ALLOWED_UPDATES = ['message', 'business_connection', 'business_message'] as const;
+const ALLOWED_UPDATES = ['message', 'business_connection', 'business_message', 'callback_query'] as const;
 
 /**
  * Telegram as a Palaver channel, on grammY: private chats, groups (answered when mentioned or replied to), forum
@@ -101,6 +102,8 @@ const ALLOWED_UPDATES = ['message', 'business_connection', 'business_message'] a
  * - outbound (`outbound.ts`, drafts in `drafts.ts`): replies with entities from the shared Markdown formatter
  *   (`../telegram/`), typing, reactions, read marks and live drafts;
  * - Telegram Business (`business.ts`): connections and what may go through them;
+ * - approvals (`approvals.ts`): a question goes out with Approve / Decline buttons, and a press is decided for the
+ *   account Telegram says pressed;
  * - the channel's own notices (`notices.ts`) and commands (`commands.ts`).
  *
  * Rate limits (429 retry_after) are waited out by @grammyjs/auto-retry.
@@ -133,6 +136,7 @@ export class TelegramBotChannel implements Channel, OperatorsChat {
       reactionEmoji: TELEGRAM_REACTION_EMOJI_ACCEPTED,
       readReceipts: true,
       offlineDelivery: true,
+      approvalButtons: true,
     };
     const quietWindowMs = options.quietWindowMs ?? 2_500;
     this.inbox = { quietWindowMs, ...(options.maxWaitMs === undefined ? {} : { maxWaitMs: options.maxWaitMs }) };
@@ -151,6 +155,7 @@ export class TelegramBotChannel implements Channel, OperatorsChat {
       businesses,
       notices,
       voice: new BotVoice({ api, token: options.token, apiRoot, transcribe: options.transcribe, notices, logger, fetch: callOut }),
+      approvals: new ApprovalButtons({ api, context, logger }),
       groupAnswer: options.groupAnswer ?? 'mention',
       ignoredChats: new Set((options.ignoredChats ?? []).map(String)),
       logger,
@@ -158,6 +163,7 @@ export class TelegramBotChannel implements Channel, OperatorsChat {
     });
     this.#outbound = new BotOutbound({
       api,
+      context,
       businesses,
       drafts: drafts ? new DraftStreamer({ api, logger, intervalMs: options.draftIntervalMs ?? 1_000, format: (text) => toTelegramMessage(text) }) : undefined,
       logger,
@@ -289,7 +295,7 @@ export class TelegramBotChannel implements Channel, OperatorsChat {
 
   /**
    * Sends one part as a Telegram message with entities (plain text when Telegram refuses them), quoting
-   * `options.replyTo` when given.
+   * `options.replyTo` when given; a question (`options.approval`) with Approve / Decline buttons.
    * @throws ChannelError `business_connection_disabled` when the business connection was disabled or revoked.
    */
   send(target: ReplyTarget, text: string, options?: SendOptions): Promise<SentPart> {

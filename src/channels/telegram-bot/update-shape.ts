@@ -34,11 +34,29 @@ const message = z.looseObject({
   audio: file.optional(),
 });
 
+/** A button pressed: who pressed it decides, so the presser must be a well-formed user. */
+const callbackQuery = z.looseObject({
+  id: z.string(),
+  from: user,
+  data: z.string().optional(),
+  message: z
+    .looseObject({
+      message_id: id,
+      chat: z.looseObject({ id, type: z.string() }),
+      date: z.number().int(),
+      text: z.string().optional(),
+      entities: z.array(entity).optional(),
+      business_connection_id: z.string().optional(),
+    })
+    .optional(),
+});
+
 const update = z.looseObject({
   update_id: id,
   message: message.optional(),
   business_message: message.extend({ business_connection_id: z.string() }).optional(),
   business_connection: z.looseObject({ id: z.string(), user: user, user_chat_id: id, is_enabled: z.boolean() }).optional(),
+  callback_query: callbackQuery.optional(),
 });
 
 /** What is wrong with an update's shape (`message.chat.id: expected number`), or undefined when it is usable. */

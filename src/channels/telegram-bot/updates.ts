@@ -1,12 +1,13 @@
 import { sequentialize } from '@grammyjs/runner';
 import type { Bot } from 'grammy';
-import type { Message, Update } from 'grammy/types';
+import type { CallbackQuery, Message, Update } from 'grammy/types';
 import { ChannelError } from '../../domain/errors.js';
 import type { ChannelContext, InboundMessage } from '../../domain/ports/channel.js';
 import type { SystemTextKey } from '../../i18n/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { withTranscript } from '../telegram/index.js';
 import { conversationIdOf, TELEGRAM_BOT_CHANNEL, type ChatAddress } from './address.js';
+import { ApprovalButtons } from './approvals.js';
 import type { BusinessConnections } from './business.js';
 import { DeadLetters, type DeadLetterReason } from './dead-letters.js';
 import { commandOf, isAddressedToBot, readMessage } from './inbound.js';
@@ -21,6 +22,8 @@ export interface BotUpdatesOptions {
   readonly businesses: BusinessConnections;
   readonly notices: Notices;
   readonly voice: BotVoice;
+  /** Presses of the Approve / Decline buttons under a question. */
+  readonly approvals: ApprovalButtons;
   /** `mention`: group messages are answered only when addressed to the bot; `all`: every one. */
   readonly groupAnswer: 'mention' | 'all';
   /** Chats that are no conversation (the operators' chat, where the bot only posts notices): their messages are ignored. */
@@ -44,7 +47,8 @@ const REFUSAL_TEXTS: Partial<Record<string, (error: ChannelError) => SystemTextK
  * as a dead letter. Each chat's updates are handled in order (`sequentialize`), different chats at once. In groups
  * only messages addressed to the bot are answered (unless `groupAnswer` is `all`); business messages only a
  * customer's through a connection that may reply. Voice and audio are transcribed before `accept`. `/start` greets
- * and `/reset` starts the conversation afresh, both answered by the channel itself, as are refusals.
+ * and `/reset` starts the conversation afresh, both answered by the channel itself, as are refusals. A press of an
+ * approval's button (`callback_query`) is decided for the presser (`approvals.ts`).
  */
 export class BotUpdates {
   readonly #options: BotUpdatesOptions;
@@ -90,6 +94,7 @@ export class BotUpdates {
     });
     bot.on('message', (ctx) => this.#onMessage(ctx.message));
     bot.on('business_message', (ctx) => this.#onBusinessMessage(ctx.update.business_message!));
+    bot.on('callback_query', (ctx) => this.#onCallbackQuery(ctx.callbackQuery));
     // Errors reach the poller (which retries the update) or the webhook (which answers 500, and Telegram retries).
     bot.catch((error) => {
       throw error.error;
@@ -123,6 +128,14 @@ export class BotUpdates {
     if (id === undefined || !from || from.is_bot) return;
     if (!(await this.#options.businesses.answers(id, { fromId: from.id, chatId: message.chat.id }))) return;
     await this.#accept(message, { chatId: message.chat.id, businessConnectionId: id, shared: false });
+  }
+
+  /** A button pressed: an approval's is decided; any other is only answered, so the person's client stops waiting. */
+  async #onCallbackQuery(query: CallbackQuery): Promise<void> {
+    if (ApprovalButtons.owns(query)) return this.#options.approvals.press(query);
+    await this.#options.bot.api
+      .answerCallbackQuery(query.id)
+      .catch((error: unknown) => this.#options.logger.debug({ err: error }, 'telegram callback query could not be answered'));
   }
 
   /** Reads, transcribes and accepts one message; a refusal is told to the person. Storage failures are thrown (retried). */
@@ -179,6 +192,11 @@ function orderKey(update: Update): string | undefined {
   if (update.message) return `chat:${update.message.chat.id}`;
   if (update.business_message) return `business:${update.business_message.business_connection_id}:${update.business_message.chat.id}`;
   if (update.business_connection) return `connection:${update.business_connection.id}`;
+  const pressed = update.callback_query?.message;
+  if (pressed) {
+    const business = 'business_connection_id' in pressed ? pressed.business_connection_id : undefined;
+    return typeof business === 'string' ? `business:${business}:${pressed.chat.id}` : `chat:${pressed.chat.id}`;
+  }
   return undefined;
 }
 

@@ -73,7 +73,12 @@ export class OutboxResend {
         await this.#deps.store.deliveries.markSent(part.id, part.reaction.messageId);
         return undefined;
       }
-      const sent = await channel.send(target, part.text, { deliveryKey: part.id, ...(part.replyTo ? { replyTo: part.replyTo } : {}) });
+      // A question keeps its approval, so a channel with buttons shows them after a restart too.
+      const sent = await channel.send(target, part.text, {
+        deliveryKey: part.id,
+        ...(part.replyTo ? { replyTo: part.replyTo } : {}),
+        ...(part.approval ? { approval: part.approval } : {}),
+      });
       await this.#deps.store.deliveries.markSent(part.id, sent.messageId);
       return undefined;
     } catch (error) {

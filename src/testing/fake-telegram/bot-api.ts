@@ -1,7 +1,7 @@
 import { TELEGRAM_REACTION_EMOJI } from '../../channels/telegram/reactions.js';
 import type { Failure } from './faults.js';
 import type { FakeTelegramState } from './state.js';
-import type { FakeSentMessage } from './types.js';
+import type { FakeEdit, FakeInlineKeyboard, FakeSentMessage } from './types.js';
 
 const ENTITY_TYPES = new Set([
   'mention',
@@ -80,6 +80,16 @@ export async function answerMethod(
     }
     case 'sendMessage':
       return sendMessage(state, params);
+    case 'answerCallbackQuery': {
+      const text = params['text'];
+      if (typeof params['callback_query_id'] !== 'string' || params['callback_query_id'] === '')
+        return { code: 400, description: 'Bad Request: query is too old and response timeout expired or query ID is invalid' };
+      if (typeof text === 'string' && text.length > 200) return { code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
+      return { result: true };
+    }
+    case 'editMessageText':
+    case 'editMessageReplyMarkup':
+      return editMessage(state, method, params);
     case 'getFile': {
       const file = files.get(String(params['file_id']));
       if (!file) return { code: 400, description: 'Bad Request: invalid file_id' };
@@ -110,6 +120,8 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
   const quotes = reply?.message_id !== undefined && state.hasMessage(chatId, reply.message_id);
   if (reply?.message_id !== undefined && !quotes && reply.allow_sending_without_reply !== true)
     return { code: 400, description: 'Bad Request: message to be replied not found' };
+  const markup = keyboardOf(params['reply_markup']);
+  if (typeof markup === 'string') return { code: 400, description: `Bad Request: ${markup}` };
   const message: FakeSentMessage = {
     messageId: state.messageIdFor(chatId, nextMessageId.get(chatId) ?? state.firstId),
     chatId,
@@ -119,6 +131,7 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
     businessConnectionId: connectionId,
     threadId: params['message_thread_id'] === undefined ? undefined : Number(params['message_thread_id']),
     replyToMessageId: quotes ? reply?.message_id : undefined,
+    replyMarkup: markup,
     at: Date.now(),
   };
   sent.push(message);
@@ -134,6 +147,79 @@ function sendMessage(state: FakeTelegramState, params: Record<string, unknown>):
       ...(connectionId ? { business_connection_id: connectionId } : {}),
     },
   };
+}
+
+/**
+ * An edit of a message the bot sent, checked as Telegram checks it: the message must be the bot's in that chat, a
+ * business message is edited only through its connection, and an edit that changes nothing is refused. A keyboard
+ * left out is removed.
+ */
+function editMessage(state: FakeTelegramState, method: string, params: Record<string, unknown>): { result: unknown } | Failure {
+  const chatId = Number(params['chat_id']);
+  const messageId = Number(params['message_id']);
+  const original = state.sent.find((message) => message.chatId === chatId && message.messageId === messageId);
+  const connectionId = params['business_connection_id'] === undefined ? undefined : String(params['business_connection_id']);
+  if (!original || original.businessConnectionId !== connectionId) return { code: 400, description: 'Bad Request: message to edit not found' };
+  const markup = keyboardOf(params['reply_markup']);
+  if (typeof markup === 'string') return { code: 400, description: `Bad Request: ${markup}` };
+  const before = [...state.edits].reverse().find((edit) => edit.chatId === chatId && edit.messageId === messageId);
+  const currentText =
+    [...state.edits].reverse().find((edit) => edit.chatId === chatId && edit.messageId === messageId && edit.text !== undefined)?.text ?? original.text;
+  const currentMarkup = before ? before.replyMarkup : original.replyMarkup;
+  let text: string | undefined;
+  let entities: FakeEdit['entities'];
+  if (method === 'editMessageText') {
+    text = typeof params['text'] === 'string' ? params['text'] : '';
+    if (text.trim() === '') return { code: 400, description: 'Bad Request: message text is empty' };
+    if (text.length > MAX_TEXT) return { code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
+    const problem = entityProblem(text, params['entities']);
+    if (problem) return { code: 400, description: `Bad Request: can't parse entities: ${problem}` };
+    entities = params['entities'] as FakeEdit['entities'];
+  }
+  if ((text === undefined || text === currentText) && JSON.stringify(markup) === JSON.stringify(currentMarkup))
+    return { code: 400, description: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same' };
+  const edit: FakeEdit = {
+    method: method as FakeEdit['method'],
+    chatId,
+    messageId,
+    text,
+    entities,
+    replyMarkup: markup,
+    businessConnectionId: connectionId,
+    at: Date.now(),
+  };
+  state.edits.push(edit);
+  state.events.emit('edit');
+  return {
+    result: {
+      message_id: messageId,
+      date: Math.floor(original.at / 1000),
+      edit_date: Math.floor(edit.at / 1000),
+      chat: { id: chatId, type: chatId < 0 ? 'supergroup' : 'private' },
+      from: state.bot,
+      text: text ?? currentText,
+      ...(markup ? { reply_markup: markup } : {}),
+      ...(connectionId ? { business_connection_id: connectionId } : {}),
+    },
+  };
+}
+
+/** An inline keyboard as Telegram checks it (callback data of 1–64 bytes); undefined when none; a string says what is wrong. */
+function keyboardOf(raw: unknown): FakeInlineKeyboard | undefined | string {
+  if (raw === undefined) return undefined;
+  const markup = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { inline_keyboard?: unknown };
+  if (!Array.isArray(markup.inline_keyboard)) return 'only inline keyboards are modelled by the fake';
+  for (const row of markup.inline_keyboard as unknown[]) {
+    if (!Array.isArray(row)) return 'field "inline_keyboard" of the InlineKeyboardMarkup should be an Array of Arrays';
+    for (const button of row as { text?: unknown; callback_data?: unknown }[]) {
+      if (typeof button.text !== 'string' || button.text === '') return 'BUTTON_TEXT_INVALID';
+      if (button.callback_data !== undefined) {
+        const bytes = typeof button.callback_data === 'string' ? Buffer.byteLength(button.callback_data) : 0;
+        if (bytes < 1 || bytes > 64) return 'BUTTON_DATA_INVALID';
+      }
+    }
+  }
+  return markup as FakeInlineKeyboard;
 }
 
 /** One emoji of Telegram's list on a message of the chat, as Telegram checks it; an empty list removes the reaction. */

@@ -5,7 +5,18 @@ import { listen } from './server.js';
 import { FakeTelegramState } from './state.js';
 import type { FakeTelegram } from './types.js';
 
-export type { BaseInput, FakeCall, FakeReaction, FakeSentMessage, FakeTelegram, FakeUpdate, FakeUser, TextInput } from './types.js';
+export type {
+  BaseInput,
+  FakeCall,
+  FakeEdit,
+  FakeInlineKeyboard,
+  FakeReaction,
+  FakeSentMessage,
+  FakeTelegram,
+  FakeUpdate,
+  FakeUser,
+  TextInput,
+} from './types.js';
 
 /**
  * Starts a fake Telegram Bot API server on loopback (see `FakeTelegram`): what people send (`people.ts`), the Bot
@@ -24,6 +35,7 @@ export async function startFakeTelegram(options: { token?: string; botUsername?:
     calls,
     sent,
     reactions: state.reactions,
+    edits: state.edits,
     updates: state.updates,
     get webhook() {
       return state.webhook;

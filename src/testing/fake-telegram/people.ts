@@ -4,7 +4,16 @@ import type { BaseInput, FakeTelegram, FakeUser } from './types.js';
 /** What people "send" to the bot, as the updates Telegram would make of it. */
 export type PeopleActions = Pick<
   FakeTelegram,
-  'sendText' | 'sendPhoto' | 'sendSticker' | 'sendContact' | 'sendVoice' | 'sendGroupText' | 'businessConnection' | 'businessMessage' | 'enqueue'
+  | 'sendText'
+  | 'sendPhoto'
+  | 'sendSticker'
+  | 'sendContact'
+  | 'sendVoice'
+  | 'sendGroupText'
+  | 'businessConnection'
+  | 'businessMessage'
+  | 'pressButton'
+  | 'enqueue'
 >;
 
 export function peopleActions(state: FakeTelegramState): PeopleActions {
@@ -126,6 +135,34 @@ export function peopleActions(state: FakeTelegramState): PeopleActions {
           business_connection_id: input.connectionId,
         },
       }),
+    pressButton: ({ message, from, data }) => {
+      const presser = from ?? { id: message.chatId, first_name: `User${message.chatId}`, language_code: 'en' };
+      // The message as it reads now: its last accepted edit's text, else as sent.
+      const edited = [...state.edits]
+        .reverse()
+        .find((edit) => edit.chatId === message.chatId && edit.messageId === message.messageId && edit.text !== undefined);
+      return enqueue({
+        callback_query: {
+          id: state.callbackQueryId(),
+          from: { is_bot: false, ...presser },
+          chat_instance: `instance-${message.chatId}`,
+          data: data ?? message.replyMarkup?.inline_keyboard[0]?.[0]?.callback_data,
+          message: {
+            message_id: message.messageId,
+            date: Math.floor(message.at / 1000),
+            chat:
+              message.chatId < 0
+                ? { id: message.chatId, type: 'supergroup', title: `Group ${message.chatId}` }
+                : { id: message.chatId, type: 'private', first_name: `User${message.chatId}` },
+            from: bot,
+            text: edited?.text ?? message.text,
+            ...((edited?.entities ?? message.entities) ? { entities: edited?.entities ?? message.entities } : {}),
+            ...(message.replyMarkup ? { reply_markup: message.replyMarkup } : {}),
+            ...(message.businessConnectionId ? { business_connection_id: message.businessConnectionId } : {}),
+          },
+        },
+      });
+    },
     enqueue,
   };
 }

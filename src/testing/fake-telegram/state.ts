@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { FakeCall, FakeReaction, FakeSentMessage, FakeUpdate, FakeUser } from './types.js';
+import type { FakeCall, FakeEdit, FakeReaction, FakeSentMessage, FakeUpdate, FakeUser } from './types.js';
 
 /**
  * What the fake Telegram knows: the bot, the updates people sent, the calls the bot made and the messages it sent,
@@ -14,6 +14,9 @@ export class FakeTelegramState {
   readonly sent: FakeSentMessage[] = [];
   /** Reactions the bot set (setMessageReaction accepted), in order. */
   readonly reactions: FakeReaction[] = [];
+  /** Edits of the bot's messages Telegram accepted, in order. */
+  readonly edits: FakeEdit[] = [];
+  #nextCallbackId = 1;
   readonly updates: FakeUpdate[] = [];
   readonly files = new Map<string, { bytes: Uint8Array; path: string; mimeType: string }>();
   readonly commands = new Map<string, { command: string; description: string }[]>();
@@ -72,6 +75,11 @@ export class FakeTelegramState {
     this.updates.push(full);
     this.events.emit('update');
     return full;
+  }
+
+  /** A fresh callback query id. */
+  callbackQueryId(): string {
+    return `cbq-${this.firstId}-${this.#nextCallbackId++}`;
   }
 
   /** A file served through getFile and `/file/bot<token>/<path>`. */

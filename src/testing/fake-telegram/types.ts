@@ -27,6 +27,8 @@ export interface FakeTelegram {
   readonly sent: FakeSentMessage[];
   /** Reactions the bot set (setMessageReaction that Telegram accepted), in order. */
   readonly reactions: FakeReaction[];
+  /** Edits of the bot's messages (editMessageText, editMessageReplyMarkup) that Telegram accepted, in order. */
+  readonly edits: FakeEdit[];
   /** Updates enqueued so far (what people sent), in order. */
   readonly updates: FakeUpdate[];
   /** The registered webhook, if any. */
@@ -50,6 +52,11 @@ export interface FakeTelegram {
   businessConnection(input: { id: string; owner: FakeUser; userChatId?: number; enabled?: boolean; rights?: Record<string, true> }): FakeUpdate;
   /** A message a customer wrote to a business account connected to the bot. */
   businessMessage(input: TextInput & { connectionId: string }): FakeUpdate;
+  /**
+   * `from` presses an inline button of a message the bot sent (a `callback_query` with `data`, default the first
+   * button's); in a business chat the pressed message carries its connection, as Telegram sends it.
+   */
+  pressButton(input: { message: FakeSentMessage; from?: FakeUser; data?: string }): FakeUpdate;
   /** Enqueues an update as given (its `update_id` is assigned unless set); to redeliver one, pass it again. */
   enqueue(update: Omit<FakeUpdate, 'update_id'> & { update_id?: number }): FakeUpdate;
 
@@ -149,5 +156,23 @@ export interface FakeSentMessage {
   readonly threadId: number | undefined;
   /** The message it quotes (reply_parameters); undefined also when the quoted message did not exist and Telegram was allowed to send without it. */
   readonly replyToMessageId: number | undefined;
+  /** The inline keyboard sent with it (reply_markup), if any. */
+  readonly replyMarkup: FakeInlineKeyboard | undefined;
+  readonly at: number;
+}
+
+export interface FakeInlineKeyboard {
+  readonly inline_keyboard: readonly (readonly { readonly text: string; readonly callback_data?: string }[])[];
+}
+
+/** An edit of a message the bot sent: its new text (editMessageText), and its keyboard afterwards (none: removed). */
+export interface FakeEdit {
+  readonly method: 'editMessageText' | 'editMessageReplyMarkup';
+  readonly chatId: number;
+  readonly messageId: number;
+  readonly text: string | undefined;
+  readonly entities: readonly { type: string; offset: number; length: number }[] | undefined;
+  readonly replyMarkup: FakeInlineKeyboard | undefined;
+  readonly businessConnectionId: string | undefined;
   readonly at: number;
 }
