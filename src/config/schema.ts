@@ -326,7 +326,7 @@ export const configSchema = z
                 allowedTools: z.array(z.string()).optional(),
                 /** What people see while a tool runs, by tool name: one text, or one per language (`{ en: '…', uk: '…' }`). */
                 toolLabels: z.record(z.string(), z.union([z.string().min(1), z.record(z.string(), z.string().min(1))])).optional(),
-                /** Only `never` for now: Palaver has no step that asks a person to approve a hosted MCP call. */
+                /** Only `never`: the model provider makes a hosted server's calls, so Palaver cannot hold them (use `approval` with `mode: "local"`). */
                 requireApproval: z
                   .literal('never', { error: 'only "never" is supported: Palaver cannot yet ask for approval of hosted MCP calls' })
                   .default('never'),

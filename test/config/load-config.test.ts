@@ -343,6 +343,7 @@ describe('config', () => {
       stream: 'events.plugins',
       group: 'plugins-workers',
       maxResultChars: 20_000,
+      approvalTimeoutMinutes: 60,
     });
     // No prefix by default: the streams are named as seed 002 names them (events.plugins, rpc.plugins.responses:<id>).
     expect(plain.redis).toEqual({ url: 'redis://127.0.0.1:6379', keyPrefix: '' });

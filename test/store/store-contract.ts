@@ -1962,6 +1962,8 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
       const requestOf = (session: Session, extra: { turnId?: string; callId?: string; summary?: string; requestedAt?: number; expiresAt?: number } = {}) => {
         const requestedAt = extra.requestedAt ?? Date.now();
         return {
+          id: unique('approval'),
+          modelCalls: 0,
           turnId: extra.turnId ?? unique('turn'),
           callId: extra.callId ?? unique('call'),
           sessionId: session.id,
@@ -2045,12 +2047,22 @@ export function runStoreContract(name: string, makeStore: MakeStore): void {
         expect(stored.requestedAt.getTime()).toBe(first.requestedAt.getTime());
         expect(stored.expiresAt.getTime()).toBe(first.expiresAt.getTime());
         // Asked again for the same call (a resumed turn): the first request comes back, as it was.
-        const again = await store.approvals.request({ ...first, summary: 'Something else', requestedAt: new Date(first.requestedAt.getTime() + 5) });
+        const again = await store.approvals.request({
+          ...first,
+          id: unique('approval'),
+          summary: 'Something else',
+          requestedAt: new Date(first.requestedAt.getTime() + 5),
+        });
         expect(again).toEqual(stored);
         expect(await store.approvals.get(stored.id)).toEqual(stored);
         expect(await store.approvals.get(randomUUID())).toBeUndefined();
         // A second call of the same turn is a request of its own.
-        const second = await store.approvals.request({ ...first, callId: unique('call'), requestedAt: new Date(first.requestedAt.getTime() + 10) });
+        const second = await store.approvals.request({
+          ...first,
+          id: unique('approval'),
+          callId: unique('call'),
+          requestedAt: new Date(first.requestedAt.getTime() + 10),
+        });
         expect(second.id).not.toBe(stored.id);
         expect((await store.approvals.forTurn(first.turnId)).map((approval) => approval.id)).toEqual([stored.id, second.id]);
         expect(await store.approvals.forTurn(unique('turn'))).toEqual([]);

@@ -41,6 +41,8 @@ export async function requestApproval(
   const turnId = randomUUID();
   await palaver.store.turns.open({ id: turnId, sessionId: session.id, owner, inboundIds: [asked.record.id] });
   return palaver.store.approvals.request({
+    id: randomUUID(),
+    modelCalls: 0,
     turnId,
     callId: 'call-1',
     sessionId: session.id,

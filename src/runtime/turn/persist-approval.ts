@@ -49,7 +49,7 @@ async function storeQuestion(scope: TurnScope, flow: FlowResult, failures: Model
     messages: [
       ...newMessages(scope),
       replyMessage(scope, text, usage, {
-        approval: { tool: call.name, by: requirement.by },
+        approval: { id: approvalId, tool: call.name, by: requirement.by, expiresAt: expiresAt.toISOString() },
         models: [...new Set(flow.modelCalls.map((modelCall) => modelCall.model))],
         ...(failures.length > 0 ? { failures } : {}),
       }),
@@ -111,7 +111,12 @@ export async function persistAskAgain(scope: TurnScope, approval: ToolApproval):
   const parts = splitReply(text, scope.channel.capabilities.maxMessageChars);
   const request = { id: approval.id, expiresAt: approval.expiresAt.toISOString() };
   const { deliveries } = await closeTurn(scope, {
-    messages: [...newMessages(scope), replyMessage(scope, text, usage, { approval: { tool: approval.tool, by: approval.by, askedAgain: true } })],
+    messages: [
+      ...newMessages(scope),
+      replyMessage(scope, text, usage, {
+        approval: { id: approval.id, tool: approval.tool, by: approval.by, expiresAt: approval.expiresAt.toISOString(), askedAgain: true },
+      }),
+    ],
     session: { status: 'completed' },
     outbox: parts.map((part, index) => (index === parts.length - 1 ? { text: part, approval: request } : { text: part })),
   });
