@@ -75,6 +75,17 @@ export function createSalonTools(options: { file: string; now?: () => Date }): S
       focusIds: { appointment_id: 'appointment' },
       description: "Cancels one of the person's appointments by its id (from the hidden context).",
       input: z.object({ appointment_id: z.number().int().positive().describe('Id of the appointment, from the hidden context') }),
+      // A cancellation is asked first: the person sees which appointment, in the salon's words, and says yes.
+      approval: 'person',
+      describe: ({ appointment_id }) => {
+        const row = db
+          .prepare(
+            `SELECT s.name AS service, m.name AS master, a.starts_at FROM appointments a
+             JOIN services s ON s.id = a.service_id JOIN masters m ON m.id = a.master_id WHERE a.id = ?`,
+          )
+          .get(appointment_id) as { service: string; master: string; starts_at: string } | undefined;
+        return row === undefined ? `Cancel appointment ${appointment_id}` : `Cancel your ${row.service} with ${row.master} on ${row.starts_at}`;
+      },
       run: ({ appointment_id }, ctx) => {
         if (!own(ctx.userId, appointment_id)) throw new Error(`No booked appointment ${appointment_id} for this person.`);
         db.prepare("UPDATE appointments SET status = 'cancelled' WHERE id = ?").run(appointment_id);

@@ -102,6 +102,7 @@ export function createFlowContext(scope: TurnScope, failures: ModelFailures): Fl
       }),
     runTool: (call, role, state) => runToolCall(scope, call, role, state),
     waitsForApproval: () => scope.journal.asking !== undefined,
+    decided: (callId) => (scope.journal.approvalOf(callId)?.status ?? 'pending') !== 'pending',
     progress: (event) => scope.progress(event),
     limitReached: (limit, tool) => {
       deps.metrics.toolLimits.inc({ limit });

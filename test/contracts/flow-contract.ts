@@ -54,6 +54,7 @@ function scriptedContext(
     hostedMcpFor: () => [],
     roleFromHostedCalls: () => undefined,
     waitsForApproval: () => false,
+    decided: () => false,
     async callModel(request): Promise<ModelCall> {
       const step = steps[recorded.requests.length] ?? { text: 'out of script' };
       recorded.requests.push(request);

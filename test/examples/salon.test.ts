@@ -27,13 +27,20 @@ describe('the salon example', () => {
       'Your appointments:\n• Haircut with Anna, 2026-11-26 10:00\n• Manicure with Olga, 2026-11-29 15:30',
     );
     expect(await say('bob', 'show my appointments')).toContain('Haircut with Anna, 2026-11-26 10:00');
-    expect(await say('alice', 'cancel the haircut')).toMatch(/^Appointment \d+ is cancelled\.$/);
+    // A cancellation is asked first, naming the appointment; nothing is cancelled until the person says yes.
+    const question = await say('alice', 'cancel the haircut');
+    expect(question).toContain('Cancel your Haircut with Anna on 2026-11-26 10:00');
+    expect(await say('alice', 'show my appointments')).toContain('I did not understand');
+    expect(await say('alice', 'yes')).toMatch(/^Appointment \d+ is cancelled\.$/);
     expect(await say('alice', 'move the manicure to 2026-12-10 12:00')).toMatch(/is moved to 2026-12-10 12:00/);
     expect(await say('alice', 'show my appointments')).toBe('Your appointments:\n• Manicure with Olga, 2026-12-10 12:00');
     // Bob's appointments are untouched by Alice's changes.
     expect(await say('bob', 'show my appointments')).toBe('Your appointments:\n• Haircut with Anna, 2026-11-26 10:00\n• Manicure with Olga, 2026-11-29 15:30');
 
     await say('alice', 'cancel the manicure');
+    expect(await say('alice', 'no')).toContain('Declined by the person');
+    await say('alice', 'cancel the manicure');
+    await say('alice', 'да');
     const calls = harness.model.calls.length;
     expect(await say('alice', 'show my appointments')).toBe('You have nothing booked right now.');
     expect(harness.model.calls.length).toBe(calls);

@@ -166,6 +166,12 @@ export interface FlowContext {
    * is in (no further model call), and the turn stores the question instead of a reply.
    */
   waitsForApproval(): boolean;
+  /**
+   * True for a call of this turn whose approval request was decided (the turn resumed after the decision): its
+   * arguments were checked when it was asked about and the decision was taken on exactly them, so checks of the
+   * moment (the focus, which follows the newest message) do not refuse it now; the decision stands.
+   */
+  decided(callId: string): boolean;
   /** Reports progress to a channel that streams. */
   progress(event: TurnProgress): void;
   /** Reports a limit that refused a tool call or ended the tool rounds (counted and logged). */

@@ -100,6 +100,7 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
         callModel: (modelRequest, transcript, choice) => context.callModel(modelRequest, transcript, choice),
         progress: (event) => context.progress(event),
         waitsForApproval: () => context.waitsForApproval(),
+        decided: (callId) => context.decided(callId),
         limitReached: (limit, tool) => context.limitReached(limit, tool),
         streaming: context.streaming,
         replyMessageId: context.replyMessageId,
@@ -108,7 +109,8 @@ export function withFocus(inner: Flow, settings: FocusSettings, store: FocusStor
           return block === '' ? base : `${base}\n\n${block}`;
         },
         async runTool(call: ModelToolCall, currentRole, state) {
-          const refusal = keeper.check(call, focus, unavailable);
+          // A call decided on passed this check when it was asked about; the focus now follows the person's answer.
+          const refusal = context.decided(call.callId) ? undefined : keeper.check(call, focus, unavailable);
           if (refusal !== undefined) return { callId: call.callId, ...refusal, effects: {}, durationMs: 0 };
           const result = await context.runTool(call, currentRole, state);
           if (!result.isError) await keeper.afterTool(owner, call.name);
