@@ -102,8 +102,8 @@ async function dispatchOnce(scope: TurnScope, call: ModelToolCall, dispatchCall:
 /**
  * Where a call that needs approval stands: undefined when it may run (approved, or no approval needed), else the
  * result the model gets instead — declined, expired, or (the call now asked about) a note that it waits, while the
- * turn ends after this round. One call per turn is asked at a time: another that needs approval in the same round
- * is not run, and the model may ask for it again once the first is decided.
+ * turn ends after this round. One call is asked at a time: another that needs approval in the same round is not run
+ * now, and is asked about when the turn resumes after the first one's decision and comes to it again.
  */
 function approvalStep(scope: TurnScope, call: ModelToolCall, args: Record<string, unknown>, role: string | null): ToolCallResult | undefined {
   const { journal, session } = scope;
@@ -121,7 +121,7 @@ function approvalStep(scope: TurnScope, call: ModelToolCall, args: Record<string
     return refusal(call, `Declined by ${who}${decided.reason ? ` (${decided.reason})` : ''}: ${call.name} was not run. Do not try it again unless they ask.`);
   if (decided?.status === 'expired') return refusal(call, `Not approved in time: ${call.name} was not run. Tell them, and offer to try again.`);
   if (journal.asking !== undefined && journal.asking.call.callId !== call.callId)
-    return refusal(call, `Not run: another action of this turn waits for approval. Ask for ${call.name} again once that one is decided.`);
+    return refusal(call, 'Not run yet: another action of this turn waits for approval first.');
   journal.ask({ call, requirement });
   return { callId: call.callId, content: `Waiting for ${who} to approve ${call.name}.`, isError: false, effects: {}, durationMs: 0 };
 }

@@ -118,3 +118,96 @@ describe('a tool call that needs the person’s yes', () => {
     expect(runs).toEqual([]);
   });
 });
+
+describe('who approves, and what runs meanwhile', () => {
+  it('an operator decides an operator request: the person is told the team checks it, their own yes decides nothing', async () => {
+    const runs: string[] = [];
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refunds an order',
+      input: z.object({ amount: z.number() }),
+      // Small refunds need nobody; large ones the team approves.
+      approval: ({ amount }) => (amount > 100 ? 'operator' : undefined),
+      run: ({ amount }) => {
+        runs.push(String(amount));
+        return `Refunded ${amount} EUR.`;
+      },
+    });
+    harness = await createHarness((call) => {
+      const result = [...call.messages].reverse().find((item) => item.type === 'tool_result') as { output?: string } | undefined;
+      if (result) return { text: `Done: ${result.output}` };
+      const amount = /(\d+)/.exec(call.messages.filter((item) => item.type === 'message').at(-1)?.content ?? '')?.[1];
+      if (amount === undefined) return { text: 'How can I help?' };
+      return { toolCalls: [{ name: 'refund', arguments: { amount: Number(amount) } }] };
+    });
+    const palaver = await harness.start({}, { tools: [refund] });
+    expect((await palaver.chat({ userId: 'eve', text: 'refund 30' })).text).toBe('Done: Refunded 30 EUR.');
+    const question = await palaver.chat({ userId: 'eve', text: 'refund 900' });
+    expect(question.text).toContain('refund: amount 900');
+    expect(question.text).toContain('A member of our team decides this one.');
+    const pending = (await palaver.store.approvals.pendingFor(question.sessionId))!;
+    expect(pending.by).toBe('operator');
+    // The person cannot decide it, by words or by a channel's button.
+    void palaver.chat({ userId: 'eve', text: 'yes' }).catch(() => undefined);
+    await expect.poll(async () => (await palaver.store.inbound.listQueued(question.sessionId)).length).toBe(1);
+    expect(await palaver.approvals.decide(pending.id, 'approved', { kind: 'person', channel: 'api', accountId: 'eve' })).toEqual({
+      kind: 'refused',
+      reason: 'operator',
+    });
+    expect(runs).toEqual(['30']);
+
+    expect(await palaver.approvals.decide(pending.id, 'approved', { kind: 'operator', name: 'dana' })).toEqual({ kind: 'decided', status: 'approved' });
+    await expect.poll(() => runs).toEqual(['30', '900']);
+    await expect
+      .poll(async () => (await palaver.store.messages.listRecent(question.sessionId, { limit: 20, audience: 'display' })).map((m) => m.content))
+      .toContain('Done: Refunded 900 EUR.');
+    const audit = await palaver.store.adminActions.list({ limit: 5, sessionId: question.sessionId });
+    expect(audit.map((action) => [action.action, action.actor, action.details['decision'], action.details['shown']])).toEqual([
+      ['approval', 'dana', 'approved', 'refund: amount 900'],
+    ]);
+    expect(await palaver.metrics.registry.getSingleMetricAsString('palaver_tool_approvals_total')).toContain(
+      'palaver_tool_approvals_total{decision="approved"} 1',
+    );
+  });
+
+  it('runs the round’s other calls at once and once only; a second call needing approval in that round is asked about next', async () => {
+    const { runs, cancel } = salon();
+    let lookups = 0;
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Looks an appointment up',
+      input: z.object({}),
+      readOnly: true,
+      run: () => {
+        lookups++;
+        return 'a-17 is a haircut';
+      },
+    });
+    harness = await createHarness((call) => {
+      const results = call.messages.filter((item) => item.type === 'tool_result') as { output: string }[];
+      if (results.length > 0) return { text: results.map((result) => result.output).join(' | ') };
+      return {
+        toolCalls: [
+          { name: 'lookup', arguments: {} },
+          { name: 'cancel_appointment', arguments: { appointment_id: 'a-17' } },
+          { name: 'cancel_appointment', arguments: { appointment_id: 'a-18' } },
+        ],
+      };
+    });
+    const palaver = await harness.start({}, { tools: [cancel, lookup] });
+    const question = await palaver.chat({ userId: 'fay', text: 'cancel both' });
+    expect(question.text).toContain('Cancel appointment a-17');
+    expect(lookups).toBe(1);
+    // The first is approved and runs; the turn comes to the second and asks about it, with no model call between.
+    const next = await palaver.chat({ userId: 'fay', text: 'yes' });
+    expect(next.text).toContain('Cancel appointment a-18');
+    expect(runs.map((run) => run.split('@')[0])).toEqual(['a-17']);
+    const answer = await palaver.chat({ userId: 'fay', text: 'yes' });
+    expect(answer.text).toBe('a-17 is a haircut | Appointment a-17 cancelled. | Appointment a-18 cancelled.');
+    // Each ran once, under the turn's keys; the lookup was not run again; the model was asked twice in all.
+    expect(runs.map((run) => run.split('@')[0])).toEqual(['a-17', 'a-18']);
+    expect(new Set(runs.map((run) => run.split('@')[1]!.split(':')[0])).size).toBe(1);
+    expect(lookups).toBe(1);
+    expect(harness!.model.calls).toHaveLength(2);
+  });
+});
