@@ -211,3 +211,85 @@ describe('who approves, and what runs meanwhile', () => {
     expect(harness!.model.calls).toHaveLength(2);
   });
 });
+
+describe('MCP tools that need approval (mcp.servers[].approval)', () => {
+  it('asks before a listed tool of a real MCP server runs, then runs it once for the bound user; other tools run at once', async () => {
+    const { startLogisticsMcpServer } = await import('../../../examples/logistics/mcp-server.js');
+    const mcp = await startLogisticsMcpServer({ port: 0, token: 'mcp-token-for-approvals-1234' });
+    try {
+      harness = await createHarness((call) => {
+        const last = call.messages.at(-1);
+        if (last?.type === 'tool_result') return { text: `Result: ${last.output}` };
+        const said = call.messages.filter((item) => item.type === 'message').at(-1)?.content ?? '';
+        if (/list/.test(said)) return { toolCalls: [{ name: 'get_user_cargoes', arguments: {} }] };
+        if (/ship/.test(said)) return { toolCalls: [{ name: 'cargo_add', arguments: { from: 'Kyiv', to: 'Lviv', weight_kg: 12 } }] };
+        return { text: 'ok' };
+      });
+      const palaver = await harness.start({
+        mcp: {
+          servers: [
+            {
+              label: 'logistics',
+              url: mcp.url,
+              bearerToken: 'mcp-token-for-approvals-1234',
+              userIdArgument: 'user_id',
+              approval: { tools: ['cargo_add'], by: 'person' },
+            },
+          ],
+        },
+      });
+      expect((await palaver.chat({ userId: 'gus', text: 'list my cargoes' })).text).toBe('Result: No cargoes yet.');
+      const question = await palaver.chat({ userId: 'gus', text: 'ship 12 kg from Kyiv to Lviv' });
+      expect(question.text).toContain('cargo_add: from "Kyiv", to "Lviv", weight_kg 12');
+      expect((await palaver.chat({ userId: 'gus', text: 'list my cargoes' })).text).toContain('I did not understand');
+      expect((await palaver.chat({ userId: 'gus', text: 'ok' })).text).toMatch(/^Result: Cargo \S+ added: .*Kyiv.*Lviv/);
+      expect((await palaver.chat({ userId: 'gus', text: 'list my cargoes' })).text).toMatch(/^Result: \S+: .*Kyiv.*Lviv/);
+    } finally {
+      await mcp.close();
+    }
+  });
+});
+
+describe('the approval rule and the summary', () => {
+  it('fails closed on a rule that throws, and falls back to the quoted arguments when describe fails', async () => {
+    const { approvalRequirement } = await import('../../../src/runtime/tools/approval-requirement.js');
+    const ctx = { userId: 'u', sessionId: 's', conversationId: 'c', role: null };
+    const broken = () => {
+      throw new Error('rule bug');
+    };
+    expect(approvalRequirement({ name: 'pay', approval: broken }, { amount: 5 }, ctx)).toEqual({ by: 'person', summary: 'pay: amount 5' });
+    expect(approvalRequirement({ name: 'pay', approval: () => undefined }, { amount: 5 }, ctx)).toBeUndefined();
+    expect(approvalRequirement({ name: 'pay' }, { amount: 5 }, ctx)).toBeUndefined();
+    const long = 'x'.repeat(500);
+    const summary = approvalRequirement({ name: 'send', approval: () => 'operator', describe: broken }, { to: 'a\u202Eb', body: long }, ctx)!;
+    expect(summary.by).toBe('operator');
+    // Direction overrides and control characters go; each value is cut.
+    expect(summary.summary).toBe(`send: to "ab", body "${'x'.repeat(118)}…`);
+    const described = approvalRequirement({ name: 'send', approval: () => 'person', describe: () => `Send it\u0007 ${'y'.repeat(700)}` }, {}, ctx)!;
+    expect(described.summary.length).toBe(600);
+    expect(described.summary.startsWith('Send it y')).toBe(true);
+  });
+
+  it('reads short answers in en, ru, uk and zh, and nothing longer or different as yes', async () => {
+    const { answerInWords } = await import('../../../src/runtime/approvals/answer-in-words.js');
+    const cases: [string, string][] = [
+      ['Yes!', 'yes'],
+      ['ok, go ahead', 'yes'],
+      ['Да, давай', 'yes'],
+      ['так', 'yes'],
+      ['好的', 'yes'],
+      ['no', 'no'],
+      ["please don't", 'no'],
+      ['нет', 'no'],
+      ['не надо', 'no'],
+      ['ні', 'no'],
+      ['不要。', 'no'],
+      ['yes but move it to friday instead', 'unclear'],
+      ['what time is it?', 'unclear'],
+      ['👍', 'unclear'],
+      ['', 'unclear'],
+      ['yes no maybe', 'unclear'],
+    ];
+    expect(cases.map(([text]) => [text, answerInWords(text)])).toEqual(cases);
+  });
+});
