@@ -42,10 +42,10 @@ function cancellingModel(call: ScriptedCall) {
   return { text: 'Let me cancel that.', toolCalls: [{ name: 'cancel_appointment', arguments: { appointment_id: 'a-17' } }] };
 }
 
-async function start(): Promise<{ palaver: Palaver; url: string; runs: string[] }> {
+async function start(now?: () => Date): Promise<{ palaver: Palaver; url: string; runs: string[] }> {
   const { runs, cancel } = salon();
   harness = await createHarness(cancellingModel);
-  const palaver = await harness.start({}, { tools: [cancel] });
+  const palaver = await harness.start({ tools: { approvalTimeoutMinutes: 5 } }, { tools: [cancel], ...(now === undefined ? {} : { now }) });
   server = await palaver.serve({ host: '127.0.0.1', port: 0 });
   return { palaver, url: server.url, runs };
 }
@@ -155,5 +155,24 @@ describe('approvals on the web through a real Palaver', () => {
     const after = await read();
     expect(after.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(after.messages.filter((message) => message.approval !== undefined)).toEqual([]);
+  });
+
+  it('offers no buttons in the transcript for a request whose time ran out, even before the expiry sweep declined it', async () => {
+    let now = new Date('2026-12-07T10:00:00Z');
+    const { palaver, url, runs } = await start(() => now);
+    const me = await newVisitor(url);
+    const { value } = await ask(url, me.cookie, 't-late');
+    expect(value.expiresAt).toBe('2026-12-07T10:05:00.000Z');
+    const read = async () =>
+      (
+        JSON.parse((await send(url, { path: '/conversations/messages?id=t-late', headers: { cookie: me.cookie } })).body) as {
+          messages: Array<{ approval?: unknown }>;
+        }
+      ).messages;
+    expect((await read()).filter((message) => message.approval !== undefined)).toHaveLength(1);
+    now = new Date('2026-12-07T10:05:00Z');
+    expect((await palaver.store.approvals.get(value.approvalId))?.status).toBe('pending');
+    expect((await read()).filter((message) => message.approval !== undefined)).toEqual([]);
+    expect(runs).toEqual([]);
   });
 });
