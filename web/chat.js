@@ -146,6 +146,10 @@
             : renderMessage(message.role, message.text, message.at);
         li.dataset.messageId = message.id;
         if (Array.isArray(message.attachments)) showStoredAttachments(li, id, message.attachments);
+        // A question whose request still waits for the person: its buttons again, as when it was asked.
+        if (message.approval && typeof message.approval === 'object') {
+          showApprovalRequest({ approvalId: message.approval.id, summary: message.text, expiresAt: message.approval.expiresAt });
+        }
       }
       setPaused(body.paused === true);
       showWelcome();
@@ -511,8 +515,8 @@
   }
 
   /**
-   * A tool call the agent asks the person to approve (`palaver.approval_requested`): Approve and Decline under the
-   * question (its text is the message just shown). A press sends a run that carries only the decision
+   * A tool call the agent asks the person to approve (`palaver.approval_requested`, or a stored question whose
+   * request still waits, after a reload): Approve and Decline under the question (its text is the message just shown). A press sends a run that carries only the decision
    * (`forwardedProps.approval`); both buttons stay disabled from then on, and the card says how it ended.
    */
   function showApprovalRequest(value) {
@@ -530,6 +534,8 @@
     decline.type = 'button';
     decline.dataset.testid = 'decline-button';
     buttons.append(approve, decline);
+    approve.disabled = running || !ready;
+    decline.disabled = running || !ready;
     const status = element('p', 'approval-status', '');
     status.dataset.testid = 'approval-status';
     status.setAttribute('aria-live', 'polite');

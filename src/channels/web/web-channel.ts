@@ -897,6 +897,8 @@ export class WebChannel implements Channel {
         text: m.text,
         at: m.at.toISOString(),
         ...(m.operator === undefined ? {} : { author: this.#operatorLabel(m.operator, languageHint) }),
+        // A question whose request still waits: the page shows Approve / Decline under it again.
+        ...(m.approval === undefined ? {} : { approval: { id: m.approval.id, expiresAt: m.approval.expiresAt } }),
         ...(m.attachments === undefined
           ? {}
           : { attachments: m.attachments.map(({ id, kind, mimeType, name, size }) => ({ id, kind, mimeType, name, size })) }),

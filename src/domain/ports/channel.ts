@@ -84,6 +84,11 @@ export interface TranscriptEntry {
   readonly attachments?: readonly AttachmentRef[];
   /** The operator who wrote it (a person stepping in through the admin API), as the audit names them. */
   readonly operator?: string;
+  /**
+   * The agent's question asks the person to approve a tool call, and the request still waits for their decision
+   * (its id, as `decideApproval` takes it, and when it expires): a page shows its buttons again. Absent once decided.
+   */
+  readonly approval?: DeliveryApproval;
 }
 
 /** What a page shows of a conversation besides its messages. */

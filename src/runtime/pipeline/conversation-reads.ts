@@ -1,7 +1,7 @@
 import { ChannelError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { readAttachmentRefs } from '../../domain/attachments.js';
-import type { AttachmentRef, InboundRecord, Session, StoredAttachment } from '../../domain/model.js';
+import type { AttachmentRef, InboundRecord, Session, StoredAttachment, StoredMessage } from '../../domain/model.js';
 import type { Channel, ConversationState, ConversationSummary, StoredReply, TranscriptEntry } from '../../domain/ports/channel.js';
 import { writtenAt } from '../context/message-time-label.js';
 import { resetUserState } from '../context/reset.js';
@@ -55,6 +55,7 @@ export class ConversationReads {
     const { store } = this.#deps;
     const session = await this.#ownSession(channel, accountId, conversationId);
     const [stored, queued] = await Promise.all([store.messages.listRecent(session.id, { limit, audience: 'display' }), store.inbound.listQueued(session.id)]);
+    const asking = await this.#openQuestion(stored);
     return [
       ...stored.flatMap((message): TranscriptEntry[] =>
         (message.role === 'user' || message.role === 'assistant') && !wasNotSent(message.meta)
@@ -66,6 +67,7 @@ export class ConversationReads {
                 at: writtenAt(message),
                 ...withAttachments(readAttachmentRefs(message.meta?.['attachments'])),
                 ...operatorOf(message.meta),
+                ...(asking?.messageId === message.id ? { approval: asking.approval } : {}),
               },
             ]
           : [],
@@ -75,6 +77,22 @@ export class ConversationReads {
         (record): TranscriptEntry => ({ id: record.id, role: 'user', text: record.text, at: record.receivedAt, ...withAttachments(record.attachments) }),
       ),
     ];
+  }
+
+  /**
+   * The newest question of the transcript that asks the person to approve a tool call (`meta.approval`), when its
+   * request still waits for them: a page shows its buttons again after a reload. One read of the request, and only
+   * when the transcript holds such a question; one asked again names the same request, and only the newest shows it.
+   */
+  async #openQuestion(
+    messages: readonly StoredMessage[],
+  ): Promise<{ readonly messageId: string; readonly approval: NonNullable<TranscriptEntry['approval']> } | undefined> {
+    const question = messages.findLast((message) => message.role === 'assistant' && personApprovalOf(message.meta) !== undefined);
+    if (question === undefined) return undefined;
+    const request = await this.#deps.store.approvals.get(personApprovalOf(question.meta)!);
+    if (request === undefined || request.status !== 'pending' || request.by !== 'person') return undefined;
+    if (request.expiresAt.getTime() <= this.#deps.now().getTime()) return undefined;
+    return { messageId: question.id, approval: { id: request.id, expiresAt: request.expiresAt.toISOString() } };
   }
 
   /** See `ChannelContext.conversationState`: only of a conversation the account owns. */
@@ -134,4 +152,12 @@ function withAttachments(refs: readonly AttachmentRef[] | undefined): { attachme
 function operatorOf(meta: Readonly<Record<string, unknown>> | null | undefined): { operator?: string } {
   const operator = meta?.['operator'];
   return typeof operator === 'string' && operator !== '' ? { operator } : {};
+}
+
+/** The id of the request a question for the person names (`meta.approval`, set when the turn asked). */
+function personApprovalOf(meta: Readonly<Record<string, unknown>> | null | undefined): string | undefined {
+  const approval = meta?.['approval'];
+  if (typeof approval !== 'object' || approval === null) return undefined;
+  const { id, by } = approval as Record<string, unknown>;
+  return typeof id === 'string' && id !== '' && by === 'person' ? id : undefined;
 }
