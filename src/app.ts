@@ -40,6 +40,7 @@ import { InlineToolDispatcher } from './runtime/tools/inline-dispatcher.js';
 import { createToolHosts, loadToolsModule } from './tool-hosts.js';
 import { ToolRegistry } from './runtime/tools/tool-registry.js';
 import type { LocalTool } from './tools/define-tool.js';
+import type { ToolDescriptor } from './domain/ports/tool-host.js';
 import type { Transcriber } from './models/openai-transcription.js';
 import type { TranscriptionSettings } from './channels/telegram/transcription-settings.js';
 import type { OpenAIClientOptions } from './models/openai-client.js';
@@ -281,7 +282,10 @@ async function assemble(config: PalaverConfig, options: PalaverOptions): Promise
   const store = await openStore(config.database.url);
   // `streams`: tools run on `palaver worker` processes; the runtime offers what live workers serve and builds no
   // local or MCP hosts (hosted MCP stays: the model provider calls it). The role, focus and limit checks stay here.
-  const streams = config.tools.dispatch === 'streams' ? await startStreamsToolsOrClose(config, store, logger, metrics) : undefined;
+  const streams =
+    config.tools.dispatch === 'streams'
+      ? await startStreamsToolsOrClose(config, store, logger, metrics, await approvalRules(config, [...moduleTools, ...(options.tools ?? [])]))
+      : undefined;
   const { hosts, hostedMcp } = await createToolHosts(
     config,
     models.primary,
@@ -664,14 +668,37 @@ function lazyTranscriber(settings: TranscriptionSettings, config: PalaverConfig)
   };
 }
 
-async function startStreamsToolsOrClose(config: PalaverConfig, store: Store, logger: Logger, metrics: PalaverMetrics) {
+async function startStreamsToolsOrClose(
+  config: PalaverConfig,
+  store: Store,
+  logger: Logger,
+  metrics: PalaverMetrics,
+  approvals: ReadonlyMap<string, Pick<ToolDescriptor, 'approval' | 'describe'>>,
+) {
   const { startStreamsTools } = await import('./queue/streams-tools.js');
   try {
-    return await startStreamsTools(config, store, logger, metrics);
+    return await startStreamsTools(config, store, logger, metrics, approvals);
   } catch (error) {
     await store.close();
     throw error;
   }
+}
+
+/**
+ * Who approves which tool, as this runtime's config and tools module say (`defineTool({ approval })`,
+ * `mcp.servers[].approval`): with streams dispatch the tools run on workers, but the approval is asked here.
+ */
+async function approvalRules(config: PalaverConfig, localTools: readonly LocalTool[]): Promise<Map<string, Pick<ToolDescriptor, 'approval' | 'describe'>>> {
+  const rules = new Map<string, Pick<ToolDescriptor, 'approval' | 'describe'>>();
+  for (const server of config.mcp.servers) {
+    const by = server.approval?.by;
+    if (by !== undefined) for (const tool of server.approval!.tools) rules.set(tool, { approval: () => by });
+  }
+  if (localTools.length > 0) {
+    const { approvalOf } = await import('./tools/local-tool-host.js');
+    for (const tool of localTools) if (tool.approval !== undefined) rules.set(tool.name, approvalOf(tool));
+  }
+  return rules;
 }
 
 /** Prices and currencies from config: `model.prices` win over the price table, which loads on its first use. */

@@ -1,5 +1,6 @@
 import type { PalaverConfig } from '../config/schema.js';
 import type { Store } from '../domain/ports/store.js';
+import type { ToolDescriptor } from '../domain/ports/tool-host.js';
 import type { Logger } from '../observability/logger.js';
 import type { PalaverMetrics } from '../observability/metrics.js';
 import { ToolDispatchMetrics } from '../observability/tool-dispatch-metrics.js';
@@ -27,7 +28,13 @@ export interface StreamsTools {
  * catalogue, and registers the runtime's dispatch metrics. `dispatcher.close()` closes the Redis connection.
  * @throws when Redis cannot be reached (the message names host and port, never the password).
  */
-export async function startStreamsTools(config: PalaverConfig, store: Store, logger: Logger, metrics: PalaverMetrics): Promise<StreamsTools> {
+export async function startStreamsTools(
+  config: PalaverConfig,
+  store: Store,
+  logger: Logger,
+  metrics: PalaverMetrics,
+  approvals?: ReadonlyMap<string, Pick<ToolDescriptor, 'approval' | 'describe'>>,
+): Promise<StreamsTools> {
   const redis = await connectRedis(config.redis, { logger, name: 'runtime' });
   const streamKey = redis.key(config.tools.stream);
   const dispatchMetrics = new ToolDispatchMetrics(metrics.registry, {
@@ -47,7 +54,7 @@ export async function startStreamsTools(config: PalaverConfig, store: Store, log
   );
   return {
     dispatcher,
-    catalogue: new WorkerToolCatalogue(redis, { logger }),
+    catalogue: new WorkerToolCatalogue(redis, { logger, ...(approvals ? { approvals } : {}) }),
     async backlog() {
       const [backlog, deadLetters] = await Promise.all([
         streamBacklog(redis, config.tools.stream, config.tools.group),

@@ -15,16 +15,29 @@ export class WorkerToolCatalogue implements ToolHost {
   readonly #redis: RedisConnection;
   readonly #refreshMs: number;
   readonly #logger: Logger | undefined;
+  readonly #approvals: ReadonlyMap<string, Pick<ToolDescriptor, 'approval' | 'describe'>>;
   #tools: readonly ToolDescriptor[] = [];
   #signature = '';
   #readAt = Number.NEGATIVE_INFINITY;
   #reading: Promise<readonly ToolDescriptor[]> | undefined;
 
-  /** `refreshMs`: how long one read of the catalogue serves (default 1 s). */
-  constructor(redis: RedisConnection, options: { readonly refreshMs?: number; readonly logger?: Logger } = {}) {
+  /**
+   * `refreshMs`: how long one read of the catalogue serves (default 1 s). `approvals`: the runtime's own approval
+   * rules by tool name (its tools module, `mcp.servers[].approval`): who approves a call is the runtime's decision,
+   * never a worker's, so a tool a worker serves waits for its yes like a local one.
+   */
+  constructor(
+    redis: RedisConnection,
+    options: {
+      readonly refreshMs?: number;
+      readonly logger?: Logger;
+      readonly approvals?: ReadonlyMap<string, Pick<ToolDescriptor, 'approval' | 'describe'>>;
+    } = {},
+  ) {
     this.#redis = redis;
     this.#refreshMs = options.refreshMs ?? 1_000;
     this.#logger = options.logger;
+    this.#approvals = options.approvals ?? new Map();
   }
 
   /**
@@ -70,6 +83,7 @@ export class WorkerToolCatalogue implements ToolHost {
             parameters: tool.inputSchema,
             source: `worker:${catalogue.workerId}`,
             ...(tool.label === undefined ? {} : { label: tool.label }),
+            ...this.#approvals.get(tool.name),
           });
       }
     }

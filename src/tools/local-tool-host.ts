@@ -55,7 +55,7 @@ export class LocalToolHost implements ToolHost {
  * validate need no approval (the call fails before `run`, changing nothing), and a `describe` that throws falls back
  * to the default description.
  */
-function approvalOf(tool: LocalTool): Pick<ToolDescriptor, 'approval' | 'describe'> {
+export function approvalOf(tool: LocalTool): Pick<ToolDescriptor, 'approval' | 'describe'> {
   const rule = tool.approval;
   if (rule === undefined) return {};
   const describe = tool.describe?.bind(tool);
