@@ -7,6 +7,7 @@ import type { Store } from '../../src/domain/ports/store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { startScriptedModelServer, type ScriptedCall, type ScriptedModelServer } from '../../src/testing/index.js';
 import { cleanEnv, killAll, REPO_ROOT, spawnNode, type RunningChild } from '../cli/child-process.js';
+import { lastUserText } from '../support/palaver-harness.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
 
 // Tool calls that wait for a person's yes, across SIGKILL and restart: Palaver processes (test/crash/journal-child.ts,
@@ -24,12 +25,16 @@ afterEach(async () => {
   store = model = undefined;
 });
 
-/** Books slot a (a call that needs approval); then answers with what the tool said (or why it did not run). */
+/**
+ * Books slot a (a call that needs approval); then answers with what the tool said (or why it did not run). A "yes"
+ * its turn does not take as the answer is answered as a message of its own.
+ */
 function bookingModel() {
   return startScriptedModelServer({
     script: (call: ScriptedCall) => {
       const result = [...call.messages].reverse().find((item) => item.type === 'tool_result') as { output?: string } | undefined;
       if (result) return { text: `Answer: ${result.output}` };
+      if (lastUserText(call) === 'yes') return { text: 'Nothing waits for your yes now.' };
       return { text: 'Let me book it.', toolCalls: [{ name: 'book', arguments: { slot: 'a' }, callId: 'call_a' }] };
     },
   });
@@ -180,6 +185,31 @@ describe('a tool call waiting for approval, across SIGKILL and restart', () => {
       'assistant: Before I go on, I need your yes:',
       'user: ⌛ No answer in time: not done',
       'assistant: Answer: Error: Not approved in time: book was not run. Tell them, and offer to try again.',
+    ]);
+  }, 60_000);
+
+  it('expired while no process ran, and a yes right after the restart: too late, the tool never runs, and the yes is answered on its own', async () => {
+    model = await bookingModel();
+    const run = prepare();
+    const first = await run.start();
+    const approvalId = await askThenKill(run, first);
+
+    const second = await run.start({ clockAheadMs: 61 * 60_000 });
+    // Before the next expiry check: the yes itself finds the request out of time, and the expiry is taken then.
+    second.process.stdin.write('alice yes\n');
+    await second.waitForOutput(/^sent Nothing waits for your yes now\.$/m, 15_000);
+    await second.stop('SIGTERM');
+
+    expect(toolLines(run)).toEqual([]);
+    expect(approvals(run)).toEqual([{ id: approvalId, status: 'expired', decided_by: 'expiry' }]);
+    expect(outputLines('asked ', first, second)).toEqual([`asked ${approvalId}`]);
+    expect(await conversation(run)).toEqual([
+      'user: book slot a',
+      'assistant: Before I go on, I need your yes:',
+      'user: ⌛ No answer in time: not done',
+      'assistant: Answer: Error: Not approved in time: book was not run. Tell them, and offer to try again.',
+      'user: yes',
+      'assistant: Nothing waits for your yes now.',
     ]);
   }, 60_000);
 });
