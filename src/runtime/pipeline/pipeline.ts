@@ -179,13 +179,16 @@ export class Pipeline {
   /** Answers what crashed processes left unanswered, now and periodically, and keeps this process's leases alive. */
   start(): void {
     this.#recovery.start();
-    // Requests nobody answered in time are declined (their turns go on), by whichever process looks first.
-    this.#expiry = setInterval(() => {
+    // Requests nobody answered in time are declined (their turns go on), by whichever process looks first: at once
+    // (some may have run out while no process ran), then every little while.
+    const expire = () => {
       if (this.#stopped) return;
       this.#approvals
         .expireDue()
         .catch((error: unknown) => this.#deps.logger.error({ err: error }, 'could not expire approval requests; trying again shortly'));
-    }, APPROVAL_EXPIRY_CHECK_MS);
+    };
+    expire();
+    this.#expiry = setInterval(expire, APPROVAL_EXPIRY_CHECK_MS);
     this.#expiry.unref();
   }
 
