@@ -1,0 +1,117 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Palaver } from '../../src/app.js';
+import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js';
+import type { ToolApproval } from '../../src/domain/approval.js';
+import { systemText } from '../../src/i18n/index.js';
+import type { FakeSentMessage, FakeTelegram, FakeUpdate, ScriptedCall } from '../../src/testing/index.js';
+import { defineTool } from '../../src/tools/define-tool.js';
+import { createTelegramRig, waitUntilSettled, type TelegramRig } from './telegram-support.js';
+
+// Tool-call approvals end to end on the Telegram bot: a real Palaver (SQLite file, scripted model over HTTP, a local
+// tool that needs the person's yes) and the bot channel polling the fake Bot API through grammY. The person presses
+// the question's buttons as Telegram delivers them (callback_query), and sees what they would see: the question, its
+// edit, the bot's answer to the press and the model's answer.
+
+let rig: TelegramRig | undefined;
+afterEach(async () => {
+  await rig?.close();
+  rig = undefined;
+});
+
+/** A cancel tool that needs the person's yes, recording each run. */
+function salon() {
+  const runs: string[] = [];
+  const cancel = defineTool({
+    name: 'cancel_appointment',
+    description: 'Cancels an appointment',
+    input: z.object({ appointment_id: z.string() }),
+    approval: 'person',
+    describe: ({ appointment_id }) => `Cancel appointment ${appointment_id}`,
+    run: ({ appointment_id }, ctx) => {
+      runs.push(`${appointment_id}@${ctx.idempotencyKey}`);
+      return `Appointment ${appointment_id} cancelled.`;
+    },
+  });
+  return { runs, cancel };
+}
+
+/** Asks to cancel once; then answers with what the tool said (its result, or that it was declined). */
+function cancellingModel(call: ScriptedCall) {
+  const result = [...call.messages].reverse().find((item) => item.type === 'tool_result') as { output?: string } | undefined;
+  if (result) return { text: `Done: ${result.output}` };
+  return { text: 'Let me cancel that.', toolCalls: [{ name: 'cancel_appointment', arguments: { appointment_id: 'a-17' } }] };
+}
+
+async function startRig(tools: readonly ReturnType<typeof defineTool>[], options: { now?: () => Date; config?: Record<string, unknown> } = {}) {
+  rig = await createTelegramRig(
+    cancellingModel,
+    { quietWindowMs: 100 },
+    { config: options.config ?? {}, palaver: { tools, ...(options.now ? { now: options.now } : {}) } },
+  );
+  return rig;
+}
+
+/** The question the chat received: the message with buttons. */
+async function questionIn(telegram: FakeTelegram, chatId: number): Promise<FakeSentMessage> {
+  await expect.poll(() => telegram.sentTo(chatId).filter((message) => message.replyMarkup !== undefined).length).toBe(1);
+  return telegram.sentTo(chatId).find((message) => message.replyMarkup !== undefined)!;
+}
+
+/** The bot's answer to one press (answerCallbackQuery), once it was made. */
+async function answerTo(telegram: FakeTelegram, press: FakeUpdate): Promise<Record<string, unknown>> {
+  const id = (press['callback_query'] as { id: string }).id;
+  return (await telegram.waitForCall('answerCallbackQuery', (call) => call.params['callback_query_id'] === id)).params;
+}
+
+/** The one approval request stored for a chat's conversation. */
+async function requestOf(palaver: Palaver, chatId: number): Promise<ToolApproval> {
+  const session = await palaver.store.sessions.findByConversation(TELEGRAM_BOT_CHANNEL, String(chatId));
+  if (!session) throw new Error(`no session for chat ${chatId}`);
+  const [approval, ...more] = (await palaver.store.approvals.list({ limit: 50 })).filter((item) => item.sessionId === session.id);
+  if (!approval || more.length > 0) throw new Error(`expected one approval request for chat ${chatId}`);
+  return approval;
+}
+
+const data = (approval: ToolApproval, decision: 'a' | 'd') => `apv:${approval.id}:${decision}`;
+
+describe('telegram bot: a tool call that needs the person’s yes, end to end', () => {
+  it('asks with buttons and runs nothing; Approve runs the tool once, edits the question and the model answers with its result; a replayed press changes nothing', async () => {
+    const { runs, cancel } = salon();
+    const { telegram, harness, palaver } = await startRig([cancel]);
+    telegram.sendText({ chatId: 701, text: 'cancel my appointment please' });
+    const question = await questionIn(telegram, 701);
+    expect(question.text).toContain('Cancel appointment a-17');
+    expect(question.replyMarkup?.inline_keyboard[0]?.map((button) => button.text)).toEqual(['Approve', 'Decline']);
+    expect(runs).toEqual([]);
+    expect(harness.model.calls).toHaveLength(1);
+    const approval = await requestOf(palaver, 701);
+    expect(approval).toMatchObject({ status: 'pending', tool: 'cancel_appointment', accountId: '701', summary: 'Cancel appointment a-17' });
+    expect(question.replyMarkup?.inline_keyboard[0]?.map((button) => button.callback_data)).toEqual([data(approval, 'a'), data(approval, 'd')]);
+    // Only the question reached the chat: the model's words beside the call are not sent.
+    expect(telegram.sentTo(701)).toHaveLength(1);
+
+    const press = telegram.pressButton({ message: question, data: data(approval, 'a') });
+    expect(await answerTo(telegram, press)).toMatchObject({ text: '✅ Approved' });
+    const [answer] = await telegram.waitForMessages(2, { chatId: 701 }).then((sent) => sent.slice(1));
+    expect(answer!.text).toBe('Done: Appointment a-17 cancelled.');
+    expect(runs).toHaveLength(1);
+    expect(harness.model.calls).toHaveLength(2);
+    await expect
+      .poll(() => telegram.edits.map((edit) => [edit.chatId, edit.messageId, edit.text, edit.replyMarkup]))
+      .toEqual([[701, question.messageId, `${question.text}\n\n✅ Approved`, undefined]]);
+    expect((await palaver.store.approvals.get(approval.id))?.status).toBe('approved');
+
+    // The same press again (Telegram redelivers, or the person taps a stale copy): told it was decided, nothing runs.
+    const replayed = telegram.pressButton({ message: question, data: data(approval, 'a') });
+    expect(await answerTo(telegram, replayed)).toMatchObject({ text: systemText('en', 'approval.alreadyDecided') });
+    const declineLate = telegram.pressButton({ message: question, data: data(approval, 'd') });
+    expect(await answerTo(telegram, declineLate)).toMatchObject({ text: systemText('en', 'approval.alreadyDecided') });
+    // Settled: the person's message and the press's record of the decision, nothing queued or unsent.
+    await waitUntilSettled(harness, 2);
+    expect(runs).toHaveLength(1);
+    expect(harness.model.calls).toHaveLength(2);
+    expect(telegram.sentTo(701)).toHaveLength(2);
+    expect((await palaver.store.approvals.get(approval.id))?.status).toBe('approved');
+  });
+});
