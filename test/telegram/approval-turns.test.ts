@@ -114,4 +114,76 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
     expect(telegram.sentTo(701)).toHaveLength(2);
     expect((await palaver.store.approvals.get(approval.id))?.status).toBe('approved');
   });
+
+  it('Decline never runs the tool: the model is told it was declined and its answer is sent', async () => {
+    const { runs, cancel } = salon();
+    const { telegram, harness, palaver } = await startRig([cancel]);
+    telegram.sendText({ chatId: 702, text: 'cancel it' });
+    const question = await questionIn(telegram, 702);
+    const approval = await requestOf(palaver, 702);
+    const press = telegram.pressButton({ message: question, data: data(approval, 'd') });
+    expect(await answerTo(telegram, press)).toMatchObject({ text: '❌ Declined' });
+    const [, answer] = await telegram.waitForMessages(2, { chatId: 702 });
+    expect(answer!.text).toContain('Declined by the person');
+    await expect.poll(() => telegram.edits.map((edit) => edit.text)).toEqual([`${question.text}\n\n❌ Declined`]);
+    await waitUntilSettled(harness, 2);
+    expect(runs).toEqual([]);
+    expect(harness.model.calls).toHaveLength(2);
+    expect((await palaver.store.approvals.get(approval.id))?.status).toBe('declined');
+  });
+
+  it('in a group, only the member whose message led to the question decides: another member is refused with an alert', async () => {
+    const { runs, cancel } = salon();
+    const { telegram, harness, palaver } = await startRig([cancel]);
+    const ann = { id: 5101, first_name: 'Ann', language_code: 'en' };
+    const bob = { id: 5102, first_name: 'Bob', language_code: 'en' };
+    telegram.sendGroupText({ chatId: -100901, text: 'cancel my appointment', mention: true, from: ann });
+    const question = await questionIn(telegram, -100901);
+    const approval = await requestOf(palaver, -100901);
+    expect(approval.accountId).toBe('5101');
+
+    const refused = telegram.pressButton({ message: question, data: data(approval, 'a'), from: bob });
+    expect(await answerTo(telegram, refused)).toMatchObject({ text: systemText('en', 'approval.notYours'), show_alert: true });
+    expect(runs).toEqual([]);
+    expect(harness.model.calls).toHaveLength(1);
+    expect(telegram.edits).toEqual([]);
+    expect((await palaver.store.approvals.get(approval.id))?.status).toBe('pending');
+
+    const approved = telegram.pressButton({ message: question, data: data(approval, 'a'), from: ann });
+    expect(await answerTo(telegram, approved)).toMatchObject({ text: '✅ Approved' });
+    const [, answer] = await telegram.waitForMessages(2, { chatId: -100901 });
+    expect(answer!.text).toBe('Done: Appointment a-17 cancelled.');
+    await waitUntilSettled(harness, 2);
+    expect(runs).toHaveLength(1);
+    expect(harness.model.calls).toHaveLength(2);
+    expect(telegram.edits.map((edit) => edit.text)).toEqual([`${question.text}\n\n✅ Approved`]);
+  });
+
+  it('a forged press (a real request id from another account, or an id nobody asked) changes nothing', async () => {
+    const { runs, cancel } = salon();
+    const { telegram, harness, palaver } = await startRig([cancel]);
+    telegram.sendText({ chatId: 703, text: 'cancel it' });
+    const question = await questionIn(telegram, 703);
+    const approval = await requestOf(palaver, 703);
+    // Another Telegram account sends the button's data for this chat's question (a bot client can send any data).
+    const stranger = { id: 9999, first_name: 'Mallory', language_code: 'en' };
+    for (const decision of ['a', 'd'] as const) {
+      const forged = telegram.pressButton({ message: question, data: data(approval, decision), from: stranger });
+      expect(await answerTo(telegram, forged)).toMatchObject({ text: systemText('en', 'approval.notYours'), show_alert: true });
+    }
+    // The person's own account, with a well-formed id that was never asked.
+    const madeUp = telegram.pressButton({ message: question, data: 'apv:00000000-0000-4000-8000-000000000000:a' });
+    expect(await answerTo(telegram, madeUp)).toMatchObject({ text: systemText('en', 'approval.unknown') });
+    expect(runs).toEqual([]);
+    expect(harness.model.calls).toHaveLength(1);
+    expect(telegram.edits).toEqual([]);
+    expect(telegram.sentTo(703)).toHaveLength(1);
+    expect(telegram.sentTo(9999)).toEqual([]);
+    expect(await palaver.store.approvals.get(approval.id)).toMatchObject({ status: 'pending', decidedBy: null });
+    // The request is still the person's to decide.
+    const press = telegram.pressButton({ message: question, data: data(approval, 'a') });
+    expect(await answerTo(telegram, press)).toMatchObject({ text: '✅ Approved' });
+    await telegram.waitForMessages(2, { chatId: 703 });
+    expect(runs).toHaveLength(1);
+  });
 });
