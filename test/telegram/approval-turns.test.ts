@@ -6,6 +6,7 @@ import type { ToolApproval } from '../../src/domain/approval.js';
 import { systemText } from '../../src/i18n/index.js';
 import type { FakeSentMessage, FakeTelegram, FakeUpdate, ScriptedCall } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
+import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 import { createTelegramRig, waitUntilSettled, type TelegramRig } from './telegram-support.js';
 
 // Tool-call approvals end to end on the Telegram bot: a real Palaver (SQLite file, scripted model over HTTP, a local
@@ -14,9 +15,11 @@ import { createTelegramRig, waitUntilSettled, type TelegramRig } from './telegra
 // edit, the bot's answer to the press and the model's answer.
 
 let rig: TelegramRig | undefined;
+let database: TestPostgresDatabase | undefined;
 afterEach(async () => {
   await rig?.close();
-  rig = undefined;
+  await database?.drop();
+  rig = database = undefined;
 });
 
 /** A cancel tool that needs the person's yes, recording each run. */
@@ -185,5 +188,95 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
     expect(await answerTo(telegram, press)).toMatchObject({ text: '✅ Approved' });
     await telegram.waitForMessages(2, { chatId: 703 });
     expect(runs).toHaveLength(1);
+  });
+
+  it('two processes on one database deciding the same request at once: one decides, the other is told it was decided; the tool runs once and one answer is sent', async () => {
+    // PostgreSQL, so the two decisions really overlap: two Palavers in one Node process on one SQLite file cannot
+    // race (a write transaction of one holds SQLite's lock across an await while the other's BEGIN IMMEDIATE blocks
+    // the shared event loop until busy_timeout; separate OS processes simply wait). The SQLite file case follows.
+    database = await createTestPostgresDatabase();
+    const { runs, cancel } = salon();
+    const { telegram, harness } = await startRig([cancel], { config: { database: { url: database.url } } });
+    const first = rig!.palaver;
+    const second = await rig!.start();
+    const chats = [711, 712, 713];
+    for (const chatId of chats) telegram.sendText({ chatId, text: `cancel my appointment (${chatId})` });
+    const questions = await Promise.all(chats.map((chatId) => questionIn(telegram, chatId)));
+    expect(harness.model.calls).toHaveLength(chats.length);
+    for (const [index, chatId] of chats.entries()) {
+      const approval = await requestOf(first, chatId);
+      // The person's yes reaches both processes at the same moment (e.g. a press handled by one, the web or a
+      // redelivery by the other), each deciding for the account its channel verified.
+      const person = { kind: 'person', channel: TELEGRAM_BOT_CHANNEL, accountId: String(chatId) } as const;
+      const outcomes = await Promise.all([first.approvals.decide(approval.id, 'approved', person), second.approvals.decide(approval.id, 'approved', person)]);
+      expect(outcomes).toHaveLength(2);
+      expect(outcomes).toContainEqual({ kind: 'decided', status: 'approved' });
+      expect(outcomes).toContainEqual({ kind: 'already', status: 'approved' });
+      const [, answer] = await telegram.waitForMessages(2, { chatId });
+      expect(answer!.text).toBe('Done: Appointment a-17 cancelled.');
+      // A press on the question afterwards, handled by whichever process polls: already decided, the question shows it.
+      const press = telegram.pressButton({ message: questions[index]!, data: data(approval, 'a') });
+      expect(await answerTo(telegram, press)).toMatchObject({ text: systemText('en', 'approval.alreadyDecided') });
+    }
+    await expect.poll(() => telegram.edits.filter((edit) => edit.text?.endsWith('✅ Approved')).length).toBe(chats.length);
+    await expect.poll(() => harness.model.calls.length).toBe(chats.length * 2);
+    await expect
+      .poll(async () => (await first.store.approvals.list({ limit: 10 })).map((approval) => approval.status))
+      .toEqual(['approved', 'approved', 'approved']);
+    expect(runs).toHaveLength(chats.length);
+    expect(new Set(runs).size).toBe(chats.length);
+    for (const chatId of chats) expect(telegram.sentTo(chatId)).toHaveLength(2);
+    const audit = (await first.store.adminActions.list({ limit: 20 })).filter((action) => action.action === 'approval');
+    expect(audit).toHaveLength(chats.length);
+  });
+
+  it('two processes on one SQLite file: the process standing by decides the question the poller asked; the poller’s later decision and press are told it was decided', async () => {
+    const { runs, cancel } = salon();
+    const { telegram, harness } = await startRig([cancel]);
+    const poller = rig!.palaver;
+    const standingBy = await rig!.start();
+    telegram.sendText({ chatId: 721, text: 'cancel my appointment' });
+    const question = await questionIn(telegram, 721);
+    const approval = await requestOf(poller, 721);
+    const person = { kind: 'person', channel: TELEGRAM_BOT_CHANNEL, accountId: '721' } as const;
+    expect(await standingBy.approvals.decide(approval.id, 'approved', person)).toEqual({ kind: 'decided', status: 'approved' });
+    expect(await poller.approvals.decide(approval.id, 'declined', person)).toEqual({ kind: 'already', status: 'approved' });
+    const press = telegram.pressButton({ message: question, data: data(approval, 'd') });
+    expect(await answerTo(telegram, press)).toMatchObject({ text: systemText('en', 'approval.alreadyDecided') });
+    const [, answer] = await telegram.waitForMessages(2, { chatId: 721 });
+    expect(answer!.text).toBe('Done: Appointment a-17 cancelled.');
+    await waitUntilSettled(harness, 2);
+    expect(runs).toHaveLength(1);
+    expect(harness.model.calls).toHaveLength(2);
+    expect(telegram.sentTo(721)).toHaveLength(2);
+    expect(telegram.edits.map((edit) => edit.text)).toEqual([`${question.text}\n\n✅ Approved`]);
+  });
+
+  it('declines when nobody answers in time: the tool never runs, the model answers, and a later press is told it expired', async () => {
+    const { runs, cancel } = salon();
+    let skew = 0;
+    const { telegram, harness, palaver } = await startRig([cancel], {
+      now: () => new Date(Date.now() + skew),
+      config: { tools: { approvalTimeoutMinutes: 5 } },
+    });
+    telegram.sendText({ chatId: 704, text: 'cancel it' });
+    const question = await questionIn(telegram, 704);
+    const approval = await requestOf(palaver, 704);
+    expect(approval.expiresAt.getTime() - approval.requestedAt.getTime()).toBe(5 * 60_000);
+    expect(await palaver.approvals.expireDue()).toBe(0);
+
+    skew = 5 * 60_000 + 1_000;
+    expect(await palaver.approvals.expireDue()).toBe(1);
+    const [, answer] = await telegram.waitForMessages(2, { chatId: 704 });
+    expect(answer!.text).toContain('Not approved in time');
+    expect(await palaver.store.approvals.get(approval.id)).toMatchObject({ status: 'expired', decidedBy: 'expiry' });
+
+    const late = telegram.pressButton({ message: question, data: data(approval, 'a') });
+    expect(await answerTo(telegram, late)).toMatchObject({ text: systemText('en', 'approval.expired') });
+    await expect.poll(() => telegram.edits.map((edit) => edit.text)).toEqual([`${question.text}\n\n${systemText('en', 'approval.expired')}`]);
+    await waitUntilSettled(harness, 2);
+    expect(runs).toEqual([]);
+    expect(harness.model.calls).toHaveLength(2);
+    expect(telegram.sentTo(704)).toHaveLength(2);
   });
 });
