@@ -270,6 +270,8 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
     const [, answer] = await telegram.waitForMessages(2, { chatId: 704 });
     expect(answer!.text).toContain('Not approved in time');
     expect(await palaver.store.approvals.get(approval.id)).toMatchObject({ status: 'expired', decidedBy: 'expiry' });
+    // Nobody pressed: the question still has its buttons (docs/approvals.md says so) until a press settles it.
+    expect(telegram.edits).toEqual([]);
 
     const late = telegram.pressButton({ message: question, data: data(approval, 'a') });
     expect(await answerTo(telegram, late)).toMatchObject({ text: systemText('en', 'approval.expired') });
