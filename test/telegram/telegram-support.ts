@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { Palaver } from '../../src/app.js';
+import type { Palaver, PalaverOptions } from '../../src/app.js';
 import { startFakeTelegram, type FakeTelegram, type ModelScript, type ScriptedCall } from '../../src/testing/index.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
 import { readSqliteFile } from '../support/sqlite-file.js';
@@ -10,15 +10,18 @@ export interface TelegramRig {
   readonly telegram: FakeTelegram;
   palaver: Palaver;
   /** Starts another Palaver on the same database and fake Telegram (after closing the first, or beside it). */
-  start(extra?: Record<string, unknown>): Promise<Palaver>;
+  start(extra?: Record<string, unknown>, palaverOptions?: PalaverOptions): Promise<Palaver>;
   close(): Promise<void>;
 }
 
-/** `options.config` adds to the Palaver config of every start (e.g. `{ agent: { replies: 'actions' } }`). */
+/**
+ * `options.config` adds to the Palaver config of every start (e.g. `{ agent: { replies: 'actions' } }`);
+ * `options.palaver` is given to every start (local tools, a clock) unless a start passes its own.
+ */
 export async function createTelegramRig(
   script: ModelScript,
   telegramConfig: Record<string, unknown> = {},
-  options: { start?: boolean; config?: Record<string, unknown> } = {},
+  options: { start?: boolean; config?: Record<string, unknown>; palaver?: PalaverOptions } = {},
 ): Promise<TelegramRig> {
   const harness = await createHarness(script);
   const telegram = await startFakeTelegram();
@@ -33,8 +36,8 @@ export async function createTelegramRig(
     harness,
     telegram,
     palaver: undefined as unknown as Palaver,
-    async start(extra) {
-      const palaver = await harness.start(base(extra));
+    async start(extra, palaverOptions = options.palaver) {
+      const palaver = await harness.start(base(extra), palaverOptions);
       rig.palaver = palaver;
       return palaver;
     },
