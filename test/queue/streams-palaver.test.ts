@@ -48,7 +48,7 @@ const logisticsModel: ModelScript = (call) => {
 };
 
 /** A worker serving the logistics MCP server and one local tool; the runtime itself has no tool host. */
-async function start(extraConfig: Record<string, unknown> = {}) {
+async function start(extraConfig: Record<string, unknown> | ((mcpUrl: string) => Record<string, unknown>) = {}) {
   mcp = await startLogisticsMcpServer({ port: 0, token: TOKEN });
   redis = testRedisSettings();
   const shout = defineTool({ name: 'shout', description: 'Says it loudly', input: z.object({ text: z.string() }), run: ({ text }) => text.toUpperCase() });
@@ -67,10 +67,26 @@ async function start(extraConfig: Record<string, unknown> = {}) {
   ]);
   worker = await startStandInWorker({ redis, registry });
   harness = await createHarness(logisticsModel, { client: 'You help clients ship cargo.' });
-  return harness.start({ roles, tools: { dispatch: 'streams', callTimeoutMs: 10_000 }, redis, ...extraConfig });
+  const extra = typeof extraConfig === 'function' ? extraConfig(mcp.url) : extraConfig;
+  return harness.start({ roles, tools: { dispatch: 'streams', callTimeoutMs: 10_000 }, redis, ...extra });
 }
 
 describe('a Palaver with tools.dispatch "streams"', () => {
+  it('asks first for a worker-served tool its own config names in mcp.servers[].approval, then runs it once on the worker', async () => {
+    const palaver = await start((url) => ({
+      mcp: { servers: [{ label: 'logistics', url, bearerToken: TOKEN, userIdArgument: 'user_id', approval: { tools: ['cargo_add'], by: 'person' } }] },
+    }));
+    const question = await palaver.chat({ userId: 'oles', text: 'I am a client, add my cargo please' });
+    expect(question.text).toContain('cargo_add: from "Kyiv", to "Lviv", weight_kg 120');
+    expect(await palaver.store.approvals.pendingFor(question.sessionId)).toMatchObject({ tool: 'cargo_add', status: 'pending' });
+    const added = () => mcp!.calls.filter((call) => call.name === 'cargo_add');
+    expect(added()).toEqual([]);
+    const answer = await palaver.chat({ userId: 'oles', text: 'yes' });
+    expect(answer.text).toMatch(/^Done: Cargo C-\d+ added: Kyiv → Lviv/);
+    const session = await palaver.store.sessions.findById(question.sessionId);
+    expect(added().map((call) => call.args['user_id'])).toEqual([session!.userId]);
+  });
+
   it('offers what the worker serves through the role allowlist, and runs MCP and local tools on the worker for the bound user', async () => {
     const palaver = await start();
     const reply = await palaver.chat({ userId: 'olga', text: 'I am a client, add my cargo please' });
