@@ -2,19 +2,12 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ScriptedCall } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
+import { cancellingModel } from '../support/approval-tools.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const IMAGES = 'test-artifacts';
-
-/** Asks to cancel; once the tool answered, says what it said. */
-function cancellingModel(call: ScriptedCall) {
-  const result = [...call.messages].reverse().find((item) => item.type === 'tool_result') as { output?: string } | undefined;
-  if (result) return { text: `Done: ${result.output}` };
-  return { text: 'Let me cancel that.', toolCalls: [{ name: 'cancel_appointment', arguments: { appointment_id: 'a-17' } }] };
-}
 
 // The whole path in a browser on a phone-sized screen: page → AG-UI → turn → the tool waits for the person's yes →
 // the page's buttons → a decision run → the turn goes on from its journal → the tool runs once → page.

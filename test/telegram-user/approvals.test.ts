@@ -3,9 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { TelegramUserChannel } from '../../src/channels/telegram-user/telegram-user-channel.js';
 import { FakeMtproto, fakeMtprotoLink } from '../../src/testing/fake-mtproto/index.js';
-import type { ScriptedCall } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
+import { cancellingModel } from '../support/approval-tools.js';
 
 // Tool calls that need the person's yes, in a Telegram user account: no buttons there, so the question says how to
 // answer in words and Palaver reads the answer itself. End to end: the real @mtcute/node client on the fake Telegram,
@@ -16,13 +16,6 @@ afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
-
-/** Asks to cancel appointment a-17; then answers with what the tool said (or why it did not run). */
-function cancellingModel(call: ScriptedCall) {
-  const result = [...call.messages].reverse().find((item) => item.type === 'tool_result') as { output?: string } | undefined;
-  if (result) return { text: `Done: ${result.output}` };
-  return { text: 'Let me cancel that.', toolCalls: [{ name: 'cancel_appointment', arguments: { appointment_id: 'a-17' } }] };
-}
 
 async function startAccount() {
   const runs: string[] = [];

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { Palaver } from '../../src/app.js';
 import { TELEGRAM_BOT_CHANNEL } from '../../src/channels/telegram-bot/address.js';
 import type { ToolApproval } from '../../src/domain/approval.js';
 import { systemText } from '../../src/i18n/index.js';
-import type { FakeSentMessage, FakeTelegram, FakeUpdate, ScriptedCall } from '../../src/testing/index.js';
-import { defineTool } from '../../src/tools/define-tool.js';
+import type { FakeSentMessage, FakeTelegram, FakeUpdate } from '../../src/testing/index.js';
+import type { defineTool } from '../../src/tools/define-tool.js';
 import { createTestPostgresDatabase, type TestPostgresDatabase } from '../support/postgres.js';
 import { createTelegramRig, waitUntilSettled, type TelegramRig } from './telegram-support.js';
+import { cancellableSalon, cancellingModel } from '../support/approval-tools.js';
 
 // Tool-call approvals end to end on the Telegram bot: a real Palaver (SQLite file, scripted model over HTTP, a local
 // tool that needs the person's yes) and the bot channel polling the fake Bot API through grammY. The person presses
@@ -21,30 +21,6 @@ afterEach(async () => {
   await database?.drop();
   rig = database = undefined;
 });
-
-/** A cancel tool that needs the person's yes, recording each run. */
-function salon() {
-  const runs: string[] = [];
-  const cancel = defineTool({
-    name: 'cancel_appointment',
-    description: 'Cancels an appointment',
-    input: z.object({ appointment_id: z.string() }),
-    approval: 'person',
-    describe: ({ appointment_id }) => `Cancel appointment ${appointment_id}`,
-    run: ({ appointment_id }, ctx) => {
-      runs.push(`${appointment_id}@${ctx.idempotencyKey}`);
-      return `Appointment ${appointment_id} cancelled.`;
-    },
-  });
-  return { runs, cancel };
-}
-
-/** Asks to cancel once; then answers with what the tool said (its result, or that it was declined). */
-function cancellingModel(call: ScriptedCall) {
-  const result = [...call.messages].reverse().find((item) => item.type === 'tool_result') as { output?: string } | undefined;
-  if (result) return { text: `Done: ${result.output}` };
-  return { text: 'Let me cancel that.', toolCalls: [{ name: 'cancel_appointment', arguments: { appointment_id: 'a-17' } }] };
-}
 
 async function startRig(tools: readonly ReturnType<typeof defineTool>[], options: { now?: () => Date; config?: Record<string, unknown> } = {}) {
   rig = await createTelegramRig(
@@ -80,7 +56,7 @@ const data = (approval: ToolApproval, decision: 'a' | 'd') => `apv:${approval.id
 
 describe('telegram bot: a tool call that needs the person’s yes, end to end', () => {
   it('asks with buttons and runs nothing; Approve runs the tool once, edits the question and the model answers with its result; a replayed press changes nothing', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const { telegram, harness, palaver } = await startRig([cancel]);
     telegram.sendText({ chatId: 701, text: 'cancel my appointment please' });
     const question = await questionIn(telegram, 701);
@@ -119,7 +95,7 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
   });
 
   it('Decline never runs the tool: the model is told it was declined and its answer is sent', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const { telegram, harness, palaver } = await startRig([cancel]);
     telegram.sendText({ chatId: 702, text: 'cancel it' });
     const question = await questionIn(telegram, 702);
@@ -136,7 +112,7 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
   });
 
   it('in a group, only the member whose message led to the question decides: another member is refused with an alert', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const { telegram, harness, palaver } = await startRig([cancel]);
     const ann = { id: 5101, first_name: 'Ann', language_code: 'en' };
     const bob = { id: 5102, first_name: 'Bob', language_code: 'en' };
@@ -163,7 +139,7 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
   });
 
   it('a forged press (a real request id from another account, or an id nobody asked) changes nothing', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const { telegram, harness, palaver } = await startRig([cancel]);
     telegram.sendText({ chatId: 703, text: 'cancel it' });
     const question = await questionIn(telegram, 703);
@@ -195,7 +171,7 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
     // race (a write transaction of one holds SQLite's lock across an await while the other's BEGIN IMMEDIATE blocks
     // the shared event loop until busy_timeout; separate OS processes simply wait). The SQLite file case follows.
     database = await createTestPostgresDatabase();
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const { telegram, harness } = await startRig([cancel], { config: { database: { url: database.url } } });
     const first = rig!.palaver;
     const second = await rig!.start();
@@ -231,7 +207,7 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
   });
 
   it('two processes on one SQLite file: the process standing by decides the question the poller asked; the poller’s later decision and press are told it was decided', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const { telegram, harness } = await startRig([cancel]);
     const poller = rig!.palaver;
     const standingBy = await rig!.start();
@@ -253,7 +229,7 @@ describe('telegram bot: a tool call that needs the person’s yes, end to end', 
   });
 
   it('declines when nobody answers in time: the tool never runs, the model answers, and a later press is told it expired', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     let skew = 0;
     const { telegram, harness, palaver } = await startRig([cancel], {
       now: () => new Date(Date.now() + skew),

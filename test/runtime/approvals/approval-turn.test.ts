@@ -1,39 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Palaver } from '../../../src/app.js';
-import type { ScriptedCall } from '../../../src/testing/index.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
 import { createHarness, type Harness } from '../../support/palaver-harness.js';
+import { cancellableSalon, cancellingModel } from '../../support/approval-tools.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
-
-/** Appointments a cancel tool really cancels, counting every run. */
-function salon() {
-  const runs: string[] = [];
-  const cancel = defineTool({
-    name: 'cancel_appointment',
-    description: 'Cancels an appointment',
-    input: z.object({ appointment_id: z.string() }),
-    approval: 'person',
-    describe: ({ appointment_id }) => `Cancel appointment ${appointment_id}`,
-    run: ({ appointment_id }, ctx) => {
-      runs.push(`${appointment_id}@${ctx.idempotencyKey}`);
-      return `Appointment ${appointment_id} cancelled.`;
-    },
-  });
-  return { runs, cancel };
-}
-
-/** Asks to cancel once; then answers with what the tool said. */
-function cancellingModel(call: ScriptedCall) {
-  const result = [...call.messages].reverse().find((item) => item.type === 'tool_result') as { output?: string } | undefined;
-  if (result) return { text: `Done: ${result.output}` };
-  return { text: 'Let me cancel that.', toolCalls: [{ name: 'cancel_appointment', arguments: { appointment_id: 'a-17' } }] };
-}
 
 async function start(tools: readonly ReturnType<typeof defineTool>[], config: Record<string, unknown> = {}): Promise<Palaver> {
   harness = await createHarness(cancellingModel);
@@ -42,7 +18,7 @@ async function start(tools: readonly ReturnType<typeof defineTool>[], config: Re
 
 describe('a tool call that needs the person’s yes', () => {
   it('asks first, runs nothing and calls no model while waiting, then runs once on "yes" and the model answers with its result', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const palaver = await start([cancel]);
     const question = await palaver.chat({ userId: 'ada', text: 'cancel my appointment please' });
     expect(question.text).toContain('Cancel appointment a-17');
@@ -76,7 +52,7 @@ describe('a tool call that needs the person’s yes', () => {
   });
 
   it('never runs a declined call: the model is told it was declined and answers so', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const palaver = await start([cancel]);
     const question = await palaver.chat({ userId: 'bo', text: 'cancel it' });
     const answer = await palaver.chat({ userId: 'bo', text: 'нет' });
@@ -87,7 +63,7 @@ describe('a tool call that needs the person’s yes', () => {
   });
 
   it('asks again once when the answer is unclear, and declines on a second unclear one', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     const palaver = await start([cancel]);
     await palaver.chat({ userId: 'cy', text: 'cancel it' });
     const again = await palaver.chat({ userId: 'cy', text: 'what do you mean?' });
@@ -100,7 +76,7 @@ describe('a tool call that needs the person’s yes', () => {
   });
 
   it('declines as expired when nobody answers in time, and a late yes changes nothing', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     let now = new Date('2026-12-07T10:00:00Z');
     harness = await createHarness(cancellingModel);
     const palaver = await harness.start({ tools: { approvalTimeoutMinutes: 5 } }, { tools: [cancel], now: () => now });
@@ -171,7 +147,7 @@ describe('who approves, and what runs meanwhile', () => {
   });
 
   it('runs the round’s other calls at once and once only; a second call needing approval in that round is asked about next', async () => {
-    const { runs, cancel } = salon();
+    const { runs, cancel } = cancellableSalon();
     let lookups = 0;
     const lookup = defineTool({
       name: 'lookup',
