@@ -4,8 +4,7 @@ import type { InboundRecord } from '../../domain/model.js';
 import type { ApprovalOutcome } from '../../domain/ports/channel.js';
 import type { Store } from '../../domain/ports/store.js';
 import { systemText } from '../../i18n/index.js';
-import type { TurnDependencies } from '../turn/turn-context.js';
-import type { ProcessLease } from '../pipeline/lease.js';
+import type { TurnDependencies, TurnRequest } from '../turn/turn-context.js';
 
 /** Who decides: the person asked (by the account their channel verified), an operator, or the expiry. */
 export type ApprovalActor =
@@ -16,7 +15,8 @@ export type ApprovalActor =
 /** What deciding needs: the store, the clock, and how the waiting turn is asked to go on. */
 export interface ApprovalDecisionsOptions {
   readonly deps: Pick<TurnDependencies, 'store' | 'now' | 'logger' | 'metrics' | 'agent'>;
-  readonly lease: ProcessLease;
+  /** This process's lease: the record of a decision is accepted under it (and held at once). */
+  readonly lease: TurnRequest['lease'];
   /** Answers the session's held messages here (the waiting turn's answer first): see `Pipeline.answerHeld`. */
   readonly answerHeld: (session: { readonly id: string; readonly channel: string }) => Promise<number>;
 }
