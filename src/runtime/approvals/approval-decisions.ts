@@ -89,7 +89,11 @@ export class ApprovalDecisions {
     return expired;
   }
 
-  /** Nobody's decision went through: decided before, or out of time (then the expiry is taken now). */
+  /**
+   * This decision did not go through: the request was decided before, or a yes or no came after its time (then the
+   * expiry is taken now, and that is the answer). Still pending and in time: only the expiry came early (another
+   * process's clock), and nothing changed.
+   */
   async #undecided(approval: ToolApproval, actor: ApprovalActor, now: number): Promise<ApprovalOutcome> {
     const current = await this.#options.deps.store.approvals.get(approval.id);
     if (current === undefined) return { kind: 'not_found' };
@@ -99,7 +103,7 @@ export class ApprovalDecisions {
       await this.decide(approval.id, 'expired', { kind: 'expiry' });
       return { kind: 'expired' };
     }
-    return { kind: 'already', status: current.status === 'pending' ? 'expired' : current.status };
+    return { kind: 'not_found' };
   }
 
   /**
