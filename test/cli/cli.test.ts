@@ -226,14 +226,16 @@ describe('palaver chat: the terminal holds only the conversation', () => {
 });
 
 describe('palaver chat --demo salon', () => {
-  it('runs the salon booking agent on its own SQLite file: cancels the haircut it was shown, then has nothing booked', async () => {
+  it('runs the salon booking agent on its own SQLite file: cancels the haircut it was shown once the person says yes, then has nothing booked', async () => {
     const cwd = tempCwd();
     const child = palaver(['chat', '--demo', 'salon'], cwd);
-    typeLines(child, ['show my appointments', 'cancel the haircut', 'cancel the manicure', 'show my appointments', '/exit']);
+    typeLines(child, ['show my appointments', 'cancel the haircut', 'y', 'cancel the manicure', 'yes', 'show my appointments', '/exit']);
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
     const out = child.stdout();
     expect(out).toContain('SALON DEMO');
     expect(out).toMatch(/bot> Your appointments:\n• Haircut with Anna, .*\n• Manicure with Olga/);
+    // Each cancellation is asked first, naming the appointment, and answered at the [y/n] prompt.
+    expect(out).toMatch(/Cancel your Haircut with Anna on .*\n\[y\/n\] you> /);
     expect(out).toMatch(/bot> Appointment \d+ is cancelled\.\n[\s\S]*bot> Appointment \d+ is cancelled\./);
     expect(out).toContain('bot> You have nothing booked right now.');
     expect(out).not.toMatch(/id \d+:/);
