@@ -303,6 +303,18 @@ describe('config', () => {
     expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, userIdArgument: 'user_id' }] } })).toThrow(
       /userIdArgument: hosted mode cannot bind the user/,
     );
+    // Approvals: only a server Palaver calls itself can hold a call for a yes, and only named tools, by a known decider.
+    expect(() => parseConfig({ model, mcp: { servers: [{ ...hosted, approval: { tools: ['pay'], by: 'person' } }] } })).toThrow(
+      /approval: hosted mode cannot wait for an approval/,
+    );
+    const local = { label: 'shop', url: 'http://127.0.0.1:9/mcp' };
+    expect(() => parseConfig({ model, mcp: { servers: [{ ...local, approval: { tools: [], by: 'person' } }] } })).toThrow(/approval\.tools/);
+    expect(() => parseConfig({ model, mcp: { servers: [{ ...local, approval: { tools: ['pay'], by: 'anyone' } }] } })).toThrow(/approval\.by/);
+    expect(parseConfig({ model, mcp: { servers: [{ ...local, approval: { tools: ['pay'], by: 'operator' } }] } }).mcp.servers[0]!.approval).toEqual({
+      tools: ['pay'],
+      by: 'operator',
+    });
+    expect(() => parseConfig({ model, tools: { approvalTimeoutMinutes: 0 } })).toThrow(/tools\.approvalTimeoutMinutes/);
   });
 
   it('takes MCP tool labels as one text or one per language, and refuses an empty one', () => {
