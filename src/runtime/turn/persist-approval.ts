@@ -23,7 +23,7 @@ const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
  */
 export function persistApprovalQuestion(scope: TurnScope, flow: FlowResult, failures: ModelFailures): Promise<Answer> {
   // The question is a message of its own: the turn's reply id stays for the answer that follows the decision.
-  const asking: TurnScope = Object.assign(Object.create(Object.getPrototypeOf(scope) as object) as TurnScope, scope, { replyMessageId: newId() });
+  const asking: TurnScope = { ...scope, replyMessageId: newId() };
   return inSessionCurrency(asking, () => storeQuestion(asking, flow, failures));
 }
 
