@@ -208,7 +208,10 @@ describe('a conversation handed to a person, end to end, with two processes on o
 
     // She hands it back with a note: the held message is answered once, the model reads the note, the person does not.
     const resumed = await call(other.url, 'POST', `/conversations/${sessionId}/resume`, { token: olena.token, body: { note: NOTE } });
-    expect(resumed).toEqual({ status: 200, json: { sessionId, paused: false, changed: true, answering: 1 } });
+    expect(resumed).toMatchObject({ status: 200, json: { sessionId, paused: false, changed: true } });
+    // This process takes the held message at once, unless the other one's recovery round took it first: either way it
+    // is answered once (below).
+    expect([0, 1]).toContain((resumed.json as { answering: number }).answering);
     const replies = await fake.waitForMessages(3, { chatId: PERSON.id, timeoutMs: 15_000 });
     expect(replies[2]!.text).toBe(`answered: ${heldText}`);
     const answering = model.calls.filter((request) => lastUserText(request) === heldText);
