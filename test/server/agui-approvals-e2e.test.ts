@@ -132,7 +132,13 @@ describe('approvals on the web through a real Palaver', () => {
     expect(runs).toEqual([]);
     expect(harness!.model.calls).toHaveLength(calls);
     expect((await palaver.store.approvals.get(value.approvalId))?.status).toBe('pending');
-    // The owner still decides.
+    // Not even the owner from another of their conversations: the reply would go where nobody waits for it.
+    const elsewhere = await postRun(url, runInput('t-owner-2', 'hi again'), { cookie: owner.cookie });
+    expect(shownText(elsewhere)).toBe('Hello.');
+    const fromThere = await postRun(url, decisionRun('t-owner-2', value.approvalId, 'approve'), { cookie: owner.cookie });
+    expect(events(fromThere).at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: { status: 'approval_not_yours' } });
+    expect((await palaver.store.approvals.get(value.approvalId))?.status).toBe('pending');
+    // The owner still decides, in the conversation it was asked in.
     const mine = await postRun(url, decisionRun('t-owner', value.approvalId, 'approve'), { cookie: owner.cookie });
     expect(shownText(mine)).toContain('Done: Appointment a-17 cancelled.');
     expect(runs).toEqual(['a-17']);

@@ -801,7 +801,8 @@ export class WebChannel implements Channel {
     }
     // The conversation the run names must be the caller's, as for a message (the reply comes back on it).
     try {
-      await context.transcript(account.accountId, threadId, { limit: 1 });
+      // One session read where the context offers it (a transcript read would fetch messages for nothing).
+      await (context.conversationState?.(account.accountId, threadId) ?? context.transcript(account.accountId, threadId, { limit: 1 }));
     } catch (error) {
       releaseRun();
       return this.#refused(error, log, undefined, cors);
@@ -826,7 +827,10 @@ export class WebChannel implements Channel {
     });
     let outcome: ApprovalOutcome;
     try {
-      outcome = await context.decideApproval(account.accountId, answer.id, answer.decision === 'approve' ? 'approved' : 'declined', { messageId: runId });
+      outcome = await context.decideApproval(account.accountId, answer.id, answer.decision === 'approve' ? 'approved' : 'declined', {
+        messageId: runId,
+        conversationId: threadId,
+      });
     } catch (error) {
       stream.dispose();
       return this.#refused(error, log, undefined, cors);

@@ -196,6 +196,11 @@ export interface DecideOptions {
    * answers it, so the reply reaches the run that carried the decision. Absent: none.
    */
   readonly messageId?: string;
+  /**
+   * The conversation the decision was sent in (a web run's thread): a request asked in another conversation is
+   * refused as not this one's, so the reply never goes where nobody waits for it. Absent: any of the person's.
+   */
+  readonly conversationId?: string;
 }
 
 /** What a decision on an approval request came to (see `ChannelContext.decideApproval`). */

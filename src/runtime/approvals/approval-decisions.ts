@@ -8,7 +8,7 @@ import type { TurnDependencies, TurnRequest } from '../turn/turn-context.js';
 
 /** Who decides: the person asked (by the account their channel verified), an operator, or the expiry. */
 export type ApprovalActor =
-  | { readonly kind: 'person'; readonly channel: string; readonly accountId: string }
+  | { readonly kind: 'person'; readonly channel: string; readonly accountId: string; readonly conversationId?: string }
   | { readonly kind: 'operator'; readonly name: string; readonly operatorId?: string | null }
   | { readonly kind: 'expiry' };
 
@@ -142,7 +142,11 @@ function refusal(approval: ToolApproval, actor: ApprovalActor): ApprovalOutcome 
   if (actor.kind === 'expiry') return undefined;
   if (actor.kind === 'operator') return approval.by === 'operator' ? undefined : { kind: 'refused', reason: 'not_yours' };
   if (approval.by === 'operator') return { kind: 'refused', reason: 'operator' };
-  return approval.channel === actor.channel && approval.accountId === actor.accountId ? undefined : { kind: 'refused', reason: 'not_yours' };
+  const theirs =
+    approval.channel === actor.channel &&
+    approval.accountId === actor.accountId &&
+    (actor.conversationId === undefined || approval.conversationId === actor.conversationId);
+  return theirs ? undefined : { kind: 'refused', reason: 'not_yours' };
 }
 
 function actorName(actor: ApprovalActor): string {

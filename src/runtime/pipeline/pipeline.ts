@@ -167,7 +167,12 @@ export class Pipeline {
       interfaceLanguage: (accountId, hint) => this.#reads.interfaceLanguage(channel, accountId, hint),
       record: (conversation, entries) => this.record(channel, conversation, entries),
       decideApproval: (accountId, approvalId, decision, options) =>
-        this.#approvals.decide(approvalId, decision, { kind: 'person', channel: channel.name, accountId }, { messageId: options?.messageId }),
+        this.#approvals.decide(
+          approvalId,
+          decision,
+          { kind: 'person', channel: channel.name, accountId, ...(options?.conversationId === undefined ? {} : { conversationId: options.conversationId }) },
+          { messageId: options?.messageId },
+        ),
       state: {
         get: (key) => this.#deps.store.channelState.get(channel.name, key),
         set: (key, value) => this.#deps.store.channelState.set(channel.name, key, value),
