@@ -1,11 +1,9 @@
 import { MemoryStorage } from '@mtcute/node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { TelegramUserChannel } from '../../src/channels/telegram-user/telegram-user-channel.js';
 import { FakeMtproto, fakeMtprotoLink } from '../../src/testing/fake-mtproto/index.js';
-import { defineTool } from '../../src/tools/define-tool.js';
 import { createHarness, type Harness } from '../support/palaver-harness.js';
-import { cancellingModel } from '../support/approval-tools.js';
+import { cancellableSalon, cancellingModel } from '../support/approval-tools.js';
 
 // Tool calls that need the person's yes, in a Telegram user account: no buttons there, so the question says how to
 // answer in words and Palaver reads the answer itself. End to end: the real @mtcute/node client on the fake Telegram,
@@ -18,18 +16,7 @@ afterEach(async () => {
 });
 
 async function startAccount() {
-  const runs: string[] = [];
-  const cancel = defineTool({
-    name: 'cancel_appointment',
-    description: 'Cancels an appointment',
-    input: z.object({ appointment_id: z.string() }),
-    approval: 'person',
-    describe: ({ appointment_id }) => `Cancel appointment ${appointment_id}`,
-    run: ({ appointment_id }, ctx) => {
-      runs.push(`${appointment_id}@${ctx.idempotencyKey}`);
-      return `Appointment ${appointment_id} cancelled.`;
-    },
-  });
+  const { runs, cancel } = cancellableSalon();
   harness = await createHarness(cancellingModel);
   const fake = new FakeMtproto({ self: { id: 100, firstName: 'Olga' } });
   const channel = new TelegramUserChannel({
